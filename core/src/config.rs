@@ -1,0 +1,127 @@
+//! Configuration and its validation (SPEC §8).
+
+use serde_json::Value;
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// The largest integer a JavaScript number represents exactly (2^53 − 1).
+pub const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
+/// The hard maximum of distinct references per message, and the default.
+pub const MAX_REFERENCES: u64 = 3;
+/// The default number of candidates returned by discovery.
+pub const DEFAULT_CANDIDATE_LIMIT: u64 = 50;
+/// The default per-source byte budget.
+pub const DEFAULT_MAX_REFERENCE_BYTES: u64 = 65_536;
+
+/// Validated configuration of a [`Resolver`](crate::Resolver).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    max_references: u64,
+    candidate_limit: u64,
+    max_reference_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_references: MAX_REFERENCES,
+            candidate_limit: DEFAULT_CANDIDATE_LIMIT,
+            max_reference_bytes: DEFAULT_MAX_REFERENCE_BYTES,
+        }
+    }
+}
+
+fn invalid_config(key: &str, why: &str) -> Error {
+    Error::new(ErrorCode::InvalidConfig, format!("config `{key}` {why}"))
+}
+
+/// Checks that a JSON value is a positive safe integer, as JavaScript's
+/// `Number.isSafeInteger(x) && x > 0` would.
+pub fn positive_safe_integer(value: &Value) -> Option<u64> {
+    let n = value.as_number()?;
+    if let Some(u) = n.as_u64() {
+        return (u > 0 && u <= MAX_SAFE_INTEGER).then_some(u);
+    }
+    if n.is_i64() {
+        return None; // negative
+    }
+    let f = n.as_f64()?;
+    if f.fract() == 0.0 && f > 0.0 && f <= MAX_SAFE_INTEGER as f64 {
+        Some(f as u64)
+    } else {
+        None
+    }
+}
+
+impl Config {
+    /// A configuration from explicit values; `None` takes the default.
+    /// Errors with `SESSION_REFERENCE_INVALID_CONFIG` like [`Config::from_json`].
+    pub fn new(
+        max_references: Option<u64>,
+        candidate_limit: Option<u64>,
+        max_reference_bytes: Option<u64>,
+    ) -> Result<Config> {
+        let check = |key: &str, v: Option<u64>, default: u64, max: u64| -> Result<u64> {
+            match v {
+                None => Ok(default),
+                Some(v) if v >= 1 && v <= max => Ok(v),
+                Some(_) if max == MAX_REFERENCES => Err(invalid_config(key, "must be an integer from 1 to 3")),
+                Some(_) => Err(invalid_config(key, "must be a positive safe integer")),
+            }
+        };
+        Ok(Config {
+            max_references: check("maxReferences", max_references, MAX_REFERENCES, MAX_REFERENCES)?,
+            candidate_limit: check("candidateLimit", candidate_limit, DEFAULT_CANDIDATE_LIMIT, MAX_SAFE_INTEGER)?,
+            max_reference_bytes: check(
+                "maxReferenceBytes",
+                max_reference_bytes,
+                DEFAULT_MAX_REFERENCE_BYTES,
+                MAX_SAFE_INTEGER,
+            )?,
+        })
+    }
+
+    /// A configuration from a JSON object with the wire keys `maxReferences`,
+    /// `candidateLimit` and `maxReferenceBytes`. Absent or `null` keys take
+    /// their defaults, unknown keys are ignored; any other value (strings,
+    /// booleans, fractions, out-of-range numbers) is
+    /// `SESSION_REFERENCE_INVALID_CONFIG`. `null` itself is the default config.
+    pub fn from_json(config: &Value) -> Result<Config> {
+        let map = match config {
+            Value::Null => return Ok(Config::default()),
+            Value::Object(map) => map,
+            _ => return Err(Error::new(ErrorCode::InvalidConfig, "config must be an object")),
+        };
+        let get = |key: &str| -> Result<Option<u64>> {
+            match map.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => positive_safe_integer(v)
+                    .map(Some)
+                    .ok_or_else(|| invalid_config(key, "must be a positive safe integer")),
+            }
+        };
+        Config::new(get("maxReferences")?, get("candidateLimit")?, get("maxReferenceBytes")?)
+    }
+
+    /// Distinct references allowed per message (1–3).
+    pub fn max_references(&self) -> u64 {
+        self.max_references
+    }
+
+    /// Candidates returned by [`Resolver::candidates`](crate::Resolver::candidates).
+    pub fn candidate_limit(&self) -> u64 {
+        self.candidate_limit
+    }
+
+    /// The per-source byte budget of a serialized source object.
+    pub fn max_reference_bytes(&self) -> u64 {
+        self.max_reference_bytes
+    }
+}
+
+/// Validates an explicit candidate limit given as JSON (SPEC §7): a positive
+/// safe integer, else `SESSION_REFERENCE_INVALID_REFERENCE`.
+pub fn candidate_limit_from_json(limit: &Value) -> Result<u64> {
+    positive_safe_integer(limit)
+        .ok_or_else(|| Error::new(ErrorCode::InvalidReference, "candidate limit must be a positive safe integer"))
+}

@@ -1,0 +1,70 @@
+//! # dsh-session-reference
+//!
+//! Bring a bounded, read-only, tamper-proof snapshot of another conversation
+//! into a new message — byte-identical to the DeepSeek Harness reference.
+//!
+//! The host implements [`SessionQuery`] (list sessions, read a title, read a
+//! surface snapshot); the [`Resolver`] does everything else: canonical
+//! `dsh-session:` URIs and `@[label](uri)` mentions ([`encode_uri`],
+//! [`format_mention`], [`parse_text`]), discovery ([`Resolver::candidates`]),
+//! projection, exact per-source byte budgets, tag-safe JSON framing under an
+//! untrusted-background warning ([`Resolver::prepare`]), cancellation
+//! ([`CancelToken`]) and all-or-nothing errors ([`Error`], [`ErrorCode`]).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use dsh_session_reference::{Config, MemoryQuery, Resolver, SessionHeader, Target};
+//! use serde_json::json;
+//!
+//! let query = MemoryQuery::new();
+//! query.add_session(SessionHeader::new("design", 1_700_000_000_000u64, Some("/work".into())));
+//! query.set_surface("design", json!({
+//!     "session": {"id": "design", "createdAt": 1_700_000_000_000u64, "cwd": "/work"},
+//!     "capturedThroughSeq": 1,
+//!     "events": [
+//!         {"seq": 0, "type": "user/message", "data": {"role": "user",
+//!             "content": [{"type": "text", "text": "Use <tabs>?"}], "source": {"kind": "user"}}},
+//!         {"seq": 1, "type": "assistant/message", "data": {"message": {"role": "assistant",
+//!             "content": [{"type": "text", "text": "Spaces."}]}}}
+//!     ]
+//! }));
+//! let resolver = Resolver::new(Arc::new(query), Config::default());
+//! let target = Target::new("new-chat", Some("/work".into()));
+//! let prepared = resolver
+//!     .prepare_blocking(&target, &json!([{"type": "text", "text": "as decided"}]),
+//!                       &[json!({"sessionId": "design"})], None)
+//!     .unwrap();
+//! let ctx = prepared.additional_context.unwrap();
+//! let prompt = ctx["content"][0]["text"].as_str().unwrap();
+//! assert!(prompt.contains(r#""text":"Use \u003ctabs>?""#));
+//! ```
+
+pub mod cancel;
+pub mod config;
+pub mod error;
+pub mod json;
+pub mod memory;
+pub mod projection;
+pub mod prompt;
+pub mod query;
+pub mod resolver;
+pub mod retention;
+pub mod runtime;
+pub mod uri;
+
+pub use cancel::CancelToken;
+pub use config::{
+    candidate_limit_from_json, Config, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES,
+    MAX_SAFE_INTEGER,
+};
+pub use error::{Error, ErrorCode, HostError, Result};
+pub use json::{stringify_tag_safe, stringify_tag_safe_text};
+pub use memory::MemoryQuery;
+pub use query::{
+    Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedBytes, SurfaceData, Target,
+};
+pub use resolver::{normalize_references, Candidate, Prepared, Reference, Resolver};
+pub use runtime::{block_on, runtime};
+pub use uri::{
+    decode_uri, encode_uri, format_mention, parse_text, ParsedReference, ParsedText, SESSION_REFERENCE_SCHEME,
+};

@@ -1,0 +1,89 @@
+//! An in-memory [`SessionQuery`]: fill it with headers, titles and
+//! snapshots. Handy for tests and for hosts that already hold sessions.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use crate::error::HostError;
+use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+
+#[derive(Default)]
+struct Inner {
+    sessions: Vec<SessionHeader>,
+    titles: HashMap<String, Result<Option<String>, HostError>>,
+    surfaces: HashMap<String, Result<SurfaceData, HostError>>,
+}
+
+/// A session query over values held in memory. Listing returns sessions in
+/// insertion order; a title never set reads as "no title"; a surface never
+/// set fails to read.
+#[derive(Default)]
+pub struct MemoryQuery {
+    inner: RwLock<Inner>,
+}
+
+impl MemoryQuery {
+    /// An empty query.
+    pub fn new() -> Self {
+        MemoryQuery::default()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends a session to the listing (replacing one with the same id in place).
+    pub fn add_session(&self, header: SessionHeader) {
+        let mut inner = self.write();
+        match inner.sessions.iter_mut().find(|s| s.id == header.id) {
+            Some(existing) => *existing = header,
+            None => inner.sessions.push(header),
+        }
+    }
+
+    /// Sets the latest title of a session (`None`: no title).
+    pub fn set_title(&self, id: impl Into<String>, title: Option<String>) {
+        self.write().titles.insert(id.into(), Ok(title));
+    }
+
+    /// Makes title reads of a session fail with `reason`.
+    pub fn fail_title(&self, id: impl Into<String>, reason: impl Into<HostError>) {
+        self.write().titles.insert(id.into(), Err(reason.into()));
+    }
+
+    /// Sets the surface snapshot of a session.
+    pub fn set_surface(&self, id: impl Into<String>, surface: impl Into<SurfaceData>) {
+        self.write().surfaces.insert(id.into(), Ok(surface.into()));
+    }
+
+    /// Makes surface reads of a session fail with `reason`.
+    pub fn fail_surface(&self, id: impl Into<String>, reason: impl Into<HostError>) {
+        self.write().surfaces.insert(id.into(), Err(reason.into()));
+    }
+}
+
+impl SessionQuery for MemoryQuery {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        let sessions = self.read().sessions.clone();
+        Box::pin(async move { Ok(sessions) })
+    }
+
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
+        let title = self.read().titles.get(session_id).cloned().unwrap_or(Ok(None));
+        Box::pin(async move { title })
+    }
+
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        let surface = self
+            .read()
+            .surfaces
+            .get(session_id)
+            .cloned()
+            .unwrap_or_else(|| Err(HostError::new(format!("no session {session_id:?}"))));
+        Box::pin(async move { surface })
+    }
+}

@@ -1,0 +1,216 @@
+//! The session query a host implements (SPEC §9), and the values it returns.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::{Number, Value};
+
+use crate::error::HostError;
+
+/// A boxed future returned by [`SessionQuery`] methods.
+pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> + Send + 'a>>;
+
+/// The session that is about to send a message (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Target {
+    /// The target's session id. A target may never reference itself.
+    pub id: String,
+    /// The target's working directory; drives candidate ranking.
+    pub cwd: Option<String>,
+}
+
+impl Target {
+    /// A target with an id and an optional cwd.
+    pub fn new(id: impl Into<String>, cwd: Option<String>) -> Self {
+        Target { id: id.into(), cwd }
+    }
+
+    /// Reads `{"id": string, "cwd"?: string | null}`.
+    pub fn from_json(value: &Value) -> Result<Target, String> {
+        let obj = value.as_object().ok_or("target must be an object")?;
+        let id = obj.get("id").and_then(Value::as_str).ok_or("target.id must be a string")?;
+        let cwd = match obj.get("cwd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err("target.cwd must be a string or null".into()),
+        };
+        Ok(Target { id: id.to_owned(), cwd })
+    }
+}
+
+/// One entry of `listSessions()`: `{id, createdAt, cwd?, ...}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionHeader {
+    /// The session id (any string).
+    pub id: String,
+    /// Creation time, epoch milliseconds, passed through to candidates as given.
+    pub created_at: Number,
+    /// The session's working directory, if it has one.
+    pub cwd: Option<String>,
+}
+
+impl SessionHeader {
+    /// A header from its parts.
+    pub fn new(id: impl Into<String>, created_at: impl Into<Number>, cwd: Option<String>) -> Self {
+        SessionHeader { id: id.into(), created_at: created_at.into(), cwd }
+    }
+
+    /// Reads a header object; extra keys are ignored. A missing or non-string
+    /// `id`, a non-numeric `createdAt`, or a `cwd` that is neither a string
+    /// nor null is an error (a read failure of the listing).
+    pub fn from_json(value: &Value) -> Result<SessionHeader, String> {
+        let obj = value.as_object().ok_or("a session header must be an object")?;
+        let id = obj.get("id").and_then(Value::as_str).ok_or("session header `id` must be a string")?;
+        let created_at = match obj.get("createdAt") {
+            Some(Value::Number(n)) => n.clone(),
+            _ => return Err(format!("session header `createdAt` of {id:?} must be a number")),
+        };
+        let cwd = match obj.get("cwd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(format!("session header `cwd` of {id:?} must be a string")),
+        };
+        Ok(SessionHeader { id: id.to_owned(), created_at, cwd })
+    }
+
+    /// Reads the array returned by `listSessions()`.
+    pub fn list_from_json(value: &Value) -> Result<Vec<SessionHeader>, String> {
+        value.as_array().ok_or("listSessions must return an array")?.iter().map(SessionHeader::from_json).collect()
+    }
+}
+
+/// Bytes of a JSON document owned by someone else (a `Vec<u8>`, a Python
+/// `bytes`, a Node `Buffer`, a memory map). Lets a snapshot reach the parser
+/// without a copy.
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// A surface snapshot (SPEC §1) as a host delivers it: either JSON text
+/// (fastest for big sessions; parsed with a typed, borrowing parser that
+/// skips what projection drops) or an already-built JSON value.
+#[derive(Clone)]
+pub enum SurfaceData {
+    /// The snapshot as UTF-8 JSON text.
+    Json(SharedBytes),
+    /// The snapshot as a JSON value.
+    Value(Arc<Value>),
+}
+
+impl SurfaceData {
+    /// Snapshot JSON text held in any shareable byte container.
+    pub fn json(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Self {
+        SurfaceData::Json(Arc::new(bytes))
+    }
+}
+
+impl std::fmt::Debug for SurfaceData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SurfaceData::Json(b) => write!(f, "SurfaceData::Json({} bytes)", (**b).as_ref().len()),
+            SurfaceData::Value(v) => f.debug_tuple("SurfaceData::Value").field(v).finish(),
+        }
+    }
+}
+
+impl From<Value> for SurfaceData {
+    fn from(v: Value) -> Self {
+        SurfaceData::Value(Arc::new(v))
+    }
+}
+
+impl From<Vec<u8>> for SurfaceData {
+    fn from(v: Vec<u8>) -> Self {
+        SurfaceData::json(v)
+    }
+}
+
+impl From<String> for SurfaceData {
+    fn from(v: String) -> Self {
+        SurfaceData::json(v.into_bytes())
+    }
+}
+
+/// The host-implemented session query (SPEC §9). The library calls it from
+/// its own tasks, possibly concurrently (reads of distinct sources run in
+/// parallel), and never reads any other state.
+///
+/// Futures that never complete are fine: cancellation drops them.
+/// Hosts whose calls block should implement [`BlockingSessionQuery`] and wrap
+/// it in [`Blocking`].
+pub trait SessionQuery: Send + Sync {
+    /// All sessions, in creation order.
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>>;
+    /// The latest title of a session, or `None` when it has none.
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>>;
+    /// The current surface snapshot of a session.
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData>;
+}
+
+impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        (**self).list_sessions()
+    }
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
+        (**self).read_title(session_id)
+    }
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        (**self).read_surface(session_id)
+    }
+}
+
+/// A session query whose operations block the calling thread (C callbacks,
+/// plain Python callables, file readers). Wrap it in [`Blocking`] to use it
+/// with a [`Resolver`](crate::Resolver).
+pub trait BlockingSessionQuery: Send + Sync + 'static {
+    /// All sessions, in creation order.
+    fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError>;
+    /// The latest title of a session, or `None`.
+    fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError>;
+    /// The current surface snapshot of a session.
+    fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError>;
+}
+
+/// Adapts a [`BlockingSessionQuery`] into a [`SessionQuery`]: every call runs
+/// on tokio's blocking thread pool, so reads run in parallel and a read that
+/// never returns does not stop cancellation (its thread is abandoned).
+/// Must be used inside a tokio runtime (the blocking facade of the
+/// resolver provides one).
+pub struct Blocking<Q>(pub Arc<Q>);
+
+impl<Q> Blocking<Q> {
+    /// Wraps a blocking query.
+    pub fn new(query: Q) -> Self {
+        Blocking(Arc::new(query))
+    }
+}
+
+fn on_blocking_pool<Q, T, F>(query: &Arc<Q>, f: F) -> QueryFuture<'static, T>
+where
+    Q: Send + Sync + 'static,
+    T: Send + 'static,
+    F: FnOnce(&Q) -> Result<T, HostError> + Send + 'static,
+{
+    let query = Arc::clone(query);
+    let task = tokio::task::spawn_blocking(move || f(&query));
+    Box::pin(async move {
+        match task.await {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => Err(HostError::new("the host's session query panicked")),
+            Err(_) => Err(HostError::new("the host's session query was aborted")),
+        }
+    })
+}
+
+impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        on_blocking_pool(&self.0, |q| q.list_sessions())
+    }
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
+        let id = session_id.to_owned();
+        on_blocking_pool(&self.0, move |q| q.read_title(&id))
+    }
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        let id = session_id.to_owned();
+        on_blocking_pool(&self.0, move |q| q.read_surface(&id))
+    }
+}

@@ -1,0 +1,174 @@
+//! Per-source retention under the byte budget (SPEC §4), in linear time.
+//!
+//! The serialized size of a source object is the size of its fixed fields
+//! plus, per item, a constant envelope and the escaped length of its text.
+//! Every length is computed once; dropping an item or truncating one text
+//! changes the total by a known amount, so nothing is re-serialized.
+
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::json::string_len;
+use crate::projection::Item;
+
+/// `{"role":"` … `","text":` … `}` around an item's role and text literal.
+const ITEM_ENVELOPE: usize = r#"{"role":"","text":}"#.len();
+
+/// The serialized size of one item: envelope + role + escaped text.
+pub(crate) fn item_size(item: &Item<'_>, text_len: usize) -> usize {
+    ITEM_ENVELOPE + item.role.as_str().len() + text_len
+}
+
+/// The head/tail truncation of `text` to `target` UTF-8 bytes (SPEC §4):
+/// the text itself when it fits; otherwise the longest head + tail found by
+/// the contract's binary search, followed by
+/// `"\n[… omitted N UTF-8 bytes …]"`; `""` when not even the marker fits.
+/// Returns the new text and N.
+pub fn truncate_head_tail(text: &str, target: usize) -> (Cow<'_, str>, usize) {
+    let len = text.len();
+    if len <= target {
+        return (Cow::Borrowed(text), 0);
+    }
+    // For a budget r: (head end, tail start), both char boundaries.
+    let cut = |r: usize| -> (usize, usize) {
+        let mut head = r.div_ceil(2);
+        while !text.is_char_boundary(head) {
+            head -= 1;
+        }
+        let mut tail = len - r / 2;
+        while !text.is_char_boundary(tail) {
+            tail += 1;
+        }
+        (head, tail)
+    };
+    let size = |r: usize| -> usize {
+        let (head, tail) = cut(r);
+        let kept = head + (len - tail);
+        kept + marker_len(len - kept)
+    };
+    let (mut lo, mut hi) = (0usize, target);
+    let mut best: Option<usize> = None;
+    while lo <= hi {
+        let mid = lo + (hi - lo) / 2;
+        if size(mid) <= target {
+            best = Some(mid);
+            lo = mid + 1;
+        } else if mid == 0 {
+            break;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    match best {
+        None => (Cow::Borrowed(""), len),
+        Some(r) => {
+            let (head, tail) = cut(r);
+            let omitted = len - head - (len - tail);
+            let mut out = String::with_capacity(target);
+            out.push_str(&text[..head]);
+            out.push_str(&text[tail..]);
+            push_marker(&mut out, omitted);
+            (Cow::Owned(out), omitted)
+        }
+    }
+}
+
+const MARKER_HEAD: &str = "\n[\u{2026} omitted ";
+const MARKER_TAIL: &str = " UTF-8 bytes \u{2026}]";
+
+fn marker_len(omitted: usize) -> usize {
+    MARKER_HEAD.len() + decimal_digits(omitted) + MARKER_TAIL.len()
+}
+
+fn push_marker(out: &mut String, omitted: usize) {
+    out.push_str(MARKER_HEAD);
+    out.push_str(&omitted.to_string());
+    out.push_str(MARKER_TAIL);
+}
+
+fn decimal_digits(mut n: usize) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+/// What retention decided for one source.
+#[derive(Debug)]
+pub struct Retained<'a> {
+    /// The retained items with their final texts, in order.
+    pub items: Vec<Item<'a>>,
+    /// Items dropped entirely.
+    pub omitted_messages: usize,
+    /// Bytes of dropped originals plus bytes cut from retained texts.
+    pub omitted_bytes: u64,
+}
+
+/// Applies the drop and truncate phases so that `fixed + items` fits in
+/// `budget` bytes, where `fixed` is the serialized size of the source object
+/// with an empty conversation. `None` when the source cannot fit.
+pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Option<Retained<'a>> {
+    let n = items.len();
+    let lens: Vec<usize> = items.iter().map(|i| string_len(&i.text, true)).collect();
+    let sizes: Vec<usize> = items.iter().zip(&lens).map(|(i, l)| item_size(i, *l)).collect();
+    let mut total: u64 = fixed as u64 + sizes.iter().map(|s| *s as u64).sum::<u64>() + n.saturating_sub(1) as u64;
+    let mut kept = vec![true; n];
+    let mut omitted_messages = 0usize;
+    let mut omitted_bytes = 0u64;
+
+    // Drop phase: oldest non-checkpoint item that is not the newest one.
+    // The newest item is never dropped, so it stays last throughout.
+    let mut next = 0;
+    while total > budget {
+        while next + 1 < n && items[next].checkpoint {
+            next += 1;
+        }
+        if next + 1 >= n {
+            break;
+        }
+        kept[next] = false;
+        total -= sizes[next] as u64 + 1; // the item and one comma
+        omitted_messages += 1;
+        omitted_bytes += items[next].text.len() as u64;
+        next += 1;
+    }
+
+    let mut retained: Vec<(Item<'a>, usize, usize)> =
+        items.into_iter().zip(lens).zip(kept).filter(|(_, k)| *k).map(|((item, len), _)| (item, len, 0)).collect();
+
+    if total > budget {
+        // Truncate phase: the item with the most bytes in its current text,
+        // the first on ties; always cut from the original text.
+        let originals: Vec<Cow<'a, str>> = retained.iter().map(|(i, _, _)| i.text.clone()).collect();
+        let mut heap: BinaryHeap<(usize, Reverse<usize>)> =
+            retained.iter().enumerate().map(|(idx, (i, _, _))| (i.text.len(), Reverse(idx))).collect();
+        while total > budget {
+            let (bytes, Reverse(idx)) = heap.pop()?;
+            if bytes == 0 {
+                return None;
+            }
+            let overflow = total - budget;
+            let target = (bytes as u64).saturating_sub(overflow) as usize;
+            let (text, omitted) = truncate_head_tail(&originals[idx], target);
+            let (item, len, cut) = &mut retained[idx];
+            if text == item.text {
+                return None;
+            }
+            let new_len = string_len(&text, true);
+            total = total - *len as u64 + new_len as u64;
+            item.text = match text {
+                Cow::Borrowed(s) if s.is_empty() => Cow::Borrowed(""),
+                other => Cow::Owned(other.into_owned()),
+            };
+            *len = new_len;
+            *cut = omitted;
+            heap.push((item.text.len(), Reverse(idx)));
+        }
+    }
+
+    omitted_bytes += retained.iter().map(|(_, _, cut)| *cut as u64).sum::<u64>();
+    Some(Retained { items: retained.into_iter().map(|(i, _, _)| i).collect(), omitted_messages, omitted_bytes })
+}

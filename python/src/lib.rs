@@ -1,0 +1,1 @@
+//! Placeholder until the python front lands.
