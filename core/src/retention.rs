@@ -42,10 +42,17 @@ pub fn truncate_head_tail(text: &str, target: usize) -> (Cow<'_, str>, usize) {
         }
         (head, tail)
     };
-    let size = |r: usize| -> usize {
+    // The reference slices bytes, counts N on those byte slices, then decodes
+    // each slice as `TextDecoder` does, which drops one leading U+FEFF (BOM)
+    // per slice: such a BOM is neither kept nor counted as omitted.
+    let pieces = |r: usize| -> (&str, &str, usize) {
         let (head, tail) = cut(r);
-        let kept = head + (len - tail);
-        kept + marker_len(len - kept)
+        let omitted = len - head - (len - tail);
+        (strip_bom(&text[..head]), strip_bom(&text[tail..]), omitted)
+    };
+    let size = |r: usize| -> usize {
+        let (head, tail, omitted) = pieces(r);
+        head.len() + tail.len() + marker_len(omitted)
     };
     let (mut lo, mut hi) = (0usize, target);
     let mut best: Option<usize> = None;
@@ -63,15 +70,18 @@ pub fn truncate_head_tail(text: &str, target: usize) -> (Cow<'_, str>, usize) {
     match best {
         None => (Cow::Borrowed(""), len),
         Some(r) => {
-            let (head, tail) = cut(r);
-            let omitted = len - head - (len - tail);
+            let (head, tail, omitted) = pieces(r);
             let mut out = String::with_capacity(target);
-            out.push_str(&text[..head]);
-            out.push_str(&text[tail..]);
+            out.push_str(head);
+            out.push_str(tail);
             push_marker(&mut out, omitted);
             (Cow::Owned(out), omitted)
         }
     }
+}
+
+fn strip_bom(s: &str) -> &str {
+    s.strip_prefix('\u{feff}').unwrap_or(s)
 }
 
 const MARKER_HEAD: &str = "\n[\u{2026} omitted ";

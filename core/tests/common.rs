@@ -1,0 +1,39 @@
+//! Helpers shared by the core's integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// The conformance directory: `$DSR_CONFORMANCE_DIR`, else `tests/conformance`
+/// at the workspace root.
+pub fn conformance_dir() -> PathBuf {
+    match std::env::var_os("DSR_CONFORMANCE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance"),
+    }
+}
+
+/// Reads one vector file of the conformance set.
+pub fn vectors(name: &str) -> Value {
+    let path = conformance_dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
+
+/// Compact JSON of a value with object keys sorted recursively: structural
+/// comparison that ignores key order.
+pub fn canonical(v: &Value) -> String {
+    fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sort(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    serde_json::to_string(&sort(v)).unwrap()
+}
