@@ -133,7 +133,7 @@ pub fn write_f64(out: &mut String, x: f64) {
             out.push('.');
             out.push_str(&digits[1..]);
         }
-        let _ = write!(out, "e{}{}", if n - 1 >= 0 { '+' } else { '-' }, (n - 1).abs());
+        let _ = write!(out, "e{}{}", if n > 0 { '+' } else { '-' }, (n - 1).abs());
     }
 }
 

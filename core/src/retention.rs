@@ -169,10 +169,9 @@ pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Option<Ret
             }
             let new_len = string_len(&text, true);
             total = total - *len as u64 + new_len as u64;
-            item.text = match text {
-                Cow::Borrowed(s) if s.is_empty() => Cow::Borrowed(""),
-                other => Cow::Owned(other.into_owned()),
-            };
+            // The new text borrows from `originals`, which dies here: own it
+            // (it is at most `target` bytes, so copies stay within budget).
+            item.text = Cow::Owned(text.into_owned());
             *len = new_len;
             *cut = omitted;
             heap.push((item.text.len(), Reverse(idx)));

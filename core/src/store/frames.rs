@@ -1,0 +1,414 @@
+//! Reading a log as a stream of lines: plain JSONL directly, `.jsonl.zstd`
+//! frame by frame.
+//!
+//! A `.jsonl.zstd` log is a concatenation of independent, checksummed
+//! Zstandard frames. Before a frame is decoded its block headers are walked
+//! to learn whether the file holds all of it:
+//! - a **complete** frame is decoded with its checksum verified; any
+//!   decoding or checksum failure makes the whole log unreadable;
+//! - an **incomplete last frame** is a torn tail (a crash during an append):
+//!   its complete blocks are decoded without verification and only the
+//!   complete lines they give are kept ("recovered" lines, which are not
+//!   strict, see [`LineInfo::strict`]).
+//!
+//! Nothing is held beyond one input chunk, one output chunk and the current
+//! line, so memory does not grow with the size of the log.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+
+use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+
+/// The longest line accepted, in bytes (without its `\n`). A longer line
+/// makes the log unreadable instead of growing memory without bound.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+const ZSTD_MAGIC: u32 = 0xFD2F_B528;
+const SKIPPABLE_MAGIC_MASK: u32 = 0xFFFF_FFF0;
+const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
+const CHUNK: usize = 64 << 10;
+
+/// What one call to [`LineReader::next_line`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineRead {
+    /// A complete line (terminated by `\n`, which is not kept).
+    Line(LineInfo),
+    /// The end of the log. `torn_bytes` is the length of an unterminated
+    /// last line that was dropped (0 when the log ended with `\n`).
+    End {
+        /// Bytes of the dropped unterminated last line.
+        torn_bytes: u64,
+    },
+}
+
+/// Facts about one complete line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineInfo {
+    /// Whether the line lies in a complete, checksum-verified zstd frame:
+    /// such a line must be accepted as it is (a seq gap there is
+    /// corruption). Lines of plain logs and lines recovered from a torn last
+    /// frame are not strict.
+    pub strict: bool,
+}
+
+/// Facts about the frames of a zstd log, known once it has been read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameStats {
+    /// Complete frames read.
+    pub complete_frames: u64,
+    /// Byte offset where the complete frames end (the committed prefix).
+    pub complete_end: u64,
+    /// Size of the file.
+    pub file_bytes: u64,
+    /// Whether the last frame was incomplete (a torn tail).
+    pub torn: bool,
+}
+
+/// A source of lines: a plain log or a zstd log.
+pub enum LineReader {
+    /// A plain JSONL log.
+    Raw {
+        /// The buffered file.
+        reader: BufReader<File>,
+        /// Bytes of complete lines consumed so far.
+        offset: u64,
+    },
+    /// A zstd log.
+    Zstd(Box<FrameReader>),
+}
+
+impl LineReader {
+    /// A reader of a plain log.
+    pub fn raw(file: File) -> Self {
+        LineReader::Raw { reader: BufReader::with_capacity(CHUNK, file), offset: 0 }
+    }
+
+    /// A reader of a zstd log.
+    pub fn zstd(file: File) -> io::Result<Self> {
+        Ok(LineReader::Zstd(Box::new(FrameReader::new(file)?)))
+    }
+
+    /// Reads the next complete line into `buf` (cleared first, without the
+    /// `\n`), refusing lines longer than `max` bytes.
+    pub fn next_line(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<LineRead> {
+        buf.clear();
+        match self {
+            LineReader::Raw { reader, offset } => {
+                let outcome = read_line_limited(reader, buf, max)?;
+                if let LineRead::Line(_) = outcome {
+                    *offset += buf.len() as u64 + 1;
+                }
+                Ok(outcome)
+            }
+            LineReader::Zstd(frames) => {
+                let outcome = read_line_limited(&mut **frames, buf, max)?;
+                Ok(match outcome {
+                    LineRead::Line(_) => {
+                        frames.line_end += buf.len() as u64 + 1;
+                        let strict = frames.committed_end.map_or(true, |end| frames.line_end <= end);
+                        LineRead::Line(LineInfo { strict })
+                    }
+                    end => end,
+                })
+            }
+        }
+    }
+
+    /// Frame facts of a zstd log (`None` for a plain log).
+    pub fn frame_stats(&self) -> Option<FrameStats> {
+        match self {
+            LineReader::Raw { .. } => None,
+            LineReader::Zstd(frames) => Some(frames.stats),
+        }
+    }
+
+    /// Bytes of the file occupied by the complete lines read so far (plain
+    /// logs only).
+    pub fn raw_offset(&self) -> Option<u64> {
+        match self {
+            LineReader::Raw { offset, .. } => Some(*offset),
+            LineReader::Zstd(_) => None,
+        }
+    }
+}
+
+/// Reads up to and including the next `\n` (which is removed).
+fn read_line_limited<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<LineRead> {
+    let limit = max as u64 + 1;
+    let n = reader.take(limit).read_until(b'\n', buf)?;
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Ok(LineRead::Line(LineInfo { strict: false }));
+    }
+    if n as u64 >= limit {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a line is longer than {max} bytes")));
+    }
+    Ok(LineRead::End { torn_bytes: n as u64 })
+}
+
+fn corrupt(offset: u64, why: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("corrupt Zstandard session log: frame at byte {offset} {why}"))
+}
+
+/// Where the frame being decoded ends.
+#[derive(Clone, Copy, Debug)]
+enum FrameEnd {
+    /// The frame is complete and ends at this file offset.
+    Complete(u64),
+    /// The frame runs past the end of the file.
+    Torn,
+}
+
+/// Decodes a zstd log frame by frame and serves the decompressed bytes
+/// through [`BufRead`].
+pub struct FrameReader {
+    file: File,
+    /// File offset of the next compressed byte to read.
+    pos: u64,
+    stats: FrameStats,
+    decoder: Decoder<'static>,
+    /// The frame being decoded: its start offset and end.
+    frame: Option<(u64, FrameEnd)>,
+    input: Vec<u8>,
+    input_pos: usize,
+    output: Vec<u8>,
+    output_pos: usize,
+    /// Set when the torn last frame has given everything it can.
+    finished: bool,
+    /// Decompressed bytes produced by complete frames, known once the torn
+    /// frame starts (`None` while every frame so far was complete).
+    committed_end: Option<u64>,
+    /// Decompressed bytes produced so far.
+    produced: u64,
+    /// Decompressed bytes consumed as complete lines.
+    line_end: u64,
+}
+
+impl FrameReader {
+    fn new(file: File) -> io::Result<Self> {
+        let file_bytes = file.metadata()?.len();
+        Ok(FrameReader {
+            file,
+            pos: 0,
+            stats: FrameStats { file_bytes, ..FrameStats::default() },
+            decoder: Decoder::new()?,
+            frame: None,
+            input: Vec::new(),
+            input_pos: 0,
+            output: Vec::new(),
+            output_pos: 0,
+            finished: false,
+            committed_end: None,
+            produced: 0,
+            line_end: 0,
+        })
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.seek(SeekFrom::Start(offset))?;
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.file.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(filled)
+    }
+
+    /// Walks the frame starting at `start`: its header and block headers.
+    /// Returns `None` for a skippable frame (and moves past it).
+    fn walk_frame(&mut self, start: u64) -> io::Result<Option<FrameEnd>> {
+        let len = self.stats.file_bytes;
+        let mut head = [0u8; 14];
+        let got = self.read_at(start, &mut head)?;
+        if got < 4 {
+            return Ok(Some(FrameEnd::Torn));
+        }
+        let magic = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        if magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC {
+            if got < 8 {
+                return Ok(Some(FrameEnd::Torn));
+            }
+            let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as u64;
+            let end = start + 8 + size;
+            if end > len {
+                return Ok(Some(FrameEnd::Torn));
+            }
+            self.pos = end;
+            return Ok(None);
+        }
+        if magic != ZSTD_MAGIC {
+            return Err(corrupt(start, "is not a Zstandard frame"));
+        }
+        if got < 5 {
+            return Ok(Some(FrameEnd::Torn));
+        }
+        let descriptor = head[4];
+        if descriptor & 0x08 != 0 {
+            return Err(corrupt(start, "has a reserved header bit set"));
+        }
+        let single_segment = descriptor & 0x20 != 0;
+        let checksum = descriptor & 0x04 != 0;
+        let dict_bytes = [0u64, 1, 2, 4][usize::from(descriptor & 0x03)];
+        let fcs_bytes = match descriptor >> 6 {
+            0 => u64::from(single_segment),
+            1 => 2,
+            2 => 4,
+            _ => 8,
+        };
+        let header_len = 5 + u64::from(!single_segment) + dict_bytes + fcs_bytes;
+        let mut at = start + header_len;
+        loop {
+            let mut block = [0u8; 3];
+            if self.read_at(at, &mut block)? < 3 {
+                return Ok(Some(FrameEnd::Torn));
+            }
+            let header = u32::from(block[0]) | u32::from(block[1]) << 8 | u32::from(block[2]) << 16;
+            let last = header & 1 != 0;
+            let size = u64::from(header >> 3);
+            let content = match (header >> 1) & 3 {
+                0 | 2 => size,
+                1 => 1,
+                _ => return Err(corrupt(start, "has a block of reserved type")),
+            };
+            at += 3 + content;
+            if at > len {
+                return Ok(Some(FrameEnd::Torn));
+            }
+            if last {
+                break;
+            }
+        }
+        if checksum {
+            at += 4;
+        }
+        Ok(Some(if at > len { FrameEnd::Torn } else { FrameEnd::Complete(at) }))
+    }
+
+    /// Starts the next frame; `false` at the end of the log.
+    fn start_frame(&mut self) -> io::Result<bool> {
+        loop {
+            if self.finished || self.pos >= self.stats.file_bytes {
+                return Ok(false);
+            }
+            let start = self.pos;
+            let Some(end) = self.walk_frame(start)? else { continue };
+            if let FrameEnd::Torn = end {
+                self.committed_end = Some(self.produced);
+                self.stats.torn = true;
+            }
+            self.decoder.reinit()?;
+            self.frame = Some((start, end));
+            self.input.clear();
+            self.input_pos = 0;
+            self.file.seek(SeekFrom::Start(start))?;
+            return Ok(true);
+        }
+    }
+
+    /// Decodes until some output is available or the log ends.
+    fn decode_some(&mut self) -> io::Result<()> {
+        self.output.clear();
+        self.output_pos = 0;
+        loop {
+            let Some((start, end)) = self.frame else {
+                if !self.start_frame()? {
+                    return Ok(());
+                }
+                continue;
+            };
+            let frame_stop = match end {
+                FrameEnd::Complete(e) => e,
+                FrameEnd::Torn => self.stats.file_bytes,
+            };
+            if self.input_pos == self.input.len() && self.pos < frame_stop {
+                let want = (frame_stop - self.pos).min(CHUNK as u64) as usize;
+                self.input.resize(want, 0);
+                let got = self.read_at(self.pos, &mut self.input)?;
+                self.input.truncate(got);
+                self.input_pos = 0;
+                self.pos += got as u64;
+                if got == 0 {
+                    // The file shrank under us: whatever is left is torn.
+                    self.pos = frame_stop;
+                }
+            }
+            self.output.resize(CHUNK, 0);
+            let mut inb = InBuffer::around(&self.input[self.input_pos..]);
+            let mut outb = OutBuffer::around(&mut self.output[..]);
+            let result = self.decoder.run(&mut inb, &mut outb);
+            let (read, written) = (inb.pos(), outb.pos());
+            self.input_pos += read;
+            self.output.truncate(written);
+            self.produced += written as u64;
+            let input_left = self.input_pos < self.input.len() || self.pos < frame_stop;
+            match (result, end) {
+                (Err(code), FrameEnd::Complete(_)) => {
+                    return Err(corrupt(start, format!("failed validation ({code})")));
+                }
+                (Err(_), FrameEnd::Torn) => {
+                    // Keep what the complete blocks gave; the rest is lost.
+                    self.finish_torn();
+                    return Ok(());
+                }
+                (Ok(0), FrameEnd::Complete(e)) => {
+                    if input_left {
+                        return Err(corrupt(start, "ends before its last block"));
+                    }
+                    self.stats.complete_frames += 1;
+                    self.stats.complete_end = e;
+                    self.frame = None;
+                }
+                (Ok(0), FrameEnd::Torn) => {
+                    // A torn frame cannot end cleanly: its last block was cut.
+                    self.finish_torn();
+                    return Ok(());
+                }
+                (Ok(_), _) if !input_left && written == 0 && read == 0 => {
+                    match end {
+                        FrameEnd::Complete(_) => return Err(corrupt(start, "is truncated")),
+                        FrameEnd::Torn => {
+                            self.finish_torn();
+                            return Ok(());
+                        }
+                    }
+                }
+                (Ok(_), _) => {}
+            }
+            if !self.output.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn finish_torn(&mut self) {
+        self.finished = true;
+        self.frame = None;
+    }
+}
+
+impl Read for FrameReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for FrameReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.output_pos == self.output.len() {
+            self.decode_some()?;
+        }
+        Ok(&self.output[self.output_pos..])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.output_pos = (self.output_pos + amt).min(self.output.len());
+    }
+}

@@ -1,0 +1,432 @@
+//! Behaviour the conformance vectors cannot show: cancellation, concurrency,
+//! all-or-nothing results, `prepare_messages` ordering, and linear retention.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_session_reference::{
+    encode_uri, format_mention, Blocking, BlockingSessionQuery, CancelToken, Config, ErrorCode, HostError, MemoryQuery,
+    QueryFuture, Resolver, SessionHeader, SessionQuery, SurfaceData, Target,
+};
+use serde_json::{json, Value};
+
+fn surface(id: &str, texts: &[&str]) -> Value {
+    let events: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if i % 2 == 0 {
+                json!({"seq": i, "type": "user/message",
+                       "data": {"role": "user", "content": [{"type": "text", "text": t}], "source": {"kind": "user"}}})
+            } else {
+                json!({"seq": i, "type": "assistant/message",
+                       "data": {"message": {"role": "assistant", "content": [{"type": "text", "text": t}]}}})
+            }
+        })
+        .collect();
+    json!({"session": {"id": id, "createdAt": 1}, "capturedThroughSeq": texts.len() as i64 - 1, "events": events})
+}
+
+/// A host whose reads behave per session id: `slow-*` sleep, `hang` never
+/// returns, `fail` fails after a delay; anything else answers at once.
+struct ScriptedHost {
+    started: AtomicUsize,
+}
+
+impl SessionQuery for ScriptedHost {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        Box::pin(std::future::pending())
+    }
+    fn read_title<'a>(&'a self, _: &'a str) -> QueryFuture<'a, Option<String>> {
+        Box::pin(std::future::pending())
+    }
+    fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            if id.starts_with("slow") {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            } else if id == "hang" {
+                std::future::pending::<()>().await;
+            } else if id == "fail" {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return Err(HostError::new("disk on fire"));
+            }
+            Ok(SurfaceData::from(surface(id, &["hello", "world"])))
+        })
+    }
+}
+
+fn scripted() -> (Resolver, Arc<ScriptedHost>) {
+    let host = Arc::new(ScriptedHost { started: AtomicUsize::new(0) });
+    (Resolver::new(host.clone(), Config::default()), host)
+}
+
+fn refs(ids: &[&str]) -> Vec<Value> {
+    ids.iter().map(|id| json!({"sessionId": id})).collect()
+}
+
+fn content() -> Value {
+    json!([{"type": "text", "text": "go"}])
+}
+
+#[test]
+fn a_read_that_never_returns_is_cancelled_promptly() {
+    let (resolver, _) = scripted();
+    let cancel = CancelToken::new();
+    let c2 = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        c2.cancel();
+    });
+    let t = Instant::now();
+    let err =
+        resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["hang"]), Some(&cancel)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Cancelled);
+    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+}
+
+#[test]
+fn a_blocking_host_read_that_never_returns_is_cancelled_promptly() {
+    struct Stuck;
+    impl BlockingSessionQuery for Stuck {
+        fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
+            std::thread::sleep(Duration::from_secs(3600));
+            Ok(vec![])
+        }
+        fn read_title(&self, _: &str) -> Result<Option<String>, HostError> {
+            Ok(None)
+        }
+        fn read_surface(&self, _: &str) -> Result<SurfaceData, HostError> {
+            std::thread::sleep(Duration::from_secs(3600));
+            Err("unreachable".into())
+        }
+    }
+    let resolver = Resolver::new(Arc::new(Blocking::new(Stuck)), Config::default());
+    for call in 0..2 {
+        let cancel = CancelToken::new();
+        let c2 = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            c2.cancel();
+        });
+        let t = Instant::now();
+        let target = Target::new("t", None);
+        let err = if call == 0 {
+            resolver.prepare_blocking(&target, &content(), &refs(&["a"]), Some(&cancel)).unwrap_err()
+        } else {
+            resolver.candidates_blocking(&target, "", Some(&cancel)).unwrap_err()
+        };
+        assert_eq!(err.code(), ErrorCode::Cancelled);
+        assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+    }
+}
+
+#[test]
+fn an_already_cancelled_token_wins_before_any_read() {
+    let (resolver, host) = scripted();
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let err = resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["a"]), Some(&cancel)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Cancelled);
+    assert_eq!(host.started.load(Ordering::SeqCst), 0);
+    // Validation still comes first: an invalid reference is reported as such.
+    let err = resolver.prepare_blocking(&Target::new("t", None), &content(), &[json!(1)], Some(&cancel)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidReference);
+}
+
+#[test]
+fn three_slow_reads_run_concurrently() {
+    let (resolver, host) = scripted();
+    let t = Instant::now();
+    let prepared = resolver
+        .prepare_blocking(&Target::new("t", None), &content(), &refs(&["slow-1", "slow-2", "slow-3"]), None)
+        .unwrap();
+    let elapsed = t.elapsed();
+    assert_eq!(host.started.load(Ordering::SeqCst), 3);
+    assert!(elapsed < Duration::from_millis(800), "three 300 ms reads took {elapsed:?}");
+    let refs = &prepared.additional_context.unwrap()["source"]["references"];
+    let ids: Vec<&str> = refs.as_array().unwrap().iter().map(|r| r["sessionId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["slow-1", "slow-2", "slow-3"]);
+}
+
+#[test]
+fn blocking_host_reads_run_in_parallel() {
+    struct Sleepy;
+    impl BlockingSessionQuery for Sleepy {
+        fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
+            Ok(vec![])
+        }
+        fn read_title(&self, _: &str) -> Result<Option<String>, HostError> {
+            Ok(None)
+        }
+        fn read_surface(&self, id: &str) -> Result<SurfaceData, HostError> {
+            std::thread::sleep(Duration::from_millis(300));
+            Ok(SurfaceData::from(surface(id, &["hi"]).to_string()))
+        }
+    }
+    let resolver = Resolver::new(Arc::new(Blocking::new(Sleepy)), Config::default());
+    let t = Instant::now();
+    resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["a", "b", "c"]), None).unwrap();
+    assert!(t.elapsed() < Duration::from_millis(800), "took {:?}", t.elapsed());
+}
+
+#[test]
+fn a_failed_read_fails_fast_even_when_another_read_hangs() {
+    let (resolver, _) = scripted();
+    let t = Instant::now();
+    let err =
+        resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["hang", "fail"]), None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ReadFailed);
+    assert!(err.message().contains("disk on fire"), "{}", err.message());
+    assert_eq!(err.host_error().unwrap().message(), "disk on fire");
+    assert!(t.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn cancellation_racing_a_failing_read_reports_cancelled() {
+    /// Cancels the caller's token, then fails: the failure arrives after
+    /// the cancellation, which must win.
+    struct CancelThenFail(CancelToken);
+    impl SessionQuery for CancelThenFail {
+        fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+            self.0.cancel();
+            Box::pin(async { Err(HostError::new("listing failed")) })
+        }
+        fn read_title<'a>(&'a self, _: &'a str) -> QueryFuture<'a, Option<String>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn read_surface<'a>(&'a self, _: &'a str) -> QueryFuture<'a, SurfaceData> {
+            self.0.cancel();
+            Box::pin(async { Err(HostError::new("read failed")) })
+        }
+    }
+    for call in 0..2 {
+        let cancel = CancelToken::new();
+        let resolver = Resolver::new(Arc::new(CancelThenFail(cancel.clone())), Config::default());
+        let target = Target::new("t", None);
+        let err = if call == 0 {
+            resolver.prepare_blocking(&target, &content(), &refs(&["a"]), Some(&cancel)).unwrap_err()
+        } else {
+            resolver.candidates_blocking(&target, "", Some(&cancel)).unwrap_err()
+        };
+        assert_eq!(err.code(), ErrorCode::Cancelled);
+    }
+    let (resolver, _) = scripted();
+    // The read fails at ~100 ms; cancel well before.
+    for delay in [30u64, 60] {
+        let cancel = CancelToken::new();
+        let c2 = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(delay));
+            c2.cancel();
+        });
+        let err = resolver
+            .prepare_blocking(&Target::new("t", None), &content(), &refs(&["fail", "slow-x"]), Some(&cancel))
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Cancelled, "cancelled at {delay} ms");
+    }
+}
+
+#[test]
+fn errors_leave_no_partial_output_and_budget_errors_follow_read_errors() {
+    let query = MemoryQuery::new();
+    query.set_surface("big", surface("big", &["x"]));
+    query.fail_surface("gone", "deleted");
+    let resolver = Resolver::new(Arc::new(query), Config::new(None, None, Some(20)).unwrap());
+    let target = Target::new("t", None);
+    let err = resolver.prepare_blocking(&target, &content(), &refs(&["big", "gone"]), None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ReadFailed);
+    let err = resolver.prepare_blocking(&target, &content(), &refs(&["big"]), None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::BudgetExceeded);
+}
+
+#[test]
+fn malformed_snapshots_are_read_failures() {
+    let query = MemoryQuery::new();
+    query.set_surface("text", SurfaceData::from("not json".to_string()));
+    query.set_surface("shape", json!({"session": {"id": "shape"}, "events": []}));
+    query.set_surface("events", json!({"session": {"id": "e"}, "capturedThroughSeq": 1, "events": {}}));
+    query.set_surface(
+        "content",
+        json!({"session": {"id": "c"}, "capturedThroughSeq": 1, "events": [
+        {"type": "user/message", "data": {"content": "x", "source": {"kind": "user"}}}]}),
+    );
+    query.set_surface("trailing", SurfaceData::from(format!("{} x", surface("trailing", &["a"]))));
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    // `data` before `type` is buffered as a value, whose nesting is bounded.
+    query.set_surface(
+        "deep",
+        SurfaceData::from(format!(
+            r#"{{"session":{{"id":"d"}},"capturedThroughSeq":1,"events":[{{"data":{deep},"type":"user/message"}}]}}"#
+        )),
+    );
+    let resolver = Resolver::new(Arc::new(query), Config::default());
+    for id in ["text", "shape", "events", "content", "trailing", "deep"] {
+        let err = resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&[id]), None).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ReadFailed, "{id}: {err}");
+    }
+}
+
+#[test]
+fn deep_nesting_in_skipped_data_is_read_without_recursion() {
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let query = MemoryQuery::new();
+    query.set_surface("deep", SurfaceData::from(format!(
+        r#"{{"session":{{"id":"deep"}},"capturedThroughSeq":1,"events":[{{"type":"tool/result","data":{deep}}},
+        {{"type":"user/message","data":{{"content":[{{"type":"text","text":"kept"}},{{"type":"tool-call","arguments":{deep}}}],
+        "source":{{"kind":"user"}}}}}}]}}"#
+    )));
+    let resolver = Resolver::new(Arc::new(query), Config::default());
+    let p = resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["deep"]), None).unwrap();
+    assert!(p.additional_context.unwrap()["content"][0]["text"].as_str().unwrap().contains(r#""text":"kept""#));
+}
+
+#[test]
+fn json_bytes_and_values_give_the_same_prompt() {
+    let s = surface("s", &["<b>bold</b> \"quoted\" \u{2028}", "ok\u{1}", "final"]);
+    let (a, b) = (MemoryQuery::new(), MemoryQuery::new());
+    a.set_surface("s", s.clone());
+    b.set_surface("s", SurfaceData::from(serde_json::to_vec(&s).unwrap()));
+    let target = Target::new("t", None);
+    let pa = Resolver::new(Arc::new(a), Config::default()).prepare_blocking(&target, &content(), &refs(&["s"]), None);
+    let pb = Resolver::new(Arc::new(b), Config::default()).prepare_blocking(&target, &content(), &refs(&["s"]), None);
+    let (pa, pb) = (pa.unwrap().additional_context.unwrap(), pb.unwrap().additional_context.unwrap());
+    assert_eq!(pa["content"], pb["content"]);
+    assert_eq!(pa["source"], pb["source"]);
+    assert_ne!(pa["id"], pb["id"], "every context message gets a fresh id");
+}
+
+#[test]
+fn prepare_messages_keeps_order_ids_and_untouched_messages() {
+    let query = MemoryQuery::new();
+    query.set_surface("a", surface("a", &["alpha"]));
+    query.set_surface("b", surface("b", &["beta"]));
+    let resolver = Resolver::new(Arc::new(query), Config::default());
+    let mention_a = format_mention("a", Some("Session [A]"));
+    let messages = vec![
+        json!({"id": "m1", "role": "user", "source": {"kind": "user"},
+               "content": [{"type": "text", "text": format!("see {mention_a}")}, {"type": "image", "url": "x"}]}),
+        json!({"id": "m2", "role": "user", "source": {"kind": "plugin", "plugin": "x"},
+               "content": [{"type": "text", "text": format!("not parsed {}", encode_uri("b"))}]}),
+        json!({"id": "m3", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "plain"}]}),
+        json!({"id": "m4", "role": "user", "source": {"kind": "user"},
+               "content": [{"type": "text", "text": format!("{} and {}", encode_uri("b"), encode_uri("a"))}]}),
+    ];
+    let before = messages.clone();
+    let out = resolver.prepare_messages_blocking(&Target::new("t", None), &messages, None).unwrap();
+    assert_eq!(messages, before, "the caller's messages are not mutated");
+    let ids: Vec<&str> = out.iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 6);
+    assert_eq!([ids[0], ids[2], ids[3], ids[4]], ["m1", "m2", "m3", "m4"]);
+    assert_eq!(out[0]["content"][0]["text"], "see @Session [A]");
+    assert_eq!(out[0]["content"][1], messages[0]["content"][1]);
+    assert_eq!(out[1]["source"]["kind"], "session-reference");
+    assert_eq!(out[1]["source"]["references"][0]["label"], "Session [A]");
+    assert_eq!(out[2], messages[1]);
+    assert_eq!(out[3], messages[2]);
+    assert_eq!(out[4]["content"][0]["text"], "@b and @a");
+    let refs = out[5]["source"]["references"].as_array().unwrap();
+    assert_eq!(refs.iter().map(|r| r["sessionId"].as_str().unwrap()).collect::<Vec<_>>(), ["b", "a"]);
+    // A malformed mention fails the whole call.
+    let bad = vec![json!({"id": "x", "source": {"kind": "user"},
+                          "content": [{"type": "text", "text": "@[x](dsh-session:)"}]})];
+    let err = resolver.prepare_messages_blocking(&Target::new("t", None), &bad, None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidReference);
+    // A self reference inside a message fails too.
+    let selfref = vec![json!({"id": "x", "source": {"kind": "user"},
+                              "content": [{"type": "text", "text": encode_uri("t")}]})];
+    let err = resolver.prepare_messages_blocking(&Target::new("t", None), &selfref, None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::SelfReference);
+}
+
+#[test]
+fn the_callers_content_is_copied_not_mutated() {
+    let query = MemoryQuery::new();
+    query.set_surface("a", surface("a", &["alpha"]));
+    let resolver = Resolver::new(Arc::new(query), Config::default());
+    let content = json!([{"type": "text", "text": "go", "extra": {"k": [1, 2]}}]);
+    let before = content.clone();
+    let prepared = resolver.prepare_blocking(&Target::new("t", None), &content, &refs(&["a"]), None).unwrap();
+    assert_eq!(content, before);
+    assert_eq!(prepared.content, content);
+    let json = prepared.into_json();
+    assert_eq!(json.as_object().unwrap().keys().collect::<Vec<_>>(), ["content", "additionalContext"]);
+}
+
+#[test]
+fn candidate_listing_fails_with_the_host_reason_and_honours_cancel() {
+    struct NoList;
+    impl SessionQuery for NoList {
+        fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+            Box::pin(async { Err(HostError::new("index unavailable")) })
+        }
+        fn read_title<'a>(&'a self, _: &'a str) -> QueryFuture<'a, Option<String>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn read_surface<'a>(&'a self, _: &'a str) -> QueryFuture<'a, SurfaceData> {
+            Box::pin(async { Err(HostError::new("no")) })
+        }
+    }
+    let resolver = Resolver::new(Arc::new(NoList), Config::default());
+    let err = resolver.candidates_blocking(&Target::new("t", None), "", None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ReadFailed);
+    assert!(err.message().contains("index unavailable"));
+    let err = resolver.list_candidates_blocking(&Target::new("t", None), "", Some(0), None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidReference);
+}
+
+/// Many sources' worth of messages, 500 bytes each, a checkpoint first.
+fn synthetic(n: usize) -> Vec<u8> {
+    let text = "x".repeat(500);
+    let mut s = String::from(r#"{"session":{"id":"big","createdAt":1},"capturedThroughSeq":"#);
+    s.push_str(&format!("{},\"events\":[", n - 1));
+    for i in 0..n {
+        if i > 0 {
+            s.push(',');
+        }
+        let ev = if i == 0 {
+            json!({"seq": i, "type": "user/message", "data": {"role": "user", "content": [{"type": "text", "text": text}],
+                   "source": {"kind": "plugin", "plugin": "compact"}}})
+        } else if i % 2 == 1 {
+            json!({"seq": i, "type": "user/message", "data": {"role": "user", "content": [{"type": "text", "text": text}],
+                   "source": {"kind": "user"}}})
+        } else {
+            json!({"seq": i, "type": "assistant/message",
+                   "data": {"message": {"role": "assistant", "content": [{"type": "text", "text": text}]}}})
+        };
+        s.push_str(&ev.to_string());
+    }
+    s.push_str("]}");
+    s.into_bytes()
+}
+
+fn time_prepare(n: usize) -> Duration {
+    let query = MemoryQuery::new();
+    query.set_surface("big", SurfaceData::from(synthetic(n)));
+    let resolver = Resolver::new(Arc::new(query), Config::default());
+    let target = Target::new("t", None);
+    let mut best = Duration::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let p = resolver.prepare_blocking(&target, &content(), &refs(&["big"]), None).unwrap();
+        best = best.min(t.elapsed());
+        let r = &p.additional_context.unwrap()["source"]["references"][0];
+        assert_eq!(r["originalMessages"], n);
+        assert!(r["truncated"].as_bool().unwrap());
+    }
+    best
+}
+
+/// A guard against quadratic retention: 10× the messages must cost far
+/// less than the ~100× a quadratic loop costs (the bound is generous so that
+/// a loaded machine and a debug build cannot fail it).
+#[test]
+fn retention_scales_linearly() {
+    let small = time_prepare(2_000);
+    let large = time_prepare(20_000);
+    let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+    assert!(ratio < 30.0, "2,000 messages: {small:?}, 20,000: {large:?} (×{ratio:.1})");
+}
