@@ -1,0 +1,301 @@
+//! `dsr_resolver`: creation from a host vtable and the four JSON operations.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use dsh_session_reference::json::stringify;
+use dsh_session_reference::{
+    candidate_limit_from_json, format_mention, Blocking, CancelToken, Config, Resolver, SessionQuery, Target,
+};
+use serde_json::{Map, Value};
+
+use crate::cancel::dsr_cancel;
+use crate::error::{dsr_error, dsr_status, guard, guard_value, Failure};
+use crate::host::{dsr_host, CHost};
+use crate::strings::{clear_out, json_arg, out_arg, set_out};
+
+/// A session-reference service over one host. Thread-safe: any number of
+/// calls may run at once on one resolver from different threads.
+/// Free with `dsr_resolver_free`.
+pub struct dsr_resolver {
+    resolver: Resolver,
+}
+
+/// Reads the optional configuration JSON (NULL = defaults).
+///
+/// # Safety
+/// `config_json` is NULL or valid for `config_len` bytes.
+unsafe fn config_arg(func: &str, config_json: *const c_char, config_len: usize) -> Result<Config, Failure> {
+    if config_json.is_null() {
+        return Ok(Config::default());
+    }
+    // SAFETY: forwarded contract.
+    let value = unsafe { json_arg(func, "config_json", config_json, config_len) }?;
+    Ok(Config::from_json(&value)?)
+}
+
+/// Boxes a resolver into `*out`.
+///
+/// # Safety
+/// `out` is valid for a pointer write.
+pub(crate) unsafe fn store_resolver(out: *mut *mut dsr_resolver, query: Arc<dyn SessionQuery>, config: Config) {
+    let boxed = Box::new(dsr_resolver { resolver: Resolver::new(query, config) });
+    // SAFETY: valid per the contract.
+    unsafe { out.write(Box::into_raw(boxed)) };
+}
+
+/// Creates a resolver that reads through the host's callbacks.
+///
+/// `config_json` (nullable; `config_len` bytes of UTF-8 JSON) is an object
+/// with the optional keys `maxReferences` (1–3, default 3), `candidateLimit`
+/// (default 50) and `maxReferenceBytes` (default 65536); an invalid value is
+/// `DSR_INVALID_CONFIG`. The vtable is copied. On success the resolver owns
+/// `host->user_data` (see `dsr_host.destroy`); on failure `destroy` is not
+/// called and the caller keeps it. `*out` is set to the resolver, or to NULL
+/// on failure.
+///
+/// # Safety
+/// `host` is NULL or points to a `dsr_host` (at least its `size` field when
+/// that is wrong); `config_json` is NULL or valid for `config_len` bytes;
+/// `out` is NULL or valid for a pointer write; `err` is NULL or valid for a
+/// pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_new(
+    host: *const dsr_host,
+    config_json: *const c_char,
+    config_len: usize,
+    out: *mut *mut dsr_resolver,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    // SAFETY: every pointer per the contract above.
+    unsafe {
+        guard(err, || {
+            const F: &str = "dsr_resolver_new";
+            out_arg(F, "out", out)?;
+            out.write(std::ptr::null_mut());
+            let config = config_arg(F, config_json, config_len)?;
+            // Validate the vtable last: once `CHost` exists, dropping it calls `destroy`.
+            let host = CHost::from_ptr(F, host)?;
+            store_resolver(out, Arc::new(Blocking::new(host)), config);
+            Ok(())
+        })
+    }
+}
+
+/// Frees a resolver. NULL is ignored. The host's `destroy` runs once no
+/// callback is running any more (possibly later, on another thread, when a
+/// cancelled callback has not returned yet). No call may be using the
+/// resolver any more.
+///
+/// # Safety
+/// `resolver` is NULL or a resolver from this library that was not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_free(resolver: *mut dsr_resolver) {
+    guard_value((), || {
+        if !resolver.is_null() {
+            // SAFETY: created by `Box::into_raw`, freed once.
+            drop(unsafe { Box::from_raw(resolver) });
+        }
+    })
+}
+
+/// The common frame of the four operations: argument checks, request
+/// parsing, the blocking run and the JSON result.
+///
+/// # Safety
+/// The pointer contracts of the operations below.
+#[allow(clippy::too_many_arguments)]
+unsafe fn run(
+    func: &str,
+    resolver: *const dsr_resolver,
+    request_json: *const c_char,
+    request_len: usize,
+    cancel: *const dsr_cancel,
+    out_json: *mut *mut c_char,
+    out_len: *mut usize,
+    err: *mut *mut dsr_error,
+    op: impl FnOnce(&Resolver, &Map<String, Value>, Option<&CancelToken>) -> Result<Value, Failure>,
+) -> dsr_status {
+    // SAFETY: every pointer per the operation's contract.
+    unsafe {
+        clear_out(out_json, out_len);
+        guard(err, || {
+            let resolver = resolver.as_ref().ok_or_else(|| Failure::misuse(format!("{func}: `resolver` is NULL")))?;
+            out_arg(func, "out_json", out_json)?;
+            let request = json_arg(func, "request_json", request_json, request_len)?;
+            let request =
+                request.as_object().ok_or_else(|| Failure::misuse(format!("{func}: the request must be an object")))?;
+            if tokio::runtime::Handle::try_current().is_ok() {
+                return Err(Failure::misuse(format!(
+                    "{func}: called from inside a host callback (or a tokio runtime); call it from your own thread"
+                )));
+            }
+            let cancel = cancel.as_ref().map(|c| &c.token);
+            let result = op(&resolver.resolver, request, cancel)?;
+            set_out(out_json, out_len, stringify(&result).as_bytes());
+            Ok(())
+        })
+    }
+}
+
+fn target_of(func: &str, request: &Map<String, Value>) -> Result<Target, Failure> {
+    let value = request.get("target").ok_or_else(|| Failure::misuse(format!("{func}: the request has no `target`")))?;
+    Target::from_json(value).map_err(|e| Failure::misuse(format!("{func}: {e}")))
+}
+
+fn array_of<'a>(func: &str, request: &'a Map<String, Value>, key: &str) -> Result<&'a [Value], Failure> {
+    match request.get(key) {
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(Failure::misuse(format!("{func}: the request's `{key}` must be an array"))),
+        None => Err(Failure::misuse(format!("{func}: the request has no `{key}`"))),
+    }
+}
+
+fn query_of<'a>(func: &str, request: &'a Map<String, Value>) -> Result<&'a str, Failure> {
+    match request.get("query") {
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(Failure::misuse(format!("{func}: the request's `query` must be a string"))),
+    }
+}
+
+fn limit_of(request: &Map<String, Value>) -> Result<Option<u64>, Failure> {
+    match request.get("limit") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => Ok(Some(candidate_limit_from_json(v)?)),
+    }
+}
+
+/// Prepares one message (SPEC §6). Request:
+/// `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
+/// Result: `{"content": <copy>}` when there are no references, else
+/// `{"content": <copy>, "additionalContext": {"source", "content", "role", "id"}}`.
+/// All or nothing: on failure `*out_json` is NULL and `*out_len` is 0.
+///
+/// `request_json` is `request_len` bytes of UTF-8 JSON; `cancel` and
+/// `out_len` are nullable; the result is freed with `dsr_string_free`.
+/// Blocks the calling thread; must not be called from a host callback.
+///
+/// # Safety
+/// `resolver` is NULL or live; `request_json` is NULL or valid for
+/// `request_len` bytes; `cancel` is NULL or live for the whole call;
+/// `out_json`, `out_len` and `err` are NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_prepare(
+    resolver: *const dsr_resolver,
+    request_json: *const c_char,
+    request_len: usize,
+    cancel: *const dsr_cancel,
+    out_json: *mut *mut c_char,
+    out_len: *mut usize,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    const F: &str = "dsr_resolver_prepare";
+    // SAFETY: forwarded contract.
+    unsafe {
+        run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
+            let target = target_of(F, req)?;
+            let content =
+                req.get("content").ok_or_else(|| Failure::misuse(format!("{F}: the request has no `content`")))?;
+            let references = array_of(F, req, "references")?;
+            Ok(r.prepare_blocking(&target, content, references, cancel)?.into_json())
+        })
+    }
+}
+
+/// The pre-step rewrite (SPEC §6). Request:
+/// `{"target": {"id", "cwd"?}, "messages": [message, ...]}`. Result: the
+/// JSON array of output messages (each user message with references is
+/// rewritten and followed by its context message). Arguments as for
+/// `dsr_resolver_prepare`.
+///
+/// # Safety
+/// As `dsr_resolver_prepare`.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_prepare_messages(
+    resolver: *const dsr_resolver,
+    request_json: *const c_char,
+    request_len: usize,
+    cancel: *const dsr_cancel,
+    out_json: *mut *mut c_char,
+    out_len: *mut usize,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    const F: &str = "dsr_resolver_prepare_messages";
+    // SAFETY: forwarded contract.
+    unsafe {
+        run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
+            let target = target_of(F, req)?;
+            let messages = array_of(F, req, "messages")?;
+            Ok(Value::Array(r.prepare_messages_blocking(&target, messages, cancel)?))
+        })
+    }
+}
+
+/// Discovery (SPEC §7). Request: `{"target": {"id", "cwd"?}, "query"?: string, "limit"?: number}`
+/// (`query` defaults to `""`; `limit` to the configured `candidateLimit`,
+/// and an explicit limit that is not a positive safe integer is
+/// `DSR_INVALID_REFERENCE`). Result: `[{"sessionId", "label", "cwd"?, "createdAt"}, ...]`.
+/// Arguments as for `dsr_resolver_prepare`.
+///
+/// # Safety
+/// As `dsr_resolver_prepare`.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_list_candidates(
+    resolver: *const dsr_resolver,
+    request_json: *const c_char,
+    request_len: usize,
+    cancel: *const dsr_cancel,
+    out_json: *mut *mut c_char,
+    out_len: *mut usize,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    const F: &str = "dsr_resolver_list_candidates";
+    // SAFETY: forwarded contract.
+    unsafe {
+        run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
+            let target = target_of(F, req)?;
+            let query = query_of(F, req)?;
+            let limit = limit_of(req)?;
+            let list = r.list_candidates_blocking(&target, query, limit, cancel)?;
+            Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
+        })
+    }
+}
+
+/// The host-facing face of discovery: like `dsr_resolver_list_candidates`
+/// (same request), and every item gains `"mention"`, the canonical
+/// `@[label](dsh-session:…)` text to insert into a message.
+///
+/// # Safety
+/// As `dsr_resolver_prepare`.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_candidates(
+    resolver: *const dsr_resolver,
+    request_json: *const c_char,
+    request_len: usize,
+    cancel: *const dsr_cancel,
+    out_json: *mut *mut c_char,
+    out_len: *mut usize,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    const F: &str = "dsr_resolver_candidates";
+    // SAFETY: forwarded contract.
+    unsafe {
+        run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
+            let target = target_of(F, req)?;
+            let query = query_of(F, req)?;
+            let list = match limit_of(req)? {
+                None => r.candidates_blocking(&target, query, cancel)?,
+                Some(limit) => {
+                    let mut list = r.list_candidates_blocking(&target, query, Some(limit), cancel)?;
+                    for c in &mut list {
+                        c.mention = Some(format_mention(&c.session_id, Some(&c.label)));
+                    }
+                    list
+                }
+            };
+            Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
+        })
+    }
+}
