@@ -50,6 +50,7 @@ pub mod query;
 pub mod resolver;
 pub mod retention;
 pub mod runtime;
+pub mod store;
 pub mod uri;
 
 pub use cancel::CancelToken;
@@ -65,6 +66,7 @@ pub use query::{
 };
 pub use resolver::{normalize_references, Candidate, Prepared, Reference, Resolver};
 pub use runtime::{block_on, runtime};
+pub use store::DshStore;
 pub use uri::{
     decode_uri, encode_uri, format_mention, parse_text, ParsedReference, ParsedText, SESSION_REFERENCE_SCHEME,
 };

@@ -150,6 +150,21 @@ fn corrupt(offset: u64, why: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("corrupt Zstandard session log: frame at byte {offset} {why}"))
 }
 
+/// Reads from `offset` until `buf` is full or the file ends.
+fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    file.seek(SeekFrom::Start(offset))?;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
 /// Where the frame being decoded ends.
 #[derive(Clone, Copy, Debug)]
 enum FrameEnd {
@@ -205,17 +220,7 @@ impl FrameReader {
     }
 
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.file.seek(SeekFrom::Start(offset))?;
-        let mut filled = 0;
-        while filled < buf.len() {
-            match self.file.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(filled)
+        read_at(&mut self.file, offset, buf)
     }
 
     /// Walks the frame starting at `start`: its header and block headers.
@@ -327,7 +332,7 @@ impl FrameReader {
             if self.input_pos == self.input.len() && self.pos < frame_stop {
                 let want = (frame_stop - self.pos).min(CHUNK as u64) as usize;
                 self.input.resize(want, 0);
-                let got = self.read_at(self.pos, &mut self.input)?;
+                let got = read_at(&mut self.file, self.pos, &mut self.input)?;
                 self.input.truncate(got);
                 self.input_pos = 0;
                 self.pos += got as u64;
@@ -367,15 +372,13 @@ impl FrameReader {
                     self.finish_torn();
                     return Ok(());
                 }
-                (Ok(_), _) if !input_left && written == 0 && read == 0 => {
-                    match end {
-                        FrameEnd::Complete(_) => return Err(corrupt(start, "is truncated")),
-                        FrameEnd::Torn => {
-                            self.finish_torn();
-                            return Ok(());
-                        }
+                (Ok(_), _) if !input_left && written == 0 && read == 0 => match end {
+                    FrameEnd::Complete(_) => return Err(corrupt(start, "is truncated")),
+                    FrameEnd::Torn => {
+                        self.finish_torn();
+                        return Ok(());
                     }
-                }
+                },
                 (Ok(_), _) => {}
             }
             if !self.output.is_empty() {

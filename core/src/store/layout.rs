@@ -132,11 +132,8 @@ mod tests {
         assert_eq!(session_dir_name("compaction-recovery"), "compaction-recovery");
         assert_eq!(session_dir_name("."), "~002E");
         assert_eq!(session_dir_name("a.b"), "a.b");
-        assert_eq!(session_dir_name("...") , "...");
-        assert_eq!(
-            session_dir_name("权限/策略 \"context\""),
-            "~6743~9650~002F~7B56~7565~0020~0022context~0022"
-        );
+        assert_eq!(session_dir_name("..."), "...");
+        assert_eq!(session_dir_name("权限/策略 \"context\""), "~6743~9650~002F~7B56~7565~0020~0022context~0022");
         assert_eq!(session_dir_name("😀"), "~D83D~DE00");
         assert_eq!(session_dir_name("~"), "~007E");
     }
