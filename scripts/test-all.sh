@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every test of every language: the README's test command, and what CI runs.
+# Installs what it needs (the Python venv with maturin, the napi CLI from npm,
+# cbindgen) on a fresh machine. Fails on the first failing step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
+start=$SECONDS
+step() { printf '\n==> %s  (+%ds)\n' "$*" $((SECONDS - start)); }
+
+step "conformance vectors are the shared set"
+if [ -d ../shared/conformance ] && ! diff -rq ../shared/conformance tests/conformance; then
+  echo "tests/conformance differs from ../shared/conformance: copy the current vectors" >&2
+  exit 1
+fi
+
+step "rustfmt"
+cargo fmt --all --check
+
+step "clippy (all crates, all targets, warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "Rust tests (core, store, C ABI crate, CLI)"
+cargo test --locked
+
+for script in tests/c/run.sh python/run-tests.sh node/run-tests.sh; do
+  step "$script"
+  bash "$script"
+done
+
+if [ -f fuzz/replay.sh ]; then
+  step "fuzz corpus replay"
+  bash fuzz/replay.sh
+fi
+
+step "all tests passed in $((SECONDS - start))s"
