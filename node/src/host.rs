@@ -1,0 +1,236 @@
+//! A JavaScript host as a [`SessionQuery`].
+//!
+//! Each host operation is a JavaScript function held as a weak (unref'd)
+//! threadsafe function, so an idle resolver never keeps the process alive.
+//! The library's worker threads queue a call; on the JavaScript thread the
+//! function's result — a value or a Promise — is turned into a
+//! [`HostValue`], and a Promise is awaited through its `then`/`catch`
+//! callbacks and a oneshot channel, so no thread ever blocks on the host.
+//! Rejections and wrong types become [`HostError`]s with the host's message,
+//! which the core reports as read failures.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use dsh_session_reference::json::parse_js;
+use dsh_session_reference::{HostError, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi::{sys, Error as NapiError, ValueType};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+/// What a host function produced, converted on the JavaScript thread.
+pub enum HostValue {
+    /// A string (JSON text, or a title).
+    Text(String),
+    /// A `Buffer` or other `Uint8Array` holding JSON text, shared without a
+    /// copy (it is kept alive by a reference until the core is done with it;
+    /// the host must not modify it meanwhile).
+    Bytes(Buffer),
+    /// `null` or `undefined`.
+    Nothing,
+    /// Any other value: the description of its type, for the error message.
+    Wrong(&'static str),
+}
+
+fn type_description(t: ValueType) -> &'static str {
+    match t {
+        ValueType::Undefined => "undefined",
+        ValueType::Null => "null",
+        ValueType::Boolean => "a boolean",
+        ValueType::Number => "a number",
+        ValueType::String => "a string",
+        ValueType::Symbol => "a symbol",
+        ValueType::Object => "an object",
+        ValueType::Function => "a function",
+        ValueType::External => "an external",
+        ValueType::BigInt => "a bigint",
+        _ => "an unknown value",
+    }
+}
+
+impl TypeName for HostValue {
+    fn type_name() -> &'static str {
+        "string | Uint8Array | null | undefined"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl FromNapiValue for HostValue {
+    /// Never fails for a well-formed value: the wrong types are reported as
+    /// [`HostValue::Wrong`] so that the core sees a read failure.
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        let mut raw_type = 0;
+        // SAFETY: `env` and `value` come from napi on the JavaScript thread.
+        check_status!(unsafe { sys::napi_typeof(env, value, &mut raw_type) })?;
+        let value_type = ValueType::from(raw_type);
+        match value_type {
+            ValueType::String => Ok(HostValue::Text(unsafe { String::from_napi_value(env, value) }?)),
+            ValueType::Null | ValueType::Undefined => Ok(HostValue::Nothing),
+            ValueType::Object => {
+                let mut is_typed_array = false;
+                check_status!(unsafe { sys::napi_is_typedarray(env, value, &mut is_typed_array) })?;
+                let mut is_buffer = false;
+                check_status!(unsafe { sys::napi_is_buffer(env, value, &mut is_buffer) })?;
+                if is_buffer || (is_typed_array && is_uint8_array(env, value)?) {
+                    Ok(HostValue::Bytes(unsafe { Buffer::from_napi_value(env, value) }?))
+                } else {
+                    Ok(HostValue::Wrong("an object"))
+                }
+            }
+            other => Ok(HostValue::Wrong(type_description(other))),
+        }
+    }
+}
+
+fn is_uint8_array(env: sys::napi_env, value: sys::napi_value) -> Result<bool> {
+    let mut kind = 0;
+    let mut length = 0;
+    let mut data = std::ptr::null_mut();
+    let mut buffer = std::ptr::null_mut();
+    let mut offset = 0;
+    // SAFETY: `value` is a typed array (checked by the caller).
+    check_status!(unsafe {
+        sys::napi_get_typedarray_info(env, value, &mut kind, &mut length, &mut data, &mut buffer, &mut offset)
+    })?;
+    Ok(kind == sys::TypedarrayType::uint8_array)
+}
+
+/// The eventual outcome of one host call: the settled value of the Promise
+/// it returned (or its plain value), or the reason of its rejection.
+pub struct Pending(oneshot::Receiver<std::result::Result<HostValue, String>>);
+
+/// The text of a rejection reason: an `Error`'s `message`, a string as is.
+fn rejection_reason(reason: Unknown<'_>) -> String {
+    let text = NapiError::from_unknown_without_coercion(reason).reason;
+    if text.is_empty() {
+        "the host's promise was rejected without a message".to_owned()
+    } else {
+        text
+    }
+}
+
+impl TypeName for Pending {
+    fn type_name() -> &'static str {
+        "Promise<string | Uint8Array | null | undefined>"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl FromNapiValue for Pending {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        let (tx, rx) = oneshot::channel();
+        let mut is_promise = false;
+        // SAFETY: called by napi on the JavaScript thread.
+        check_status!(unsafe { sys::napi_is_promise(env, value, &mut is_promise) })?;
+        if !is_promise {
+            let _ = tx.send(Ok(unsafe { HostValue::from_napi_value(env, value) }?));
+            return Ok(Pending(rx));
+        }
+        let on_value = Rc::new(Cell::new(Some(tx)));
+        let on_error = Rc::clone(&on_value);
+        let promise = unsafe { PromiseRaw::<HostValue>::from_napi_value(env, value) }?;
+        promise
+            .then(move |ctx| {
+                if let Some(tx) = on_value.take() {
+                    // The receiver is gone when the operation was cancelled.
+                    let _ = tx.send(Ok(ctx.value));
+                }
+                Ok(())
+            })?
+            .catch(move |ctx: CallbackContext<Unknown>| {
+                if let Some(tx) = on_error.take() {
+                    let _ = tx.send(Err(rejection_reason(ctx.value)));
+                }
+                Ok(())
+            })?;
+        Ok(Pending(rx))
+    }
+}
+
+/// A host function callable from any thread: `(arg) => value | Promise`.
+pub type HostFunction<A> = ThreadsafeFunction<A, Pending, A, Status, false, true>;
+
+/// Builds a weak threadsafe function over a host function.
+pub fn host_function<A: 'static + JsValuesTupleIntoVec>(f: Function<'_, A, Pending>) -> Result<HostFunction<A>> {
+    f.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()
+}
+
+/// Calls a host function and awaits its result without blocking a thread.
+async fn call<A: 'static + JsValuesTupleIntoVec>(
+    f: &HostFunction<A>,
+    arg: A,
+) -> std::result::Result<HostValue, HostError> {
+    let pending = f.call_async_catch(arg).await.map_err(|e| HostError::new(e.reason))?;
+    pending.0.await.map_err(|_| HostError::new("the host's promise was dropped"))?.map_err(HostError::new)
+}
+
+/// JSON text from a host value (string or bytes), parsed as `JSON.parse` would.
+fn parse_text_value(what: &str, value: HostValue) -> std::result::Result<Value, HostError> {
+    let parsed = match &value {
+        HostValue::Text(s) => parse_js(s),
+        HostValue::Bytes(b) => match std::str::from_utf8(b.as_ref()) {
+            Ok(s) => parse_js(s),
+            Err(e) => Err(format!("not UTF-8: {e}")),
+        },
+        HostValue::Nothing => Err("no value".to_owned()),
+        HostValue::Wrong(t) => Err(format!("{t}")),
+    };
+    parsed.map_err(|e| HostError::new(format!("{what} returned an invalid value: {e}")))
+}
+
+/// The three host operations (SPEC §9) of a JavaScript session query.
+pub struct JsQuery {
+    list_sessions: HostFunction<()>,
+    read_title: HostFunction<String>,
+    read_surface: HostFunction<String>,
+}
+
+impl JsQuery {
+    /// A query over the three host functions.
+    pub fn new(
+        list_sessions: HostFunction<()>,
+        read_title: HostFunction<String>,
+        read_surface: HostFunction<String>,
+    ) -> Self {
+        JsQuery { list_sessions, read_title, read_surface }
+    }
+}
+
+impl SessionQuery for JsQuery {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        Box::pin(async move {
+            let value = parse_text_value("listSessions", call(&self.list_sessions, ()).await?)?;
+            SessionHeader::list_from_json(&value).map_err(HostError::new)
+        })
+    }
+
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
+        Box::pin(async move {
+            match call(&self.read_title, session_id.to_owned()).await? {
+                HostValue::Text(title) => Ok(Some(title)),
+                HostValue::Nothing => Ok(None),
+                HostValue::Bytes(_) => Err(HostError::new("readTitle returned bytes, not a string")),
+                HostValue::Wrong(t) => Err(HostError::new(format!("readTitle returned {t}, not a string"))),
+            }
+        })
+    }
+
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        Box::pin(async move {
+            match call(&self.read_surface, session_id.to_owned()).await? {
+                HostValue::Text(json) => Ok(SurfaceData::from(json)),
+                HostValue::Bytes(bytes) => Ok(SurfaceData::json(bytes)),
+                HostValue::Nothing => Err(HostError::new("readSurface returned no snapshot")),
+                HostValue::Wrong(t) => {
+                    Err(HostError::new(format!("readSurface returned {t}, not a snapshot object, JSON text or Buffer")))
+                }
+            }
+        })
+    }
+}

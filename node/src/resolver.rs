@@ -1,0 +1,394 @@
+//! The native resolver and cancel handle behind the wrapper's
+//! `SessionReferenceResolver`.
+//!
+//! Every async method validates its arguments on the JavaScript thread,
+//! spawns the core's future on the library's own tokio runtime
+//! ([`dsh_session_reference::runtime`]) — never on the libuv pool, which a
+//! host using `fs.promises` needs for itself — and returns a Promise that a
+//! deferred settles from that runtime. The Promise resolves to the result as
+//! JSON text, or to a [`NativeFailure`] that the wrapper turns into a
+//! `SessionReferenceError`; it never rejects, so the stable code survives.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use dsh_session_reference as core;
+use dsh_session_reference::json::{parse_js, stringify};
+use dsh_session_reference::{CancelToken, Config, Resolver, SessionQuery, Target};
+use futures::FutureExt;
+use napi::bindgen_prelude::*;
+use napi::{Env, JsDeferred, ValueType};
+use napi_derive::napi;
+use serde_json::{Number, Value};
+
+use crate::host::{host_function, JsQuery, Pending};
+use crate::INVALID_ARGUMENT;
+
+/// Why a native operation failed: a stable SPEC code (or
+/// `ERR_INVALID_ARG_TYPE` for misuse of the native API) and a message.
+#[napi(object)]
+pub struct NativeFailure {
+    /// The stable code, e.g. `SESSION_REFERENCE_CANCELLED`.
+    pub code: String,
+    /// A human-readable message (not part of the contract).
+    pub message: String,
+}
+
+impl NativeFailure {
+    fn misuse(message: impl Into<String>) -> Self {
+        NativeFailure { code: INVALID_ARGUMENT.to_owned(), message: message.into() }
+    }
+}
+
+impl From<core::Error> for NativeFailure {
+    fn from(err: core::Error) -> Self {
+        NativeFailure { code: err.code().as_str().to_owned(), message: err.message().to_owned() }
+    }
+}
+
+/// A cancel token the wrapper creates per call and cancels when the call's
+/// `AbortSignal` aborts.
+#[napi]
+pub struct CancelHandle {
+    token: CancelToken,
+}
+
+impl Default for CancelHandle {
+    fn default() -> Self {
+        CancelHandle::new()
+    }
+}
+
+#[napi]
+impl CancelHandle {
+    /// A fresh handle that is not cancelled.
+    #[napi(constructor)]
+    pub fn new() -> Self {
+        CancelHandle { token: CancelToken::new() }
+    }
+
+    /// Cancels every operation observing this handle (idempotent).
+    #[napi]
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    /// Whether [`cancel`](Self::cancel) has been called.
+    #[napi(getter)]
+    pub fn cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+/// A JavaScript primitive as the JSON value the core validates: numbers
+/// that are not finite, and every non-number, become values the core
+/// rejects (a string naming the type), so `NaN` is not mistaken for `null`.
+fn scalar_to_json(value: Unknown<'_>) -> Result<Option<Value>> {
+    Ok(match value.get_type()? {
+        ValueType::Undefined => None,
+        ValueType::Null => Some(Value::Null),
+        ValueType::Number => {
+            let n: f64 = unsafe { value.cast() }?;
+            Some(Number::from_f64(n).map_or_else(|| Value::from("a non-finite number"), Value::Number))
+        }
+        other => Some(Value::from(format!("{other:?}"))),
+    })
+}
+
+/// Validates a configuration object (`undefined`/`null` = defaults), reading
+/// the three keys as JavaScript values.
+fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result<Config, core::Error>> {
+    let Some(config) = config else { return Ok(Ok(Config::default())) };
+    match config.get_type()? {
+        ValueType::Undefined | ValueType::Null => return Ok(Ok(Config::default())),
+        ValueType::Object => {}
+        _ => return Ok(Config::from_json(&Value::from("not an object"))),
+    }
+    let object: Object = unsafe { config.cast() }?;
+    let mut map = serde_json::Map::new();
+    for key in ["maxReferences", "candidateLimit", "maxReferenceBytes"] {
+        let value: Unknown = object.get_named_property(key)?;
+        if let Some(v) = scalar_to_json(value)? {
+            map.insert(key.to_owned(), v);
+        }
+    }
+    Ok(Config::from_json(&Value::Object(map)))
+}
+
+/// JSON text from the wrapper.
+fn parse_arg(what: &str, json: &str) -> std::result::Result<Value, NativeFailure> {
+    parse_js(json).map_err(|e| NativeFailure::misuse(format!("{what} is not JSON: {e}")))
+}
+
+fn parse_target(json: &str) -> std::result::Result<Target, NativeFailure> {
+    Target::from_json(&parse_arg("target", json)?).map_err(NativeFailure::misuse)
+}
+
+fn parse_array(what: &str, json: &str) -> std::result::Result<Vec<Value>, NativeFailure> {
+    match parse_arg(what, json)? {
+        Value::Array(items) => Ok(items),
+        _ => Err(NativeFailure::misuse(format!("{what} must be an array"))),
+    }
+}
+
+/// The settled value of a native operation's Promise.
+pub type Settled = Either<String, NativeFailure>;
+
+type Deferred = JsDeferred<Settled, Box<dyn FnOnce(Env) -> Result<Settled> + Send>>;
+
+fn outcome(result: std::thread::Result<std::result::Result<String, NativeFailure>>) -> Settled {
+    match result {
+        Ok(Ok(json)) => Either::A(json),
+        Ok(Err(failure)) => Either::B(failure),
+        Err(_) => Either::B(NativeFailure {
+            code: core::ErrorCode::ReadFailed.as_str().to_owned(),
+            message: "the session-reference library panicked".to_owned(),
+        }),
+    }
+}
+
+/// Runs `work` on the library's runtime and returns a Promise that it
+/// settles. A panic in the core settles it with a failure instead of
+/// leaving it pending forever.
+fn spawn<'env, F>(env: &'env Env, work: F) -> Result<Object<'env>>
+where
+    F: Future<Output = std::result::Result<String, NativeFailure>> + Send + 'static,
+{
+    let (deferred, promise): (Deferred, Object<'env>) = env.create_deferred()?;
+    core::runtime().spawn(async move {
+        let settled = outcome(AssertUnwindSafe(work).catch_unwind().await);
+        deferred.resolve(Box::new(move |_env| Ok(settled)));
+    });
+    Ok(promise)
+}
+
+/// Like [`spawn`], for a future the compiler cannot prove `Send`: `make`
+/// builds it on the local executor thread (see [`local`]).
+fn spawn_local<'env, M, F>(env: &'env Env, make: M) -> Result<Object<'env>>
+where
+    M: FnOnce() -> F + Send + 'static,
+    F: Future<Output = std::result::Result<String, NativeFailure>> + 'static,
+{
+    let (deferred, promise): (Deferred, Object<'env>) = env.create_deferred()?;
+    local::spawn(Box::new(move || {
+        Box::pin(async move {
+            let settled = outcome(AssertUnwindSafe(make()).catch_unwind().await);
+            deferred.resolve(Box::new(move |_env| Ok(settled)));
+        })
+    }));
+    Ok(promise)
+}
+
+/// A single thread that drives futures which are not provably `Send` (the
+/// core's candidate futures today: rustc cannot prove `Send` for a closure
+/// that maps `&SessionHeader` to a borrowing future, rust-lang/rust#64552),
+/// inside the library's runtime context and without blocking: they await
+/// host Promises cooperatively on a `LocalSet`, while the core's own
+/// blocking and timer work still runs on the runtime's pools.
+mod local {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::OnceLock;
+
+    use tokio::sync::mpsc;
+
+    /// Builds a task on the executor thread.
+    pub type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+    fn sender() -> &'static mpsc::UnboundedSender<Job> {
+        static SENDER: OnceLock<mpsc::UnboundedSender<Job>> = OnceLock::new();
+        SENDER.get_or_init(|| {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Job>();
+            std::thread::Builder::new()
+                .name("dsh-session-reference-local".into())
+                .spawn(move || {
+                    let tasks = tokio::task::LocalSet::new();
+                    super::core::runtime().block_on(tasks.run_until(async move {
+                        while let Some(job) = rx.recv().await {
+                            tokio::task::spawn_local(job());
+                        }
+                    }));
+                })
+                .expect("the dsh-session-reference local executor could not start");
+            tx
+        })
+    }
+
+    /// Queues a task; it starts as soon as the executor thread is free.
+    pub fn spawn(job: Job) {
+        // The receiver lives as long as the process: sending cannot fail.
+        let _ = sender().send(job);
+    }
+}
+
+/// A Promise already settled with `failure` (argument errors found before
+/// any work starts).
+fn settled<'env>(env: &'env Env, failure: NativeFailure) -> Result<Object<'env>> {
+    spawn(env, async move { Err(failure) })
+}
+
+fn token(cancel: Option<&CancelHandle>) -> Option<CancelToken> {
+    cancel.map(|c| c.token.clone())
+}
+
+/// The native resolver: a [`Resolver`] over a JavaScript host (or over any
+/// native [`SessionQuery`]).
+#[napi]
+pub struct NativeResolver {
+    resolver: Arc<Resolver>,
+}
+
+impl NativeResolver {
+    /// A resolver over a native query (used by the embedded DSH store).
+    pub fn over(query: Arc<dyn SessionQuery>, config: Config) -> Self {
+        NativeResolver { resolver: Arc::new(Resolver::new(query, config)) }
+    }
+}
+
+#[napi]
+impl NativeResolver {
+    /// A resolver over three host functions, each returning a value or a
+    /// Promise: `listSessions()` → JSON text or bytes of the header array,
+    /// `readTitle(id)` → a string or `null`/`undefined`, `readSurface(id)` →
+    /// JSON text or bytes of the snapshot. Throws a failure with
+    /// `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.
+    #[napi(
+        constructor,
+        ts_args_type = "listSessions: () => string | Uint8Array | Promise<string | Uint8Array>, readTitle: (sessionId: \
+                        string) => string | null | undefined | Promise<string | null | undefined>, readSurface: \
+                        (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, config?: \
+                        NativeConfig | null"
+    )]
+    pub fn new(
+        list_sessions: Function<'_, (), Pending>,
+        read_title: Function<'_, String, Pending>,
+        read_surface: Function<'_, String, Pending>,
+        config: Option<Unknown<'_>>,
+    ) -> Result<Self, &'static str> {
+        let to_status = |e: Error| Error::new(INVALID_ARGUMENT, e.reason);
+        let config = config_from_js(config).map_err(to_status)?.map_err(crate::to_napi_error)?;
+        let query = JsQuery::new(
+            host_function(list_sessions).map_err(to_status)?,
+            host_function(read_title).map_err(to_status)?,
+            host_function(read_surface).map_err(to_status)?,
+        );
+        Ok(NativeResolver::over(Arc::new(query), config))
+    }
+
+    /// `prepare(target, content, references)`: resolves to the JSON text of
+    /// `{content}` or `{content, additionalContext}`. Arguments are JSON text.
+    #[napi(ts_return_type = "Promise<string | NativeFailure>")]
+    pub fn prepare<'env>(
+        &self,
+        env: &'env Env,
+        target: String,
+        content: String,
+        references: String,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Object<'env>> {
+        let args = parse_target(&target)
+            .and_then(|t| Ok((t, parse_arg("content", &content)?, parse_array("references", &references)?)));
+        let (target, content, references) = match args {
+            Ok(args) => args,
+            Err(failure) => return settled(env, failure),
+        };
+        let resolver = Arc::clone(&self.resolver);
+        let cancel = token(cancel);
+        spawn(env, async move {
+            let prepared = resolver.prepare(&target, &content, &references, cancel.as_ref()).await?;
+            Ok(stringify(&prepared.into_json()))
+        })
+    }
+
+    /// `prepareMessages(target, messages)`: resolves to the JSON text of the
+    /// rewritten message list.
+    #[napi(ts_return_type = "Promise<string | NativeFailure>")]
+    pub fn prepare_messages<'env>(
+        &self,
+        env: &'env Env,
+        target: String,
+        messages: String,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Object<'env>> {
+        let args = parse_target(&target).and_then(|t| Ok((t, parse_array("messages", &messages)?)));
+        let (target, messages) = match args {
+            Ok(args) => args,
+            Err(failure) => return settled(env, failure),
+        };
+        let resolver = Arc::clone(&self.resolver);
+        let cancel = token(cancel);
+        spawn(env, async move {
+            let out = resolver.prepare_messages(&target, &messages, cancel.as_ref()).await?;
+            Ok(stringify(&Value::Array(out)))
+        })
+    }
+
+    /// `listCandidates(target, query, limit?)`: resolves to the JSON text of
+    /// the candidate array. `limit` is any JavaScript value: `undefined` takes
+    /// the configured limit, anything but a positive safe integer fails with
+    /// `SESSION_REFERENCE_INVALID_REFERENCE`.
+    #[napi(
+        ts_args_type = "target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null",
+        ts_return_type = "Promise<string | NativeFailure>"
+    )]
+    pub fn list_candidates<'env>(
+        &self,
+        env: &'env Env,
+        target: String,
+        query: String,
+        limit: Unknown<'_>,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Object<'env>> {
+        let target = match parse_target(&target) {
+            Ok(t) => t,
+            Err(failure) => return settled(env, failure),
+        };
+        let limit = match scalar_to_json(limit)? {
+            None => None,
+            Some(v) => match core::candidate_limit_from_json(&v) {
+                Ok(l) => Some(l),
+                Err(e) => return settled(env, e.into()),
+            },
+        };
+        let resolver = Arc::clone(&self.resolver);
+        let cancel = token(cancel);
+        spawn_local(env, move || async move {
+            let list = resolver.list_candidates(&target, &query, limit, cancel.as_ref()).await?;
+            Ok(stringify(&Value::Array(list.iter().map(core::Candidate::to_json).collect())))
+        })
+    }
+
+    /// `candidates(target, query)`: the configured limit, each candidate with
+    /// its mention; resolves to the JSON text of the array.
+    #[napi(ts_return_type = "Promise<string | NativeFailure>")]
+    pub fn candidates<'env>(
+        &self,
+        env: &'env Env,
+        target: String,
+        query: String,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Object<'env>> {
+        let target = match parse_target(&target) {
+            Ok(t) => t,
+            Err(failure) => return settled(env, failure),
+        };
+        let resolver = Arc::clone(&self.resolver);
+        let cancel = token(cancel);
+        spawn_local(env, move || async move {
+            let list = resolver.candidates(&target, &query, cancel.as_ref()).await?;
+            Ok(stringify(&Value::Array(list.iter().map(core::Candidate::to_json).collect())))
+        })
+    }
+}
+
+/// The configuration keys, as the native constructor reads them.
+#[napi(object)]
+pub struct NativeConfig {
+    /// Distinct references allowed per message (1–3, default 3).
+    pub max_references: Option<f64>,
+    /// Candidates returned by `candidates()` (default 50).
+    pub candidate_limit: Option<f64>,
+    /// The per-source byte budget (default 65,536).
+    pub max_reference_bytes: Option<f64>,
+}
