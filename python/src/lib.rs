@@ -1,1 +1,105 @@
-//! Placeholder until the python front lands.
+//! The native module `dsh_session_reference._native`: Python bindings of the
+//! `dsh-session-reference` core. The public Python API is the package
+//! `dsh_session_reference`, which re-exports these names and adds the
+//! `async` methods, the exceptions and the typing protocols.
+
+mod convert;
+mod errors;
+mod host;
+mod resolver;
+mod runtime;
+mod store;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use serde_json::{Map, Value};
+
+use crate::convert::{string_arg, to_json, to_py, type_name};
+use crate::errors::to_pyerr;
+
+/// The canonical `dsh-session:` URI of a session id.
+#[pyfunction]
+fn encode_uri(session_id: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(dsh_session_reference::encode_uri(&string_arg(session_id, "session_id")?))
+}
+
+/// The session id of a canonical `dsh-session:` URI; anything else raises
+/// `InvalidReferenceError`.
+#[pyfunction]
+fn decode_uri(py: Python<'_>, uri: &Bound<'_, PyAny>) -> PyResult<String> {
+    dsh_session_reference::decode_uri(&string_arg(uri, "uri")?).map_err(|e| to_pyerr(py, &e))
+}
+
+/// The mention `@[label](uri)` of a session; the label defaults to the id.
+#[pyfunction]
+#[pyo3(signature = (session_id, label=None))]
+fn format_mention(session_id: &Bound<'_, PyAny>, label: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+    let id = string_arg(session_id, "session_id")?;
+    let label = label.map(|l| string_arg(l, "label")).transpose()?;
+    Ok(dsh_session_reference::format_mention(&id, label.as_deref()))
+}
+
+/// Replaces every mention and bare URI in `text` by `@label` and returns
+/// `{"text": ..., "references": [{"sessionId": ..., "label": ...}, ...]}`.
+#[pyfunction]
+fn parse_text<'py>(py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let parsed = dsh_session_reference::parse_text(&string_arg(text, "text")?).map_err(|e| to_pyerr(py, &e))?;
+    let mut out = Map::new();
+    out.insert("text".into(), Value::from(parsed.text));
+    let refs = parsed
+        .references
+        .into_iter()
+        .map(|r| {
+            let mut m = Map::new();
+            m.insert("sessionId".into(), Value::from(r.session_id));
+            m.insert("label".into(), Value::from(r.label));
+            Value::Object(m)
+        })
+        .collect();
+    out.insert("references".into(), Value::Array(refs));
+    to_py(py, &Value::Object(out))
+}
+
+/// Tag-safe JSON of a Python value: JavaScript `JSON.stringify` output with
+/// every `<` written as `\u003c`.
+#[pyfunction]
+fn stringify_tag_safe(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(dsh_session_reference::stringify_tag_safe(&to_json(value, "value")?))
+}
+
+/// Tag-safe JSON of a JSON text, read as JavaScript's `JSON.parse` reads it
+/// (numbers are doubles, a repeated key keeps its first position with the
+/// last value). Raises `ValueError` when the text is not JSON.
+#[pyfunction]
+fn stringify_tag_safe_json(text: &Bound<'_, PyAny>) -> PyResult<String> {
+    let owned;
+    let text: &str = if let Ok(b) = text.cast::<PyBytes>() {
+        std::str::from_utf8(b.as_bytes()).map_err(|e| PyValueError::new_err(format!("text is not UTF-8: {e}")))?
+    } else if text.is_instance_of::<pyo3::types::PyString>() {
+        owned = string_arg(text, "text")?;
+        &owned
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "text must be a str or bytes, not {}",
+            type_name(text)
+        )));
+    };
+    dsh_session_reference::stringify_tag_safe_text(text).map_err(PyValueError::new_err)
+}
+
+/// The native module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(encode_uri, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_uri, m)?)?;
+    m.add_function(wrap_pyfunction!(format_mention, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_text, m)?)?;
+    m.add_function(wrap_pyfunction!(stringify_tag_safe, m)?)?;
+    m.add_function(wrap_pyfunction!(stringify_tag_safe_json, m)?)?;
+    m.add_class::<resolver::CancelToken>()?;
+    m.add_class::<resolver::Resolver>()?;
+    m.add_class::<store::DshSessionStore>()?;
+    Ok(())
+}

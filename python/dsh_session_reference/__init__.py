@@ -1,0 +1,140 @@
+"""Bring a bounded, read-only, tamper-proof snapshot of another conversation
+into a new message — byte-identical to the DeepSeek Harness reference.
+
+The host implements :class:`SessionQuery` (list sessions, read a title, read
+a surface snapshot); :class:`Resolver` does everything else. See the README
+for an example.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Mapping
+
+from . import _bridge
+from ._errors import (
+    BudgetExceededError,
+    InvalidConfigError,
+    InvalidReferenceError,
+    OperationCancelledError,
+    ReadFailedError,
+    SelfReferenceError,
+    SessionReferenceError,
+    TooManyReferencesError,
+)
+from ._native import (
+    CancelToken,
+    __version__,
+    decode_uri,
+    encode_uri,
+    format_mention,
+    parse_text,
+    stringify_tag_safe,
+    stringify_tag_safe_json,
+)
+from ._native import Resolver as _NativeResolver
+from .types import (
+    Candidate,
+    ParsedReference,
+    ParsedText,
+    Prepared,
+    Reference,
+    SessionQuery,
+    Target,
+)
+
+__all__ = [
+    "__version__",
+    "Resolver",
+    "CancelToken",
+    "SessionQuery",
+    "encode_uri",
+    "decode_uri",
+    "format_mention",
+    "parse_text",
+    "stringify_tag_safe",
+    "stringify_tag_safe_json",
+    "SessionReferenceError",
+    "InvalidConfigError",
+    "InvalidReferenceError",
+    "SelfReferenceError",
+    "TooManyReferencesError",
+    "ReadFailedError",
+    "BudgetExceededError",
+    "OperationCancelledError",
+    "Target",
+    "Reference",
+    "ParsedReference",
+    "ParsedText",
+    "Prepared",
+    "Candidate",
+]
+
+
+class Resolver(_NativeResolver):
+    """Prepares bounded, tag-safe snapshots of other sessions for a new
+    message, reading through ``query`` (any :class:`SessionQuery`).
+
+    ``Resolver(query, *, max_references=3, max_reference_bytes=65536,
+    candidate_limit=50)``; ``None`` takes the default and an invalid value
+    raises :class:`InvalidConfigError`.
+
+    Every blocking method releases the GIL for the whole call. Each has an
+    ``async`` twin for asyncio code; cancelling the task that awaits it
+    cancels the work. Every method takes ``cancel=`` (a :class:`CancelToken`)
+    and then raises :class:`OperationCancelledError` promptly once the token
+    is cancelled, even if a host read never returns.
+    """
+
+    async def prepare_async(
+        self,
+        target: Target,
+        content: Any,
+        references: Sequence[Mapping[str, Any]],
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> Prepared:
+        """The ``async`` twin of :meth:`prepare`."""
+        result: Prepared = await _bridge.call(
+            self._start_prepare, target, content, references, cancel=cancel
+        )
+        return result
+
+    async def prepare_messages_async(
+        self,
+        target: Target,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[Any]:
+        """The ``async`` twin of :meth:`prepare_messages`."""
+        result: List[Any] = await _bridge.call(
+            self._start_prepare_messages, target, messages, cancel=cancel
+        )
+        return result
+
+    async def list_candidates_async(
+        self,
+        target: Target,
+        query: str = "",
+        limit: Optional[int] = None,
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[Candidate]:
+        """The ``async`` twin of :meth:`list_candidates`."""
+        result: List[Candidate] = await _bridge.call(
+            self._start_list_candidates, target, query, limit, cancel=cancel
+        )
+        return result
+
+    async def candidates_async(
+        self,
+        target: Target,
+        query: str = "",
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[Candidate]:
+        """The ``async`` twin of :meth:`candidates`."""
+        result: List[Candidate] = await _bridge.call(
+            self._start_candidates, target, query, cancel=cancel
+        )
+        return result

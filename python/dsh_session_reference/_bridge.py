@@ -1,0 +1,88 @@
+"""How native calls meet asyncio (internal).
+
+* Host coroutines. When a host method returns an awaitable, the native
+  worker thread calls :func:`submit`, which schedules it with
+  :func:`asyncio.run_coroutine_threadsafe` on the event loop of the asyncio
+  caller (free: its task is awaiting the library), or, for a blocking
+  caller, on one background loop thread owned by this module. The native
+  side never blocks a thread waiting for it, and cancels the returned
+  :class:`concurrent.futures.Future` when the call is cancelled.
+* Async calls. :func:`call` starts a native call that reports back through
+  ``loop.call_soon_threadsafe``; if the awaiting task is cancelled, the
+  call's :class:`CancelToken` is cancelled too.
+
+Deadlocks are avoided because no thread ever waits while holding the GIL
+or while being the loop that has to run the awaited coroutine: the asyncio
+caller's loop only awaits a future, and a blocking caller's coroutines run
+on a loop that never waits for the library.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from typing import Any, Awaitable, Callable, Coroutine, Optional, TypeVar
+
+from ._native import CancelToken
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_background: Optional[asyncio.AbstractEventLoop] = None
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The event loop that runs host coroutines for blocking callers."""
+    global _background
+    with _lock:
+        if _background is None or _background.is_closed():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(
+                target=loop.run_forever, name="dsh-session-reference-asyncio", daemon=True
+            )
+            thread.start()
+            _background = loop
+        return _background
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def submit(
+    awaitable: Awaitable[Any], loop: Optional[asyncio.AbstractEventLoop]
+) -> concurrent.futures.Future[Any]:
+    """Schedules a host awaitable on ``loop`` (default: the background loop)."""
+    coroutine: Coroutine[Any, Any, Any]
+    if asyncio.iscoroutine(awaitable):
+        coroutine = awaitable
+    else:
+        coroutine = _await(awaitable)
+    return asyncio.run_coroutine_threadsafe(
+        coroutine, loop if loop is not None else background_loop()
+    )
+
+
+async def call(
+    start: Callable[..., None], *args: Any, cancel: Optional[CancelToken]
+) -> Any:
+    """Runs a native ``_start_*`` method and awaits its result."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    token = CancelToken()
+
+    def done(ok: bool, value: Any) -> None:
+        if future.done():  # the awaiting task was cancelled meanwhile
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    start(*args, cancel, token, loop, done)
+    try:
+        return await future
+    except BaseException:
+        token.cancel()
+        raise

@@ -1,0 +1,155 @@
+"""The compiled module: Python bindings of the Rust core. Use the package
+``dsh_session_reference``, which re-exports these names and adds the
+``async`` methods, the exceptions and the typing protocols."""
+
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
+
+from .types import Candidate, ParsedText, Prepared, SessionQuery, Target
+
+__version__: str
+
+def encode_uri(session_id: str) -> str:
+    """The canonical ``dsh-session:`` URI of a session id."""
+
+def decode_uri(uri: str) -> str:
+    """The session id of a canonical ``dsh-session:`` URI; anything else raises
+    ``InvalidReferenceError``."""
+
+def format_mention(session_id: str, label: Optional[str] = None) -> str:
+    """The mention ``@[label](uri)`` of a session; the label defaults to the id."""
+
+def parse_text(text: str) -> ParsedText:
+    """Replaces every mention and bare URI in ``text`` by ``@label``; a
+    recognised token whose URI is not canonical raises ``InvalidReferenceError``."""
+
+def stringify_tag_safe(value: Any) -> str:
+    """Tag-safe JSON of a Python value (``JSON.stringify`` with every ``<``
+    written as ``\\u003c``). Non-finite floats become ``null``."""
+
+def stringify_tag_safe_json(text: Union[str, bytes]) -> str:
+    """Tag-safe JSON of a JSON text read as ``JSON.parse`` reads it; raises
+    ``ValueError`` when the text is not JSON."""
+
+class CancelToken:
+    """A cancellation signal, shareable between calls and threads."""
+
+    def __init__(self) -> None:
+        """A token that is not cancelled."""
+
+    def cancel(self) -> None:
+        """Cancels every call observing this token. Thread-safe and idempotent."""
+
+    def is_cancelled(self) -> bool:
+        """Whether ``cancel()`` has been called."""
+
+class Resolver:
+    """Prepares bounded, tag-safe snapshots of other sessions (the blocking
+    methods; ``dsh_session_reference.Resolver`` adds the ``async`` twins)."""
+
+    def __init__(
+        self,
+        query: SessionQuery,
+        *,
+        max_references: Optional[int] = 3,
+        max_reference_bytes: Optional[int] = 65536,
+        candidate_limit: Optional[int] = 50,
+    ) -> None:
+        """Validates the configuration (``InvalidConfigError``) and checks that
+        ``query`` has the three session-query methods (``TypeError``)."""
+
+    @property
+    def query(self) -> SessionQuery:
+        """The session query this resolver reads through."""
+
+    @property
+    def max_references(self) -> int:
+        """The maximum number of distinct references per message."""
+
+    @property
+    def max_reference_bytes(self) -> int:
+        """The per-source byte budget."""
+
+    @property
+    def candidate_limit(self) -> int:
+        """The number of candidates ``candidates()`` returns at most."""
+
+    def prepare(
+        self,
+        target: Target,
+        content: Any,
+        references: Sequence[Mapping[str, Any]],
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> Prepared:
+        """Prepares one message: ``{"content": ...}`` plus ``"additionalContext"``
+        when there were references. Releases the GIL while it runs."""
+
+    def prepare_messages(
+        self,
+        target: Target,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[Any]:
+        """Rewrites mentions in user messages and inserts each message's context
+        message after it. Releases the GIL while it runs."""
+
+    def list_candidates(
+        self,
+        target: Target,
+        query: str = "",
+        limit: Optional[int] = None,
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[Candidate]:
+        """Sessions the target may reference, ranked and filtered, at most
+        ``limit``. Releases the GIL while it runs."""
+
+    def candidates(
+        self,
+        target: Target,
+        query: str = "",
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[Candidate]:
+        """``list_candidates()`` with the configured limit, with mentions.
+        Releases the GIL while it runs."""
+
+    def _start_prepare(
+        self,
+        target: Target,
+        content: Any,
+        references: Sequence[Mapping[str, Any]],
+        cancel: Optional[CancelToken],
+        token: CancelToken,
+        event_loop: Any,
+        done: Callable[[bool, Any], None],
+    ) -> None: ...
+    def _start_prepare_messages(
+        self,
+        target: Target,
+        messages: Sequence[Mapping[str, Any]],
+        cancel: Optional[CancelToken],
+        token: CancelToken,
+        event_loop: Any,
+        done: Callable[[bool, Any], None],
+    ) -> None: ...
+    def _start_list_candidates(
+        self,
+        target: Target,
+        query: str,
+        limit: Optional[int],
+        cancel: Optional[CancelToken],
+        token: CancelToken,
+        event_loop: Any,
+        done: Callable[[bool, Any], None],
+    ) -> None: ...
+    def _start_candidates(
+        self,
+        target: Target,
+        query: str,
+        cancel: Optional[CancelToken],
+        token: CancelToken,
+        event_loop: Any,
+        done: Callable[[bool, Any], None],
+    ) -> None: ...

@@ -1,0 +1,121 @@
+"""Types of ``dsh_session_reference``: the shapes of the values it takes and
+returns (with the contract's JSON keys) and :class:`SessionQuery`, the
+protocol a host implements."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Awaitable, Dict, List, Mapping, Optional, Sequence, Union
+
+if sys.version_info >= (3, 11):
+    from typing import Protocol, TypedDict
+else:  # pragma: no cover - Protocol and TypedDict exist since 3.8
+    from typing import Protocol, TypedDict
+
+__all__ = [
+    "Target",
+    "Reference",
+    "ParsedReference",
+    "ParsedText",
+    "Prepared",
+    "Candidate",
+    "SessionHeaders",
+    "Surface",
+    "SessionQuery",
+]
+
+
+class _TargetRequired(TypedDict):
+    id: str
+
+
+class Target(_TargetRequired, total=False):
+    """The session about to send a message: ``{"id": str, "cwd": str | None}``."""
+
+    cwd: Optional[str]
+
+
+class _ReferenceRequired(TypedDict):
+    sessionId: str
+
+
+class Reference(_ReferenceRequired, total=False):
+    """One structured reference: ``{"sessionId": str, "label"?: str}``."""
+
+    label: str
+
+
+class ParsedReference(TypedDict):
+    """A reference found by :func:`parse_text`."""
+
+    sessionId: str
+    label: str
+
+
+class ParsedText(TypedDict):
+    """The result of :func:`parse_text`."""
+
+    text: str
+    references: List[ParsedReference]
+
+
+class _PreparedRequired(TypedDict):
+    content: Any
+
+
+class Prepared(_PreparedRequired, total=False):
+    """The result of ``prepare``: a copy of the content and, when there were
+    references, the context message to send right after it."""
+
+    additionalContext: Dict[str, Any]
+
+
+class _CandidateRequired(TypedDict):
+    sessionId: str
+    label: str
+    createdAt: Union[int, float]
+
+
+class Candidate(_CandidateRequired, total=False):
+    """A session the target may reference. ``cwd`` is absent when the session
+    has none; ``mention`` is set by ``candidates()`` only."""
+
+    cwd: str
+    mention: str
+
+
+SessionHeaders = Union[Sequence[Mapping[str, Any]], str, bytes]
+"""What ``list_sessions()`` returns: a list of ``{"id", "createdAt", "cwd"?}``
+dicts in creation order, or that list as JSON text (``str`` or ``bytes``)."""
+
+Surface = Union[Mapping[str, Any], str, bytes]
+"""What ``read_surface()`` returns: the snapshot dict
+``{"session", "capturedThroughSeq", "events"}``, or the snapshot as JSON
+text. ``bytes`` reach the library without a copy (fastest)."""
+
+
+class SessionQuery(Protocol):
+    """What a :class:`Resolver` reads through. Each method may be a plain
+    method or ``async def``; a method that raises makes that read fail
+    (``ReadFailedError`` with the exception as ``__cause__``).
+
+    Plain methods are called on the library's worker threads, possibly
+    concurrently, so they must be thread-safe. ``async`` methods run on the
+    event loop of the ``*_async`` call that needs them, or, for a blocking
+    call, on the package's own background event loop thread.
+
+    Runtime requirements are stricter than these types: the sessions must
+    be a ``list`` or ``tuple`` and the snapshot a ``dict``, when not JSON.
+    """
+
+    def list_sessions(self) -> Union[SessionHeaders, Awaitable[SessionHeaders]]:
+        """All sessions, in creation order."""
+        ...
+
+    def read_title(self, session_id: str, /) -> Union[Optional[str], Awaitable[Optional[str]]]:
+        """The latest title of a session, or ``None``."""
+        ...
+
+    def read_surface(self, session_id: str, /) -> Union[Surface, Awaitable[Surface]]:
+        """The current surface snapshot of a session."""
+        ...

@@ -1,0 +1,263 @@
+//! A Python object as the library's session query.
+//!
+//! Each host call runs on the runtime's blocking pool, which takes the GIL
+//! only to call the method and convert what it returned. A method may be
+//! plain or `async def`: an awaitable result is scheduled with
+//! `asyncio.run_coroutine_threadsafe` on the event loop of the asyncio
+//! caller (the loop is free: its task is awaiting the library), or, for a
+//! blocking caller, on the package's background loop thread. The Rust side
+//! waits for it without holding a thread, and cancelling the operation
+//! cancels the scheduled coroutine.
+
+use std::sync::{Arc, Mutex};
+
+use dsh_session_reference::{HostError, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::convert::{to_json, type_name};
+use crate::errors::host_error;
+
+/// The host object and, for asyncio callers, the loop to run its
+/// coroutines on.
+pub struct PyHost {
+    inner: Arc<HostInner>,
+}
+
+struct HostInner {
+    query: Py<PyAny>,
+    event_loop: Option<Py<PyAny>>,
+}
+
+impl PyHost {
+    /// A host over `query`. `event_loop` is the running loop of an asyncio
+    /// caller (`None` for blocking callers).
+    pub fn new(py: Python<'_>, query: &Py<PyAny>, event_loop: Option<&Py<PyAny>>) -> Self {
+        PyHost {
+            inner: Arc::new(HostInner { query: query.clone_ref(py), event_loop: event_loop.map(|l| l.clone_ref(py)) }),
+        }
+    }
+}
+
+/// What a host returned, once converted: a value, or an error.
+type Converter<T> = fn(&Bound<'_, PyAny>) -> Result<T, HostError>;
+
+/// The first step of a host call: either finished, or an awaitable that is
+/// now running on an event loop.
+enum Started<T> {
+    Done(Result<T, HostError>),
+    Pending(oneshot::Receiver<Result<T, HostError>>, CancelOnDrop),
+}
+
+/// Cancels a scheduled coroutine (a `concurrent.futures.Future`) when the
+/// library stops waiting for it before it finished.
+struct CancelOnDrop(Option<Py<PyAny>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(future) = self.0.take() else { return };
+        let cancel = move || Python::attach(|py| drop(future.call_method0(py, intern!(py, "cancel"))));
+        // Never take the GIL on a runtime worker thread.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(cancel)),
+            Err(_) => cancel(),
+        }
+    }
+}
+
+/// Hands the outcome of a scheduled coroutine to the waiting Rust future.
+type Deliver = Box<dyn for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) + Send>;
+
+/// The Python-side callback of a scheduled coroutine: receives the
+/// finished `concurrent.futures.Future` and hands its outcome to Rust.
+#[pyclass(module = "dsh_session_reference._native", frozen)]
+struct Completion {
+    deliver: Mutex<Option<Deliver>>,
+}
+
+#[pymethods]
+impl Completion {
+    fn __call__(&self, py: Python<'_>, future: Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(deliver) = self.deliver.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
+        let outcome = if future.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
+            Err(pyo3::exceptions::PyRuntimeError::new_err("the host's coroutine was cancelled"))
+        } else {
+            let exception = future.call_method0(intern!(py, "exception"))?;
+            if exception.is_none() {
+                future.call_method0(intern!(py, "result"))
+            } else {
+                Err(PyErr::from_value(exception))
+            }
+        };
+        deliver(py, outcome);
+        Ok(())
+    }
+}
+
+fn submit<'py>(
+    py: Python<'py>,
+    awaitable: Bound<'py, PyAny>,
+    event_loop: Option<&Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    static SUBMIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let submit = SUBMIT.import(py, "dsh_session_reference._bridge", "submit")?;
+    let event_loop = match event_loop {
+        Some(l) => l.bind(py).clone(),
+        None => py.None().into_bound(py),
+    };
+    submit.call1((awaitable, event_loop))
+}
+
+impl HostInner {
+    fn start<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        method: &'static str,
+        arg: Option<&str>,
+        convert: Converter<T>,
+    ) -> Started<T> {
+        let called = match arg {
+            None => self.query.call_method0(py, method),
+            Some(a) => self.query.call_method1(py, method, (a,)),
+        };
+        let returned = match called {
+            Ok(v) => v.into_bound(py),
+            Err(e) => return Started::Done(Err(host_error(py, e))),
+        };
+        if !returned.get_type().hasattr(intern!(py, "__await__")).unwrap_or(false) {
+            return Started::Done(convert(&returned));
+        }
+        let (tx, rx) = oneshot::channel();
+        let scheduled = (|| {
+            let future = submit(py, returned, self.event_loop.as_ref())?;
+            let deliver = move |py: Python<'_>, outcome: PyResult<Bound<'_, PyAny>>| {
+                let _ = tx.send(match outcome {
+                    Ok(v) => convert(&v),
+                    Err(e) => Err(host_error(py, e)),
+                });
+            };
+            let deliver: Deliver = Box::new(deliver);
+            let callback = Py::new(py, Completion { deliver: Mutex::new(Some(deliver)) })?;
+            let guard = CancelOnDrop(Some(future.clone().unbind()));
+            future.call_method1(intern!(py, "add_done_callback"), (callback,))?;
+            Ok::<_, PyErr>(guard)
+        })();
+        match scheduled {
+            Ok(guard) => Started::Pending(rx, guard),
+            Err(e) => Started::Done(Err(host_error(py, e))),
+        }
+    }
+}
+
+fn call<T: Send + 'static>(
+    inner: &Arc<HostInner>,
+    method: &'static str,
+    arg: Option<String>,
+    convert: Converter<T>,
+) -> QueryFuture<'static, T> {
+    let inner = Arc::clone(inner);
+    Box::pin(async move {
+        let started =
+            tokio::task::spawn_blocking(move || Python::attach(|py| inner.start(py, method, arg.as_deref(), convert)))
+                .await;
+        match started {
+            Ok(Started::Done(r)) => r,
+            Ok(Started::Pending(rx, mut guard)) => {
+                let r = rx.await;
+                guard.0 = None; // finished: nothing to cancel
+                r.unwrap_or_else(|_| Err(HostError::new(format!("{method}: the host's coroutine never reported"))))
+            }
+            Err(_) => Err(HostError::new(format!("{method}: calling the host failed unexpectedly"))),
+        }
+    })
+}
+
+impl SessionQuery for PyHost {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        call(&self.inner, "list_sessions", None, convert_list)
+    }
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
+        call(&self.inner, "read_title", Some(session_id.to_owned()), convert_title)
+    }
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        call(&self.inner, "read_surface", Some(session_id.to_owned()), convert_surface)
+    }
+}
+
+fn wrong_type(method: &str, obj: &Bound<'_, PyAny>, expected: &str) -> HostError {
+    HostError::new(format!("{method}() returned {}; expected {expected}", type_name(obj)))
+}
+
+fn json_text_error(method: &str, e: serde_json::Error) -> HostError {
+    HostError::new(format!("{method}() returned text that is not JSON: {e}"))
+}
+
+fn convert_list(obj: &Bound<'_, PyAny>) -> Result<Vec<SessionHeader>, HostError> {
+    const EXPECTED: &str = "a list of session headers, or that list as JSON str or bytes";
+    let value = if let Ok(b) = obj.cast::<PyBytes>() {
+        serde_json::from_slice::<Value>(b.as_bytes()).map_err(|e| json_text_error("list_sessions", e))?
+    } else if let Ok(s) = obj.cast::<PyString>() {
+        let text = s.to_cow().map_err(|e| HostError::new(format!("list_sessions(): {e}")))?;
+        serde_json::from_str::<Value>(&text).map_err(|e| json_text_error("list_sessions", e))?
+    } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        to_json(obj, "the result of list_sessions()").map_err(|e| HostError::new(e.to_string()))?
+    } else {
+        return Err(wrong_type("list_sessions", obj, EXPECTED));
+    };
+    SessionHeader::list_from_json(&value).map_err(|e| HostError::new(format!("list_sessions(): {e}")))
+}
+
+fn convert_title(obj: &Bound<'_, PyAny>) -> Result<Option<String>, HostError> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    match obj.cast::<PyString>() {
+        Ok(s) => s.to_cow().map(|t| Some(t.into_owned())).map_err(|e| HostError::new(format!("read_title(): {e}"))),
+        Err(_) => Err(wrong_type("read_title", obj, "a str or None")),
+    }
+}
+
+/// A Python `bytes` object lent to the library without a copy.
+struct PyBytesData {
+    /// Keeps the object (and so its buffer) alive.
+    _owner: Py<PyBytes>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: `bytes` objects are immutable and CPython never moves an object,
+// so the buffer behind `ptr` stays valid and unchanged for as long as
+// `_owner` holds a strong reference; reading immutable memory needs no GIL,
+// and `Py<T>` may be dropped on any thread (PyO3 defers the decref).
+unsafe impl Send for PyBytesData {}
+// SAFETY: see `Send`: the data is only ever read.
+unsafe impl Sync for PyBytesData {}
+
+impl AsRef<[u8]> for PyBytesData {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `ptr`/`len` came from `PyBytes::as_bytes` of `_owner`,
+        // which is alive and immutable (see above).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+fn convert_surface(obj: &Bound<'_, PyAny>) -> Result<SurfaceData, HostError> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        let bytes = b.as_bytes();
+        let data = PyBytesData { ptr: bytes.as_ptr(), len: bytes.len(), _owner: b.clone().unbind() };
+        return Ok(SurfaceData::json(data));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        let text = s.to_cow().map_err(|e| HostError::new(format!("read_surface(): {e}")))?;
+        return Ok(SurfaceData::from(text.into_owned()));
+    }
+    if obj.is_instance_of::<pyo3::types::PyDict>() {
+        let value = to_json(obj, "the result of read_surface()").map_err(|e| HostError::new(e.to_string()))?;
+        return Ok(SurfaceData::from(value));
+    }
+    Err(wrong_type("read_surface", obj, "a snapshot dict, or the snapshot as JSON str or bytes"))
+}

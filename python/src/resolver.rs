@@ -1,0 +1,402 @@
+//! The `Resolver` and `CancelToken` classes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use dsh_session_reference as core;
+use dsh_session_reference::{candidate_limit_from_json, Config, SessionQuery, Target};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use serde_json::{Map, Value};
+
+use crate::convert::{sequence_arg, string_arg, to_json, to_py, type_name};
+use crate::errors::to_pyerr;
+use crate::host::PyHost;
+use crate::runtime::{run_async, run_blocking};
+use crate::store::DshSessionStore;
+
+/// A cancellation signal: pass it as `cancel=` to any resolver call and call
+/// `cancel()` from any thread to stop that call promptly with
+/// `OperationCancelledError`. Once cancelled, a token stays cancelled; one
+/// token may be shared by many calls.
+#[pyclass(module = "dsh_session_reference._native", name = "CancelToken", frozen)]
+pub struct CancelToken {
+    pub(crate) inner: core::CancelToken,
+}
+
+#[pymethods]
+impl CancelToken {
+    /// A token that is not cancelled.
+    #[new]
+    fn new() -> Self {
+        CancelToken { inner: core::CancelToken::new() }
+    }
+
+    /// Cancels every call observing this token. Thread-safe and idempotent.
+    fn cancel(&self) {
+        self.inner.cancel();
+    }
+
+    /// Whether `cancel()` has been called.
+    fn is_cancelled(&self) -> bool {
+        self.inner.is_cancelled()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("CancelToken(cancelled={})", if self.inner.is_cancelled() { "True" } else { "False" })
+    }
+}
+
+/// One call, with its inputs already converted (so that misuse raises
+/// before any work starts).
+enum Job {
+    Prepare { target: Target, content: Value, references: Vec<Value> },
+    Messages { target: Target, messages: Vec<Value> },
+    List { target: Target, query: String, limit: Option<u64> },
+    Candidates { target: Target, query: String },
+}
+
+impl Job {
+    /// The call as a `Send` future on the runtime.
+    fn run(self, resolver: core::Resolver, token: core::CancelToken) -> BoxFuture<core::Result<Value>> {
+        match self {
+            Job::Prepare { target, content, references } => Box::pin(async move {
+                Ok(resolver.prepare(&target, &content, &references, Some(&token)).await?.into_json())
+            }),
+            Job::Messages { target, messages } => {
+                Box::pin(
+                    async move { Ok(Value::Array(resolver.prepare_messages(&target, &messages, Some(&token)).await?)) },
+                )
+            }
+            // The core's discovery futures are not `Send` as rustc sees them
+            // (a higher-ranked closure over `&SessionHeader` in
+            // `list_candidates`), so they run to completion on one blocking
+            // thread; they still observe `token` themselves.
+            Job::List { target, query, limit } => on_one_thread(move || async move {
+                Ok(candidate_list(resolver.list_candidates(&target, &query, limit, Some(&token)).await?))
+            }),
+            Job::Candidates { target, query } => on_one_thread(move || async move {
+                Ok(candidate_list(resolver.candidates(&target, &query, Some(&token)).await?))
+            }),
+        }
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+fn candidate_list(list: Vec<core::Candidate>) -> Value {
+    Value::Array(list.iter().map(core::Candidate::to_json).collect())
+}
+
+/// Runs a future that is not `Send` to completion on a blocking-pool thread.
+fn on_one_thread<F, Fut>(make: F) -> BoxFuture<core::Result<Value>>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = core::Result<Value>>,
+{
+    Box::pin(async move {
+        let handle = tokio::runtime::Handle::current();
+        match tokio::task::spawn_blocking(move || handle.block_on(make())).await {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(core::Error::cancelled()), // the runtime is shutting down
+        }
+    })
+}
+
+fn target_arg(obj: &Bound<'_, PyAny>) -> PyResult<Target> {
+    if !obj.is_instance_of::<pyo3::types::PyDict>() {
+        return Err(PyTypeError::new_err(format!(
+            "target must be a dict {{\"id\": str, \"cwd\": str | None}}, not {}",
+            type_name(obj)
+        )));
+    }
+    Target::from_json(&to_json(obj, "target")?).map_err(PyTypeError::new_err)
+}
+
+fn limit_arg(py: Python<'_>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    match limit {
+        None => Ok(None),
+        Some(l) if l.is_none() => Ok(None),
+        Some(l) => candidate_limit_from_json(&to_json(l, "limit")?).map(Some).map_err(|e| to_pyerr(py, &e)),
+    }
+}
+
+fn value_to_py(py: Python<'_>, value: Value) -> PyResult<Bound<'_, PyAny>> {
+    to_py(py, &value)
+}
+
+const HOST_METHODS: [&str; 3] = ["list_sessions", "read_title", "read_surface"];
+
+/// Prepares bounded, tag-safe snapshots of other sessions for a new message,
+/// reading through `query` (see `SessionQuery`).
+///
+/// `max_references` (1–3, default 3), `max_reference_bytes` (default 65536)
+/// and `candidate_limit` (default 50) must be positive integers; `None`
+/// takes the default. An invalid value raises `InvalidConfigError`.
+#[pyclass(module = "dsh_session_reference._native", name = "Resolver", subclass, frozen)]
+pub struct Resolver {
+    query: Py<PyAny>,
+    native: Option<Arc<dyn SessionQuery>>,
+    config: Config,
+}
+
+impl Resolver {
+    /// The core resolver for one call; `event_loop` is the asyncio caller's loop.
+    fn core(&self, py: Python<'_>, event_loop: Option<&Py<PyAny>>) -> core::Resolver {
+        let query: Arc<dyn SessionQuery> = match &self.native {
+            Some(native) => Arc::clone(native),
+            None => Arc::new(PyHost::new(py, &self.query, event_loop)),
+        };
+        core::Resolver::new(query, self.config)
+    }
+
+    fn blocking<'py>(
+        &self,
+        py: Python<'py>,
+        job: Job,
+        cancel: Option<PyRef<'_, CancelToken>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let resolver = self.core(py, None);
+        let user = cancel.map(|c| c.inner.clone());
+        let value = run_blocking(py, user, move |token| job.run(resolver, token))?;
+        to_py(py, &value)
+    }
+
+    fn start(
+        &self,
+        py: Python<'_>,
+        job: Job,
+        cancel: Option<PyRef<'_, CancelToken>>,
+        token: PyRef<'_, CancelToken>,
+        event_loop: Bound<'_, PyAny>,
+        done: Bound<'_, PyAny>,
+    ) {
+        let event_loop = event_loop.unbind();
+        let resolver = self.core(py, Some(&event_loop));
+        let token = token.inner.clone();
+        let work = job.run(resolver, token.clone());
+        let user = cancel.map(|c| c.inner.clone());
+        run_async(token, user, work, event_loop, done.unbind(), value_to_py);
+    }
+}
+
+#[pymethods]
+impl Resolver {
+    #[new]
+    #[pyo3(signature = (query, *, max_references=None, max_reference_bytes=None, candidate_limit=None))]
+    #[pyo3(text_signature = "(query, *, max_references=3, max_reference_bytes=65536, candidate_limit=50)")]
+    fn new(
+        py: Python<'_>,
+        query: Bound<'_, PyAny>,
+        max_references: Option<Bound<'_, PyAny>>,
+        max_reference_bytes: Option<Bound<'_, PyAny>>,
+        candidate_limit: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut wire = Map::new();
+        for (key, value) in [
+            ("maxReferences", max_references),
+            ("maxReferenceBytes", max_reference_bytes),
+            ("candidateLimit", candidate_limit),
+        ] {
+            if let Some(v) = value {
+                wire.insert(key.into(), to_json(&v, key)?);
+            }
+        }
+        let config = Config::from_json(&Value::Object(wire)).map_err(|e| to_pyerr(py, &e))?;
+        if let Ok(store) = query.cast::<DshSessionStore>() {
+            let native: Arc<dyn SessionQuery> = Arc::new(store.get().store.clone());
+            return Ok(Resolver { query: query.unbind(), native: Some(native), config });
+        }
+        for method in HOST_METHODS {
+            let callable = query.getattr(PyString::intern(py, method)).map(|m| m.is_callable()).unwrap_or(false);
+            if !callable {
+                return Err(PyTypeError::new_err(format!(
+                    "query must have the methods list_sessions(), read_title(session_id) and \
+                     read_surface(session_id); {} has no callable {method}",
+                    type_name(&query)
+                )));
+            }
+        }
+        Ok(Resolver { query: query.unbind(), native: None, config })
+    }
+
+    /// The session query this resolver reads through.
+    #[getter]
+    fn query(&self, py: Python<'_>) -> Py<PyAny> {
+        self.query.clone_ref(py)
+    }
+
+    /// The maximum number of distinct references per message.
+    #[getter]
+    fn max_references(&self) -> u64 {
+        self.config.max_references()
+    }
+
+    /// The per-source byte budget.
+    #[getter]
+    fn max_reference_bytes(&self) -> u64 {
+        self.config.max_reference_bytes()
+    }
+
+    /// The number of candidates `candidates()` returns at most.
+    #[getter]
+    fn candidate_limit(&self) -> u64 {
+        self.config.candidate_limit()
+    }
+
+    /// Prepares one message: validates and de-duplicates `references`
+    /// (`[{"sessionId": str, "label"?: str}, ...]`), reads every source in
+    /// parallel, keeps each within the byte budget and returns
+    /// `{"content": <copy of content>}` plus `"additionalContext"` (the context
+    /// message) when there were references. Releases the GIL while it runs.
+    #[pyo3(signature = (target, content, references, *, cancel=None))]
+    fn prepare<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        content: &Bound<'py, PyAny>,
+        references: &Bound<'py, PyAny>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let job = Job::Prepare {
+            target: target_arg(target)?,
+            content: to_json(content, "content")?,
+            references: sequence_arg(references, "references")?,
+        };
+        self.blocking(py, job, cancel)
+    }
+
+    /// Rewrites a message list: mentions in the text blocks of user messages
+    /// become `@label`, and each message with references is followed by its
+    /// context message. Other messages pass through unchanged. Releases the
+    /// GIL while it runs.
+    #[pyo3(signature = (target, messages, *, cancel=None))]
+    fn prepare_messages<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        messages: &Bound<'py, PyAny>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let job = Job::Messages { target: target_arg(target)?, messages: sequence_arg(messages, "messages")? };
+        self.blocking(py, job, cancel)
+    }
+
+    /// Sessions the target may reference: ranked by cwd, filtered by `query`
+    /// (case-insensitive, on id, cwd and title), at most `limit` (default:
+    /// `candidate_limit`). Items: `{"sessionId", "label", "cwd"?, "createdAt"}`.
+    /// Releases the GIL while it runs.
+    #[pyo3(signature = (target, query="", limit=None, *, cancel=None))]
+    fn list_candidates<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        query: &str,
+        limit: Option<&Bound<'py, PyAny>>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let job = Job::List { target: target_arg(target)?, query: query.to_owned(), limit: limit_arg(py, limit)? };
+        self.blocking(py, job, cancel)
+    }
+
+    /// `list_candidates()` with the configured limit, each item with its
+    /// `"mention"`. Releases the GIL while it runs.
+    #[pyo3(signature = (target, query="", *, cancel=None))]
+    fn candidates<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        query: &str,
+        cancel: Option<PyRef<'_, CancelToken>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let job = Job::Candidates { target: target_arg(target)?, query: query.to_owned() };
+        self.blocking(py, job, cancel)
+    }
+
+    /// Starts `prepare` for an asyncio caller (used by `prepare_async`).
+    #[allow(clippy::too_many_arguments)]
+    fn _start_prepare(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        content: &Bound<'_, PyAny>,
+        references: &Bound<'_, PyAny>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+        token: PyRef<'_, CancelToken>,
+        event_loop: Bound<'_, PyAny>,
+        done: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let job = Job::Prepare {
+            target: target_arg(target)?,
+            content: to_json(content, "content")?,
+            references: sequence_arg(references, "references")?,
+        };
+        self.start(py, job, cancel, token, event_loop, done);
+        Ok(())
+    }
+
+    /// Starts `prepare_messages` for an asyncio caller.
+    #[allow(clippy::too_many_arguments)]
+    fn _start_prepare_messages(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        messages: &Bound<'_, PyAny>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+        token: PyRef<'_, CancelToken>,
+        event_loop: Bound<'_, PyAny>,
+        done: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let job = Job::Messages { target: target_arg(target)?, messages: sequence_arg(messages, "messages")? };
+        self.start(py, job, cancel, token, event_loop, done);
+        Ok(())
+    }
+
+    /// Starts `list_candidates` for an asyncio caller.
+    #[allow(clippy::too_many_arguments)]
+    fn _start_list_candidates(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        query: &Bound<'_, PyAny>,
+        limit: Option<&Bound<'_, PyAny>>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+        token: PyRef<'_, CancelToken>,
+        event_loop: Bound<'_, PyAny>,
+        done: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let job =
+            Job::List { target: target_arg(target)?, query: string_arg(query, "query")?, limit: limit_arg(py, limit)? };
+        self.start(py, job, cancel, token, event_loop, done);
+        Ok(())
+    }
+
+    /// Starts `candidates` for an asyncio caller.
+    #[allow(clippy::too_many_arguments)]
+    fn _start_candidates(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        query: &Bound<'_, PyAny>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+        token: PyRef<'_, CancelToken>,
+        event_loop: Bound<'_, PyAny>,
+        done: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let job = Job::Candidates { target: target_arg(target)?, query: string_arg(query, "query")? };
+        self.start(py, job, cancel, token, event_loop, done);
+        Ok(())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Resolver(max_references={}, max_reference_bytes={}, candidate_limit={})",
+            self.config.max_references(),
+            self.config.max_reference_bytes(),
+            self.config.candidate_limit()
+        )
+    }
+}

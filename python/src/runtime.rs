@@ -1,0 +1,153 @@
+//! The tokio runtime the Python front runs its work on, and the helpers that
+//! run a library future for a blocking or an asyncio caller.
+//!
+//! Threading rules (see README "Threads, the GIL and asyncio"):
+//! - a blocking call releases the GIL for its whole duration and waits on a
+//!   channel; on the main thread it wakes every 50 ms to let Python run its
+//!   signal handlers, so Ctrl-C cancels the call;
+//! - the runtime's worker threads never take the GIL; every step that needs
+//!   it (calling the host, converting results) runs on the blocking pool.
+//!
+//! The runtime is per process: a child created by `fork()` (whose copy of
+//! the parent's runtime has no threads) gets a fresh one.
+
+use std::future::Future;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use dsh_session_reference::{CancelToken, Error, Result};
+use pyo3::prelude::*;
+use tokio::runtime::{Builder, Runtime};
+
+use crate::errors::{internal_error, to_pyerr};
+
+/// The runtime of the current process.
+pub fn runtime() -> Arc<Runtime> {
+    static RT: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = RT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, rt)) = slot.as_ref() {
+        if *owner == pid {
+            return Arc::clone(rt);
+        }
+        // Forked: the inherited runtime has no threads and must never be
+        // dropped (dropping would wait for them). Leak it.
+        if let Some((_, old)) = slot.take() {
+            std::mem::forget(old);
+        }
+    }
+    let rt = Arc::new(
+        Builder::new_multi_thread()
+            .worker_threads(2)
+            .max_blocking_threads(512)
+            .thread_name("dsh-session-reference")
+            .enable_all()
+            .build()
+            .expect("the dsh-session-reference runtime could not start"),
+    );
+    *slot = Some((pid, Arc::clone(&rt)));
+    rt
+}
+
+/// Runs `work` until it completes or `token` is cancelled; `user` (the
+/// caller's own token) is linked into `token`.
+pub async fn linked<T>(
+    token: CancelToken,
+    user: Option<CancelToken>,
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let link = async {
+        match &user {
+            Some(u) => u.cancelled().await,
+            None => std::future::pending().await,
+        }
+        token.cancel();
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        r = work => r,
+        () = link => unreachable!("the link future never completes"),
+    }
+}
+
+/// Runs a library future for a blocking Python caller: the GIL is released
+/// while waiting; on the main thread, pending signals are handled every
+/// 50 ms and an exception from a handler (`KeyboardInterrupt`) cancels the
+/// work and is raised.
+pub fn run_blocking<T, F>(py: Python<'_>, user: Option<CancelToken>, make: impl FnOnce(CancelToken) -> F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    let token = CancelToken::new();
+    let work = linked(token.clone(), user, make(token.clone()));
+    let (tx, rx) = mpsc::sync_channel::<Result<T>>(1);
+    runtime().spawn(async move {
+        let _ = tx.send(work.await);
+    });
+    let main_thread = is_main_thread(py);
+    let outcome: std::result::Result<Result<T>, Option<PyErr>> = py.detach(move || loop {
+        if !main_thread {
+            return rx.recv().map_err(|_| None);
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(r) => return Ok(r),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(None),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    token.cancel();
+                    return Err(Some(e));
+                }
+            }
+        }
+    });
+    match outcome {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(to_pyerr(py, &e)),
+        Err(Some(interrupt)) => Err(interrupt),
+        Err(None) => Err(internal_error("the worker task failed (a bug: please report it)")),
+    }
+}
+
+fn is_main_thread(py: Python<'_>) -> bool {
+    let check = || -> PyResult<bool> {
+        let threading = py.import("threading")?;
+        Ok(threading.call_method0("current_thread")?.is(&threading.call_method0("main_thread")?))
+    };
+    check().unwrap_or(false)
+}
+
+/// Runs a library future for an asyncio caller: spawns it and, when it
+/// completes, calls `done(ok, value)` on `event_loop` through
+/// `call_soon_threadsafe` (`value` is the result, or the exception).
+/// `convert` turns the result into Python data (with the GIL, on the
+/// blocking pool).
+pub fn run_async<T, F, C>(
+    token: CancelToken,
+    user: Option<CancelToken>,
+    work: F,
+    event_loop: Py<PyAny>,
+    done: Py<PyAny>,
+    convert: C,
+) where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+    C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Bound<'py, PyAny>> + Send + 'static,
+{
+    let rt = runtime();
+    let handle = rt.handle().clone();
+    rt.spawn(async move {
+        let result = linked(token, user, work).await;
+        let deliver = move || {
+            Python::attach(|py| {
+                let (ok, value) = match result.map_err(|e: Error| to_pyerr(py, &e)).and_then(|v| convert(py, v)) {
+                    Ok(v) => (true, v),
+                    Err(e) => (false, e.into_value(py).into_bound(py).into_any()),
+                };
+                // The loop may be closed by now; then nobody is waiting.
+                let _ = event_loop.call_method1(py, "call_soon_threadsafe", (done, ok, value));
+            })
+        };
+        let _ = handle.spawn_blocking(deliver).await;
+    });
+}
