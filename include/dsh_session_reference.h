@@ -396,6 +396,21 @@ dsr_status dsr_resolver_list_candidates(const struct dsr_resolver *resolver, con
 dsr_status dsr_resolver_candidates(const struct dsr_resolver *resolver, const char *request_json, size_t request_len, const struct dsr_cancel *cancel, char **out_json, size_t *out_len, struct dsr_error **err);
 
 /**
+ * Creates a resolver over a DSH sessions directory (SPEC §10): a read-only
+ * session query over DSH's JSONL logs (`session.jsonl` or
+ * `session.jsonl.zstd` under `<root>/<project-dir>/<session-dir>/`), so the
+ * host needs no callbacks at all. `root` is `root_len` bytes of a path (on
+ * Unix any bytes; elsewhere UTF-8). A root that cannot be opened as a
+ * directory is `DSR_READ_FAILED`; configuration as for `dsr_resolver_new`.
+ *
+ * # Safety
+ * `root` is NULL or valid for `root_len` bytes; `config_json` is NULL or
+ * valid for `config_len` bytes; `out` and `err` are NULL or valid for
+ * pointer writes.
+ */
+dsr_status dsr_resolver_new_dsh_store(const char *root, size_t root_len, const char *config_json, size_t config_len, struct dsr_resolver **out, struct dsr_error **err);
+
+/**
  * Frees a string returned by this library (every `char **out` result).
  * NULL is ignored. Never pass a pointer from anywhere else, and never free
  * such a string with `free()`.

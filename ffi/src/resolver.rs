@@ -299,3 +299,51 @@ pub unsafe extern "C" fn dsr_resolver_candidates(
         })
     }
 }
+
+/// Creates a resolver over a DSH sessions directory (SPEC §10): a read-only
+/// session query over DSH's JSONL logs (`session.jsonl` or
+/// `session.jsonl.zstd` under `<root>/<project-dir>/<session-dir>/`), so the
+/// host needs no callbacks at all. `root` is `root_len` bytes of a path (on
+/// Unix any bytes; elsewhere UTF-8). A root that cannot be opened as a
+/// directory is `DSR_READ_FAILED`; configuration as for `dsr_resolver_new`.
+///
+/// # Safety
+/// `root` is NULL or valid for `root_len` bytes; `config_json` is NULL or
+/// valid for `config_len` bytes; `out` and `err` are NULL or valid for
+/// pointer writes.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_new_dsh_store(
+    root: *const c_char,
+    root_len: usize,
+    config_json: *const c_char,
+    config_len: usize,
+    out: *mut *mut dsr_resolver,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    // SAFETY: every pointer per the contract above.
+    unsafe {
+        guard(err, || {
+            const F: &str = "dsr_resolver_new_dsh_store";
+            out_arg(F, "out", out)?;
+            out.write(std::ptr::null_mut());
+            #[cfg(unix)]
+            let path = {
+                use std::os::unix::ffi::OsStrExt;
+                std::path::PathBuf::from(std::ffi::OsStr::from_bytes(crate::strings::bytes_arg(
+                    F, "root", root, root_len,
+                )?))
+            };
+            #[cfg(not(unix))]
+            let path = std::path::PathBuf::from(crate::strings::str_arg(F, "root", root, root_len)?);
+            let config = config_arg(F, config_json, config_len)?;
+            let store = dsh_session_reference::DshStore::open(&path).map_err(|e| {
+                Failure::from(dsh_session_reference::Error::new(
+                    dsh_session_reference::ErrorCode::ReadFailed,
+                    e.to_string(),
+                ))
+            })?;
+            store_resolver(out, Arc::new(store), config);
+            Ok(())
+        })
+    }
+}
