@@ -23,6 +23,27 @@ export declare class CancelHandle {
 }
 
 /**
+ * A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`),
+ * read-only. Usable natively as a resolver's query, and from JavaScript
+ * through the same three operations as a host query.
+ */
+export declare class DshSessionStore {
+  /**
+   * Opens a sessions root; throws with a Node-style `code` (`ENOENT`,
+   * `ENOTDIR`, `EACCES`, `EIO`) when it is not a readable directory.
+   */
+  static open(root: string): DshSessionStore
+  /** The root directory. */
+  get root(): string
+  /** The sessions (newest first): JSON text of `[{id, createdAt, cwd?}]`. */
+  listSessions(): Promise<string | NativeFailure>
+  /** The latest title of a session: JSON text of a string or `null`. */
+  readTitle(sessionId: string): Promise<string | NativeFailure>
+  /** The surface snapshot of a session, as JSON text. */
+  readSurface(sessionId: string): Promise<string | NativeFailure>
+}
+
+/**
  * The native resolver: a [`Resolver`] over a JavaScript host (or over any
  * native [`SessionQuery`]).
  */
@@ -57,6 +78,11 @@ export declare class NativeResolver {
    * its mention; resolves to the JSON text of the array.
    */
   candidates(target: string, query: string, cancel?: CancelHandle | undefined | null): Promise<string | NativeFailure>
+  /**
+   * A resolver reading a DSH sessions root natively. Throws a failure
+   * with `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.
+   */
+  static overStore(store: DshSessionStore, config?: NativeConfig | null): NativeResolver
 }
 
 /**

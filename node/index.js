@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
+module.exports.DshSessionStore = nativeBinding.DshSessionStore
 module.exports.NativeResolver = nativeBinding.NativeResolver
 module.exports.decodeSessionReferenceUri = nativeBinding.decodeSessionReferenceUri
 module.exports.DEFAULT_CANDIDATE_LIMIT = nativeBinding.DEFAULT_CANDIDATE_LIMIT

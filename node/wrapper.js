@@ -99,6 +99,12 @@ function signalOf(options) {
   return signal
 }
 
+/** The result of a native Promise's settled value: JSON text, or a failure. */
+function resultOf(settled, cause) {
+  if (typeof settled === 'string') return JSON.parse(settled)
+  throw fromNative(settled, cause)
+}
+
 /**
  * Starts a native operation with a cancel handle bound to `signal` (an
  * already aborted signal cancels before the work starts), and turns its
@@ -113,9 +119,8 @@ async function runNative(signal, start) {
   }
   try {
     const settled = await start(handle)
-    if (typeof settled === 'string') return JSON.parse(settled)
     const cause = settled.code === 'SESSION_REFERENCE_CANCELLED' && signal !== undefined ? signal.reason : undefined
-    throw fromNative(settled, cause)
+    return resultOf(settled, cause)
   } finally {
     if (signal !== undefined) signal.removeEventListener('abort', onAbort)
   }
@@ -147,6 +152,57 @@ function adaptHost(query) {
   ]
 }
 
+/** The native store behind each `DshSessionStore`. */
+const storeNatives = new WeakMap()
+const CONSTRUCT = Symbol('DshSessionStore')
+
+/**
+ * A read-only DSH sessions root (`<root>/<project>/<session>/session.jsonl`
+ * or `.jsonl.zstd`). Pass it to `SessionReferenceResolver` as the query: the
+ * resolver then reads it natively, without calling into JavaScript. Its
+ * three methods also make it an ordinary session query for other code.
+ */
+class DshSessionStore {
+  /** Use `DshSessionStore.open(root)`. */
+  constructor(token, store) {
+    if (token !== CONSTRUCT) throw invalidArgument('use DshSessionStore.open(root) or openDshSessionStore(root)')
+    storeNatives.set(this, store)
+  }
+
+  /** Opens a sessions root; throws an error with `code` `ENOENT`, `ENOTDIR`, `EACCES` or `EIO`. */
+  static open(root) {
+    requireString(root, 'root')
+    return new DshSessionStore(CONSTRUCT, callNative(() => native.DshSessionStore.open(root)))
+  }
+
+  /** The root directory. */
+  get root() {
+    return storeNatives.get(this).root
+  }
+
+  /** The readable sessions' headers, newest first. */
+  async listSessions() {
+    return resultOf(await storeNatives.get(this).listSessions())
+  }
+
+  /** The latest title of a session, or `null`. */
+  async readTitle(sessionId) {
+    requireString(sessionId, 'sessionId')
+    return resultOf(await storeNatives.get(this).readTitle(sessionId))
+  }
+
+  /** The surface snapshot of a session. */
+  async readSurface(sessionId) {
+    requireString(sessionId, 'sessionId')
+    return resultOf(await storeNatives.get(this).readSurface(sessionId))
+  }
+}
+
+/** Opens a DSH sessions root (see `DshSessionStore.open`). */
+function openDshSessionStore(root) {
+  return DshSessionStore.open(root)
+}
+
 /**
  * Prepares bounded, tag-safe snapshots of other sessions for a new message,
  * reading through a host's session query.
@@ -160,8 +216,13 @@ class SessionReferenceResolver {
    * @param config `maxReferences`, `candidateLimit`, `maxReferenceBytes`
    */
   constructor(query, config) {
-    const functions = adaptHost(query)
-    this.#native = callNative(() => new native.NativeResolver(...functions, config))
+    const store = storeNatives.get(query)
+    if (store !== undefined) {
+      this.#native = callNative(() => native.NativeResolver.overStore(store, config))
+    } else {
+      const functions = adaptHost(query)
+      this.#native = callNative(() => new native.NativeResolver(...functions, config))
+    }
   }
 
   /** Prepares one message: `{content}` or `{content, additionalContext}`. */
@@ -232,6 +293,8 @@ function stringifyTagSafeJson(value) {
 module.exports = {
   SessionReferenceResolver,
   SessionReferenceError,
+  DshSessionStore,
+  openDshSessionStore,
   encodeSessionReferenceUri,
   decodeSessionReferenceUri,
   formatSessionReferenceMention,

@@ -19,6 +19,7 @@
 
 pub mod host;
 pub mod resolver;
+pub mod store;
 
 use dsh_session_reference as core;
 use napi::bindgen_prelude::*;

@@ -98,7 +98,7 @@ fn scalar_to_json(value: Unknown<'_>) -> Result<Option<Value>> {
 
 /// Validates a configuration object (`undefined`/`null` = defaults), reading
 /// the three keys as JavaScript values.
-fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result<Config, core::Error>> {
+pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result<Config, core::Error>> {
     let Some(config) = config else { return Ok(Ok(Config::default())) };
     match config.get_type()? {
         ValueType::Undefined | ValueType::Null => return Ok(Ok(Config::default())),
@@ -151,7 +151,7 @@ fn outcome(result: std::thread::Result<std::result::Result<String, NativeFailure
 /// Runs `work` on the library's runtime and returns a Promise that it
 /// settles. A panic in the core settles it with a failure instead of
 /// leaving it pending forever.
-fn spawn<'env, F>(env: &'env Env, work: F) -> Result<Object<'env>>
+pub fn spawn<'env, F>(env: &'env Env, work: F) -> Result<Object<'env>>
 where
     F: Future<Output = std::result::Result<String, NativeFailure>> + Send + 'static,
 {
