@@ -10,7 +10,11 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Number, Value};
+
+use crate::json::{string_len, write_string};
+use std::marker::PhantomData;
 
 /// Who said a projected item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,9 +41,151 @@ pub struct Item<'a> {
     /// Who said it.
     pub role: Role,
     /// Its visible text (never empty).
-    pub text: Cow<'a, str>,
+    pub text: ItemText<'a>,
     /// Whether it came from a compaction checkpoint (kept by retention).
     pub checkpoint: bool,
+}
+
+/// The visible text of an item: either decoded, or still the JSON string
+/// literal it was read from (decoded only if retention keeps it). Its UTF-8
+/// length and tag-safe serialized length are known either way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemText<'a> {
+    repr: Repr<'a>,
+    bytes: usize,
+    quoted_len: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Repr<'a> {
+    Decoded(Cow<'a, str>),
+    /// A valid JSON string literal, quotes included.
+    Literal(&'a str),
+}
+
+impl<'a> ItemText<'a> {
+    /// A text that is already decoded.
+    pub fn decoded(text: Cow<'a, str>) -> Self {
+        let quoted_len = string_len(&text, true);
+        ItemText { bytes: text.len(), quoted_len, repr: Repr::Decoded(text) }
+    }
+
+    /// A text still in JSON form: `literal` is a JSON string literal with its
+    /// quotes, as validated by the JSON reader.
+    fn literal(literal: &'a str) -> Self {
+        let (bytes, quoted_len) = literal_lengths(literal);
+        ItemText { repr: Repr::Literal(literal), bytes, quoted_len }
+    }
+
+    /// UTF-8 bytes of the decoded text.
+    pub fn byte_len(&self) -> usize {
+        self.bytes
+    }
+
+    /// Bytes of the decoded text written as a tag-safe JSON string literal.
+    pub fn tag_safe_len(&self) -> usize {
+        self.quoted_len
+    }
+
+    /// The decoded text (borrowed from the input when it has no escapes).
+    pub fn decode(&self) -> Result<Cow<'a, str>, String> {
+        match &self.repr {
+            Repr::Decoded(t) => Ok(t.clone()),
+            Repr::Literal(lit) if !lit.contains('\\') => Ok(Cow::Borrowed(&lit[1..lit.len() - 1])),
+            Repr::Literal(lit) => {
+                serde_json::from_str::<String>(lit).map(Cow::Owned).map_err(|e| format!("malformed text: {e}"))
+            }
+        }
+    }
+
+    /// Appends the text as a tag-safe JSON string literal.
+    pub fn write_tag_safe(&self, out: &mut String) -> Result<(), String> {
+        match &self.repr {
+            // Without escapes or `<`, the literal is already the canonical form.
+            Repr::Literal(lit) if !lit.bytes().any(|b| b == b'\\' || b == b'<') => out.push_str(lit),
+            _ => write_string(out, &self.decode()?, true),
+        }
+        Ok(())
+    }
+}
+
+/// The high bit of every byte of `w` that equals `b` (exact, no false positives).
+fn byte_mask(w: u64, b: u8) -> u64 {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = w ^ (0x0101_0101_0101_0101u64 * b as u64);
+    !(((x & LO7) + LO7) | x | LO7)
+}
+
+/// The decoded UTF-8 length and tag-safe serialized length (quotes
+/// included) of the text of a valid JSON string literal, in one pass.
+fn literal_lengths(literal: &str) -> (usize, usize) {
+    let b = literal.as_bytes();
+    let inner = &b[1..b.len() - 1];
+    let (mut bytes, mut quoted) = (0usize, 2usize);
+    let mut i = 0;
+    while i < inner.len() {
+        // Eight bytes at a time while there is no escape: each byte is one
+        // byte of text, and each `<` becomes the six bytes `\u003c`.
+        if let Some(chunk) = inner.get(i..i + 8) {
+            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            if byte_mask(w, b'\\') == 0 {
+                bytes += 8;
+                quoted += 8 + 5 * byte_mask(w, b'<').count_ones() as usize;
+                i += 8;
+                continue;
+            }
+        }
+        let c = inner[i];
+        if c != b'\\' {
+            // Raw bytes: control characters and `"` cannot appear raw.
+            bytes += 1;
+            quoted += if c == b'<' { 6 } else { 1 };
+            i += 1;
+            continue;
+        }
+        let e = inner[i + 1];
+        i += 2;
+        let cp = match e {
+            b'u' => {
+                let hex = |s: &[u8]| s.iter().fold(0u32, |acc, h| acc * 16 + (*h as char).to_digit(16).unwrap_or(0));
+                let hi = hex(&inner[i..i + 4]);
+                i += 4;
+                if (0xD800..0xDC00).contains(&hi)
+                    && inner.get(i..i + 2) == Some(b"\\u")
+                    && (0xDC00..0xE000).contains(&hex(&inner[i + 2..i + 6]))
+                {
+                    i += 6;
+                    bytes += 4;
+                    quoted += 4;
+                    continue;
+                }
+                if (0xD800..0xE000).contains(&hi) {
+                    // A lone surrogate: JavaScript counts it as U+FFFD (3 bytes)
+                    // and writes it escaped.
+                    bytes += 3;
+                    quoted += 6;
+                    continue;
+                }
+                hi
+            }
+            b'b' => 8,
+            b't' => 9,
+            b'n' => 10,
+            b'f' => 12,
+            b'r' => 13,
+            other => other as u32, // `"`, `\`, `/`
+        };
+        let (len, written) = match cp {
+            8 | 9 | 10 | 12 | 13 | 0x22 | 0x5c => (1, 2),
+            0..=0x1f | 0x3c => (1, 6),
+            0..=0x7f => (1, 1),
+            0x80..=0x7ff => (2, 2),
+            _ => (3, 3),
+        };
+        bytes += len;
+        quoted += written;
+    }
+    (bytes, quoted)
 }
 
 /// The projected surface of one source.
@@ -62,20 +208,44 @@ impl Projection<'_> {
     }
 }
 
-/// Projects snapshot JSON text.
+/// Projects snapshot JSON text. Texts are kept as JSON literals and decoded
+/// only if retention keeps them.
 pub fn project_json(bytes: &[u8]) -> Result<Projection<'_>, String> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let p = Snapshot::deserialize(&mut de).map_err(|e| format!("malformed surface snapshot: {e}"))?;
+    let p = Snapshot::<RawMode>::deserialize(&mut de).map_err(|e| format!("malformed surface snapshot: {e}"))?;
     de.end().map_err(|e| format!("malformed surface snapshot: {e}"))?;
     Ok(p.0)
 }
 
 /// Projects a snapshot given as a JSON value.
 pub fn project_value(value: &Value) -> Result<Projection<'_>, String> {
-    Snapshot::deserialize(value).map(|p| p.0).map_err(|e| format!("malformed surface snapshot: {e}"))
+    Snapshot::<ValueMode>::deserialize(value).map(|p| p.0).map_err(|e| format!("malformed surface snapshot: {e}"))
 }
 
-struct Snapshot<'a>(Projection<'a>);
+/// How a `text` field is read: as a raw literal (JSON text input) or as a
+/// decoded string (value input).
+trait Mode: 'static {
+    fn read_text<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<ItemText<'de>>, A::Error>;
+}
+
+struct RawMode;
+struct ValueMode;
+
+impl Mode for RawMode {
+    fn read_text<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<ItemText<'de>>, A::Error> {
+        let raw: &'de RawValue = map.next_value()?;
+        let lit = raw.get();
+        Ok(lit.starts_with('"').then(|| ItemText::literal(lit)))
+    }
+}
+
+impl Mode for ValueMode {
+    fn read_text<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<ItemText<'de>>, A::Error> {
+        Ok(map.next_value::<MaybeStr<'de>>()?.0.map(ItemText::decoded))
+    }
+}
+
+struct Snapshot<'a, M>(Projection<'a>, PhantomData<M>);
 
 #[derive(Deserialize)]
 struct Header<'a> {
@@ -85,11 +255,11 @@ struct Header<'a> {
     cwd: Option<Cow<'a, str>>,
 }
 
-impl<'de> Deserialize<'de> for Snapshot<'de> {
+impl<'de, M: Mode> Deserialize<'de> for Snapshot<'de, M> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Snapshot<'de>;
+        struct V<M>(PhantomData<M>);
+        impl<'de, M: Mode> Visitor<'de> for V<M> {
+            type Value = Snapshot<'de, M>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a surface snapshot object")
             }
@@ -110,7 +280,7 @@ impl<'de> Deserialize<'de> for Snapshot<'de> {
                             }
                             seq = Some(v);
                         }
-                        "events" => items = Some(map.next_value_seed(Events)?),
+                        "events" => items = Some(map.next_value_seed(Events::<M>(PhantomData))?),
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -119,28 +289,29 @@ impl<'de> Deserialize<'de> for Snapshot<'de> {
                 let header = header.ok_or_else(|| de::Error::missing_field("session"))?;
                 let seq = seq.ok_or_else(|| de::Error::missing_field("capturedThroughSeq"))?;
                 let items = items.ok_or_else(|| de::Error::missing_field("events"))?;
-                Ok(Snapshot(Projection { session_id: header.id, cwd: header.cwd, captured_through_seq: seq, items }))
+                let p = Projection { session_id: header.id, cwd: header.cwd, captured_through_seq: seq, items };
+                Ok(Snapshot(p, PhantomData))
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V::<M>(PhantomData))
     }
 }
 
 /// Reads the `events` array straight into projected items.
-struct Events;
+struct Events<M>(PhantomData<M>);
 
-impl<'de> DeserializeSeed<'de> for Events {
+impl<'de, M: Mode> DeserializeSeed<'de> for Events<M> {
     type Value = Vec<Item<'de>>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
+        struct V<M>(PhantomData<M>);
+        impl<'de, M: Mode> Visitor<'de> for V<M> {
             type Value = Vec<Item<'de>>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an array of events")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut items = Vec::new();
-                while let Some(item) = seq.next_element_seed(Event)? {
+                while let Some(item) = seq.next_element_seed(Event::<M>(PhantomData))? {
                     if let Some(item) = item {
                         items.push(item);
                     }
@@ -148,7 +319,7 @@ impl<'de> DeserializeSeed<'de> for Events {
                 Ok(items)
             }
         }
-        d.deserialize_seq(V)
+        d.deserialize_seq(V::<M>(PhantomData))
     }
 }
 
@@ -170,13 +341,13 @@ impl Kind {
 }
 
 /// One event; yields its projected item, if any.
-struct Event;
+struct Event<M>(PhantomData<M>);
 
-impl<'de> DeserializeSeed<'de> for Event {
+impl<'de, M: Mode> DeserializeSeed<'de> for Event<M> {
     type Value = Option<Item<'de>>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
+        struct V<M>(PhantomData<M>);
+        impl<'de, M: Mode> Visitor<'de> for V<M> {
             type Value = Option<Item<'de>>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an event object")
@@ -195,7 +366,7 @@ impl<'de> DeserializeSeed<'de> for Event {
                             Some(Kind::Other) => {
                                 map.next_value::<IgnoredAny>()?;
                             }
-                            Some(k) => parsed = Some(map.next_value_seed(Data(k))?),
+                            Some(k) => parsed = Some(map.next_value_seed(Data::<M>(k, PhantomData))?),
                             // `data` before `type`: keep it until the type is known.
                             None => buffered = Some(map.next_value()?),
                         },
@@ -210,23 +381,29 @@ impl<'de> DeserializeSeed<'de> for Event {
                 }
                 match (kind, buffered) {
                     (Kind::Other, _) => Ok(None),
-                    (k, Some(v)) => Data(k).deserialize(v).map(|o| o.map(Item::into_owned)).map_err(de::Error::custom),
+                    (k, Some(v)) => Data::<ValueMode>(k, PhantomData)
+                        .deserialize(&v)
+                        .map_err(de::Error::custom)?
+                        .map(Item::into_owned)
+                        .transpose()
+                        .map_err(de::Error::custom),
                     (_, None) => Err(de::Error::missing_field("data")),
                 }
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V::<M>(PhantomData))
     }
 }
 
 impl Item<'_> {
-    fn into_owned<'b>(self) -> Item<'b> {
-        Item { role: self.role, text: Cow::Owned(self.text.into_owned()), checkpoint: self.checkpoint }
+    fn into_owned<'b>(self) -> Result<Item<'b>, String> {
+        let text = ItemText::decoded(Cow::Owned(self.text.decode()?.into_owned()));
+        Ok(Item { role: self.role, text, checkpoint: self.checkpoint })
     }
 }
 
 /// The `data` of a message event, by kind.
-struct Data(Kind);
+struct Data<M>(Kind, PhantomData<M>);
 
 #[derive(Deserialize)]
 struct Source<'a> {
@@ -237,31 +414,31 @@ struct Source<'a> {
 }
 
 #[derive(Deserialize)]
-struct UserData<'a> {
-    #[serde(borrow)]
-    content: Content<'a>,
+#[serde(bound(deserialize = "'de: 'a, M: Mode"))]
+struct UserData<'a, M> {
+    content: Content<'a, M>,
     #[serde(borrow, default)]
     source: Option<Source<'a>>,
 }
 
 #[derive(Deserialize)]
-struct AssistantData<'a> {
-    #[serde(borrow)]
-    message: AssistantMessage<'a>,
+#[serde(bound(deserialize = "'de: 'a, M: Mode"))]
+struct AssistantData<'a, M> {
+    message: AssistantMessage<'a, M>,
 }
 
 #[derive(Deserialize)]
-struct AssistantMessage<'a> {
-    #[serde(borrow)]
-    content: Content<'a>,
+#[serde(bound(deserialize = "'de: 'a, M: Mode"))]
+struct AssistantMessage<'a, M> {
+    content: Content<'a, M>,
 }
 
-impl<'de> DeserializeSeed<'de> for Data {
+impl<'de, M: Mode> DeserializeSeed<'de> for Data<M> {
     type Value = Option<Item<'de>>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         let (role, text, checkpoint) = match self.0 {
             Kind::UserMessage => {
-                let data = UserData::deserialize(d)?;
+                let data = UserData::<'de, M>::deserialize(d)?;
                 let (kind, plugin) = match &data.source {
                     Some(s) => (s.kind.as_deref(), s.plugin.as_deref()),
                     None => (None, None),
@@ -272,53 +449,56 @@ impl<'de> DeserializeSeed<'de> for Data {
                 }
                 (Role::User, data.content.0, checkpoint)
             }
-            Kind::AssistantMessage => (Role::Assistant, AssistantData::deserialize(d)?.message.content.0, false),
+            Kind::AssistantMessage => {
+                (Role::Assistant, AssistantData::<'de, M>::deserialize(d)?.message.content.0, false)
+            }
             Kind::Other => {
                 IgnoredAny::deserialize(d)?;
                 return Ok(None);
             }
         };
-        Ok(text.filter(|t| !t.is_empty()).map(|text| Item { role, text, checkpoint }))
+        Ok(text.filter(|t| t.byte_len() > 0).map(|text| Item { role, text, checkpoint }))
     }
 }
 
 /// A message's visible text: its `text` blocks with string `text`, joined
 /// with `"\n"`; `None` when it has no such block.
-struct Content<'a>(Option<Cow<'a, str>>);
+struct Content<'a, M>(Option<ItemText<'a>>, PhantomData<M>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+impl<'de: 'a, 'a, M: Mode> Deserialize<'de> for Content<'a, M> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Content<'de>;
+        struct V<M>(PhantomData<M>);
+        impl<'de, M: Mode> Visitor<'de> for V<M> {
+            type Value = Content<'de, M>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an array of content blocks")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut text: Option<Cow<'de, str>> = None;
-                while let Some(block) = seq.next_element::<Block<'de>>()? {
+                let mut text: Option<ItemText<'de>> = None;
+                while let Some(block) = seq.next_element::<Block<'de, M>>()? {
                     if let Some(t) = block.0 {
                         text = Some(match text {
                             None => t,
-                            Some(mut acc) => {
-                                let s = acc.to_mut();
-                                s.push('\n');
-                                s.push_str(&t);
-                                acc
+                            // Several text blocks (rare): decode and join.
+                            Some(acc) => {
+                                let mut joined = acc.decode().map_err(de::Error::custom)?.into_owned();
+                                joined.push('\n');
+                                joined.push_str(&t.decode().map_err(de::Error::custom)?);
+                                ItemText::decoded(Cow::Owned(joined))
                             }
                         });
                     }
                 }
-                Ok(Content(text))
+                Ok(Content(text, PhantomData))
             }
         }
-        d.deserialize_seq(V)
+        d.deserialize_seq(V::<M>(PhantomData))
     }
 }
 
 /// One content block; `Some(text)` only for `{"type":"text","text":<string>}`.
 /// Blocks of any other shape are dropped, never an error.
-struct Block<'a>(Option<Cow<'a, str>>);
+struct Block<'a, M>(Option<ItemText<'a>>, PhantomData<M>);
 
 /// A value that is kept only when it is a string.
 struct MaybeStr<'a>(Option<Cow<'a, str>>);
@@ -374,55 +554,55 @@ impl<'de: 'a, 'a> Deserialize<'de> for MaybeStr<'a> {
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Block<'a> {
+impl<'de: 'a, 'a, M: Mode> Deserialize<'de> for Block<'a, M> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Block<'de>;
+        struct V<M>(PhantomData<M>);
+        impl<'de, M: Mode> Visitor<'de> for V<M> {
+            type Value = Block<'de, M>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a content block")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut is_text: Option<bool> = None;
-                let mut text: Option<Cow<'de, str>> = None;
+                let mut text: Option<ItemText<'de>> = None;
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     match &*key {
                         "type" => is_text = Some(map.next_value::<MaybeStr<'de>>()?.0.as_deref() == Some("text")),
                         // Skip the text of blocks already known not to be text.
-                        "text" if is_text != Some(false) => text = map.next_value::<MaybeStr<'de>>()?.0,
+                        "text" if is_text != Some(false) => text = M::read_text(&mut map)?,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
                 }
-                Ok(Block(if is_text == Some(true) { text } else { None }))
+                Ok(Block(if is_text == Some(true) { text } else { None }, PhantomData))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Block(None))
+                Ok(Block(None, PhantomData))
             }
             fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
-                Ok(Block(None))
+                Ok(Block(None, PhantomData))
             }
             fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Block(None))
+                Ok(Block(None, PhantomData))
             }
             fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Block(None))
+                Ok(Block(None, PhantomData))
             }
             fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Block(None))
+                Ok(Block(None, PhantomData))
             }
             fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Block(None))
+                Ok(Block(None, PhantomData))
             }
             fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Block(None))
+                Ok(Block(None, PhantomData))
             }
             fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Block(None))
+                Ok(Block(None, PhantomData))
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V::<M>(PhantomData))
     }
 }

@@ -64,25 +64,28 @@ fn write_head(out: &mut String, p: &Projection<'_>, label: &str) {
 }
 
 /// Retains and renders one projected source under `budget` bytes.
-/// `None` when it cannot fit (`SESSION_REFERENCE_BUDGET_EXCEEDED`).
-pub fn render_source(p: Projection<'_>, label: &str, budget: u64) -> Option<RenderedSource> {
+/// `Ok(None)` when it cannot fit (`SESSION_REFERENCE_BUDGET_EXCEEDED`);
+/// `Err` when a retained text of the snapshot cannot be decoded.
+pub fn render_source(p: Projection<'_>, label: &str, budget: u64) -> Result<Option<RenderedSource>, String> {
     let mut head = String::new();
     write_head(&mut head, &p, label);
     let fixed = head.len() + "]}".len();
     let compacted = p.compacted();
     let original_messages = p.items.len();
-    let Retained { items, omitted_messages, omitted_bytes } = retain(p.items, fixed, budget)?;
+    let Some(Retained { items, omitted_messages, omitted_bytes }) = retain(p.items, fixed, budget)? else {
+        return Ok(None);
+    };
     let mut json = head;
     json.reserve(budget.min(1 << 24) as usize);
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             json.push(',');
         }
-        write_item(&mut json, item);
+        write_item(&mut json, item)?;
     }
     json.push_str("]}");
     debug_assert!(json.len() as u64 <= budget);
-    Some(RenderedSource {
+    Ok(Some(RenderedSource {
         json,
         captured_through_seq: p.captured_through_seq,
         stats: SourceStats {
@@ -92,15 +95,16 @@ pub fn render_source(p: Projection<'_>, label: &str, budget: u64) -> Option<Rend
             omitted_messages,
             omitted_bytes,
         },
-    })
+    }))
 }
 
-fn write_item(out: &mut String, item: &Item<'_>) {
+fn write_item(out: &mut String, item: &Item<'_>) -> Result<(), String> {
     out.push_str("{\"role\":\"");
     out.push_str(item.role.as_str());
     out.push_str("\",\"text\":");
-    write_string(out, &item.text, true);
+    item.text.write_tag_safe(out)?;
     out.push('}');
+    Ok(())
 }
 
 /// The whole prompt for the rendered sources, in reference order.

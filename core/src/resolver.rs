@@ -138,7 +138,9 @@ fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Re
         SurfaceData::Value(v) => project_value(v),
     }
     .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
-    render_source(projection, label, budget).ok_or_else(|| {
+    let rendered =
+        render_source(projection, label, budget).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    rendered.ok_or_else(|| {
         SourceFailure::Budget(Error::new(
             ErrorCode::BudgetExceeded,
             format!("session {} does not fit in {budget} bytes", crate::json::js_string(id)),

@@ -9,8 +9,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::json::string_len;
-use crate::projection::Item;
+use crate::projection::{Item, ItemText};
 
 /// `{"role":"` … `","text":` … `}` around an item's role and text literal.
 const ITEM_ENVELOPE: usize = r#"{"role":"","text":}"#.len();
@@ -119,12 +118,13 @@ pub struct Retained<'a> {
 
 /// Applies the drop and truncate phases so that `fixed + items` fits in
 /// `budget` bytes, where `fixed` is the serialized size of the source object
-/// with an empty conversation. `None` when the source cannot fit.
-pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Option<Retained<'a>> {
+/// with an empty conversation. `Ok(None)` when the source cannot fit;
+/// `Err` when a text that must be cut cannot be decoded.
+pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Result<Option<Retained<'a>>, String> {
     let n = items.len();
-    let lens: Vec<usize> = items.iter().map(|i| string_len(&i.text, true)).collect();
-    let sizes: Vec<usize> = items.iter().zip(&lens).map(|(i, l)| item_size(i, *l)).collect();
-    let mut total: u64 = fixed as u64 + sizes.iter().map(|s| *s as u64).sum::<u64>() + n.saturating_sub(1) as u64;
+    let mut total: u64 = fixed as u64
+        + items.iter().map(|i| item_size(i, i.text.tag_safe_len()) as u64).sum::<u64>()
+        + n.saturating_sub(1) as u64;
     let mut kept = vec![true; n];
     let mut omitted_messages = 0usize;
     let mut omitted_bytes = 0u64;
@@ -140,44 +140,44 @@ pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Option<Ret
             break;
         }
         kept[next] = false;
-        total -= sizes[next] as u64 + 1; // the item and one comma
+        total -= item_size(&items[next], items[next].text.tag_safe_len()) as u64 + 1; // and one comma
         omitted_messages += 1;
-        omitted_bytes += items[next].text.len() as u64;
+        omitted_bytes += items[next].text.byte_len() as u64;
         next += 1;
     }
-
-    let mut retained: Vec<(Item<'a>, usize, usize)> =
-        items.into_iter().zip(lens).zip(kept).filter(|(_, k)| *k).map(|((item, len), _)| (item, len, 0)).collect();
+    let mut retained: Vec<Item<'a>> = items.into_iter().zip(kept).filter(|(_, k)| *k).map(|(i, _)| i).collect();
 
     if total > budget {
         // Truncate phase: the item with the most bytes in its current text,
-        // the first on ties; always cut from the original text.
-        let originals: Vec<Cow<'a, str>> = retained.iter().map(|(i, _, _)| i.text.clone()).collect();
+        // the first on ties; always cut from the original text, decoded
+        // the first time the item is picked.
+        let mut originals: Vec<Option<Cow<'a, str>>> = vec![None; retained.len()];
+        let mut cut = vec![0usize; retained.len()];
         let mut heap: BinaryHeap<(usize, Reverse<usize>)> =
-            retained.iter().enumerate().map(|(idx, (i, _, _))| (i.text.len(), Reverse(idx))).collect();
+            retained.iter().enumerate().map(|(idx, i)| (i.text.byte_len(), Reverse(idx))).collect();
         while total > budget {
-            let (bytes, Reverse(idx)) = heap.pop()?;
+            let Some((bytes, Reverse(idx))) = heap.pop() else { return Ok(None) };
             if bytes == 0 {
-                return None;
+                return Ok(None);
             }
             let overflow = total - budget;
             let target = (bytes as u64).saturating_sub(overflow) as usize;
-            let (text, omitted) = truncate_head_tail(&originals[idx], target);
-            let (item, len, cut) = &mut retained[idx];
-            if text == item.text {
-                return None;
+            if originals[idx].is_none() {
+                originals[idx] = Some(retained[idx].text.decode()?);
             }
-            let new_len = string_len(&text, true);
-            total = total - *len as u64 + new_len as u64;
-            // The new text borrows from `originals`, which dies here: own it
-            // (it is at most `target` bytes, so copies stay within budget).
-            item.text = Cow::Owned(text.into_owned());
-            *len = new_len;
-            *cut = omitted;
-            heap.push((item.text.len(), Reverse(idx)));
+            let original = originals[idx].as_deref().unwrap_or_default();
+            let (text, omitted) = truncate_head_tail(original, target);
+            let item = &mut retained[idx];
+            if item.text.byte_len() == text.len() && item.text.decode()? == text {
+                return Ok(None);
+            }
+            let new_text = ItemText::decoded(Cow::Owned(text.into_owned()));
+            total = total - item.text.tag_safe_len() as u64 + new_text.tag_safe_len() as u64;
+            item.text = new_text;
+            cut[idx] = omitted;
+            heap.push((item.text.byte_len(), Reverse(idx)));
         }
+        omitted_bytes += cut.iter().map(|c| *c as u64).sum::<u64>();
     }
-
-    omitted_bytes += retained.iter().map(|(_, _, cut)| *cut as u64).sum::<u64>();
-    Some(Retained { items: retained.into_iter().map(|(i, _, _)| i).collect(), omitted_messages, omitted_bytes })
+    Ok(Some(Retained { items: retained, omitted_messages, omitted_bytes }))
 }

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use dsh_session_reference::json::{js_string, parse_js, string_len, write_f64};
-use dsh_session_reference::projection::{Item, Projection, Role};
+use dsh_session_reference::projection::{Item, ItemText, Projection, Role};
 use dsh_session_reference::prompt::render_source;
 use dsh_session_reference::retention::truncate_head_tail;
 use dsh_session_reference::stringify_tag_safe;
@@ -186,9 +186,12 @@ fn incremental_retention_matches_the_naive_oracle() {
             session_id: Cow::Borrowed("s"),
             cwd: None,
             captured_through_seq: Some(7.into()),
-            items: items.iter().map(|(r, t, c)| Item { role: *r, text: Cow::Borrowed(t), checkpoint: *c }).collect(),
+            items: items
+                .iter()
+                .map(|(r, t, c)| Item { role: *r, text: ItemText::decoded(Cow::Borrowed(t)), checkpoint: *c })
+                .collect(),
         };
-        let got = render_source(projection, &label, budget as u64);
+        let got = render_source(projection, &label, budget as u64).unwrap();
         let want = naive(&items, &label, budget);
         match (got, want) {
             (None, None) => {}
@@ -203,4 +206,61 @@ fn incremental_retention_matches_the_naive_oracle() {
         }
     }
     assert!(fitted > 1000, "only {fitted} cases fitted; the generator is off");
+}
+
+#[test]
+fn raw_literal_lengths_match_the_decoded_text() {
+    use dsh_session_reference::json::string_len;
+    use dsh_session_reference::projection::project_json;
+    // Escapes in every spelling JSON allows, including ones JavaScript would
+    // write differently (`\/`, `\u0041`, `\u003c`, escaped astral pairs).
+    let spellings = [
+        r#"plain"#,
+        r#"\/"#,
+        r#"\u0041"#,
+        r#"\u003c"#,
+        r#"<"#,
+        r#"\u00e9"#,
+        r#"é"#,
+        r#"\u754c"#,
+        r#"\ud83d\ude00"#,
+        r#"😀"#,
+        r#"\n"#,
+        r#"\t"#,
+        r#"\b"#,
+        r#"\f"#,
+        r#"\r"#,
+        r#"\u0001"#,
+        r#"\u001f"#,
+        r#"\u0008"#,
+        r#"\""#,
+        r#"\\"#,
+        r#"\u0022"#,
+        r#"\u005c"#,
+        r#"\u007f"#,
+        r#"\u2028"#,
+        r#"\ufeff"#,
+        r#"\u0000"#,
+    ];
+    let mut rng = Rng(42);
+    for _ in 0..2000 {
+        let n = rng.below(12);
+        let lit: String = (0..n).map(|_| spellings[rng.below(spellings.len() as u64) as usize]).collect();
+        let doc = format!(
+            r#"{{"session":{{"id":"s"}},"capturedThroughSeq":null,"events":[{{"type":"user/message","data":{{"content":[{{"type":"text","text":"{lit}"}}],"source":{{"kind":"user"}}}}}}]}}"#
+        );
+        let p = project_json(doc.as_bytes()).unwrap();
+        if lit.is_empty() {
+            assert!(p.items.is_empty());
+            continue;
+        }
+        let text = &p.items[0].text;
+        let decoded = text.decode().unwrap();
+        assert_eq!(decoded, serde_json::from_str::<String>(&format!("\"{lit}\"")).unwrap());
+        assert_eq!(text.byte_len(), decoded.len(), "{lit}");
+        assert_eq!(text.tag_safe_len(), string_len(&decoded, true), "{lit}");
+        let mut out = String::new();
+        text.write_tag_safe(&mut out).unwrap();
+        assert_eq!(out, stringify_tag_safe(&Value::from(decoded.as_ref())), "{lit}");
+    }
 }
