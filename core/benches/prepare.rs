@@ -64,11 +64,15 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn measure(reps: usize, mut f: impl FnMut()) -> Duration {
     f(); // warm up
-    median((0..reps).map(|_| {
-        let t = Instant::now();
-        f();
-        t.elapsed()
-    }).collect())
+    median(
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
 }
 
 fn main() {
@@ -85,7 +89,13 @@ fn main() {
     for &n in sizes {
         let bytes = synthetic(n, tools);
         let mb = bytes.len() as f64 / 1e6;
-        let reps = if quick { 5 } else if n >= 100_000 { 7 } else { 15 };
+        let reps = if quick {
+            5
+        } else if n >= 100_000 {
+            7
+        } else {
+            15
+        };
         let baseline = measure(reps, || {
             let _: IgnoredAny = serde_json::from_slice(&bytes).unwrap();
         });

@@ -47,6 +47,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         resolver.prepare_blocking(&target, &json!([{"type": "text", "text": parsed.text}]), &references, None)?;
     println!("\nmessage: {}", prepared.content[0]["text"]);
     let context = prepared.additional_context.expect("one reference gives one context message");
-    println!("\ncontext ({}):\n{}", context["source"]["references"][0], context["content"][0]["text"].as_str().unwrap());
+    println!(
+        "\ncontext ({}):\n{}",
+        context["source"]["references"][0],
+        context["content"][0]["text"].as_str().unwrap()
+    );
     Ok(())
 }
