@@ -105,7 +105,7 @@ impl LineReader {
                 Ok(match outcome {
                     LineRead::Line(_) => {
                         frames.line_end += buf.len() as u64 + 1;
-                        let strict = frames.committed_end.map_or(true, |end| frames.line_end <= end);
+                        let strict = frames.committed_end.is_none_or(|end| frames.line_end <= end);
                         LineRead::Line(LineInfo { strict })
                     }
                     end => end,

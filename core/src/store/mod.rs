@@ -318,7 +318,9 @@ fn read_header(reader: &mut LineReader) -> Result<Header, String> {
     let mut buf = Vec::new();
     match reader.next_line(&mut buf, MAX_HEADER_BYTES) {
         Ok(LineRead::Line(_)) => {}
-        Ok(LineRead::End { torn_bytes: 0 }) => return Err("the log is empty: it has no header".into()),
+        Ok(LineRead::End { torn_bytes: 0 }) => {
+            return Err("the log has no header (it is empty, or its first frame is incomplete)".into())
+        }
         Ok(LineRead::End { .. }) => return Err("the header line is incomplete (no newline)".into()),
         Err(e) => return Err(format!("the header cannot be read: {e}")),
     }
