@@ -1,2 +1,399 @@
-//! The `dsh-session-ref` command line (see issue 6).
-fn main() {}
+//! `dsh-session-ref`: cross-session references from the command line, over
+//! a DeepSeek Harness sessions directory (the embedded DSH store).
+//!
+//! Exit codes: 0 on success, 2 on usage errors, 1 on contract errors (the
+//! SPEC error code is printed to stderr as `error: CODE: message`).
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+use dsh_session_reference::json::stringify;
+use dsh_session_reference::projection::project_json;
+use dsh_session_reference::{
+    decode_uri, encode_uri, format_mention, parse_text, Candidate, Config, DshStore, Error, ErrorCode, Prepared,
+    Resolver, Target,
+};
+use serde_json::{json, Map, Value};
+
+/// The example root bundled with the sources, used by `demo`.
+const EXAMPLE_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sessions");
+
+/// Bring a bounded, read-only snapshot of other DeepSeek Harness sessions
+/// into a new message.
+#[derive(Parser, Debug)]
+#[command(name = "dsh-session-ref", version, about, long_about = None)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct Global {
+    /// DSH sessions root [default: $DSH_HOME/sessions, else ~/.dsh/sessions]
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Per-source byte budget of a prepared snapshot [default: 65536]
+    #[arg(long, global = true, value_name = "N")]
+    max_reference_bytes: Option<u64>,
+    /// Distinct references allowed per message, 1 to 3 [default: 3]
+    #[arg(long, global = true, value_name = "N")]
+    max_references: Option<u64>,
+    /// Print machine-readable JSON (the SPEC shapes)
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List sessions the target could reference, best first, with mentions
+    Candidates {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Keep sessions whose id, cwd or title contains this (case-insensitive)
+        #[arg(long, default_value = "")]
+        query: String,
+        /// At most this many candidates [default: 50]
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+    },
+    /// Rewrite the mentions in a message and prepare the referenced context
+    Prepare {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The message text, with @[label](dsh-session:...) mentions
+        #[arg(long, value_name = "TEXT", conflicts_with = "stdin", required_unless_present = "stdin")]
+        message: Option<String>,
+        /// Read the message text from standard input
+        #[arg(long)]
+        stdin: bool,
+        /// Print only the context text given to the model
+        #[arg(long, conflicts_with = "json")]
+        prompt: bool,
+    },
+    /// Show the projected conversation of one session, as the model sees it
+    Show {
+        /// The session id
+        id: String,
+    },
+    /// Encode or decode dsh-session: URIs
+    Uri {
+        #[command(subcommand)]
+        command: UriCommand,
+    },
+    /// Print the mention text of a session
+    Mention {
+        /// The session id
+        id: String,
+        /// The label shown in the mention [default: the id]
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// Run the main job end to end on the bundled example root
+    Demo,
+}
+
+#[derive(Subcommand, Debug)]
+enum UriCommand {
+    /// Print the canonical URI of a session id
+    Encode {
+        /// The session id
+        id: String,
+    },
+    /// Print the session id a URI names
+    Decode {
+        /// A dsh-session: URI
+        uri: String,
+    },
+}
+
+#[derive(Args, Debug)]
+struct TargetArgs {
+    /// The session that is about to send the message
+    #[arg(long, value_name = "ID")]
+    target: String,
+    /// The target's cwd [default: from its header when it is in the root]
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<String>,
+}
+
+/// A failure: a contract error (exit 1, SPEC code on stderr).
+struct Failure(Error);
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure(e)
+    }
+}
+
+type CliResult<T = ()> = Result<T, Failure>;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => e.exit(), // 0 for --help/--version, 2 for usage errors
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(e)) => {
+            eprintln!("error: {}: {}", e.code(), e.message());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn default_root() -> PathBuf {
+    if let Some(home) = std::env::var_os("DSH_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(home).join("sessions");
+    }
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).unwrap_or_default();
+    PathBuf::from(home).join(".dsh").join("sessions")
+}
+
+fn read_failed(message: impl Into<String>) -> Failure {
+    Failure(Error::new(ErrorCode::ReadFailed, message))
+}
+
+/// The store, the resolver over it, and the output mode.
+struct Ctx {
+    store: DshStore,
+    resolver: Resolver,
+    json: bool,
+}
+
+impl Ctx {
+    fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
+        let config = Config::new(global.max_references, candidate_limit, global.max_reference_bytes)?;
+        let store = DshStore::open(&root).map_err(|e| read_failed(e.to_string()))?;
+        let resolver = Resolver::new(Arc::new(store.clone()), config);
+        Ok(Ctx { store, resolver, json: global.json })
+    }
+
+    /// The target, its cwd from `--cwd`, else from its header when listed.
+    fn target(&self, args: &TargetArgs) -> CliResult<Target> {
+        if args.cwd.is_some() {
+            return Ok(Target::new(args.target.clone(), args.cwd.clone()));
+        }
+        let listing = self.store.list().map_err(|e| read_failed(format!("listing sessions failed: {e}")))?;
+        let cwd = listing.sessions.into_iter().find(|s| s.header.id == args.target).and_then(|s| s.header.cwd);
+        Ok(Target::new(args.target.clone(), cwd))
+    }
+}
+
+fn run(cli: Cli) -> CliResult {
+    let g = &cli.global;
+    let root = || g.root.clone().unwrap_or_else(default_root);
+    match &cli.command {
+        Command::Candidates { target, query, limit } => {
+            let ctx = Ctx::new(g, root(), None)?;
+            let target = ctx.target(target)?;
+            let list = candidates(&ctx.resolver, &target, query, *limit)?;
+            print_candidates(&list, ctx.json);
+        }
+        Command::Prepare { target, message, stdin, prompt } => {
+            let text = match (message, stdin) {
+                (Some(m), _) => m.clone(),
+                (None, _) => {
+                    let mut s = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut s)
+                        .map_err(|e| Failure(Error::new(ErrorCode::InvalidReference, format!("reading stdin: {e}"))))?;
+                    s
+                }
+            };
+            let ctx = Ctx::new(g, root(), None)?;
+            let target = ctx.target(target)?;
+            let prepared = prepare(&ctx.resolver, &target, &text)?;
+            if *prompt {
+                print!("{}", context_text(&prepared).unwrap_or_default());
+            } else if ctx.json {
+                println!("{}", stringify(&prepared.to_json()));
+            } else {
+                print_prepared(&prepared);
+            }
+        }
+        Command::Show { id } => {
+            let ctx = Ctx::new(g, root(), None)?;
+            show(&ctx, id)?;
+        }
+        Command::Uri { command: UriCommand::Encode { id } } => {
+            let uri = encode_uri(id);
+            print_text_or_json(&uri, g.json);
+        }
+        Command::Uri { command: UriCommand::Decode { uri } } => {
+            let id = decode_uri(uri)?;
+            print_text_or_json(&id, g.json);
+        }
+        Command::Mention { id, label } => {
+            let mention = format_mention(id, label.as_deref());
+            print_text_or_json(&mention, g.json);
+        }
+        Command::Demo => {
+            let root = g.root.clone().unwrap_or_else(|| PathBuf::from(EXAMPLE_ROOT));
+            let ctx = Ctx::new(g, root, None)?;
+            demo(&ctx)?;
+        }
+    }
+    Ok(())
+}
+
+fn candidates(resolver: &Resolver, target: &Target, query: &str, limit: Option<u64>) -> CliResult<Vec<Candidate>> {
+    let Some(limit) = limit else { return Ok(resolver.candidates_blocking(target, query, None)?) };
+    let mut list = resolver.list_candidates_blocking(target, query, Some(limit), None)?;
+    for c in &mut list {
+        c.mention = Some(format_mention(&c.session_id, Some(&c.label)));
+    }
+    Ok(list)
+}
+
+/// Parses the mentions of `text` and prepares `[{"type":"text","text": rewritten}]`.
+fn prepare(resolver: &Resolver, target: &Target, text: &str) -> CliResult<Prepared> {
+    let parsed = parse_text(text)?;
+    let references: Vec<Value> =
+        parsed.references.iter().map(|r| json!({"sessionId": r.session_id, "label": r.label})).collect();
+    let content = json!([{"type": "text", "text": parsed.text}]);
+    Ok(resolver.prepare_blocking(target, &content, &references, None)?)
+}
+
+fn context_text(prepared: &Prepared) -> Option<&str> {
+    prepared.additional_context.as_ref()?["content"][0]["text"].as_str()
+}
+
+/// Escapes control characters for display (ids, cwds and labels may hold any).
+fn display(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn print_text_or_json(text: &str, as_json: bool) {
+    if as_json {
+        println!("{}", stringify(&Value::from(text)));
+    } else {
+        println!("{text}");
+    }
+}
+
+fn print_candidates(list: &[Candidate], as_json: bool) {
+    if as_json {
+        let array = Value::Array(list.iter().map(Candidate::to_json).collect());
+        println!("{}", stringify(&array));
+        return;
+    }
+    if list.is_empty() {
+        println!("No candidates.");
+    }
+    let mut out = std::io::stdout().lock();
+    for (i, c) in list.iter().enumerate() {
+        let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
+        let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
+        let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
+        let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
+    }
+}
+
+fn print_prepared(prepared: &Prepared) {
+    let mut out = std::io::stdout().lock();
+    let text = prepared.content[0]["text"].as_str().unwrap_or_default();
+    let _ = writeln!(out, "Message:\n{text}\n");
+    let Some(ctx) = &prepared.additional_context else {
+        let _ = writeln!(out, "No sessions referenced.");
+        return;
+    };
+    let _ = writeln!(out, "Referenced sessions:");
+    for r in ctx["source"]["references"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "  - {} ({}): {} of {} messages retained, {} omitted ({} bytes omitted){}",
+            display(r["label"].as_str().unwrap_or_default()),
+            display(r["sessionId"].as_str().unwrap_or_default()),
+            r["retainedMessages"],
+            r["originalMessages"],
+            r["omittedMessages"],
+            r["omittedBytes"],
+            if r["truncated"] == true { ", truncated" } else { ", complete" },
+        );
+    }
+    let prompt = context_text(prepared).unwrap_or_default();
+    let _ = writeln!(out, "\nContext ({} bytes) follows the message; print it with --prompt.", prompt.len());
+}
+
+fn show(ctx: &Ctx, id: &str) -> CliResult {
+    let bytes = ctx.store.read_surface_json(id).map_err(|e| Failure(Error::read_failed(id, e.into())))?;
+    let projection = project_json(&bytes).map_err(read_failed)?;
+    let mut conversation = Vec::with_capacity(projection.items.len());
+    for item in &projection.items {
+        let text = item.text.decode().map_err(read_failed)?;
+        conversation.push((item.role.as_str(), text.into_owned(), item.checkpoint));
+    }
+    if ctx.json {
+        let mut m = Map::new();
+        m.insert("sessionId".into(), Value::from(id));
+        m.insert("label".into(), Value::from(id));
+        m.insert("cwd".into(), projection.cwd.as_deref().map_or(Value::Null, Value::from));
+        m.insert(
+            "capturedThroughSeq".into(),
+            projection.captured_through_seq.clone().map_or(Value::Null, Value::Number),
+        );
+        let items = conversation.iter().map(|(role, text, _)| json!({"role": role, "text": text})).collect();
+        m.insert("conversation".into(), Value::Array(items));
+        println!("{}", stringify(&Value::Object(m)));
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    let cwd = projection.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
+    let seq = projection.captured_through_seq.as_ref().map_or_else(|| "null".to_owned(), ToString::to_string);
+    let _ = writeln!(out, "Session {}   cwd: {}   capturedThroughSeq: {}", display(id), cwd, seq);
+    if conversation.is_empty() {
+        let _ = writeln!(out, "(no projected messages)");
+    }
+    for (role, text, checkpoint) in &conversation {
+        let marker = if *checkpoint { " (compaction checkpoint)" } else { "" };
+        let _ = writeln!(out, "\n[{role}{marker}]\n{text}");
+    }
+    Ok(())
+}
+
+fn demo(ctx: &Ctx) -> CliResult {
+    let target = Target::new("demo-new-session", Some("/home/dev/alpha".to_owned()));
+    let list = ctx.resolver.candidates_blocking(&target, "", None)?;
+    let picked: Vec<&Candidate> = list.iter().take(2).collect();
+    if picked.len() < 2 {
+        return Err(read_failed("the demo root needs at least two sessions"));
+    }
+    let message = format!(
+        "Compare what we settled in {} with the outcome of {}, and list what is still open.",
+        picked[0].mention.as_deref().unwrap_or_default(),
+        picked[1].mention.as_deref().unwrap_or_default()
+    );
+    let prepared = prepare(&ctx.resolver, &target, &message)?;
+    if ctx.json {
+        let out = json!({
+            "target": {"id": target.id, "cwd": target.cwd},
+            "candidates": list.iter().map(Candidate::to_json).collect::<Vec<_>>(),
+            "message": message,
+            "prepared": prepared.to_json(),
+        });
+        println!("{}", stringify(&out));
+        return Ok(());
+    }
+    println!("== Sessions root: {} ==\n", ctx.store.root().display());
+    println!("== Candidates for a new session in /home/dev/alpha ==\n");
+    print_candidates(&list, false);
+    println!("\n== The user's message ==\n\n{message}\n");
+    println!("== Prepared ==\n");
+    print_prepared(&prepared);
+    println!("\n== Context given to the model ==\n");
+    println!("{}", context_text(&prepared).unwrap_or_default());
+    Ok(())
+}

@@ -1,0 +1,373 @@
+//! Every `dsh-session-ref` command, its exit codes and its `--json` output,
+//! checked against the DSH fixture roots and their `expected.json`.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use dsh_session_reference::format_mention;
+use serde_json::{json, Value};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/dsh-logs")
+}
+
+fn expected() -> Value {
+    serde_json::from_slice(&std::fs::read(fixtures().join("expected.json")).unwrap()).unwrap()
+}
+
+fn raw_root() -> String {
+    fixtures().join("raw").to_str().unwrap().to_owned()
+}
+
+fn cmd() -> Command {
+    let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
+    c.env_remove("DSH_HOME");
+    c
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Out {
+    run_with(cmd(), args, None)
+}
+
+fn run_with(mut c: Command, args: &[&str], stdin: Option<&str>) -> Out {
+    c.args(args);
+    if let Some(input) = stdin {
+        c.write_stdin(input);
+    }
+    let o = c.output().unwrap();
+    Out {
+        code: o.status.code().unwrap(),
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
+fn ok_json(args: &[&str]) -> Value {
+    let out = run(args);
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", out.stdout))
+}
+
+fn session<'a>(e: &'a Value, root: &str, id: &str) -> &'a Value {
+    e["roots"][root]["sessions"].as_array().unwrap().iter().find(|s| s["sessionId"] == id).unwrap()
+}
+
+#[test]
+fn candidates_json_matches_expected() {
+    let e = expected();
+    let root = raw_root();
+    for case in e["roots"]["raw"]["candidates"].as_array().unwrap() {
+        let query = case["query"].as_str().unwrap();
+        let limit = case["candidateLimit"].as_u64().unwrap().to_string();
+        let got = ok_json(&[
+            "--root",
+            &root,
+            "candidates",
+            "--target",
+            "target-session",
+            "--cwd",
+            "/home/dev/alpha",
+            "--query",
+            query,
+            "--limit",
+            &limit,
+            "--json",
+        ]);
+        assert_eq!(got, case["expected"], "query {query:?} limit {limit}");
+    }
+}
+
+#[test]
+fn candidates_take_the_target_cwd_from_its_header() {
+    let got = ok_json(&["--root", &raw_root(), "--json", "candidates", "--target", ".."]);
+    let list = got.as_array().unwrap();
+    assert_eq!(list.len(), 7);
+    assert!(list.iter().all(|c| c["sessionId"] != ".."));
+    // `..` lives in /home/dev/beta: the other beta session ranks first.
+    assert_eq!(list[0]["sessionId"], "subagent mixed ~1");
+    assert_eq!(list[1]["sessionId"], "multi-turn");
+}
+
+#[test]
+fn candidates_human_output() {
+    let out = run(&["--root", &raw_root(), "candidates", "--target", "t", "--cwd", "/home/dev/alpha", "--limit", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains(" 1. Create a durable goal for"), "{}", out.stdout);
+    assert!(out.stdout.contains("@[Create a durable goal for](dsh-session:ImdvYWwtd3JhcHVwIg)"));
+    assert!(!out.stdout.contains(" 3. "));
+    let none = run(&["--root", &raw_root(), "candidates", "--target", "t", "--query", "无"]);
+    assert!(none.stdout.contains("No candidates."));
+}
+
+#[test]
+fn prepare_prints_the_exact_prompt_for_every_config() {
+    let e = expected();
+    let root = raw_root();
+    for id in ["compaction-recovery", "权限/策略 \"context\"", ".."] {
+        let s = session(&e, "raw", id);
+        let message = format!("go {}", format_mention(id, None));
+        for (name, flag) in
+            [("default", None), ("maxReferenceBytes600", Some("600")), ("maxReferenceBytes300", Some("300"))]
+        {
+            let mut args = vec!["--root", root.as_str()];
+            if let Some(n) = flag {
+                args.extend(["--max-reference-bytes", n]);
+            }
+            args.extend(["prepare", "--target", "target-session", "--cwd", "/home/dev/alpha", "--message", &message]);
+            let exp = &s["prepare"][name];
+            let mut prompt_args = args.clone();
+            prompt_args.push("--prompt");
+            let out = run(&prompt_args);
+            if let Some(code) = exp["error"].as_str() {
+                assert_eq!(out.code, 1);
+                assert!(out.stderr.contains(code), "{}", out.stderr);
+                continue;
+            }
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            assert_eq!(out.stdout, exp["prompt"].as_str().unwrap(), "{id} {name}");
+            args.push("--json");
+            let got = ok_json(&args);
+            assert_eq!(got["content"], json!([{"type": "text", "text": format!("go @{id}")}]));
+            assert_eq!(got["additionalContext"]["source"], exp["source"], "{id} {name}");
+            assert_eq!(got["additionalContext"]["content"][0]["text"], exp["prompt"]);
+            assert_eq!(got["additionalContext"]["role"], "user");
+        }
+    }
+}
+
+#[test]
+fn prepare_human_output_and_stdin() {
+    let message = format!(
+        "compare {} and {}",
+        format_mention("goal-wrapup", Some("the goal")),
+        format_mention("multi-turn", None)
+    );
+    let out = run_with(
+        cmd(),
+        &["--root", &raw_root(), "--max-reference-bytes", "300", "prepare", "--target", "t", "--stdin"],
+        Some(&message),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("compare @the goal and @multi-turn"), "{}", out.stdout);
+    assert!(out.stdout.contains("the goal (goal-wrapup): 2 of 3 messages retained, 1 omitted"), "{}", out.stdout);
+    assert!(out.stdout.contains("truncated"));
+    let plain = run(&["--root", &raw_root(), "prepare", "--target", "t", "--message", "no mentions here"]);
+    assert_eq!(plain.code, 0);
+    assert!(plain.stdout.contains("No sessions referenced."));
+    let prompt = run(&["--root", &raw_root(), "prepare", "--target", "t", "--message", "none", "--prompt"]);
+    assert_eq!((prompt.code, prompt.stdout.as_str()), (0, ""));
+}
+
+#[test]
+fn prepare_contract_errors_exit_1_with_the_code() {
+    let root = raw_root();
+    let m = |ids: &[&str]| ids.iter().map(|id| format_mention(id, None)).collect::<Vec<_>>().join(" ");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["prepare".into(), "--target".into(), "multi-turn".into(), "--message".into(), m(&["multi-turn"])],
+            "SESSION_REFERENCE_SELF_REFERENCE",
+        ),
+        (
+            vec![
+                "prepare".into(),
+                "--target".into(),
+                "t".into(),
+                "--message".into(),
+                m(&["..", "multi-turn", "goal-wrapup", "agent-instructions"]),
+            ],
+            "SESSION_REFERENCE_TOO_MANY",
+        ),
+        (
+            vec!["prepare".into(), "--target".into(), "t".into(), "--message".into(), m(&["missing"])],
+            "SESSION_REFERENCE_READ_FAILED",
+        ),
+        (
+            vec!["prepare".into(), "--target".into(), "t".into(), "--message".into(), "@[x](dsh-session:)".into()],
+            "SESSION_REFERENCE_INVALID_REFERENCE",
+        ),
+        (
+            vec![
+                "--max-references".into(),
+                "4".into(),
+                "prepare".into(),
+                "--target".into(),
+                "t".into(),
+                "--message".into(),
+                "x".into(),
+            ],
+            "SESSION_REFERENCE_INVALID_CONFIG",
+        ),
+        (
+            vec![
+                "--max-reference-bytes".into(),
+                "10".into(),
+                "prepare".into(),
+                "--target".into(),
+                "t".into(),
+                "--message".into(),
+                m(&[".."]),
+            ],
+            "SESSION_REFERENCE_BUDGET_EXCEEDED",
+        ),
+        (
+            vec!["candidates".into(), "--target".into(), "t".into(), "--limit".into(), "0".into()],
+            "SESSION_REFERENCE_INVALID_REFERENCE",
+        ),
+    ];
+    for (args, code) in cases {
+        let mut full = vec!["--root", root.as_str()];
+        full.extend(args.iter().map(String::as_str));
+        let out = run(&full);
+        assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.starts_with(&format!("error: {code}: ")), "{args:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty());
+    }
+    // A damaged session: read failure naming it.
+    let corrupt = fixtures().join("damaged/corrupt-zstd");
+    let out = run(&[
+        "--root",
+        corrupt.to_str().unwrap(),
+        "prepare",
+        "--target",
+        "t",
+        "--message",
+        &m(&["compaction-recovery"]),
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("SESSION_REFERENCE_READ_FAILED") && out.stderr.contains("compaction-recovery"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn show_prints_the_projected_conversation() {
+    let got = ok_json(&["--root", &raw_root(), "show", "compaction-recovery", "--json"]);
+    assert_eq!(got["sessionId"], "compaction-recovery");
+    assert_eq!(got["cwd"], "/home/dev/alpha");
+    assert_eq!(got["capturedThroughSeq"], 30);
+    let conv = got["conversation"].as_array().unwrap();
+    assert_eq!(conv.len(), 2);
+    assert_eq!(conv[1], json!({"role": "assistant", "text": "COMPACTION RECOVERED"}));
+    let keys: Vec<&String> = got.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["sessionId", "label", "cwd", "capturedThroughSeq", "conversation"]);
+    let out = run(&["--root", &raw_root(), "show", "compaction-recovery"]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("[user (compaction checkpoint)]"), "{}", out.stdout);
+    assert!(out.stdout.contains("[assistant]\nCOMPACTION RECOVERED"));
+    let missing = run(&["--root", &raw_root(), "show", "nope"]);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.contains("SESSION_REFERENCE_READ_FAILED"));
+    // The torn zstd session shows like the intact one, closers counted.
+    let torn = fixtures().join("damaged/torn-zstd");
+    let got = ok_json(&["--root", torn.to_str().unwrap(), "--json", "show", "compaction-recovery"]);
+    assert_eq!(got["capturedThroughSeq"], 30);
+}
+
+#[test]
+fn uri_and_mention_commands() {
+    let id = "权限/策略 \"context\"";
+    let uri = run(&["uri", "encode", id]).stdout;
+    assert_eq!(uri.trim_end(), dsh_session_reference::encode_uri(id));
+    assert_eq!(ok_json(&["uri", "encode", id, "--json"]), json!(uri.trim_end()));
+    assert_eq!(run(&["uri", "decode", uri.trim_end()]).stdout, format!("{id}\n"));
+    assert_eq!(ok_json(&["--json", "uri", "decode", uri.trim_end()]), json!(id));
+    let bad = run(&["uri", "decode", "dsh-session:ImEi="]);
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.starts_with("error: SESSION_REFERENCE_INVALID_REFERENCE: "));
+    assert_eq!(run(&["mention", "a]b"]).stdout, format!("{}\n", format_mention("a]b", None)));
+    assert_eq!(ok_json(&["mention", "x", "--label", "L\\1", "--json"]), json!(format_mention("x", Some("L\\1"))));
+}
+
+#[test]
+fn demo_runs_end_to_end() {
+    let out = run(&["demo"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("== Candidates for a new session in /home/dev/alpha =="));
+    assert!(out.stdout.contains("<referenced-sessions>\n[{\"sessionId\":\"goal-wrapup\""), "{}", out.stdout);
+    let got = ok_json(&["demo", "--json"]);
+    assert_eq!(got["candidates"].as_array().unwrap().len(), 5);
+    let refs = got["prepared"]["additionalContext"]["source"]["references"].as_array().unwrap();
+    assert_eq!(refs.len(), 2);
+    assert_eq!(refs[0]["sessionId"], "goal-wrapup");
+    assert_eq!(refs[1]["sessionId"], "agent-instructions");
+    assert!(got["prepared"]["content"][0]["text"].as_str().unwrap().contains("@Create a durable goal for"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &[][..],
+        &["frobnicate"],
+        &["candidates"],
+        &["candidates", "--target", "t", "--limit", "many"],
+        &["prepare", "--target", "t"],
+        &["prepare", "--target", "t", "--message", "x", "--stdin"],
+        &["uri"],
+        &["uri", "encode"],
+        &["show"],
+        &["--max-reference-bytes", "-3", "demo"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.code, 2, "{args:?}");
+        assert!(!out.stderr.is_empty());
+    }
+}
+
+#[test]
+fn help_on_every_command() {
+    for args in [
+        &["--help"][..],
+        &["candidates", "--help"],
+        &["prepare", "--help"],
+        &["show", "--help"],
+        &["uri", "--help"],
+        &["uri", "encode", "--help"],
+        &["uri", "decode", "--help"],
+        &["mention", "--help"],
+        &["demo", "--help"],
+        &["help", "prepare"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.code, 0, "{args:?}");
+        assert!(out.stdout.contains("Usage: dsh-session-ref"), "{args:?}: {}", out.stdout);
+    }
+    let help = run(&["--help"]).stdout;
+    for word in ["candidates", "prepare", "show", "uri", "mention", "demo", "--root", "--json", "--max-reference-bytes"]
+    {
+        assert!(help.contains(word), "{word}");
+    }
+}
+
+#[test]
+fn root_defaults_to_dsh_home_then_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy_into = |root: PathBuf| {
+        let dir = root.join("_no-cwd/multi-turn");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(fixtures().join("raw/_no-cwd/multi-turn/session.jsonl"), dir.join("session.jsonl")).unwrap();
+    };
+    copy_into(tmp.path().join("dsh-home/sessions"));
+    copy_into(tmp.path().join("home/.dsh/sessions"));
+    let mut c = cmd();
+    c.env("DSH_HOME", tmp.path().join("dsh-home"));
+    let out = run_with(c, &["candidates", "--target", "t", "--json"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap()[0]["sessionId"], "multi-turn");
+    let mut c = cmd();
+    c.env("HOME", tmp.path().join("home"));
+    let out = run_with(c, &["show", "multi-turn", "--json"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut c = cmd();
+    c.env("HOME", tmp.path().join("nowhere"));
+    let out = run_with(c, &["candidates", "--target", "t"], None);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("SESSION_REFERENCE_READ_FAILED") && out.stderr.contains("nowhere"), "{}", out.stderr);
+}
