@@ -39,6 +39,11 @@
 //! assert!(prompt.contains(r#""text":"Use \u003ctabs>?""#));
 //! ```
 
+/// The repository README's Rust example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod cancel;
 pub mod config;
 pub mod error;
