@@ -7,8 +7,10 @@ const fs = require('node:fs')
 
 const repoRoot = path.resolve(__dirname, '..', '..')
 
-/** The conformance directory: `DSR_CONFORMANCE_DIR`, else `tests/conformance`. */
-const conformanceDir = path.resolve(repoRoot, process.env.DSR_CONFORMANCE_DIR || path.join('tests', 'conformance'))
+/** The conformance directory: `DSR_CONFORMANCE_DIR`, else the project's `tests/conformance`. */
+const conformanceDir = process.env.DSR_CONFORMANCE_DIR
+  ? path.resolve(process.env.DSR_CONFORMANCE_DIR)
+  : path.join(repoRoot, 'tests', 'conformance')
 
 /** Reads one vector file of the conformance set. */
 function vectors(file) {

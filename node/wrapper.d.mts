@@ -1,0 +1,2 @@
+// Types of the ES module entry (`wrapper.mjs`): the same API as `wrapper.d.ts`.
+export * from './wrapper.js'

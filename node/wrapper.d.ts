@@ -1,0 +1,308 @@
+// Types of the public API of the `dsh-session-reference` npm package
+// (`wrapper.js`). Hand-written; the native layer's generated types are in
+// `index.d.ts` and are not part of the public API.
+
+/** Any JSON value. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject
+
+/** A JSON object (keys whose value is `undefined` are left out, as `JSON.stringify` does). */
+export interface JsonObject {
+  [key: string]: JsonValue | undefined
+}
+
+/** A value, or a Promise (or any thenable) of it. */
+export type MaybePromise<T> = T | PromiseLike<T>
+
+/** The stable error codes of the contract. */
+export type SessionReferenceErrorCode =
+  | 'SESSION_REFERENCE_INVALID_CONFIG'
+  | 'SESSION_REFERENCE_INVALID_REFERENCE'
+  | 'SESSION_REFERENCE_SELF_REFERENCE'
+  | 'SESSION_REFERENCE_TOO_MANY'
+  | 'SESSION_REFERENCE_READ_FAILED'
+  | 'SESSION_REFERENCE_BUDGET_EXCEEDED'
+  | 'SESSION_REFERENCE_CANCELLED'
+
+/**
+ * An error of the session-reference library. Misuse of the API itself
+ * (arguments of the wrong type) throws a `TypeError` with
+ * `code === 'ERR_INVALID_ARG_TYPE'` instead.
+ */
+export declare class SessionReferenceError extends Error {
+  constructor(code: SessionReferenceErrorCode, message: string, options?: { cause?: unknown })
+  readonly name: 'SessionReferenceError'
+  /** The stable code, e.g. `'SESSION_REFERENCE_READ_FAILED'`. */
+  readonly code: SessionReferenceErrorCode
+  /** For a cancellation: the `reason` of the `AbortSignal` that aborted. */
+  readonly cause?: unknown
+}
+
+/** The session that is about to send a message. It may never reference itself. */
+export interface SessionTarget {
+  /** The target session's id. */
+  id: string
+  /** Its working directory; drives candidate ranking. */
+  cwd?: string | null
+}
+
+/** One entry of `listSessions()`. Extra keys are allowed and ignored. */
+export interface SessionHeader {
+  /** The session id (any string). */
+  id: string
+  /** Creation time, epoch milliseconds. */
+  createdAt: number
+  /** The session's working directory, if it has one. */
+  cwd?: string | null
+  [key: string]: JsonValue | undefined
+}
+
+/** How a surface event entered the folded surface (informational). */
+export type SurfaceOp = 'append' | { op: 'replace'; start: number; end: number }
+
+/** One event of a surface snapshot, already folded. */
+export interface SurfaceEvent {
+  /** The raw-log seq of the event. */
+  seq: number
+  /** `'user/message'` and `'assistant/message'` are projected; others are dropped. */
+  type: string
+  /** The event's payload: a user message, or `{message}` for assistant messages. */
+  data: JsonValue
+  time?: number
+  surfaceOp?: SurfaceOp
+  sourceEventSeqs?: number[]
+  [key: string]: JsonValue | undefined
+}
+
+/** The current model-visible history of a session, as the host delivers it. */
+export interface SurfaceSnapshot {
+  session: SessionHeader
+  /** The last raw-log seq the observation included; `null` for an empty log. */
+  capturedThroughSeq: number | null
+  events: SurfaceEvent[]
+}
+
+/**
+ * The session query a host implements. Each method may return its value
+ * or a Promise of it; a throw or rejection is a read failure whose message
+ * keeps the host's reason. For speed, `listSessions` and `readSurface` may
+ * also return the JSON text, as a string or as bytes (a `Buffer` or
+ * `Uint8Array`, passed to the library without a copy: do not modify it
+ * afterwards). Methods are called from the library's worker threads through
+ * the event loop, possibly concurrently.
+ */
+export interface SessionQuery {
+  /** All sessions, in creation order. */
+  listSessions(): MaybePromise<readonly SessionHeader[] | string | Uint8Array>
+  /** The latest title of a session, or `null`/`undefined` when it has none. */
+  readTitle(sessionId: string): MaybePromise<string | null | undefined>
+  /** The current surface snapshot of a session. */
+  readSurface(sessionId: string): MaybePromise<SurfaceSnapshot | string | Uint8Array>
+}
+
+/** Configuration; an absent or `null` key takes its default. */
+export interface SessionReferenceConfig {
+  /** Distinct references allowed per message: 1–3, default 3. */
+  maxReferences?: number | null
+  /** Candidates returned by `candidates()`: a positive safe integer, default 50. */
+  candidateLimit?: number | null
+  /** The per-source byte budget of a rendered snapshot, default 65,536. */
+  maxReferenceBytes?: number | null
+}
+
+/** A structured reference to another session. */
+export interface SessionReferenceInput {
+  sessionId: string
+  /** The label shown for the source; defaults to the id. */
+  label?: string
+}
+
+/** Options of every asynchronous call. */
+export interface CallOptions {
+  /** Aborting it (also before the call) rejects with `SESSION_REFERENCE_CANCELLED`. */
+  signal?: AbortSignal | null
+}
+
+/** Retention statistics of one referenced session. */
+export interface SessionReferenceMetadata {
+  sessionId: string
+  label: string
+  capturedThroughSeq: number | null
+  /** The projection contained a compaction checkpoint. */
+  compacted: boolean
+  originalMessages: number
+  retainedMessages: number
+  omittedMessages: number
+  omittedBytes: number
+  truncated: boolean
+  /** Position among the distinct references. */
+  inputIndex: number
+}
+
+/** The `source` of a context message. */
+export interface SessionReferenceSource {
+  kind: 'session-reference'
+  form: 'recall'
+  version: 1
+  references: SessionReferenceMetadata[]
+}
+
+/** The context message that carries the referenced sessions to the model. */
+export interface SessionReferenceContextMessage {
+  source: SessionReferenceSource
+  /** One text block: the fixed header and the tag-safe JSON of the sources. */
+  content: [{ type: 'text'; text: string }]
+  role: 'user'
+  /** A fresh UUID. */
+  id: string
+}
+
+/** The result of `prepare`: a copy of the content, plus the context message when there were references. */
+export interface PreparedReferencedMessage<Content extends JsonValue = JsonValue> {
+  content: Content
+  additionalContext?: SessionReferenceContextMessage
+}
+
+/** A message as `prepareMessages` reads it; only `source.kind === 'user'` messages are rewritten. */
+export interface ConversationMessage {
+  content?: JsonValue
+  source?: JsonValue
+  [key: string]: JsonValue | undefined
+}
+
+/** A discovery result of `listCandidates`. */
+export interface SessionCandidate {
+  sessionId: string
+  /** The latest title, or the id. */
+  label: string
+  /** Present only when the session has a cwd. */
+  cwd?: string
+  createdAt: number
+}
+
+/** A discovery result of `candidates`, with its ready-to-insert mention. */
+export interface SessionCandidateWithMention extends SessionCandidate {
+  /** `@[label](dsh-session:…)`. */
+  mention: string
+}
+
+/** A mention parsed out of a text. */
+export interface ParsedSessionReference {
+  sessionId: string
+  label: string
+}
+
+/** The result of `parseSessionReferenceText`. */
+export interface ParsedSessionReferenceText {
+  /** The text with every mention replaced by `@` + its label. */
+  text: string
+  /** The references in order of appearance, duplicates kept. */
+  references: ParsedSessionReference[]
+}
+
+/**
+ * A read-only DSH sessions root (`<root>/<project>/<session>/session.jsonl`
+ * or `.jsonl.zstd`). Pass it to `SessionReferenceResolver` as the query: the
+ * resolver then reads it natively, without calling into JavaScript.
+ */
+export declare class DshSessionStore implements SessionQuery {
+  private constructor()
+  /**
+   * Opens a sessions root. Throws an `Error` whose `code` is `'ENOENT'`,
+   * `'ENOTDIR'`, `'EACCES'` or `'EIO'` when it is not a readable directory.
+   */
+  static open(root: string): DshSessionStore
+  /** The root directory. */
+  readonly root: string
+  /** The readable sessions' headers, newest first. */
+  listSessions(): Promise<SessionHeader[]>
+  /** The latest title of a session, or `null`; rejects with `SESSION_REFERENCE_READ_FAILED`. */
+  readTitle(sessionId: string): Promise<string | null>
+  /** The surface snapshot of a session; rejects with `SESSION_REFERENCE_READ_FAILED`. */
+  readSurface(sessionId: string): Promise<SurfaceSnapshot>
+}
+
+/** Opens a DSH sessions root (same as `DshSessionStore.open`). */
+export declare function openDshSessionStore(root: string): DshSessionStore
+
+/**
+ * Prepares bounded, tag-safe snapshots of other sessions for a new message,
+ * reading through a host's session query. Every method returns a Promise,
+ * runs on the library's own threads (never the libuv pool) and leaves the
+ * event loop free.
+ */
+export declare class SessionReferenceResolver {
+  /**
+   * @param query the host's session query, or a `DshSessionStore`
+   * @param config limits; throws `SESSION_REFERENCE_INVALID_CONFIG` when invalid
+   */
+  constructor(query: SessionQuery | DshSessionStore, config?: SessionReferenceConfig | null)
+
+  /**
+   * Prepares one message: validates and de-duplicates `references`, reads
+   * every source in parallel, keeps each within the byte budget, and
+   * resolves to a copy of `content` plus the context message. All or
+   * nothing: rejects with a `SessionReferenceError`.
+   */
+  prepare<Content extends JsonValue>(
+    target: SessionTarget,
+    content: Content,
+    references: readonly SessionReferenceInput[],
+    options?: CallOptions,
+  ): Promise<PreparedReferencedMessage<Content>>
+
+  /**
+   * The pre-step rewrite: mentions in the text blocks of user messages
+   * become `@label`, and each message with references is followed by its
+   * context message. Other messages pass through unchanged.
+   */
+  prepareMessages<Message extends ConversationMessage>(
+    target: SessionTarget,
+    messages: readonly Message[],
+    options?: CallOptions,
+  ): Promise<Array<Message | SessionReferenceContextMessage>>
+
+  /**
+   * Discovery: sessions other than the target, same cwd first, then those
+   * without a cwd, then the rest; filtered case-insensitively by id, cwd or
+   * title when `query` is not empty; at most `limit` (default: the
+   * configured `candidateLimit`; anything but a positive safe integer
+   * rejects with `SESSION_REFERENCE_INVALID_REFERENCE`).
+   */
+  listCandidates(
+    target: SessionTarget,
+    query?: string,
+    limit?: number,
+    options?: CallOptions,
+  ): Promise<SessionCandidate[]>
+
+  /** `listCandidates` with the configured limit, each candidate with its mention. */
+  candidates(target: SessionTarget, query?: string, options?: CallOptions): Promise<SessionCandidateWithMention[]>
+}
+
+/** `dsh-session:` + the unpadded base64url of the id's JSON string literal. */
+export declare function encodeSessionReferenceUri(sessionId: string): string
+
+/** The id of a canonical session URI; throws `SESSION_REFERENCE_INVALID_REFERENCE` for anything else. */
+export declare function decodeSessionReferenceUri(uri: string): string
+
+/** `@[label](uri)` with every `\` and `]` of the label escaped; the label defaults to the id. */
+export declare function formatSessionReferenceMention(reference: SessionReferenceInput): string
+
+/**
+ * Replaces every `@[label](dsh-session:…)` mention and bare `dsh-session:`
+ * URI by `@` + its label. A recognised token whose URI does not decode
+ * throws `SESSION_REFERENCE_INVALID_REFERENCE`.
+ */
+export declare function parseSessionReferenceText(text: string): ParsedSessionReferenceText
+
+/** `JSON.stringify(value)` with every `<` written as `\u003c`: safe inside a tag. */
+export declare function stringifyTagSafeJson(value: JsonValue): string
+
+/** The URI scheme, with its colon. */
+export declare const SESSION_REFERENCE_SCHEME: 'dsh-session:'
+/** The hard maximum (and default) number of distinct references per message. */
+export declare const MAX_REFERENCES: 3
+/** The default number of discovery candidates. */
+export declare const DEFAULT_CANDIDATE_LIMIT: 50
+/** The default per-source byte budget. */
+export declare const DEFAULT_MAX_REFERENCE_BYTES: 65536
