@@ -5,11 +5,13 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
+use futures::FutureExt;
 use serde_json::{Map, Number, Value};
+use std::panic::AssertUnwindSafe;
 
 use crate::cancel::CancelToken;
 use crate::config::{Config, MAX_SAFE_INTEGER};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, HostError, Result};
 use crate::projection::{project_json, project_value};
 use crate::prompt::{render_metadata, render_prompt, render_source, RenderedSource};
 use crate::query::{SessionHeader, SessionQuery, SurfaceData, Target};
@@ -155,6 +157,15 @@ fn surface_len(data: &SurfaceData) -> usize {
     }
 }
 
+/// Awaits a host future, turning a panic inside it into a host error so that
+/// a misbehaving host can never unwind through the library.
+async fn guarded<T>(fut: impl Future<Output = std::result::Result<T, HostError>>) -> std::result::Result<T, HostError> {
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(r) => r,
+        Err(_) => Err(HostError::new("the host's session query panicked")),
+    }
+}
+
 /// Runs `work` unless `cancel` fires first; cancellation also wins over an
 /// error that arrives after it.
 async fn cancellable<T>(cancel: Option<&CancelToken>, work: impl Future<Output = Result<T>>) -> Result<T> {
@@ -237,8 +248,9 @@ impl Resolver {
             // Read every source concurrently, failing fast on a read error
             // (a pending read must not delay the failure).
             let reads = refs.iter().map(|r| async move {
-                let data =
-                    self.query.read_surface(&r.session_id).await.map_err(|e| Error::read_failed(&r.session_id, e))?;
+                let data = guarded(self.query.read_surface(&r.session_id))
+                    .await
+                    .map_err(|e| Error::read_failed(&r.session_id, e))?;
                 let (id, label) = (r.session_id.clone(), r.label.clone());
                 let outcome = if surface_len(&data) >= PARALLEL_PROJECTION_BYTES {
                     tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget))
@@ -358,9 +370,7 @@ impl Resolver {
     }
 
     async fn list_candidates_inner(&self, target: &Target, query: &str, limit: usize) -> Result<Vec<Candidate>> {
-        let sessions = self
-            .query
-            .list_sessions()
+        let sessions = guarded(self.query.list_sessions())
             .await
             .map_err(|e| Error::new(ErrorCode::ReadFailed, format!("listing sessions failed: {}", e.message())))?;
         let rank = |s: &SessionHeader| match (&s.cwd, &target.cwd) {
@@ -414,7 +424,7 @@ impl Resolver {
     /// A title read; a failure counts as "no title" (one failing title
     /// never fails the listing).
     async fn title(&self, id: &str) -> Option<String> {
-        self.query.read_title(id).await.ok().flatten()
+        guarded(self.query.read_title(id)).await.ok().flatten()
     }
 
     /// The host-facing face of discovery: [`list_candidates`](Self::list_candidates)

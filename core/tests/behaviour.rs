@@ -430,3 +430,26 @@ fn retention_scales_linearly() {
     let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
     assert!(ratio < 30.0, "2,000 messages: {small:?}, 20,000: {large:?} (×{ratio:.1})");
 }
+
+#[test]
+fn a_panicking_host_is_a_read_failure_not_a_crash() {
+    struct Panics;
+    impl SessionQuery for Panics {
+        fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+            Box::pin(async { panic!("host bug in list") })
+        }
+        fn read_title<'a>(&'a self, _: &'a str) -> QueryFuture<'a, Option<String>> {
+            Box::pin(async { panic!("host bug in title") })
+        }
+        fn read_surface<'a>(&'a self, _: &'a str) -> QueryFuture<'a, SurfaceData> {
+            Box::pin(async { panic!("host bug in read") })
+        }
+    }
+    let resolver = Resolver::new(Arc::new(Panics), Config::default());
+    let target = Target::new("t", None);
+    let err = resolver.prepare_blocking(&target, &content(), &refs(&["a"]), None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ReadFailed);
+    assert!(err.message().contains("panicked"), "{}", err.message());
+    let err = resolver.candidates_blocking(&target, "", None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ReadFailed);
+}
