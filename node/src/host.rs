@@ -179,7 +179,7 @@ fn parse_text_value(what: &str, value: HostValue) -> std::result::Result<Value, 
             Err(e) => Err(format!("not UTF-8: {e}")),
         },
         HostValue::Nothing => Err("no value".to_owned()),
-        HostValue::Wrong(t) => Err(format!("{t}")),
+        HostValue::Wrong(t) => Err(t.to_string()),
     };
     parsed.map_err(|e| HostError::new(format!("{what} returned an invalid value: {e}")))
 }
