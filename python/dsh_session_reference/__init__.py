@@ -23,6 +23,7 @@ from ._errors import (
 )
 from ._native import (
     CancelToken,
+    DshSessionStore,
     __version__,
     decode_uri,
     encode_uri,
@@ -32,7 +33,7 @@ from ._native import (
     stringify_tag_safe_json,
 )
 from ._native import Resolver as _NativeResolver
-from .types import (
+from ._types import (
     Candidate,
     ParsedReference,
     ParsedText,
@@ -46,6 +47,7 @@ __all__ = [
     "__version__",
     "Resolver",
     "CancelToken",
+    "DshSessionStore",
     "SessionQuery",
     "encode_uri",
     "decode_uri",

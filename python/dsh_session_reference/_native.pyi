@@ -2,11 +2,29 @@
 ``dsh_session_reference``, which re-exports these names and adds the
 ``async`` methods, the exceptions and the typing protocols."""
 
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
+import os
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union, final
 
-from .types import Candidate, ParsedText, Prepared, SessionQuery, Target
+from typing_extensions import disjoint_base
+
+from ._types import Candidate, ParsedText, Prepared, SessionQuery, Target
+
+__all__ = [
+    "__version__",
+    "encode_uri",
+    "decode_uri",
+    "format_mention",
+    "parse_text",
+    "stringify_tag_safe",
+    "stringify_tag_safe_json",
+    "CancelToken",
+    "Resolver",
+    "DshSessionStore",
+]
 
 __version__: str
+
+_T = TypeVar("_T")
 
 def encode_uri(session_id: str) -> str:
     """The canonical ``dsh-session:`` URI of a session id."""
@@ -30,10 +48,11 @@ def stringify_tag_safe_json(text: Union[str, bytes]) -> str:
     """Tag-safe JSON of a JSON text read as ``JSON.parse`` reads it; raises
     ``ValueError`` when the text is not JSON."""
 
+@final
 class CancelToken:
     """A cancellation signal, shareable between calls and threads."""
 
-    def __init__(self) -> None:
+    def __new__(cls: Type[_T]) -> _T:
         """A token that is not cancelled."""
 
     def cancel(self) -> None:
@@ -42,23 +61,45 @@ class CancelToken:
     def is_cancelled(self) -> bool:
         """Whether ``cancel()`` has been called."""
 
+@final
+class DshSessionStore:
+    """A read-only session query over a DSH sessions directory; as the
+    ``query`` of a ``Resolver`` it is read natively, without Python calls."""
+
+    def __new__(cls: Type[_T], root: Union[str, "os.PathLike[str]"]) -> _T:
+        """Opens the sessions root (``OSError`` if it is not a readable directory)."""
+
+    @property
+    def root(self) -> str:
+        """The root directory."""
+
+    def list_sessions(self) -> List[Dict[str, Any]]:
+        """The listed sessions' headers, newest ``createdAt`` first."""
+
+    def read_title(self, session_id: str) -> Optional[str]:
+        """The latest title of a session, or ``None``."""
+
+    def read_surface(self, session_id: str) -> bytes:
+        """The surface snapshot of a session as JSON bytes."""
+
+@disjoint_base
 class Resolver:
     """Prepares bounded, tag-safe snapshots of other sessions (the blocking
     methods; ``dsh_session_reference.Resolver`` adds the ``async`` twins)."""
 
-    def __init__(
-        self,
-        query: SessionQuery,
+    def __new__(
+        cls: Type[_T],
+        query: Union[SessionQuery, DshSessionStore],
         *,
         max_references: Optional[int] = 3,
         max_reference_bytes: Optional[int] = 65536,
         candidate_limit: Optional[int] = 50,
-    ) -> None:
+    ) -> _T:
         """Validates the configuration (``InvalidConfigError``) and checks that
         ``query`` has the three session-query methods (``TypeError``)."""
 
     @property
-    def query(self) -> SessionQuery:
+    def query(self) -> Union[SessionQuery, DshSessionStore]:
         """The session query this resolver reads through."""
 
     @property

@@ -56,6 +56,9 @@ pub async fn linked<T>(
     user: Option<CancelToken>,
     work: impl Future<Output = Result<T>>,
 ) -> Result<T> {
+    if user.as_ref().is_some_and(|u| u.is_cancelled()) {
+        token.cancel(); // before `work` first runs: nothing is read
+    }
     let link = async {
         match &user {
             Some(u) => u.cancelled().await,
@@ -65,8 +68,9 @@ pub async fn linked<T>(
         std::future::pending::<()>().await;
     };
     tokio::select! {
-        r = work => r,
+        biased;
         () = link => unreachable!("the link future never completes"),
+        r = work => r,
     }
 }
 

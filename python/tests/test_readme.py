@@ -1,0 +1,24 @@
+"""The README's example runs as written, and so does the typed example."""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+README = HERE.parent / "README.md"
+
+
+def test_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert blocks, "the README has no Python example"
+    for block in blocks:
+        exec(compile(block, str(README), "exec"), {"__name__": "__readme__"})
+    assert "@[Code style](dsh-session:ImRlc2lnbiI)" in capsys.readouterr().out
+
+
+def test_typed_usage_runs() -> None:
+    runpy.run_path(str(HERE / "typed_usage.py"), run_name="__main__")

@@ -1,0 +1,123 @@
+"""DshSessionStore on the DSH fixture roots (tests/fixtures/dsh-logs),
+checked against the reference's expected.json."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+import dsh_session_reference as dsr
+from helpers import FIXTURES, SyncHost
+
+EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+TARGET = EXPECTED["target"]
+CONFIGS = {name: {"max_reference_bytes": c.get("maxReferenceBytes")} for name, c in EXPECTED["configs"].items()}
+ROOTS = list(EXPECTED["roots"])
+
+
+def store(root: str) -> dsr.DshSessionStore:
+    return dsr.DshSessionStore(FIXTURES / root)
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_listing_titles_and_surfaces(root: str) -> None:
+    expected = EXPECTED["roots"][root]
+    s = store(root)
+    assert Path(s.root) == FIXTURES / root and root in repr(s)
+    assert s.list_sessions() == expected["listing"]
+    for session in expected["sessions"]:
+        sid = session["header"]["id"]
+        if session.get("titleObservation") == "rejected":
+            with pytest.raises(Exception):
+                s.read_title(sid)
+        else:
+            assert s.read_title(sid) == session["title"]
+        if "readSurfaceError" in session:
+            with pytest.raises(ValueError):
+                s.read_surface(sid)
+            continue
+        snap = json.loads(s.read_surface(sid))
+        surface = session["surface"]
+        assert snap["session"] == surface["session"]
+        assert snap["capturedThroughSeq"] == surface["capturedThroughSeq"]
+        assert [e["seq"] for e in snap["events"]] == surface["seqs"]
+        assert [e["type"] for e in snap["events"]] == surface["types"]
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("root", ROOTS)
+def test_prepare_natively(root: str, config: str) -> None:
+    resolver = dsr.Resolver(store(root), **CONFIGS[config])
+    content = EXPECTED["prepareInput"]["content"]
+    for session in EXPECTED["roots"][root]["sessions"]:
+        sid = session["header"]["id"]
+        refs = [{"sessionId": sid}]
+        want = session["prepare"][config]
+        if "error" in want:
+            with pytest.raises(dsr.SessionReferenceError) as info:
+                resolver.prepare(TARGET, content, refs)
+            assert info.value.code == want["error"]
+            continue
+        got = resolver.prepare(TARGET, content, refs)
+        ctx = got["additionalContext"]
+        assert ctx["content"][0]["text"] == want["prompt"], sid
+        assert ctx["source"] == want["source"], sid
+        if config == "default":
+            again = asyncio.run(resolver.prepare_async(TARGET, content, refs))
+            assert again["additionalContext"]["content"] == ctx["content"]
+
+
+@pytest.mark.parametrize("root", [r for r in ROOTS if "candidates" in EXPECTED["roots"][r]])
+def test_candidates_natively(root: str) -> None:
+    for case in EXPECTED["roots"][root]["candidates"]:
+        resolver = dsr.Resolver(store(root), candidate_limit=case["candidateLimit"])
+        assert resolver.candidates(TARGET, case["query"]) == case["expected"], case["query"]
+        assert asyncio.run(resolver.candidates_async(TARGET, case["query"])) == case["expected"]
+
+
+def test_store_wrapped_by_a_python_host_gives_the_same_prompt() -> None:
+    """The store's Python methods satisfy the SessionQuery protocol."""
+    native = dsr.Resolver(store("raw"))
+    wrapped = dsr.Resolver(store("raw").__class__(FIXTURES / "raw"))
+
+    class Host(SyncHost):
+        def __init__(self, inner: dsr.DshSessionStore) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def list_sessions(self) -> Any:
+            return self.inner.list_sessions()
+
+        def read_title(self, session_id: str) -> Any:
+            return self.inner.read_title(session_id)
+
+        def read_surface(self, session_id: str) -> Any:
+            return self.inner.read_surface(session_id)
+
+    via_python = dsr.Resolver(Host(store("raw")))
+    ids: List[str] = [h["id"] for h in store("raw").list_sessions()][:3]
+    for sid in ids:
+        outs: List[Dict[str, Any]] = [
+            r.prepare(TARGET, [], [{"sessionId": sid}])["additionalContext"]["content"]
+            for r in (native, wrapped, via_python)
+        ]
+        assert outs[0] == outs[1] == outs[2]
+    assert via_python.candidates(TARGET) == native.candidates(TARGET)
+
+
+def test_store_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        dsr.DshSessionStore(tmp_path / "missing")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError):
+        dsr.DshSessionStore(str(tmp_path / "file"))
+    empty = dsr.DshSessionStore(tmp_path)
+    assert empty.list_sessions() == []
+    with pytest.raises(LookupError):
+        empty.read_surface("nope")
+    with pytest.raises(dsr.ReadFailedError):
+        dsr.Resolver(empty).prepare(TARGET, [], [{"sessionId": "nope"}])
