@@ -80,7 +80,13 @@ pub enum LineReader {
 impl LineReader {
     /// A reader of a plain log.
     pub fn raw(file: File) -> Self {
-        LineReader::Raw { reader: BufReader::with_capacity(CHUNK, file), offset: 0 }
+        Self::raw_with_capacity(file, CHUNK)
+    }
+
+    /// A reader of a plain log with a read buffer of `capacity` bytes (a
+    /// small one suits reading only the header).
+    pub fn raw_with_capacity(file: File, capacity: usize) -> Self {
+        LineReader::Raw { reader: BufReader::with_capacity(capacity, file), offset: 0 }
     }
 
     /// A reader of a zstd log.

@@ -103,6 +103,8 @@ use self::title::{title_of, TITLE_EVENT};
 
 /// The longest header line accepted, in bytes.
 pub const MAX_HEADER_BYTES: usize = 1 << 20;
+/// Read size for header-only reads of plain logs.
+const HEADER_READ_CHUNK: usize = 4 << 10;
 
 /// A read-only session query over a DSH sessions root. Cheap to clone;
 /// every method may run concurrently from many threads.
@@ -313,6 +315,14 @@ fn line_reader(path: &Path, encoding: Encoding) -> io::Result<LineReader> {
     }
 }
 
+/// A reader for the header only: plain logs are read in small chunks.
+fn header_reader(path: &Path, encoding: Encoding) -> io::Result<LineReader> {
+    match encoding {
+        Encoding::Raw => Ok(LineReader::raw_with_capacity(open_log(path)?, HEADER_READ_CHUNK)),
+        Encoding::Zstd => line_reader(path, encoding),
+    }
+}
+
 /// Reads and validates the header of a log (line 1 or the first frame).
 fn read_header(reader: &mut LineReader) -> Result<Header, String> {
     let mut buf = Vec::new();
@@ -497,7 +507,7 @@ impl DshStore {
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         let mut sessions = Vec::new();
         for f in found {
-            let header = match line_reader(&f.path, f.encoding) {
+            let header = match header_reader(&f.path, f.encoding) {
                 Ok(mut reader) => read_header(&mut reader),
                 Err(e) => Err(format!("cannot open: {e}")),
             };
@@ -552,7 +562,7 @@ impl DshStore {
             for encoding in logs {
                 let path = session_path.join(encoding.file_name());
                 let found = Found { project: project.clone(), session: session.clone(), path, encoding };
-                let header = match line_reader(&found.path, encoding) {
+                let header = match header_reader(&found.path, encoding) {
                     Ok(mut reader) => read_header(&mut reader),
                     Err(e) => Err(format!("cannot open: {e}")),
                 };
@@ -625,16 +635,17 @@ struct Loaded {
     lines: HashMap<u64, Vec<u8>>,
 }
 
-/// A line that cannot be accepted where it is.
-fn broken_line(line: &[u8], expected: u64) -> Option<String> {
+/// Parses one line and checks that it comes where `expected` says; the
+/// error says why the line cannot be accepted there.
+fn check_line(line: &[u8], expected: u64) -> Result<Row<'_>, String> {
     if std::str::from_utf8(line).is_err() {
-        return Some("a line is not valid UTF-8".into());
+        return Err("a line is not valid UTF-8".into());
     }
-    match parse_row(line) {
-        Err(e) => Some(e),
-        Ok(row) if row.first_seq() != expected => Some(format!("expected {expected}, got {}", row.first_seq())),
-        Ok(_) => None,
+    let row = parse_row(line)?;
+    if row.first_seq() != expected {
+        return Err(format!("seq gap (expected {expected}, got {})", row.first_seq()));
     }
+    Ok(row)
 }
 
 /// Reads a whole log once, streaming, and validates it (see the module
@@ -682,9 +693,11 @@ fn load(located: &Located, id: &str, keep_lines: bool) -> Result<Loaded, StoreEr
         };
         storage_lines += 1;
         let line_no = storage_lines;
-        let mut why = broken_line(&buf, expected);
+        let (row, mut why) = match check_line(&buf, expected) {
+            Ok(row) => (Some(row), None),
+            Err(e) => (None, Some(e)),
+        };
         // A `session/title` whose data is not readable is a broken line too.
-        let row = if why.is_none() { parse_row(&buf).ok() } else { None };
         let mut new_title = None;
         if let Some(Row::Event { kind, .. }) = &row {
             if kind == TITLE_EVENT {
