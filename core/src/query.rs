@@ -138,7 +138,8 @@ impl From<String> for SurfaceData {
 /// Hosts whose calls block should implement [`BlockingSessionQuery`] and wrap
 /// it in [`Blocking`].
 pub trait SessionQuery: Send + Sync {
-    /// All sessions, in creation order.
+    /// All sessions, in the host's listing order (DSH: newest first). Candidate
+    /// ranking is stable, so this order breaks ties.
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>>;
     /// The latest title of a session, or `None` when it has none.
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>>;
@@ -162,7 +163,7 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
 /// plain Python callables, file readers). Wrap it in [`Blocking`] to use it
 /// with a [`Resolver`](crate::Resolver).
 pub trait BlockingSessionQuery: Send + Sync + 'static {
-    /// All sessions, in creation order.
+    /// All sessions, in the host's listing order (the tie-breaker of ranking).
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError>;
     /// The latest title of a session, or `None`.
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError>;
