@@ -618,3 +618,73 @@ fn listing_100_000_sessions_gives_correct_candidates() {
     let got = resolver.list_candidates_blocking(&target(), "/P3", Some(u64::MAX >> 11), None).unwrap();
     assert_eq!(got.len(), (0..N).filter(|&i| cwd_of(i).is_some_and(|c| c.contains("/p3"))).count());
 }
+
+/// Every file under `root`: its relative path, length, modification time
+/// and bytes, plus every directory (walks without following links).
+fn tree(root: &std::path::Path) -> Vec<(String, u64, Option<std::time::SystemTime>, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            if meta.is_dir() {
+                stack.push(path.clone());
+                out.push((rel, 0, None, Vec::new()));
+            } else {
+                out.push((rel, meta.len(), meta.modified().ok(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Listing, titles, surfaces, candidates and prepares over every fixture
+/// root, damaged ones included, leave the root byte for byte and time for
+/// time as it was: nothing is written, created, repaired or truncated.
+#[test]
+fn the_store_never_changes_its_root() {
+    let fixtures = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/dsh-logs");
+    let copy = tempfile::tempdir().unwrap();
+    let mut roots = Vec::new();
+    for (name, src) in [
+        ("raw", fixtures.join("raw")),
+        ("zstd", fixtures.join("zstd")),
+        ("torn-raw", fixtures.join("damaged/torn-raw")),
+        ("torn-zstd", fixtures.join("damaged/torn-zstd")),
+        ("seq-gap", fixtures.join("damaged/seq-gap")),
+        ("corrupt-zstd", fixtures.join("damaged/corrupt-zstd")),
+    ] {
+        let dst = copy.path().join(name);
+        for (rel, _, _, bytes) in tree(&src) {
+            let p = dst.join(&rel);
+            if std::fs::symlink_metadata(src.join(&rel)).unwrap().is_dir() {
+                std::fs::create_dir_all(&p).unwrap();
+            } else {
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(&p, bytes).unwrap();
+            }
+        }
+        roots.push(dst);
+    }
+    let before = tree(copy.path());
+    for root in &roots {
+        let store = dsh_session_reference::DshStore::open(root).unwrap();
+        let ids: Vec<String> = store.list().unwrap().sessions.into_iter().map(|s| s.header.id).collect();
+        assert!(!ids.is_empty(), "{}", root.display());
+        for id in &ids {
+            let _ = store.read_title(id);
+            let _ = store.read_surface_json(id);
+            let _ = store.inspect(id);
+        }
+        let resolver = Resolver::new(Arc::new(store), Config::new(None, None, Some(1_000)).unwrap());
+        assert!(resolver.candidates_blocking(&target(), "", None).is_ok());
+        let _ = resolver.candidates_blocking(&target(), "a", None);
+        for id in &ids {
+            let _ = resolver.prepare_blocking(&target(), &content(), &refs(&[id]), None);
+        }
+    }
+    assert!(before == tree(copy.path()), "the store changed its root");
+}
