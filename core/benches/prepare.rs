@@ -1,15 +1,25 @@
-//! `prepare` on one big source, against the cost of reading its JSON once.
+//! `prepare` on one big source, measured against the cost of reading its
+//! JSON once (issue 2's scaling figures and issue 7's targets 1 and 2).
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench prepare`
-//! (add `-- --quick` for fewer sizes and repetitions).
+//! (`-- --quick` for fewer sizes and repetitions).
 //!
-//! Inputs are generated deterministically: n messages of 500 bytes, a
-//! compaction checkpoint first, then alternating user/assistant messages,
-//! each followed by a tool result of the same size that projection skips
-//! (`--no-tools` leaves those out, the core issue's exact input).
+//! Inputs are generated deterministically, nothing is downloaded:
+//! - "messages": n messages of 500 bytes, a compaction checkpoint first, then
+//!   alternating user/assistant (the core issue's synthetic input);
+//! - "session": a realistic agent log of a given size: every assistant
+//!   message carries reasoning and is followed by a tool result of about
+//!   2 KB, which projection skips.
+//!
 //! For every input the baseline is a typed serde_json parse of the same bytes
-//! that skips everything (`IgnoredAny`), measured in the same run.
+//! that skips everything (`IgnoredAny`), measured in the same run; `ratio` is
+//! prepare / baseline. Times are medians of wall time; `cpu` is the median of
+//! the process CPU time of the same runs (steadier on a shared machine).
+//! `peak/in` is the peak of live heap memory during `prepare`, input included,
+//! divided by the input size (a counting global allocator measures it).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,113 +27,244 @@ use dsh_session_reference::{Config, MemoryQuery, Resolver, SurfaceData, Target, 
 use serde::de::IgnoredAny;
 use serde_json::json;
 
-fn synthetic(n: usize, tools: bool) -> Vec<u8> {
-    let mut s = String::with_capacity(n * if tools { 1200 } else { 620 });
-    s.push_str(r#"{"session":{"id":"big","createdAt":1700000000000,"cwd":"/work"},"capturedThroughSeq":"#);
-    s.push_str(&format!("{},\"events\":[", n * 2));
-    let mut seq = 0;
-    for i in 0..n {
-        // 500 bytes of text with a few characters JSON must escape.
-        let text: String = format!("message {i:>8} <tag> \"quoted\" ").chars().cycle().take(500).collect();
-        let ev = if i == 0 {
-            json!({"seq": seq, "time": seq, "type": "user/message", "data": {"id": format!("m{i}"), "role": "user",
-                   "content": [{"type": "text", "text": text}], "source": {"kind": "plugin", "plugin": "compact"}},
-                   "surfaceOp": "append"})
-        } else if i % 2 == 1 {
-            json!({"seq": seq, "time": seq, "type": "user/message", "data": {"id": format!("m{i}"), "role": "user",
-                   "content": [{"type": "text", "text": text}], "source": {"kind": "user"}}, "surfaceOp": "append"})
-        } else {
-            json!({"seq": seq, "time": seq, "type": "assistant/message", "data": {"turn": i, "step": 1,
-                   "message": {"id": format!("m{i}"), "role": "assistant",
-                   "content": [{"type": "reasoning", "text": "thinking"}, {"type": "text", "text": text}],
-                   "source": {"kind": "model", "provider": "p", "model": "m"}}}, "surfaceOp": "append"})
-        };
-        if i > 0 {
-            s.push(',');
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
         }
-        s.push_str(&ev.to_string());
-        seq += 1;
-        if tools {
-            let tool = json!({"seq": seq, "time": seq, "type": "tool/result", "data": {"turn": i, "step": 1,
-                "message": {"id": format!("t{i}"), "role": "user", "content": [{"type": "tool-result", "toolCallId": "c",
-                "content": [{"type": "text", "text": text}], "isError": false}], "source": {"kind": "tool", "callId": "c"}}},
-                "surfaceOp": "append"});
-            s.push(',');
-            s.push_str(&tool.to_string());
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size > layout.size() {
+                let live = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size - layout.size();
+                PEAK.fetch_max(live, Ordering::Relaxed);
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn text(i: usize, len: usize) -> String {
+    format!("message {i:>8} <tag> \"quoted\" and plain words that fill the line ").chars().cycle().take(len).collect()
+}
+
+fn event(seq: usize, i: usize, kind: &str, text: &str) -> serde_json::Value {
+    match kind {
+        "checkpoint" => json!({"seq": seq, "time": seq, "type": "user/message", "data": {"id": format!("m{i}"),
+            "role": "user", "content": [{"type": "text", "text": text}],
+            "source": {"kind": "plugin", "plugin": "compact"}}, "surfaceOp": "append"}),
+        "user" => json!({"seq": seq, "time": seq, "type": "user/message", "data": {"id": format!("m{i}"),
+            "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}},
+            "surfaceOp": "append"}),
+        "assistant" => json!({"seq": seq, "time": seq, "type": "assistant/message", "data": {"turn": i, "step": 1,
+            "message": {"id": format!("m{i}"), "role": "assistant", "content": [
+                {"type": "reasoning", "text": "thinking about it ".repeat(20)},
+                {"type": "text", "text": text},
+                {"type": "tool-call", "id": format!("c{i}"), "name": "read", "arguments": {"path": "/src/lib.rs"}}],
+            "source": {"kind": "model", "provider": "p", "model": "m"}}}, "surfaceOp": "append"}),
+        _ => json!({"seq": seq, "time": seq, "type": "tool/result", "data": {"turn": i, "step": 1,
+            "message": {"id": format!("t{i}"), "role": "user", "content": [{"type": "tool-result",
+            "toolCallId": format!("c{i}"), "content": [{"type": "text", "text": text}], "isError": false}],
+            "source": {"kind": "tool", "callId": format!("c{i}")}}}, "surfaceOp": "append"}),
+    }
+}
+
+/// n messages of 500 bytes: checkpoint, then alternating user/assistant.
+fn messages(n: usize) -> Vec<u8> {
+    let mut events = Vec::with_capacity(n);
+    for i in 0..n {
+        let kind = if i == 0 {
+            "checkpoint"
+        } else if i % 2 == 1 {
+            "user"
+        } else {
+            "assistant"
+        };
+        let ev = json!({"seq": i, "type": if kind == "assistant" { "assistant/message" } else { "user/message" },
+        "data": if kind == "assistant" {
+            json!({"message": {"role": "assistant", "content": [{"type": "text", "text": text(i, 500)}]}})
+        } else {
+            json!({"role": "user", "content": [{"type": "text", "text": text(i, 500)}],
+                   "source": if kind == "user" { json!({"kind": "user"}) } else { json!({"kind": "plugin", "plugin": "compact"}) }})
+        }});
+        events.push(ev.to_string());
+    }
+    wrap(n, &events)
+}
+
+/// A realistic session of about `target` bytes.
+fn session(target: usize) -> Vec<u8> {
+    let mut events = Vec::new();
+    let (mut size, mut i, mut seq) = (0usize, 0usize, 0usize);
+    while size < target {
+        let kind = match i % 3 {
+            _ if i == 0 => "checkpoint",
+            1 => "user",
+            _ => "assistant",
+        };
+        for (k, t) in [(kind, text(i, 400)), ("tool", text(i, 2000))] {
+            if k == "tool" && kind != "assistant" {
+                continue;
+            }
+            let e = event(seq, i, k, &t).to_string();
+            size += e.len() + 1;
+            events.push(e);
             seq += 1;
         }
+        i += 1;
     }
+    wrap(seq, &events)
+}
+
+fn wrap(n: usize, events: &[String]) -> Vec<u8> {
+    let mut s = format!(
+        r#"{{"session":{{"id":"big","createdAt":1700000000000,"cwd":"/work"}},"capturedThroughSeq":{},"events":["#,
+        n.max(1) - 1
+    );
+    s.push_str(&events.join(","));
     s.push_str("]}");
+    // Exact capacity: the allocator counts capacity, and the input must
+    // count as its own size.
+    s.shrink_to_fit();
     s.into_bytes()
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
 }
 
-fn measure(reps: usize, mut f: impl FnMut()) -> Duration {
+fn measure(reps: usize, mut f: impl FnMut()) -> Sample {
     f(); // warm up
-    median(
-        (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+    let mut walls = Vec::with_capacity(reps);
+    let mut cpus = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let (t, c) = (Instant::now(), cpu_time());
+        f();
+        walls.push(t.elapsed());
+        cpus.push(cpu_time() - c);
+    }
+    walls.sort();
+    cpus.sort();
+    Sample { wall: walls[reps / 2], cpu: cpus[reps / 2] }
+}
+
+struct Run {
+    time: Sample,
+    peak: usize,
+}
+
+fn prepare(bytes: &Arc<Vec<u8>>, budget: u64, reps: usize) -> Run {
+    let query = MemoryQuery::new();
+    query.set_surface("big", SurfaceData::Json(bytes.clone()));
+    let resolver = Resolver::new(Arc::new(query), Config::new(None, None, Some(budget)).unwrap());
+    let target = Target::new("t", None);
+    let content = json!([{"type": "text", "text": "go"}]);
+    let refs = [json!({"sessionId": "big"})];
+    let mut once = || {
+        let p = resolver.prepare_blocking(&target, &content, &refs, None).unwrap();
+        assert!(p.additional_context.is_some());
+    };
+    once();
+    PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+    once();
+    let peak = PEAK.load(Ordering::Relaxed);
+    Run { time: measure(reps, once), peak }
+}
+
+fn baseline(bytes: &[u8], reps: usize) -> Sample {
+    measure(reps, || {
+        let _: IgnoredAny = serde_json::from_slice(bytes).unwrap();
+    })
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}ms", d.as_secs_f64() * 1e3)
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let tools = !args.iter().any(|a| a == "--no-tools");
-    let sizes: &[usize] = if quick { &[1_000, 10_000] } else { &[1_000, 10_000, 100_000] };
-    println!("prepare of one source; median of runs; baseline = typed skip-parse of the same bytes");
-    println!("inputs: {} ", if tools { "messages + skipped tool results" } else { "messages only" });
+    let quick = std::env::args().any(|a| a == "--quick");
+    let reps = |mb: f64| {
+        if quick {
+            3
+        } else if mb > 50.0 {
+            5
+        } else {
+            11
+        }
+    };
+
+    println!("== synthetic messages (500 bytes each, checkpoint first): default and unlimited budget ==");
     println!(
-        "{:>8} {:>9} {:>10} {:>11} {:>10} {:>9} {:>11} {:>10}",
+        "{:>8} {:>7} {:>10} {:>10} {:>9} {:>7} {:>11} {:>9}",
         "messages", "MB", "baseline", "default", "MB/s", "ratio", "unlimited", "MB/s"
     );
-    for &n in sizes {
-        let bytes = synthetic(n, tools);
+    let counts: &[usize] = if quick { &[1_000, 10_000] } else { &[1_000, 10_000, 100_000] };
+    for &n in counts {
+        let bytes = Arc::new(messages(n));
         let mb = bytes.len() as f64 / 1e6;
-        let reps = if quick {
-            5
-        } else if n >= 100_000 {
-            7
-        } else {
-            15
-        };
-        let baseline = measure(reps, || {
-            let _: IgnoredAny = serde_json::from_slice(&bytes).unwrap();
-        });
-        let shared: Arc<Vec<u8>> = Arc::new(bytes);
-        let run = |budget: u64| {
-            let query = MemoryQuery::new();
-            query.set_surface("big", SurfaceData::Json(shared.clone()));
-            let resolver = Resolver::new(Arc::new(query), Config::new(None, None, Some(budget)).unwrap());
-            let target = Target::new("t", None);
-            let content = json!([{"type": "text", "text": "go"}]);
-            let refs = [json!({"sessionId": "big"})];
-            measure(reps, || {
-                let p = resolver.prepare_blocking(&target, &content, &refs, None).unwrap();
-                assert!(p.additional_context.is_some());
-            })
-        };
-        let default = run(65_536);
-        let unlimited = run(MAX_SAFE_INTEGER);
+        let base = baseline(&bytes, reps(mb));
+        let d = prepare(&bytes, 65_536, reps(mb));
+        let u = prepare(&bytes, MAX_SAFE_INTEGER, reps(mb));
         println!(
-            "{:>8} {:>9.1} {:>8.2}ms {:>9.2}ms {:>10.0} {:>8.2}x {:>9.2}ms {:>10.0}",
+            "{:>8} {:>7.1} {:>10} {:>10} {:>9.0} {:>6.2}x {:>11} {:>9.0}",
             n,
             mb,
-            baseline.as_secs_f64() * 1e3,
-            default.as_secs_f64() * 1e3,
-            mb / default.as_secs_f64(),
-            default.as_secs_f64() / baseline.as_secs_f64(),
-            unlimited.as_secs_f64() * 1e3,
-            mb / unlimited.as_secs_f64(),
+            ms(base.wall),
+            ms(d.time.wall),
+            mb / d.time.wall.as_secs_f64(),
+            d.time.wall.as_secs_f64() / base.wall.as_secs_f64(),
+            ms(u.time.wall),
+            mb / u.time.wall.as_secs_f64(),
+        );
+    }
+
+    println!("\n== realistic sessions (reasoning, tool calls, 2 KB tool results), default budget ==");
+    println!(
+        "{:>7} {:>10} {:>10} {:>9} {:>7} {:>10} {:>10} {:>7} {:>8}",
+        "MB", "baseline", "prepare", "MB/s", "ratio", "base cpu", "cpu", "ratio", "peak/in"
+    );
+    let sizes: &[usize] = if quick { &[1 << 20, 16 << 20] } else { &[1 << 20, 16 << 20, 128 << 20] };
+    for &size in sizes {
+        let bytes = Arc::new(session(size));
+        let mb = bytes.len() as f64 / 1e6;
+        let base = baseline(&bytes, reps(mb));
+        let run = prepare(&bytes, 65_536, reps(mb));
+        println!(
+            "{:>7.1} {:>10} {:>10} {:>9.0} {:>6.2}x {:>10} {:>10} {:>6.2}x {:>7.2}x",
+            mb,
+            ms(base.wall),
+            ms(run.time.wall),
+            mb / run.time.wall.as_secs_f64(),
+            run.time.wall.as_secs_f64() / base.wall.as_secs_f64(),
+            ms(base.cpu),
+            ms(run.time.cpu),
+            run.time.cpu.as_secs_f64() / base.cpu.as_secs_f64(),
+            run.peak as f64 / bytes.len() as f64,
         );
     }
 }

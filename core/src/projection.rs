@@ -124,14 +124,17 @@ fn literal_lengths(literal: &str) -> (usize, usize) {
     let (mut bytes, mut quoted) = (0usize, 2usize);
     let mut i = 0;
     while i < inner.len() {
-        // Eight bytes at a time while there is no escape: each byte is one
-        // byte of text, and each `<` becomes the six bytes `\u003c`.
+        // Eight bytes at a time: each byte before the first backslash is one
+        // byte of text, and each `<` among them becomes the six bytes `\u003c`.
         if let Some(chunk) = inner.get(i..i + 8) {
             let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if byte_mask(w, b'\\') == 0 {
-                bytes += 8;
-                quoted += 8 + 5 * byte_mask(w, b'<').count_ones() as usize;
-                i += 8;
+            let backslash = byte_mask(w, b'\\');
+            let plain = if backslash == 0 { 8 } else { backslash.trailing_zeros() as usize / 8 };
+            if plain > 0 {
+                let keep = if plain == 8 { u64::MAX } else { (1u64 << (plain * 8)) - 1 };
+                bytes += plain;
+                quoted += plain + 5 * (byte_mask(w, b'<') & keep).count_ones() as usize;
+                i += plain;
                 continue;
             }
         }
