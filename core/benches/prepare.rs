@@ -185,7 +185,7 @@ fn prepare(bytes: &Arc<Vec<u8>>, budget: u64, reps: usize) -> Run {
     let target = Target::new("t", None);
     let content = json!([{"type": "text", "text": "go"}]);
     let refs = [json!({"sessionId": "big"})];
-    let mut once = || {
+    let once = || {
         let p = resolver.prepare_blocking(&target, &content, &refs, None).unwrap();
         assert!(p.additional_context.is_some());
     };
