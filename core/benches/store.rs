@@ -1,0 +1,116 @@
+//! The embedded DSH store (issue 7, target 5): reading the surface of a big
+//! zstd log, and listing a root of many sessions (headers only).
+//!
+//! Run: `cargo bench -p dsh-session-reference --bench store`
+//! (`-- --quick` for a 20 MB log and 2,000 sessions).
+//!
+//! Logs are generated deterministically in a temporary directory, in DSH's
+//! layout: a header frame, then one zstd frame per batch of 64 lines.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use dsh_session_reference::store::DshStore;
+use serde_json::json;
+
+fn line(v: serde_json::Value) -> String {
+    let mut s = v.to_string();
+    s.push('\n');
+    s
+}
+
+/// Writes `<root>/--work--/<id>/session.jsonl.zstd` with about `target`
+/// bytes of decompressed log; returns the decompressed size.
+fn write_log(root: &Path, id: &str, created: u64, target: usize) -> usize {
+    let dir = root.join("--work--").join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut out = std::fs::File::create(dir.join("session.jsonl.zstd")).unwrap();
+    let header = line(json!({"type": "session", "version": 0, "id": id, "createdAt": created, "cwd": "/work",
+                             "delegationDepth": 0}));
+    out.write_all(&zstd::bulk::compress(header.as_bytes(), 3).unwrap()).unwrap();
+    let mut total = header.len();
+    let (mut seq, mut turn, mut batch) = (0u64, 0u64, String::new());
+    let text = |i: u64, n: usize| -> String {
+        format!("turn {i}: reading the parser, <tags> and \"quotes\" in the output ").chars().cycle().take(n).collect()
+    };
+    while total < target {
+        turn += 1;
+        let events = [
+            json!({"type": "turn/start", "seq": seq, "time": seq, "data": {"turn": turn}}),
+            json!({"type": "user/message", "seq": seq + 1, "time": seq, "data": {"id": format!("u{turn}"), "role": "user",
+                "content": [{"type": "text", "text": text(turn, 300)}], "source": {"kind": "user"}}, "surfaceOp": "append"}),
+            json!({"type": "assistant/message", "seq": seq + 2, "time": seq, "data": {"turn": turn, "step": 1,
+                "message": {"id": format!("a{turn}"), "role": "assistant", "content": [
+                    {"type": "reasoning", "text": text(turn, 200)}, {"type": "text", "text": text(turn, 400)},
+                    {"type": "tool-call", "id": format!("c{turn}"), "name": "read", "arguments": {"path": "src/lib.rs"}}],
+                "source": {"kind": "model", "provider": "p", "model": "m"}}}, "surfaceOp": "append"}),
+            json!({"type": "tool/result", "seq": seq + 3, "time": seq, "data": {"turn": turn, "step": 1, "message": {
+                "id": format!("t{turn}"), "role": "user", "content": [{"type": "tool-result", "toolCallId": format!("c{turn}"),
+                "content": [{"type": "text", "text": text(turn, 3000)}], "isError": false}],
+                "source": {"kind": "tool", "callId": format!("c{turn}")}}}, "surfaceOp": "append"}),
+            json!({"type": "turn/end", "seq": seq + 4, "time": seq, "data": {"turn": turn, "reason": "completed"}}),
+        ];
+        seq += 5;
+        for e in events {
+            let l = line(e);
+            total += l.len();
+            batch.push_str(&l);
+        }
+        if turn % 13 == 0 {
+            out.write_all(&zstd::bulk::compress(batch.as_bytes(), 3).unwrap()).unwrap();
+            batch.clear();
+        }
+    }
+    if !batch.is_empty() {
+        out.write_all(&zstd::bulk::compress(batch.as_bytes(), 3).unwrap()).unwrap();
+    }
+    total
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (log_mb, sessions, reps) = if quick { (20, 2_000, 3) } else { (100, 10_000, 5) };
+
+    let dir = tempfile::tempdir().unwrap();
+    let size = write_log(dir.path(), "big", 1, log_mb << 20);
+    let store = DshStore::open(dir.path()).unwrap();
+    let times: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            let surface = store.read_surface_json("big").unwrap();
+            assert!(surface.len() > size / 2);
+            t.elapsed()
+        })
+        .collect();
+    let read = median(times);
+    println!(
+        "surface of a {:.0} MB zstd log: {:.1} ms, {:.0} MB/s of decompressed log (target: at least 300 MB/s)",
+        size as f64 / 1e6,
+        read.as_secs_f64() * 1e3,
+        size as f64 / 1e6 / read.as_secs_f64()
+    );
+
+    let root = tempfile::tempdir().unwrap();
+    for i in 0..sessions {
+        write_log(root.path(), &format!("session-{i:05}"), 1_700_000_000_000 + i as u64, 0);
+    }
+    let store = DshStore::open(root.path()).unwrap();
+    let times: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            let listing = store.list().unwrap();
+            assert_eq!(listing.sessions.len(), sessions);
+            t.elapsed()
+        })
+        .collect();
+    println!(
+        "listing {sessions} sessions (headers only): {:.1} ms (target: under 200 ms for 10,000)",
+        median(times).as_secs_f64() * 1e3
+    );
+}
