@@ -18,7 +18,7 @@ export declare class CancelHandle {
   constructor()
   /** Cancels every operation observing this handle (idempotent). */
   cancel(): void
-  /** Whether [`cancel`](Self::cancel) has been called. */
+  /** Whether `cancel()` has been called. */
   get cancelled(): boolean
 }
 
@@ -44,8 +44,8 @@ export declare class DshSessionStore {
 }
 
 /**
- * The native resolver: a [`Resolver`] over a JavaScript host (or over any
- * native [`SessionQuery`]).
+ * The native resolver: the library's resolver over a JavaScript host (or
+ * over a native session query such as the DSH store).
  */
 export declare class NativeResolver {
   /**
@@ -141,7 +141,7 @@ export interface ParsedSessionReference {
   label: string
 }
 
-/** The result of [`parse_session_reference_text`]. */
+/** The result of `parseSessionReferenceText`. */
 export interface ParsedSessionReferenceText {
   /** The text with every mention replaced by `@` + its label. */
   text: string
@@ -162,6 +162,6 @@ export declare const SESSION_REFERENCE_SCHEME: string
 /**
  * Tag-safe JSON of a JSON text (as `JSON.stringify` produced it): the same
  * text as `JSON.stringify` of its value, with every `<` written as
- * `\u003c`. Text that is not JSON throws with code [`INVALID_ARGUMENT`].
+ * `\u003c`. Text that is not JSON throws with code `ERR_INVALID_ARG_TYPE`.
  */
 export declare function stringifyTagSafeJsonText(json: string): string

@@ -67,17 +67,22 @@ export interface SurfaceEvent {
   type: string
   /** The event's payload: a user message, or `{message}` for assistant messages. */
   data: JsonValue
+  /** Epoch milliseconds (informational). */
   time?: number
+  /** How the event entered the surface (informational). */
   surfaceOp?: SurfaceOp
+  /** The raw events a checkpoint replaced (informational). */
   sourceEventSeqs?: number[]
   [key: string]: JsonValue | undefined
 }
 
 /** The current model-visible history of a session, as the host delivers it. */
 export interface SurfaceSnapshot {
+  /** The session's header. */
   session: SessionHeader
   /** The last raw-log seq the observation included; `null` for an empty log. */
   capturedThroughSeq: number | null
+  /** The folded surface, in model-history order. */
   events: SurfaceEvent[]
 }
 
@@ -111,6 +116,7 @@ export interface SessionReferenceConfig {
 
 /** A structured reference to another session. */
 export interface SessionReferenceInput {
+  /** The referenced session's id. */
   sessionId: string
   /** The label shown for the source; defaults to the id. */
   label?: string
@@ -124,15 +130,23 @@ export interface CallOptions {
 
 /** Retention statistics of one referenced session. */
 export interface SessionReferenceMetadata {
+  /** The referenced session's id. */
   sessionId: string
+  /** Its label (the id when none was given). */
   label: string
+  /** The snapshot's `capturedThroughSeq`. */
   capturedThroughSeq: number | null
   /** The projection contained a compaction checkpoint. */
   compacted: boolean
+  /** Projected conversation items before retention. */
   originalMessages: number
+  /** Items kept (possibly shortened). */
   retainedMessages: number
+  /** Items dropped whole. */
   omittedMessages: number
+  /** UTF-8 bytes of dropped items plus bytes cut from shortened ones. */
   omittedBytes: number
+  /** `omittedMessages > 0 || omittedBytes > 0`. */
   truncated: boolean
   /** Position among the distinct references. */
   inputIndex: number
@@ -143,11 +157,13 @@ export interface SessionReferenceSource {
   kind: 'session-reference'
   form: 'recall'
   version: 1
+  /** One entry per distinct reference, in first-mention order. */
   references: SessionReferenceMetadata[]
 }
 
 /** The context message that carries the referenced sessions to the model. */
 export interface SessionReferenceContextMessage {
+  /** Retention metadata of every referenced session. */
   source: SessionReferenceSource
   /** One text block: the fixed header and the tag-safe JSON of the sources. */
   content: [{ type: 'text'; text: string }]
@@ -158,24 +174,30 @@ export interface SessionReferenceContextMessage {
 
 /** The result of `prepare`: a copy of the content, plus the context message when there were references. */
 export interface PreparedReferencedMessage<Content extends JsonValue = JsonValue> {
+  /** A copy of the caller's content. */
   content: Content
+  /** The context message; absent when there were no references. */
   additionalContext?: SessionReferenceContextMessage
 }
 
 /** A message as `prepareMessages` reads it; only `source.kind === 'user'` messages are rewritten. */
 export interface ConversationMessage {
+  /** Content blocks; `text` blocks of user messages are parsed for mentions. */
   content?: JsonValue
+  /** `{kind: 'user'}` marks a message whose mentions are resolved. */
   source?: JsonValue
   [key: string]: JsonValue | undefined
 }
 
 /** A discovery result of `listCandidates`. */
 export interface SessionCandidate {
+  /** The session id. */
   sessionId: string
   /** The latest title, or the id. */
   label: string
   /** Present only when the session has a cwd. */
   cwd?: string
+  /** Creation time, as the session listing gave it. */
   createdAt: number
 }
 
@@ -187,7 +209,9 @@ export interface SessionCandidateWithMention extends SessionCandidate {
 
 /** A mention parsed out of a text. */
 export interface ParsedSessionReference {
+  /** The decoded session id. */
   sessionId: string
+  /** The label that replaced the mention (the id for a bare URI). */
   label: string
 }
 

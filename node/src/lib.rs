@@ -81,7 +81,7 @@ pub struct ParsedSessionReference {
     pub label: String,
 }
 
-/// The result of [`parse_session_reference_text`].
+/// The result of `parseSessionReferenceText`.
 #[napi(object)]
 pub struct ParsedSessionReferenceText {
     /// The text with every mention replaced by `@` + its label.
@@ -108,7 +108,7 @@ pub fn parse_session_reference_text(text: String) -> Result<ParsedSessionReferen
 
 /// Tag-safe JSON of a JSON text (as `JSON.stringify` produced it): the same
 /// text as `JSON.stringify` of its value, with every `<` written as
-/// `\u003c`. Text that is not JSON throws with code [`INVALID_ARGUMENT`].
+/// `\u003c`. Text that is not JSON throws with code `ERR_INVALID_ARG_TYPE`.
 #[napi(js_name = "stringifyTagSafeJsonText")]
 pub fn stringify_tag_safe_json_text(json: String) -> Result<String, &'static str> {
     core::stringify_tag_safe_text(&json).map_err(|e| Error::new(INVALID_ARGUMENT, e))

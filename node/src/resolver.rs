@@ -74,7 +74,7 @@ impl CancelHandle {
         self.token.cancel();
     }
 
-    /// Whether [`cancel`](Self::cancel) has been called.
+    /// Whether `cancel()` has been called.
     #[napi(getter)]
     pub fn cancelled(&self) -> bool {
         self.token.is_cancelled()
@@ -232,8 +232,8 @@ fn token(cancel: Option<&CancelHandle>) -> Option<CancelToken> {
     cancel.map(|c| c.token.clone())
 }
 
-/// The native resolver: a [`Resolver`] over a JavaScript host (or over any
-/// native [`SessionQuery`]).
+/// The native resolver: the library's resolver over a JavaScript host (or
+/// over a native session query such as the DSH store).
 #[napi]
 pub struct NativeResolver {
     resolver: Arc<Resolver>,
