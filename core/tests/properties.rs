@@ -290,6 +290,11 @@ fn omitted_by(original: &str, kept: &str) -> Result<u64, String> {
     Err(format!("{kept:?} + N={n} is not a head/tail cut of {original:?}"))
 }
 
+/// `default` cases, or `$PROPTEST_CASES` when set.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
 fn prepare_and_check(srcs: &[Source], budget: u64) -> Result<(), TestCaseError> {
     let query = MemoryQuery::new();
     for s in srcs {
@@ -402,7 +407,7 @@ fn prepare_and_check(srcs: &[Source], budget: u64) -> Result<(), TestCaseError> 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(96), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn every_prepared_context_keeps_its_frame_budget_and_statistics(srcs in sources(), budget in budget()) {
@@ -411,7 +416,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(256), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn head_tail_truncation_fits_and_counts_exactly(t in text(40), target in 0usize..200) {
