@@ -390,7 +390,7 @@ impl Resolver {
         if query.is_empty() {
             sessions.sort_by_key(|s| rank(s)); // stable: ties keep list order
             sessions.truncate(limit);
-            let titles = futures::future::join_all(sessions.iter().map(|s| self.title(&s.id))).await;
+            let titles = futures::future::join_all(self.titles(&sessions)).await;
             return Ok(sessions
                 .into_iter()
                 .zip(titles)
@@ -401,11 +401,8 @@ impl Resolver {
                 .collect());
         }
         let needle = query.to_lowercase();
-        let titles: Vec<Option<String>> = stream::iter(sessions.iter().map(|s| self.title(&s.id)))
-            .buffered(TITLE_CONCURRENCY)
-            .map(Ok::<_, Error>)
-            .try_collect()
-            .await?;
+        let titles: Vec<Option<String>> =
+            stream::iter(self.titles(&sessions)).buffered(TITLE_CONCURRENCY).map(Ok::<_, Error>).try_collect().await?;
         let mut matched: Vec<(u8, Candidate)> = sessions
             .into_iter()
             .zip(titles)
@@ -419,6 +416,19 @@ impl Resolver {
             .collect();
         matched.sort_by_key(|(r, _)| *r);
         Ok(matched.into_iter().take(limit).map(|(_, c)| c).collect())
+    }
+
+    /// One title read per session. Each future owns its id: futures that
+    /// borrow from a closure argument would make the whole call `!Send`
+    /// (rust-lang/rust#64552), and callers spawn it on a runtime.
+    fn titles(&self, sessions: &[SessionHeader]) -> Vec<impl Future<Output = Option<String>> + Send + '_> {
+        sessions
+            .iter()
+            .map(|s| {
+                let id = s.id.clone();
+                async move { self.title(&id).await }
+            })
+            .collect()
     }
 
     /// A title read; a failure counts as "no title" (one failing title

@@ -453,3 +453,34 @@ fn a_panicking_host_is_a_read_failure_not_a_crash() {
     let err = resolver.candidates_blocking(&target, "", None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
 }
+
+/// Every resolver future can be spawned on a multi-threaded runtime (the
+/// Node and Python fronts do exactly that).
+#[test]
+fn resolver_futures_are_send_and_spawnable() {
+    fn spawnable<F: std::future::Future + Send + 'static>(f: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F::Output: Send,
+    {
+        dsh_session_reference::runtime().spawn(f)
+    }
+    let query = MemoryQuery::new();
+    query.add_session(SessionHeader::new("a", 1u64, None));
+    query.set_surface("a", surface("a", &["alpha"]));
+    let resolver = Resolver::new(Arc::new(query), Config::default());
+    let target = Target::new("t", None);
+    let (r, t) = (resolver.clone(), target.clone());
+    let prepare = spawnable(async move { r.prepare(&t, &content(), &refs(&["a"]), None).await });
+    let (r, t) = (resolver.clone(), target.clone());
+    let messages = spawnable(async move { r.prepare_messages(&t, &[json!({"source": {"kind": "user"}})], None).await });
+    let (r, t) = (resolver.clone(), target.clone());
+    let list = spawnable(async move { r.list_candidates(&t, "A", Some(5), None).await });
+    let (r, t) = (resolver.clone(), target.clone());
+    let candidates = spawnable(async move { r.candidates(&t, "", None).await });
+    dsh_session_reference::block_on(async {
+        assert!(prepare.await.unwrap().unwrap().additional_context.is_some());
+        assert_eq!(messages.await.unwrap().unwrap().len(), 1);
+        assert_eq!(list.await.unwrap().unwrap().len(), 1);
+        assert_eq!(candidates.await.unwrap().unwrap()[0].mention.as_deref(), Some("@[a](dsh-session:ImEi)"));
+    });
+}
