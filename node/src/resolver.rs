@@ -163,65 +163,6 @@ where
     Ok(promise)
 }
 
-/// Like [`spawn`], for a future the compiler cannot prove `Send`: `make`
-/// builds it on the local executor thread (see [`local`]).
-fn spawn_local<'env, M, F>(env: &'env Env, make: M) -> Result<Object<'env>>
-where
-    M: FnOnce() -> F + Send + 'static,
-    F: Future<Output = std::result::Result<String, NativeFailure>> + 'static,
-{
-    let (deferred, promise): (Deferred, Object<'env>) = env.create_deferred()?;
-    local::spawn(Box::new(move || {
-        Box::pin(async move {
-            let settled = outcome(AssertUnwindSafe(make()).catch_unwind().await);
-            deferred.resolve(Box::new(move |_env| Ok(settled)));
-        })
-    }));
-    Ok(promise)
-}
-
-/// A single thread that drives futures which are not provably `Send` (the
-/// core's candidate futures today: rustc cannot prove `Send` for a closure
-/// that maps `&SessionHeader` to a borrowing future, rust-lang/rust#64552),
-/// inside the library's runtime context and without blocking: they await
-/// host Promises cooperatively on a `LocalSet`, while the core's own
-/// blocking and timer work still runs on the runtime's pools.
-mod local {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::sync::OnceLock;
-
-    use tokio::sync::mpsc;
-
-    /// Builds a task on the executor thread.
-    pub type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
-
-    fn sender() -> &'static mpsc::UnboundedSender<Job> {
-        static SENDER: OnceLock<mpsc::UnboundedSender<Job>> = OnceLock::new();
-        SENDER.get_or_init(|| {
-            let (tx, mut rx) = mpsc::unbounded_channel::<Job>();
-            std::thread::Builder::new()
-                .name("dsh-session-reference-local".into())
-                .spawn(move || {
-                    let tasks = tokio::task::LocalSet::new();
-                    super::core::runtime().block_on(tasks.run_until(async move {
-                        while let Some(job) = rx.recv().await {
-                            tokio::task::spawn_local(job());
-                        }
-                    }));
-                })
-                .expect("the dsh-session-reference local executor could not start");
-            tx
-        })
-    }
-
-    /// Queues a task; it starts as soon as the executor thread is free.
-    pub fn spawn(job: Job) {
-        // The receiver lives as long as the process: sending cannot fail.
-        let _ = sender().send(job);
-    }
-}
-
 /// A Promise already settled with `failure` (argument errors found before
 /// any work starts).
 fn settled<'env>(env: &'env Env, failure: NativeFailure) -> Result<Object<'env>> {
@@ -353,7 +294,7 @@ impl NativeResolver {
         };
         let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
-        spawn_local(env, move || async move {
+        spawn(env, async move {
             let list = resolver.list_candidates(&target, &query, limit, cancel.as_ref()).await?;
             Ok(stringify(&Value::Array(list.iter().map(core::Candidate::to_json).collect())))
         })
@@ -375,7 +316,7 @@ impl NativeResolver {
         };
         let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
-        spawn_local(env, move || async move {
+        spawn(env, async move {
             let list = resolver.candidates(&target, &query, cancel.as_ref()).await?;
             Ok(stringify(&Value::Array(list.iter().map(core::Candidate::to_json).collect())))
         })
