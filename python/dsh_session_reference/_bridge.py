@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 from typing import Any, Awaitable, Callable, Coroutine, Optional, TypeVar
 
@@ -30,19 +31,22 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _background: Optional[asyncio.AbstractEventLoop] = None
+_background_pid = 0
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
     """The event loop that runs host coroutines for blocking callers."""
-    global _background
+    global _background, _background_pid
     with _lock:
-        if _background is None or _background.is_closed():
+        # After fork() the parent's loop thread does not exist in the child.
+        if _background is None or _background.is_closed() or _background_pid != os.getpid():
             loop = asyncio.new_event_loop()
             thread = threading.Thread(
                 target=loop.run_forever, name="dsh-session-reference-asyncio", daemon=True
             )
             thread.start()
             _background = loop
+            _background_pid = os.getpid()
         return _background
 
 

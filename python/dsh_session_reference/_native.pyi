@@ -3,6 +3,7 @@
 ``async`` methods, the exceptions and the typing protocols."""
 
 import os
+import pathlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union, final
 
 from typing_extensions import disjoint_base
@@ -70,7 +71,7 @@ class DshSessionStore:
         """Opens the sessions root (``OSError`` if it is not a readable directory)."""
 
     @property
-    def root(self) -> str:
+    def root(self) -> pathlib.Path:
         """The root directory."""
 
     def list_sessions(self) -> List[Dict[str, Any]]:

@@ -398,6 +398,8 @@ def test_bytes_snapshot_outlives_the_host() -> None:
 def test_works_in_a_forked_child() -> None:
     resolver = dsr.Resolver(make_host("dict", surfaces=SURFACES))
     resolver.prepare(TARGET, CONTENT, [{"sessionId": "a"}])  # the parent's workers exist
+    async_resolver = dsr.Resolver(make_host("async", surfaces=SURFACES))
+    async_resolver.prepare(TARGET, CONTENT, [{"sessionId": "a"}])  # and its background loop
     import warnings
 
     with warnings.catch_warnings():
@@ -406,7 +408,8 @@ def test_works_in_a_forked_child() -> None:
     if pid == 0:  # pragma: no cover - the child
         try:
             out = resolver.prepare(TARGET, CONTENT, [{"sessionId": "a"}])
-            os._exit(0 if "additionalContext" in out else 1)
+            again = async_resolver.prepare(TARGET, CONTENT, [{"sessionId": "b"}])
+            os._exit(0 if "additionalContext" in out and "additionalContext" in again else 1)
         except BaseException:
             os._exit(2)
     deadline = time.monotonic() + 30
