@@ -28,6 +28,13 @@ impl CancelToken {
         self.inner.is_cancelled()
     }
 
+    /// A new token that is cancelled whenever this one is (and may also be
+    /// cancelled on its own without affecting this one). Fronts use it to
+    /// join a caller's token with their own cancellation source.
+    pub fn child(&self) -> CancelToken {
+        CancelToken { inner: self.inner.child_token() }
+    }
+
     /// Completes when the token is cancelled.
     pub async fn cancelled(&self) {
         self.inner.cancelled().await

@@ -142,6 +142,15 @@ impl Error {
         }
     }
 
+    /// A failure of the session listing caused by the host.
+    pub fn list_failed(host: HostError) -> Self {
+        Error {
+            code: ErrorCode::ReadFailed,
+            message: format!("listing sessions failed: {}", host.message()),
+            host: Some(host),
+        }
+    }
+
     /// The cancellation error.
     pub fn cancelled() -> Self {
         Error::new(ErrorCode::Cancelled, "the operation was cancelled")

@@ -370,9 +370,7 @@ impl Resolver {
     }
 
     async fn list_candidates_inner(&self, target: &Target, query: &str, limit: usize) -> Result<Vec<Candidate>> {
-        let sessions = guarded(self.query.list_sessions())
-            .await
-            .map_err(|e| Error::new(ErrorCode::ReadFailed, format!("listing sessions failed: {}", e.message())))?;
+        let sessions = guarded(self.query.list_sessions()).await.map_err(Error::list_failed)?;
         let rank = |s: &SessionHeader| match (&s.cwd, &target.cwd) {
             (Some(c), Some(t)) if c == t => 0u8,
             (None, _) => 1,

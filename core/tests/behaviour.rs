@@ -374,6 +374,7 @@ fn candidate_listing_fails_with_the_host_reason_and_honours_cancel() {
     let err = resolver.candidates_blocking(&Target::new("t", None), "", None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("index unavailable"));
+    assert_eq!(err.host_error().map(|h| h.message()), Some("index unavailable"));
     let err = resolver.list_candidates_blocking(&Target::new("t", None), "", Some(0), None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidReference);
 }
@@ -483,4 +484,15 @@ fn resolver_futures_are_send_and_spawnable() {
         assert_eq!(list.await.unwrap().unwrap().len(), 1);
         assert_eq!(candidates.await.unwrap().unwrap()[0].mention.as_deref(), Some("@[a](dsh-session:ImEi)"));
     });
+}
+
+#[test]
+fn a_child_token_follows_its_parent_but_not_the_other_way() {
+    let parent = CancelToken::new();
+    let child = parent.child();
+    let other = parent.child();
+    other.cancel();
+    assert!(other.is_cancelled() && !parent.is_cancelled() && !child.is_cancelled());
+    parent.cancel();
+    assert!(child.is_cancelled());
 }
