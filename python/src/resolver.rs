@@ -70,16 +70,12 @@ impl Job {
                     async move { Ok(Value::Array(resolver.prepare_messages(&target, &messages, Some(&token)).await?)) },
                 )
             }
-            // The core's discovery futures are not `Send` as rustc sees them
-            // (a higher-ranked closure over `&SessionHeader` in
-            // `list_candidates`), so they run to completion on one blocking
-            // thread; they still observe `token` themselves.
-            Job::List { target, query, limit } => on_one_thread(move || async move {
+            Job::List { target, query, limit } => Box::pin(async move {
                 Ok(candidate_list(resolver.list_candidates(&target, &query, limit, Some(&token)).await?))
             }),
-            Job::Candidates { target, query } => on_one_thread(move || async move {
-                Ok(candidate_list(resolver.candidates(&target, &query, Some(&token)).await?))
-            }),
+            Job::Candidates { target, query } => {
+                Box::pin(async move { Ok(candidate_list(resolver.candidates(&target, &query, Some(&token)).await?)) })
+            }
         }
     }
 }
@@ -88,22 +84,6 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 fn candidate_list(list: Vec<core::Candidate>) -> Value {
     Value::Array(list.iter().map(core::Candidate::to_json).collect())
-}
-
-/// Runs a future that is not `Send` to completion on a blocking-pool thread.
-fn on_one_thread<F, Fut>(make: F) -> BoxFuture<core::Result<Value>>
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: Future<Output = core::Result<Value>>,
-{
-    Box::pin(async move {
-        let handle = tokio::runtime::Handle::current();
-        match tokio::task::spawn_blocking(move || handle.block_on(make())).await {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(_) => Err(core::Error::cancelled()), // the runtime is shutting down
-        }
-    })
 }
 
 fn target_arg(obj: &Bound<'_, PyAny>) -> PyResult<Target> {
