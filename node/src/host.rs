@@ -71,11 +71,12 @@ impl FromNapiValue for HostValue {
             ValueType::String => Ok(HostValue::Text(unsafe { String::from_napi_value(env, value) }?)),
             ValueType::Null | ValueType::Undefined => Ok(HostValue::Nothing),
             ValueType::Object => {
+                // Only a `Uint8Array` (a `Buffer` is one): `napi_is_buffer`
+                // is also true for every other view (a `DataView`, a
+                // `Float64Array`), whose bytes are not text.
                 let mut is_typed_array = false;
                 check_status!(unsafe { sys::napi_is_typedarray(env, value, &mut is_typed_array) })?;
-                let mut is_buffer = false;
-                check_status!(unsafe { sys::napi_is_buffer(env, value, &mut is_buffer) })?;
-                if is_buffer || (is_typed_array && is_uint8_array(env, value)?) {
+                if is_typed_array && is_uint8_array(env, value)? {
                     Ok(HostValue::Bytes(unsafe { Buffer::from_napi_value(env, value) }?))
                 } else {
                     Ok(HostValue::Wrong("an object"))
