@@ -14,7 +14,7 @@ use crate::config::{Config, MAX_SAFE_INTEGER};
 use crate::error::{Error, ErrorCode, HostError, Result};
 use crate::projection::{project_json, project_value};
 use crate::prompt::{render_metadata, render_prompt, render_source, RenderedSource};
-use crate::query::{SessionHeader, SessionQuery, SurfaceData, Target};
+use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData, Target};
 use crate::uri::{format_mention, parse_text};
 
 /// How many title reads run at once during a filtered candidate search.
@@ -157,13 +157,13 @@ fn surface_len(data: &SurfaceData) -> usize {
     }
 }
 
-/// Awaits a host future, turning a panic inside it into a host error so that
-/// a misbehaving host can never unwind through the library.
-async fn guarded<T>(fut: impl Future<Output = std::result::Result<T, HostError>>) -> std::result::Result<T, HostError> {
-    match AssertUnwindSafe(fut).catch_unwind().await {
-        Ok(r) => r,
-        Err(_) => Err(HostError::new("the host's session query panicked")),
-    }
+/// Calls a host method and awaits its future, turning a panic in either the
+/// call or the future into a host error, so that a misbehaving host can
+/// never unwind through the library.
+async fn guarded<'a, T>(call: impl FnOnce() -> QueryFuture<'a, T>) -> std::result::Result<T, HostError> {
+    let panicked = || HostError::new("the host's session query panicked");
+    let fut = std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(|_| panicked())?;
+    AssertUnwindSafe(fut).catch_unwind().await.unwrap_or_else(|_| Err(panicked()))
 }
 
 /// Runs `work` unless `cancel` fires first; cancellation also wins over an
@@ -248,7 +248,7 @@ impl Resolver {
             // Read every source concurrently, failing fast on a read error
             // (a pending read must not delay the failure).
             let reads = refs.iter().map(|r| async move {
-                let data = guarded(self.query.read_surface(&r.session_id))
+                let data = guarded(|| self.query.read_surface(&r.session_id))
                     .await
                     .map_err(|e| Error::read_failed(&r.session_id, e))?;
                 let (id, label) = (r.session_id.clone(), r.label.clone());
@@ -370,7 +370,7 @@ impl Resolver {
     }
 
     async fn list_candidates_inner(&self, target: &Target, query: &str, limit: usize) -> Result<Vec<Candidate>> {
-        let sessions = guarded(self.query.list_sessions()).await.map_err(Error::list_failed)?;
+        let sessions = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
         let rank = |s: &SessionHeader| match (&s.cwd, &target.cwd) {
             (Some(c), Some(t)) if c == t => 0u8,
             (None, _) => 1,
@@ -432,7 +432,7 @@ impl Resolver {
     /// A title read; a failure counts as "no title" (one failing title
     /// never fails the listing).
     async fn title(&self, id: &str) -> Option<String> {
-        guarded(self.query.read_title(id)).await.ok().flatten()
+        guarded(|| self.query.read_title(id)).await.ok().flatten()
     }
 
     /// The host-facing face of discovery: [`list_candidates`](Self::list_candidates)

@@ -264,3 +264,14 @@ fn raw_literal_lengths_match_the_decoded_text() {
         assert_eq!(out, stringify_tag_safe(&Value::from(decoded.as_ref())), "{lit}");
     }
 }
+
+/// Content and headers that fronts read as JSON text go through serde_json;
+/// with `float_roundtrip` a double survives to the last digit, as in JS.
+#[test]
+fn doubles_in_json_text_survive_exactly() {
+    for text in ["970597.5809926379", "0.1", "1.7976931348623157e308", "5e-324", "123456789.12345679"] {
+        let v: Value = serde_json::from_str(text).unwrap();
+        let js = stringify_tag_safe(&parse_js(text).unwrap());
+        assert_eq!(stringify_tag_safe(&v), js, "{text}");
+    }
+}
