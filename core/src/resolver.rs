@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorCode, HostError, Result};
 use crate::projection::{project_json, project_value};
 use crate::prompt::{render_metadata, render_prompt, render_source, RenderedSource};
 use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData, Target};
-use crate::uri::{format_mention, parse_text};
+use crate::uri::{format_mention, parse_text, ParsedReference};
 
 /// How many title reads run at once during a filtered candidate search.
 const TITLE_CONCURRENCY: usize = 16;
@@ -312,12 +312,7 @@ impl Resolver {
                             obj.insert("text".into(), Value::from(parsed.text));
                         }
                         rewritten.push(b);
-                        refs.extend(parsed.references.into_iter().map(|r| {
-                            let mut m = Map::new();
-                            m.insert("sessionId".into(), Value::from(r.session_id));
-                            m.insert("label".into(), Value::from(r.label));
-                            Value::Object(m)
-                        }));
+                        refs.extend(parsed.references.iter().map(ParsedReference::to_json));
                     }
                     _ => rewritten.push(block.clone()),
                 }

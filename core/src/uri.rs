@@ -77,6 +77,16 @@ pub struct ParsedReference {
     pub label: String,
 }
 
+impl ParsedReference {
+    /// `{"sessionId", "label"}`: the reference as [`Resolver::prepare`](crate::Resolver::prepare) takes it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert("sessionId".into(), self.session_id.clone().into());
+        m.insert("label".into(), self.label.clone().into());
+        serde_json::Value::Object(m)
+    }
+}
+
 /// The result of [`parse_text`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParsedText {
@@ -84,6 +94,17 @@ pub struct ParsedText {
     pub text: String,
     /// The references in order of appearance, duplicates kept.
     pub references: Vec<ParsedReference>,
+}
+
+impl ParsedText {
+    /// `{"text", "references": [{"sessionId", "label"}, ...]}`, the shape of
+    /// the reference's `parseSessionReferenceText`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert("text".into(), self.text.clone().into());
+        m.insert("references".into(), self.references.iter().map(ParsedReference::to_json).collect());
+        serde_json::Value::Object(m)
+    }
 }
 
 /// JavaScript's `\s`.

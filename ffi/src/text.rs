@@ -3,7 +3,6 @@
 use std::ffi::c_char;
 
 use dsh_session_reference::{decode_uri, encode_uri, format_mention, parse_text, stringify_tag_safe_text};
-use serde_json::{Map, Value};
 
 use crate::error::{dsr_error, dsr_status, guard, Failure};
 use crate::strings::{clear_out, out_arg, set_out, str_arg};
@@ -123,20 +122,7 @@ pub unsafe extern "C" fn dsr_parse_text(
     unsafe {
         text_fn(F, out, out_len, err, || {
             let parsed = parse_text(str_arg(F, "text", text, text_len)?)?;
-            let references = parsed
-                .references
-                .into_iter()
-                .map(|r| {
-                    let mut m = Map::new();
-                    m.insert("sessionId".into(), Value::from(r.session_id));
-                    m.insert("label".into(), Value::from(r.label));
-                    Value::Object(m)
-                })
-                .collect();
-            let mut m = Map::new();
-            m.insert("text".into(), Value::from(parsed.text));
-            m.insert("references".into(), Value::Array(references));
-            Ok(dsh_session_reference::json::stringify(&Value::Object(m)))
+            Ok(dsh_session_reference::json::stringify(&parsed.to_json()))
         })
     }
 }
