@@ -15,7 +15,11 @@
 # 6. installs into a temporary prefix with ffi/install.sh and builds the
 #    example against it through pkg-config.
 # Every conformance vector runs in each of the three runs of step 4
-# (DSR_CONFORMANCE_DIR overrides tests/conformance).
+# (DSR_CONFORMANCE_DIR overrides tests/conformance), and so does
+# tests/c/test_hostile.c (hostile hosts and an 8-thread stress with random
+# cancellations). Under valgrind only, it uses an 8 MB snapshot instead of
+# 100 MB and 3,000 listed sessions instead of 100,000 (valgrind runs them
+# ~50x slower); the plain run also bounds the big snapshot's peak RSS.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -81,18 +85,27 @@ gcc "${CFLAGS[@]}" -O1 tests/c/test_main.c tests/c/json.c -L"$lib" -Wl,-rpath,"$
     -ldsh_session_reference "${LIBS[@]}" -o "$work/test_shared"
 gcc "${CFLAGS[@]}" -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
     tests/c/test_main.c tests/c/json.c "$lib/libdsh_session_reference.a" "${LIBS[@]}" -o "$work/test_asan"
+gcc "${CFLAGS[@]}" -O1 tests/c/test_hostile.c tests/c/json.c -L"$lib" -Wl,-rpath,"$lib" \
+    -ldsh_session_reference "${LIBS[@]}" -o "$work/hostile_shared"
+gcc "${CFLAGS[@]}" -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+    tests/c/test_hostile.c tests/c/json.c "$lib/libdsh_session_reference.a" "${LIBS[@]}" -o "$work/hostile_asan"
 
 step "run (shared library)"
 "$work/test_shared"
+DSR_TEST_CHECK_RSS=1 "$work/hostile_shared"
 
 step "run under AddressSanitizer + UBSan (static library)"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    DSR_TEST_TIME_FACTOR=3 "$work/test_asan"
+asan_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    DSR_TEST_TIME_FACTOR=3)
+env "${asan_env[@]}" "$work/test_asan"
+env "${asan_env[@]}" "$work/hostile_asan"
 
 step "run under valgrind (shared library)"
-DSR_TEST_TIME_FACTOR=10 valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect,possible \
-    --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=1 \
-    --suppressions=tests/c/valgrind.supp --fair-sched=yes "$work/test_shared"
+vg=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect,possible
+    --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=1
+    --suppressions=tests/c/valgrind.supp --fair-sched=yes)
+DSR_TEST_TIME_FACTOR=10 "${vg[@]}" "$work/test_shared"
+DSR_TEST_TIME_FACTOR=10 DSR_TEST_BIG_MB=8 DSR_TEST_SESSIONS=3000 "${vg[@]}" "$work/hostile_shared"
 
 step "include/README.md example"
 awk '/<!-- example:host.c -->/{f=1;next} f&&/^```c$/{g=1;next} g&&/^```$/{exit} g{print}' include/README.md \
