@@ -238,8 +238,10 @@ pub fn stringify_tag_safe_text(text: &str) -> Result<String, String> {
     Ok(stringify_tag_safe(&parse_js(text)?))
 }
 
-/// The deepest nesting [`parse_js`] accepts.
-pub const MAX_PARSE_DEPTH: usize = 512;
+/// The deepest nesting [`parse_js`] accepts: 128 levels, as serde_json.
+/// The parser recurses on the caller's thread (about 500 bytes of stack per
+/// level), and a C or musl caller may have as little as 128 KiB of stack.
+pub const MAX_PARSE_DEPTH: usize = 128;
 
 /// Parses JSON text as JavaScript's `JSON.parse` does, into a [`Value`]:
 /// every number becomes a double (`1e400` becomes Infinity, kept as `null`

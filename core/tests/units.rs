@@ -67,8 +67,19 @@ fn js_parse_follows_json_parse() {
     for bad in ["", "[1,]", "{\"a\"}", "01", "1.", "\"\\ud800\"", "\"\u{1}\"", "[1] x", "tru", "\"\\x\""] {
         assert!(parse_js(bad).is_err(), "{bad:?} must not parse");
     }
-    let deep = format!("{}{}", "[".repeat(600), "]".repeat(600));
+    let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
     assert!(parse_js(&deep).is_err());
+    let fits = format!("{}{}", "[".repeat(128), "]".repeat(128));
+    // The deepest accepted input parses on a musl-sized (128 KiB) thread
+    // stack; debug builds use frames several times larger.
+    let stack = if cfg!(debug_assertions) { 512 << 10 } else { 128 << 10 };
+    let parsed = std::thread::Builder::new()
+        .stack_size(stack)
+        .spawn(move || parse_js(&fits).map(|v| stringify_tag_safe(&v).len()))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(parsed, Ok(256));
 }
 
 #[test]
