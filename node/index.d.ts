@@ -57,15 +57,16 @@ export declare class NativeResolver {
    */
   constructor(listSessions: () => string | Uint8Array | Promise<string | Uint8Array>, readTitle: (sessionId: string) => string | null | undefined | Promise<string | null | undefined>, readSurface: (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, config?: NativeConfig | null)
   /**
-   * `prepare(target, content, references)`: resolves to the JSON text of
-   * `{content}` or `{content, additionalContext}`. Arguments are JSON text.
+   * `prepare(target, content, references)`: resolves to `{content}` or
+   * `{content, additionalContext}` as [`PreparedParts`] (the prompt apart).
+   * Arguments are JSON text.
    */
-  prepare(target: string, content: string, references: string, cancel?: CancelHandle | undefined | null): Promise<string | NativeFailure>
+  prepare(target: string, content: string, references: string, cancel?: CancelHandle | undefined | null): Promise<PreparedParts | NativeFailure>
   /**
-   * `prepareMessages(target, messages)`: resolves to the JSON text of the
-   * rewritten message list.
+   * `prepareMessages(target, messages)`: resolves to the rewritten
+   * message list as [`PreparedParts`] (the context prompts apart).
    */
-  prepareMessages(target: string, messages: string, cancel?: CancelHandle | undefined | null): Promise<string | NativeFailure>
+  prepareMessages(target: string, messages: string, cancel?: CancelHandle | undefined | null): Promise<PreparedParts | NativeFailure>
   /**
    * `listCandidates(target, query, limit?)`: resolves to the JSON text of
    * the candidate array. `limit` is any JavaScript value: `undefined` takes
@@ -84,6 +85,16 @@ export declare class NativeResolver {
    */
   static overStore(store: DshSessionStore, config?: NativeConfig | null): NativeResolver
 }
+
+/**
+ * @internal Benchmark baseline, not part of the API. Runs
+ * `prepare(target, content, references)` `iterations` times (after one
+ * unmeasured run) over an in-memory query whose surfaces are `snapshots`
+ * (shared, not copied), blocking the calling thread, and returns each
+ * run's wall time in nanoseconds. Arguments are JSON text as the native
+ * resolver takes them.
+ */
+export declare function __benchPrepareRust(snapshots: Record<string, Uint8Array>, target: string, content: string, references: string, iterations: number, config?: NativeConfig | null): Array<number>
 
 /**
  * Decodes a canonical session URI back to its id; anything else throws
@@ -155,6 +166,25 @@ export interface ParsedSessionReferenceText {
  * `SESSION_REFERENCE_INVALID_REFERENCE`.
  */
 export declare function parseSessionReferenceText(text: string): ParsedSessionReferenceText
+
+/**
+ * A prepared result as it crosses back: the JSON text with every context
+ * prompt replaced by `""`, and the prompts themselves, so that each prompt
+ * is converted once (into a JavaScript string) instead of being escaped
+ * into JSON, converted, and parsed again.
+ */
+export interface PreparedParts {
+  /** The result's JSON text, each context message's prompt left empty. */
+  json: string
+  /** The prompts, in order. */
+  prompts: Array<string>
+  /**
+   * For `prepareMessages`, the index in the message list of each prompt's
+   * context message (empty for `prepare`, whose one prompt belongs to
+   * `additionalContext`).
+   */
+  at: Array<number>
+}
 
 /** The URI scheme of session references, with its colon: `dsh-session:`. */
 export declare const SESSION_REFERENCE_SCHEME: string

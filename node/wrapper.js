@@ -106,11 +106,28 @@ function resultOf(settled, cause) {
 }
 
 /**
+ * The result of a prepare's settled value: the JSON text with the context
+ * prompts left empty, and the prompts, which are put back in place (so a
+ * prompt of megabytes is converted once, not escaped and parsed again).
+ */
+function preparedOf(settled, cause) {
+  if (settled === null || typeof settled !== 'object' || typeof settled.json !== 'string') return resultOf(settled, cause)
+  const value = JSON.parse(settled.json)
+  const { prompts, at } = settled
+  if (Array.isArray(value)) {
+    for (let i = 0; i < prompts.length; i++) value[at[i]].content[0].text = prompts[i]
+  } else if (prompts.length === 1) {
+    value.additionalContext.content[0].text = prompts[0]
+  }
+  return value
+}
+
+/**
  * Starts a native operation with a cancel handle bound to `signal` (an
  * already aborted signal cancels before the work starts), and turns its
  * settled value — JSON text or a failure — into a result or an error.
  */
-async function runNative(signal, start) {
+async function runNative(signal, start, convert = resultOf) {
   const handle = new native.CancelHandle()
   const onAbort = () => handle.cancel()
   if (signal !== undefined) {
@@ -120,7 +137,7 @@ async function runNative(signal, start) {
   try {
     const settled = await start(handle)
     const cause = settled.code === 'SESSION_REFERENCE_CANCELLED' && signal !== undefined ? signal.reason : undefined
-    return resultOf(settled, cause)
+    return convert(settled, cause)
   } finally {
     if (signal !== undefined) signal.removeEventListener('abort', onAbort)
   }
@@ -134,9 +151,31 @@ function toJsonText(value) {
 const HOST_METHODS = ['listSessions', 'readTitle', 'readSurface']
 
 /**
+ * Wraps a host method: a plain value (converted by `convert`) is returned
+ * as is, so the native side takes it without a round trip through a
+ * Promise; a thenable becomes a Promise of the converted value; a throw
+ * (the host's, or the conversion's) becomes a rejection.
+ */
+function hostCall(method, convert) {
+  return (arg) => {
+    try {
+      const value = method(arg)
+      if (value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function') {
+        return Promise.resolve(value).then(convert)
+      }
+      return convert(value)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+}
+
+const asIs = (value) => value
+
+/**
  * Adapts a host query into the three functions the native resolver calls:
- * each returns a Promise (a synchronous throw becomes a rejection) of JSON
- * text, bytes, or a title.
+ * each returns JSON text, bytes or a title, or a Promise of one (a throw
+ * becomes a rejection).
  */
 function adaptHost(query) {
   if (query === null || (typeof query !== 'object' && typeof query !== 'function')) {
@@ -146,9 +185,9 @@ function adaptHost(query) {
     if (typeof query[method] !== 'function') throw invalidArgument(`query.${method} must be a function`)
   }
   return [
-    async () => toJsonText(await query.listSessions()),
-    async (sessionId) => query.readTitle(sessionId),
-    async (sessionId) => toJsonText(await query.readSurface(sessionId)),
+    hostCall(() => query.listSessions(), toJsonText),
+    hostCall((sessionId) => query.readTitle(sessionId), asIs),
+    hostCall((sessionId) => query.readSurface(sessionId), toJsonText),
   ]
 }
 
@@ -229,14 +268,14 @@ class SessionReferenceResolver {
   async prepare(target, content, references, options) {
     const signal = signalOf(options)
     const args = [targetArgument(target), jsonArgument(content, 'content'), arrayArgument(references, 'references')]
-    return runNative(signal, (handle) => this.#native.prepare(...args, handle))
+    return runNative(signal, (handle) => this.#native.prepare(...args, handle), preparedOf)
   }
 
   /** Rewrites mentions in user messages and inserts their context messages. */
   async prepareMessages(target, messages, options) {
     const signal = signalOf(options)
     const args = [targetArgument(target), arrayArgument(messages, 'messages')]
-    return runNative(signal, (handle) => this.#native.prepareMessages(...args, handle))
+    return runNative(signal, (handle) => this.#native.prepareMessages(...args, handle), preparedOf)
   }
 
   /** Discovery: sessions other than the target, ranked and filtered. */

@@ -17,6 +17,7 @@
 
 #![deny(clippy::all)]
 
+pub mod bench;
 pub mod host;
 pub mod resolver;
 pub mod store;

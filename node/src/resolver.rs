@@ -6,7 +6,8 @@
 //! ([`dsh_session_reference::runtime`]) — never on the libuv pool, which a
 //! host using `fs.promises` needs for itself — and returns a Promise that a
 //! deferred settles from that runtime. The Promise resolves to the result as
-//! JSON text, or to a [`NativeFailure`] that the wrapper turns into a
+//! JSON text (with prepared prompts apart, see [`PreparedParts`]), or to a
+//! [`NativeFailure`] that the wrapper turns into a
 //! `SessionReferenceError`; it never rejects, so the stable code survives.
 
 use std::future::Future;
@@ -132,12 +133,44 @@ fn parse_array(what: &str, json: &str) -> std::result::Result<Vec<Value>, Native
     }
 }
 
-/// The settled value of a native operation's Promise.
-pub type Settled = Either<String, NativeFailure>;
+/// The settled value of a native operation's Promise: its result (JSON
+/// text, or [`PreparedParts`]) or a failure.
+pub type Settled<T = String> = Either<T, NativeFailure>;
 
-type Deferred = JsDeferred<Settled, Box<dyn FnOnce(Env) -> Result<Settled> + Send>>;
+type Deferred<T> = JsDeferred<Settled<T>, Box<dyn FnOnce(Env) -> Result<Settled<T>> + Send>>;
 
-fn outcome(result: std::thread::Result<std::result::Result<String, NativeFailure>>) -> Settled {
+/// A prepared result as it crosses back: the JSON text with every context
+/// prompt replaced by `""`, and the prompts themselves, so that each prompt
+/// is converted once (into a JavaScript string) instead of being escaped
+/// into JSON, converted, and parsed again.
+#[napi(object)]
+pub struct PreparedParts {
+    /// The result's JSON text, each context message's prompt left empty.
+    pub json: String,
+    /// The prompts, in order.
+    pub prompts: Vec<String>,
+    /// For `prepareMessages`, the index in the message list of each prompt's
+    /// context message (empty for `prepare`, whose one prompt belongs to
+    /// `additionalContext`).
+    pub at: Vec<u32>,
+}
+
+/// Moves the text of a context message's first content block out.
+fn take_prompt(message: &mut Value) -> Option<String> {
+    if message.get("source").and_then(|s| s.get("kind")).and_then(Value::as_str) != Some("session-reference") {
+        return None;
+    }
+    let text = message.get_mut("content")?.get_mut(0)?.get_mut("text")?;
+    match std::mem::replace(text, Value::String(String::new())) {
+        Value::String(prompt) => Some(prompt),
+        other => {
+            *text = other;
+            None
+        }
+    }
+}
+
+fn outcome<T>(result: std::thread::Result<std::result::Result<T, NativeFailure>>) -> Settled<T> {
     match result {
         Ok(Ok(json)) => Either::A(json),
         Ok(Err(failure)) => Either::B(failure),
@@ -151,11 +184,12 @@ fn outcome(result: std::thread::Result<std::result::Result<String, NativeFailure
 /// Runs `work` on the library's runtime and returns a Promise that it
 /// settles. A panic in the core settles it with a failure instead of
 /// leaving it pending forever.
-pub fn spawn<'env, F>(env: &'env Env, work: F) -> Result<Object<'env>>
+pub fn spawn<'env, T, F>(env: &'env Env, work: F) -> Result<Object<'env>>
 where
-    F: Future<Output = std::result::Result<String, NativeFailure>> + Send + 'static,
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = std::result::Result<T, NativeFailure>> + Send + 'static,
 {
-    let (deferred, promise): (Deferred, Object<'env>) = env.create_deferred()?;
+    let (deferred, promise): (Deferred<T>, Object<'env>) = env.create_deferred()?;
     core::runtime().spawn(async move {
         let settled = outcome(AssertUnwindSafe(work).catch_unwind().await);
         deferred.resolve(Box::new(move |_env| Ok(settled)));
@@ -166,7 +200,7 @@ where
 /// A Promise already settled with `failure` (argument errors found before
 /// any work starts).
 fn settled<'env>(env: &'env Env, failure: NativeFailure) -> Result<Object<'env>> {
-    spawn(env, async move { Err(failure) })
+    spawn::<String, _>(env, async move { Err(failure) })
 }
 
 fn token(cancel: Option<&CancelHandle>) -> Option<CancelToken> {
@@ -217,9 +251,10 @@ impl NativeResolver {
         Ok(NativeResolver::over(Arc::new(query), config))
     }
 
-    /// `prepare(target, content, references)`: resolves to the JSON text of
-    /// `{content}` or `{content, additionalContext}`. Arguments are JSON text.
-    #[napi(ts_return_type = "Promise<string | NativeFailure>")]
+    /// `prepare(target, content, references)`: resolves to `{content}` or
+    /// `{content, additionalContext}` as [`PreparedParts`] (the prompt apart).
+    /// Arguments are JSON text.
+    #[napi(ts_return_type = "Promise<PreparedParts | NativeFailure>")]
     pub fn prepare<'env>(
         &self,
         env: &'env Env,
@@ -238,13 +273,15 @@ impl NativeResolver {
         let cancel = token(cancel);
         spawn(env, async move {
             let prepared = resolver.prepare(&target, &content, &references, cancel.as_ref()).await?;
-            Ok(stringify(&prepared.into_json()))
+            let mut json = prepared.into_json();
+            let prompts: Vec<String> = json.get_mut("additionalContext").and_then(take_prompt).into_iter().collect();
+            Ok(PreparedParts { json: stringify(&json), prompts, at: Vec::new() })
         })
     }
 
-    /// `prepareMessages(target, messages)`: resolves to the JSON text of the
-    /// rewritten message list.
-    #[napi(ts_return_type = "Promise<string | NativeFailure>")]
+    /// `prepareMessages(target, messages)`: resolves to the rewritten
+    /// message list as [`PreparedParts`] (the context prompts apart).
+    #[napi(ts_return_type = "Promise<PreparedParts | NativeFailure>")]
     pub fn prepare_messages<'env>(
         &self,
         env: &'env Env,
@@ -260,8 +297,15 @@ impl NativeResolver {
         let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
         spawn(env, async move {
-            let out = resolver.prepare_messages(&target, &messages, cancel.as_ref()).await?;
-            Ok(stringify(&Value::Array(out)))
+            let mut out = resolver.prepare_messages(&target, &messages, cancel.as_ref()).await?;
+            let (mut prompts, mut at) = (Vec::new(), Vec::new());
+            for (i, message) in out.iter_mut().enumerate() {
+                if let Some(prompt) = take_prompt(message) {
+                    prompts.push(prompt);
+                    at.push(u32::try_from(i).map_err(|_| NativeFailure::misuse("too many messages"))?);
+                }
+            }
+            Ok(PreparedParts { json: stringify(&Value::Array(out)), prompts, at })
         })
     }
 

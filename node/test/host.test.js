@@ -376,3 +376,22 @@ test('an idle resolver does not keep the process alive; a pending call does unti
   const call = execFileSync(process.execPath, ['-e', script, 'call'], { timeout: 10000, encoding: 'utf8' })
   assert.equal(call.trim(), 'session-reference')
 })
+
+test('prompts cross back apart from the JSON and land in their own messages', async () => {
+  const resolver = new SessionReferenceResolver(memoryHost({ surfaces: { a: snapshot('a'), b: snapshot('b') } }))
+  const earlier = await resolver.prepare(TARGET, CONTENT, [{ sessionId: 'a' }])
+  const context = earlier.additionalContext
+  assert.match(context.content[0].text, /question in a/)
+  // An earlier context message passes through unchanged, between new ones.
+  const out = await resolver.prepareMessages(TARGET, [
+    userMessage('@[b](dsh-session:ImIi)', 'm1'),
+    context,
+    userMessage('@[a](dsh-session:ImEi) and @[b](dsh-session:ImIi)', 'm2'),
+  ])
+  assert.equal(out.length, 5)
+  assert.match(out[1].content[0].text, /question in b/)
+  assert.doesNotMatch(out[1].content[0].text, /question in a/)
+  assert.deepEqual(out[2], context)
+  assert.match(out[4].content[0].text, /question in a[^]*question in b/)
+  assert.deepEqual(Object.keys(out[4]), ['source', 'content', 'role', 'id'])
+})
