@@ -181,4 +181,21 @@ const rows = []
   }
 }
 
+// Where the overhead goes: a call with no references (one hop to the
+// library's runtime and one back), and 3 empty sources (plus the host reads,
+// one more hop each way).
+{
+  const empty = Buffer.from('{"session":{"id":"e","createdAt":1},"capturedThroughSeq":null,"events":[]}')
+  const resolver = new SessionReferenceResolver(hostOf(() => empty))
+  const rounds = quick ? 10 : 40
+  const per = 50
+  const us = (ms) => `${(ms * 1e3).toFixed(1)}µs`.padStart(10)
+  for (const [what, refs] of [['no references', []], ['3 empty sources', [{ sessionId: 'a' }, { sessionId: 'b' }, { sessionId: 'c' }]]]) {
+    const node = () => resolver.prepare(TARGET, CONTENT, refs)
+    const { rust, node: js } = await interleaved({ snapshots: { a: empty, b: empty, c: empty }, references: refs, node, rounds, per })
+    rows.push({ target: 4, host: what, rust, node: js, overheadUs: (js - rust) * 1e3 })
+    console.log(`${what.padEnd(16)}${us(rust)}${us(js)}${us(js - rust)}`)
+  }
+}
+
 if (process.argv.includes('--json')) console.log(JSON.stringify(rows))
