@@ -67,7 +67,9 @@ impl TurnTracker {
                     self.open_calls.push(id);
                 }
             }
-            "tool/result" => {
+            // A result can only close a call that is open: with none open
+            // the (often large) line is not read at all.
+            "tool/result" if !self.open_calls.is_empty() => {
                 if let Some(id) = tool_result_call_id(line) {
                     self.open_calls.retain(|c| *c != id);
                 }

@@ -108,6 +108,14 @@ struct PackedData {
 /// Parses one line (already checked to be UTF-8). The error says why the
 /// line is not a valid event or packed row.
 pub fn parse_row(line: &[u8]) -> Result<Row<'_>, String> {
+    match fast_event(line) {
+        Some(row) => Ok(row),
+        None => parse_row_serde(line),
+    }
+}
+
+/// The typed parse of a line, for every line [`fast_event`] leaves alone.
+fn parse_row_serde(line: &[u8]) -> Result<Row<'_>, String> {
     let head: Head<'_> = serde_json::from_slice(line).map_err(|e| format!("not a valid event line: {e}"))?;
     if PACKED_TYPES.contains(&&*head.kind) {
         let seq0 = head.seq0.ok_or_else(|| format!("packed `{}` row without an integer `seq0`", head.kind))?;
@@ -127,6 +135,297 @@ pub fn parse_row(line: &[u8]) -> Result<Row<'_>, String> {
     }
     let seq = head.seq.ok_or_else(|| format!("`{}` event without an integer `seq`", head.kind))?;
     Ok(Row::Event { seq, kind: head.kind, surface_op: head.surface_op })
+}
+
+/// Reads the common event line without serde: `{"type":"…","seq":N,…}`
+/// whose keys and `type` have no escapes, whose `seq` (and `seq0`, if
+/// present) is a plain integer or `null`, whose `surfaceOp`, if present, is
+/// `"append"` or `null`, and whose only whitespace is the space. Every
+/// other value is skipped and
+/// validated with serde_json's grammar for ignored values.
+///
+/// It answers only when sure: for everything it accepts, [`parse_row_serde`]
+/// gives the same row; anything else (packed rows, a second header, escapes,
+/// duplicate known keys, a replace marker, malformed JSON, ...) gives
+/// `None`, and the caller falls back to [`parse_row_serde`], which gives the
+/// exact answer and error.
+fn fast_event(line: &[u8]) -> Option<Row<'_>> {
+    let mut p = Scan { s: line, i: 0 };
+    p.spaces();
+    p.eat(b'{')?;
+    let (mut kind, mut seq, mut seq0, mut op) = (None, None, None, None);
+    loop {
+        p.spaces();
+        let key = p.plain_string()?;
+        p.spaces();
+        p.eat(b':')?;
+        p.spaces();
+        match key {
+            b"type" if kind.is_none() => kind = Some(std::str::from_utf8(p.plain_string()?).ok()?),
+            b"seq" if seq.is_none() => seq = Some(p.optional_u64()?),
+            b"seq0" if seq0.is_none() => seq0 = Some(p.optional_u64()?),
+            b"surfaceOp" if op.is_none() => {
+                op = Some(if p.literal(b"\"append\"") {
+                    Some(Value::String("append".to_owned()))
+                } else if p.literal(b"null") {
+                    None
+                } else {
+                    return None;
+                })
+            }
+            b"type" | b"seq" | b"seq0" | b"surfaceOp" => return None,
+            _ => p.skip_value()?,
+        }
+        p.spaces();
+        match p.next()? {
+            b',' => {}
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    p.spaces();
+    if p.i != line.len() {
+        return None;
+    }
+    let kind = kind?;
+    if PACKED_TYPES.contains(&kind) || kind == "session" {
+        return None;
+    }
+    Some(Row::Event { seq: seq??, kind: Cow::Borrowed(kind), surface_op: op.flatten() })
+}
+
+/// The first byte of `s` that stops a string: `"`, `\\` or a control
+/// character (which serde_json refuses in a string), eight bytes at a time.
+fn string_stop(s: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = s.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        // The lowest flagged byte of each term is exact (higher ones may be
+        // false positives of the borrow), so the lowest of all is too.
+        let found = (quote.wrapping_sub(ONES) & !quote
+            | backslash.wrapping_sub(ONES) & !backslash
+            | x.wrapping_sub(ONES * 0x20) & !x)
+            & HIGH;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| at + i)
+}
+
+/// A cursor for [`fast_event`]; every method returns `None` when the input
+/// is not what it accepts.
+struct Scan<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.i += 1;
+        Some(b)
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.next()? == b).then_some(())
+    }
+
+    fn spaces(&mut self) {
+        while self.peek() == Some(b' ') {
+            self.i += 1;
+        }
+    }
+
+    fn literal(&mut self, lit: &[u8]) -> bool {
+        let found = self.s[self.i..].starts_with(lit);
+        if found {
+            self.i += lit.len();
+        }
+        found
+    }
+
+    /// A string without escapes; its content.
+    fn plain_string(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let rest = &self.s[self.i..];
+        let end = string_stop(rest)?;
+        if rest[end] != b'"' {
+            return None;
+        }
+        self.i += end + 1;
+        Some(&rest[..end])
+    }
+
+    /// `null` or a non-negative integer that fits a `u64`.
+    fn optional_u64(&mut self) -> Option<Option<u64>> {
+        if self.literal(b"null") {
+            return Some(None);
+        }
+        let start = self.i;
+        let mut n: u64 = 0;
+        while let Some(d @ b'0'..=b'9') = self.peek() {
+            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            self.i += 1;
+        }
+        let digits = self.i - start;
+        if digits == 0 || (digits > 1 && self.s[start] == b'0') || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        Some(Some(n))
+    }
+
+    /// The rest of a string whose opening quote was read.
+    fn skip_string(&mut self) -> Option<()> {
+        loop {
+            let at = self.i + string_stop(&self.s[self.i..])?;
+            match self.s[at] {
+                b'"' => {
+                    self.i = at + 1;
+                    return Some(());
+                }
+                b'\\' => {}
+                _ => return None,
+            }
+            match *self.s.get(at + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i = at + 2,
+                b'u' => {
+                    let hex = self.s.get(at + 2..at + 6)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                    self.i = at + 6;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A number, in JSON's grammar.
+    fn skip_number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.next()? {
+            b'0' => {
+                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            self.some_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            self.some_digits()?;
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.i += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Option<()> {
+        let start = self.i;
+        self.digits();
+        (self.i > start).then_some(())
+    }
+
+    /// An object key and its colon.
+    fn key(&mut self) -> Option<()> {
+        self.spaces();
+        self.eat(b'"')?;
+        self.skip_string()?;
+        self.spaces();
+        self.eat(b':')
+    }
+
+    /// Any JSON value, nested at most 64 deep.
+    fn skip_value(&mut self) -> Option<()> {
+        // One bit per open container, 1 for an object.
+        let (mut stack, mut depth) = (0u64, 0u32);
+        loop {
+            self.spaces();
+            let mut opened = None;
+            match self.peek()? {
+                b'"' => {
+                    self.i += 1;
+                    self.skip_string()?;
+                }
+                b @ (b'{' | b'[') => {
+                    self.i += 1;
+                    if depth == 64 {
+                        return None;
+                    }
+                    let object = b == b'{';
+                    stack = stack << 1 | u64::from(object);
+                    depth += 1;
+                    self.spaces();
+                    if self.peek() == Some(if object { b'}' } else { b']' }) {
+                        self.i += 1;
+                        stack >>= 1;
+                        depth -= 1;
+                    } else {
+                        opened = Some(object);
+                    }
+                }
+                b't' => self.literal(b"true").then_some(())?,
+                b'f' => self.literal(b"false").then_some(())?,
+                b'n' => self.literal(b"null").then_some(())?,
+                b'-' | b'0'..=b'9' => self.skip_number()?,
+                _ => return None,
+            }
+            match opened {
+                Some(true) => {
+                    self.key()?;
+                    continue;
+                }
+                Some(false) => continue,
+                None => {}
+            }
+            // A value ended: close containers until one takes another value.
+            loop {
+                if depth == 0 {
+                    return Some(());
+                }
+                self.spaces();
+                let object = stack & 1 == 1;
+                match self.next()? {
+                    b',' => {
+                        if object {
+                            self.key()?;
+                        }
+                        break;
+                    }
+                    b'}' if object => {}
+                    b']' if !object => {}
+                    _ => return None,
+                }
+                stack >>= 1;
+                depth -= 1;
+            }
+        }
+    }
 }
 
 /// The top-level `type` of a line, if it has one (used to look for a
@@ -253,6 +552,95 @@ mod tests {
         assert!(parse_row(br#"{"type":"x","seq":"1"}"#).is_err());
         assert!(parse_row(br#"{"type":"x","seq":-1}"#).is_err());
         assert!(parse_row(b"not json").is_err());
+    }
+
+    /// Whatever the fast reader accepts, the typed parse accepts as the
+    /// same row: checked on tricky lines and on every one-byte edit of them.
+    #[test]
+    fn fast_reader_agrees_with_serde() {
+        let lines: &[&[u8]] = &[
+            br#"{"type":"user/message","seq":4,"time":1,"data":{"a":[1,-2.5e+3,true,false,null,{},[]],"b":"x\"\\\/\b\f\n\r\t\u00e9y"},"surfaceOp":"append"}"#,
+            br#" { "type" : "turn/end" , "seq" : 0 , "data" : { "k" : [ 1 , { "z" : "" } ] } , "surfaceOp" : null } "#,
+            br#"{"seq":18446744073709551615,"type":"x","seq0":null,"data":[[[]]],"n":0.5,"m":-0,"e":1E9}"#,
+            br#"{"type":"assistant/message","seq":12,"sourceEventSeqs":[3,4],"surfaceOp":{"op":"replace","start":1,"end":2}}"#,
+            br#"{"type":"text-chunks","seq0":10,"time0":1,"data":{"dt":[0,1],"texts":["a","b"]}}"#,
+            br#"{"type":"session","version":0,"id":"x","createdAt":1}"#,
+            br#"{"type":"a","seq":1,"type":"b"}"#,
+            br#"{"ty\u0070e":"a","seq":1}"#,
+            br#"{"type":"a\u0062","seq":1}"#,
+            br#"{"type":"a","seq":18446744073709551616}"#,
+            br#"{"type":"a","seq":01}"#,
+            br#"{"type":"a","seq":1.0}"#,
+            br#"{"type":"a","seq":1e0}"#,
+            br#"{"type":"a","seq":-1}"#,
+            br#"{"type":"a","seq":1,"d":"\ud800"}"#,
+            br#"{"type":"a","seq":1,"d":[1,]}"#,
+            br#"{"type":"a","seq":1,"d":{"x":1,}}"#,
+            br#"{"type":"a","seq":1,}"#,
+            br#"{"type":"a","seq":1} x"#,
+            b"{\"type\":\"a\",\"seq\":1,\"d\":\"tab\there\"}",
+            b"{\"type\":\"a\",\t\"seq\":1}",
+            br#"["a",1]"#,
+            br#"{}"#,
+        ];
+        let replacements = b" \"\\{}[]:,.-+0123456789eEnultrfasx/";
+        let check = |line: &[u8]| {
+            if std::str::from_utf8(line).is_err() {
+                return;
+            }
+            if let Some(row) = fast_event(line) {
+                assert_eq!(parse_row_serde(line).as_ref(), Ok(&row), "{}", String::from_utf8_lossy(line));
+            }
+        };
+        for line in lines {
+            check(line);
+            assert_eq!(
+                parse_row(line).map_err(|_| ()),
+                parse_row_serde(line).map_err(|_| ()),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+            for i in 0..line.len() {
+                let mut cut = line.to_vec();
+                cut.remove(i);
+                check(&cut);
+                check(&line[..i]);
+                for &r in replacements {
+                    let mut edited = line.to_vec();
+                    edited[i] = r;
+                    check(&edited);
+                    edited.insert(i, r);
+                    check(&edited);
+                }
+            }
+        }
+        // The common lines take the fast path.
+        assert!(fast_event(lines[0]).is_some());
+        assert!(fast_event(lines[1]).is_some());
+        assert!(fast_event(lines[2]).is_some());
+    }
+
+    #[test]
+    fn string_stops() {
+        let naive = |s: &[u8]| s.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        let mut bytes: Vec<u8> = (0..=255u8).collect();
+        bytes.extend((0..=255u8).rev());
+        for start in 0..bytes.len() {
+            for len in [0, 1, 7, 8, 9, 16, 17, 40] {
+                let s = &bytes[start..(start + len).min(bytes.len())];
+                assert_eq!(string_stop(s), naive(s));
+            }
+        }
+        for stop in [b'"', b'\\', 0, 0x1f] {
+            for at in 0..23 {
+                let mut s = vec![b'a'; 24];
+                s[at] = stop;
+                s[23] = b'"';
+                assert_eq!(string_stop(&s), Some(at));
+                s[at] = 0xff;
+                assert_eq!(string_stop(&s), Some(23));
+            }
+        }
     }
 
     #[test]
