@@ -1,7 +1,8 @@
 //! A Python object as the library's session query.
 //!
 //! Each host call runs on the runtime's blocking pool, which takes the GIL
-//! only to call the method and convert what it returned. A method may be
+//! only to call the method and convert what it returned (title reads are
+//! queued and called in batches, see [`TitleLane`]). A method may be
 //! plain or `async def`: an awaitable result is scheduled with
 //! `asyncio.run_coroutine_threadsafe` on the event loop of the asyncio
 //! caller (the loop is free: its task is awaiting the library), or, for a
@@ -21,6 +22,7 @@ use tokio::sync::oneshot;
 
 use crate::convert::{to_json, type_name};
 use crate::errors::host_error;
+use crate::runtime::attach;
 
 /// The host object and, for asyncio callers, the loop to run its
 /// coroutines on.
@@ -31,14 +33,34 @@ pub struct PyHost {
 struct HostInner {
     query: Py<PyAny>,
     event_loop: Option<Py<PyAny>>,
+    titles: Mutex<TitleLane>,
 }
+
+/// Title reads waiting for a Python call. A search reads the title of every
+/// listed session (100,000 of them, say), and one blocking-pool thread and
+/// one GIL hand-off per read cost ~50 µs each; instead, a few threads
+/// ("drainers") each take the GIL once and call `read_title` for queued
+/// reads until the queue is empty. A title read that blocks and releases the
+/// GIL lets another drainer start when reads pile up.
+#[derive(Default)]
+struct TitleLane {
+    pending: std::collections::VecDeque<(String, oneshot::Sender<Started<Option<String>>>)>,
+    drainers: usize,
+}
+
+/// At most this many drainers per call.
+const MAX_TITLE_DRAINERS: usize = 4;
 
 impl PyHost {
     /// A host over `query`. `event_loop` is the running loop of an asyncio
     /// caller (`None` for blocking callers).
     pub fn new(py: Python<'_>, query: &Py<PyAny>, event_loop: Option<&Py<PyAny>>) -> Self {
         PyHost {
-            inner: Arc::new(HostInner { query: query.clone_ref(py), event_loop: event_loop.map(|l| l.clone_ref(py)) }),
+            inner: Arc::new(HostInner {
+                query: query.clone_ref(py),
+                event_loop: event_loop.map(|l| l.clone_ref(py)),
+                titles: Mutex::default(),
+            }),
         }
     }
 }
@@ -60,7 +82,7 @@ struct CancelOnDrop(Option<Py<PyAny>>);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         let Some(future) = self.0.take() else { return };
-        let cancel = move || Python::attach(|py| drop(future.call_method0(py, intern!(py, "cancel"))));
+        let cancel = move || attach(|py| drop(future.call_method0(py, intern!(py, "cancel"))));
         // Never take the GIL on a runtime worker thread.
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => drop(handle.spawn_blocking(cancel)),
@@ -162,16 +184,82 @@ fn call<T: Send + 'static>(
     let inner = Arc::clone(inner);
     Box::pin(async move {
         let started =
-            tokio::task::spawn_blocking(move || Python::attach(|py| inner.start(py, method, arg.as_deref(), convert)))
-                .await;
+            tokio::task::spawn_blocking(move || attach(|py| inner.start(py, method, arg.as_deref(), convert))).await;
         match started {
-            Ok(Started::Done(r)) => r,
-            Ok(Started::Pending(rx, mut guard)) => {
-                let r = rx.await;
-                guard.0 = None; // finished: nothing to cancel
-                r.unwrap_or_else(|_| Err(HostError::new(format!("{method}: the host's coroutine never reported"))))
-            }
+            Ok(started) => finish(method, started).await,
             Err(_) => Err(HostError::new(format!("{method}: calling the host failed unexpectedly"))),
+        }
+    })
+}
+
+/// The outcome of a started host call (awaiting its coroutine, if any).
+async fn finish<T>(method: &str, started: Started<T>) -> Result<T, HostError> {
+    match started {
+        Started::Done(r) => r,
+        Started::Pending(rx, mut guard) => {
+            let r = rx.await;
+            guard.0 = None; // finished: nothing to cancel
+            r.unwrap_or_else(|_| Err(HostError::new(format!("{method}: the host's coroutine never reported"))))
+        }
+    }
+}
+
+impl HostInner {
+    fn lane(&self) -> std::sync::MutexGuard<'_, TitleLane> {
+        self.titles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A title read through the lane (see [`TitleLane`]).
+fn read_title(inner: &Arc<HostInner>, session_id: String) -> QueryFuture<'static, Option<String>> {
+    let inner = Arc::clone(inner);
+    Box::pin(async move {
+        let (tx, rx) = oneshot::channel();
+        let start_drainer = {
+            let mut lane = inner.lane();
+            lane.pending.push_back((session_id, tx));
+            let wanted = lane.drainers == 0 || lane.pending.len() > 4 * lane.drainers;
+            let start = wanted && lane.drainers < MAX_TITLE_DRAINERS;
+            lane.drainers += usize::from(start);
+            start
+        };
+        if start_drainer {
+            let drainer = Arc::clone(&inner);
+            drop(tokio::task::spawn_blocking(move || drain_titles(&drainer)));
+        }
+        match rx.await {
+            Ok(started) => finish("read_title", started).await,
+            Err(_) => Err(HostError::new("read_title: calling the host failed unexpectedly")),
+        }
+    })
+}
+
+/// A drainer: calls `read_title` for queued reads, holding the GIL, until
+/// the queue is empty. Reads whose caller stopped waiting are skipped.
+fn drain_titles(inner: &HostInner) {
+    /// If a call panics, the drainer still counts as gone.
+    struct Gone<'a>(&'a HostInner);
+    impl Drop for Gone<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.lane().drainers -= 1;
+            }
+        }
+    }
+    let _gone = Gone(inner);
+    attach(|py| loop {
+        let Some((id, tx)) = ({
+            let mut lane = inner.lane();
+            let next = lane.pending.pop_front();
+            if next.is_none() {
+                lane.drainers -= 1;
+            }
+            next
+        }) else {
+            return;
+        };
+        if !tx.is_closed() {
+            let _ = tx.send(inner.start(py, "read_title", Some(&id), convert_title));
         }
     })
 }
@@ -181,7 +269,7 @@ impl SessionQuery for PyHost {
         call(&self.inner, "list_sessions", None, convert_list)
     }
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
-        call(&self.inner, "read_title", Some(session_id.to_owned()), convert_title)
+        read_title(&self.inner, session_id.to_owned())
     }
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         call(&self.inner, "read_surface", Some(session_id.to_owned()), convert_surface)
@@ -245,15 +333,22 @@ impl AsRef<[u8]> for PyBytesData {
     }
 }
 
+impl PyBytesData {
+    fn new(b: &Bound<'_, PyBytes>) -> Self {
+        let bytes = b.as_bytes();
+        PyBytesData { ptr: bytes.as_ptr(), len: bytes.len(), _owner: b.clone().unbind() }
+    }
+}
+
 fn convert_surface(obj: &Bound<'_, PyAny>) -> Result<SurfaceData, HostError> {
     if let Ok(b) = obj.cast::<PyBytes>() {
-        let bytes = b.as_bytes();
-        let data = PyBytesData { ptr: bytes.as_ptr(), len: bytes.len(), _owner: b.clone().unbind() };
-        return Ok(SurfaceData::json(data));
+        return Ok(SurfaceData::json(PyBytesData::new(b)));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        let text = s.to_cow().map_err(|e| HostError::new(format!("read_surface(): {e}")))?;
-        return Ok(SurfaceData::from(text.into_owned()));
+        // One copy, the UTF-8 encoding, which is then lent like `bytes`
+        // (`to_cow().into_owned()` made two under the limited API).
+        let encoded = s.encode_utf8().map_err(|e| HostError::new(format!("read_surface(): {e}")))?;
+        return Ok(SurfaceData::json(PyBytesData::new(&encoded)));
     }
     if obj.is_instance_of::<pyo3::types::PyDict>() {
         let value = to_json(obj, "the result of read_surface()").map_err(|e| HostError::new(e.to_string()))?;

@@ -2,16 +2,18 @@
 //! run a library future for a blocking or an asyncio caller.
 //!
 //! Threading rules (see README "Threads, the GIL and asyncio"):
-//! - a blocking call releases the GIL for its whole duration and waits on a
-//!   channel; on the main thread it wakes every 50 ms to let Python run its
-//!   signal handlers, so Ctrl-C cancels the call;
+//! - a blocking call releases the GIL for its whole duration and drives its
+//!   future on the calling thread; on the main thread it wakes every 50 ms
+//!   to let Python run its signal handlers, so Ctrl-C cancels the call;
 //! - the runtime's worker threads never take the GIL; every step that needs
-//!   it (calling the host, converting results) runs on the blocking pool.
+//!   it (calling the host, converting results) runs on the blocking pool,
+//!   whose threads keep their Python thread state between calls ([`attach`]).
 //!
 //! The runtime is per process: a child created by `fork()` (whose copy of
 //! the parent's runtime has no threads) gets a fresh one.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -49,6 +51,31 @@ pub fn runtime() -> Arc<Runtime> {
     rt
 }
 
+thread_local! {
+    /// Whether this thread holds a Python thread state of its own (see [`attach`]).
+    static KEEPS_THREAD_STATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `Python::attach` for the runtime's blocking pool, whose threads Python
+/// did not create. Plain `attach` creates a Python thread state when it
+/// takes the GIL and destroys it when it lets go: about 100 µs of CPU per
+/// host call, most of a small call's cost. Here the first call on a thread
+/// takes one more `PyGILState_Ensure` that is never released, so the thread
+/// state lives as long as the thread and later calls only swap it in and
+/// out (CPython deletes the states of exited threads at fork and finalization).
+pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
+    Python::attach(|py| {
+        if !KEEPS_THREAD_STATE.get() {
+            // SAFETY: the GIL is held (inside `attach`), so this only
+            // increments the thread state's count; the state it returns
+            // is never passed to `PyGILState_Release`, on purpose.
+            let _ = unsafe { pyo3::ffi::PyGILState_Ensure() };
+            KEEPS_THREAD_STATE.set(true);
+        }
+        f(py)
+    })
+}
+
 /// Runs `work` until it completes or `token` is cancelled; `user` (the
 /// caller's own token) is linked into `token`.
 pub async fn linked<T>(
@@ -78,6 +105,13 @@ pub async fn linked<T>(
 /// while waiting; on the main thread, pending signals are handled every
 /// 50 ms and an exception from a handler (`KeyboardInterrupt`) cancels the
 /// work and is raised.
+///
+/// The calling thread drives the future itself (`Runtime::block_on`): host
+/// calls still run on the blocking pool and spawned work on the workers,
+/// but the two thread hand-offs of spawning the call and sending its result
+/// back are saved (most of a small call's overhead). From a thread that is
+/// already inside the runtime (a host method calling the resolver), where
+/// `block_on` is not allowed, the future is spawned and awaited over a channel.
 pub fn run_blocking<T, F>(py: Python<'_>, user: Option<CancelToken>, make: impl FnOnce(CancelToken) -> F) -> PyResult<T>
 where
     T: Send + 'static,
@@ -85,26 +119,52 @@ where
 {
     let token = CancelToken::new();
     let work = linked(token.clone(), user, make(token.clone()));
-    let (tx, rx) = mpsc::sync_channel::<Result<T>>(1);
-    runtime().spawn(async move {
-        let _ = tx.send(work.await);
-    });
     let main_thread = is_main_thread(py);
-    let outcome: std::result::Result<Result<T>, Option<PyErr>> = py.detach(move || loop {
-        if !main_thread {
-            return rx.recv().map_err(|_| None);
-        }
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(r) => return Ok(r),
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(None),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = Python::attach(|py| py.check_signals()) {
-                    token.cancel();
-                    return Err(Some(e));
+    let outcome: std::result::Result<Result<T>, Option<PyErr>> = if tokio::runtime::Handle::try_current().is_err() {
+        let rt = runtime();
+        py.detach(move || {
+            let drive = AssertUnwindSafe(|| {
+                rt.block_on(async move {
+                    let mut work = std::pin::pin!(work);
+                    loop {
+                        if !main_thread {
+                            return Ok(work.await);
+                        }
+                        tokio::select! {
+                            r = &mut work => return Ok(r),
+                            () = tokio::time::sleep(Duration::from_millis(50)) => {
+                                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                                    token.cancel();
+                                    return Err(Some(e));
+                                }
+                            }
+                        }
+                    }
+                })
+            });
+            std::panic::catch_unwind(drive).unwrap_or(Err(None))
+        })
+    } else {
+        let (tx, rx) = mpsc::sync_channel::<Result<T>>(1);
+        runtime().spawn(async move {
+            let _ = tx.send(work.await);
+        });
+        py.detach(move || loop {
+            if !main_thread {
+                return rx.recv().map_err(|_| None);
+            }
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(r) => return Ok(r),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(None),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        token.cancel();
+                        return Err(Some(e));
+                    }
                 }
             }
-        }
-    });
+        })
+    };
     match outcome {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(to_pyerr(py, &e)),
@@ -143,7 +203,7 @@ pub fn run_async<T, F, C>(
     rt.spawn(async move {
         let result = linked(token, user, work).await;
         let deliver = move || {
-            Python::attach(|py| {
+            attach(|py| {
                 let (ok, value) = match result.map_err(|e: Error| to_pyerr(py, &e)).and_then(|v| convert(py, v)) {
                     Ok(v) => (true, v),
                     Err(e) => (false, e.into_value(py).into_bound(py).into_any()),
