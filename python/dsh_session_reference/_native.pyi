@@ -49,6 +49,15 @@ def stringify_tag_safe_json(text: Union[str, bytes]) -> str:
     """Tag-safe JSON of a JSON text read as ``JSON.parse`` reads it; raises
     ``ValueError`` when the text is not JSON."""
 
+def _bench_prepare_rust(
+    snapshots: Dict[str, bytes],
+    references: Sequence[Mapping[str, Any]],
+    iterations: int,
+    max_reference_bytes: Optional[int] = None,
+) -> float:
+    """Private (``python/bench``): seconds for ``iterations`` core ``prepare``
+    calls of ``references`` over ``snapshots``, entirely in Rust."""
+
 @final
 class CancelToken:
     """A cancellation signal, shareable between calls and threads."""

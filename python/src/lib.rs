@@ -3,6 +3,7 @@
 //! `dsh_session_reference`, which re-exports these names and adds the
 //! `async` methods, the exceptions and the typing protocols.
 
+mod bench;
 mod convert;
 mod errors;
 mod host;
@@ -98,6 +99,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_text, m)?)?;
     m.add_function(wrap_pyfunction!(stringify_tag_safe, m)?)?;
     m.add_function(wrap_pyfunction!(stringify_tag_safe_json, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::bench_prepare_rust, m)?)?;
     m.add_class::<resolver::CancelToken>()?;
     m.add_class::<resolver::Resolver>()?;
     m.add_class::<store::DshSessionStore>()?;

@@ -1,0 +1,52 @@
+//! Private benchmark helpers (`python/bench/`): the Rust side of a Python
+//! measurement, run in the same process so that ratios are meaningful.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use dsh_session_reference::{Config, MemoryQuery, Resolver, SurfaceData, Target};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use serde_json::json;
+
+use crate::convert::sequence_arg;
+use crate::errors::to_pyerr;
+use crate::runtime::runtime;
+
+/// Seconds taken by `iterations` calls of the core's `prepare` of
+/// `references` over `snapshots` (`{id: JSON bytes}`, copied once into an
+/// in-memory `MemoryQuery` before timing), for the target `{"id":
+/// "bench-target"}` and a one-block content, entirely in Rust on the
+/// package's runtime with the GIL released: the baseline of a Python
+/// `Resolver.prepare` of the same inputs.
+#[pyfunction(name = "_bench_prepare_rust")]
+#[pyo3(signature = (snapshots, references, iterations, max_reference_bytes=None))]
+pub fn bench_prepare_rust(
+    py: Python<'_>,
+    snapshots: &Bound<'_, PyDict>,
+    references: &Bound<'_, PyAny>,
+    iterations: u32,
+    max_reference_bytes: Option<u64>,
+) -> PyResult<f64> {
+    let query = MemoryQuery::new();
+    for (id, data) in snapshots.iter() {
+        let bytes = data.cast::<PyBytes>()?.as_bytes().to_vec();
+        query.set_surface(id.extract::<String>()?, SurfaceData::from(bytes));
+    }
+    let config = Config::new(None, None, max_reference_bytes).map_err(|e| to_pyerr(py, &e))?;
+    let resolver = Resolver::new(Arc::new(query), config);
+    let references = sequence_arg(references, "references")?;
+    let content = json!([{"type": "text", "text": "go"}]);
+    let target = Target::new("bench-target", None);
+    let outcome = py.detach(move || {
+        runtime().block_on(async {
+            let started = Instant::now();
+            for _ in 0..iterations {
+                let prepared = resolver.prepare(&target, &content, &references, None).await?;
+                std::hint::black_box(&prepared);
+            }
+            Ok::<_, dsh_session_reference::Error>(started.elapsed().as_secs_f64())
+        })
+    });
+    outcome.map_err(|e| to_pyerr(py, &e))
+}
