@@ -12,8 +12,34 @@
 //! length folds in linear time.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
+
+/// A fast hasher for seqs. Only seqs of stored events are ever inserted,
+/// and those are checked to run 0, 1, 2, … first, so a log cannot choose
+/// keys that collide; a multiplicative hash spreads them well.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by seq.
+pub(crate) type SeqMap<V> = HashMap<u64, V, BuildHasherDefault<SeqHasher>>;
 
 /// The event types that carry a `surfaceOp`.
 pub const SURFACE_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/result"];
@@ -66,7 +92,7 @@ struct Links {
 /// The current surface: an ordered set of seqs.
 #[derive(Debug, Default)]
 pub struct Surface {
-    links: HashMap<u64, Links>,
+    links: SeqMap<Links>,
     head: Option<u64>,
     tail: Option<u64>,
 }

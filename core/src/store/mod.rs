@@ -75,6 +75,7 @@
 
 pub mod fold;
 pub mod frames;
+mod kept;
 pub mod layout;
 pub mod recovery;
 pub mod rows;
@@ -96,6 +97,7 @@ use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 
 use self::fold::{is_surface_type, Surface, SurfaceOp};
 use self::frames::{FrameStats, LineRead, LineReader, MAX_LINE_BYTES};
+use self::kept::KeptLines;
 use self::layout::{project_dir_name, relative_log_path, session_dir_name, Encoding};
 use self::recovery::TurnTracker;
 use self::rows::{may_be_turn_end, parse_row, Row};
@@ -595,27 +597,17 @@ impl DshStore {
     pub fn read_surface_json(&self, id: &str) -> Result<Vec<u8>, StoreError> {
         let located = self.locate(id)?;
         let loaded = load(&located, id, true)?;
-        let mut lines = loaded.lines;
         let session = serde_json::to_vec(&loaded.header_json).expect("a JSON map serializes");
-        let events_len: usize = lines.values().map(|l| l.len() + 1).sum();
-        let mut out = Vec::with_capacity(session.len() + events_len + 64);
-        out.extend_from_slice(b"{\"session\":");
-        out.extend_from_slice(&session);
-        out.extend_from_slice(b",\"capturedThroughSeq\":");
+        let mut prefix = Vec::with_capacity(session.len() + 64);
+        prefix.extend_from_slice(b"{\"session\":");
+        prefix.extend_from_slice(&session);
+        prefix.extend_from_slice(b",\"capturedThroughSeq\":");
         match loaded.stats.captured_through_seq {
-            Some(n) => out.extend_from_slice(n.to_string().as_bytes()),
-            None => out.extend_from_slice(b"null"),
+            Some(n) => prefix.extend_from_slice(n.to_string().as_bytes()),
+            None => prefix.extend_from_slice(b"null"),
         }
-        out.extend_from_slice(b",\"events\":[");
-        for (i, seq) in loaded.stats.surface_seqs.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            let line = lines.remove(seq).expect("every surface seq has its line");
-            out.extend_from_slice(&line);
-        }
-        out.extend_from_slice(b"]}");
-        Ok(out)
+        prefix.extend_from_slice(b",\"events\":[");
+        Ok(loaded.lines.into_joined(&prefix, &loaded.stats.surface_seqs, b"]}"))
     }
 
     /// Reads a session's whole log and reports what was kept: line and
@@ -632,7 +624,7 @@ struct Loaded {
     header_json: Map<String, Value>,
     stats: LogStats,
     /// The lines of the surface events (only when asked for).
-    lines: HashMap<u64, Vec<u8>>,
+    lines: KeptLines,
 }
 
 /// Parses one line and checks that it comes where `expected` says; the
@@ -669,7 +661,7 @@ fn load(located: &Located, id: &str, keep_lines: bool) -> Result<Loaded, StoreEr
     }
 
     let mut surface = Surface::new();
-    let mut lines: HashMap<u64, Vec<u8>> = HashMap::new();
+    let mut lines = KeptLines::new();
     let mut turns = TurnTracker::new();
     let mut title: Option<String> = None;
     let mut expected: u64 = 0;
@@ -742,9 +734,9 @@ fn load(located: &Located, id: &str, keep_lines: bool) -> Result<Loaded, StoreEr
                     let removed = surface.apply(seq, op).map_err(corrupt)?;
                     if keep_lines {
                         for r in removed {
-                            lines.remove(&r);
+                            lines.remove(r);
                         }
-                        lines.insert(seq, buf.clone());
+                        lines.insert(seq, &buf);
                     }
                 }
                 if let Some(t) = new_title {

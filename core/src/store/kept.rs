@@ -1,0 +1,163 @@
+//! The lines of the events on the surface, kept while a log is read.
+//!
+//! The lines live in one buffer (an arena), each followed by a `,`, in the
+//! order they were read, so keeping a line costs one copy and no allocation
+//! of its own. A line that leaves the surface (replaced by a later event)
+//! becomes a dead range; when the dead bytes outgrow the live ones the
+//! arena is compacted in place, so it never holds much more than twice the
+//! surface. When the reading order is the surface order (no replacement
+//! moved anything), the arena already is the `events` array of the snapshot
+//! and is turned into the snapshot in place, without a second copy.
+
+use super::fold::SeqMap;
+
+/// Dead bytes below this are never worth a compaction.
+const MIN_COMPACTION_BYTES: usize = 1 << 20;
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    seq: u64,
+    /// Start of the line in the arena.
+    start: usize,
+    /// Length of the line and its `,`.
+    len: usize,
+    live: bool,
+}
+
+/// Kept surface lines, by seq.
+#[derive(Debug, Default)]
+pub(crate) struct KeptLines {
+    arena: Vec<u8>,
+    /// Every line in the arena, in arena order.
+    entries: Vec<Entry>,
+    /// Live seq → index in `entries`.
+    index: SeqMap<usize>,
+    live_bytes: usize,
+    dead_bytes: usize,
+}
+
+impl KeptLines {
+    pub(crate) fn new() -> Self {
+        KeptLines::default()
+    }
+
+    /// Keeps the line of event `seq` (which must not be kept already).
+    pub(crate) fn insert(&mut self, seq: u64, line: &[u8]) {
+        let start = self.arena.len();
+        self.arena.reserve(line.len() + 1);
+        self.arena.extend_from_slice(line);
+        self.arena.push(b',');
+        let len = line.len() + 1;
+        self.live_bytes += len;
+        self.index.insert(seq, self.entries.len());
+        self.entries.push(Entry { seq, start, len, live: true });
+    }
+
+    /// Drops the line of event `seq`, if kept.
+    pub(crate) fn remove(&mut self, seq: u64) {
+        let Some(i) = self.index.remove(&seq) else { return };
+        let entry = &mut self.entries[i];
+        entry.live = false;
+        self.live_bytes -= entry.len;
+        self.dead_bytes += entry.len;
+        if self.dead_bytes >= MIN_COMPACTION_BYTES && self.dead_bytes > self.live_bytes {
+            self.compact();
+        }
+    }
+
+    /// Moves the live lines down over the dead ones, keeping their order.
+    fn compact(&mut self) {
+        if self.dead_bytes == 0 {
+            return;
+        }
+        let mut to = 0;
+        self.entries.retain(|e| e.live);
+        for e in &mut self.entries {
+            self.arena.copy_within(e.start..e.start + e.len, to);
+            e.start = to;
+            to += e.len;
+        }
+        self.arena.truncate(to);
+        self.arena.shrink_to(to.max(self.arena.capacity() / 2));
+        self.index.clear();
+        self.index.extend(self.entries.iter().enumerate().map(|(i, e)| (e.seq, i)));
+        self.dead_bytes = 0;
+    }
+
+    /// Builds `prefix` + the lines of `order` joined with `,` + `suffix`.
+    /// Every seq of `order` must be kept, and nothing else.
+    pub(crate) fn into_joined(mut self, prefix: &[u8], order: &[u64], suffix: &[u8]) -> Vec<u8> {
+        self.compact();
+        debug_assert_eq!(self.entries.len(), order.len());
+        let in_order = self.entries.len() == order.len() && self.entries.iter().zip(order).all(|(e, s)| e.seq == *s);
+        if !in_order {
+            let mut out = Vec::with_capacity(prefix.len() + self.live_bytes + suffix.len());
+            out.extend_from_slice(prefix);
+            for (i, seq) in order.iter().enumerate() {
+                let e = self.entries[self.index[seq]];
+                let line = &self.arena[e.start..e.start + e.len - 1];
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(line);
+            }
+            out.extend_from_slice(suffix);
+            return out;
+        }
+        // The arena is the joined lines plus a trailing `,`: put the prefix
+        // in front of it and the suffix in place of that `,`.
+        let mut out = self.arena;
+        out.pop();
+        let body = out.len();
+        out.reserve_exact(prefix.len() + suffix.len());
+        out.resize(body + prefix.len(), 0);
+        out.copy_within(0..body, prefix.len());
+        out[..prefix.len()].copy_from_slice(prefix);
+        out.extend_from_slice(suffix);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn joined(k: KeptLines, order: &[u64]) -> String {
+        String::from_utf8(k.into_joined(b"[", order, b"]")).unwrap()
+    }
+
+    #[test]
+    fn in_order_and_reordered() {
+        let mut k = KeptLines::new();
+        assert_eq!(joined(KeptLines::new(), &[]), "[]");
+        k.insert(1, b"a");
+        k.insert(2, b"bb");
+        k.insert(3, b"ccc");
+        k.remove(2);
+        assert_eq!(joined(k, &[1, 3]), "[a,ccc]");
+        let mut k = KeptLines::new();
+        k.insert(1, b"a");
+        k.insert(2, b"bb");
+        k.remove(1);
+        k.remove(2);
+        k.insert(5, b"e");
+        k.insert(3, b"c");
+        assert_eq!(joined(k, &[3, 5]), "[c,e]");
+    }
+
+    #[test]
+    fn compaction_keeps_lines() {
+        let mut k = KeptLines::new();
+        let big = vec![b'x'; MIN_COMPACTION_BYTES];
+        k.insert(0, b"first");
+        for seq in 1..5u64 {
+            k.insert(seq, &big);
+            k.remove(seq);
+        }
+        k.insert(9, b"last");
+        assert!(k.arena.len() < 2 * MIN_COMPACTION_BYTES + 100);
+        k.remove(0);
+        k.insert(10, b"mid");
+        assert_eq!(joined(k, &[9, 10]), "[last,mid]");
+    }
+}
