@@ -11,6 +11,7 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use dsh_session_reference::json::parse_js;
 use dsh_session_reference::{HostError, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
@@ -223,15 +224,61 @@ impl SessionQuery for JsQuery {
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        Box::pin(async move {
-            match call(&self.read_surface, session_id.to_owned()).await? {
-                HostValue::Text(json) => Ok(SurfaceData::from(json)),
-                HostValue::Bytes(bytes) => Ok(SurfaceData::json(bytes)),
-                HostValue::Nothing => Err(HostError::new("readSurface returned no snapshot")),
-                HostValue::Wrong(t) => {
-                    Err(HostError::new(format!("readSurface returned {t}, not a snapshot object, JSON text or Buffer")))
-                }
-            }
-        })
+        Box::pin(async move { surface_of(call(&self.read_surface, session_id.to_owned()).await?) })
+    }
+}
+
+/// The snapshot in a `readSurface` result.
+fn surface_of(value: HostValue) -> std::result::Result<SurfaceData, HostError> {
+    match value {
+        HostValue::Text(json) => Ok(SurfaceData::from(json)),
+        HostValue::Bytes(bytes) => Ok(SurfaceData::json(bytes)),
+        HostValue::Nothing => Err(HostError::new("readSurface returned no snapshot")),
+        HostValue::Wrong(t) => {
+            Err(HostError::new(format!("readSurface returned {t}, not a snapshot object, JSON text or Buffer")))
+        }
+    }
+}
+
+/// One `prepare`'s view of a JavaScript host whose surface reads were
+/// already started on the JavaScript thread when the call was made (see
+/// `NativeResolver::prepare`): each read is taken once from here, saving a
+/// round trip from the library's runtime to the JavaScript thread and
+/// back; anything else goes to the host as usual.
+pub struct Prefetched {
+    host: Arc<JsQuery>,
+    surfaces: Mutex<Vec<(String, Pending)>>,
+}
+
+impl Prefetched {
+    /// The host, with the reads started for these session ids.
+    pub fn new(host: Arc<JsQuery>, surfaces: Vec<(String, Pending)>) -> Self {
+        Prefetched { host, surfaces: Mutex::new(surfaces) }
+    }
+
+    fn take(&self, session_id: &str) -> Option<Pending> {
+        let mut surfaces = self.surfaces.lock().unwrap_or_else(|e| e.into_inner());
+        let at = surfaces.iter().position(|(id, _)| id == session_id)?;
+        Some(surfaces.swap_remove(at).1)
+    }
+}
+
+impl SessionQuery for Prefetched {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        self.host.list_sessions()
+    }
+
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
+        self.host.read_title(session_id)
+    }
+
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        match self.take(session_id) {
+            Some(pending) => Box::pin(async move {
+                let value = pending.0.await.map_err(|_| HostError::new("the host's promise was dropped"))?;
+                surface_of(value.map_err(HostError::new)?)
+            }),
+            None => self.host.read_surface(session_id),
+        }
     }
 }

@@ -23,7 +23,7 @@ use napi::{Env, JsDeferred, ValueType};
 use napi_derive::napi;
 use serde_json::{Number, Value};
 
-use crate::host::{host_function, JsQuery, Pending};
+use crate::host::{host_function, JsQuery, Pending, Prefetched};
 use crate::INVALID_ARGUMENT;
 
 /// Why a native operation failed: a stable SPEC code (or
@@ -212,12 +212,51 @@ fn token(cancel: Option<&CancelHandle>) -> Option<CancelToken> {
 #[napi]
 pub struct NativeResolver {
     resolver: Arc<Resolver>,
+    /// For a JavaScript host: the host and its `readSurface`, called on the
+    /// JavaScript thread when `prepare` is called.
+    host: Option<(Arc<JsQuery>, FunctionRef<String, Pending>)>,
 }
 
 impl NativeResolver {
     /// A resolver over a native query (used by the embedded DSH store).
     pub fn over(query: Arc<dyn SessionQuery>, config: Config) -> Self {
-        NativeResolver { resolver: Arc::new(Resolver::new(query, config)) }
+        NativeResolver { resolver: Arc::new(Resolver::new(query, config)), host: None }
+    }
+
+    /// The resolver for one `prepare`: for a JavaScript host, its surface
+    /// reads are started here, on the JavaScript thread, so their values go
+    /// to the runtime with the work instead of being fetched from there
+    /// (two thread hand-offs fewer per call). Only when the references are
+    /// valid and the call is not already cancelled (SPEC §6: no read
+    /// before), once per normalized reference, in order; the core then
+    /// validates the same references again, identically.
+    fn for_prepare(
+        &self,
+        env: &Env,
+        target: &Target,
+        references: &[Value],
+        cancel: Option<&CancelToken>,
+    ) -> Result<Arc<Resolver>> {
+        let Some((host, read_surface)) = &self.host else { return Ok(Arc::clone(&self.resolver)) };
+        let config = *self.resolver.config();
+        let Ok(refs) = core::normalize_references(&target.id, references, config.max_references()) else {
+            return Ok(Arc::clone(&self.resolver));
+        };
+        if refs.is_empty() || cancel.is_some_and(CancelToken::is_cancelled) {
+            return Ok(Arc::clone(&self.resolver));
+        }
+        let read_surface = read_surface.borrow_back(env)?;
+        let mut started = Vec::with_capacity(refs.len());
+        for r in refs {
+            // The wrapper's host functions never throw (a throw becomes a
+            // rejection); if one did, the read is left to the usual path.
+            match read_surface.call(r.session_id.clone()) {
+                Ok(pending) => started.push((r.session_id, pending)),
+                Err(_) => break,
+            }
+        }
+        let query = Prefetched::new(Arc::clone(host), started);
+        Ok(Arc::new(Resolver::new(Arc::new(query), config)))
     }
 }
 
@@ -243,12 +282,14 @@ impl NativeResolver {
     ) -> Result<Self, &'static str> {
         let to_status = |e: Error| Error::new(INVALID_ARGUMENT, e.reason);
         let config = config_from_js(config).map_err(to_status)?.map_err(crate::to_napi_error)?;
-        let query = JsQuery::new(
+        let read_surface_ref = read_surface.create_ref().map_err(to_status)?;
+        let query = Arc::new(JsQuery::new(
             host_function(list_sessions).map_err(to_status)?,
             host_function(read_title).map_err(to_status)?,
             host_function(read_surface).map_err(to_status)?,
-        );
-        Ok(NativeResolver::over(Arc::new(query), config))
+        ));
+        let resolver = Arc::new(Resolver::new(Arc::clone(&query) as Arc<dyn SessionQuery>, config));
+        Ok(NativeResolver { resolver, host: Some((query, read_surface_ref)) })
     }
 
     /// `prepare(target, content, references)`: resolves to `{content}` or
@@ -269,8 +310,8 @@ impl NativeResolver {
             Ok(args) => args,
             Err(failure) => return settled(env, failure),
         };
-        let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
+        let resolver = self.for_prepare(env, &target, &references, cancel.as_ref())?;
         spawn(env, async move {
             let prepared = resolver.prepare(&target, &content, &references, cancel.as_ref()).await?;
             let mut json = prepared.into_json();

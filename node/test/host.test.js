@@ -395,3 +395,19 @@ test('prompts cross back apart from the JSON and land in their own messages', as
   assert.match(out[4].content[0].text, /question in a[^]*question in b/)
   assert.deepEqual(Object.keys(out[4]), ['source', 'content', 'role', 'id'])
 })
+
+test('each distinct source is read once, and nothing is read for references that fail validation', async () => {
+  const host = memoryHost({ surfaces: { a: snapshot('a'), b: snapshot('b') } })
+  const resolver = new SessionReferenceResolver(host, { maxReferences: 2 })
+  const prepared = await resolver.prepare(TARGET, CONTENT, [{ sessionId: 'a' }, { sessionId: 'b', label: 'B' }, { sessionId: 'a', label: 'dup' }])
+  assert.deepEqual(prepared.additionalContext.source.references.map((r) => [r.sessionId, r.label]), [['a', 'a'], ['b', 'B']])
+  assert.equal(host.calls.readSurface, 2)
+  for (const [refs, code] of [
+    [[{ sessionId: 'a' }, { sessionId: 'b' }, { sessionId: 'c' }], 'SESSION_REFERENCE_TOO_MANY'],
+    [[{ sessionId: 'a' }, { sessionId: 5 }], 'SESSION_REFERENCE_INVALID_REFERENCE'],
+    [[{ sessionId: 'a' }, { sessionId: 'target' }], 'SESSION_REFERENCE_SELF_REFERENCE'],
+  ]) {
+    await assert.rejects(resolver.prepare(TARGET, CONTENT, refs), { code })
+  }
+  assert.equal(host.calls.readSurface, 2)
+})
