@@ -11,11 +11,14 @@
 //!   complete lines they give are kept ("recovered" lines, which are not
 //!   strict, see [`LineInfo::strict`]).
 //!
-//! Nothing is held beyond one input chunk, one output chunk and the current
-//! line, so memory does not grow with the size of the log.
+//! Nothing is held beyond one input window, one output chunk and the
+//! current line, so memory does not grow with the size of the log. The
+//! compressed file is read through the window with positioned reads: frame
+//! and block headers are walked in memory, and a small log (or a header
+//! frame) costs one read.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read};
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
@@ -27,6 +30,10 @@ const ZSTD_MAGIC: u32 = 0xFD2F_B528;
 const SKIPPABLE_MAGIC_MASK: u32 = 0xFFFF_FFF0;
 const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
 const CHUNK: usize = 64 << 10;
+/// Input window and output chunk of a zstd read of a whole log.
+pub const ZSTD_CHUNK: usize = 128 << 10;
+/// Input window and output chunk of a zstd read of the header only.
+pub const HEADER_CHUNK: usize = 4 << 10;
 
 /// What one call to [`LineReader::next_line`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +98,24 @@ impl LineReader {
 
     /// A reader of a zstd log.
     pub fn zstd(file: File) -> io::Result<Self> {
-        Ok(LineReader::Zstd(Box::new(FrameReader::new(file)?)))
+        let file_bytes = file.metadata()?.len();
+        Ok(Self::zstd_with(file, file_bytes, Decoder::new()?, ZSTD_CHUNK))
+    }
+
+    /// A reader of a zstd log of `file_bytes` bytes that decodes with
+    /// `decoder` (a decoder is costly to create: reuse one across logs, see
+    /// [`into_decoder`](Self::into_decoder)) and reads and decodes `chunk`
+    /// bytes at a time ([`HEADER_CHUNK`] suits reading only the header).
+    pub fn zstd_with(file: File, file_bytes: u64, decoder: Decoder<'static>, chunk: usize) -> Self {
+        LineReader::Zstd(Box::new(FrameReader::new(file, file_bytes, decoder, chunk)))
+    }
+
+    /// The decoder of a zstd reader, for reuse.
+    pub fn into_decoder(self) -> Option<Decoder<'static>> {
+        match self {
+            LineReader::Raw { .. } => None,
+            LineReader::Zstd(frames) => Some(frames.decoder),
+        }
     }
 
     /// Reads the next complete line into `buf` (cleared first, without the
@@ -157,11 +181,10 @@ fn corrupt(offset: u64, why: impl std::fmt::Display) -> io::Error {
 }
 
 /// Reads from `offset` until `buf` is full or the file ends.
-fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-    file.seek(SeekFrom::Start(offset))?;
+fn read_at(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
+        match read_once_at(file, offset + filled as u64, &mut buf[filled..]) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -169,6 +192,23 @@ fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(filled)
+}
+
+#[cfg(unix)]
+fn read_once_at(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_once_at(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_once_at(mut file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read(buf)
 }
 
 /// Where the frame being decoded ends.
@@ -184,16 +224,26 @@ enum FrameEnd {
 /// through [`BufRead`].
 pub struct FrameReader {
     file: File,
-    /// File offset of the next compressed byte to read.
+    /// File offset of the next compressed byte to decode (or of the next
+    /// frame to walk).
     pos: u64,
     stats: FrameStats,
     decoder: Decoder<'static>,
     /// The frame being decoded: its start offset and end.
     frame: Option<(u64, FrameEnd)>,
-    input: Vec<u8>,
-    input_pos: usize,
+    /// `window[..window_len]` are the bytes of the file from
+    /// `window_start` (at most two chunks).
+    window: Vec<u8>,
+    window_len: usize,
+    window_start: u64,
+    /// How much to read into the window at a time.
+    chunk: usize,
+    /// Set when the file ended before the size it had when opened.
+    starved: bool,
+    /// Decoded bytes; `output[output_pos..output_len]` are not consumed yet.
     output: Vec<u8>,
     output_pos: usize,
+    output_len: usize,
     /// Set when the torn last frame has given everything it can.
     finished: bool,
     /// Decompressed bytes produced by complete frames, known once the torn
@@ -206,27 +256,47 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
-    fn new(file: File) -> io::Result<Self> {
-        let file_bytes = file.metadata()?.len();
-        Ok(FrameReader {
+    fn new(file: File, file_bytes: u64, decoder: Decoder<'static>, chunk: usize) -> Self {
+        FrameReader {
             file,
             pos: 0,
             stats: FrameStats { file_bytes, ..FrameStats::default() },
-            decoder: Decoder::new()?,
+            decoder,
             frame: None,
-            input: Vec::new(),
-            input_pos: 0,
+            window: Vec::new(),
+            window_len: 0,
+            window_start: 0,
+            chunk: chunk.max(64),
+            starved: false,
             output: Vec::new(),
             output_pos: 0,
+            output_len: 0,
             finished: false,
             committed_end: None,
             produced: 0,
             line_end: 0,
-        })
+        }
     }
 
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        read_at(&mut self.file, offset, buf)
+    /// The bytes of the file from `offset`, at least `want` of them unless
+    /// the file ends first (an empty slice at or past its end). When the
+    /// window must be refilled it starts at `anchor` (at most `offset`) if
+    /// that keeps it within two chunks, so that walking a frame keeps its
+    /// start in the window for decoding.
+    fn bytes_at(&mut self, anchor: u64, offset: u64, want: usize) -> io::Result<&[u8]> {
+        let window_end = self.window_start + self.window_len as u64;
+        if offset < self.window_start || offset + want as u64 > window_end {
+            let from = if offset + want as u64 - anchor <= 2 * self.chunk as u64 { anchor } else { offset };
+            let need = (offset - from) as usize + want;
+            let len = self.stats.file_bytes.saturating_sub(from).min(need.max(self.chunk) as u64) as usize;
+            if self.window.len() < len {
+                self.window.resize(len, 0);
+            }
+            self.window_len = read_at(&self.file, from, &mut self.window[..len])?;
+            self.window_start = from;
+        }
+        let at = (offset - self.window_start) as usize;
+        Ok(&self.window[at.min(self.window_len)..self.window_len])
     }
 
     /// Walks the frame starting at `start`: its header and block headers.
@@ -234,7 +304,12 @@ impl FrameReader {
     fn walk_frame(&mut self, start: u64) -> io::Result<Option<FrameEnd>> {
         let len = self.stats.file_bytes;
         let mut head = [0u8; 14];
-        let got = self.read_at(start, &mut head)?;
+        let got = {
+            let bytes = self.bytes_at(start, start, head.len())?;
+            let n = bytes.len().min(head.len());
+            head[..n].copy_from_slice(&bytes[..n]);
+            n
+        };
         if got < 4 {
             return Ok(Some(FrameEnd::Torn));
         }
@@ -273,11 +348,11 @@ impl FrameReader {
         let header_len = 5 + u64::from(!single_segment) + dict_bytes + fcs_bytes;
         let mut at = start + header_len;
         loop {
-            let mut block = [0u8; 3];
-            if self.read_at(at, &mut block)? < 3 {
+            let bytes = self.bytes_at(start, at, 3)?;
+            if bytes.len() < 3 {
                 return Ok(Some(FrameEnd::Torn));
             }
-            let header = u32::from(block[0]) | u32::from(block[1]) << 8 | u32::from(block[2]) << 16;
+            let header = u32::from(bytes[0]) | u32::from(bytes[1]) << 8 | u32::from(bytes[2]) << 16;
             let last = header & 1 != 0;
             let size = u64::from(header >> 3);
             let content = match (header >> 1) & 3 {
@@ -313,17 +388,18 @@ impl FrameReader {
             }
             self.decoder.reinit()?;
             self.frame = Some((start, end));
-            self.input.clear();
-            self.input_pos = 0;
-            self.file.seek(SeekFrom::Start(start))?;
+            self.pos = start;
             return Ok(true);
         }
     }
 
     /// Decodes until some output is available or the log ends.
     fn decode_some(&mut self) -> io::Result<()> {
-        self.output.clear();
         self.output_pos = 0;
+        self.output_len = 0;
+        if self.output.is_empty() {
+            self.output = vec![0; self.chunk];
+        }
         loop {
             let Some((start, end)) = self.frame else {
                 if !self.start_frame()? {
@@ -335,27 +411,30 @@ impl FrameReader {
                 FrameEnd::Complete(e) => e,
                 FrameEnd::Torn => self.stats.file_bytes,
             };
-            if self.input_pos == self.input.len() && self.pos < frame_stop {
-                let want = (frame_stop - self.pos).min(CHUNK as u64) as usize;
-                self.input.resize(want, 0);
-                let got = read_at(&mut self.file, self.pos, &mut self.input)?;
-                self.input.truncate(got);
-                self.input_pos = 0;
-                self.pos += got as u64;
-                if got == 0 {
-                    // The file shrank under us: whatever is left is torn.
-                    self.pos = frame_stop;
+            let want = (frame_stop.saturating_sub(self.pos)).min(self.chunk as u64) as usize;
+            let input = if self.starved || want == 0 {
+                &[][..]
+            } else {
+                let window_end = self.window_start + self.window_len as u64;
+                if self.pos < self.window_start || self.pos >= window_end {
+                    self.bytes_at(self.pos, self.pos, want)?;
                 }
-            }
-            self.output.resize(CHUNK, 0);
-            let mut inb = InBuffer::around(&self.input[self.input_pos..]);
+                let from = (self.pos - self.window_start) as usize;
+                let to = ((frame_stop - self.window_start) as usize).min(self.window_len);
+                if from >= to {
+                    // The file shrank under us: whatever is left is torn.
+                    self.starved = true;
+                }
+                &self.window[from.min(to)..to]
+            };
+            let mut inb = InBuffer::around(input);
             let mut outb = OutBuffer::around(&mut self.output[..]);
             let result = self.decoder.run(&mut inb, &mut outb);
             let (read, written) = (inb.pos(), outb.pos());
-            self.input_pos += read;
-            self.output.truncate(written);
+            self.pos += read as u64;
+            self.output_len = written;
             self.produced += written as u64;
-            let input_left = self.input_pos < self.input.len() || self.pos < frame_stop;
+            let input_left = !self.starved && self.pos < frame_stop;
             match (result, end) {
                 (Err(code), FrameEnd::Complete(_)) => {
                     return Err(corrupt(start, format!("failed validation ({code})")));
@@ -372,6 +451,7 @@ impl FrameReader {
                     self.stats.complete_frames += 1;
                     self.stats.complete_end = e;
                     self.frame = None;
+                    self.pos = e;
                 }
                 (Ok(0), FrameEnd::Torn) => {
                     // A torn frame cannot end cleanly: its last block was cut.
@@ -387,7 +467,7 @@ impl FrameReader {
                 },
                 (Ok(_), _) => {}
             }
-            if !self.output.is_empty() {
+            if self.output_len > 0 {
                 return Ok(());
             }
         }
@@ -411,13 +491,13 @@ impl Read for FrameReader {
 
 impl BufRead for FrameReader {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if self.output_pos == self.output.len() {
+        if self.output_pos == self.output_len {
             self.decode_some()?;
         }
-        Ok(&self.output[self.output_pos..])
+        Ok(&self.output[self.output_pos..self.output_len])
     }
 
     fn consume(&mut self, amt: usize) {
-        self.output_pos = (self.output_pos + amt).min(self.output.len());
+        self.output_pos = (self.output_pos + amt).min(self.output_len);
     }
 }

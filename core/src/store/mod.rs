@@ -90,13 +90,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
+use zstd::stream::raw::Decoder;
 
 use crate::config::MAX_SAFE_INTEGER;
 use crate::error::HostError;
 use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 
 use self::fold::{is_surface_type, Surface, SurfaceOp};
-use self::frames::{FrameStats, LineRead, LineReader, MAX_LINE_BYTES};
+use self::frames::{FrameStats, LineRead, LineReader, HEADER_CHUNK, MAX_LINE_BYTES, ZSTD_CHUNK};
 use self::kept::KeptLines;
 use self::layout::{project_dir_name, relative_log_path, session_dir_name, Encoding};
 use self::recovery::TurnTracker;
@@ -293,8 +294,9 @@ fn show(v: Option<&Value>) -> String {
 }
 
 /// Opens a log without following a final symbolic link (Unix) and checks
-/// that it is a regular file. `O_NONBLOCK` keeps a FIFO from hanging the open.
-fn open_log(path: &Path) -> io::Result<File> {
+/// that it is a regular file; returns it with its size. `O_NONBLOCK` keeps a
+/// FIFO from hanging the open.
+fn open_log(path: &Path) -> io::Result<(File, u64)> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -303,26 +305,42 @@ fn open_log(path: &Path) -> io::Result<File> {
         options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
     let file = options.open(path)?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
 fn line_reader(path: &Path, encoding: Encoding) -> io::Result<LineReader> {
-    let file = open_log(path)?;
+    let (file, len) = open_log(path)?;
     match encoding {
         Encoding::Raw => Ok(LineReader::raw(file)),
-        Encoding::Zstd => LineReader::zstd(file),
+        Encoding::Zstd => Ok(LineReader::zstd_with(file, len, Decoder::new()?, ZSTD_CHUNK)),
     }
 }
 
-/// A reader for the header only: plain logs are read in small chunks.
-fn header_reader(path: &Path, encoding: Encoding) -> io::Result<LineReader> {
-    match encoding {
-        Encoding::Raw => Ok(LineReader::raw_with_capacity(open_log(path)?, HEADER_READ_CHUNK)),
-        Encoding::Zstd => line_reader(path, encoding),
+/// Reads and validates the header of the log at `path`, reading as little
+/// as it can: plain logs in small chunks, zstd logs with small buffers and
+/// a decoder from `decoder` (created there if empty, and left there for the
+/// next log: creating one costs more than reading a header).
+fn read_log_header(path: &Path, encoding: Encoding, decoder: &mut Option<Decoder<'static>>) -> Result<Header, String> {
+    let opened = open_log(path).and_then(|(file, len)| match encoding {
+        Encoding::Raw => Ok(LineReader::raw_with_capacity(file, HEADER_READ_CHUNK)),
+        Encoding::Zstd => {
+            let d = match decoder.take() {
+                Some(d) => d,
+                None => Decoder::new()?,
+            };
+            Ok(LineReader::zstd_with(file, len, d, HEADER_CHUNK))
+        }
+    });
+    let mut reader = opened.map_err(|e| format!("cannot open: {e}"))?;
+    let header = read_header(&mut reader);
+    if let Some(d) = reader.into_decoder() {
+        *decoder = Some(d);
     }
+    header
 }
 
 /// Reads and validates the header of a log (line 1 or the first frame).
@@ -338,6 +356,55 @@ fn read_header(reader: &mut LineReader) -> Result<Header, String> {
     }
     std::str::from_utf8(&buf).map_err(|_| "the header line is not UTF-8".to_owned())?;
     parse_header(&buf)
+}
+
+/// Items per batch a listing thread takes at a time.
+const LIST_BATCH: usize = 64;
+
+/// `items.iter().map(f)` on up to four threads, in order. Listing work is a
+/// few system calls and a small decode per log, so even two cores overlap
+/// it well. Each thread has its own `S` (a reusable decoder, say).
+fn par_map<T, R, S, F>(items: &[T], f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    S: Default,
+    F: Fn(&T, &mut S) -> R + Sync,
+{
+    let run = |batch: &[T], state: &mut S| -> Vec<R> { batch.iter().map(|item| f(item, state)).collect() };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    if threads < 2 || items.len() < 2 * LIST_BATCH {
+        return run(items, &mut S::default());
+    }
+    let batches: Vec<&[T]> = items.chunks(LIST_BATCH).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut state = S::default();
+        let mut done = Vec::new();
+        loop {
+            let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(batch) = batches.get(b) else { return done };
+            done.push((b, run(batch, &mut state)));
+        }
+    };
+    let mut results: Vec<Option<Vec<R>>> = batches.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        // A helper that cannot start, or fails, leaves its batches to the
+        // calling thread (below).
+        let helpers: Vec<_> =
+            (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok()).collect();
+        let mut all = work();
+        for h in helpers {
+            if let Ok(done) = h.join() {
+                all.extend(done);
+            }
+        }
+        for (b, r) in all {
+            results[b] = Some(r);
+        }
+    });
+    let mut state = S::default();
+    results.into_iter().zip(&batches).flat_map(|(r, batch)| r.unwrap_or_else(|| run(batch, &mut state))).collect()
 }
 
 /// What kind of entry a directory entry is, without following links.
@@ -362,9 +429,27 @@ fn kind_of(path: &Path) -> io::Result<Kind> {
 
 /// The entries of a directory, sorted by name (byte order).
 fn sorted_entries(dir: &Path) -> io::Result<Vec<OsString>> {
-    let mut names = fs::read_dir(dir)?.map(|e| e.map(|e| e.file_name())).collect::<io::Result<Vec<_>>>()?;
-    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
-    Ok(names)
+    Ok(sorted_typed_entries(dir)?.into_iter().map(|(name, _)| name).collect())
+}
+
+/// The entries of a directory with their types when the directory listing
+/// gives them (no symbolic link is followed), sorted by name (byte order).
+fn sorted_typed_entries(dir: &Path) -> io::Result<Vec<(OsString, Option<fs::FileType>)>> {
+    let mut entries =
+        fs::read_dir(dir)?.map(|e| e.map(|e| (e.file_name(), e.file_type().ok()))).collect::<io::Result<Vec<_>>>()?;
+    entries.sort_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+    Ok(entries)
+}
+
+/// [`kind_of`] from a directory entry's type, when it has one.
+fn kind_of_entry(path: &Path, file_type: Option<fs::FileType>) -> io::Result<Kind> {
+    match file_type {
+        Some(t) if t.is_symlink() => Ok(Kind::Link),
+        Some(t) if t.is_dir() => Ok(Kind::Dir),
+        Some(t) if t.is_file() => Ok(Kind::File),
+        Some(_) => Ok(Kind::Other),
+        None => kind_of(path),
+    }
 }
 
 const LINK_REASON: &str = "symbolic link, not followed";
@@ -424,66 +509,84 @@ impl DshStore {
     }
 
     /// Walks `<root>/<project>/<session>/` and returns every log file, with
-    /// links and oddities reported into `rejected`.
+    /// links and oddities reported into `rejected`, both in path order. The
+    /// session directories are looked into on several threads.
     fn discover(&self, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<Found>> {
+        /// A session directory to look into, or something already rejected.
+        enum Step {
+            Rejected(RejectedLog),
+            Session { project: OsString, session: OsString, path: PathBuf },
+        }
         let root = self.root.as_path();
         let projects = sorted_entries(root)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot read DSH sessions root {}: {e}", root.display())))?;
-        let mut found = Vec::new();
+        let mut steps = Vec::new();
         for project in projects {
             let project_path = root.join(&project);
             match kind_of(&project_path) {
                 Ok(Kind::Dir) => {}
                 Ok(Kind::Link) => {
-                    rejected.push(RejectedLog { path: project_path, reason: LINK_REASON.into() });
+                    steps.push(Step::Rejected(RejectedLog { path: project_path, reason: LINK_REASON.into() }));
                     continue;
                 }
                 Ok(_) => continue,
                 Err(e) => {
-                    rejected.push(RejectedLog { path: project_path, reason: format!("cannot inspect: {e}") });
+                    let reason = format!("cannot inspect: {e}");
+                    steps.push(Step::Rejected(RejectedLog { path: project_path, reason }));
                     continue;
                 }
             }
-            let sessions = match sorted_entries(&project_path) {
+            let sessions = match sorted_typed_entries(&project_path) {
                 Ok(s) => s,
                 Err(e) => {
-                    rejected.push(RejectedLog { path: project_path, reason: format!("cannot read directory: {e}") });
+                    let reason = format!("cannot read directory: {e}");
+                    steps.push(Step::Rejected(RejectedLog { path: project_path, reason }));
                     continue;
                 }
             };
-            for session in sessions {
+            for (session, file_type) in sessions {
                 let session_path = project_path.join(&session);
-                match kind_of(&session_path) {
+                match kind_of_entry(&session_path, file_type) {
                     Ok(Kind::Dir) => {}
                     Ok(Kind::Link) => {
-                        rejected.push(RejectedLog { path: session_path, reason: LINK_REASON.into() });
+                        steps.push(Step::Rejected(RejectedLog { path: session_path, reason: LINK_REASON.into() }));
                         continue;
                     }
                     Ok(_) => continue,
                     Err(e) => {
-                        rejected.push(RejectedLog { path: session_path, reason: format!("cannot inspect: {e}") });
+                        let reason = format!("cannot inspect: {e}");
+                        steps.push(Step::Rejected(RejectedLog { path: session_path, reason }));
                         continue;
                     }
                 }
-                let mut logs = Vec::new();
-                for encoding in [Encoding::Raw, Encoding::Zstd] {
-                    let path = session_path.join(encoding.file_name());
-                    match kind_of(&path) {
-                        Ok(Kind::File) => logs.push(path),
-                        Ok(Kind::Missing) => {}
-                        Ok(Kind::Link) => rejected.push(RejectedLog { path, reason: LINK_REASON.into() }),
-                        Ok(Kind::Dir | Kind::Other) => {
-                            rejected.push(RejectedLog { path, reason: "not a regular file".into() })
-                        }
-                        Err(e) => rejected.push(RejectedLog { path, reason: format!("cannot inspect: {e}") }),
-                    }
-                }
-                for path in logs {
-                    let encoding =
-                        if path.ends_with(Encoding::Raw.file_name()) { Encoding::Raw } else { Encoding::Zstd };
-                    found.push(Found { project: project.clone(), session: session.clone(), path, encoding });
-                }
+                steps.push(Step::Session { project: project.clone(), session, path: session_path });
             }
+        }
+        let looked = par_map(&steps, |step, _: &mut ()| {
+            let Step::Session { project, session, path: session_path } = step else { return Vec::new() };
+            let mut out = Vec::new();
+            for encoding in [Encoding::Raw, Encoding::Zstd] {
+                let path = session_path.join(encoding.file_name());
+                let found = match kind_of(&path) {
+                    Ok(Kind::File) => Ok(Found { project: project.clone(), session: session.clone(), path, encoding }),
+                    Ok(Kind::Missing) => continue,
+                    Ok(Kind::Link) => Err(RejectedLog { path, reason: LINK_REASON.into() }),
+                    Ok(Kind::Dir | Kind::Other) => Err(RejectedLog { path, reason: "not a regular file".into() }),
+                    Err(e) => Err(RejectedLog { path, reason: format!("cannot inspect: {e}") }),
+                };
+                out.push(found);
+            }
+            out
+        });
+        let mut found = Vec::new();
+        for (step, looked) in steps.into_iter().zip(looked) {
+            if let Step::Rejected(r) = step {
+                rejected.push(r);
+            }
+            // Rejections first, as the files of a session were looked at.
+            let (logs, others): (Vec<_>, Vec<_>) = looked.into_iter().partition(Result::is_ok);
+            rejected.extend(others.into_iter().filter_map(Result::err));
+            found.extend(logs.into_iter().filter_map(Result::ok));
         }
         Ok(found)
     }
@@ -506,13 +609,10 @@ impl DshStore {
                 ),
             ));
         }
+        let headers = par_map(&found, |f, decoder| read_log_header(&f.path, f.encoding, decoder));
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         let mut sessions = Vec::new();
-        for f in found {
-            let header = match header_reader(&f.path, f.encoding) {
-                Ok(mut reader) => read_header(&mut reader),
-                Err(e) => Err(format!("cannot open: {e}")),
-            };
+        for (f, header) in found.into_iter().zip(headers) {
             let header = match header.and_then(|h| path_matches(&f, &h).map(|()| h)) {
                 Ok(h) => h,
                 Err(reason) => {
@@ -564,10 +664,7 @@ impl DshStore {
             for encoding in logs {
                 let path = session_path.join(encoding.file_name());
                 let found = Found { project: project.clone(), session: session.clone(), path, encoding };
-                let header = match header_reader(&found.path, encoding) {
-                    Ok(mut reader) => read_header(&mut reader),
-                    Err(e) => Err(format!("cannot open: {e}")),
-                };
+                let header = read_log_header(&found.path, encoding, &mut None);
                 match header.and_then(|h| path_matches(&found, &h).map(|()| h)) {
                     Ok(h) if h.id == id => return Ok(Located { path: found.path, encoding }),
                     Ok(_) => {}
