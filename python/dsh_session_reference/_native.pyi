@@ -18,6 +18,7 @@ __all__ = [
     "parse_text",
     "stringify_tag_safe",
     "stringify_tag_safe_json",
+    "_bench_prepare_rust",
     "CancelToken",
     "Resolver",
     "DshSessionStore",
