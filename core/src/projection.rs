@@ -53,7 +53,6 @@ pub struct Item<'a> {
 pub struct ItemText<'a> {
     repr: Repr<'a>,
     bytes: usize,
-    quoted_len: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,15 +65,13 @@ enum Repr<'a> {
 impl<'a> ItemText<'a> {
     /// A text that is already decoded.
     pub fn decoded(text: Cow<'a, str>) -> Self {
-        let quoted_len = string_len(&text, true);
-        ItemText { bytes: text.len(), quoted_len, repr: Repr::Decoded(text) }
+        ItemText { bytes: text.len(), repr: Repr::Decoded(text) }
     }
 
     /// A text still in JSON form: `literal` is a JSON string literal with its
     /// quotes, as validated by the JSON reader.
     fn literal(literal: &'a str) -> Self {
-        let (bytes, quoted_len) = literal_lengths(literal);
-        ItemText { repr: Repr::Literal(literal), bytes, quoted_len }
+        ItemText { repr: Repr::Literal(literal), bytes: literal_byte_len(literal) }
     }
 
     /// UTF-8 bytes of the decoded text.
@@ -82,9 +79,14 @@ impl<'a> ItemText<'a> {
         self.bytes
     }
 
-    /// Bytes of the decoded text written as a tag-safe JSON string literal.
+    /// Bytes of the decoded text written as a tag-safe JSON string literal,
+    /// quotes included. Computed on each call (one pass over the text):
+    /// retention asks only for the items it may keep.
     pub fn tag_safe_len(&self) -> usize {
-        self.quoted_len
+        match &self.repr {
+            Repr::Decoded(t) => string_len(t, true),
+            Repr::Literal(lit) => literal_lengths(lit).1,
+        }
     }
 
     /// The decoded text (borrowed from the input when it has no escapes).
@@ -107,6 +109,41 @@ impl<'a> ItemText<'a> {
         }
         Ok(())
     }
+}
+
+/// The decoded UTF-8 length of the text of a valid JSON string literal:
+/// only its escapes need a look, found with `memchr`.
+fn literal_byte_len(literal: &str) -> usize {
+    let b = literal.as_bytes();
+    let inner = &b[1..b.len() - 1];
+    let mut bytes = inner.len();
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'\\', &inner[i..]) {
+        let at = i + p;
+        if inner[at + 1] != b'u' {
+            bytes -= 1; // two bytes of escape, one byte of text
+            i = at + 2;
+            continue;
+        }
+        let hex = |s: &[u8]| s.iter().fold(0u32, |acc, h| acc * 16 + (*h as char).to_digit(16).unwrap_or(0));
+        let cp = hex(&inner[at + 2..at + 6]);
+        if (0xD800..0xDC00).contains(&cp)
+            && inner.get(at + 6..at + 8) == Some(b"\\u")
+            && (0xDC00..0xE000).contains(&hex(&inner[at + 8..at + 12]))
+        {
+            bytes -= 12 - 4;
+            i = at + 12;
+            continue;
+        }
+        let len = match cp {
+            0..=0x7f => 1,
+            0x80..=0x7ff => 2,
+            _ => 3, // including a lone surrogate, which JavaScript counts as U+FFFD
+        };
+        bytes -= 6 - len;
+        i = at + 6;
+    }
+    bytes
 }
 
 /// The high bit of every byte of `w` that equals `b` (exact, no false positives).

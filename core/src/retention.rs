@@ -122,30 +122,51 @@ pub struct Retained<'a> {
 /// `Err` when a text that must be cut cannot be decoded.
 pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Result<Option<Retained<'a>>, String> {
     let n = items.len();
-    let mut total: u64 = fixed as u64
-        + items.iter().map(|i| item_size(i, i.text.tag_safe_len()) as u64).sum::<u64>()
-        + n.saturating_sub(1) as u64;
-    let mut kept = vec![true; n];
-    let mut omitted_messages = 0usize;
-    let mut omitted_bytes = 0u64;
+    // Serialized sizes, computed only for the items retention may keep.
+    let mut sizes: Vec<Option<usize>> = vec![None; n];
+    let mut size_of = |i: usize| -> u64 {
+        *sizes[i].get_or_insert_with(|| item_size(&items[i], items[i].text.tag_safe_len())) as u64
+    };
 
-    // Drop phase: oldest non-checkpoint item that is not the newest one.
-    // The newest item is never dropped, so it stays last throughout.
-    let mut next = 0;
-    while total > budget {
-        while next + 1 < n && items[next].checkpoint {
-            next += 1;
-        }
-        if next + 1 >= n {
+    // Drop phase. The reference drops the oldest item that is neither a
+    // checkpoint nor the newest, until the object fits. The newest item is
+    // never dropped, so the droppable items are fixed, and what survives is
+    // the longest run of the newest droppable items that fits next to the
+    // rest. Found from the newest end, it needs no size of a dropped item.
+    let droppable = |i: usize| i + 1 < n && !items[i].checkpoint;
+    let kept_fixed = (0..n).filter(|&i| !droppable(i));
+    let mut total: u64 = fixed as u64;
+    let mut count = 0u64;
+    for i in kept_fixed {
+        total += size_of(i);
+        count += 1;
+    }
+    total += count.saturating_sub(1); // commas
+    let mut first_kept = n; // every droppable item before this index is dropped
+    for i in (0..n).rev().filter(|&i| droppable(i)) {
+        let with = total + size_of(i) + u64::from(count > 0);
+        if with > budget {
             break;
         }
-        kept[next] = false;
-        total -= item_size(&items[next], items[next].text.tag_safe_len()) as u64 + 1; // and one comma
-        omitted_messages += 1;
-        omitted_bytes += items[next].text.byte_len() as u64;
-        next += 1;
+        total = with;
+        count += 1;
+        first_kept = i;
     }
-    let mut retained: Vec<Item<'a>> = items.into_iter().zip(kept).filter(|(_, k)| *k).map(|(i, _)| i).collect();
+    let mut omitted_messages = 0usize;
+    let mut omitted_bytes = 0u64;
+    let mut retained: Vec<Item<'a>> = Vec::with_capacity(count as usize);
+    let mut retained_sizes: Vec<usize> = Vec::with_capacity(count as usize);
+    for (i, item) in items.into_iter().enumerate() {
+        if i + 1 < n && !item.checkpoint && i < first_kept {
+            omitted_messages += 1;
+            omitted_bytes += item.text.byte_len() as u64;
+        } else {
+            // Every kept item's size was computed above.
+            let size = sizes[i].unwrap_or_else(|| item_size(&item, item.text.tag_safe_len()));
+            retained_sizes.push(size - ITEM_ENVELOPE - item.role.as_str().len());
+            retained.push(item);
+        }
+    }
 
     if total > budget {
         // Truncate phase: the item with the most bytes in its current text,
@@ -172,7 +193,9 @@ pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Result<Opt
                 return Ok(None);
             }
             let new_text = ItemText::decoded(Cow::Owned(text.into_owned()));
-            total = total - item.text.tag_safe_len() as u64 + new_text.tag_safe_len() as u64;
+            let new_len = new_text.tag_safe_len();
+            total = total - retained_sizes[idx] as u64 + new_len as u64;
+            retained_sizes[idx] = new_len;
             item.text = new_text;
             cut[idx] = omitted;
             heap.push((item.text.byte_len(), Reverse(idx)));
