@@ -99,22 +99,26 @@ impl LineReader {
     /// A reader of a zstd log.
     pub fn zstd(file: File) -> io::Result<Self> {
         let file_bytes = file.metadata()?.len();
-        Ok(Self::zstd_with(file, file_bytes, Decoder::new()?, ZSTD_CHUNK))
+        Ok(Self::zstd_with(file, file_bytes, ZstdScratch::new()?, ZSTD_CHUNK))
     }
 
-    /// A reader of a zstd log of `file_bytes` bytes that decodes with
-    /// `decoder` (a decoder is costly to create: reuse one across logs, see
-    /// [`into_decoder`](Self::into_decoder)) and reads and decodes `chunk`
-    /// bytes at a time ([`HEADER_CHUNK`] suits reading only the header).
-    pub fn zstd_with(file: File, file_bytes: u64, decoder: Decoder<'static>, chunk: usize) -> Self {
-        LineReader::Zstd(Box::new(FrameReader::new(file, file_bytes, decoder, chunk)))
+    /// A reader of a zstd log of `file_bytes` bytes that decodes with the
+    /// decoder and buffers of `scratch` (a decoder is costly to create:
+    /// reuse one across logs, see [`into_scratch`](Self::into_scratch)) and
+    /// reads and decodes `chunk` bytes at a time ([`HEADER_CHUNK`] suits
+    /// reading only the header).
+    pub fn zstd_with(file: File, file_bytes: u64, scratch: ZstdScratch, chunk: usize) -> Self {
+        LineReader::Zstd(Box::new(FrameReader::new(file, file_bytes, scratch, chunk)))
     }
 
-    /// The decoder of a zstd reader, for reuse.
-    pub fn into_decoder(self) -> Option<Decoder<'static>> {
+    /// The decoder and buffers of a zstd reader, for reuse.
+    pub fn into_scratch(self) -> Option<ZstdScratch> {
         match self {
             LineReader::Raw { .. } => None,
-            LineReader::Zstd(frames) => Some(frames.decoder),
+            LineReader::Zstd(frames) => {
+                let FrameReader { decoder, window, output, .. } = *frames;
+                Some(ZstdScratch { decoder, window, output })
+            }
         }
     }
 
@@ -211,6 +215,21 @@ fn read_once_at(mut file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usiz
     file.read(buf)
 }
 
+/// A zstd decoder and the buffers of a [`FrameReader`], reusable from one
+/// log to the next.
+pub struct ZstdScratch {
+    decoder: Decoder<'static>,
+    window: Vec<u8>,
+    output: Vec<u8>,
+}
+
+impl ZstdScratch {
+    /// A new decoder, no buffers yet.
+    pub fn new() -> io::Result<Self> {
+        Ok(ZstdScratch { decoder: Decoder::new()?, window: Vec::new(), output: Vec::new() })
+    }
+}
+
 /// Where the frame being decoded ends.
 #[derive(Clone, Copy, Debug)]
 enum FrameEnd {
@@ -256,19 +275,20 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
-    fn new(file: File, file_bytes: u64, decoder: Decoder<'static>, chunk: usize) -> Self {
+    fn new(file: File, file_bytes: u64, scratch: ZstdScratch, chunk: usize) -> Self {
+        let ZstdScratch { decoder, window, output } = scratch;
         FrameReader {
             file,
             pos: 0,
             stats: FrameStats { file_bytes, ..FrameStats::default() },
             decoder,
             frame: None,
-            window: Vec::new(),
+            window,
             window_len: 0,
             window_start: 0,
             chunk: chunk.max(64),
             starved: false,
-            output: Vec::new(),
+            output,
             output_pos: 0,
             output_len: 0,
             finished: false,
@@ -397,8 +417,8 @@ impl FrameReader {
     fn decode_some(&mut self) -> io::Result<()> {
         self.output_pos = 0;
         self.output_len = 0;
-        if self.output.is_empty() {
-            self.output = vec![0; self.chunk];
+        if self.output.len() < self.chunk {
+            self.output.resize(self.chunk, 0);
         }
         loop {
             let Some((start, end)) = self.frame else {

@@ -90,14 +90,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
-use zstd::stream::raw::Decoder;
 
 use crate::config::MAX_SAFE_INTEGER;
 use crate::error::HostError;
 use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 
 use self::fold::{is_surface_type, Surface, SurfaceOp};
-use self::frames::{FrameStats, LineRead, LineReader, HEADER_CHUNK, MAX_LINE_BYTES, ZSTD_CHUNK};
+use self::frames::{FrameStats, LineRead, LineReader, ZstdScratch, HEADER_CHUNK, MAX_LINE_BYTES, ZSTD_CHUNK};
 use self::kept::KeptLines;
 use self::layout::{project_dir_name, relative_log_path, session_dir_name, Encoding};
 use self::recovery::TurnTracker;
@@ -316,36 +315,36 @@ fn line_reader(path: &Path, encoding: Encoding) -> io::Result<LineReader> {
     let (file, len) = open_log(path)?;
     match encoding {
         Encoding::Raw => Ok(LineReader::raw(file)),
-        Encoding::Zstd => Ok(LineReader::zstd_with(file, len, Decoder::new()?, ZSTD_CHUNK)),
+        Encoding::Zstd => Ok(LineReader::zstd_with(file, len, ZstdScratch::new()?, ZSTD_CHUNK)),
     }
 }
 
 /// Reads and validates the header of the log at `path`, reading as little
 /// as it can: plain logs in small chunks, zstd logs with small buffers and
-/// a decoder from `decoder` (created there if empty, and left there for the
+/// a decoder and buffers from `scratch` (created there if empty, and left there for the
 /// next log: creating one costs more than reading a header).
-fn read_log_header(path: &Path, encoding: Encoding, decoder: &mut Option<Decoder<'static>>) -> Result<Header, String> {
+fn read_log_header(path: &Path, encoding: Encoding, scratch: &mut Option<ZstdScratch>) -> Result<Header, String> {
     let opened = open_log(path).and_then(|(file, len)| match encoding {
         Encoding::Raw => Ok(LineReader::raw_with_capacity(file, HEADER_READ_CHUNK)),
         Encoding::Zstd => {
-            let d = match decoder.take() {
-                Some(d) => d,
-                None => Decoder::new()?,
+            let reused = match scratch.take() {
+                Some(reused) => reused,
+                None => ZstdScratch::new()?,
             };
-            Ok(LineReader::zstd_with(file, len, d, HEADER_CHUNK))
+            Ok(LineReader::zstd_with(file, len, reused, HEADER_CHUNK))
         }
     });
     let mut reader = opened.map_err(|e| format!("cannot open: {e}"))?;
     let header = read_header(&mut reader);
-    if let Some(d) = reader.into_decoder() {
-        *decoder = Some(d);
+    if let Some(reused) = reader.into_scratch() {
+        *scratch = Some(reused);
     }
     header
 }
 
 /// Reads and validates the header of a log (line 1 or the first frame).
 fn read_header(reader: &mut LineReader) -> Result<Header, String> {
-    let mut buf = Vec::new();
+    let mut buf = Vec::with_capacity(512);
     match reader.next_line(&mut buf, MAX_HEADER_BYTES) {
         Ok(LineRead::Line(_)) => {}
         Ok(LineRead::End { torn_bytes: 0 }) => {
@@ -372,7 +371,8 @@ where
     F: Fn(&T, &mut S) -> R + Sync,
 {
     let run = |batch: &[T], state: &mut S| -> Vec<R> { batch.iter().map(|item| f(item, state)).collect() };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    // More threads than cores: a header read may block on the disk.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_mul(2).min(4);
     if threads < 2 || items.len() < 2 * LIST_BATCH {
         return run(items, &mut S::default());
     }
@@ -609,7 +609,7 @@ impl DshStore {
                 ),
             ));
         }
-        let headers = par_map(&found, |f, decoder| read_log_header(&f.path, f.encoding, decoder));
+        let headers = par_map(&found, |f, scratch| read_log_header(&f.path, f.encoding, scratch));
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         let mut sessions = Vec::new();
         for (f, header) in found.into_iter().zip(headers) {
