@@ -11,11 +11,12 @@ use serde_json::json;
 
 use crate::convert::sequence_arg;
 use crate::errors::to_pyerr;
+use crate::host::PyBytesData;
 use crate::runtime::runtime;
 
 /// Seconds taken by `iterations` calls of the core's `prepare` of
-/// `references` over `snapshots` (`{id: JSON bytes}`, copied once into an
-/// in-memory `MemoryQuery` before timing), for the target `{"id":
+/// `references` over `snapshots` (`{id: JSON bytes}`, lent without a copy
+/// to an in-memory `MemoryQuery`, as a Python host's `bytes` are), for the target `{"id":
 /// "bench-target"}` and a one-block content, entirely in Rust on the
 /// package's runtime with the GIL released: the baseline of a Python
 /// `Resolver.prepare` of the same inputs.
@@ -30,8 +31,8 @@ pub fn bench_prepare_rust(
 ) -> PyResult<f64> {
     let query = MemoryQuery::new();
     for (id, data) in snapshots.iter() {
-        let bytes = data.cast::<PyBytes>()?.as_bytes().to_vec();
-        query.set_surface(id.extract::<String>()?, SurfaceData::from(bytes));
+        let bytes = PyBytesData::new(data.cast::<PyBytes>()?);
+        query.set_surface(id.extract::<String>()?, SurfaceData::json(bytes));
     }
     let config = Config::new(None, None, max_reference_bytes).map_err(|e| to_pyerr(py, &e))?;
     let resolver = Resolver::new(Arc::new(query), config);

@@ -1,8 +1,8 @@
 //! A Python object as the library's session query.
 //!
 //! Each host call runs on the runtime's blocking pool, which takes the GIL
-//! only to call the method and convert what it returned (title reads are
-//! queued and called in batches, see [`TitleLane`]). A method may be
+//! only to call the method and convert what it returned (surface and title
+//! reads are queued and called in batches, see [`Lane`]). A method may be
 //! plain or `async def`: an awaitable result is scheduled with
 //! `asyncio.run_coroutine_threadsafe` on the event loop of the asyncio
 //! caller (the loop is free: its task is awaiting the library), or, for a
@@ -33,23 +33,46 @@ pub struct PyHost {
 struct HostInner {
     query: Py<PyAny>,
     event_loop: Option<Py<PyAny>>,
-    titles: Mutex<TitleLane>,
+    titles: Mutex<Lane<Option<String>>>,
+    surfaces: Mutex<Lane<SurfaceData>>,
 }
 
-/// Title reads waiting for a Python call. A search reads the title of every
-/// listed session (100,000 of them, say), and one blocking-pool thread and
-/// one GIL hand-off per read cost ~50 µs each; instead, a few threads
-/// ("drainers") each take the GIL once and call `read_title` for queued
-/// reads until the queue is empty. A title read that blocks and releases the
-/// GIL lets another drainer start when reads pile up.
-#[derive(Default)]
-struct TitleLane {
-    pending: std::collections::VecDeque<(String, oneshot::Sender<Started<Option<String>>>)>,
+/// Reads waiting for a Python call, per method. One blocking-pool thread
+/// and one GIL hand-off per read cost tens of µs each (most of a small
+/// `prepare`; ~50 µs per title of a search, which reads one title per
+/// listed session). Instead, reads are queued and "drainers" (blocking-pool
+/// threads) take the GIL once and call the host for queued reads until the
+/// queue is empty. A drainer is started per queued read up to `max`
+/// drainers, or, for titles, only when reads pile up: so every surface read
+/// can be in flight at once when the host blocks (reads are parallel), while
+/// a fast host serves a whole batch under one GIL hold.
+struct Lane<T> {
+    pending: std::collections::VecDeque<(String, oneshot::Sender<Started<T>>)>,
     drainers: usize,
 }
 
-/// At most this many drainers per call.
-const MAX_TITLE_DRAINERS: usize = 4;
+impl<T> Default for Lane<T> {
+    fn default() -> Self {
+        Lane { pending: Default::default(), drainers: 0 }
+    }
+}
+
+/// How a lane starts drainers.
+struct LanePolicy<T: 'static> {
+    method: &'static str,
+    convert: Converter<T>,
+    lane: fn(&HostInner) -> &Mutex<Lane<T>>,
+    /// At most this many drainers.
+    max: usize,
+    /// Start one for every queued read (`false`: only when more than four
+    /// reads per drainer are queued).
+    per_read: bool,
+}
+
+const TITLES: LanePolicy<Option<String>> =
+    LanePolicy { method: "read_title", convert: convert_title, lane: |h| &h.titles, max: 4, per_read: false };
+const SURFACES: LanePolicy<SurfaceData> =
+    LanePolicy { method: "read_surface", convert: convert_surface, lane: |h| &h.surfaces, max: 512, per_read: true };
 
 impl PyHost {
     /// A host over `query`. `event_loop` is the running loop of an asyncio
@@ -60,6 +83,7 @@ impl PyHost {
                 query: query.clone_ref(py),
                 event_loop: event_loop.map(|l| l.clone_ref(py)),
                 titles: Mutex::default(),
+                surfaces: Mutex::default(),
             }),
         }
     }
@@ -204,62 +228,71 @@ async fn finish<T>(method: &str, started: Started<T>) -> Result<T, HostError> {
     }
 }
 
-impl HostInner {
-    fn lane(&self) -> std::sync::MutexGuard<'_, TitleLane> {
-        self.titles.lock().unwrap_or_else(|e| e.into_inner())
-    }
+fn lock<T>(lane: &Mutex<Lane<T>>) -> std::sync::MutexGuard<'_, Lane<T>> {
+    lane.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A title read through the lane (see [`TitleLane`]).
-fn read_title(inner: &Arc<HostInner>, session_id: String) -> QueryFuture<'static, Option<String>> {
+/// A read through a lane (see [`Lane`]).
+fn queued<T: Send + 'static>(
+    inner: &Arc<HostInner>,
+    policy: &'static LanePolicy<T>,
+    session_id: String,
+) -> QueryFuture<'static, T> {
     let inner = Arc::clone(inner);
     Box::pin(async move {
         let (tx, rx) = oneshot::channel();
         let start_drainer = {
-            let mut lane = inner.lane();
+            let mut lane = lock((policy.lane)(&inner));
             lane.pending.push_back((session_id, tx));
-            let wanted = lane.drainers == 0 || lane.pending.len() > 4 * lane.drainers;
-            let start = wanted && lane.drainers < MAX_TITLE_DRAINERS;
+            let wanted = policy.per_read || lane.drainers == 0 || lane.pending.len() > 4 * lane.drainers;
+            let start = wanted && lane.drainers < policy.max;
             lane.drainers += usize::from(start);
             start
         };
         if start_drainer {
             let drainer = Arc::clone(&inner);
-            drop(tokio::task::spawn_blocking(move || drain_titles(&drainer)));
+            drop(tokio::task::spawn_blocking(move || drain(&drainer, policy)));
         }
         match rx.await {
-            Ok(started) => finish("read_title", started).await,
-            Err(_) => Err(HostError::new("read_title: calling the host failed unexpectedly")),
+            Ok(started) => finish(policy.method, started).await,
+            Err(_) => Err(HostError::new(format!("{}: calling the host failed unexpectedly", policy.method))),
         }
     })
 }
 
-/// A drainer: calls `read_title` for queued reads, holding the GIL, until
+/// A drainer: calls the host for queued reads, taking the GIL once, until
 /// the queue is empty. Reads whose caller stopped waiting are skipped.
-fn drain_titles(inner: &HostInner) {
+fn drain<T: Send + 'static>(inner: &HostInner, policy: &LanePolicy<T>) {
+    let lane = (policy.lane)(inner);
+    /// The next read to make, or `None` (and this drainer is gone).
+    fn next<T>(lane: &Mutex<Lane<T>>) -> Option<(String, oneshot::Sender<Started<T>>)> {
+        let mut lane = lock(lane);
+        let next = lane.pending.pop_front();
+        if next.is_none() {
+            lane.drainers -= 1;
+        }
+        next
+    }
     /// If a call panics, the drainer still counts as gone.
-    struct Gone<'a>(&'a HostInner);
-    impl Drop for Gone<'_> {
+    struct Gone<'a, T>(&'a Mutex<Lane<T>>);
+    impl<T> Drop for Gone<'_, T> {
         fn drop(&mut self) {
             if std::thread::panicking() {
-                self.0.lane().drainers -= 1;
+                lock(self.0).drainers -= 1;
             }
         }
     }
-    let _gone = Gone(inner);
+    // Without the GIL until there is work: surplus drainers leave at once.
+    let Some(mut item) = next(lane) else { return };
+    let _gone = Gone(lane);
     attach(|py| loop {
-        let Some((id, tx)) = ({
-            let mut lane = inner.lane();
-            let next = lane.pending.pop_front();
-            if next.is_none() {
-                lane.drainers -= 1;
-            }
-            next
-        }) else {
-            return;
-        };
+        let (id, tx) = item;
         if !tx.is_closed() {
-            let _ = tx.send(inner.start(py, "read_title", Some(&id), convert_title));
+            let _ = tx.send(inner.start(py, policy.method, Some(&id), policy.convert));
+        }
+        match next(lane) {
+            Some(n) => item = n,
+            None => return,
         }
     })
 }
@@ -269,10 +302,10 @@ impl SessionQuery for PyHost {
         call(&self.inner, "list_sessions", None, convert_list)
     }
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
-        read_title(&self.inner, session_id.to_owned())
+        queued(&self.inner, &TITLES, session_id.to_owned())
     }
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        call(&self.inner, "read_surface", Some(session_id.to_owned()), convert_surface)
+        queued(&self.inner, &SURFACES, session_id.to_owned())
     }
 }
 
@@ -310,7 +343,7 @@ fn convert_title(obj: &Bound<'_, PyAny>) -> Result<Option<String>, HostError> {
 }
 
 /// A Python `bytes` object lent to the library without a copy.
-struct PyBytesData {
+pub(crate) struct PyBytesData {
     /// Keeps the object (and so its buffer) alive.
     _owner: Py<PyBytes>,
     ptr: *const u8,
@@ -334,7 +367,7 @@ impl AsRef<[u8]> for PyBytesData {
 }
 
 impl PyBytesData {
-    fn new(b: &Bound<'_, PyBytes>) -> Self {
+    pub(crate) fn new(b: &Bound<'_, PyBytes>) -> Self {
         let bytes = b.as_bytes();
         PyBytesData { ptr: bytes.as_ptr(), len: bytes.len(), _owner: b.clone().unbind() }
     }
