@@ -17,7 +17,8 @@ around 400-byte messages). Times are medians of interleaved runs.
    as ``bytes`` (``str`` for contrast: it is encoded once).
 2. Throughput on 16 MB: Python MB/s over Rust MB/s (target: at least 70%).
 3. Small calls, 3 sources x 20 messages: Python time per call minus Rust
-   time per call (target: under 50 us).
+   time per call (target: under 50 us); for reference, a call of one tiny
+   source (one host call) and one without references (no host call).
 """
 
 from __future__ import annotations
@@ -161,15 +162,21 @@ def throughput(mb: int, runs: int) -> Tuple[float, Tuple[float, float], Tuple[fl
     return len(big) / 1e6, medians(python), medians(rust)
 
 
-def small_calls(calls: int, runs: int, form: str) -> Tuple[Tuple[float, float], Tuple[float, float]]:
-    """Median (wall, cpu) seconds per prepare of 3 sources x 20 messages:
-    Python, Rust."""
-    snapshots = {sid: session(sid, messages=20) for sid in ["s1", "s2", "s3"]}
-    refs = [{"sessionId": sid} for sid in snapshots]
-    forms: Dict[str, Any] = {sid: b if form == "bytes" else json.loads(b) for sid, b in snapshots.items()}
+def small_calls(calls: int, runs: int, case: str) -> Tuple[Tuple[float, float], Tuple[float, float]]:
+    """Median (wall, cpu) seconds per prepare: Python, Rust. ``case``:
+    ``bytes``/``dict`` (3 sources x 20 messages, the host returning bytes or
+    dicts), ``one`` (1 source of 1 message, bytes), ``none`` (no reference:
+    no host call)."""
+    if case in ("bytes", "dict"):
+        snapshots = {sid: session(sid, messages=20) for sid in ["s1", "s2", "s3"]}
+    else:
+        snapshots = {"s1": session("s1", messages=1)}
+    refs = [] if case == "none" else [{"sessionId": sid} for sid in snapshots]
+    forms: Dict[str, Any] = {sid: b if case != "dict" else json.loads(b) for sid, b in snapshots.items()}
     resolver = dsr.Resolver(BytesHost(forms))
     out = resolver.prepare(TARGET, CONTENT, refs)
-    assert [r["originalMessages"] for r in out["additionalContext"]["source"]["references"]] == [20, 20, 20]
+    if case in ("bytes", "dict"):
+        assert [r["originalMessages"] for r in out["additionalContext"]["source"]["references"]] == [20, 20, 20]
     python, rust = [], []
     for _ in range(runs):  # interleaved
         start = clocks()
@@ -207,15 +214,16 @@ def main() -> None:
               f"{'met' if ratio >= 0.7 else 'MISSED'}")
 
     calls = 100 if args.quick else 500
-    print(f"\n== 3. small calls: 3 sources x 20 messages, {calls} calls per run, median of {2 * runs + 1} ==")
-    print(f"{'host returns':>12} {'python':>9} {'rust':>9} {'overhead':>9} {'py cpu':>9} {'rs cpu':>9} "
+    print(f"\n== 3. small calls, {calls} calls per run, median of {2 * runs + 1} ==")
+    print(f"{'case':>22} {'python':>9} {'rust':>9} {'overhead':>9} {'py cpu':>9} {'rs cpu':>9} "
           f"{'overhead':>9}  target: overhead < 50 us")
-    for form in ["bytes", "dict"]:
-        (python, python_cpu), (rust, rust_cpu) = small_calls(calls, 2 * runs + 1, form)
+    for case, label in [("bytes", "3 x 20 messages, bytes"), ("dict", "3 x 20 messages, dicts"),
+                        ("one", "1 x 1 message, bytes"), ("none", "no reference")]:
+        (python, python_cpu), (rust, rust_cpu) = small_calls(calls, 2 * runs + 1, case)
         overhead, cpu_overhead = (python - rust) * 1e6, (python_cpu - rust_cpu) * 1e6
-        print(f"{form:>12} {python * 1e6:>7.1f}us {rust * 1e6:>7.1f}us {overhead:>7.1f}us "
-              f"{python_cpu * 1e6:>7.1f}us {rust_cpu * 1e6:>7.1f}us {cpu_overhead:>7.1f}us  "
-              f"{'met' if overhead < 50 else 'MISSED'}{'' if form == 'bytes' else ' (info: dicts are converted)'}")
+        verdict = ("met" if overhead < 50 else "MISSED") if case == "bytes" else "(info)"
+        print(f"{label:>22} {python * 1e6:>7.1f}us {rust * 1e6:>7.1f}us {overhead:>7.1f}us "
+              f"{python_cpu * 1e6:>7.1f}us {rust_cpu * 1e6:>7.1f}us {cpu_overhead:>7.1f}us  {verdict}")
 
 if __name__ == "__main__":
     main()

@@ -106,12 +106,12 @@ pub async fn linked<T>(
 /// 50 ms and an exception from a handler (`KeyboardInterrupt`) cancels the
 /// work and is raised.
 ///
-/// The calling thread drives the future itself (`Runtime::block_on`): host
+/// The calling thread drives the future itself ([`drive`]): host
 /// calls still run on the blocking pool and spawned work on the workers,
 /// but the two thread hand-offs of spawning the call and sending its result
 /// back are saved (most of a small call's overhead). From a thread that is
-/// already inside the runtime (a host method calling the resolver), where
-/// `block_on` is not allowed, the future is spawned and awaited over a channel.
+/// already inside the runtime (a host method calling the resolver), the
+/// future is spawned and awaited over a channel.
 pub fn run_blocking<T, F>(py: Python<'_>, user: Option<CancelToken>, make: impl FnOnce(CancelToken) -> F) -> PyResult<T>
 where
     T: Send + 'static,
@@ -123,23 +123,13 @@ where
     let outcome: std::result::Result<Result<T>, Option<PyErr>> = if tokio::runtime::Handle::try_current().is_err() {
         let rt = runtime();
         py.detach(move || {
+            let _context = rt.enter(); // for the blocking pool and timers of the work
             let drive = AssertUnwindSafe(|| {
-                rt.block_on(async move {
-                    let mut work = std::pin::pin!(work);
-                    loop {
-                        if !main_thread {
-                            return Ok(work.await);
-                        }
-                        tokio::select! {
-                            r = &mut work => return Ok(r),
-                            () = tokio::time::sleep(Duration::from_millis(50)) => {
-                                if let Err(e) = Python::attach(|py| py.check_signals()) {
-                                    token.cancel();
-                                    return Err(Some(e));
-                                }
-                            }
-                        }
-                    }
+                drive(work, main_thread, || {
+                    Python::attach(|py| py.check_signals()).map_err(|e| {
+                        token.cancel();
+                        Some(e)
+                    })
                 })
             });
             std::panic::catch_unwind(drive).unwrap_or(Err(None))
@@ -170,6 +160,46 @@ where
         Ok(Err(e)) => Err(to_pyerr(py, &e)),
         Err(Some(interrupt)) => Err(interrupt),
         Err(None) => Err(internal_error("the worker task failed (a bug: please report it)")),
+    }
+}
+
+/// Polls `work` on this thread until it completes, parking in between; on
+/// the main thread, `every_50ms` runs at least every 50 ms while waiting and
+/// stops the wait by returning an error. A plain park/unpark loop rather
+/// than `Runtime::block_on` with a 50 ms `sleep`: registering and dropping
+/// that timer woke a runtime worker on every call.
+fn drive<T, E>(
+    work: impl Future<Output = T>,
+    main_thread: bool,
+    mut every_50ms: impl FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<T, E> {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    const TICK: Duration = Duration::from_millis(50);
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut work = std::pin::pin!(work);
+    let mut checked = std::time::Instant::now();
+    loop {
+        if let std::task::Poll::Ready(v) = work.as_mut().poll(&mut cx) {
+            return Ok(v);
+        }
+        if !main_thread {
+            std::thread::park();
+            continue;
+        }
+        std::thread::park_timeout(TICK.saturating_sub(checked.elapsed()));
+        if checked.elapsed() >= TICK {
+            every_50ms()?;
+            checked = std::time::Instant::now();
+        }
     }
 }
 
