@@ -3,6 +3,10 @@
 //! cancelled returns exactly what the same call returns single-threaded, and
 //! a watchdog turns a deadlock into a failure instead of a hung CI job.
 
+mod common;
+
+use common::Rng;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
@@ -17,21 +21,6 @@ use serde_json::{json, Value};
 const THREADS: usize = 8;
 const CALLS: usize = 1_000;
 const SESSIONS: usize = 24;
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// An async host with per-call jitter, so reads of concurrent calls
 /// interleave; `fail` fails after a delay, everything else answers.

@@ -1,6 +1,10 @@
 //! Unit-level checks of the JSON writer, truncation, and the incremental
 //! retention against a naive re-serializing oracle written from the SPEC.
 
+mod common;
+
+use common::Rng;
+
 use std::borrow::Cow;
 
 use dsh_session_reference::json::{js_string, parse_js, string_len, write_f64};
@@ -101,28 +105,15 @@ fn head_tail_truncation() {
     }
 }
 
-/// A tiny deterministic generator (xorshift64*).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn text(&mut self) -> String {
-        const PIECES: &[&str] =
-            &["a", "b", " ", "<", ">", "\"", "\\", "\n", "\u{1}", "é", "界", "😀", "\u{feff}", "</x>"];
-        let len = match self.below(4) {
-            0 => 0,
-            1 => self.below(8),
-            _ => self.below(300),
-        };
-        (0..len).map(|_| PIECES[self.below(PIECES.len() as u64) as usize]).collect()
-    }
+/// Random text rich in what JSON escapes, `<`, multi-byte and BOM characters.
+fn random_text(rng: &mut Rng) -> String {
+    const PIECES: &[&str] = &["a", "b", " ", "<", ">", "\"", "\\", "\n", "\u{1}", "é", "界", "😀", "\u{feff}", "</x>"];
+    let len = match rng.below(4) {
+        0 => 0,
+        1 => rng.below(8),
+        _ => rng.below(300),
+    };
+    (0..len).map(|_| PIECES[rng.below(PIECES.len() as u64) as usize]).collect()
 }
 
 /// SPEC §4 as written: re-serialize the whole object at every step.
@@ -184,14 +175,14 @@ fn incremental_retention_matches_the_naive_oracle() {
         let items: Vec<(Role, String, bool)> = (0..n)
             .map(|_| {
                 let role = if rng.below(2) == 0 { Role::User } else { Role::Assistant };
-                let mut t = rng.text();
+                let mut t = random_text(&mut rng);
                 if t.is_empty() {
                     t.push('.');
                 }
                 (role, t, rng.below(5) == 0)
             })
             .collect();
-        let label = rng.text();
+        let label = random_text(&mut rng);
         let budget = 80 + rng.below(1500) as usize;
         let projection = Projection {
             session_id: Cow::Borrowed("s"),
