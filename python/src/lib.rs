@@ -14,7 +14,6 @@ mod store;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use serde_json::{Map, Value};
 
 use crate::convert::{string_arg, to_json, to_py, type_name};
 use crate::errors::to_pyerr;
@@ -46,20 +45,7 @@ fn format_mention(session_id: &Bound<'_, PyAny>, label: Option<&Bound<'_, PyAny>
 #[pyfunction]
 fn parse_text<'py>(py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let parsed = dsh_session_reference::parse_text(&string_arg(text, "text")?).map_err(|e| to_pyerr(py, &e))?;
-    let mut out = Map::new();
-    out.insert("text".into(), Value::from(parsed.text));
-    let refs = parsed
-        .references
-        .into_iter()
-        .map(|r| {
-            let mut m = Map::new();
-            m.insert("sessionId".into(), Value::from(r.session_id));
-            m.insert("label".into(), Value::from(r.label));
-            Value::Object(m)
-        })
-        .collect();
-    out.insert("references".into(), Value::Array(refs));
-    to_py(py, &Value::Object(out))
+    to_py(py, &parsed.to_json())
 }
 
 /// Tag-safe JSON of a Python value: JavaScript `JSON.stringify` output with
