@@ -30,7 +30,13 @@ for script in tests/c/run.sh python/run-tests.sh node/run-tests.sh; do
 done
 
 if [ -f fuzz/replay.sh ]; then
-  step "fuzz corpus replay"
+  # Where cargo-fuzz and a nightly toolchain are installed, every fuzz target
+  # also gets a short smoke run (FUZZ_SMOKE_SECONDS each; 0 turns it off).
+  # Elsewhere the committed corpus is replayed through the same checks.
+  if [ -z "${FUZZ_SMOKE_SECONDS:-}" ] && cargo +nightly fuzz --version >/dev/null 2>&1; then
+    export FUZZ_SMOKE_SECONDS=5
+  fi
+  step "fuzz corpus replay${FUZZ_SMOKE_SECONDS:+, smoke runs of ${FUZZ_SMOKE_SECONDS}s per target}"
   bash fuzz/replay.sh
 fi
 
