@@ -29,6 +29,7 @@
 
 #include "dsh_session_reference.h"
 #include "json.h"
+#include "test_util.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -40,32 +41,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---------------------------------------------------------------- checks */
-
-static atomic_int g_checks, g_failures;
-
-static void check_impl(bool ok, int line, const char *fmt, ...) {
-    atomic_fetch_add(&g_checks, 1);
-    if (ok) return;
-    if (atomic_fetch_add(&g_failures, 1) >= 60) return;
-    fprintf(stderr, "FAIL (test_hostile.c:%d): ", line);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-#define CHECK(cond, ...) check_impl((cond), __LINE__, __VA_ARGS__)
-
-static const char *code_of(const dsr_error *e) { return e ? dsr_error_code(e) : "(no error object)"; }
-static const char *msg_of(const dsr_error *e) { return e ? dsr_error_message(e) : "(no error object)"; }
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void sleep_us(long us) {
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
@@ -91,22 +66,6 @@ static long peak_rss_mb(void) {
 
 /* ---------------------------------------------------------- string buffer */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p) abort();
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 static void sb_printf(sbuf *b, const char *fmt, ...) {
     char tmp[512];
     va_list ap;
@@ -115,11 +74,6 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
     va_end(ap);
     if (n < 0 || (size_t)n >= sizeof tmp) abort();
     sb_put(b, tmp, (size_t)n);
-}
-static void sb_free(sbuf *b) {
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
 }
 
 /* ------------------------------------------------------------ the prompt */

@@ -10,6 +10,7 @@
 
 #include "dsh_session_reference.h"
 #include "json.h"
+#include "test_util.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -19,33 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-/* ---------------------------------------------------------------- checks */
-
-static int g_checks, g_failures;
-
-static void check_impl(bool ok, int line, const char *fmt, ...) {
-    g_checks++;
-    if (ok) return;
-    g_failures++;
-    if (g_failures > 60) return;
-    fprintf(stderr, "FAIL (test_main.c:%d): ", line);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-#define CHECK(cond, ...) check_impl((cond), __LINE__, __VA_ARGS__)
-
-static const char *code_of(const dsr_error *e) { return e ? dsr_error_code(e) : "(no error object)"; }
-static const char *msg_of(const dsr_error *e) { return e ? dsr_error_message(e) : "(no error object)"; }
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -53,22 +27,6 @@ static void sleep_ms(int ms) {
 
 /* ---------------------------------------------------------- string buffer */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p) abort();
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 static void sb_raw(sbuf *b, const jnode *n) { sb_put(b, n->raw, n->raw_len); }
 /* A JSON string literal of `n` bytes of UTF-8. */
 static void sb_jstr(sbuf *b, const char *s, size_t n) {
@@ -88,11 +46,6 @@ static void sb_jstr(sbuf *b, const char *s, size_t n) {
         }
     }
     sb_puts(b, "\"");
-}
-static void sb_free(sbuf *b) {
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
 }
 
 static char *read_file(const char *path, size_t *len) {
@@ -1274,13 +1227,14 @@ int main(void) {
         {"DSH store", test_dsh_store},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
-        int before_checks = g_checks, before_failures = g_failures;
+        int before_checks = atomic_load(&g_checks), before_failures = atomic_load(&g_failures);
         double t0 = now_s();
         steps[i].fn();
-        printf("%-45s %5d checks, %d failed (%.2f s)\n", steps[i].name, g_checks - before_checks,
-               g_failures - before_failures, now_s() - t0);
+        printf("%-45s %5d checks, %d failed (%.2f s)\n", steps[i].name, atomic_load(&g_checks) - before_checks,
+               atomic_load(&g_failures) - before_failures, now_s() - t0);
         fflush(stdout);
     }
-    printf("%s: %d checks, %d failed (conformance: %s)\n", g_failures ? "FAILED" : "OK", g_checks, g_failures, g_dir);
-    return g_failures ? 1 : 0;
+    int checks = atomic_load(&g_checks), failures = atomic_load(&g_failures);
+    printf("%s: %d checks, %d failed (conformance: %s)\n", failures ? "FAILED" : "OK", checks, failures, g_dir);
+    return failures ? 1 : 0;
 }
