@@ -100,19 +100,25 @@ fn config_vectors() {
     }
 }
 
+/// The case's configuration, or `None` when the case expects construction to
+/// fail (checked here: the expected error must be the config error).
+fn config_of(case: &Value, name: &str) -> Option<Config> {
+    match Config::from_json(&case["config"]) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            assert_eq!(Some(e.code().as_str()), case["expected"]["error"].as_str(), "{name}");
+            None
+        }
+    }
+}
+
 #[test]
 fn prepare_vectors() {
     let content = json!([{"type": "text", "text": "go"}]);
     for case in items(&vectors("prepare.json"), "prepare") {
         let name = case["name"].as_str().unwrap();
         let expected = &case["expected"];
-        let config = match Config::from_json(&case["config"]) {
-            Ok(c) => c,
-            Err(e) => {
-                assert_eq!(Some(e.code().as_str()), expected["error"].as_str(), "{name}");
-                continue;
-            }
-        };
+        let Some(config) = config_of(case, name) else { continue };
         let query = MemoryQuery::new();
         for (id, surface) in case["surfaces"].as_object().unwrap() {
             query.set_surface(id.clone(), SurfaceData::from(surface.clone()));
@@ -162,13 +168,7 @@ fn candidates_vectors() {
     for case in items(&vectors("candidates.json"), "candidates") {
         let name = case["name"].as_str().unwrap();
         let expected = &case["expected"];
-        let config = match Config::from_json(&case["config"]) {
-            Ok(c) => c,
-            Err(e) => {
-                assert_eq!(Some(e.code().as_str()), expected["error"].as_str(), "{name}");
-                continue;
-            }
-        };
+        let Some(config) = config_of(case, name) else { continue };
         let query = MemoryQuery::new();
         for s in case["sessions"].as_array().unwrap() {
             query.add_session(SessionHeader::from_json(s).unwrap());
