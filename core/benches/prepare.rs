@@ -2,7 +2,8 @@
 //! JSON once (issue 2's scaling figures and issue 7's targets 1 and 2).
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench prepare`
-//! (`-- --quick` for fewer sizes and repetitions).
+//! (`-- --quick` for fewer sizes and repetitions, `-- --only synthetic` or
+//! `-- --only realistic` for one table).
 //!
 //! Inputs are generated deterministically, nothing is downloaded:
 //! - "messages": n messages of 500 bytes, a compaction checkpoint first, then
@@ -207,7 +208,11 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    // `--only synthetic` or `--only realistic` runs one table (for profiling).
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).map(String::as_str);
+    let run = |table: &str| only.is_none_or(|o| o == table);
     let reps = |mb: f64| {
         if quick {
             3
@@ -218,53 +223,56 @@ fn main() {
         }
     };
 
-    println!("== synthetic messages (500 bytes each, checkpoint first): default and unlimited budget ==");
-    println!(
-        "{:>8} {:>7} {:>10} {:>10} {:>9} {:>7} {:>11} {:>9}",
-        "messages", "MB", "baseline", "default", "MB/s", "ratio", "unlimited", "MB/s"
-    );
-    let counts: &[usize] = if quick { &[1_000, 10_000] } else { &[1_000, 10_000, 100_000] };
-    for &n in counts {
-        let bytes = Arc::new(messages(n));
-        let mb = bytes.len() as f64 / 1e6;
-        let base = baseline(&bytes, reps(mb));
-        let d = prepare(&bytes, 65_536, reps(mb));
-        let u = prepare(&bytes, MAX_SAFE_INTEGER, reps(mb));
+    if run("synthetic") {
+        println!("== synthetic messages (500 bytes each, checkpoint first): default and unlimited budget ==");
         println!(
-            "{:>8} {:>7.1} {:>10} {:>10} {:>9.0} {:>6.2}x {:>11} {:>9.0}",
-            n,
-            mb,
-            ms(base.wall),
-            ms(d.time.wall),
-            mb / d.time.wall.as_secs_f64(),
-            d.time.wall.as_secs_f64() / base.wall.as_secs_f64(),
-            ms(u.time.wall),
-            mb / u.time.wall.as_secs_f64(),
+            "{:>8} {:>7} {:>10} {:>10} {:>9} {:>7} {:>11} {:>9}",
+            "messages", "MB", "baseline", "default", "MB/s", "ratio", "unlimited", "MB/s"
         );
+        let counts: &[usize] = if quick { &[1_000, 10_000] } else { &[1_000, 10_000, 100_000] };
+        for &n in counts {
+            let bytes = Arc::new(messages(n));
+            let mb = bytes.len() as f64 / 1e6;
+            let base = baseline(&bytes, reps(mb));
+            let d = prepare(&bytes, 65_536, reps(mb));
+            let u = prepare(&bytes, MAX_SAFE_INTEGER, reps(mb));
+            println!(
+                "{:>8} {:>7.1} {:>10} {:>10} {:>9.0} {:>6.2}x {:>11} {:>9.0}",
+                n,
+                mb,
+                ms(base.wall),
+                ms(d.time.wall),
+                mb / d.time.wall.as_secs_f64(),
+                d.time.wall.as_secs_f64() / base.wall.as_secs_f64(),
+                ms(u.time.wall),
+                mb / u.time.wall.as_secs_f64(),
+            );
+        }
     }
-
-    println!("\n== realistic sessions (reasoning, tool calls, 2 KB tool results), default budget ==");
-    println!(
-        "{:>7} {:>10} {:>10} {:>9} {:>7} {:>10} {:>10} {:>7} {:>8}",
-        "MB", "baseline", "prepare", "MB/s", "ratio", "base cpu", "cpu", "ratio", "peak/in"
-    );
-    let sizes: &[usize] = if quick { &[1 << 20, 16 << 20] } else { &[1 << 20, 16 << 20, 128 << 20] };
-    for &size in sizes {
-        let bytes = Arc::new(session(size));
-        let mb = bytes.len() as f64 / 1e6;
-        let base = baseline(&bytes, reps(mb));
-        let run = prepare(&bytes, 65_536, reps(mb));
+    if run("realistic") {
+        println!("\n== realistic sessions (reasoning, tool calls, 2 KB tool results), default budget ==");
         println!(
-            "{:>7.1} {:>10} {:>10} {:>9.0} {:>6.2}x {:>10} {:>10} {:>6.2}x {:>7.2}x",
-            mb,
-            ms(base.wall),
-            ms(run.time.wall),
-            mb / run.time.wall.as_secs_f64(),
-            run.time.wall.as_secs_f64() / base.wall.as_secs_f64(),
-            ms(base.cpu),
-            ms(run.time.cpu),
-            run.time.cpu.as_secs_f64() / base.cpu.as_secs_f64(),
-            run.peak as f64 / bytes.len() as f64,
+            "{:>7} {:>10} {:>10} {:>9} {:>7} {:>10} {:>10} {:>7} {:>8}",
+            "MB", "baseline", "prepare", "MB/s", "ratio", "base cpu", "cpu", "ratio", "peak/in"
         );
+        let sizes: &[usize] = if quick { &[1 << 20, 16 << 20] } else { &[1 << 20, 16 << 20, 128 << 20] };
+        for &size in sizes {
+            let bytes = Arc::new(session(size));
+            let mb = bytes.len() as f64 / 1e6;
+            let base = baseline(&bytes, reps(mb));
+            let run = prepare(&bytes, 65_536, reps(mb));
+            println!(
+                "{:>7.1} {:>10} {:>10} {:>9.0} {:>6.2}x {:>10} {:>10} {:>6.2}x {:>7.2}x",
+                mb,
+                ms(base.wall),
+                ms(run.time.wall),
+                mb / run.time.wall.as_secs_f64(),
+                run.time.wall.as_secs_f64() / base.wall.as_secs_f64(),
+                ms(base.cpu),
+                ms(run.time.cpu),
+                run.time.cpu.as_secs_f64() / base.cpu.as_secs_f64(),
+                run.peak as f64 / bytes.len() as f64,
+            );
+        }
     }
 }

@@ -166,54 +166,76 @@ fn array_index(key: &str) -> Option<u32> {
     (v < u32::MAX as u64).then_some(v as u32)
 }
 
-fn write_object(out: &mut String, map: &Map<String, Value>, tag_safe: bool) {
-    out.push('{');
-    let mut first = true;
-    let mut emit = |out: &mut String, k: &str, v: &Value| {
-        if !std::mem::take(&mut first) {
-            out.push(',');
-        }
-        write_string(out, k, tag_safe);
-        out.push(':');
-        write_value(out, v, tag_safe);
-    };
+/// An object's entries in JavaScript's property order: array-index keys
+/// first, ascending, then the rest in insertion order.
+fn js_order(map: &Map<String, Value>) -> Vec<(&str, &Value)> {
+    let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(map.len());
     if map.keys().any(|k| array_index(k).is_some()) {
         let mut idx: Vec<(u32, &str, &Value)> =
             map.iter().filter_map(|(k, v)| array_index(k).map(|i| (i, k.as_str(), v))).collect();
         idx.sort_by_key(|e| e.0);
-        for (_, k, v) in idx {
-            emit(out, k, v);
-        }
-        for (k, v) in map.iter().filter(|(k, _)| array_index(k).is_none()) {
-            emit(out, k, v);
-        }
+        entries.extend(idx.into_iter().map(|(_, k, v)| (k, v)));
+        entries.extend(map.iter().filter(|(k, _)| array_index(k).is_none()).map(|(k, v)| (k.as_str(), v)));
     } else {
-        for (k, v) in map {
-            emit(out, k, v);
-        }
+        entries.extend(map.iter().map(|(k, v)| (k.as_str(), v)));
     }
-    out.push('}');
+    entries
+}
+
+/// A container being written: what is left of it, and whether a comma is due.
+struct Open<'a> {
+    rest: Rest<'a>,
+    first: bool,
+}
+
+enum Rest<'a> {
+    Array(std::slice::Iter<'a, Value>),
+    Object(std::vec::IntoIter<(&'a str, &'a Value)>),
 }
 
 /// Appends `value` as `JSON.stringify` would (compact; object keys in
-/// JavaScript's property order), tag-safe when asked.
+/// JavaScript's property order), tag-safe when asked. Iterative: any depth
+/// of nesting is written without recursion.
 pub fn write_value(out: &mut String, value: &Value, tag_safe: bool) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_string(out, s, tag_safe),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(out, v, tag_safe);
+    let mut stack: Vec<Open<'_>> = Vec::new();
+    let mut value = value;
+    loop {
+        match value {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => write_number(out, n),
+            Value::String(s) => write_string(out, s, tag_safe),
+            Value::Array(items) => {
+                out.push('[');
+                stack.push(Open { rest: Rest::Array(items.iter()), first: true });
             }
-            out.push(']');
+            Value::Object(map) => {
+                out.push('{');
+                stack.push(Open { rest: Rest::Object(js_order(map).into_iter()), first: true });
+            }
         }
-        Value::Object(map) => write_object(out, map, tag_safe),
+        // The next value to write, closing every finished container.
+        loop {
+            let Some(open) = stack.last_mut() else { return };
+            let next = match &mut open.rest {
+                Rest::Array(items) => items.next().map(|v| (None, v)),
+                Rest::Object(entries) => entries.next().map(|(k, v)| (Some(k), v)),
+            };
+            let Some((key, v)) = next else {
+                out.push(if matches!(open.rest, Rest::Array(_)) { ']' } else { '}' });
+                stack.pop();
+                continue;
+            };
+            if !std::mem::take(&mut open.first) {
+                out.push(',');
+            }
+            if let Some(k) = key {
+                write_string(out, k, tag_safe);
+                out.push(':');
+            }
+            value = v;
+            break;
+        }
     }
 }
 

@@ -55,6 +55,7 @@ pub mod query;
 pub mod resolver;
 pub mod retention;
 pub mod runtime;
+mod scan;
 pub mod store;
 pub mod uri;
 

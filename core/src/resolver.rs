@@ -12,7 +12,7 @@ use std::panic::AssertUnwindSafe;
 use crate::cancel::CancelToken;
 use crate::config::{Config, MAX_SAFE_INTEGER};
 use crate::error::{Error, ErrorCode, HostError, Result};
-use crate::projection::{project_json, project_value};
+use crate::projection::project_json;
 use crate::prompt::{render_metadata, render_prompt, render_source, RenderedSource};
 use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData, Target};
 use crate::uri::{format_mention, parse_text, ParsedReference};
@@ -135,11 +135,16 @@ enum SourceFailure {
 }
 
 fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Result<RenderedSource, SourceFailure> {
-    let projection = match data {
-        SurfaceData::Json(bytes) => project_json((**bytes).as_ref()),
-        SurfaceData::Value(v) => project_value(v),
-    }
-    .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    // A value is written out and read like JSON text: one projection.
+    let written;
+    let bytes = match data {
+        SurfaceData::Json(bytes) => (**bytes).as_ref(),
+        SurfaceData::Value(v) => {
+            written = crate::json::stringify(v);
+            written.as_bytes()
+        }
+    };
+    let projection = project_json(bytes).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     let rendered =
         render_source(projection, label, budget).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     rendered.ok_or_else(|| {
