@@ -44,6 +44,33 @@ fn table(tag_safe: bool) -> &'static [u8; 256] {
     }
 }
 
+/// The index of the first byte at or after `i` that `s` escapes (`"`, `\\`,
+/// a control character, and `<` when tag-safe), or `s.len()`. Eight bytes at
+/// a time: texts are mostly runs that need no escape.
+fn next_escape(s: &[u8], mut i: usize, tag_safe: bool) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // The high bit of each byte below `n`; exact for the lowest such byte,
+    // the only one used (a borrow reaches only bytes above a match).
+    let below = |w: u64, n: u8| w.wrapping_sub(ONES * n as u64) & !w & HIGHS;
+    while let Some(chunk) = s.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let mut hits = below(w ^ (ONES * b'"' as u64), 1) | below(w ^ (ONES * b'\\' as u64), 1) | below(w, 0x20);
+        if tag_safe {
+            hits |= below(w ^ (ONES * b'<' as u64), 1);
+        }
+        if hits != 0 {
+            return i + hits.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    let t = table(tag_safe);
+    while i < s.len() && t[s[i] as usize] == 0 {
+        i += 1;
+    }
+    i
+}
+
 /// Appends `s` as a JSON string literal (with quotes) to `out`.
 pub fn write_string(out: &mut String, s: &str, tag_safe: bool) {
     let t = table(tag_safe);
@@ -51,14 +78,13 @@ pub fn write_string(out: &mut String, s: &str, tag_safe: bool) {
     out.reserve(bytes.len() + 2);
     out.push('"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let e = t[b as usize];
-        if e == 0 {
-            continue;
-        }
+    loop {
+        let i = next_escape(bytes, start, tag_safe);
         // Every escaped byte is ASCII, so `start..i` are char boundaries.
         out.push_str(&s[start..i]);
+        let Some(&b) = bytes.get(i) else { break };
         out.push('\\');
+        let e = t[b as usize];
         if e == b'u' {
             out.push_str("u00");
             out.push(HEX[(b >> 4) as usize] as char);
@@ -68,7 +94,6 @@ pub fn write_string(out: &mut String, s: &str, tag_safe: bool) {
         }
         start = i + 1;
     }
-    out.push_str(&s[start..]);
     out.push('"');
 }
 
@@ -76,13 +101,12 @@ pub fn write_string(out: &mut String, s: &str, tag_safe: bool) {
 /// included, without writing it.
 pub fn string_len(s: &str, tag_safe: bool) -> usize {
     let t = table(tag_safe);
+    let bytes = s.as_bytes();
     let mut extra = 0usize;
-    for &b in s.as_bytes() {
-        extra += match t[b as usize] {
-            0 => 0,
-            b'u' => 5,
-            _ => 1,
-        };
+    let mut i = next_escape(bytes, 0, tag_safe);
+    while let Some(&b) = bytes.get(i) {
+        extra += if t[b as usize] == b'u' { 5 } else { 1 };
+        i = next_escape(bytes, i + 1, tag_safe);
     }
     s.len() + extra + 2
 }

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use serde_json::Number;
 
 use crate::json::{string_len, write_string};
-use crate::scan::{unicode_escape, utf8_len, Read, Reader, Str};
+use crate::scan::{unicode_escape, Read, Reader, Str};
 
 /// Who said a projected item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,7 +84,12 @@ impl<'a> ItemText<'a> {
     pub fn tag_safe_len(&self) -> usize {
         match &self.repr {
             Repr::Decoded(t) => string_len(t, true),
-            Repr::Literal(s) => literal_tag_safe_len(s.lit),
+            Repr::Literal(s) => {
+                let mut count = Count(0);
+                // The reader validated the literal; an error cannot happen.
+                transcode(std::str::from_utf8(s.lit).unwrap_or("\"\""), &mut count);
+                count.0
+            }
         }
     }
 
@@ -99,69 +104,120 @@ impl<'a> ItemText<'a> {
     /// Appends the text as a tag-safe JSON string literal.
     pub fn write_tag_safe(&self, out: &mut String) -> Result<(), String> {
         match &self.repr {
-            // Without escapes or `<`, the literal is already the canonical form.
-            Repr::Literal(s) if !s.escaped && memchr::memchr(b'<', s.lit).is_none() => {
-                out.push_str(std::str::from_utf8(s.lit).map_err(|e| format!("malformed text: {e}"))?)
+            Repr::Decoded(t) => write_string(out, t, true),
+            Repr::Literal(s) => {
+                let start = out.len();
+                let lit = std::str::from_utf8(s.lit).map_err(|e| format!("malformed text: {e}"))?;
+                let mut sink = Write { out, lone_surrogate: false };
+                transcode(lit, &mut sink);
+                if sink.lone_surrogate {
+                    out.truncate(start);
+                    return Err("malformed text: a lone surrogate cannot be written as UTF-8".into());
+                }
             }
-            _ => write_string(out, &self.decode()?, true),
         }
         Ok(())
     }
 }
 
-/// The high bit of every byte of `w` that equals `b` (exact, no false positives).
-fn byte_mask(w: u64, b: u8) -> u64 {
-    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let x = w ^ (0x0101_0101_0101_0101u64 * b as u64);
-    !(((x & LO7) + LO7) | x | LO7)
+/// Where [`transcode`] puts the tag-safe form of a literal.
+trait Sink {
+    /// Text written as it is: a run of the literal or an escape.
+    fn str(&mut self, s: &str);
+    /// One character decoded from an escape.
+    fn char(&mut self, c: char);
+    /// An escaped lone surrogate (JavaScript writes it as `\udxxx`).
+    fn lone_surrogate(&mut self);
 }
 
-/// The tag-safe serialized length (quotes included) of the text of a valid
-/// JSON string literal, in one pass over the literal.
-fn literal_tag_safe_len(b: &[u8]) -> usize {
-    let inner = &b[1..b.len() - 1];
-    let mut quoted = 2usize;
-    let mut i = 0;
-    while i < inner.len() {
-        // Eight bytes at a time: each byte before the first backslash is
-        // written as itself, except `<`, which becomes the six bytes `\u003c`.
-        if let Some(chunk) = inner.get(i..i + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            let backslash = byte_mask(w, b'\\');
-            let plain = if backslash == 0 { 8 } else { backslash.trailing_zeros() as usize / 8 };
-            if plain > 0 {
-                let keep = if plain == 8 { u64::MAX } else { (1u64 << (plain * 8)) - 1 };
-                quoted += plain + 5 * (byte_mask(w, b'<') & keep).count_ones() as usize;
-                i += plain;
-                continue;
-            }
-        }
-        let c = inner[i];
-        if c != b'\\' {
-            // Raw bytes: control characters and `"` cannot appear raw.
-            quoted += if c == b'<' { 6 } else { 1 };
+/// Counts the bytes of the tag-safe form.
+struct Count(usize);
+
+impl Sink for Count {
+    fn str(&mut self, s: &str) {
+        self.0 += s.len();
+    }
+    fn char(&mut self, c: char) {
+        self.0 += c.len_utf8();
+    }
+    fn lone_surrogate(&mut self) {
+        self.0 += 6;
+    }
+}
+
+/// Writes the tag-safe form; a lone surrogate cannot be written to a Rust
+/// string and is only noted.
+struct Write<'o> {
+    out: &'o mut String,
+    lone_surrogate: bool,
+}
+
+impl Sink for Write<'_> {
+    fn str(&mut self, s: &str) {
+        self.out.push_str(s);
+    }
+    fn char(&mut self, c: char) {
+        self.out.push(c);
+    }
+    fn lone_surrogate(&mut self) {
+        self.lone_surrogate = true;
+    }
+}
+
+/// Turns a valid JSON string literal (quotes included) into the tag-safe
+/// JSON of its decoded text, as `JSON.stringify` writes it with every `<`
+/// as `\u003c`, without decoding it first: runs without `\` or `<` are
+/// copied, and each escape is written in its canonical form.
+fn transcode(text: &str, sink: &mut impl Sink) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let lit = text.as_bytes();
+    let end = lit.len() - 1;
+    sink.str("\"");
+    let mut i = 1;
+    while i < end {
+        let Some(off) = memchr::memchr2(b'\\', b'<', &lit[i..end]) else {
+            sink.str(&text[i..end]);
+            break;
+        };
+        // Runs end at ASCII bytes, so they are whole characters.
+        sink.str(&text[i..i + off]);
+        i += off;
+        if lit[i] == b'<' {
+            sink.str("\\u003c");
             i += 1;
             continue;
         }
-        let (cp, taken) = match inner[i + 1] {
-            b'u' => unicode_escape(inner, i).unwrap_or((0xFFFD, 6)),
-            b'b' => (8, 2),
-            b't' => (9, 2),
-            b'n' => (10, 2),
-            b'f' => (12, 2),
-            b'r' => (13, 2),
-            other => (other as u32, 2), // `"`, `\\`, `/`
+        let (cp, taken) = match lit[i + 1] {
+            b'u' => unicode_escape(lit, i).unwrap_or((0xFFFD, 6)),
+            b'/' => (u32::from(b'/'), 2),
+            // The other short escapes are already canonical.
+            _ => {
+                sink.str(&text[i..i + 2]);
+                i += 2;
+                continue;
+            }
         };
         i += taken;
-        quoted += match cp {
-            8 | 9 | 10 | 12 | 13 | 0x22 | 0x5c => 2,
-            0..=0x1f | 0x3c => 6,
-            // A lone surrogate: JavaScript writes it escaped.
-            0xD800..=0xDFFF => 6,
-            _ => utf8_len(cp),
-        };
+        match cp {
+            0x08 => sink.str("\\b"),
+            0x09 => sink.str("\\t"),
+            0x0a => sink.str("\\n"),
+            0x0c => sink.str("\\f"),
+            0x0d => sink.str("\\r"),
+            0x22 => sink.str("\\\""),
+            0x5c => sink.str("\\\\"),
+            0..=0x1f | 0x3c => {
+                sink.str("\\u00");
+                sink.char(HEX[(cp >> 4) as usize] as char);
+                sink.char(HEX[(cp & 15) as usize] as char);
+            }
+            _ => match char::from_u32(cp) {
+                Some(c) => sink.char(c),
+                None => sink.lone_surrogate(),
+            },
+        }
     }
-    quoted
+    sink.str("\"");
 }
 
 /// The projected surface of one source.
@@ -208,14 +264,11 @@ fn snapshot<'a>(r: &mut Reader<'a>) -> Result<Projection<'a>, String> {
     let (mut header, mut seq, mut items) = (None, None, None);
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
-        if key.is("events") {
-            items = Some(events(r)?);
-        } else if key.is("session") {
-            header = Some(session(r)?);
-        } else if key.is("capturedThroughSeq") {
-            seq = Some(captured_through_seq(r)?);
-        } else {
-            r.skip()?;
+        match &*key.name() {
+            b"events" => items = Some(events(r)?),
+            b"session" => header = Some(session(r)?),
+            b"capturedThroughSeq" => seq = Some(captured_through_seq(r)?),
+            _ => r.skip()?,
         }
     }
     r.end()?;
@@ -235,12 +288,10 @@ fn session<'a>(r: &mut Reader<'a>) -> Read<Header<'a>> {
     let (mut id, mut cwd) = (None, None);
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
-        if key.is("id") {
-            id = Some(r.maybe_string()?.ok_or_else(|| "expected `session.id` to be a string".to_owned()));
-        } else if key.is("cwd") {
-            cwd = Some(r.string_or_null("expected `session.cwd` to be a string or null")?);
-        } else {
-            r.skip()?;
+        match &*key.name() {
+            b"id" => id = Some(r.maybe_string()?.ok_or_else(|| "expected `session.id` to be a string".to_owned())),
+            b"cwd" => cwd = Some(r.string_or_null("expected `session.cwd` to be a string or null")?),
+            _ => r.skip()?,
         }
     }
     Ok((|| {
@@ -305,29 +356,27 @@ fn event<'a>(r: &mut Reader<'a>) -> Read<Option<Item<'a>>> {
     let mut projected = None; // (kind, item) of the last `data`, when read under a known kind
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
-        if key.is("type") {
-            let t = r.maybe_string()?.ok_or_else(|| "expected `type` to be a string".to_owned());
-            kind = Some(t.map(|t| {
-                if t.is("user/message") {
-                    Kind::UserMessage
-                } else if t.is("assistant/message") {
-                    Kind::AssistantMessage
-                } else {
-                    Kind::Other
-                }
-            }));
-        } else if key.is("data") {
-            let start = r.pos();
-            projected = match kind {
-                Some(Ok(k @ (Kind::UserMessage | Kind::AssistantMessage))) => Some((k, message(r, k)?)),
-                _ => {
-                    r.skip()?;
-                    None
-                }
-            };
-            data = Some((start, r.pos()));
-        } else {
-            r.skip()?;
+        match &*key.name() {
+            b"type" => {
+                let t = r.maybe_string()?.ok_or_else(|| "expected `type` to be a string".to_owned());
+                kind = Some(t.map(|t| match &*t.name() {
+                    b"user/message" => Kind::UserMessage,
+                    b"assistant/message" => Kind::AssistantMessage,
+                    _ => Kind::Other,
+                }));
+            }
+            b"data" => {
+                let start = r.pos();
+                projected = match kind {
+                    Some(Ok(k @ (Kind::UserMessage | Kind::AssistantMessage))) => Some((k, message(r, k)?)),
+                    _ => {
+                        r.skip()?;
+                        None
+                    }
+                };
+                data = Some((start, r.pos()));
+            }
+            _ => r.skip()?,
         }
     }
     let kind = match required("type", kind) {
@@ -350,14 +399,11 @@ fn message<'a>(r: &mut Reader<'a>, kind: Kind) -> Read<Option<Item<'a>>> {
     let (mut content, mut source, mut message) = (None, None, None);
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
-        if kind == Kind::UserMessage && key.is("content") {
-            content = Some(text_of(r)?);
-        } else if kind == Kind::UserMessage && key.is("source") {
-            source = Some(user_source(r)?);
-        } else if kind == Kind::AssistantMessage && key.is("message") {
-            message = Some(assistant_message(r)?);
-        } else {
-            r.skip()?;
+        match &*key.name() {
+            b"content" if kind == Kind::UserMessage => content = Some(text_of(r)?),
+            b"source" if kind == Kind::UserMessage => source = Some(user_source(r)?),
+            b"message" if kind == Kind::AssistantMessage => message = Some(assistant_message(r)?),
+            _ => r.skip()?,
         }
     }
     Ok((|| {
@@ -391,12 +437,10 @@ fn user_source<'a>(r: &mut Reader<'a>) -> Read<Option<Source<'a>>> {
     let (mut kind, mut plugin) = (None, None);
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
-        if key.is("kind") {
-            kind = Some(r.string_or_null("expected `source.kind` to be a string or null")?);
-        } else if key.is("plugin") {
-            plugin = Some(r.string_or_null("expected `source.plugin` to be a string or null")?);
-        } else {
-            r.skip()?;
+        match &*key.name() {
+            b"kind" => kind = Some(r.string_or_null("expected `source.kind` to be a string or null")?),
+            b"plugin" => plugin = Some(r.string_or_null("expected `source.plugin` to be a string or null")?),
+            _ => r.skip()?,
         }
     }
     Ok((|| Ok(Some((optional(kind)?, optional(plugin)?))))())
@@ -410,10 +454,9 @@ fn assistant_message<'a>(r: &mut Reader<'a>) -> Read<Option<ItemText<'a>>> {
     let mut content = None;
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
-        if key.is("content") {
-            content = Some(text_of(r)?);
-        } else {
-            r.skip()?;
+        match &*key.name() {
+            b"content" => content = Some(text_of(r)?),
+            _ => r.skip()?,
         }
     }
     Ok(required("data.message.content", content))
@@ -454,12 +497,10 @@ fn block<'a>(r: &mut Reader<'a>) -> Result<Option<ItemText<'a>>, String> {
     let (mut is_text, mut text) = (false, None);
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
-        if key.is("type") {
-            is_text = r.maybe_string()?.is_some_and(|t| t.is("text"));
-        } else if key.is("text") {
-            text = r.maybe_string()?;
-        } else {
-            r.skip()?;
+        match &*key.name() {
+            b"type" => is_text = r.maybe_string()?.is_some_and(|t| t.is("text")),
+            b"text" => text = r.maybe_string()?,
+            _ => r.skip()?,
         }
     }
     Ok(text.filter(|_| is_text).map(ItemText::literal))

@@ -32,6 +32,16 @@ impl<'a> Str<'a> {
         &self.lit[1..self.lit.len() - 1]
     }
 
+    /// The string's bytes, to match on: decoded when it has escapes (empty,
+    /// matching no name, when it cannot be decoded).
+    pub fn name(&self) -> Cow<'a, [u8]> {
+        match self.escaped.then(|| self.decode()) {
+            None => Cow::Borrowed(self.inner()),
+            Some(Ok(decoded)) => Cow::Owned(decoded.into_owned().into_bytes()),
+            Some(Err(_)) => Cow::Borrowed(&[]),
+        }
+    }
+
     /// Whether the decoded string equals `name`.
     pub fn is(&self, name: &str) -> bool {
         if self.escaped {
@@ -425,7 +435,7 @@ pub(crate) fn unicode_escape(b: &[u8], at: usize) -> Option<(u32, usize)> {
 
 /// The UTF-8 length of the code point `cp`; a lone surrogate counts as
 /// U+FFFD (3 bytes), as JavaScript's `TextEncoder` counts it.
-pub(crate) fn utf8_len(cp: u32) -> usize {
+fn utf8_len(cp: u32) -> usize {
     match cp {
         0..=0x7f => 1,
         0x80..=0x7ff => 2,

@@ -61,6 +61,27 @@ fn strings_escape_as_javascript_and_tag_safe_hides_every_angle_bracket() {
     assert_eq!(parse_js(&tagged).unwrap(), Value::from(s));
 }
 
+/// `JSON.stringify` of a string is what serde_json writes (both escape only
+/// `"`, `\`, and control characters, with the same short forms and
+/// lowercase hex); tag-safe adds `<` as `\u003c`. Random strings of every
+/// length around the word-at-a-time scan's eight-byte steps.
+#[test]
+fn string_writing_matches_serde_json_on_random_strings() {
+    let pieces =
+        ["a", "\"", "\\", "<", "\u{0}", "\u{8}", "\n", "\u{1f}", " ", "\u{7f}", "é", "😀", "\u{2028}", "xyzxyzxy"];
+    let mut rng = Rng(99);
+    for _ in 0..20_000 {
+        let n = rng.below(24);
+        let s: String = (0..n).map(|_| pieces[rng.below(pieces.len() as u64) as usize]).collect();
+        let plain = serde_json::to_string(&s).unwrap();
+        let tagged = plain.replace('<', "\\u003c");
+        assert_eq!(js_string(&s), plain, "{s:?}");
+        assert_eq!(stringify_tag_safe(&Value::from(s.as_str())), tagged, "{s:?}");
+        assert_eq!(string_len(&s, false), plain.len(), "{s:?}");
+        assert_eq!(string_len(&s, true), tagged.len(), "{s:?}");
+    }
+}
+
 #[test]
 fn js_parse_follows_json_parse() {
     assert_eq!(
