@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use serde_json::Number;
 
 use crate::json::{string_len, write_string};
-use crate::scan::{unicode_escape, Read, Reader, Str};
+use crate::scan::{find2, unicode_escape, Read, Reader, Str};
 
 /// Who said a projected item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,7 +175,7 @@ fn transcode(text: &str, sink: &mut impl Sink) {
     sink.str("\"");
     let mut i = 1;
     while i < end {
-        let Some(off) = memchr::memchr2(b'\\', b'<', &lit[i..end]) else {
+        let Some(off) = find2(&lit[i..end], b'\\', b'<') else {
             sink.str(&text[i..end]);
             break;
         };
