@@ -57,11 +57,13 @@ export declare class NativeResolver {
    */
   constructor(listSessions: () => string | Uint8Array | Promise<string | Uint8Array>, readTitle: (sessionId: string) => string | null | undefined | Promise<string | null | undefined>, readSurface: (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, config?: NativeConfig | null)
   /**
-   * `prepare(target, content, references)`: resolves to `{content}` or
-   * `{content, additionalContext}` as [`PreparedParts`] (the prompt apart).
-   * Arguments are JSON text.
+   * `prepare(target, content, references)`: `{content}` or
+   * `{content, additionalContext}` as [`PreparedParts`] (the prompt
+   * apart). Arguments are JSON text. Small work whose snapshots the host
+   * returned as plain values settles at once (see [`INLINE_BYTES`]);
+   * otherwise the result is a Promise.
    */
-  prepare(target: string, content: string, references: string, cancel?: CancelHandle | undefined | null): Promise<PreparedParts | NativeFailure>
+  prepare(target: string, content: string, references: string, cancel?: CancelHandle | undefined | null): PreparedParts | NativeFailure | Promise<PreparedParts | NativeFailure>
   /**
    * `prepareMessages(target, messages)`: resolves to the rewritten
    * message list as [`PreparedParts`] (the context prompts apart).

@@ -103,7 +103,19 @@ fn is_uint8_array(env: sys::napi_env, value: sys::napi_value) -> Result<bool> {
 
 /// The eventual outcome of one host call: the settled value of the Promise
 /// it returned (or its plain value), or the reason of its rejection.
-pub struct Pending(oneshot::Receiver<std::result::Result<HostValue, String>>);
+pub struct Pending {
+    outcome: oneshot::Receiver<std::result::Result<HostValue, String>>,
+    /// For a plain value (not a Promise): its size in bytes, so a caller
+    /// can tell that the outcome is already there and how big it is.
+    ready_bytes: Option<usize>,
+}
+
+impl Pending {
+    /// The outcome, once the host's Promise (if any) settled.
+    async fn outcome(self) -> std::result::Result<HostValue, HostError> {
+        self.outcome.await.map_err(|_| HostError::new("the host's promise was dropped"))?.map_err(HostError::new)
+    }
+}
 
 /// The text of a rejection reason: an `Error`'s `message`, a string as is.
 fn rejection_reason(reason: Unknown<'_>) -> String {
@@ -131,8 +143,14 @@ impl FromNapiValue for Pending {
         // SAFETY: called by napi on the JavaScript thread.
         check_status!(unsafe { sys::napi_is_promise(env, value, &mut is_promise) })?;
         if !is_promise {
-            let _ = tx.send(Ok(unsafe { HostValue::from_napi_value(env, value) }?));
-            return Ok(Pending(rx));
+            let value = unsafe { HostValue::from_napi_value(env, value) }?;
+            let ready_bytes = match &value {
+                HostValue::Text(s) => s.len(),
+                HostValue::Bytes(b) => b.len(),
+                HostValue::Nothing | HostValue::Wrong(_) => 0,
+            };
+            let _ = tx.send(Ok(value));
+            return Ok(Pending { outcome: rx, ready_bytes: Some(ready_bytes) });
         }
         let on_value = Rc::new(Cell::new(Some(tx)));
         let on_error = Rc::clone(&on_value);
@@ -151,7 +169,7 @@ impl FromNapiValue for Pending {
                 }
                 Ok(())
             })?;
-        Ok(Pending(rx))
+        Ok(Pending { outcome: rx, ready_bytes: None })
     }
 }
 
@@ -168,8 +186,7 @@ async fn call<A: 'static + JsValuesTupleIntoVec>(
     f: &HostFunction<A>,
     arg: A,
 ) -> std::result::Result<HostValue, HostError> {
-    let pending = f.call_async_catch(arg).await.map_err(|e| HostError::new(e.reason))?;
-    pending.0.await.map_err(|_| HostError::new("the host's promise was dropped"))?.map_err(HostError::new)
+    f.call_async_catch(arg).await.map_err(|e| HostError::new(e.reason))?.outcome().await
 }
 
 /// JSON text from a host value (string or bytes), parsed as `JSON.parse` would.
@@ -256,6 +273,13 @@ impl Prefetched {
         Prefetched { host, surfaces: Mutex::new(surfaces) }
     }
 
+    /// When every read already has its value (the host returned plain
+    /// values, not Promises): the total size of those values.
+    pub fn ready_bytes(&self) -> Option<usize> {
+        let surfaces = self.surfaces.lock().unwrap_or_else(|e| e.into_inner());
+        surfaces.iter().map(|(_, pending)| pending.ready_bytes).sum()
+    }
+
     fn take(&self, session_id: &str) -> Option<Pending> {
         let mut surfaces = self.surfaces.lock().unwrap_or_else(|e| e.into_inner());
         let at = surfaces.iter().position(|(id, _)| id == session_id)?;
@@ -274,10 +298,7 @@ impl SessionQuery for Prefetched {
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         match self.take(session_id) {
-            Some(pending) => Box::pin(async move {
-                let value = pending.0.await.map_err(|_| HostError::new("the host's promise was dropped"))?;
-                surface_of(value.map_err(HostError::new)?)
-            }),
+            Some(pending) => Box::pin(async move { surface_of(pending.outcome().await?) }),
             None => self.host.read_surface(session_id),
         }
     }

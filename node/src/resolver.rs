@@ -12,7 +12,9 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use dsh_session_reference as core;
 use dsh_session_reference::json::{parse_js, stringify};
@@ -181,6 +183,15 @@ fn outcome<T>(result: std::thread::Result<std::result::Result<T, NativeFailure>>
     }
 }
 
+/// `work`, settling with a failure instead of unwinding on a panic.
+fn settling<T, F>(work: F) -> Pin<Box<dyn Future<Output = Settled<T>> + Send>>
+where
+    T: Send + 'static,
+    F: Future<Output = std::result::Result<T, NativeFailure>> + Send + 'static,
+{
+    Box::pin(async move { outcome(AssertUnwindSafe(work).catch_unwind().await) })
+}
+
 /// Runs `work` on the library's runtime and returns a Promise that it
 /// settles. A panic in the core settles it with a failure instead of
 /// leaving it pending forever.
@@ -189,12 +200,41 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = std::result::Result<T, NativeFailure>> + Send + 'static,
 {
+    settle_on_runtime(env, settling(work))
+}
+
+fn settle_on_runtime<'env, T: ToNapiValue + Send + 'static>(
+    env: &'env Env,
+    work: Pin<Box<dyn Future<Output = Settled<T>> + Send>>,
+) -> Result<Object<'env>> {
     let (deferred, promise): (Deferred<T>, Object<'env>) = env.create_deferred()?;
     core::runtime().spawn(async move {
-        let settled = outcome(AssertUnwindSafe(work).catch_unwind().await);
+        let settled = work.await;
         deferred.resolve(Box::new(move |_env| Ok(settled)));
     });
     Ok(promise)
+}
+
+/// Snapshots up to this many bytes in all, already returned by the host as
+/// plain values, are prepared on the JavaScript thread (about as long as
+/// `JSON.parse` of them: well under a millisecond), saving the two thread
+/// hand-offs of a trip to the runtime; anything bigger, or waiting on a
+/// Promise, runs on the library's threads.
+const INLINE_BYTES: usize = 256 << 10;
+
+/// Settles `work` right here when it can finish without waiting (its first
+/// poll completes it), else on the runtime: the settled value itself, or a
+/// Promise of it.
+fn settle_inline<'env, T: ToNapiValue + Send + 'static>(
+    env: &'env Env,
+    work: impl Future<Output = std::result::Result<T, NativeFailure>> + Send + 'static,
+) -> Result<Either<Settled<T>, Object<'env>>> {
+    let mut work = settling(work);
+    let _runtime = core::runtime().enter(); // the work may ask for the runtime's handle
+    match work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(settled) => Ok(Either::A(settled)),
+        Poll::Pending => settle_on_runtime(env, work).map(Either::B),
+    }
 }
 
 /// A Promise already settled with `failure` (argument errors found before
@@ -223,28 +263,30 @@ impl NativeResolver {
         NativeResolver { resolver: Arc::new(Resolver::new(query, config)), host: None }
     }
 
-    /// The resolver for one `prepare`: for a JavaScript host, its surface
-    /// reads are started here, on the JavaScript thread, so their values go
-    /// to the runtime with the work instead of being fetched from there
-    /// (two thread hand-offs fewer per call). Only when the references are
-    /// valid and the call is not already cancelled (SPEC §6: no read
-    /// before), once per normalized reference, in order; the core then
-    /// validates the same references again, identically.
+    /// The resolver for one `prepare`, and whether the call may run on the
+    /// JavaScript thread. For a JavaScript host, its surface reads are
+    /// started here, on the JavaScript thread, so their values go to the
+    /// runtime with the work instead of being fetched from there (two thread
+    /// hand-offs fewer per call), and if they are all plain values of
+    /// [`INLINE_BYTES`] or less, the work need not leave this thread at all.
+    /// Reads start only when the references are valid and the call is not
+    /// already cancelled (SPEC §6: no read before), once per normalized
+    /// reference, in order; the core then validates the same references
+    /// again, identically. A call that reads nothing (invalid, no or
+    /// cancelled references) always runs here.
     fn for_prepare(
         &self,
         env: &Env,
         target: &Target,
         references: &[Value],
         cancel: Option<&CancelToken>,
-    ) -> Result<Arc<Resolver>> {
-        let Some((host, read_surface)) = &self.host else { return Ok(Arc::clone(&self.resolver)) };
+    ) -> Result<(Arc<Resolver>, bool)> {
         let config = *self.resolver.config();
-        let Ok(refs) = core::normalize_references(&target.id, references, config.max_references()) else {
-            return Ok(Arc::clone(&self.resolver));
+        let refs = match core::normalize_references(&target.id, references, config.max_references()) {
+            Ok(refs) if !refs.is_empty() && !cancel.is_some_and(CancelToken::is_cancelled) => refs,
+            _ => return Ok((Arc::clone(&self.resolver), true)),
         };
-        if refs.is_empty() || cancel.is_some_and(CancelToken::is_cancelled) {
-            return Ok(Arc::clone(&self.resolver));
-        }
+        let Some((host, read_surface)) = &self.host else { return Ok((Arc::clone(&self.resolver), false)) };
         let read_surface = read_surface.borrow_back(env)?;
         let mut started = Vec::with_capacity(refs.len());
         for r in refs {
@@ -256,7 +298,8 @@ impl NativeResolver {
             }
         }
         let query = Prefetched::new(Arc::clone(host), started);
-        Ok(Arc::new(Resolver::new(Arc::new(query), config)))
+        let inline = query.ready_bytes().is_some_and(|bytes| bytes <= INLINE_BYTES);
+        Ok((Arc::new(Resolver::new(Arc::new(query), config)), inline))
     }
 }
 
@@ -292,10 +335,12 @@ impl NativeResolver {
         Ok(NativeResolver { resolver, host: Some((query, read_surface_ref)) })
     }
 
-    /// `prepare(target, content, references)`: resolves to `{content}` or
-    /// `{content, additionalContext}` as [`PreparedParts`] (the prompt apart).
-    /// Arguments are JSON text.
-    #[napi(ts_return_type = "Promise<PreparedParts | NativeFailure>")]
+    /// `prepare(target, content, references)`: `{content}` or
+    /// `{content, additionalContext}` as [`PreparedParts`] (the prompt
+    /// apart). Arguments are JSON text. Small work whose snapshots the host
+    /// returned as plain values settles at once (see [`INLINE_BYTES`]);
+    /// otherwise the result is a Promise.
+    #[napi(ts_return_type = "PreparedParts | NativeFailure | Promise<PreparedParts | NativeFailure>")]
     pub fn prepare<'env>(
         &self,
         env: &'env Env,
@@ -303,21 +348,26 @@ impl NativeResolver {
         content: String,
         references: String,
         cancel: Option<&CancelHandle>,
-    ) -> Result<Object<'env>> {
+    ) -> Result<Either<Settled<PreparedParts>, Object<'env>>> {
         let args = parse_target(&target)
             .and_then(|t| Ok((t, parse_arg("content", &content)?, parse_array("references", &references)?)));
         let (target, content, references) = match args {
             Ok(args) => args,
-            Err(failure) => return settled(env, failure),
+            Err(failure) => return Ok(Either::A(Either::B(failure))),
         };
         let cancel = token(cancel);
-        let resolver = self.for_prepare(env, &target, &references, cancel.as_ref())?;
-        spawn(env, async move {
+        let (resolver, inline) = self.for_prepare(env, &target, &references, cancel.as_ref())?;
+        let work = async move {
             let prepared = resolver.prepare(&target, &content, &references, cancel.as_ref()).await?;
             let mut json = prepared.into_json();
             let prompts: Vec<String> = json.get_mut("additionalContext").and_then(take_prompt).into_iter().collect();
             Ok(PreparedParts { json: stringify(&json), prompts, at: Vec::new() })
-        })
+        };
+        if inline {
+            settle_inline(env, work)
+        } else {
+            spawn(env, work).map(Either::B)
+        }
     }
 
     /// `prepareMessages(target, messages)`: resolves to the rewritten

@@ -321,6 +321,38 @@ test('timers keep firing while a long prepare runs (the event loop is free)', as
   assert.ok(maxGap < 250, `the event loop stalled for ${maxGap.toFixed(0)} ms during ${elapsed.toFixed(0)} ms`)
 })
 
+test('small preparations from plain host values settle on the JavaScript thread; the rest go to the library threads', async () => {
+  // The native layer under the wrapper: a plain result when the work
+  // finished where it was called, a Promise when it runs elsewhere.
+  const { NativeResolver } = require('../index.js')
+  const json = (id, text) => JSON.stringify(snapshot(id, { user: text }))
+  const small = Buffer.from(json('s', 'hello <b>'))
+  const big = Buffer.from(json('b', 'x'.repeat(300 << 10)))
+  const native = (read) => new NativeResolver(() => '[]', () => null, read, null)
+  const call = (resolver, id) => resolver.prepare(JSON.stringify(TARGET), JSON.stringify(CONTENT), JSON.stringify([{ sessionId: id }]))
+  const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function'
+
+  const plain = call(native(() => small), 's')
+  assert.ok(!isPromise(plain), 'a small plain Buffer is prepared at once')
+  const viaPromise = call(native(() => Promise.resolve(small)), 's')
+  assert.ok(isPromise(viaPromise), 'a host Promise is awaited on the library threads')
+  const settled = await viaPromise
+  assert.equal(typeof plain.json, 'string')
+  // The same result both ways, up to the fresh context message id.
+  const withoutId = (parts) => parts.json.replace(/"id":"[0-9a-f-]{36}"/, '')
+  assert.equal(withoutId(plain), withoutId(settled))
+  assert.deepEqual(plain.prompts, settled.prompts)
+
+  assert.ok(isPromise(call(native(() => big), 'b')), 'more than 256 KiB is prepared on the library threads')
+  assert.ok(!isPromise(call(native(() => small), 'target')), 'a failure found before any read settles at once')
+
+  // Through the wrapper both are Promises, as always.
+  const resolver = new SessionReferenceResolver(hostReturning((op, id) => (op === 'readSurface' ? small : '[]')))
+  const p = resolver.prepare(TARGET, CONTENT, [{ sessionId: 's' }])
+  assert.ok(p instanceof Promise)
+  assert.equal((await p).additionalContext.content[0].text, plain.prompts[0])
+})
+
 test('50 concurrent prepares whose host reads files with fs.promises all complete', { timeout: 60000 }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dsr-node-'))
   try {
