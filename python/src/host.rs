@@ -42,18 +42,25 @@ struct HostInner {
 /// `prepare`; ~50 µs per title of a search, which reads one title per
 /// listed session). Instead, reads are queued and "drainers" (blocking-pool
 /// threads) take the GIL once and call the host for queued reads until the
-/// queue is empty. A drainer is started per queued read up to `max`
-/// drainers, or, for titles, only when reads pile up: so every surface read
-/// can be in flight at once when the host blocks (reads are parallel), while
-/// a fast host serves a whole batch under one GIL hold.
+/// queue is empty, so a fast host serves a whole batch under one GIL hold
+/// and one thread wake-up.
+///
+/// Surface reads fan out: a drainer that takes a read while more wait than
+/// drainers are on their way starts one more before it calls the host. So
+/// when the host blocks, every read is soon in flight on a thread of its own
+/// (reads are parallel), one wake-up apart; when it is fast, the first
+/// drainer has served them all before the second one wakes. Titles start a
+/// new drainer only when reads pile up (more than four per drainer).
 struct Lane<T> {
     pending: std::collections::VecDeque<(String, oneshot::Sender<Started<T>>)>,
     drainers: usize,
+    /// Drainers started that have not taken their first read yet.
+    starting: usize,
 }
 
 impl<T> Default for Lane<T> {
     fn default() -> Self {
-        Lane { pending: Default::default(), drainers: 0 }
+        Lane { pending: Default::default(), drainers: 0, starting: 0 }
     }
 }
 
@@ -64,15 +71,15 @@ struct LanePolicy<T: 'static> {
     lane: fn(&HostInner) -> &Mutex<Lane<T>>,
     /// At most this many drainers.
     max: usize,
-    /// Start one for every queued read (`false`: only when more than four
-    /// reads per drainer are queued).
-    per_read: bool,
+    /// Fan out (see [`Lane`]); `false`: start a drainer only when more than
+    /// four reads per drainer are queued.
+    fan_out: bool,
 }
 
 const TITLES: LanePolicy<Option<String>> =
-    LanePolicy { method: "read_title", convert: convert_title, lane: |h| &h.titles, max: 4, per_read: false };
+    LanePolicy { method: "read_title", convert: convert_title, lane: |h| &h.titles, max: 4, fan_out: false };
 const SURFACES: LanePolicy<SurfaceData> =
-    LanePolicy { method: "read_surface", convert: convert_surface, lane: |h| &h.surfaces, max: 512, per_read: true };
+    LanePolicy { method: "read_surface", convert: convert_surface, lane: |h| &h.surfaces, max: 512, fan_out: true };
 
 impl PyHost {
     /// A host over `query`. `event_loop` is the running loop of an asyncio
@@ -244,14 +251,11 @@ fn queued<T: Send + 'static>(
         let start_drainer = {
             let mut lane = lock((policy.lane)(&inner));
             lane.pending.push_back((session_id, tx));
-            let wanted = policy.per_read || lane.drainers == 0 || lane.pending.len() > 4 * lane.drainers;
-            let start = wanted && lane.drainers < policy.max;
-            lane.drainers += usize::from(start);
-            start
+            let wanted = lane.drainers == 0 || (!policy.fan_out && lane.pending.len() > 4 * lane.drainers);
+            wanted && lane.add_drainer(policy)
         };
         if start_drainer {
-            let drainer = Arc::clone(&inner);
-            drop(tokio::task::spawn_blocking(move || drain(&drainer, policy)));
+            spawn_drainer(&inner, policy);
         }
         match rx.await {
             Ok(started) => finish(policy.method, started).await,
@@ -260,16 +264,43 @@ fn queued<T: Send + 'static>(
     })
 }
 
+impl<T> Lane<T> {
+    /// Counts a new drainer, if the policy allows one more.
+    fn add_drainer(&mut self, policy: &LanePolicy<T>) -> bool {
+        let add = self.drainers < policy.max;
+        self.drainers += usize::from(add);
+        self.starting += usize::from(add);
+        add
+    }
+}
+
+fn spawn_drainer<T: Send + 'static>(inner: &Arc<HostInner>, policy: &'static LanePolicy<T>) {
+    let drainer = Arc::clone(inner);
+    drop(tokio::task::spawn_blocking(move || drain(&drainer, policy)));
+}
+
 /// A drainer: calls the host for queued reads, taking the GIL once, until
 /// the queue is empty. Reads whose caller stopped waiting are skipped.
-fn drain<T: Send + 'static>(inner: &HostInner, policy: &LanePolicy<T>) {
+fn drain<T: Send + 'static>(inner: &Arc<HostInner>, policy: &'static LanePolicy<T>) {
     let lane = (policy.lane)(inner);
-    /// The next read to make, or `None` (and this drainer is gone).
-    fn next<T>(lane: &Mutex<Lane<T>>) -> Option<(String, oneshot::Sender<Started<T>>)> {
-        let mut lane = lock(lane);
+    /// The next read to make, or `None` (and this drainer is gone); `first`
+    /// for this drainer's first look. Fans out as [`Lane`] says.
+    fn next<T: Send + 'static>(
+        inner: &Arc<HostInner>,
+        policy: &'static LanePolicy<T>,
+        first: bool,
+    ) -> Option<(String, oneshot::Sender<Started<T>>)> {
+        let mut lane = lock((policy.lane)(inner));
+        lane.starting -= usize::from(first);
         let next = lane.pending.pop_front();
         if next.is_none() {
             lane.drainers -= 1;
+            return None;
+        }
+        let more = policy.fan_out && lane.pending.len() > lane.starting && lane.add_drainer(policy);
+        drop(lane);
+        if more {
+            spawn_drainer(inner, policy);
         }
         next
     }
@@ -283,14 +314,14 @@ fn drain<T: Send + 'static>(inner: &HostInner, policy: &LanePolicy<T>) {
         }
     }
     // Without the GIL until there is work: surplus drainers leave at once.
-    let Some(mut item) = next(lane) else { return };
+    let Some(mut item) = next(inner, policy, true) else { return };
     let _gone = Gone(lane);
     attach(|py| loop {
         let (id, tx) = item;
         if !tx.is_closed() {
             let _ = tx.send(inner.start(py, policy.method, Some(&id), policy.convert));
         }
-        match next(lane) {
+        match next(inner, policy, false) {
             Some(n) => item = n,
             None => return,
         }

@@ -14,6 +14,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -168,28 +169,47 @@ where
 /// stops the wait by returning an error. A plain park/unpark loop rather
 /// than `Runtime::block_on` with a 50 ms `sleep`: registering and dropping
 /// that timer woke a runtime worker on every call.
+///
+/// Before parking, the thread spins for up to [`SPIN`] waiting for a wake:
+/// a host call answered within that time (the usual case for a small read)
+/// then costs no sleep and no wake-up of this thread, which on a virtual
+/// machine is tens of µs of CPU each.
 fn drive<T, E>(
     work: impl Future<Output = T>,
     main_thread: bool,
     mut every_50ms: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<T, E> {
-    struct Unpark(std::thread::Thread);
+    struct Unpark {
+        thread: std::thread::Thread,
+        woken: AtomicBool,
+    }
     impl std::task::Wake for Unpark {
         fn wake(self: Arc<Self>) {
-            self.0.unpark();
+            self.wake_by_ref();
         }
         fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
+            self.woken.store(true, Ordering::Release);
+            // Cheap when the thread is spinning rather than parked.
+            self.thread.unpark();
         }
     }
     const TICK: Duration = Duration::from_millis(50);
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let unpark = Arc::new(Unpark { thread: std::thread::current(), woken: AtomicBool::new(false) });
+    let waker = std::task::Waker::from(Arc::clone(&unpark));
     let mut cx = std::task::Context::from_waker(&waker);
     let mut work = std::pin::pin!(work);
     let mut checked = std::time::Instant::now();
     loop {
+        unpark.woken.store(false, Ordering::Relaxed);
         if let std::task::Poll::Ready(v) = work.as_mut().poll(&mut cx) {
             return Ok(v);
+        }
+        let spinning = std::time::Instant::now();
+        while !unpark.woken.load(Ordering::Acquire) && spinning.elapsed() < SPIN {
+            std::hint::spin_loop();
+        }
+        if unpark.woken.load(Ordering::Acquire) {
+            continue;
         }
         if !main_thread {
             std::thread::park();
@@ -202,6 +222,9 @@ fn drive<T, E>(
         }
     }
 }
+
+/// How long a blocking call spins for its work's next wake before it parks.
+const SPIN: Duration = Duration::from_micros(100);
 
 fn is_main_thread(py: Python<'_>) -> bool {
     let check = || -> PyResult<bool> {
