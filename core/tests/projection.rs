@@ -2,76 +2,20 @@
 //! written from SPEC §3 over a parsed `serde_json::Value`, on random
 //! snapshots: keys in any order, repeated keys (the last one counts, as in
 //! `JSON.parse`), escaped keys, unknown fields, odd block shapes, texts with
-//! escapes and non-ASCII, and random corruptions of all of it.
+//! escapes and non-ASCII, and random corruptions of all of it. The naive
+//! projection lives with the fuzz checks (`fuzz/src/checks.rs`), whose
+//! `prepare` target makes the same comparison on fuzzed bytes.
 
 mod common;
 
+#[path = "../../fuzz/src/checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+use checks::{naive_projection, projected};
 use common::Rng;
 
-use dsh_session_reference::projection::{project_json, Role};
 use serde_json::Value;
-
-/// What a snapshot projects to: id, cwd, capturedThroughSeq and the items.
-type Projected = (String, Option<String>, Option<String>, Vec<(Role, String, bool)>);
-
-/// SPEC §3 over a value; `None` where the snapshot is malformed.
-fn oracle(doc: &Value) -> Option<Projected> {
-    let session = doc.get("session")?.as_object()?;
-    let id = session.get("id")?.as_str()?.to_owned();
-    let cwd = match session.get("cwd") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_str()?.to_owned()),
-    };
-    let seq = match doc.get("capturedThroughSeq")? {
-        Value::Null => None,
-        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => Some(n.to_string()),
-        _ => return None,
-    };
-    let text_of = |content: &Value| -> Option<Option<String>> {
-        let texts: Vec<&str> = content
-            .as_array()?
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect();
-        Some((!texts.is_empty()).then(|| texts.join("\n")))
-    };
-    let mut items = Vec::new();
-    for event in doc.get("events")?.as_array()? {
-        let event = event.as_object()?;
-        let (role, text, checkpoint) = match event.get("type")?.as_str()? {
-            "user/message" => {
-                let data = event.get("data")?.as_object()?;
-                let text = text_of(data.get("content")?)?;
-                let field = |name: &str| -> Option<Option<String>> {
-                    match data.get("source") {
-                        None | Some(Value::Null) => Some(None),
-                        Some(Value::Object(s)) => match s.get(name) {
-                            None | Some(Value::Null) => Some(None),
-                            Some(v) => Some(Some(v.as_str()?.to_owned())),
-                        },
-                        Some(_) => None,
-                    }
-                };
-                let (kind, plugin) = (field("kind")?, field("plugin")?);
-                let checkpoint = kind.as_deref() == Some("plugin") && plugin.as_deref() == Some("compact");
-                if kind.as_deref() != Some("user") && !checkpoint {
-                    continue;
-                }
-                (Role::User, text, checkpoint)
-            }
-            "assistant/message" => {
-                let message = event.get("data")?.as_object()?.get("message")?.as_object()?;
-                (Role::Assistant, text_of(message.get("content")?)?, false)
-            }
-            _ => continue,
-        };
-        if let Some(text) = text.filter(|t| !t.is_empty()) {
-            items.push((role, text, checkpoint));
-        }
-    }
-    Some((id, cwd, seq, items))
-}
 
 /// Random snapshot text, built by hand so that keys can repeat.
 struct Gen(Rng);
@@ -218,17 +162,10 @@ impl Gen {
     }
 }
 
-fn ours(bytes: &[u8]) -> Option<Projected> {
-    let p = project_json(bytes).ok()?;
-    let items = p.items.iter().map(|i| (i.role, i.text.decode().unwrap().into_owned(), i.checkpoint)).collect();
-    let seq = p.captured_through_seq.map(|n| n.to_string());
-    Some((p.session_id.into_owned(), p.cwd.map(|c| c.into_owned()), seq, items))
-}
-
 #[test]
 fn projection_of_bytes_matches_a_naive_projection_of_the_parsed_value() {
     let mut g = Gen(Rng(0x5eed));
-    let (mut projected, mut empty, mut malformed, mut corrupted) = (0, 0, 0, 0);
+    let (mut nonempty, mut empty, mut malformed, mut corrupted) = (0, 0, 0, 0);
     for case in 0..20_000 {
         let mut doc = g.snapshot().into_bytes();
         if case % 4 == 3 {
@@ -239,21 +176,21 @@ fn projection_of_bytes_matches_a_naive_projection_of_the_parsed_value() {
         }
         // A lone surrogate escape cannot be decoded; skip those documents.
         let Ok(value) = serde_json::from_slice::<Value>(&doc) else {
-            assert!(ours(&doc).is_none() || String::from_utf8_lossy(&doc).contains("\\u"), "case {case}");
+            assert!(projected(&doc).is_none() || String::from_utf8_lossy(&doc).contains("\\u"), "case {case}");
             continue;
         };
-        let want = oracle(&value);
-        assert_eq!(ours(&doc), want, "case {case}: {}", String::from_utf8_lossy(&doc));
+        let want = naive_projection(&value);
+        assert_eq!(projected(&doc), want, "case {case}: {}", String::from_utf8_lossy(&doc));
         match want {
-            Some(w) if !w.3.is_empty() => projected += 1,
+            Some(w) if !w.3.is_empty() => nonempty += 1,
             Some(_) => empty += 1,
             None => malformed += 1,
         }
     }
     // Enough of each outcome for the comparison to mean something.
     assert!(
-        projected > 3_000 && empty > 1_000 && malformed > 3_000 && corrupted > 4_000,
-        "the generator is off: {projected} projected, {empty} empty, {malformed} malformed"
+        nonempty > 3_000 && empty > 1_000 && malformed > 3_000 && corrupted > 4_000,
+        "the generator is off: {nonempty} projected, {empty} empty, {malformed} malformed"
     );
 }
 
@@ -265,7 +202,7 @@ fn a_repeated_key_counts_with_its_last_value() {
          "data":{"content":[{"type":"text","text":"y","text":"z"}],"source":{"kind":"user"}}},
         {"type":"user/message","data":{"content":[{"type":"text","text":"w"}],"source":{"kind":"user"}},"type":"tool/result"}
     ],"capturedThroughSeq":2}"#;
-    let (id, _, seq, items) = ours(doc).unwrap();
+    let (id, _, seq, items) = projected(doc).unwrap();
     assert_eq!((id.as_str(), seq.as_deref()), ("b", Some("2")));
     let texts: Vec<&str> = items.iter().map(|i| i.1.as_str()).collect();
     assert_eq!(texts, ["no", "z"]);

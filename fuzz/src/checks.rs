@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use dsh_session_reference::json::parse_js;
-use dsh_session_reference::projection::project_json;
+use dsh_session_reference::projection::{project_json, Role};
 use dsh_session_reference::prompt::{render_prompt, render_source, PROMPT_FOOTER, PROMPT_HEADER};
 use dsh_session_reference::store::layout::{relative_log_path, Encoding};
 use dsh_session_reference::store::StoreErrorKind;
@@ -81,10 +81,86 @@ fn without_negative_zero(v: Value) -> Value {
     }
 }
 
-/// Retention and the prompt from arbitrary snapshot JSON: under every
-/// budget, a rendered source fits, is tag-safe JSON with the fixed key
-/// order, and its statistics add up; the prompt frame is intact.
+/// What a snapshot projects to: id, cwd, capturedThroughSeq and the items.
+pub type Projected = (String, Option<String>, Option<String>, Vec<(Role, String, bool)>);
+
+/// SPEC §3 over a parsed value, naively: the oracle of the single-pass
+/// projection of bytes. `None` where the snapshot is malformed.
+pub fn naive_projection(doc: &Value) -> Option<Projected> {
+    let session = doc.get("session")?.as_object()?;
+    let id = session.get("id")?.as_str()?.to_owned();
+    let cwd = match session.get("cwd") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_str()?.to_owned()),
+    };
+    let seq = match doc.get("capturedThroughSeq")? {
+        Value::Null => None,
+        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => Some(n.to_string()),
+        _ => return None,
+    };
+    let text_of = |content: &Value| -> Option<Option<String>> {
+        let texts: Vec<&str> = content
+            .as_array()?
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        Some((!texts.is_empty()).then(|| texts.join("\n")))
+    };
+    let mut items = Vec::new();
+    for event in doc.get("events")?.as_array()? {
+        let event = event.as_object()?;
+        let (role, text, checkpoint) = match event.get("type")?.as_str()? {
+            "user/message" => {
+                let data = event.get("data")?.as_object()?;
+                let text = text_of(data.get("content")?)?;
+                let field = |name: &str| -> Option<Option<String>> {
+                    match data.get("source") {
+                        None | Some(Value::Null) => Some(None),
+                        Some(Value::Object(s)) => match s.get(name) {
+                            None | Some(Value::Null) => Some(None),
+                            Some(v) => Some(Some(v.as_str()?.to_owned())),
+                        },
+                        Some(_) => None,
+                    }
+                };
+                let (kind, plugin) = (field("kind")?, field("plugin")?);
+                let checkpoint = kind.as_deref() == Some("plugin") && plugin.as_deref() == Some("compact");
+                if kind.as_deref() != Some("user") && !checkpoint {
+                    continue;
+                }
+                (Role::User, text, checkpoint)
+            }
+            "assistant/message" => {
+                let message = event.get("data")?.as_object()?.get("message")?.as_object()?;
+                (Role::Assistant, text_of(message.get("content")?)?, false)
+            }
+            _ => continue,
+        };
+        if let Some(text) = text.filter(|t| !t.is_empty()) {
+            items.push((role, text, checkpoint));
+        }
+    }
+    Some((id, cwd, seq, items))
+}
+
+/// The projection of snapshot bytes, in the oracle's terms.
+pub fn projected(bytes: &[u8]) -> Option<Projected> {
+    let p = project_json(bytes).ok()?;
+    let items = p.items.iter().map(|i| (i.role, i.text.decode().unwrap().into_owned(), i.checkpoint)).collect();
+    let seq = p.captured_through_seq.map(|n| n.to_string());
+    Some((p.session_id.into_owned(), p.cwd.map(|c| c.into_owned()), seq, items))
+}
+
+/// Projection, retention and the prompt from arbitrary snapshot JSON: the
+/// projection agrees with [`naive_projection`] wherever serde_json can parse
+/// the bytes; under every budget, a rendered source fits, is tag-safe JSON
+/// with the fixed key order, and its statistics add up; the prompt frame is
+/// intact.
 pub fn prepare(data: &[u8]) {
+    if let Ok(value) = serde_json::from_slice::<Value>(data) {
+        assert_eq!(projected(data), naive_projection(&value), "the projection differs from the naive one");
+    }
     let Ok(projection) = project_json(data) else { return };
     let original = projection.items.len();
     for budget in BUDGETS {
