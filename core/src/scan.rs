@@ -625,7 +625,7 @@ mod tests {
     }
 
     #[test]
-    fn every_string_scanner_finds_the_same_byte() {
+    fn find_special_matches_the_portable_and_scalar_versions() {
         let alphabet = [b'a', b'"', b'\\', 0x01, 0x1f, 0x20, 0x7f, 0x80, 0xff, b'<', 0xc3, 0xa9];
         let mut seed = 7u64;
         for _ in 0..20_000 {
