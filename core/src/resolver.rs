@@ -19,9 +19,14 @@ use crate::uri::{format_mention, parse_text, ParsedReference};
 
 /// How many title reads run at once during a filtered candidate search.
 const TITLE_CONCURRENCY: usize = 16;
-/// Snapshots at least this large are projected on a blocking thread so that
-/// several big sources are processed in parallel.
+/// With several references, snapshots at least this large are projected on
+/// blocking threads, so that big sources are processed in parallel.
 const PARALLEL_PROJECTION_BYTES: usize = 1 << 20;
+/// A snapshot at least this large is always projected on a blocking thread,
+/// so that cancellation stays prompt; below it the work takes a few
+/// milliseconds at most, less than the thread hand-off and the cold caches
+/// of another core would add to a single source.
+const BLOCKING_PROJECTION_BYTES: usize = 4 << 20;
 
 /// A normalized reference: a distinct session id and its label.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -249,6 +254,7 @@ impl Resolver {
             return Ok(Prepared { content, additional_context: None });
         }
         let budget = self.config.max_reference_bytes();
+        let several = refs.len() > 1;
         let work = async {
             // Read every source concurrently, failing fast on a read error
             // (a pending read must not delay the failure).
@@ -257,7 +263,9 @@ impl Resolver {
                     .await
                     .map_err(|e| Error::read_failed(&r.session_id, e))?;
                 let (id, label) = (r.session_id.clone(), r.label.clone());
-                let outcome = if surface_len(&data) >= PARALLEL_PROJECTION_BYTES {
+                let size = surface_len(&data);
+                let offload = size >= BLOCKING_PROJECTION_BYTES || (several && size >= PARALLEL_PROJECTION_BYTES);
+                let outcome = if offload {
                     tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget))
                         .await
                         .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?

@@ -95,6 +95,8 @@ impl<'a> Reader<'a> {
     }
 
     /// An error message for the current position.
+    #[cold]
+    #[inline(never)]
     pub fn err(&self, what: &str) -> String {
         if self.pos >= self.b.len() {
             format!("{what} at the end of the input (byte {})", self.pos)
@@ -160,6 +162,7 @@ impl<'a> Reader<'a> {
 
     /// The next key of the object just entered (`first` tracks the comma),
     /// positioned at its value; `None` after the closing brace.
+    #[inline]
     pub fn next_key(&mut self, first: &mut bool) -> Result<Option<Str<'a>>, String> {
         match self.peek() {
             Some(b'}') => {
@@ -179,6 +182,7 @@ impl<'a> Reader<'a> {
         Ok(Some(key))
     }
 
+    #[inline]
     fn key(&mut self) -> Result<Str<'a>, String> {
         if self.peek() != Some(b'"') {
             return Err(self.err("expected a string key"));
@@ -244,10 +248,26 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The string literal starting at the current `"`.
+    /// The string literal starting at the current `"`. Inlined for the usual
+    /// short ASCII string without escapes (keys, `type` values); anything
+    /// else takes [`Reader::string_at`].
+    #[inline(always)]
     fn string(&mut self) -> Result<Str<'a>, String> {
-        let b = self.b;
         let start = self.pos;
+        if let (Some(off), false) = find_special(&self.b[start + 1..]) {
+            let end = start + 1 + off;
+            if self.b[end] == b'"' {
+                self.pos = end + 1;
+                return Ok(Str { lit: &self.b[start..=end], escaped: false, len: off });
+            }
+        }
+        self.string_at(start)
+    }
+
+    /// [`Reader::string`] in full: escapes, non-ASCII text, errors.
+    #[inline(never)]
+    fn string_at(&mut self, start: usize) -> Result<Str<'a>, String> {
+        let b = self.b;
         let mut i = start + 1;
         let (mut escaped, mut non_ascii) = (false, false);
         let mut saved = 0; // bytes the escapes take beyond the text they stand for
@@ -454,6 +474,7 @@ fn is_special(c: u8) -> bool {
 /// byte before it is non-ASCII. Sixteen bytes at a time with SSE2 (part of
 /// every x86-64 CPU).
 #[cfg(target_arch = "x86_64")]
+#[inline(always)]
 fn find_special(s: &[u8]) -> (Option<usize>, bool) {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
