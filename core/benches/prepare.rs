@@ -13,9 +13,10 @@
 //!   2 KB, which projection skips.
 //!
 //! For every input the baseline is a typed serde_json parse of the same bytes
-//! that skips everything (`IgnoredAny`), measured in the same run; `ratio` is
-//! prepare / baseline. Times are medians of wall time; `cpu` is the median of
-//! the process CPU time of the same runs (steadier on a shared machine).
+//! that skips everything (`IgnoredAny`), measured in the same run, one
+//! baseline run after each prepare run; `ratio` is prepare / baseline.
+//! Times are medians of wall time; `cpu` is the median of the process CPU
+//! time of the same runs (steadier on a shared machine).
 //! `peak/in` is the peak of live heap memory during `prepare`, input included,
 //! divided by the input size (a counting global allocator measures it).
 
@@ -159,27 +160,45 @@ struct Sample {
     cpu: Duration,
 }
 
-fn measure(reps: usize, mut f: impl FnMut()) -> Sample {
+/// Medians of `reps` runs of `f` and, when given, of `g`, run alternately
+/// (one of each per round) so that both see the same machine: on a shared
+/// virtual machine the speed of a core drifts from second to second.
+fn measure(reps: usize, mut f: impl FnMut(), mut g: Option<&mut dyn FnMut()>) -> (Sample, Sample) {
     f(); // warm up
-    let mut walls = Vec::with_capacity(reps);
-    let mut cpus = Vec::with_capacity(reps);
+    let mut runs = [(Vec::with_capacity(reps), Vec::with_capacity(reps)), (Vec::new(), Vec::new())];
     for _ in 0..reps {
-        let (t, c) = (Instant::now(), cpu_time());
-        f();
-        walls.push(t.elapsed());
-        cpus.push(cpu_time() - c);
+        let time = |run: &mut (Vec<Duration>, Vec<Duration>), f: &mut dyn FnMut()| {
+            let (t, c) = (Instant::now(), cpu_time());
+            f();
+            run.0.push(t.elapsed());
+            run.1.push(cpu_time() - c);
+        };
+        let [first, second] = &mut runs;
+        time(first, &mut f);
+        if let Some(g) = g.as_mut() {
+            time(second, &mut **g);
+        }
     }
-    walls.sort();
-    cpus.sort();
-    Sample { wall: walls[reps / 2], cpu: cpus[reps / 2] }
+    let median = |(walls, cpus): &mut (Vec<Duration>, Vec<Duration>)| {
+        walls.sort();
+        cpus.sort();
+        let at = walls.len() / 2;
+        Sample { wall: walls.get(at).copied().unwrap_or_default(), cpu: cpus.get(at).copied().unwrap_or_default() }
+    };
+    let [first, second] = &mut runs;
+    (median(first), median(second))
 }
 
 struct Run {
     time: Sample,
+    /// The baseline, measured alternately with `time` (when asked for).
+    base: Sample,
     peak: usize,
 }
 
-fn prepare(bytes: &Arc<Vec<u8>>, budget: u64, reps: usize) -> Run {
+/// `prepare` of `bytes` under `budget`; with `with_baseline`, the typed
+/// skip-parse of the same bytes is measured alternately with it.
+fn prepare(bytes: &Arc<Vec<u8>>, budget: u64, reps: usize, with_baseline: bool) -> Run {
     let query = MemoryQuery::new();
     query.set_surface("big", SurfaceData::Json(bytes.clone()));
     let resolver = Resolver::new(Arc::new(query), Config::new(None, None, Some(budget)).unwrap());
@@ -194,13 +213,11 @@ fn prepare(bytes: &Arc<Vec<u8>>, budget: u64, reps: usize) -> Run {
     PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
     once();
     let peak = PEAK.load(Ordering::Relaxed);
-    Run { time: measure(reps, once), peak }
-}
-
-fn baseline(bytes: &[u8], reps: usize) -> Sample {
-    measure(reps, || {
+    let mut baseline = || {
         let _: IgnoredAny = serde_json::from_slice(bytes).unwrap();
-    })
+    };
+    let (time, base) = measure(reps, once, with_baseline.then_some(&mut baseline as &mut dyn FnMut()));
+    Run { time, base, peak }
 }
 
 fn ms(d: Duration) -> String {
@@ -233,9 +250,9 @@ fn main() {
         for &n in counts {
             let bytes = Arc::new(messages(n));
             let mb = bytes.len() as f64 / 1e6;
-            let base = baseline(&bytes, reps(mb));
-            let d = prepare(&bytes, 65_536, reps(mb));
-            let u = prepare(&bytes, MAX_SAFE_INTEGER, reps(mb));
+            let d = prepare(&bytes, 65_536, reps(mb), true);
+            let base = &d.base;
+            let u = prepare(&bytes, MAX_SAFE_INTEGER, reps(mb), false);
             println!(
                 "{:>8} {:>7.1} {:>10} {:>10} {:>9.0} {:>6.2}x {:>11} {:>9.0}",
                 n,
@@ -259,8 +276,8 @@ fn main() {
         for &size in sizes {
             let bytes = Arc::new(session(size));
             let mb = bytes.len() as f64 / 1e6;
-            let base = baseline(&bytes, reps(mb));
-            let run = prepare(&bytes, 65_536, reps(mb));
+            let run = prepare(&bytes, 65_536, reps(mb), true);
+            let base = &run.base;
             println!(
                 "{:>7.1} {:>10} {:>10} {:>9.0} {:>6.2}x {:>10} {:>10} {:>6.2}x {:>7.2}x",
                 mb,

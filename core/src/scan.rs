@@ -249,71 +249,87 @@ impl<'a> Reader<'a> {
     }
 
     /// The string literal starting at the current `"`. Inlined for the usual
-    /// short ASCII string without escapes (keys, `type` values); anything
-    /// else takes [`Reader::string_at`].
+    /// short ASCII string without escapes (keys, `type` values), which ends
+    /// in the first 16 bytes; anything else takes [`Reader::string_at`].
     #[inline(always)]
     fn string(&mut self) -> Result<Str<'a>, String> {
         let start = self.pos;
-        if let (Some(off), false) = find_special(&self.b[start + 1..]) {
-            let end = start + 1 + off;
-            if self.b[end] == b'"' {
-                self.pos = end + 1;
-                return Ok(Str { lit: &self.b[start..=end], escaped: false, len: off });
-            }
+        let Block { special, high, .. } = classify(self.b, start + 1);
+        let at = special.trailing_zeros() as usize; // 32 when there is none
+        if at < 16 && high & ((1 << at) - 1) == 0 && self.b[start + 1 + at] == b'"' {
+            self.pos = start + 2 + at;
+            return Ok(Str { lit: &self.b[start..self.pos], escaped: false, len: at });
         }
         self.string_at(start)
     }
 
-    /// [`Reader::string`] in full: escapes, non-ASCII text, errors.
+    /// [`Reader::string`] in full: escapes, non-ASCII text, errors. Each
+    /// block of 16 bytes is classified once; every `"`, `\` or control
+    /// byte in it is dealt with from the block's mask, so text with an
+    /// escape every few dozen bytes is not scanned again after each one.
     #[inline(never)]
     fn string_at(&mut self, start: usize) -> Result<Str<'a>, String> {
         let b = self.b;
-        let mut i = start + 1;
+        let mut i = start + 1; // the start of the current block
         let (mut escaped, mut non_ascii) = (false, false);
         let mut saved = 0; // bytes the escapes take beyond the text they stand for
-        loop {
-            let (found, high) = find_special(&b[i..]);
-            non_ascii |= high;
-            let Some(off) = found else {
+        let end = 'scan: loop {
+            let Block { mut special, high, len } = classify(b, i);
+            if len == 0 {
                 self.pos = b.len();
                 return Err(self.err("unterminated string"));
-            };
-            i += off;
-            if b[i] == b'"' {
-                break;
             }
-            if b[i] != b'\\' {
-                self.pos = i;
-                return Err(self.err("control character in string"));
-            }
-            escaped = true;
-            match b.get(i + 1).map_or(0, |&e| ESCAPE_LEN[e as usize]) {
-                2 => {
-                    i += 2;
-                    saved += 1; // two bytes of escape, one byte of text
+            loop {
+                if special == 0 {
+                    non_ascii |= high != 0;
+                    i += len;
+                    continue 'scan;
                 }
-                6 => {
-                    let Some((cp, taken)) = unicode_escape(b, i) else {
-                        self.pos = i;
+                let p = special.trailing_zeros() as usize;
+                non_ascii |= high & ((1 << p) - 1) != 0;
+                let at = i + p;
+                match b[at] {
+                    b'"' => break 'scan at,
+                    b'\\' => {}
+                    _ => {
+                        self.pos = at;
+                        return Err(self.err("control character in string"));
+                    }
+                }
+                escaped = true;
+                let next = match b.get(at + 1).map_or(0, |&e| ESCAPE_LEN[e as usize]) {
+                    2 => {
+                        saved += 1; // two bytes of escape, one byte of text
+                        at + 2
+                    }
+                    6 => {
+                        let Some((cp, taken)) = unicode_escape(b, at) else {
+                            self.pos = at;
+                            return Err(self.err("invalid escape"));
+                        };
+                        saved += taken - utf8_len(cp);
+                        at + taken
+                    }
+                    _ => {
+                        self.pos = at;
                         return Err(self.err("invalid escape"));
-                    };
-                    i += taken;
-                    saved += taken - utf8_len(cp);
+                    }
+                };
+                if next >= i + len {
+                    i = next; // the escape reaches past this block
+                    continue 'scan;
                 }
-                _ => {
-                    self.pos = i;
-                    return Err(self.err("invalid escape"));
-                }
+                special &= !((1 << (next - i)) - 1); // the escape's own bytes
             }
-        }
+        };
         if non_ascii {
-            if let Err(e) = std::str::from_utf8(&b[start + 1..i]) {
+            if let Err(e) = std::str::from_utf8(&b[start + 1..end]) {
                 self.pos = start + 1 + e.valid_up_to();
                 return Err(self.err("invalid UTF-8 in string"));
             }
         }
-        self.pos = i + 1;
-        Ok(Str { lit: &b[start..=i], escaped, len: i - start - 1 - saved })
+        self.pos = end + 1;
+        Ok(Str { lit: &b[start..=end], escaped, len: end - start - 1 - saved })
     }
 
     /// The number literal here (JSON grammar).
@@ -464,84 +480,82 @@ fn utf8_len(cp: u32) -> usize {
     }
 }
 
-/// Whether a byte ends a run of plain string bytes: `"`, `\\`, or a control
-/// character.
-fn is_special(c: u8) -> bool {
-    c == b'"' || c == b'\\' || c < 0x20
+/// What [`classify`] found in up to 16 bytes of a string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Block {
+    /// Bit k: byte k is `"`, `\` or a control character.
+    special: u32,
+    /// Bit k: byte k is not ASCII.
+    high: u32,
+    /// How many bytes were classified: 16, fewer at the end of the input.
+    len: usize,
 }
 
-/// The offset of the first `"`, `\\` or control byte of `s`, and whether a
-/// byte before it is non-ASCII. Sixteen bytes at a time with SSE2 (part of
-/// every x86-64 CPU).
+/// Classifies the 16 bytes at `b[i..]` (fewer at the end of `b`), with
+/// SSE2, part of every x86-64 CPU.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn find_special(s: &[u8]) -> (Option<usize>, bool) {
+fn classify(b: &[u8], i: usize) -> Block {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
-    let mut i = 0;
-    let mut high = 0i32;
-    // SAFETY: SSE2 is enabled on every x86-64 target, and each unaligned
-    // load reads the 16 bytes at `i..i + 16`, which are inside `s`.
+    if i + 16 > b.len() {
+        return classify_scalar(b, i);
+    }
+    // SAFETY: SSE2 is enabled on every x86-64 target, and the unaligned load
+    // reads the 16 bytes at `i..i + 16`, which are inside `b` (checked above).
     unsafe {
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let v = _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>());
         let ctrl_max = _mm_set1_epi8(0x1f);
-        while i + 16 <= s.len() {
-            let v = _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>());
-            // max(v, 0x1f) == 0x1f exactly for the bytes 0x00..=0x1f.
-            let ctrl = _mm_cmpeq_epi8(_mm_max_epu8(v, ctrl_max), ctrl_max);
-            let special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), ctrl);
-            let mask = _mm_movemask_epi8(special);
-            if mask != 0 {
-                let at = mask.trailing_zeros() as usize;
-                high |= _mm_movemask_epi8(v) & ((1 << at) - 1);
-                return (Some(i + at), high != 0);
-            }
-            high |= _mm_movemask_epi8(v);
-            i += 16;
-        }
+        // max(v, 0x1f) == 0x1f exactly for the bytes 0x00..=0x1f.
+        let ctrl = _mm_cmpeq_epi8(_mm_max_epu8(v, ctrl_max), ctrl_max);
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        let special = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), ctrl)) as u32;
+        Block { special, high: _mm_movemask_epi8(v) as u32, len: 16 }
     }
-    let (found, tail_high) = find_special_scalar(&s[i..]);
-    (found.map(|f| i + f), high != 0 || tail_high)
 }
 
-/// [`find_special`] without vector instructions, eight bytes at a time.
+/// [`classify`] without vector instructions, eight bytes at a time.
 #[cfg(not(target_arch = "x86_64"))]
-fn find_special(s: &[u8]) -> (Option<usize>, bool) {
-    find_special_swar(s)
+fn classify(b: &[u8], i: usize) -> Block {
+    classify_swar(b, i)
 }
 
-/// [`find_special`] in portable word-at-a-time code.
+/// [`classify`] in portable word-at-a-time code: exact per-byte tests on
+/// two 64-bit words, their high bits packed into masks.
 #[cfg(any(not(target_arch = "x86_64"), test))]
-fn find_special_swar(s: &[u8]) -> (Option<usize>, bool) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
+fn classify_swar(b: &[u8], i: usize) -> Block {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // High bit of each byte below `n` (exact for the first such byte, which
-    // is all that is used: borrows only reach bytes above a match).
-    let below = |w: u64, n: u8| w.wrapping_sub(ONES * n as u64) & !w & HIGHS;
-    let mut i = 0;
-    let mut high = 0u64;
-    while let Some(chunk) = s.get(i..i + 8) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let Some(words) = b.get(i..i + 16) else { return classify_scalar(b, i) };
+    // The high bit of each byte equal to zero (exact, no borrows).
+    let zero = |x: u64| !(((x & LO7) + LO7) | x | LO7);
+    // The high bit of each byte below 0x20 (exact: no carry leaves a byte).
+    let below_space = |w: u64| !((w & LO7) + ONES * 0x60) & !w & HIGHS;
+    // The high bits of the eight bytes, packed into eight bits.
+    let pack = |m: u64| ((m & HIGHS).wrapping_mul(0x0002_0408_1020_4081) >> 56) as u32;
+    let (mut special, mut high) = (0u32, 0u32);
+    for (k, chunk) in words.chunks_exact(8).enumerate() {
         let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        let special = below(w ^ (ONES * b'"' as u64), 1) | below(w ^ (ONES * b'\\' as u64), 1) | below(w, 0x20);
-        if special != 0 {
-            let at = special.trailing_zeros() as usize / 8;
-            let before = if at == 0 { 0 } else { u64::MAX >> (64 - 8 * at) };
-            return (Some(i + at), high != 0 || w & before & HIGHS != 0);
-        }
-        high |= w & HIGHS;
-        i += 8;
+        let hits = zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64)) | below_space(w);
+        special |= pack(hits) << (8 * k);
+        high |= pack(w) << (8 * k);
     }
-    let (found, tail_high) = find_special_scalar(&s[i..]);
-    (found.map(|f| i + f), high != 0 || tail_high)
+    Block { special, high, len: 16 }
 }
 
-/// [`find_special`] one byte at a time (for the last few bytes).
-fn find_special_scalar(s: &[u8]) -> (Option<usize>, bool) {
-    let found = s.iter().position(|&c| is_special(c));
-    let before = &s[..found.unwrap_or(s.len())];
-    (found, before.iter().any(|&c| c >= 0x80))
+/// [`classify`] one byte at a time (for the last bytes of the input).
+fn classify_scalar(b: &[u8], i: usize) -> Block {
+    let tail = b.get(i..).unwrap_or_default();
+    let len = tail.len().min(16);
+    let (mut special, mut high) = (0u32, 0u32);
+    for (k, &c) in tail[..len].iter().enumerate() {
+        special |= u32::from(c == b'"' || c == b'\\' || c < 0x20) << k;
+        high |= u32::from(c >= 0x80) << k;
+    }
+    Block { special, high, len }
 }
 
 /// The offset of the first byte of `s` that is `a` or `b`. For the short
@@ -646,12 +660,12 @@ mod tests {
     }
 
     #[test]
-    fn find_special_matches_the_portable_and_scalar_versions() {
-        let alphabet = [b'a', b'"', b'\\', 0x01, 0x1f, 0x20, 0x7f, 0x80, 0xff, b'<', 0xc3, 0xa9];
+    fn every_classifier_classifies_blocks_alike() {
+        let alphabet = [b'a', b'"', b'\\', 0x01, 0x1f, 0x20, 0x7f, 0x80, 0xff, b'<', 0xc3, 0xa9, 0x00, 0x9f];
         let mut seed = 7u64;
         for _ in 0..20_000 {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let len = (seed >> 33) as usize % 70;
+            let len = (seed >> 33) as usize % 40;
             let plain = (seed >> 20) as usize % 4 == 0;
             let s: Vec<u8> = (0..len)
                 .map(|k| {
@@ -663,9 +677,28 @@ mod tests {
                     }
                 })
                 .collect();
-            let want = find_special_scalar(&s);
-            assert_eq!(find_special(&s), want, "{s:?}");
-            assert_eq!(find_special_swar(&s), want, "{s:?}");
+            for i in 0..=s.len() {
+                let want = classify_scalar(&s, i);
+                assert_eq!(classify(&s, i), want, "{s:?} at {i}");
+                assert_eq!(classify_swar(&s, i), want, "{s:?} at {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn strings_with_escapes_across_blocks_are_read_exactly() {
+        // Escapes at every offset around the 16-byte block edges.
+        for pad in 0..40 {
+            for esc in [r#"\""#, r"\\", r"\n", r"\u00e9", r"\ud83d\ude00", r"\/", r"\u003c"] {
+                let text = format!("{}{esc}{}é<{esc}", "a".repeat(pad), "b".repeat(pad % 7));
+                let doc = format!("\"{text}\"");
+                let mut r = Reader::new(doc.as_bytes());
+                let got = r.maybe_string().unwrap().unwrap();
+                let want: String = serde_json::from_str(&doc).unwrap();
+                assert_eq!(got.decode().unwrap(), want, "{doc}");
+                assert_eq!(got.len, want.len(), "{doc}");
+                assert!(r.end().is_ok());
+            }
         }
     }
 
