@@ -7,9 +7,10 @@
 //! (grammar, escapes, control characters, UTF-8) but without building any
 //! value. Skipping is iterative, so nesting depth is limited only by memory.
 //!
-//! Strings are scanned 16 bytes at a time (SSE2; eight at a time elsewhere)
-//! for `"`, `\` and control characters, noting non-ASCII bytes on the way;
-//! only strings holding non-ASCII bytes are run through the UTF-8 validator.
+//! Strings are classified 16 bytes at a time (SSE2 on x86-64, exact
+//! word-at-a-time code elsewhere) into masks of `"`, `\` and control bytes
+//! and of non-ASCII bytes; escapes are taken from the masks, and only
+//! strings holding non-ASCII bytes are run through the UTF-8 validator.
 
 use std::borrow::Cow;
 
