@@ -101,6 +101,11 @@ fn is_uint8_array(env: sys::napi_env, value: sys::napi_value) -> Result<bool> {
     Ok(kind == sys::TypedarrayType::uint8_array)
 }
 
+/// Called on the JavaScript thread once a host's Promise settled (after its
+/// outcome was delivered): with the size of its value when it was
+/// fulfilled, `None` when it was rejected.
+pub type Watch = Box<dyn FnOnce(&Env, Option<usize>) + Send>;
+
 /// The eventual outcome of one host call: the settled value of the Promise
 /// it returned (or its plain value), or the reason of its rejection.
 pub struct Pending {
@@ -108,12 +113,42 @@ pub struct Pending {
     /// For a plain value (not a Promise): its size in bytes, so a caller
     /// can tell that the outcome is already there and how big it is.
     ready_bytes: Option<usize>,
+    /// For a Promise: the [`Watch`] to call when it settles.
+    watch: Option<Arc<Mutex<Option<Watch>>>>,
 }
 
 impl Pending {
     /// The outcome, once the host's Promise (if any) settled.
     async fn outcome(self) -> std::result::Result<HostValue, HostError> {
         self.outcome.await.map_err(|_| HostError::new("the host's promise was dropped"))?.map_err(HostError::new)
+    }
+
+    /// For a Promise, arranges for `watch` to be called when it settles and
+    /// returns `true`; `false` for a plain value. A Promise settles in a
+    /// later microtask, never during the call that returned it.
+    fn set_watch(&self, watch: Watch) -> bool {
+        let Some(slot) = &self.watch else { return false };
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(watch);
+        true
+    }
+}
+
+impl HostValue {
+    /// The size in bytes of the text it holds (0 for anything else).
+    fn size(&self) -> usize {
+        match self {
+            HostValue::Text(s) => s.len(),
+            HostValue::Bytes(b) => b.len(),
+            HostValue::Nothing | HostValue::Wrong(_) => 0,
+        }
+    }
+}
+
+/// Calls the [`Watch`] in `slot`, if one was set.
+fn report(slot: &Mutex<Option<Watch>>, env: &Env, size: Option<usize>) {
+    let watch = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(watch) = watch {
+        watch(env, size);
     }
 }
 
@@ -144,32 +179,33 @@ impl FromNapiValue for Pending {
         check_status!(unsafe { sys::napi_is_promise(env, value, &mut is_promise) })?;
         if !is_promise {
             let value = unsafe { HostValue::from_napi_value(env, value) }?;
-            let ready_bytes = match &value {
-                HostValue::Text(s) => s.len(),
-                HostValue::Bytes(b) => b.len(),
-                HostValue::Nothing | HostValue::Wrong(_) => 0,
-            };
+            let ready_bytes = Some(value.size());
             let _ = tx.send(Ok(value));
-            return Ok(Pending { outcome: rx, ready_bytes: Some(ready_bytes) });
+            return Ok(Pending { outcome: rx, ready_bytes, watch: None });
         }
         let on_value = Rc::new(Cell::new(Some(tx)));
         let on_error = Rc::clone(&on_value);
+        let watch: Arc<Mutex<Option<Watch>>> = Arc::default();
+        let (on_fulfilled, on_rejected) = (Arc::clone(&watch), Arc::clone(&watch));
         let promise = unsafe { PromiseRaw::<HostValue>::from_napi_value(env, value) }?;
         promise
             .then(move |ctx| {
+                let size = ctx.value.size();
                 if let Some(tx) = on_value.take() {
                     // The receiver is gone when the operation was cancelled.
                     let _ = tx.send(Ok(ctx.value));
+                    report(&on_fulfilled, &ctx.env, Some(size));
                 }
                 Ok(())
             })?
             .catch(move |ctx: CallbackContext<Unknown>| {
                 if let Some(tx) = on_error.take() {
                     let _ = tx.send(Err(rejection_reason(ctx.value)));
+                    report(&on_rejected, &ctx.env, None);
                 }
                 Ok(())
             })?;
-        Ok(Pending { outcome: rx, ready_bytes: None })
+        Ok(Pending { outcome: rx, ready_bytes: None, watch: Some(watch) })
     }
 }
 
@@ -278,6 +314,21 @@ impl Prefetched {
     pub fn ready_bytes(&self) -> Option<usize> {
         let surfaces = self.surfaces.lock().unwrap_or_else(|e| e.into_inner());
         surfaces.iter().map(|(_, pending)| pending.ready_bytes).sum()
+    }
+
+    /// Sets a [`Watch`] (made by `make`) on every read still waiting on a
+    /// Promise; returns how many there are and the total size of the values
+    /// already there.
+    pub fn watch_promises(&self, make: impl Fn() -> Watch) -> (usize, usize) {
+        let surfaces = self.surfaces.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut waiting, mut bytes) = (0, 0);
+        for (_, pending) in surfaces.iter() {
+            match pending.ready_bytes {
+                Some(n) => bytes += n,
+                None => waiting += usize::from(pending.set_watch(make())),
+            }
+        }
+        (waiting, bytes)
     }
 
     fn take(&self, session_id: &str) -> Option<Pending> {

@@ -9,11 +9,16 @@
 //! JSON text (with prepared prompts apart, see [`PreparedParts`]), or to a
 //! [`NativeFailure`] that the wrapper turns into a
 //! `SessionReferenceError`; it never rejects, so the stable code survives.
+//!
+//! `prepare` is the exception, for small work: it reads the host on the
+//! JavaScript thread when it is called, and when the snapshots are small it
+//! runs there too, at once (plain values) or when the host's Promises
+//! settle ([`Join`]); see [`INLINE_BYTES`].
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use dsh_session_reference as core;
@@ -55,7 +60,13 @@ impl From<core::Error> for NativeFailure {
 #[napi]
 pub struct CancelHandle {
     token: CancelToken,
+    /// Run on the JavaScript thread when the handle is cancelled (see
+    /// [`Join`]).
+    on_cancel: Mutex<Vec<OnCancel>>,
 }
+
+/// Work to run on the JavaScript thread when a [`CancelHandle`] is cancelled.
+type OnCancel = Box<dyn FnOnce(&Env) + Send>;
 
 impl Default for CancelHandle {
     fn default() -> Self {
@@ -68,13 +79,17 @@ impl CancelHandle {
     /// A fresh handle that is not cancelled.
     #[napi(constructor)]
     pub fn new() -> Self {
-        CancelHandle { token: CancelToken::new() }
+        CancelHandle { token: CancelToken::new(), on_cancel: Mutex::default() }
     }
 
     /// Cancels every operation observing this handle (idempotent).
     #[napi]
-    pub fn cancel(&self) {
+    pub fn cancel(&self, env: Env) {
         self.token.cancel();
+        let hooks = std::mem::take(&mut *self.on_cancel.lock().unwrap_or_else(|e| e.into_inner()));
+        for hook in hooks {
+            hook(&env);
+        }
     }
 
     /// Whether `cancel()` has been called.
@@ -215,6 +230,16 @@ fn settle_on_runtime<'env, T: ToNapiValue + Send + 'static>(
     Ok(promise)
 }
 
+/// Where a `prepare` runs.
+enum Plan {
+    /// Right here, on the JavaScript thread: nothing to wait for, and small.
+    Here,
+    /// On the runtime.
+    Runtime,
+    /// When the host's Promises settle (see [`Join`]).
+    Join(Arc<Prefetched>),
+}
+
 /// Snapshots up to this many bytes in all, already returned by the host as
 /// plain values, are prepared on the JavaScript thread (about as long as
 /// `JSON.parse` of them: well under a millisecond), saving the two thread
@@ -229,11 +254,82 @@ fn settle_inline<'env, T: ToNapiValue + Send + 'static>(
     env: &'env Env,
     work: impl Future<Output = std::result::Result<T, NativeFailure>> + Send + 'static,
 ) -> Result<Either<Settled<T>, Object<'env>>> {
-    let mut work = settling(work);
+    match poll_here(settling(work)) {
+        Ok(settled) => Ok(Either::A(settled)),
+        Err(work) => settle_on_runtime(env, work).map(Either::B),
+    }
+}
+
+type Work<T> = Pin<Box<dyn Future<Output = Settled<T>> + Send>>;
+
+/// Polls `work` once on this thread: its settled value, or the work itself
+/// when it has to wait.
+fn poll_here<T>(mut work: Work<T>) -> std::result::Result<Settled<T>, Work<T>> {
     let _runtime = core::runtime().enter(); // the work may ask for the runtime's handle
     match work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(settled) => Ok(Either::A(settled)),
-        Poll::Pending => settle_on_runtime(env, work).map(Either::B),
+        Poll::Ready(settled) => Ok(settled),
+        Poll::Pending => Err(work),
+    }
+}
+
+/// A `prepare` waiting for its host's Promises, run from the JavaScript
+/// thread when they settle: once every read has its value (or one failed,
+/// which fails the call at once), or when the call is cancelled, the work
+/// runs right there if the snapshots total [`INLINE_BYTES`] or less, else
+/// on the runtime. Nothing but the host's Promises and the cancel handle,
+/// both on the JavaScript thread, can move it, so it needs no thread of
+/// the library while it waits.
+struct Join {
+    state: Mutex<JoinState>,
+}
+
+struct JoinState {
+    /// Reads whose Promise has not settled yet.
+    waiting: usize,
+    /// Bytes of the snapshots that are there.
+    bytes: usize,
+    /// A read failed: the call fails without waiting for the others.
+    failed: bool,
+    /// The work and where its result goes, until something starts it.
+    pending: Option<(Work<PreparedParts>, Deferred<PreparedParts>)>,
+}
+
+impl Join {
+    /// One host Promise settled: `Some(size)` fulfilled, `None` rejected.
+    fn settled(&self, size: Option<usize>) {
+        let ready = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.waiting = state.waiting.saturating_sub(1);
+            match size {
+                Some(n) => state.bytes += n,
+                None => state.failed = true,
+            }
+            state.waiting == 0 || state.failed
+        };
+        if ready {
+            self.start();
+        }
+    }
+
+    /// Starts the work, unless it already started.
+    fn start(&self) {
+        let (pending, small) = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            (state.pending.take(), state.bytes <= INLINE_BYTES)
+        };
+        let Some((work, deferred)) = pending else { return };
+        let work = if small {
+            match poll_here(work) {
+                Ok(settled) => return deferred.resolve(Box::new(move |_env| Ok(settled))),
+                Err(work) => work,
+            }
+        } else {
+            work
+        };
+        core::runtime().spawn(async move {
+            let settled = work.await;
+            deferred.resolve(Box::new(move |_env| Ok(settled)));
+        });
     }
 }
 
@@ -263,8 +359,8 @@ impl NativeResolver {
         NativeResolver { resolver: Arc::new(Resolver::new(query, config)), host: None }
     }
 
-    /// The resolver for one `prepare`, and whether the call may run on the
-    /// JavaScript thread. For a JavaScript host, its surface reads are
+    /// The resolver for one `prepare`, and where the call runs (see
+    /// [`Plan`]). For a JavaScript host, its surface reads are
     /// started here, on the JavaScript thread, so their values go to the
     /// runtime with the work instead of being fetched from there (two thread
     /// hand-offs fewer per call), and if they are all plain values of
@@ -280,13 +376,13 @@ impl NativeResolver {
         target: &Target,
         references: &[Value],
         cancel: Option<&CancelToken>,
-    ) -> Result<(Arc<Resolver>, bool)> {
+    ) -> Result<(Arc<Resolver>, Plan)> {
         let config = *self.resolver.config();
         let refs = match core::normalize_references(&target.id, references, config.max_references()) {
             Ok(refs) if !refs.is_empty() && !cancel.is_some_and(CancelToken::is_cancelled) => refs,
-            _ => return Ok((Arc::clone(&self.resolver), true)),
+            _ => return Ok((Arc::clone(&self.resolver), Plan::Here)),
         };
-        let Some((host, read_surface)) = &self.host else { return Ok((Arc::clone(&self.resolver), false)) };
+        let Some((host, read_surface)) = &self.host else { return Ok((Arc::clone(&self.resolver), Plan::Runtime)) };
         let read_surface = read_surface.borrow_back(env)?;
         let mut started = Vec::with_capacity(refs.len());
         for r in refs {
@@ -297,9 +393,13 @@ impl NativeResolver {
                 Err(_) => break,
             }
         }
-        let query = Prefetched::new(Arc::clone(host), started);
-        let inline = query.ready_bytes().is_some_and(|bytes| bytes <= INLINE_BYTES);
-        Ok((Arc::new(Resolver::new(Arc::new(query), config)), inline))
+        let query = Arc::new(Prefetched::new(Arc::clone(host), started));
+        let plan = match query.ready_bytes() {
+            Some(bytes) if bytes <= INLINE_BYTES => Plan::Here,
+            Some(_) => Plan::Runtime,
+            None => Plan::Join(Arc::clone(&query)),
+        };
+        Ok((Arc::new(Resolver::new(query, config)), plan))
     }
 }
 
@@ -355,18 +455,49 @@ impl NativeResolver {
             Ok(args) => args,
             Err(failure) => return Ok(Either::A(Either::B(failure))),
         };
+        let handle = cancel;
         let cancel = token(cancel);
-        let (resolver, inline) = self.for_prepare(env, &target, &references, cancel.as_ref())?;
+        let (resolver, plan) = self.for_prepare(env, &target, &references, cancel.as_ref())?;
         let work = async move {
             let prepared = resolver.prepare(&target, &content, &references, cancel.as_ref()).await?;
             let mut json = prepared.into_json();
             let prompts: Vec<String> = json.get_mut("additionalContext").and_then(take_prompt).into_iter().collect();
             Ok(PreparedParts { json: stringify(&json), prompts, at: Vec::new() })
         };
-        if inline {
-            settle_inline(env, work)
-        } else {
-            spawn(env, work).map(Either::B)
+        match plan {
+            Plan::Here => settle_inline(env, work),
+            Plan::Runtime => spawn(env, work).map(Either::B),
+            Plan::Join(query) => {
+                let (deferred, promise): (Deferred<PreparedParts>, Object<'env>) = env.create_deferred()?;
+                let join = Arc::new(Join {
+                    state: Mutex::new(JoinState {
+                        waiting: 0,
+                        bytes: 0,
+                        failed: false,
+                        pending: Some((settling(work), deferred)),
+                    }),
+                });
+                let (waiting, bytes) = query.watch_promises(|| {
+                    let join = Arc::clone(&join);
+                    Box::new(move |_env: &Env, size: Option<usize>| join.settled(size))
+                });
+                {
+                    let mut state = join.state.lock().unwrap_or_else(|e| e.into_inner());
+                    (state.waiting, state.bytes) = (waiting, bytes);
+                }
+                if let Some(handle) = handle {
+                    let join = Arc::clone(&join);
+                    handle
+                        .on_cancel
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(Box::new(move |_env: &Env| join.start()));
+                }
+                if waiting == 0 {
+                    join.start(); // nothing to wait for (every read without a value is a Promise with a watch)
+                }
+                Ok(Either::B(promise))
+            }
         }
     }
 

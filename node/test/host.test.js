@@ -353,6 +353,32 @@ test('small preparations from plain host values settle on the JavaScript thread;
   assert.equal((await p).additionalContext.content[0].text, plain.prompts[0])
 })
 
+test('Promise hosts: plain and Promise values mixed, big snapshots, and a failure while another read hangs', async () => {
+  const small = (id) => Buffer.from(JSON.stringify(snapshot(id, { user: `<q> in ${id}` })))
+  const big = (id) => Buffer.from(JSON.stringify(snapshot(id, { user: 'x'.repeat(300 << 10) })))
+  const later = (value, ms = 1) => new Promise((resolve) => setTimeout(() => resolve(value), ms))
+  const refs = [{ sessionId: 'a' }, { sessionId: 'b' }]
+  const text = (prepared) => prepared.additionalContext.content[0].text
+  const plain = await new SessionReferenceResolver(hostReturning((op, id) => (op === 'readSurface' ? small(id) : '[]'))).prepare(TARGET, CONTENT, refs)
+  // One plain value and one Promise: the call waits for the Promise, then runs.
+  const mixed = new SessionReferenceResolver(hostReturning((op, id) => (op !== 'readSurface' ? '[]' : id === 'a' ? small(id) : later(small(id), 20))))
+  assert.equal(text(await mixed.prepare(TARGET, CONTENT, refs)), text(plain))
+  // Big snapshots from Promises go to the library threads, with the same result as plain ones.
+  const bigPlain = await new SessionReferenceResolver(hostReturning((op, id) => (op === 'readSurface' ? big(id) : '[]'))).prepare(TARGET, CONTENT, refs)
+  const bigLater = await new SessionReferenceResolver(hostReturning((op, id) => (op === 'readSurface' ? later(big(id)) : '[]'))).prepare(TARGET, CONTENT, refs)
+  assert.equal(text(bigLater), text(bigPlain))
+  assert.equal(bigLater.additionalContext.source.references[0].truncated, true)
+  // A read that fails fails the call at once, though the other read never settles.
+  const failing = new SessionReferenceResolver(
+    hostReturning((op, id) => (op !== 'readSurface' ? '[]' : id === 'a' ? new Promise(() => {}) : Promise.reject(new Error('disk on fire')))),
+  )
+  const started = performance.now()
+  const error = await rejection(failing.prepare(TARGET, CONTENT, refs))
+  assert.equal(error.code, 'SESSION_REFERENCE_READ_FAILED')
+  assert.match(error.message, /disk on fire/)
+  assert.ok(performance.now() - started < 2000)
+})
+
 test('50 concurrent prepares whose host reads files with fs.promises all complete', { timeout: 60000 }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dsr-node-'))
   try {
