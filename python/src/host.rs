@@ -45,12 +45,15 @@ struct HostInner {
 /// queue is empty, so a fast host serves a whole batch under one GIL hold
 /// and one thread wake-up.
 ///
-/// Surface reads fan out: a drainer that takes a read while more wait than
+/// Surface reads fan out: a read queued while no drainer is on its way
+/// starts one, and a drainer that takes a read while more wait than
 /// drainers are on their way starts one more before it calls the host. So
-/// when the host blocks, every read is soon in flight on a thread of its own
-/// (reads are parallel), one wake-up apart; when it is fast, the first
-/// drainer has served them all before the second one wakes. Titles start a
-/// new drainer only when reads pile up (more than four per drainer).
+/// every waiting read always has a drainer coming, even when the running
+/// ones are blocked in the host for good, and when the host blocks, every
+/// read is soon in flight on a thread of its own (reads are parallel), one
+/// wake-up apart; when it is fast, the first drainer has served them all
+/// before the second one wakes. Titles start a new drainer only when reads
+/// pile up (more than four per drainer).
 struct Lane<T> {
     pending: std::collections::VecDeque<(String, oneshot::Sender<Started<T>>)>,
     drainers: usize,
@@ -251,7 +254,13 @@ fn queued<T: Send + 'static>(
         let start_drainer = {
             let mut lane = lock((policy.lane)(&inner));
             lane.pending.push_back((session_id, tx));
-            let wanted = lane.drainers == 0 || (!policy.fan_out && lane.pending.len() > 4 * lane.drainers);
+            // Fanning out, a read needs a drainer on its way: the running
+            // ones may be blocked in the host for good.
+            let wanted = if policy.fan_out {
+                lane.starting == 0
+            } else {
+                lane.drainers == 0 || lane.pending.len() > 4 * lane.drainers
+            };
             wanted && lane.add_drainer(policy)
         };
         if start_drainer {

@@ -371,15 +371,18 @@ def test_many_threads_share_one_resolver(host_style: str) -> None:
 
 
 def test_reads_run_in_parallel() -> None:
-    barrier = threading.Barrier(3, timeout=10)
+    # Many rounds: a read may be queued after the first library thread is
+    # already blocked in the host; it must still get a thread of its own.
+    for _ in range(300):
+        barrier = threading.Barrier(3, timeout=10)
 
-    class Host(SyncHost):
-        def read_surface(self, session_id: str) -> Any:
-            barrier.wait()  # only passes if all three reads are in flight at once
-            return snapshot(session_id, [session_id])
+        class Host(SyncHost):
+            def read_surface(self, session_id: str) -> Any:
+                barrier.wait()  # only passes if all three reads are in flight at once
+                return snapshot(session_id, [session_id])
 
-    out = dsr.Resolver(Host()).prepare(TARGET, CONTENT, [{"sessionId": s} for s in "xyz"])
-    assert len(out["additionalContext"]["source"]["references"]) == 3
+        out = dsr.Resolver(Host()).prepare(TARGET, CONTENT, [{"sessionId": s} for s in "xyz"])
+        assert len(out["additionalContext"]["source"]["references"]) == 3
 
 
 def test_bytes_snapshot_outlives_the_host() -> None:
