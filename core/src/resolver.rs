@@ -84,6 +84,13 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// The candidate with its canonical mention (`@[label](dsh-session:…)`)
+    /// filled in, as [`Resolver::candidates`] gives it.
+    pub fn with_mention(mut self) -> Self {
+        self.mention = Some(format_mention(&self.session_id, Some(&self.label)));
+        self
+    }
+
     /// `{"sessionId","label","cwd"?,"createdAt","mention"?}`.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
@@ -451,11 +458,8 @@ impl Resolver {
         query: &str,
         cancel: Option<&CancelToken>,
     ) -> Result<Vec<Candidate>> {
-        let mut list = self.list_candidates(target, query, None, cancel).await?;
-        for c in &mut list {
-            c.mention = Some(format_mention(&c.session_id, Some(&c.label)));
-        }
-        Ok(list)
+        let list = self.list_candidates(target, query, None, cancel).await?;
+        Ok(list.into_iter().map(Candidate::with_mention).collect())
     }
 
     /// [`prepare`](Self::prepare) on the library's runtime, blocking the caller.

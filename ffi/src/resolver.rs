@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::{
-    candidate_limit_from_json, format_mention, Blocking, CancelToken, Config, Resolver, SessionQuery, Target,
+    candidate_limit_from_json, Blocking, CancelToken, Candidate, Config, Resolver, SessionQuery, Target,
 };
 use serde_json::{Map, Value};
 
@@ -287,13 +287,11 @@ pub unsafe extern "C" fn dsr_resolver_candidates(
             let query = query_of(F, req)?;
             let list = match limit_of(req)? {
                 None => r.candidates_blocking(&target, query, cancel)?,
-                Some(limit) => {
-                    let mut list = r.list_candidates_blocking(&target, query, Some(limit), cancel)?;
-                    for c in &mut list {
-                        c.mention = Some(format_mention(&c.session_id, Some(&c.label)));
-                    }
-                    list
-                }
+                Some(limit) => r
+                    .list_candidates_blocking(&target, query, Some(limit), cancel)?
+                    .into_iter()
+                    .map(Candidate::with_mention)
+                    .collect(),
             };
             Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
         })
