@@ -199,7 +199,7 @@ fn outcome<T>(result: std::thread::Result<std::result::Result<T, NativeFailure>>
 }
 
 /// `work`, settling with a failure instead of unwinding on a panic.
-fn settling<T, F>(work: F) -> Pin<Box<dyn Future<Output = Settled<T>> + Send>>
+fn settling<T, F>(work: F) -> Work<T>
 where
     T: Send + 'static,
     F: Future<Output = std::result::Result<T, NativeFailure>> + Send + 'static,
@@ -218,16 +218,18 @@ where
     settle_on_runtime(env, settling(work))
 }
 
-fn settle_on_runtime<'env, T: ToNapiValue + Send + 'static>(
-    env: &'env Env,
-    work: Pin<Box<dyn Future<Output = Settled<T>> + Send>>,
-) -> Result<Object<'env>> {
+fn settle_on_runtime<'env, T: ToNapiValue + Send + 'static>(env: &'env Env, work: Work<T>) -> Result<Object<'env>> {
     let (deferred, promise): (Deferred<T>, Object<'env>) = env.create_deferred()?;
+    resolve_on_runtime(work, deferred);
+    Ok(promise)
+}
+
+/// Runs `work` on the library's runtime and settles `deferred` with it.
+fn resolve_on_runtime<T: ToNapiValue + Send + 'static>(work: Work<T>, deferred: Deferred<T>) {
     core::runtime().spawn(async move {
         let settled = work.await;
         deferred.resolve(Box::new(move |_env| Ok(settled)));
     });
-    Ok(promise)
 }
 
 /// Where a `prepare` runs.
@@ -326,10 +328,7 @@ impl Join {
         } else {
             work
         };
-        core::runtime().spawn(async move {
-            let settled = work.await;
-            deferred.resolve(Box::new(move |_env| Ok(settled)));
-        });
+        resolve_on_runtime(work, deferred);
     }
 }
 
