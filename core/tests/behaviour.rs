@@ -72,15 +72,21 @@ fn content() -> Value {
     json!([{"type": "text", "text": "go"}])
 }
 
+/// A token that another thread cancels after `ms` milliseconds.
+fn cancelled_after(ms: u64) -> CancelToken {
+    let cancel = CancelToken::new();
+    let later = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(ms));
+        later.cancel();
+    });
+    cancel
+}
+
 #[test]
 fn a_read_that_never_returns_is_cancelled_promptly() {
     let (resolver, _) = scripted();
-    let cancel = CancelToken::new();
-    let c2 = cancel.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
-        c2.cancel();
-    });
+    let cancel = cancelled_after(100);
     let t = Instant::now();
     let err =
         resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["hang"]), Some(&cancel)).unwrap_err();
@@ -106,12 +112,7 @@ fn a_blocking_host_read_that_never_returns_is_cancelled_promptly() {
     }
     let resolver = Resolver::new(Arc::new(Blocking::new(Stuck)), Config::default());
     for call in 0..2 {
-        let cancel = CancelToken::new();
-        let c2 = cancel.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            c2.cancel();
-        });
+        let cancel = cancelled_after(50);
         let t = Instant::now();
         let target = Target::new("t", None);
         let err = if call == 0 {
@@ -217,12 +218,7 @@ fn cancellation_racing_a_failing_read_reports_cancelled() {
     let (resolver, _) = scripted();
     // The read fails at ~100 ms; cancel well before.
     for delay in [30u64, 60] {
-        let cancel = CancelToken::new();
-        let c2 = cancel.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(delay));
-            c2.cancel();
-        });
+        let cancel = cancelled_after(delay);
         let err = resolver
             .prepare_blocking(&Target::new("t", None), &content(), &refs(&["fail", "slow-x"]), Some(&cancel))
             .unwrap_err();

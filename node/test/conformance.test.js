@@ -94,6 +94,16 @@ test('config.json', () => {
 const HEADER_END = '<referenced-sessions>\n'
 const TRAILER = '\n</referenced-sessions>'
 
+/** For a case whose config is invalid: checks that the constructor rejects it, and says so. */
+function rejectsConfig(host, c) {
+  if (c.expected.error !== 'SESSION_REFERENCE_INVALID_CONFIG') return false
+  assert.throws(
+    () => new SessionReferenceResolver(host, c.config),
+    (e) => e instanceof SessionReferenceError && e.code === c.expected.error,
+  )
+  return true
+}
+
 test('prepare.json', async (t) => {
   const cases = vectors('prepare.json')
   assert.ok(cases.length > 0)
@@ -103,13 +113,7 @@ test('prepare.json', async (t) => {
       const host = memoryHost({ surfaces: c.surfaces, style })
       const target = { id: c.targetId }
       const content = [{ type: 'text', text: `message ${i}` }]
-      if (c.expected.error === 'SESSION_REFERENCE_INVALID_CONFIG') {
-        assert.throws(
-          () => new SessionReferenceResolver(host, c.config),
-          (e) => e instanceof SessionReferenceError && e.code === c.expected.error,
-        )
-        return
-      }
+      if (rejectsConfig(host, c)) return
       const resolver = new SessionReferenceResolver(host, c.config)
       if (c.expected.error) {
         assert.equal(await codeOf(() => resolver.prepare(target, content, c.references)), c.expected.error)
@@ -147,13 +151,7 @@ test('candidates.json', async (t) => {
     await t.test(c.name, async () => {
       const style = STYLES[i % STYLES.length]
       const host = memoryHost({ sessions: c.sessions, titles: c.titles, style })
-      if (c.expected.error === 'SESSION_REFERENCE_INVALID_CONFIG') {
-        assert.throws(
-          () => new SessionReferenceResolver(host, c.config),
-          (e) => e instanceof SessionReferenceError && e.code === c.expected.error,
-        )
-        return
-      }
+      if (rejectsConfig(host, c)) return
       const resolver = new SessionReferenceResolver(host, c.config)
       if ('limit' in c) {
         const run = () => resolver.listCandidates(c.target, c.query, c.limit)
