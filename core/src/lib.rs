@@ -39,6 +39,8 @@
 //! assert!(prompt.contains(r#""text":"Use \u003ctabs>?""#));
 //! ```
 
+#![deny(unsafe_code)]
+
 /// The repository README's Rust example, compiled as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
@@ -55,7 +57,6 @@ pub mod query;
 pub mod resolver;
 pub mod retention;
 pub mod runtime;
-mod scan;
 pub mod store;
 pub mod uri;
 

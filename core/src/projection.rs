@@ -1,6 +1,6 @@
 //! Projection of one surface snapshot into `{role, text}` items (SPEC §3).
 //!
-//! The snapshot's JSON bytes are read once by [`crate::scan`]: texts stay
+//! The snapshot's JSON bytes are read once by `json::read`: texts stay
 //! slices of the input (decoded only if retention keeps them), and
 //! everything projection drops (tool results, reasoning, unknown keys) is
 //! validated and skipped without building values. A snapshot given as a
@@ -13,8 +13,9 @@ use std::borrow::Cow;
 
 use serde_json::Number;
 
+use crate::json::literal;
+use crate::json::read::{Read, Reader, Str};
 use crate::json::{string_len, write_string};
-use crate::scan::{find2, unicode_escape, Read, Reader, Str};
 
 /// Who said a projected item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,12 +85,7 @@ impl<'a> ItemText<'a> {
     pub fn tag_safe_len(&self) -> usize {
         match &self.repr {
             Repr::Decoded(t) => string_len(t, true),
-            Repr::Literal(s) => {
-                let mut count = Count(0);
-                // The reader validated the literal; an error cannot happen.
-                transcode(std::str::from_utf8(s.lit).unwrap_or("\"\""), &mut count);
-                count.0
-            }
+            Repr::Literal(s) => literal::tag_safe_len(s),
         }
     }
 
@@ -105,119 +101,10 @@ impl<'a> ItemText<'a> {
     pub fn write_tag_safe(&self, out: &mut String) -> Result<(), String> {
         match &self.repr {
             Repr::Decoded(t) => write_string(out, t, true),
-            Repr::Literal(s) => {
-                let start = out.len();
-                let lit = std::str::from_utf8(s.lit).map_err(|e| format!("malformed text: {e}"))?;
-                let mut sink = Write { out, lone_surrogate: false };
-                transcode(lit, &mut sink);
-                if sink.lone_surrogate {
-                    out.truncate(start);
-                    return Err("malformed text: a lone surrogate cannot be written as UTF-8".into());
-                }
-            }
+            Repr::Literal(s) => literal::write_tag_safe(s, out)?,
         }
         Ok(())
     }
-}
-
-/// Where [`transcode`] puts the tag-safe form of a literal.
-trait Sink {
-    /// Text written as it is: a run of the literal or an escape.
-    fn str(&mut self, s: &str);
-    /// One character decoded from an escape.
-    fn char(&mut self, c: char);
-    /// An escaped lone surrogate (JavaScript writes it as `\udxxx`).
-    fn lone_surrogate(&mut self);
-}
-
-/// Counts the bytes of the tag-safe form.
-struct Count(usize);
-
-impl Sink for Count {
-    fn str(&mut self, s: &str) {
-        self.0 += s.len();
-    }
-    fn char(&mut self, c: char) {
-        self.0 += c.len_utf8();
-    }
-    fn lone_surrogate(&mut self) {
-        self.0 += 6;
-    }
-}
-
-/// Writes the tag-safe form; a lone surrogate cannot be written to a Rust
-/// string and is only noted.
-struct Write<'o> {
-    out: &'o mut String,
-    lone_surrogate: bool,
-}
-
-impl Sink for Write<'_> {
-    fn str(&mut self, s: &str) {
-        self.out.push_str(s);
-    }
-    fn char(&mut self, c: char) {
-        self.out.push(c);
-    }
-    fn lone_surrogate(&mut self) {
-        self.lone_surrogate = true;
-    }
-}
-
-/// Turns a valid JSON string literal (quotes included) into the tag-safe
-/// JSON of its decoded text, as `JSON.stringify` writes it with every `<`
-/// as `\u003c`, without decoding it first: runs without `\` or `<` are
-/// copied, and each escape is written in its canonical form.
-fn transcode(text: &str, sink: &mut impl Sink) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let lit = text.as_bytes();
-    let end = lit.len() - 1;
-    sink.str("\"");
-    let mut i = 1;
-    while i < end {
-        let Some(off) = find2(&lit[i..end], b'\\', b'<') else {
-            sink.str(&text[i..end]);
-            break;
-        };
-        // Runs end at ASCII bytes, so they are whole characters.
-        sink.str(&text[i..i + off]);
-        i += off;
-        if lit[i] == b'<' {
-            sink.str("\\u003c");
-            i += 1;
-            continue;
-        }
-        let (cp, taken) = match lit[i + 1] {
-            b'u' => unicode_escape(lit, i).unwrap_or((0xFFFD, 6)),
-            b'/' => (u32::from(b'/'), 2),
-            // The other short escapes are already canonical.
-            _ => {
-                sink.str(&text[i..i + 2]);
-                i += 2;
-                continue;
-            }
-        };
-        i += taken;
-        match cp {
-            0x08 => sink.str("\\b"),
-            0x09 => sink.str("\\t"),
-            0x0a => sink.str("\\n"),
-            0x0c => sink.str("\\f"),
-            0x0d => sink.str("\\r"),
-            0x22 => sink.str("\\\""),
-            0x5c => sink.str("\\\\"),
-            0..=0x1f | 0x3c => {
-                sink.str("\\u00");
-                sink.char(HEX[(cp >> 4) as usize] as char);
-                sink.char(HEX[(cp & 15) as usize] as char);
-            }
-            _ => match char::from_u32(cp) {
-                Some(c) => sink.char(c),
-                None => sink.lone_surrogate(),
-            },
-        }
-    }
-    sink.str("\"");
 }
 
 /// The projected surface of one source.

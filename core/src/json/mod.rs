@@ -1,0 +1,23 @@
+//! Every reader and writer of JSON bytes in the core, one module per job:
+//!
+//! - `write`: JSON as JavaScript's `JSON.stringify` writes it, and the
+//!   tag-safe variant of SPEC §5 (re-exported here);
+//! - `parse_js`: JSON text parsed as `JSON.parse` parses it (re-exported);
+//! - `read`: the validating single-pass reader of snapshot bytes, which
+//!   returns the fields projection needs as spans and skips the rest;
+//! - `literal`: the transcoder from a JSON string literal of the input to the
+//!   tag-safe form of its text;
+//! - `bytes`: the byte classifiers and escape tables they share, and the
+//!   core's only `unsafe` code.
+
+pub(crate) mod bytes;
+pub(crate) mod literal;
+mod parse_js;
+pub(crate) mod read;
+mod write;
+
+pub use parse_js::{parse_js, MAX_PARSE_DEPTH};
+pub use write::{
+    js_string, string_len, stringify, stringify_tag_safe, stringify_tag_safe_text, write_f64, write_number,
+    write_string, write_value,
+};
