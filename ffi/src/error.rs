@@ -236,8 +236,10 @@ mod tests {
     #[test]
     fn a_panic_becomes_an_internal_error() {
         let mut err: *mut dsr_error = std::ptr::null_mut();
+        // SAFETY: `err` is a live, null-initialised out-pointer.
         let status = unsafe { guard(&mut err, || panic!("boom")) };
         assert_eq!(status, DSR_INTERNAL);
+        // SAFETY: `guard` stored an error in `err`; it is freed once, last.
         unsafe {
             assert_eq!(dsr_error_status(err), DSR_INTERNAL);
             let msg = CStr::from_ptr(dsr_error_message(err)).to_str().unwrap();

@@ -60,6 +60,7 @@ mod tests {
         assert_eq!(DSR_VERSION_MAJOR.to_string(), env!("CARGO_PKG_VERSION_MAJOR"));
         assert_eq!(DSR_VERSION_MINOR.to_string(), env!("CARGO_PKG_VERSION_MINOR"));
         assert_eq!(DSR_VERSION_PATCH.to_string(), env!("CARGO_PKG_VERSION_PATCH"));
+        // SAFETY: `dsr_version` returns a static NUL-terminated string.
         let v = unsafe { std::ffi::CStr::from_ptr(dsr_version()) };
         assert_eq!(v.to_str().unwrap(), DSR_VERSION_STRING);
         let toml = include_str!("../cbindgen.toml");

@@ -133,6 +133,7 @@ mod tests {
     #[test]
     fn strings_round_trip_with_nul_bytes() {
         let s = alloc_string(b"a\0b");
+        // SAFETY: `alloc_string` returned 3 bytes plus a NUL; freed once, last.
         unsafe {
             assert_eq!(std::slice::from_raw_parts(s.cast::<u8>(), 4), b"a\0b\0");
             dsr_string_free(s);

@@ -69,6 +69,7 @@ impl FromNapiValue for HostValue {
         check_status!(unsafe { sys::napi_typeof(env, value, &mut raw_type) })?;
         let value_type = ValueType::from(raw_type);
         match value_type {
+            // SAFETY: the same `env` and `value`, which napi just typed as a string.
             ValueType::String => Ok(HostValue::Text(unsafe { String::from_napi_value(env, value) }?)),
             ValueType::Null | ValueType::Undefined => Ok(HostValue::Nothing),
             ValueType::Object => {
@@ -76,8 +77,10 @@ impl FromNapiValue for HostValue {
                 // is also true for every other view (a `DataView`, a
                 // `Float64Array`), whose bytes are not text.
                 let mut is_typed_array = false;
+                // SAFETY: the same `env` and `value`; the out-pointer is a live local.
                 check_status!(unsafe { sys::napi_is_typedarray(env, value, &mut is_typed_array) })?;
                 if is_typed_array && is_uint8_array(env, value)? {
+                    // SAFETY: the same `env` and `value`, checked above to be a `Uint8Array`.
                     Ok(HostValue::Bytes(unsafe { Buffer::from_napi_value(env, value) }?))
                 } else {
                     Ok(HostValue::Wrong("an object"))
@@ -178,6 +181,7 @@ impl FromNapiValue for Pending {
         // SAFETY: called by napi on the JavaScript thread.
         check_status!(unsafe { sys::napi_is_promise(env, value, &mut is_promise) })?;
         if !is_promise {
+            // SAFETY: the same `env` and `value`, on the JavaScript thread.
             let value = unsafe { HostValue::from_napi_value(env, value) }?;
             let ready_bytes = Some(value.size());
             let _ = tx.send(Ok(value));
@@ -187,6 +191,7 @@ impl FromNapiValue for Pending {
         let on_error = Rc::clone(&on_value);
         let watch: Arc<Mutex<Option<Watch>>> = Arc::default();
         let (on_fulfilled, on_rejected) = (Arc::clone(&watch), Arc::clone(&watch));
+        // SAFETY: the same `env` and `value`, which napi just reported to be a Promise.
         let promise = unsafe { PromiseRaw::<HostValue>::from_napi_value(env, value) }?;
         promise
             .then(move |ctx| {

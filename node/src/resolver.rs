@@ -107,6 +107,7 @@ fn scalar_to_json(value: Unknown<'_>) -> Result<Option<Value>> {
         ValueType::Undefined => None,
         ValueType::Null => Some(Value::Null),
         ValueType::Number => {
+            // SAFETY: `get_type` just reported a number, so the cast reads a double.
             let n: f64 = unsafe { value.cast() }?;
             Some(Number::from_f64(n).map_or_else(|| Value::from("a non-finite number"), Value::Number))
         }
@@ -123,6 +124,7 @@ pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result
         ValueType::Object => {}
         _ => return Ok(Config::from_json(&Value::from("not an object"))),
     }
+    // SAFETY: `get_type` just reported an object, so it can be viewed as one.
     let object: Object = unsafe { config.cast() }?;
     let mut map = serde_json::Map::new();
     for key in ["maxReferences", "candidateLimit", "maxReferenceBytes"] {
@@ -267,7 +269,8 @@ type Work<T> = Pin<Box<dyn Future<Output = Settled<T>> + Send>>;
 /// Polls `work` once on this thread: its settled value, or the work itself
 /// when it has to wait.
 fn poll_here<T>(mut work: Work<T>) -> std::result::Result<Settled<T>, Work<T>> {
-    let _runtime = core::runtime().enter(); // the work may ask for the runtime's handle
+    let runtime = core::runtime();
+    let _entered = runtime.enter(); // the work may ask for the runtime's handle
     match work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(settled) => Ok(settled),
         Poll::Pending => Err(work),

@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::convert::sequence_arg;
 use crate::errors::to_pyerr;
 use crate::host::PyBytesData;
-use crate::runtime::runtime;
+use dsh_session_reference::runtime;
 
 /// Seconds taken by `iterations` calls of the core's `prepare` of
 /// `references` over `snapshots` (`{id: JSON bytes}`, lent without a copy

@@ -1,5 +1,6 @@
-//! The tokio runtime the Python front runs its work on, and the helpers that
-//! run a library future for a blocking or an asyncio caller.
+//! The helpers that run a library future on the core's runtime
+//! ([`dsh_session_reference::runtime`], fork-aware) for a blocking or an
+//! asyncio caller.
 //!
 //! Threading rules (see README "Threads, the GIL and asyncio"):
 //! - a blocking call releases the GIL for its whole duration and drives its
@@ -8,49 +9,17 @@
 //! - the runtime's worker threads never take the GIL; every step that needs
 //!   it (calling the host, converting results) runs on the blocking pool,
 //!   whose threads keep their Python thread state between calls ([`attach`]).
-//!
-//! The runtime is per process: a child created by `fork()` (whose copy of
-//! the parent's runtime has no threads) gets a fresh one.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use dsh_session_reference::{CancelToken, Error, Result};
+use dsh_session_reference::{runtime, CancelToken, Error, Result};
 use pyo3::prelude::*;
-use tokio::runtime::{Builder, Runtime};
 
 use crate::errors::{internal_error, to_pyerr};
-
-/// The runtime of the current process.
-pub fn runtime() -> Arc<Runtime> {
-    static RT: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
-    let pid = std::process::id();
-    let mut slot = RT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((owner, rt)) = slot.as_ref() {
-        if *owner == pid {
-            return Arc::clone(rt);
-        }
-        // Forked: the inherited runtime has no threads and must never be
-        // dropped (dropping would wait for them). Leak it.
-        if let Some((_, old)) = slot.take() {
-            std::mem::forget(old);
-        }
-    }
-    let rt = Arc::new(
-        Builder::new_multi_thread()
-            .worker_threads(2)
-            .max_blocking_threads(512)
-            .thread_name("dsh-session-reference")
-            .enable_all()
-            .build()
-            .expect("the dsh-session-reference runtime could not start"),
-    );
-    *slot = Some((pid, Arc::clone(&rt)));
-    rt
-}
 
 thread_local! {
     /// Whether this thread holds a Python thread state of its own (see [`attach`]).
