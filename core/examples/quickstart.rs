@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let target = Target::new("new-chat", Some("/srv/app".into()));
 
     // 2. Discovery: what the user can mention.
-    let candidates = resolver.candidates_blocking(&target, "storage", None)?;
+    let candidates = resolver.candidates_blocking(&target, "storage", None, None)?;
     for c in &candidates {
         println!("candidate: {}  {}", c.label, c.mention.as_deref().unwrap_or(""));
     }
@@ -49,8 +49,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let context = prepared.additional_context.expect("one reference gives one context message");
     println!(
         "\ncontext ({}):\n{}",
-        context["source"]["references"][0],
-        context["content"][0]["text"].as_str().unwrap()
+        context.source.references[0].to_json(),
+        context.prompt
     );
     Ok(())
 }

@@ -34,9 +34,8 @@
 //!     .prepare_blocking(&target, &json!([{"type": "text", "text": "as decided"}]),
 //!                       &[json!({"sessionId": "design"})], None)
 //!     .unwrap();
-//! let ctx = prepared.additional_context.unwrap();
-//! let prompt = ctx["content"][0]["text"].as_str().unwrap();
-//! assert!(prompt.contains(r#""text":"Use \u003ctabs>?""#));
+//! let context = prepared.additional_context.unwrap();
+//! assert!(context.prompt.contains(r#""text":"Use \u003ctabs>?""#));
 //! ```
 
 #![deny(unsafe_code)]
@@ -48,17 +47,25 @@ pub struct ReadmeDoctests;
 
 pub mod cancel;
 pub mod config;
+pub mod context;
+pub mod discovery;
 pub mod error;
+pub mod host;
 pub mod json;
 pub mod memory;
 pub mod projection;
 pub mod prompt;
-pub mod query;
 pub mod resolver;
 pub mod retention;
 pub mod runtime;
 pub mod store;
 pub mod uri;
+
+/// The host interface under its old name.
+#[deprecated(since = "0.2.0", note = "renamed to `host`; every item is also re-exported at the crate root")]
+pub mod query {
+    pub use crate::host::*;
+}
 
 pub use cancel::CancelToken;
 pub use config::{
@@ -68,10 +75,12 @@ pub use config::{
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
-pub use query::{
+pub use context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata, ReferenceStats};
+pub use discovery::Candidate;
+pub use host::{
     Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedBytes, SurfaceData, Target,
 };
-pub use resolver::{normalize_references, Candidate, Prepared, Reference, Resolver};
+pub use resolver::{normalize_references, Reference, Resolver};
 pub use runtime::{block_on, runtime};
 pub use store::DshStore;
 pub use uri::{

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 
 use crate::error::HostError;
-use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use crate::host::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 
 #[derive(Default)]
 struct Inner {

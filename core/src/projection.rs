@@ -224,8 +224,9 @@ fn events<'a>(r: &mut Reader<'a>) -> Read<Vec<Item<'a>>> {
     Ok(items)
 }
 
+/// The `type` of a surface event, as far as projection tells them apart.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum EventType {
     UserMessage,
     AssistantMessage,
     Other,
@@ -247,15 +248,15 @@ fn event<'a>(r: &mut Reader<'a>) -> Read<Option<Item<'a>>> {
             b"type" => {
                 let t = r.maybe_string()?.ok_or_else(|| "expected `type` to be a string".to_owned());
                 kind = Some(t.map(|t| match &*t.name() {
-                    b"user/message" => Kind::UserMessage,
-                    b"assistant/message" => Kind::AssistantMessage,
-                    _ => Kind::Other,
+                    b"user/message" => EventType::UserMessage,
+                    b"assistant/message" => EventType::AssistantMessage,
+                    _ => EventType::Other,
                 }));
             }
             b"data" => {
                 let start = r.pos();
                 projected = match kind {
-                    Some(Ok(k @ (Kind::UserMessage | Kind::AssistantMessage))) => Some((k, message(r, k)?)),
+                    Some(Ok(k @ (EventType::UserMessage | EventType::AssistantMessage))) => Some((k, message(r, k)?)),
                     _ => {
                         r.skip()?;
                         None
@@ -267,7 +268,7 @@ fn event<'a>(r: &mut Reader<'a>) -> Read<Option<Item<'a>>> {
         }
     }
     let kind = match required("type", kind) {
-        Ok(Kind::Other) => return Ok(Ok(None)),
+        Ok(EventType::Other) => return Ok(Ok(None)),
         Ok(kind) => kind,
         Err(e) => return Ok(Err(e)),
     };
@@ -279,7 +280,7 @@ fn event<'a>(r: &mut Reader<'a>) -> Read<Option<Item<'a>>> {
 }
 
 /// The `data` of a message event of `kind`: its item, if it is visible.
-fn message<'a>(r: &mut Reader<'a>, kind: Kind) -> Read<Option<Item<'a>>> {
+fn message<'a>(r: &mut Reader<'a>, kind: EventType) -> Read<Option<Item<'a>>> {
     if !r.enter_object()? {
         return Ok(Err("expected `data` to be an object".into()));
     }
@@ -287,14 +288,14 @@ fn message<'a>(r: &mut Reader<'a>, kind: Kind) -> Read<Option<Item<'a>>> {
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
         match &*key.name() {
-            b"content" if kind == Kind::UserMessage => content = Some(text_of(r)?),
-            b"source" if kind == Kind::UserMessage => source = Some(user_source(r)?),
-            b"message" if kind == Kind::AssistantMessage => message = Some(assistant_message(r)?),
+            b"content" if kind == EventType::UserMessage => content = Some(text_of(r)?),
+            b"source" if kind == EventType::UserMessage => source = Some(user_source(r)?),
+            b"message" if kind == EventType::AssistantMessage => message = Some(assistant_message(r)?),
             _ => r.skip()?,
         }
     }
     Ok((|| {
-        let (role, text, checkpoint) = if kind == Kind::UserMessage {
+        let (role, text, checkpoint) = if kind == EventType::UserMessage {
             let text = required("data.content", content)?;
             let (kind, plugin) = optional(source)?.unwrap_or_default();
             let is = |s: Option<Str<'_>>, name| s.is_some_and(|s| s.is(name));

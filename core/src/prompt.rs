@@ -1,7 +1,8 @@
-//! Rendering: one source object, the prompt envelope, and the `source`
-//! metadata of the context message (SPEC §4–§6).
+//! Rendering: one source object under its byte budget, and the prompt
+//! envelope around all of them (SPEC §4–§5). The metadata of the context
+//! message is in `context.rs`.
 
-use serde_json::{json, Map, Number, Value};
+use serde_json::Number;
 
 use crate::json::{write_number, write_string};
 use crate::projection::{Item, Projection};
@@ -122,28 +123,4 @@ pub fn render_prompt(sources: &[RenderedSource]) -> String {
     out.push(']');
     out.push_str(PROMPT_FOOTER);
     out
-}
-
-/// The `source` metadata of the context message.
-pub fn render_metadata(refs: &[(&str, &str)], sources: &[RenderedSource]) -> Value {
-    let references: Vec<Value> = refs
-        .iter()
-        .zip(sources)
-        .enumerate()
-        .map(|(index, ((id, label), s))| {
-            let mut m = Map::new();
-            m.insert("sessionId".into(), Value::from(*id));
-            m.insert("label".into(), Value::from(*label));
-            m.insert("capturedThroughSeq".into(), s.captured_through_seq.clone().map_or(Value::Null, Value::Number));
-            m.insert("compacted".into(), Value::Bool(s.stats.compacted));
-            m.insert("originalMessages".into(), Value::from(s.stats.original_messages));
-            m.insert("retainedMessages".into(), Value::from(s.stats.retained_messages));
-            m.insert("omittedMessages".into(), Value::from(s.stats.omitted_messages));
-            m.insert("omittedBytes".into(), Value::from(s.stats.omitted_bytes));
-            m.insert("truncated".into(), Value::Bool(s.stats.truncated()));
-            m.insert("inputIndex".into(), Value::from(index));
-            Value::Object(m)
-        })
-        .collect();
-    json!({"kind": "session-reference", "form": "recall", "version": 1, "references": references})
 }

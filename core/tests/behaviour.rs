@@ -118,7 +118,7 @@ fn a_blocking_host_read_that_never_returns_is_cancelled_promptly() {
         let err = if call == 0 {
             resolver.prepare_blocking(&target, &content(), &refs(&["a"]), Some(&cancel)).unwrap_err()
         } else {
-            resolver.candidates_blocking(&target, "", Some(&cancel)).unwrap_err()
+            resolver.candidates_blocking(&target, "", None, Some(&cancel)).unwrap_err()
         };
         assert_eq!(err.code(), ErrorCode::Cancelled);
         assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
@@ -148,7 +148,7 @@ fn three_slow_reads_run_concurrently() {
     let elapsed = t.elapsed();
     assert_eq!(host.started.load(Ordering::SeqCst), 3);
     assert!(elapsed < Duration::from_millis(800), "three 300 ms reads took {elapsed:?}");
-    let refs = &prepared.additional_context.unwrap()["source"]["references"];
+    let refs = &prepared.additional_context.unwrap().into_json()["source"]["references"];
     let ids: Vec<&str> = refs.as_array().unwrap().iter().map(|r| r["sessionId"].as_str().unwrap()).collect();
     assert_eq!(ids, ["slow-1", "slow-2", "slow-3"]);
 }
@@ -211,7 +211,7 @@ fn cancellation_racing_a_failing_read_reports_cancelled() {
         let err = if call == 0 {
             resolver.prepare_blocking(&target, &content(), &refs(&["a"]), Some(&cancel)).unwrap_err()
         } else {
-            resolver.candidates_blocking(&target, "", Some(&cancel)).unwrap_err()
+            resolver.candidates_blocking(&target, "", None, Some(&cancel)).unwrap_err()
         };
         assert_eq!(err.code(), ErrorCode::Cancelled);
     }
@@ -277,7 +277,7 @@ fn deep_nesting_in_skipped_data_is_read_without_recursion() {
     )));
     let resolver = Resolver::new(Arc::new(query), Config::default());
     let p = resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["deep"]), None).unwrap();
-    assert!(p.additional_context.unwrap()["content"][0]["text"].as_str().unwrap().contains(r#""text":"kept""#));
+    assert!(p.additional_context.unwrap().into_json()["content"][0]["text"].as_str().unwrap().contains(r#""text":"kept""#));
 }
 
 #[test]
@@ -289,7 +289,7 @@ fn json_bytes_and_values_give_the_same_prompt() {
     let target = Target::new("t", None);
     let pa = Resolver::new(Arc::new(a), Config::default()).prepare_blocking(&target, &content(), &refs(&["s"]), None);
     let pb = Resolver::new(Arc::new(b), Config::default()).prepare_blocking(&target, &content(), &refs(&["s"]), None);
-    let (pa, pb) = (pa.unwrap().additional_context.unwrap(), pb.unwrap().additional_context.unwrap());
+    let (pa, pb) = (pa.unwrap().additional_context.unwrap().into_json(), pb.unwrap().additional_context.unwrap().into_json());
     assert_eq!(pa["content"], pb["content"]);
     assert_eq!(pa["source"], pb["source"]);
     assert_ne!(pa["id"], pb["id"], "every context message gets a fresh id");
@@ -312,7 +312,8 @@ fn prepare_messages_keeps_order_ids_and_untouched_messages() {
                "content": [{"type": "text", "text": format!("{} and {}", encode_uri("b"), encode_uri("a"))}]}),
     ];
     let before = messages.clone();
-    let out = resolver.prepare_messages_blocking(&Target::new("t", None), &messages, None).unwrap();
+    let out: Vec<Value> =
+        resolver.prepare_messages_blocking(&Target::new("t", None), &messages, None).unwrap().into_iter().map(Value::from).collect();
     assert_eq!(messages, before, "the caller's messages are not mutated");
     let ids: Vec<&str> = out.iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 6);
@@ -367,7 +368,7 @@ fn candidate_listing_fails_with_the_host_reason_and_honours_cancel() {
         }
     }
     let resolver = Resolver::new(Arc::new(NoList), Config::default());
-    let err = resolver.candidates_blocking(&Target::new("t", None), "", None).unwrap_err();
+    let err = resolver.candidates_blocking(&Target::new("t", None), "", None, None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("index unavailable"));
     assert_eq!(err.host_error().map(|h| h.message()), Some("index unavailable"));
@@ -410,7 +411,7 @@ fn time_prepare(n: usize) -> Duration {
         let t = Instant::now();
         let p = resolver.prepare_blocking(&target, &content(), &refs(&["big"]), None).unwrap();
         best = best.min(t.elapsed());
-        let r = &p.additional_context.unwrap()["source"]["references"][0];
+        let r = &p.additional_context.unwrap().into_json()["source"]["references"][0];
         assert_eq!(r["originalMessages"], n);
         assert!(r["truncated"].as_bool().unwrap());
     }
@@ -447,7 +448,7 @@ fn a_panicking_host_is_a_read_failure_not_a_crash() {
     let err = resolver.prepare_blocking(&target, &content(), &refs(&["a"]), None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("panicked"), "{}", err.message());
-    let err = resolver.candidates_blocking(&target, "", None).unwrap_err();
+    let err = resolver.candidates_blocking(&target, "", None, None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
 }
 
@@ -473,7 +474,7 @@ fn resolver_futures_are_send_and_spawnable() {
     let (r, t) = (resolver.clone(), target.clone());
     let list = spawnable(async move { r.list_candidates(&t, "A", Some(5), None).await });
     let (r, t) = (resolver.clone(), target.clone());
-    let candidates = spawnable(async move { r.candidates(&t, "", None).await });
+    let candidates = spawnable(async move { r.candidates(&t, "", None, None).await });
     dsh_session_reference::block_on(async {
         assert!(prepare.await.unwrap().unwrap().additional_context.is_some());
         assert_eq!(messages.await.unwrap().unwrap().len(), 1);

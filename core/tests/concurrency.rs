@@ -13,6 +13,7 @@ use std::thread;
 use std::time::Duration;
 
 use dsh_session_reference::{
+    context,
     encode_uri, format_mention, CancelToken, Config, ErrorCode, HostError, QueryFuture, Resolver, SessionHeader,
     SessionQuery, SurfaceData, Target,
 };
@@ -167,10 +168,10 @@ fn run(resolver: &Resolver, op: &Op, cancel: Option<&CancelToken>) -> Result<Val
             resolver.prepare_blocking(&target, &content, &refs, cancel).map(|p| p.into_json())
         }
         Op::PrepareMessages(ids) => {
-            resolver.prepare_messages_blocking(&target, &messages(ids), cancel).map(Value::from)
+            resolver.prepare_messages_blocking(&target, &messages(ids), cancel).map(context::messages_into_json)
         }
         Op::Candidates(q) => resolver
-            .candidates_blocking(&target, q, cancel)
+            .candidates_blocking(&target, q, None, cancel)
             .map(|l| Value::from(l.iter().map(|c| c.to_json()).collect::<Vec<_>>())),
         Op::ListCandidates(q, limit) => resolver
             .list_candidates_blocking(&target, q, Some(*limit), cancel)

@@ -140,7 +140,7 @@ fn prepare_vectors() {
             assert!(got.additional_context.is_none(), "{name}");
             continue;
         }
-        let ctx = got.additional_context.unwrap_or_else(|| panic!("{name}: no context"));
+        let ctx = got.additional_context.unwrap_or_else(|| panic!("{name}: no context")).into_json();
         let prompt = ctx["content"][0]["text"].as_str().unwrap();
         let want = expected["prompt"].as_str().unwrap();
         assert!(prompt == want, "{name}: prompt differs\n got: {prompt}\nwant: {want}");
@@ -193,7 +193,7 @@ fn candidates_vectors() {
                         .collect::<Vec<_>>()
                 })
             }),
-            None => resolver.candidates_blocking(&target, q, None),
+            None => resolver.candidates_blocking(&target, q, None, None),
         };
         if let Some(err) = expected.get("error") {
             assert_eq!(code(got), err.as_str().unwrap(), "{name}");

@@ -137,7 +137,7 @@ fn panicking_blocking_hosts_are_read_failures_not_crashes() {
         let err = resolver.prepare_blocking(&target(), &content(), &refs(&["a"]), None).unwrap_err();
         assert_eq!(err.code(), ErrorCode::ReadFailed, "{err}");
         assert!(err.message().contains("panicked"), "{}", err.message());
-        let err = resolver.candidates_blocking(&target(), "", None).unwrap_err();
+        let err = resolver.candidates_blocking(&target(), "", None, None).unwrap_err();
         assert_eq!(err.code(), ErrorCode::ReadFailed, "{err}");
         let err = resolver.prepare_messages_blocking(
             &target(),
@@ -169,7 +169,7 @@ fn a_panicking_title_read_falls_back_to_the_id() {
     }
     let resolver = Resolver::new(Arc::new(Blocking::new(TitlesPanic)), Config::default());
     for query in ["", "a"] {
-        let got = resolver.candidates_blocking(&target(), query, None).unwrap();
+        let got = resolver.candidates_blocking(&target(), query, None, None).unwrap();
         let labels: Vec<(&str, &str)> = got.iter().map(|c| (c.session_id.as_str(), c.label.as_str())).collect();
         if query.is_empty() {
             assert_eq!(labels, [("b", "B title"), ("a", "a")]);
@@ -199,7 +199,7 @@ fn an_async_host_that_panics_when_called_is_a_read_failure() {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         (
             resolver.prepare_blocking(&target(), &content(), &refs(&["a"]), None).map(|_| ()),
-            resolver.candidates_blocking(&target(), "", None).map(|_| ()),
+            resolver.candidates_blocking(&target(), "", None, None).map(|_| ()),
         )
     }));
     let (prepare, candidates) = outcome.expect("a host panic unwound through the resolver into its caller");
@@ -259,7 +259,7 @@ fn lone_surrogates_in_texts_are_read_failures_only_when_kept() {
     let err = resolver.prepare_blocking(&target(), &content(), &refs(&["kept"]), None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed, "{err}");
     let ok = resolver.prepare_blocking(&target(), &content(), &refs(&["dropped"]), None).unwrap();
-    let src = &sources_of(&ok.additional_context.unwrap())[0];
+    let src = &sources_of(&ok.additional_context.unwrap().into_json())[0];
     assert_eq!(src["conversation"], json!([{"role": "user", "text": "last"}]));
 }
 
@@ -290,7 +290,7 @@ fn a_100_mb_snapshot_gives_a_context_within_budget() {
     let started = Instant::now();
     let p = resolver.prepare_blocking(&target(), &content(), &refs(&["big"]), None).unwrap();
     let elapsed = started.elapsed();
-    let ctx = p.additional_context.unwrap();
+    let ctx = p.additional_context.unwrap().into_json();
     let src = &sources_of(&ctx)[0];
     assert!(stringify_tag_safe(src).len() as u64 <= budget);
     let conv = src["conversation"].as_array().unwrap();
@@ -411,7 +411,7 @@ fn ten_thousand_levels_of_nesting_never_overflow_the_stack() {
                 .iter()
                 .map(|id| {
                     let r = resolver.prepare_blocking(&target(), &content(), &refs(&[id]), None);
-                    (id.to_string(), r.map(|p| p.additional_context.unwrap()).map_err(|e| e.code()))
+                    (id.to_string(), r.map(|p| p.additional_context.unwrap().into_json()).map_err(|e| e.code()))
                 })
                 .collect();
             // The deep values are dropped recursively by serde_json itself;
@@ -453,7 +453,7 @@ fn a_snapshot_for_another_session_shows_its_own_id_in_the_prompt() {
     let resolver = Resolver::new(Arc::new(query), Config::default());
     let p =
         resolver.prepare_blocking(&target(), &content(), &[json!({"sessionId": "asked", "label": "L"})], None).unwrap();
-    let ctx = p.additional_context.unwrap();
+    let ctx = p.additional_context.unwrap().into_json();
     let src = &sources_of(&ctx)[0];
     assert_eq!(src["sessionId"], "answered");
     assert_eq!(src["label"], "L");
@@ -478,7 +478,7 @@ fn hung_blocking_hosts_are_cancelled_in_every_operation() {
             "candidates",
             Box::new({
                 let r = resolver.clone();
-                move |c| r.candidates_blocking(&target(), "", Some(c)).unwrap_err().code()
+                move |c| r.candidates_blocking(&target(), "", None, Some(c)).unwrap_err().code()
             }),
         ),
         (
@@ -582,7 +582,7 @@ fn listing_100_000_sessions_gives_correct_candidates() {
     let label = |i: usize| title_of(&format!("s{i}")).ok().flatten().unwrap_or_else(|| format!("s{i}"));
 
     // Empty query: the first 50 after ranking; only their titles are read.
-    let got = resolver.candidates_blocking(&target(), "", None).unwrap();
+    let got = resolver.candidates_blocking(&target(), "", None, None).unwrap();
     let mut want: Vec<usize> = (0..N).collect();
     want.sort_by_key(|&i| rank(i));
     want.truncate(50);
@@ -680,8 +680,8 @@ fn the_store_never_changes_its_root() {
             let _ = store.inspect(id);
         }
         let resolver = Resolver::new(Arc::new(store), Config::new(None, None, Some(1_000)).unwrap());
-        assert!(resolver.candidates_blocking(&target(), "", None).is_ok());
-        let _ = resolver.candidates_blocking(&target(), "a", None);
+        assert!(resolver.candidates_blocking(&target(), "", None, None).is_ok());
+        let _ = resolver.candidates_blocking(&target(), "a", None, None);
         for id in &ids {
             let _ = resolver.prepare_blocking(&target(), &content(), &refs(&[id]), None);
         }

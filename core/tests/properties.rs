@@ -334,7 +334,7 @@ fn prepare_and_check(srcs: &[Source], budget: u64) -> Result<(), TestCaseError> 
     };
     prop_assert!(!too_big.iter().any(|b| *b), "a source that cannot fit was rendered");
     prop_assert_eq!(&prepared.content, &content);
-    let ctx = prepared.additional_context.expect("references give a context message");
+    let ctx = prepared.additional_context.expect("references give a context message").into_json();
     let prompt = ctx["content"][0]["text"].as_str().expect("the prompt is a string");
 
     // The frame: fixed header, one line of data, the closing tag last.

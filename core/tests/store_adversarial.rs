@@ -395,8 +395,7 @@ fn reads_run_in_parallel_through_the_resolver() {
     let resolver = Resolver::new(Arc::new(store), Config::default());
     let refs: Vec<Value> = (0..3).map(|i| json!({"sessionId": format!("s{i}")})).collect();
     let prepared = resolver.prepare_blocking(&Target::new("t", None), &json!("go"), &refs, None).unwrap();
-    let ctx = prepared.additional_context.unwrap();
-    let text = ctx["content"][0]["text"].as_str().unwrap();
+    let text = prepared.additional_context.unwrap().prompt;
     for i in 0..3 {
         assert!(text.contains(&format!("hello from s{i}")));
     }

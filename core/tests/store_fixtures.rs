@@ -176,9 +176,8 @@ fn prepare_matches_expected_for_every_config() {
                 let prepared = got.unwrap_or_else(|err| panic!("{root} {id} {name}: {err}"));
                 assert_eq!(prepared.content, content);
                 let ctx = prepared.additional_context.unwrap();
-                let prompt = ctx["content"][0]["text"].as_str().unwrap();
-                assert_eq!(prompt, exp["prompt"].as_str().unwrap(), "{root} {id} {name}: prompt bytes");
-                assert_eq!(ctx["source"], exp["source"], "{root} {id} {name}: source");
+                assert_eq!(ctx.prompt, exp["prompt"].as_str().unwrap(), "{root} {id} {name}: prompt bytes");
+                assert_eq!(ctx.source.to_json(), exp["source"], "{root} {id} {name}: source");
             }
         }
     }
@@ -196,7 +195,7 @@ fn candidates_match_expected() {
             let config = Config::new(None, case["candidateLimit"].as_u64(), None).unwrap();
             let resolver = Resolver::new(Arc::clone(&store), config);
             let query = case["query"].as_str().unwrap();
-            let got = resolver.candidates_blocking(&target, query, None).unwrap();
+            let got = resolver.candidates_blocking(&target, query, None, None).unwrap();
             let got: Vec<Value> = got.iter().map(|c| c.to_json()).collect();
             assert_eq!(Value::from(got), case["expected"], "{root} query {query:?}");
             cases += 1;
@@ -248,7 +247,7 @@ fn damaged_sessions_are_still_listed_and_never_hide_others() {
 
     let resolver = Resolver::new(Arc::new(store), Config::default());
     let target = Target::new("t", Some("/home/dev/alpha".into()));
-    let candidates = resolver.candidates_blocking(&target, "", None).unwrap();
+    let candidates = resolver.candidates_blocking(&target, "", None, None).unwrap();
     let labels: Vec<&str> = candidates.iter().map(|c| c.label.as_str()).collect();
     // The damaged session's title read fails, so its label is its id.
     assert_eq!(labels, vec!["compaction-recovery", "Reply with exactly the word:", "First use the read tool"]);

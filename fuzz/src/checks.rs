@@ -306,7 +306,7 @@ fn store_in(root: &Path, mode: StoreMode, body: &[u8], torn: bool) {
             assert!(matches!(e.code(), ErrorCode::ReadFailed | ErrorCode::BudgetExceeded), "{e}");
         }
     }
-    let _ = resolver.candidates_blocking(&target, "", None).expect("listing a readable root succeeds");
+    let _ = resolver.candidates_blocking(&target, "", None, None).expect("listing a readable root succeeds");
 }
 
 /// The body of one fuzz target.

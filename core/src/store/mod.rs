@@ -9,7 +9,7 @@
 //! let store = DshStore::open("/home/me/.dsh/sessions")?;
 //! let resolver = Resolver::new(Arc::new(store), Config::default());
 //! let target = Target::new("new-chat", Some("/work".into()));
-//! for c in resolver.candidates_blocking(&target, "", None)? {
+//! for c in resolver.candidates_blocking(&target, "", None, None)? {
 //!     println!("{} {}", c.label, c.mention.unwrap_or_default());
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -141,6 +141,14 @@ pub struct StoredSession {
     pub path: PathBuf,
     /// The log's encoding.
     pub encoding: Encoding,
+}
+
+impl StoredSession {
+    /// The header line without `type`, key order kept: what the store's
+    /// `list_sessions` gives a host in every front (as DSH's store does).
+    pub fn to_json(&self) -> Value {
+        Value::Object(self.header_json.clone())
+    }
 }
 
 /// A log that discovery found but does not list, and why.

@@ -1,4 +1,5 @@
-//! The session query a host implements (SPEC §9), and the values it returns.
+//! The host interface: the session query a host implements (SPEC §9), its
+//! blocking adapter, and the values it exchanges with the library.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -77,6 +78,27 @@ impl SessionHeader {
     /// Reads the array returned by `listSessions()`.
     pub fn list_from_json(value: &Value) -> Result<Vec<SessionHeader>, String> {
         value.as_array().ok_or("listSessions must return an array")?.iter().map(SessionHeader::from_json).collect()
+    }
+
+    /// Reads the array returned by `listSessions()` as JSON text (UTF-8),
+    /// parsed as `JSON.parse` parses it ([`crate::json::parse_js`]: numbers
+    /// are doubles, nesting is limited to [`crate::json::MAX_PARSE_DEPTH`]).
+    /// Every front that receives the listing as text reads it here.
+    pub fn list_from_json_text(text: &[u8]) -> Result<Vec<SessionHeader>, String> {
+        let text = std::str::from_utf8(text).map_err(|e| format!("the session list is not UTF-8: {e}"))?;
+        let value = crate::json::parse_js(text).map_err(|e| format!("the session list is not JSON: {e}"))?;
+        SessionHeader::list_from_json(&value)
+    }
+
+    /// `{"id","createdAt","cwd"?}`: the header as a host lists it.
+    pub fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("id".into(), Value::from(self.id.as_str()));
+        m.insert("createdAt".into(), Value::Number(self.created_at.clone()));
+        if let Some(cwd) = &self.cwd {
+            m.insert("cwd".into(), Value::from(cwd.as_str()));
+        }
+        Value::Object(m)
     }
 }
 

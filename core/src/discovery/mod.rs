@@ -1,0 +1,144 @@
+//! Discovery (SPEC §7): the sessions a user can mention, with their latest
+//! titles as labels, ranked by working directory (`rank.rs`) and filtered
+//! by a search text.
+
+use std::future::Future;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use serde_json::{Map, Number, Value};
+
+use crate::cancel::CancelToken;
+use crate::config::MAX_SAFE_INTEGER;
+use crate::error::{Error, ErrorCode, Result};
+use crate::host::{SessionHeader, Target};
+use crate::resolver::{cancellable, guarded, Resolver};
+use crate::uri::format_mention;
+
+mod rank;
+
+/// How many title reads run at once during a filtered candidate search.
+const TITLE_CONCURRENCY: usize = 16;
+/// One discovery candidate (SPEC §7).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// The session id.
+    pub session_id: String,
+    /// The latest title, or the id.
+    pub label: String,
+    /// The session's cwd, if any.
+    pub cwd: Option<String>,
+    /// `createdAt` as the host listed it.
+    pub created_at: Number,
+    /// The mention text: present from [`Resolver::candidates`], absent from
+    /// [`Resolver::list_candidates`] (the reference's two faces).
+    pub mention: Option<String>,
+}
+
+impl Candidate {
+    /// A candidate without mention from a listed session and its latest
+    /// title (the label is the id when it has none).
+    fn from_header(s: SessionHeader, title: Option<String>) -> Self {
+        let label = title.unwrap_or_else(|| s.id.clone());
+        Candidate { session_id: s.id, label, cwd: s.cwd, created_at: s.created_at, mention: None }
+    }
+
+    /// The candidate with its canonical mention (`@[label](dsh-session:…)`)
+    /// filled in, as [`Resolver::candidates`] gives it.
+    pub fn with_mention(mut self) -> Self {
+        self.mention = Some(format_mention(&self.session_id, Some(&self.label)));
+        self
+    }
+
+    /// `{"sessionId","label","cwd"?,"createdAt","mention"?}`.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("sessionId".into(), Value::from(self.session_id.clone()));
+        m.insert("label".into(), Value::from(self.label.clone()));
+        if let Some(cwd) = &self.cwd {
+            m.insert("cwd".into(), Value::from(cwd.clone()));
+        }
+        m.insert("createdAt".into(), Value::Number(self.created_at.clone()));
+        if let Some(mention) = &self.mention {
+            m.insert("mention".into(), Value::from(mention.clone()));
+        }
+        Value::Object(m)
+    }
+}
+
+impl Resolver {
+    /// Discovery (SPEC §7): sessions other than the target, ranked by cwd,
+    /// filtered case-insensitively by id, cwd or label when `filter` is not
+    /// empty, cut at `limit` (default: the configured candidate limit; an
+    /// explicit limit must be a positive safe integer). Candidates come
+    /// without mentions, as the reference's `listCandidates` gives them.
+    pub async fn list_candidates(
+        &self,
+        target: &Target,
+        filter: &str,
+        limit: Option<u64>,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Vec<Candidate>> {
+        let limit = match limit {
+            None => self.config.candidate_limit(),
+            Some(l) if (1..=MAX_SAFE_INTEGER).contains(&l) => l,
+            Some(_) => {
+                return Err(Error::new(ErrorCode::InvalidReference, "candidate limit must be a positive safe integer"))
+            }
+        };
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        cancellable(cancel, self.list_candidates_inner(target, filter, limit)).await
+    }
+
+    /// The host-facing face of discovery: [`list_candidates`](Self::list_candidates),
+    /// each candidate with its mention (`@[label](dsh-session:…)`).
+    pub async fn candidates(
+        &self,
+        target: &Target,
+        filter: &str,
+        limit: Option<u64>,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Vec<Candidate>> {
+        let list = self.list_candidates(target, filter, limit, cancel).await?;
+        Ok(list.into_iter().map(Candidate::with_mention).collect())
+    }
+
+    async fn list_candidates_inner(&self, target: &Target, filter: &str, limit: usize) -> Result<Vec<Candidate>> {
+        let sessions = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
+        let sessions: Vec<SessionHeader> = sessions.into_iter().filter(|s| s.id != target.id).collect();
+        if filter.is_empty() {
+            // Without a filter only the kept sessions' titles are read.
+            let sessions = rank::ranked(sessions, target, limit);
+            let titles = futures::future::join_all(self.titles(&sessions)).await;
+            return Ok(sessions.into_iter().zip(titles).map(|(s, t)| Candidate::from_header(s, t)).collect());
+        }
+        let filter = rank::Filter::new(filter);
+        let titles: Vec<Option<String>> =
+            stream::iter(self.titles(&sessions)).buffered(TITLE_CONCURRENCY).map(Ok::<_, Error>).try_collect().await?;
+        let matched: Vec<Candidate> = sessions
+            .into_iter()
+            .zip(titles)
+            .map(|(s, t)| Candidate::from_header(s, t))
+            .filter(|c| filter.matches(&c.session_id, c.cwd.as_deref(), &c.label))
+            .collect();
+        Ok(rank::ranked_by(matched, |c| c.cwd.as_deref(), target, limit))
+    }
+
+    /// One title read per session. Each future owns its id: futures that
+    /// borrow from a closure argument would make the whole call `!Send`
+    /// (rust-lang/rust#64552), and callers spawn it on a runtime.
+    fn titles(&self, sessions: &[SessionHeader]) -> Vec<impl Future<Output = Option<String>> + Send + '_> {
+        sessions
+            .iter()
+            .map(|s| {
+                let id = s.id.clone();
+                async move { self.title(&id).await }
+            })
+            .collect()
+    }
+
+    /// A title read; a failure counts as "no title" (one failing title
+    /// never fails the listing).
+    async fn title(&self, id: &str) -> Option<String> {
+        guarded(|| self.query.read_title(id)).await.ok().flatten()
+    }
+}

@@ -1,0 +1,238 @@
+//! Preparation (SPEC §6): references normalized, every source read in
+//! parallel, projected, retained under its byte budget and framed; then the
+//! context message. `prepare_messages` applies it to a message list.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::{cancellable, guarded, Resolver};
+use crate::cancel::CancelToken;
+use crate::context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata};
+use crate::error::{Error, ErrorCode, Result};
+use crate::host::{SurfaceData, Target};
+use crate::projection::project_json;
+use crate::prompt::{render_prompt, render_source, RenderedSource};
+use crate::uri::{parse_text, ParsedReference};
+
+/// With several references, snapshots at least this large are projected on
+/// blocking threads, so that big sources are processed in parallel.
+const PARALLEL_PROJECTION_BYTES: usize = 1 << 20;
+/// A snapshot at least this large is always projected on a blocking thread,
+/// so that cancellation stays prompt; below it the work takes a few
+/// milliseconds at most, less than the thread hand-off and the cold caches
+/// of another core would add to a single source.
+const BLOCKING_PROJECTION_BYTES: usize = 4 << 20;
+
+/// A normalized reference: a distinct session id and its label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    /// The referenced session id.
+    pub session_id: String,
+    /// The label (the id when none was given).
+    pub label: String,
+}
+
+/// Normalizes a reference list (SPEC §6 step 2): shape checks, the
+/// self-reference check in order, de-duplication keeping the first
+/// occurrence and its label, then the count limit.
+pub fn normalize_references(target_id: &str, references: &[Value], max_references: u64) -> Result<Vec<Reference>> {
+    let mut out: Vec<Reference> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (i, r) in references.iter().enumerate() {
+        let invalid = |why: &str| Error::new(ErrorCode::InvalidReference, format!("reference {i} {why}"));
+        let obj = r.as_object().ok_or_else(|| invalid("is not an object"))?;
+        let id = obj.get("sessionId").and_then(Value::as_str).ok_or_else(|| invalid("has no string `sessionId`"))?;
+        let label = match obj.get("label") {
+            None => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => return Err(invalid("has a `label` that is not a string")),
+        };
+        if id == target_id {
+            return Err(Error::new(ErrorCode::SelfReference, "a session cannot reference itself"));
+        }
+        if seen.insert(id) {
+            out.push(Reference { session_id: id.to_owned(), label: label.unwrap_or(id).to_owned() });
+        }
+    }
+    if out.len() as u64 > max_references {
+        return Err(Error::new(
+            ErrorCode::TooMany,
+            format!("{} distinct references; at most {max_references} are allowed", out.len()),
+        ));
+    }
+    Ok(out)
+}
+
+/// Why one source could not be rendered.
+enum SourceFailure {
+    /// The host read failed or returned a malformed snapshot.
+    Read(Error),
+    /// The source does not fit its budget.
+    Budget(Error),
+}
+
+fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Result<RenderedSource, SourceFailure> {
+    // A value is written out and read like JSON text: one projection.
+    let written;
+    let bytes = match data {
+        SurfaceData::Json(bytes) => (**bytes).as_ref(),
+        SurfaceData::Value(v) => {
+            written = crate::json::stringify(v);
+            written.as_bytes()
+        }
+    };
+    let projection = project_json(bytes).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    let rendered =
+        render_source(projection, label, budget).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    rendered.ok_or_else(|| {
+        SourceFailure::Budget(Error::new(
+            ErrorCode::BudgetExceeded,
+            format!("session {} does not fit in {budget} bytes", crate::json::js_string(id)),
+        ))
+    })
+}
+
+fn surface_len(data: &SurfaceData) -> usize {
+    match data {
+        SurfaceData::Json(b) => (**b).as_ref().len(),
+        SurfaceData::Value(_) => 0,
+    }
+}
+
+impl Resolver {
+    /// Prepares one message (SPEC §6): validates and de-duplicates
+    /// `references` (JSON values `{"sessionId", "label"?}`), reads every
+    /// source in parallel, retains each under the byte budget and returns a
+    /// copy of `content` plus the context message. All or nothing.
+    pub async fn prepare(
+        &self,
+        target: &Target,
+        content: &Value,
+        references: &[Value],
+        cancel: Option<&CancelToken>,
+    ) -> Result<Prepared> {
+        let refs = self.plan_references(target, references)?;
+        self.prepare_planned(content.clone(), refs, cancel).await
+    }
+
+    /// The first step of [`prepare`](Self::prepare) alone: `references`
+    /// normalized for `target` under the configured limit, which is what
+    /// will be read. For a front that starts reads itself before the rest
+    /// of the work (the Node addon), so references are validated once.
+    pub fn plan_references(&self, target: &Target, references: &[Value]) -> Result<Vec<Reference>> {
+        normalize_references(&target.id, references, self.config.max_references())
+    }
+
+    /// The rest of [`prepare`](Self::prepare) for references that
+    /// [`plan_references`](Self::plan_references) returned: reads, retention
+    /// and framing, with `content` moved into the result.
+    pub async fn prepare_planned(
+        &self,
+        content: Value,
+        refs: Vec<Reference>,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Prepared> {
+        if refs.is_empty() {
+            return Ok(Prepared { content, additional_context: None });
+        }
+        let budget = self.config.max_reference_bytes();
+        let several = refs.len() > 1;
+        let work = async {
+            // Read every source concurrently, failing fast on a read error
+            // (a pending read must not delay the failure).
+            let reads = refs.iter().map(|r| async move {
+                let data = guarded(|| self.query.read_surface(&r.session_id))
+                    .await
+                    .map_err(|e| Error::read_failed(&r.session_id, e))?;
+                let (id, label) = (r.session_id.clone(), r.label.clone());
+                let size = surface_len(&data);
+                let offload = size >= BLOCKING_PROJECTION_BYTES || (several && size >= PARALLEL_PROJECTION_BYTES);
+                let outcome = if offload {
+                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget))
+                        .await
+                        .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?
+                } else {
+                    process_surface(&data, &id, &label, budget)
+                };
+                match outcome {
+                    Ok(rendered) => Ok(Ok(rendered)),
+                    Err(SourceFailure::Read(e)) => Err(e),
+                    Err(SourceFailure::Budget(e)) => Ok(Err(e)),
+                }
+            });
+            let outcomes = futures::future::try_join_all(reads).await?;
+            outcomes.into_iter().collect::<Result<Vec<RenderedSource>>>()
+        };
+        let sources = cancellable(cancel, work).await?;
+        let pairs: Vec<(&str, &str)> = refs.iter().map(|r| (r.session_id.as_str(), r.label.as_str())).collect();
+        let context = ContextMessage {
+            id: uuid::Uuid::new_v4().to_string(),
+            prompt: render_prompt(&sources),
+            source: ReferenceMetadata::new(&pairs, &sources),
+        };
+        Ok(Prepared { content, additional_context: Some(context) })
+    }
+
+    /// The pre-step rewrite (SPEC §6): in every message whose
+    /// `source.kind` is `"user"`, mentions in `text` blocks become `@label`;
+    /// a message with references is followed by its context message.
+    /// Other messages pass through unchanged; output order is input order.
+    pub async fn prepare_messages(
+        &self,
+        target: &Target,
+        messages: &[Value],
+        cancel: Option<&CancelToken>,
+    ) -> Result<Vec<PreparedMessage>> {
+        // Parse everything first: a malformed mention fails before any read.
+        let mut plans: Vec<Option<(Value, Vec<Value>)>> = Vec::with_capacity(messages.len());
+        for message in messages {
+            let is_user = message.get("source").and_then(|s| s.get("kind")).and_then(Value::as_str) == Some("user");
+            let content = message.get("content").and_then(Value::as_array);
+            let (true, Some(blocks)) = (is_user, content) else {
+                plans.push(None);
+                continue;
+            };
+            let mut refs = Vec::new();
+            let mut rewritten = Vec::with_capacity(blocks.len());
+            for block in blocks {
+                match (block.get("type").and_then(Value::as_str), block.get("text").and_then(Value::as_str)) {
+                    (Some("text"), Some(text)) => {
+                        let parsed = parse_text(text)?;
+                        let mut b = block.clone();
+                        if let Some(obj) = b.as_object_mut() {
+                            obj.insert("text".into(), Value::from(parsed.text));
+                        }
+                        rewritten.push(b);
+                        refs.extend(parsed.references.iter().map(ParsedReference::to_json));
+                    }
+                    _ => rewritten.push(block.clone()),
+                }
+            }
+            plans.push((!refs.is_empty()).then_some((Value::Array(rewritten), refs)));
+        }
+        let jobs = plans.iter().map(|plan| async move {
+            match plan {
+                None => Ok(None),
+                Some((content, refs)) => self.prepare(target, content, refs, cancel).await.map(Some),
+            }
+        });
+        let prepared = cancellable(cancel, futures::future::try_join_all(jobs)).await?;
+        let mut out = Vec::with_capacity(messages.len() + prepared.iter().flatten().count());
+        for (message, prepared) in messages.iter().zip(prepared) {
+            match prepared {
+                None => out.push(PreparedMessage::Message(message.clone())),
+                Some(Prepared { content, additional_context }) => {
+                    let mut copy = message.clone();
+                    if let Some(obj) = copy.as_object_mut() {
+                        obj.insert("content".into(), content);
+                    }
+                    out.push(PreparedMessage::Message(copy));
+                    out.extend(additional_context.map(PreparedMessage::Context));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+}
