@@ -35,7 +35,11 @@ export declare class DshSessionStore {
   static open(root: string): DshSessionStore
   /** The root directory. */
   get root(): string
-  /** The sessions (newest first): JSON text of `[{id, createdAt, cwd?}]`. */
+  /**
+   * The listed sessions (newest first): JSON text of their header lines
+   * without `type` (`[{version, id, createdAt, cwd?, ...}]`), as DSH's
+   * store lists them. Logs that cannot be listed are skipped.
+   */
   listSessions(): Promise<string | NativeFailure>
   /** The latest title of a session: JSON text of a string or `null`. */
   readTitle(sessionId: string): Promise<string | NativeFailure>
@@ -77,10 +81,10 @@ export declare class NativeResolver {
    */
   listCandidates(target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null): Promise<string | NativeFailure>
   /**
-   * `candidates(target, query)`: the configured limit, each candidate with
-   * its mention; resolves to the JSON text of the array.
+   * `candidates(target, query, limit?)`: like `listCandidates`, each
+   * candidate with its mention; resolves to the JSON text of the array.
    */
-  candidates(target: string, query: string, cancel?: CancelHandle | undefined | null): Promise<string | NativeFailure>
+  candidates(target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null): Promise<string | NativeFailure>
   /**
    * A resolver reading a DSH sessions root natively. Throws a failure
    * with `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.
@@ -133,6 +137,20 @@ export interface NativeConfig {
 }
 
 /**
+ * A context message as it crosses back: its parts, each converted once
+ * (the prompt, the one large string, straight into a JavaScript string).
+ * The wrapper builds the message object from them.
+ */
+export interface NativeContext {
+  /** The message id (a UUID). */
+  id: string
+  /** The prompt. */
+  prompt: string
+  /** The JSON text of the `source` metadata. */
+  source: string
+}
+
+/**
  * Why a native operation failed: a stable SPEC code (or
  * `ERR_INVALID_ARG_TYPE` for misuse of the native API) and a message.
  */
@@ -170,19 +188,20 @@ export interface ParsedSessionReferenceText {
 export declare function parseSessionReferenceText(text: string): ParsedSessionReferenceText
 
 /**
- * A prepared result as it crosses back: the JSON text with every context
- * prompt replaced by `""`, and the prompts themselves, so that each prompt
- * is converted once (into a JavaScript string) instead of being escaped
- * into JSON, converted, and parsed again.
+ * A prepared result as it crosses back: the JSON text of everything but
+ * the context messages, and the context messages apart.
  */
 export interface PreparedParts {
-  /** The result's JSON text, each context message's prompt left empty. */
-  json: string
-  /** The prompts, in order. */
-  prompts: Array<string>
   /**
-   * For `prepareMessages`, the index in the message list of each prompt's
-   * context message (empty for `prepare`, whose one prompt belongs to
+   * `prepare`: the JSON text of `{content}`; `prepareMessages`: of the
+   * output message list without its context messages.
+   */
+  json: string
+  /** The context messages, in order. */
+  contexts: Array<NativeContext>
+  /**
+   * For `prepareMessages`, the index in the output list of each context
+   * message (empty for `prepare`, whose one context message is its
    * `additionalContext`).
    */
   at: Array<number>

@@ -299,8 +299,19 @@ export declare class SessionReferenceResolver {
     options?: CallOptions,
   ): Promise<SessionCandidate[]>
 
-  /** `listCandidates` with the configured limit, each candidate with its mention. */
-  candidates(target: SessionTarget, query?: string, options?: CallOptions): Promise<SessionCandidateWithMention[]>
+  /**
+   * `listCandidates`, each candidate with its mention: at most `limit`
+   * (default: `candidateLimit`; an explicit limit must be a positive safe
+   * integer, else `SESSION_REFERENCE_INVALID_REFERENCE`).
+   */
+  candidates(
+    target: SessionTarget,
+    query?: string,
+    limit?: number,
+    options?: CallOptions,
+  ): Promise<SessionCandidateWithMention[]>
+  /** `candidates(target, query, undefined, options)`. */
+  candidates(target: SessionTarget, query: string, options: CallOptions): Promise<SessionCandidateWithMention[]>
 }
 
 /** `dsh-session:` + the unpadded base64url of the id's JSON string literal. */

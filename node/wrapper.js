@@ -106,18 +106,27 @@ function resultOf(settled, cause) {
 }
 
 /**
- * The result of a prepare's settled value: the JSON text with the context
- * prompts left empty, and the prompts, which are put back in place (so a
- * prompt of megabytes is converted once, not escaped and parsed again).
+ * A context message from its native parts: the prompt arrives as a string
+ * (a prompt of megabytes is converted once, never escaped into JSON and
+ * parsed again), the metadata as JSON text.
+ */
+function contextMessage({ id, prompt, source }) {
+  return { source: JSON.parse(source), content: [{ type: 'text', text: prompt }], role: 'user', id }
+}
+
+/**
+ * The result of a prepare's settled value: the JSON text of everything but
+ * the context messages, and the context messages apart (for
+ * `prepareMessages`, with the index each one takes in the output list).
  */
 function preparedOf(settled, cause) {
   if (settled === null || typeof settled !== 'object' || typeof settled.json !== 'string') return resultOf(settled, cause)
   const value = JSON.parse(settled.json)
-  const { prompts, at } = settled
+  const { contexts, at } = settled
   if (Array.isArray(value)) {
-    for (let i = 0; i < prompts.length; i++) value[at[i]].content[0].text = prompts[i]
-  } else if (prompts.length === 1) {
-    value.additionalContext.content[0].text = prompts[0]
+    for (let i = 0; i < contexts.length; i++) value.splice(at[i], 0, contextMessage(contexts[i]))
+  } else if (contexts.length === 1) {
+    value.additionalContext = contextMessage(contexts[0])
   }
   return value
 }
@@ -286,12 +295,20 @@ class SessionReferenceResolver {
     return runNative(signal, (handle) => this.#native.listCandidates(json, query, limit, handle))
   }
 
-  /** Discovery with the configured limit; each candidate has its mention. */
-  async candidates(target, query = '', options = undefined) {
+  /**
+   * `listCandidates`, each candidate with its mention. `limit` may be left
+   * out: `candidates(target, query, options)` is `candidates(target, query,
+   * undefined, options)`.
+   */
+  async candidates(target, query = '', limit = undefined, options = undefined) {
+    if (options === undefined && limit !== null && typeof limit === 'object') {
+      options = limit
+      limit = undefined
+    }
     const signal = signalOf(options)
     const json = targetArgument(target)
     requireString(query, 'query')
-    return runNative(signal, (handle) => this.#native.candidates(json, query, handle))
+    return runNative(signal, (handle) => this.#native.candidates(json, query, limit, handle))
   }
 }
 

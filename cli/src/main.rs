@@ -242,12 +242,7 @@ fn run(cli: Cli) -> CliResult {
 }
 
 fn candidates(resolver: &Resolver, target: &Target, query: &str, limit: Option<u64>) -> CliResult<Vec<Candidate>> {
-    let Some(limit) = limit else { return Ok(resolver.candidates_blocking(target, query, None)?) };
-    let mut list = resolver.list_candidates_blocking(target, query, Some(limit), None)?;
-    for c in &mut list {
-        c.mention = Some(format_mention(&c.session_id, Some(&c.label)));
-    }
-    Ok(list)
+    Ok(resolver.candidates_blocking(target, query, limit, None)?)
 }
 
 /// Parses the mentions of `text` and prepares `[{"type":"text","text": rewritten}]`.
@@ -260,7 +255,7 @@ fn prepare(resolver: &Resolver, target: &Target, text: &str) -> CliResult<Prepar
 }
 
 fn context_text(prepared: &Prepared) -> Option<&str> {
-    prepared.additional_context.as_ref()?["content"][0]["text"].as_str()
+    prepared.additional_context.as_ref().map(|c| c.prompt.as_str())
 }
 
 /// Escapes control characters for display (ids, cwds and labels may hold any).
@@ -311,17 +306,17 @@ fn print_prepared(prepared: &Prepared) {
         return;
     };
     let _ = writeln!(out, "Referenced sessions:");
-    for r in ctx["source"]["references"].as_array().into_iter().flatten() {
+    for r in &ctx.source.references {
         let _ = writeln!(
             out,
             "  - {} ({}): {} of {} messages retained, {} omitted ({} bytes omitted){}",
-            display(r["label"].as_str().unwrap_or_default()),
-            display(r["sessionId"].as_str().unwrap_or_default()),
-            r["retainedMessages"],
-            r["originalMessages"],
-            r["omittedMessages"],
-            r["omittedBytes"],
-            if r["truncated"] == true { ", truncated" } else { ", complete" },
+            display(&r.label),
+            display(&r.session_id),
+            r.stats.retained_messages,
+            r.stats.original_messages,
+            r.stats.omitted_messages,
+            r.stats.omitted_bytes,
+            if r.stats.truncated() { ", truncated" } else { ", complete" },
         );
     }
     let prompt = context_text(prepared).unwrap_or_default();
@@ -366,7 +361,7 @@ fn show(ctx: &Ctx, id: &str) -> CliResult {
 
 fn demo(ctx: &Ctx) -> CliResult {
     let target = Target::new("demo-new-session", Some("/home/dev/alpha".to_owned()));
-    let list = ctx.resolver.candidates_blocking(&target, "", None)?;
+    let list = ctx.resolver.candidates_blocking(&target, "", None, None)?;
     let picked: Vec<&Candidate> = list.iter().take(2).collect();
     if picked.len() < 2 {
         return Err(read_failed("the demo root needs at least two sessions"));

@@ -4,7 +4,6 @@
 use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
 
-use dsh_session_reference::json::parse_js;
 use dsh_session_reference::{BlockingSessionQuery, HostError, SessionHeader, SurfaceData};
 
 use crate::error::{dsr_error, dsr_status, guard, Failure};
@@ -181,9 +180,8 @@ impl BlockingSessionQuery for CHost {
             // SAFETY: a host-provided callback called per its contract.
             unsafe { f(self.vtable.user_data, sink) }
         })?;
-        let text = utf8("session list", bytes.unwrap_or_default())?;
-        let value = parse_js(&text).map_err(|e| HostError::new(format!("the host's session list is not JSON: {e}")))?;
-        SessionHeader::list_from_json(&value).map_err(HostError::new)
+        SessionHeader::list_from_json_text(&bytes.unwrap_or_default())
+            .map_err(|e| HostError::new(format!("the host's list_sessions: {e}")))
     }
 
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::{
-    candidate_limit_from_json, Blocking, CancelToken, Candidate, Config, Resolver, SessionQuery, Target,
+    candidate_limit_from_json, context, Blocking, CancelToken, Config, Resolver, SessionQuery, Target,
 };
 use serde_json::{Map, Value};
 
@@ -227,7 +227,7 @@ pub unsafe extern "C" fn dsr_resolver_prepare_messages(
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
             let target = target_of(F, req)?;
             let messages = array_of(F, req, "messages")?;
-            Ok(Value::Array(r.prepare_messages_blocking(&target, messages, cancel)?))
+            Ok(context::messages_into_json(r.prepare_messages_blocking(&target, messages, cancel)?))
         })
     }
 }
@@ -284,15 +284,7 @@ pub unsafe extern "C" fn dsr_resolver_candidates(
     unsafe {
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
             let target = target_of(F, req)?;
-            let query = query_of(F, req)?;
-            let list = match limit_of(req)? {
-                None => r.candidates_blocking(&target, query, cancel)?,
-                Some(limit) => r
-                    .list_candidates_blocking(&target, query, Some(limit), cancel)?
-                    .into_iter()
-                    .map(Candidate::with_mention)
-                    .collect(),
-            };
+            let list = r.candidates_blocking(&target, query_of(F, req)?, limit_of(req)?, cancel)?;
             Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
         })
     }

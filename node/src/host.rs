@@ -13,12 +13,10 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use dsh_session_reference::json::parse_js;
 use dsh_session_reference::{HostError, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{sys, Error as NapiError, ValueType};
-use serde_json::Value;
 use tokio::sync::oneshot;
 
 /// What a host function produced, converted on the JavaScript thread.
@@ -230,18 +228,16 @@ async fn call<A: 'static + JsValuesTupleIntoVec>(
     f.call_async_catch(arg).await.map_err(|e| HostError::new(e.reason))?.outcome().await
 }
 
-/// JSON text from a host value (string or bytes), parsed as `JSON.parse` would.
-fn parse_text_value(what: &str, value: HostValue) -> std::result::Result<Value, HostError> {
-    let parsed = match &value {
-        HostValue::Text(s) => parse_js(s),
-        HostValue::Bytes(b) => match std::str::from_utf8(b.as_ref()) {
-            Ok(s) => parse_js(s),
-            Err(e) => Err(format!("not UTF-8: {e}")),
-        },
+/// The session list from a host value: JSON text as a string or bytes
+/// (the wrapper hands a listed array over as JSON text).
+fn session_list(value: HostValue) -> std::result::Result<Vec<SessionHeader>, HostError> {
+    let listed = match &value {
+        HostValue::Text(s) => SessionHeader::list_from_json_text(s.as_bytes()),
+        HostValue::Bytes(b) => SessionHeader::list_from_json_text(b.as_ref()),
         HostValue::Nothing => Err("no value".to_owned()),
         HostValue::Wrong(t) => Err(t.to_string()),
     };
-    parsed.map_err(|e| HostError::new(format!("{what} returned an invalid value: {e}")))
+    listed.map_err(|e| HostError::new(format!("listSessions returned an invalid value: {e}")))
 }
 
 /// The three host operations (SPEC §9) of a JavaScript session query.
@@ -265,8 +261,7 @@ impl JsQuery {
 impl SessionQuery for JsQuery {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
         Box::pin(async move {
-            let value = parse_text_value("listSessions", call(&self.list_sessions, ()).await?)?;
-            SessionHeader::list_from_json(&value).map_err(HostError::new)
+            session_list(call(&self.list_sessions, ()).await?)
         })
     }
 

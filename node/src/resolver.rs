@@ -115,6 +115,15 @@ fn scalar_to_json(value: Unknown<'_>) -> Result<Option<Value>> {
     })
 }
 
+/// An explicit candidate limit: `undefined` takes the configured one; any
+/// other value must be a positive safe integer.
+fn limit_from_js(limit: Unknown<'_>) -> Result<core::Result<Option<u64>>> {
+    Ok(match scalar_to_json(limit)? {
+        None => Ok(None),
+        Some(v) => core::candidate_limit_from_json(&v).map(Some),
+    })
+}
+
 /// Validates a configuration object (`undefined`/`null` = defaults), reading
 /// the three keys as JavaScript values.
 pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result<Config, core::Error>> {
@@ -158,34 +167,60 @@ pub type Settled<T = String> = Either<T, NativeFailure>;
 
 type Deferred<T> = JsDeferred<Settled<T>, Box<dyn FnOnce(Env) -> Result<Settled<T>> + Send>>;
 
-/// A prepared result as it crosses back: the JSON text with every context
-/// prompt replaced by `""`, and the prompts themselves, so that each prompt
-/// is converted once (into a JavaScript string) instead of being escaped
-/// into JSON, converted, and parsed again.
+/// A context message as it crosses back: its parts, each converted once
+/// (the prompt, the one large string, straight into a JavaScript string).
+/// The wrapper builds the message object from them.
+#[napi(object)]
+pub struct NativeContext {
+    /// The message id (a UUID).
+    pub id: String,
+    /// The prompt.
+    pub prompt: String,
+    /// The JSON text of the `source` metadata.
+    pub source: String,
+}
+
+impl From<core::ContextMessage> for NativeContext {
+    fn from(c: core::ContextMessage) -> Self {
+        NativeContext { id: c.id, prompt: c.prompt, source: stringify(&c.source.to_json()) }
+    }
+}
+
+/// A prepared result as it crosses back: the JSON text of everything but
+/// the context messages, and the context messages apart.
 #[napi(object)]
 pub struct PreparedParts {
-    /// The result's JSON text, each context message's prompt left empty.
+    /// `prepare`: the JSON text of `{content}`; `prepareMessages`: of the
+    /// output message list without its context messages.
     pub json: String,
-    /// The prompts, in order.
-    pub prompts: Vec<String>,
-    /// For `prepareMessages`, the index in the message list of each prompt's
-    /// context message (empty for `prepare`, whose one prompt belongs to
+    /// The context messages, in order.
+    pub contexts: Vec<NativeContext>,
+    /// For `prepareMessages`, the index in the output list of each context
+    /// message (empty for `prepare`, whose one context message is its
     /// `additionalContext`).
     pub at: Vec<u32>,
 }
 
-/// Moves the text of a context message's first content block out.
-fn take_prompt(message: &mut Value) -> Option<String> {
-    if message.get("source").and_then(|s| s.get("kind")).and_then(Value::as_str) != Some("session-reference") {
-        return None;
+impl PreparedParts {
+    fn of_prepared(prepared: core::Prepared) -> Self {
+        let mut json = serde_json::Map::new();
+        json.insert("content".into(), prepared.content);
+        let contexts = prepared.additional_context.map(NativeContext::from).into_iter().collect();
+        PreparedParts { json: stringify(&Value::Object(json)), contexts, at: Vec::new() }
     }
-    let text = message.get_mut("content")?.get_mut(0)?.get_mut("text")?;
-    match std::mem::replace(text, Value::String(String::new())) {
-        Value::String(prompt) => Some(prompt),
-        other => {
-            *text = other;
-            None
+
+    fn of_messages(messages: Vec<core::PreparedMessage>) -> std::result::Result<Self, NativeFailure> {
+        let (mut plain, mut contexts, mut at) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, message) in messages.into_iter().enumerate() {
+            match message {
+                core::PreparedMessage::Message(m) => plain.push(m),
+                core::PreparedMessage::Context(c) => {
+                    at.push(u32::try_from(i).map_err(|_| NativeFailure::misuse("too many messages"))?);
+                    contexts.push(NativeContext::from(c));
+                }
+            }
         }
+        Ok(PreparedParts { json: stringify(&Value::Array(plain)), contexts, at })
     }
 }
 
@@ -367,31 +402,33 @@ impl NativeResolver {
     /// runtime with the work instead of being fetched from there (two thread
     /// hand-offs fewer per call), and if they are all plain values of
     /// [`INLINE_BYTES`] or less, the work need not leave this thread at all.
-    /// Reads start only when the references are valid and the call is not
-    /// already cancelled (SPEC §6: no read before), once per normalized
-    /// reference, in order; the core then validates the same references
-    /// again, identically. A call that reads nothing (invalid, no or
-    /// cancelled references) always runs here.
+    /// The references are normalized here, once ([`Resolver::plan_references`]),
+    /// and reads start only when they are valid and the call is not already
+    /// cancelled (SPEC §6: no read before), once per normalized reference, in
+    /// order. A call that reads nothing (invalid, no or cancelled
+    /// references) always runs here.
     fn for_prepare(
         &self,
         env: &Env,
         target: &Target,
         references: &[Value],
         cancel: Option<&CancelToken>,
-    ) -> Result<(Arc<Resolver>, Plan)> {
+    ) -> Result<(Arc<Resolver>, Plan, core::Result<Vec<core::Reference>>)> {
         let config = *self.resolver.config();
-        let refs = match core::normalize_references(&target.id, references, config.max_references()) {
+        let refs = match self.resolver.plan_references(target, references) {
             Ok(refs) if !refs.is_empty() && !cancel.is_some_and(CancelToken::is_cancelled) => refs,
-            _ => return Ok((Arc::clone(&self.resolver), Plan::Here)),
+            other => return Ok((Arc::clone(&self.resolver), Plan::Here, other)),
         };
-        let Some((host, read_surface)) = &self.host else { return Ok((Arc::clone(&self.resolver), Plan::Runtime)) };
+        let Some((host, read_surface)) = &self.host else {
+            return Ok((Arc::clone(&self.resolver), Plan::Runtime, Ok(refs)));
+        };
         let read_surface = read_surface.borrow_back(env)?;
         let mut started = Vec::with_capacity(refs.len());
-        for r in refs {
+        for r in &refs {
             // The wrapper's host functions never throw (a throw becomes a
             // rejection); if one did, the read is left to the usual path.
             match read_surface.call(r.session_id.clone()) {
-                Ok(pending) => started.push((r.session_id, pending)),
+                Ok(pending) => started.push((r.session_id.clone(), pending)),
                 Err(_) => break,
             }
         }
@@ -401,7 +438,7 @@ impl NativeResolver {
             Some(_) => Plan::Runtime,
             None => Plan::Join(Arc::clone(&query)),
         };
-        Ok((Arc::new(Resolver::new(query, config)), plan))
+        Ok((Arc::new(Resolver::new(query, config)), plan, Ok(refs)))
     }
 }
 
@@ -459,12 +496,10 @@ impl NativeResolver {
         };
         let handle = cancel;
         let cancel = token(cancel);
-        let (resolver, plan) = self.for_prepare(env, &target, &references, cancel.as_ref())?;
+        let (resolver, plan, refs) = self.for_prepare(env, &target, &references, cancel.as_ref())?;
         let work = async move {
-            let prepared = resolver.prepare(&target, &content, &references, cancel.as_ref()).await?;
-            let mut json = prepared.into_json();
-            let prompts: Vec<String> = json.get_mut("additionalContext").and_then(take_prompt).into_iter().collect();
-            Ok(PreparedParts { json: stringify(&json), prompts, at: Vec::new() })
+            let prepared = resolver.prepare_planned(content, refs?, cancel.as_ref()).await?;
+            Ok(PreparedParts::of_prepared(prepared))
         };
         match plan {
             Plan::Here => settle_inline(env, work),
@@ -521,15 +556,8 @@ impl NativeResolver {
         let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
         spawn(env, async move {
-            let mut out = resolver.prepare_messages(&target, &messages, cancel.as_ref()).await?;
-            let (mut prompts, mut at) = (Vec::new(), Vec::new());
-            for (i, message) in out.iter_mut().enumerate() {
-                if let Some(prompt) = take_prompt(message) {
-                    prompts.push(prompt);
-                    at.push(u32::try_from(i).map_err(|_| NativeFailure::misuse("too many messages"))?);
-                }
-            }
-            Ok(PreparedParts { json: stringify(&Value::Array(out)), prompts, at })
+            let out = resolver.prepare_messages(&target, &messages, cancel.as_ref()).await?;
+            PreparedParts::of_messages(out)
         })
     }
 
@@ -553,12 +581,9 @@ impl NativeResolver {
             Ok(t) => t,
             Err(failure) => return settled(env, failure),
         };
-        let limit = match scalar_to_json(limit)? {
-            None => None,
-            Some(v) => match core::candidate_limit_from_json(&v) {
-                Ok(l) => Some(l),
-                Err(e) => return settled(env, e.into()),
-            },
+        let limit = match limit_from_js(limit)? {
+            Ok(limit) => limit,
+            Err(e) => return settled(env, e.into()),
         };
         let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
@@ -568,24 +593,32 @@ impl NativeResolver {
         })
     }
 
-    /// `candidates(target, query)`: the configured limit, each candidate with
-    /// its mention; resolves to the JSON text of the array.
-    #[napi(ts_return_type = "Promise<string | NativeFailure>")]
+    /// `candidates(target, query, limit?)`: like `listCandidates`, each
+    /// candidate with its mention; resolves to the JSON text of the array.
+    #[napi(
+        ts_args_type = "target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null",
+        ts_return_type = "Promise<string | NativeFailure>"
+    )]
     pub fn candidates<'env>(
         &self,
         env: &'env Env,
         target: String,
         query: String,
+        limit: Unknown<'_>,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'env>> {
         let target = match parse_target(&target) {
             Ok(t) => t,
             Err(failure) => return settled(env, failure),
         };
+        let limit = match limit_from_js(limit)? {
+            Ok(limit) => limit,
+            Err(e) => return settled(env, e.into()),
+        };
         let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
         spawn(env, async move {
-            let list = resolver.candidates(&target, &query, cancel.as_ref()).await?;
+            let list = resolver.candidates(&target, &query, limit, cancel.as_ref()).await?;
             Ok(stringify(&Value::Array(list.iter().map(core::Candidate::to_json).collect())))
         })
     }

@@ -5,11 +5,12 @@
 use std::sync::Arc;
 
 use dsh_session_reference::json::stringify;
-use dsh_session_reference::{Config, DshStore, ErrorCode, SessionHeader, SessionQuery, SurfaceData};
+use dsh_session_reference::store::StoredSession;
+use dsh_session_reference::{Config, DshStore, ErrorCode, SessionQuery, SurfaceData};
 use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::resolver::{config_from_js, spawn, NativeFailure, NativeResolver};
 use crate::INVALID_ARGUMENT;
@@ -27,16 +28,6 @@ fn io_code(err: &std::io::Error) -> &'static str {
 
 fn read_failed(message: impl Into<String>) -> NativeFailure {
     NativeFailure { code: ErrorCode::ReadFailed.as_str().to_owned(), message: message.into() }
-}
-
-fn header_json(header: &SessionHeader) -> Value {
-    let mut m = Map::new();
-    m.insert("id".into(), Value::from(header.id.clone()));
-    m.insert("createdAt".into(), Value::Number(header.created_at.clone()));
-    if let Some(cwd) = &header.cwd {
-        m.insert("cwd".into(), Value::from(cwd.clone()));
-    }
-    Value::Object(m)
 }
 
 /// A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`),
@@ -64,13 +55,18 @@ impl DshSessionStore {
         self.store.root().to_string_lossy().into_owned()
     }
 
-    /// The sessions (newest first): JSON text of `[{id, createdAt, cwd?}]`.
+    /// The listed sessions (newest first): JSON text of their header lines
+    /// without `type` (`[{version, id, createdAt, cwd?, ...}]`), as DSH's
+    /// store lists them. Logs that cannot be listed are skipped.
     #[napi(ts_return_type = "Promise<string | NativeFailure>")]
     pub fn list_sessions<'env>(&self, env: &'env Env) -> Result<Object<'env>> {
         let store = Arc::clone(&self.store);
         spawn(env, async move {
-            let headers = SessionQuery::list_sessions(&*store).await.map_err(|e| read_failed(e.message()))?;
-            Ok(stringify(&Value::Array(headers.iter().map(header_json).collect())))
+            let listing = tokio::task::spawn_blocking(move || store.list())
+                .await
+                .map_err(|_| read_failed("listing the sessions root panicked"))?
+                .map_err(|e| read_failed(e.to_string()))?;
+            Ok(stringify(&Value::Array(listing.sessions.iter().map(StoredSession::to_json).collect())))
         })
     }
 

@@ -157,6 +157,7 @@ test('candidates.json', async (t) => {
         const run = () => resolver.listCandidates(c.target, c.query, c.limit)
         if (c.expected.error) {
           assert.equal(await codeOf(run), c.expected.error)
+          assert.equal(await codeOf(() => resolver.candidates(c.target, c.query, c.limit)), c.expected.error)
           return
         }
         const list = await run()
@@ -167,6 +168,8 @@ test('candidates.json', async (t) => {
         for (const [j, item] of list.entries()) {
           assert.equal(dsr.formatSessionReferenceMention(item), c.expected[j].mention)
         }
+        // candidates() with the same explicit limit gives the mentions itself.
+        assert.deepEqual(await resolver.candidates(c.target, c.query, c.limit), c.expected)
       } else {
         const run = () => resolver.candidates(c.target, c.query)
         if (c.expected.error) {

@@ -339,9 +339,10 @@ test('small preparations from plain host values settle on the JavaScript thread;
   const settled = await viaPromise
   assert.equal(typeof plain.json, 'string')
   // The same result both ways, up to the fresh context message id.
-  const withoutId = (parts) => parts.json.replace(/"id":"[0-9a-f-]{36}"/, '')
-  assert.equal(withoutId(plain), withoutId(settled))
-  assert.deepEqual(plain.prompts, settled.prompts)
+  const withoutId = (parts) => parts.contexts.map(({ prompt, source }) => ({ prompt, source }))
+  assert.equal(plain.json, settled.json)
+  assert.equal(plain.contexts.length, 1)
+  assert.deepEqual(withoutId(plain), withoutId(settled))
 
   assert.ok(isPromise(call(native(() => big), 'b')), 'more than 256 KiB is prepared on the library threads')
   assert.ok(!isPromise(call(native(() => small), 'target')), 'a failure found before any read settles at once')
@@ -350,7 +351,7 @@ test('small preparations from plain host values settle on the JavaScript thread;
   const resolver = new SessionReferenceResolver(hostReturning((op, id) => (op === 'readSurface' ? small : '[]')))
   const p = resolver.prepare(TARGET, CONTENT, [{ sessionId: 's' }])
   assert.ok(p instanceof Promise)
-  assert.equal((await p).additionalContext.content[0].text, plain.prompts[0])
+  assert.equal((await p).additionalContext.content[0].text, plain.contexts[0].prompt)
 })
 
 test('Promise hosts: plain and Promise values mixed, big snapshots, and a failure while another read hangs', async () => {

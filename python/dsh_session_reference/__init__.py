@@ -132,11 +132,12 @@ class Resolver(_NativeResolver):
         self,
         target: Target,
         query: str = "",
+        limit: Optional[int] = None,
         *,
         cancel: Optional[CancelToken] = None,
     ) -> List[Candidate]:
         """The ``async`` twin of :meth:`candidates`."""
         result: List[Candidate] = await _bridge.call(
-            self._start_candidates, target, query, cancel=cancel
+            self._start_candidates, target, query, limit, cancel=cancel
         )
         return result

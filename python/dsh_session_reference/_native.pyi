@@ -161,11 +161,13 @@ class Resolver:
         self,
         target: Target,
         query: str = "",
+        limit: Optional[int] = None,
         *,
         cancel: Optional[CancelToken] = None,
     ) -> List[Candidate]:
-        """``list_candidates()`` with the configured limit, with mentions.
-        Releases the GIL while it runs."""
+        """``list_candidates()`` with each item's ``"mention"``: at most
+        ``limit`` (default: ``candidate_limit``). Releases the GIL while it
+        runs."""
 
     def _start_prepare(
         self,
@@ -200,6 +202,7 @@ class Resolver:
         self,
         target: Target,
         query: str,
+        limit: Optional[int],
         cancel: Optional[CancelToken],
         token: CancelToken,
         event_loop: Any,

@@ -17,7 +17,6 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
-use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::convert::{to_json, type_name};
@@ -353,17 +352,16 @@ fn wrong_type(method: &str, obj: &Bound<'_, PyAny>, expected: &str) -> HostError
     HostError::new(format!("{method}() returned {}; expected {expected}", type_name(obj)))
 }
 
-fn json_text_error(method: &str, e: serde_json::Error) -> HostError {
-    HostError::new(format!("{method}() returned text that is not JSON: {e}"))
-}
-
 fn convert_list(obj: &Bound<'_, PyAny>) -> Result<Vec<SessionHeader>, HostError> {
     const EXPECTED: &str = "a list of session headers, or that list as JSON str or bytes";
+    let from_text = |text: &[u8]| {
+        SessionHeader::list_from_json_text(text).map_err(|e| HostError::new(format!("list_sessions(): {e}")))
+    };
     let value = if let Ok(b) = obj.cast::<PyBytes>() {
-        serde_json::from_slice::<Value>(b.as_bytes()).map_err(|e| json_text_error("list_sessions", e))?
+        return from_text(b.as_bytes());
     } else if let Ok(s) = obj.cast::<PyString>() {
         let text = s.to_cow().map_err(|e| HostError::new(format!("list_sessions(): {e}")))?;
-        serde_json::from_str::<Value>(&text).map_err(|e| json_text_error("list_sessions", e))?
+        return from_text(text.as_bytes());
     } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
         to_json(obj, "the result of list_sessions()").map_err(|e| HostError::new(e.to_string()))?
     } else {

@@ -55,7 +55,7 @@ enum Job {
     Prepare { target: Target, content: Value, references: Vec<Value> },
     Messages { target: Target, messages: Vec<Value> },
     List { target: Target, query: String, limit: Option<u64> },
-    Candidates { target: Target, query: String },
+    Candidates { target: Target, query: String, limit: Option<u64> },
 }
 
 impl Job {
@@ -66,16 +66,16 @@ impl Job {
                 Ok(resolver.prepare(&target, &content, &references, Some(&token)).await?.into_json())
             }),
             Job::Messages { target, messages } => {
-                Box::pin(
-                    async move { Ok(Value::Array(resolver.prepare_messages(&target, &messages, Some(&token)).await?)) },
-                )
+                Box::pin(async move {
+                    Ok(core::context::messages_into_json(resolver.prepare_messages(&target, &messages, Some(&token)).await?))
+                })
             }
             Job::List { target, query, limit } => Box::pin(async move {
                 Ok(candidate_list(resolver.list_candidates(&target, &query, limit, Some(&token)).await?))
             }),
-            Job::Candidates { target, query } => {
-                Box::pin(async move { Ok(candidate_list(resolver.candidates(&target, &query, Some(&token)).await?)) })
-            }
+            Job::Candidates { target, query, limit } => Box::pin(async move {
+                Ok(candidate_list(resolver.candidates(&target, &query, limit, Some(&token)).await?))
+            }),
         }
     }
 }
@@ -282,17 +282,19 @@ impl Resolver {
         self.blocking(py, job, cancel)
     }
 
-    /// `list_candidates()` with the configured limit, each item with its
-    /// `"mention"`. Releases the GIL while it runs.
-    #[pyo3(signature = (target, query="", *, cancel=None))]
+    /// `list_candidates()`, each item with its `"mention"`. Releases the GIL
+    /// while it runs.
+    #[pyo3(signature = (target, query="", limit=None, *, cancel=None))]
     fn candidates<'py>(
         &self,
         py: Python<'py>,
         target: &Bound<'py, PyAny>,
         query: &str,
+        limit: Option<&Bound<'py, PyAny>>,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let job = Job::Candidates { target: target_arg(target)?, query: query.to_owned() };
+        let job =
+            Job::Candidates { target: target_arg(target)?, query: query.to_owned(), limit: limit_arg(py, limit)? };
         self.blocking(py, job, cancel)
     }
 
@@ -361,12 +363,17 @@ impl Resolver {
         py: Python<'_>,
         target: &Bound<'_, PyAny>,
         query: &Bound<'_, PyAny>,
+        limit: Option<&Bound<'_, PyAny>>,
         cancel: Option<PyRef<'_, CancelToken>>,
         token: PyRef<'_, CancelToken>,
         event_loop: Bound<'_, PyAny>,
         done: Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let job = Job::Candidates { target: target_arg(target)?, query: string_arg(query, "query")? };
+        let job = Job::Candidates {
+            target: target_arg(target)?,
+            query: string_arg(query, "query")?,
+            limit: limit_arg(py, limit)?,
+        };
         self.start(py, job, cancel, token, event_loop, done);
         Ok(())
     }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use dsh_session_reference::store::{DshStore, StoreError, StoreErrorKind};
+use dsh_session_reference::store::{DshStore, StoreError, StoreErrorKind, StoredSession};
 use pyo3::exceptions::{PyLookupError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -51,7 +51,7 @@ impl DshSessionStore {
     fn list_sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let store = self.store.clone();
         let listing = py.detach(move || store.list())?;
-        let headers = listing.sessions.into_iter().map(|s| Value::Object(s.header_json)).collect();
+        let headers = listing.sessions.iter().map(StoredSession::to_json).collect();
         to_py(py, &Value::Array(headers))
     }
 
