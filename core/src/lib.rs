@@ -56,6 +56,9 @@ pub mod memory;
 pub mod projection;
 pub mod prompt;
 pub mod resolver;
+/// Retention under the byte budget. Public only for the tests and fuzz
+/// targets; not part of the API.
+#[doc(hidden)]
 pub mod retention;
 pub mod runtime;
 pub mod store;

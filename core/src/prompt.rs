@@ -64,9 +64,11 @@ fn write_head(out: &mut String, p: &Projection<'_>, label: &str) {
     out.push_str(",\"conversation\":[");
 }
 
-/// Retains and renders one projected source under `budget` bytes.
+/// Retains and renders one projected source under `budget` bytes (public
+/// for the tests and fuzz targets; not part of the API).
 /// `Ok(None)` when it cannot fit (`SESSION_REFERENCE_BUDGET_EXCEEDED`);
 /// `Err` when a retained text of the snapshot cannot be decoded.
+#[doc(hidden)]
 pub fn render_source(p: Projection<'_>, label: &str, budget: u64) -> Result<Option<RenderedSource>, String> {
     let mut head = String::new();
     write_head(&mut head, &p, label);
@@ -108,7 +110,9 @@ fn write_item(out: &mut String, item: &Item<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// The whole prompt for the rendered sources, in reference order.
+/// The whole prompt for the rendered sources, in reference order (public
+/// for the fuzz targets; not part of the API).
+#[doc(hidden)]
 pub fn render_prompt(sources: &[RenderedSource]) -> String {
     let body: usize = sources.iter().map(|s| s.json.len() + 1).sum();
     let mut out = String::with_capacity(PROMPT_HEADER.len() + body + 2 + PROMPT_FOOTER.len());

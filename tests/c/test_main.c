@@ -13,12 +13,15 @@
 #include "test_util.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -1203,6 +1206,43 @@ static void test_dsh_store(void) {
     dsr_error_free(e);
 }
 
+/* The library's runtime is per process: after fork() the child's first call
+ * builds its own (the parent's worker threads do not exist there). */
+static void test_fork(void) {
+    test_host h;
+    th_init(&h);
+    h.released = 1;
+    dsr_resolver *r = th_resolver(&h, 0, NULL);
+    char *out = NULL;
+    dsr_error *e = NULL;
+    CHECK(call_prepare(r, REQ_ABC, NULL, &out, &e) == DSR_OK, "prepare before fork: %s", msg_of(e));
+    dsr_string_free(out);
+    dsr_error_free(e);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60); /* a child that hangs is killed, and the check below fails */
+        char *child_out = NULL;
+        dsr_error *child_e = NULL;
+        dsr_status st = call_prepare(r, REQ_ABC, NULL, &child_out, &child_e);
+        int ok = st == DSR_OK && child_out != NULL && strstr(child_out, "hello from a") != NULL;
+        _exit(ok ? 0 : 1);
+    }
+    CHECK(pid > 0, "fork() succeeded");
+    if (pid > 0) {
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a forked child prepares with its own runtime (status %d)",
+              status);
+    }
+    out = NULL;
+    e = NULL;
+    CHECK(call_prepare(r, REQ_ABC, NULL, &out, &e) == DSR_OK, "the parent still prepares after fork: %s", msg_of(e));
+    dsr_string_free(out);
+    dsr_error_free(e);
+    free_and_check_destroy(r, &h, "fork");
+}
+
 int main(void) {
     g_dir = getenv("DSR_CONFORMANCE_DIR");
     if (!g_dir || !*g_dir) g_dir = "tests/conformance";
@@ -1225,6 +1265,7 @@ int main(void) {
         {"prepare_messages", test_prepare_messages},
         {"misuse", test_misuse},
         {"DSH store", test_dsh_store},
+        {"fork", test_fork},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         int before_checks = atomic_load(&g_checks), before_failures = atomic_load(&g_failures);
