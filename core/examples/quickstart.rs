@@ -47,10 +47,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         resolver.prepare_blocking(&target, &json!([{"type": "text", "text": parsed.text}]), &references, None)?;
     println!("\nmessage: {}", prepared.content[0]["text"]);
     let context = prepared.additional_context.expect("one reference gives one context message");
-    println!(
-        "\ncontext ({}):\n{}",
-        context.source.references[0].to_json(),
-        context.prompt
-    );
+    println!("\ncontext ({}):\n{}", context.source.references[0].to_json(), context.prompt);
     Ok(())
 }

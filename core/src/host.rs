@@ -116,6 +116,10 @@ pub enum SurfaceData {
     Json(SharedBytes),
     /// The snapshot as a JSON value.
     Value(Arc<Value>),
+    /// A conversation that is already projected (a source that reads
+    /// another agent's transcript): rendered as it is, with no JSON in
+    /// between.
+    Conversation(Arc<crate::conversation::Conversation>),
 }
 
 impl SurfaceData {
@@ -130,6 +134,9 @@ impl std::fmt::Debug for SurfaceData {
         match self {
             SurfaceData::Json(b) => write!(f, "SurfaceData::Json({} bytes)", (**b).as_ref().len()),
             SurfaceData::Value(v) => f.debug_tuple("SurfaceData::Value").field(v).finish(),
+            SurfaceData::Conversation(c) => {
+                write!(f, "SurfaceData::Conversation({:?}, {} items)", c.session_id, c.items.len())
+            }
         }
     }
 }
@@ -137,6 +144,12 @@ impl std::fmt::Debug for SurfaceData {
 impl From<Value> for SurfaceData {
     fn from(v: Value) -> Self {
         SurfaceData::Value(Arc::new(v))
+    }
+}
+
+impl From<crate::conversation::Conversation> for SurfaceData {
+    fn from(c: crate::conversation::Conversation) -> Self {
+        SurfaceData::Conversation(Arc::new(c))
     }
 }
 

@@ -48,6 +48,7 @@ pub struct ReadmeDoctests;
 pub mod cancel;
 pub mod config;
 pub mod context;
+pub mod conversation;
 pub mod discovery;
 pub mod error;
 pub mod host;
@@ -61,6 +62,7 @@ pub mod resolver;
 #[doc(hidden)]
 pub mod retention;
 pub mod runtime;
+pub mod sources;
 pub mod store;
 pub mod uri;
 
@@ -75,14 +77,15 @@ pub use config::{
     candidate_limit_from_json, Config, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES,
     MAX_SAFE_INTEGER,
 };
-pub use error::{Error, ErrorCode, HostError, Result};
-pub use json::{stringify_tag_safe, stringify_tag_safe_text};
-pub use memory::MemoryQuery;
 pub use context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata, ReferenceStats};
+pub use conversation::{Conversation, ConversationItem};
 pub use discovery::Candidate;
+pub use error::{Error, ErrorCode, HostError, Result};
 pub use host::{
     Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedBytes, SurfaceData, Target,
 };
+pub use json::{stringify_tag_safe, stringify_tag_safe_text};
+pub use memory::MemoryQuery;
 pub use resolver::{normalize_references, Reference, Resolver};
 pub use runtime::{block_on, runtime};
 pub use store::DshStore;

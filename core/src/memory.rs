@@ -10,6 +10,7 @@ use crate::host::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 #[derive(Default)]
 struct Inner {
     sessions: Vec<SessionHeader>,
+    listing_failure: Option<HostError>,
     titles: HashMap<String, Result<Option<String>, HostError>>,
     surfaces: HashMap<String, Result<SurfaceData, HostError>>,
 }
@@ -60,6 +61,16 @@ impl MemoryQuery {
         self.write().surfaces.insert(id.into(), Ok(surface.into()));
     }
 
+    /// Makes listing fail with `reason` (until [`clear_listing_failure`](Self::clear_listing_failure)).
+    pub fn fail_listing(&self, reason: impl Into<HostError>) {
+        self.write().listing_failure = Some(reason.into());
+    }
+
+    /// Lists the sessions again after [`fail_listing`](Self::fail_listing).
+    pub fn clear_listing_failure(&self) {
+        self.write().listing_failure = None;
+    }
+
     /// Makes surface reads of a session fail with `reason`.
     pub fn fail_surface(&self, id: impl Into<String>, reason: impl Into<HostError>) {
         self.write().surfaces.insert(id.into(), Err(reason.into()));
@@ -68,8 +79,12 @@ impl MemoryQuery {
 
 impl SessionQuery for MemoryQuery {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
-        let sessions = self.read().sessions.clone();
-        Box::pin(async move { Ok(sessions) })
+        let inner = self.read();
+        let listed = match &inner.listing_failure {
+            Some(e) => Err(e.clone()),
+            None => Ok(inner.sessions.clone()),
+        };
+        Box::pin(async move { listed })
     }
 
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {

@@ -148,11 +148,12 @@ fn snapshot<'a>(r: &mut Reader<'a>) -> Result<Projection<'a>, String> {
     if !r.enter_object()? {
         return Err("expected a surface snapshot object".into());
     }
-    let (mut header, mut seq, mut items) = (None, None, None);
+    let (mut header, mut seq, mut items, mut conversation) = (None, None, None, None);
     let mut first = true;
     while let Some(key) = r.next_key(&mut first)? {
         match &*key.name() {
             b"events" => items = Some(events(r)?),
+            b"conversation" => conversation = Some(conversation_items(r)?),
             b"session" => header = Some(session(r)?),
             b"capturedThroughSeq" => seq = Some(captured_through_seq(r)?),
             _ => r.skip()?,
@@ -161,7 +162,11 @@ fn snapshot<'a>(r: &mut Reader<'a>) -> Result<Projection<'a>, String> {
     r.end()?;
     let (session_id, cwd) = required("session", header)?;
     let captured_through_seq = required("capturedThroughSeq", seq)?;
-    let items = required("events", items)?;
+    let items = match (items, conversation) {
+        (Some(_), Some(_)) => return Err("a snapshot has `events` or `conversation`, not both".into()),
+        (None, Some(conversation)) => conversation?,
+        (items, None) => required("events", items)?,
+    };
     Ok(Projection { session_id, cwd, captured_through_seq, items })
 }
 
@@ -225,6 +230,57 @@ fn events<'a>(r: &mut Reader<'a>) -> Read<Vec<Item<'a>>> {
 }
 
 /// The `type` of a surface event, as far as projection tells them apart.
+/// The `conversation` array of a pre-projected snapshot: items
+/// `{"role": "user"|"assistant", "text": string, "checkpoint"?: boolean}`.
+/// Items with empty text are left out, like messages without text.
+fn conversation_items<'a>(r: &mut Reader<'a>) -> Read<Vec<Item<'a>>> {
+    if !r.enter_array()? {
+        return Ok(Err("expected `conversation` to be an array".into()));
+    }
+    let mut items = Ok(Vec::new());
+    let mut first = true;
+    while r.next_element(&mut first)? {
+        match &mut items {
+            Ok(list) => match conversation_item(r)? {
+                Ok(Some(item)) => list.push(item),
+                Ok(None) => {}
+                Err(e) => items = Err(e),
+            },
+            Err(_) => r.skip()?,
+        }
+    }
+    Ok(items)
+}
+
+fn conversation_item<'a>(r: &mut Reader<'a>) -> Read<Option<Item<'a>>> {
+    if !r.enter_object()? {
+        return Ok(Err("expected a conversation item object".into()));
+    }
+    let (mut role, mut text, mut checkpoint) = (None, None, None);
+    let mut first = true;
+    while let Some(key) = r.next_key(&mut first)? {
+        match &*key.name() {
+            b"role" => {
+                role = Some(r.maybe_string()?.and_then(|s| match &*s.name() {
+                    b"user" => Some(Role::User),
+                    b"assistant" => Some(Role::Assistant),
+                    _ => None,
+                }))
+                .map(|role| role.ok_or_else(|| "expected `role` to be \"user\" or \"assistant\"".to_owned()))
+            }
+            b"text" => text = Some(r.maybe_string()?.ok_or_else(|| "expected `text` to be a string".to_owned())),
+            b"checkpoint" => checkpoint = Some(r.bool_or_null("expected `checkpoint` to be a boolean")?),
+            _ => r.skip()?,
+        }
+    }
+    Ok((|| {
+        let role = required("conversation[].role", role)?;
+        let text = required("conversation[].text", text)?;
+        let checkpoint = optional(checkpoint)?.unwrap_or(false);
+        Ok((text.len > 0).then(|| Item { role, text: ItemText::literal(text), checkpoint }))
+    })())
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum EventType {
     UserMessage,

@@ -277,7 +277,10 @@ fn deep_nesting_in_skipped_data_is_read_without_recursion() {
     )));
     let resolver = Resolver::new(Arc::new(query), Config::default());
     let p = resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["deep"]), None).unwrap();
-    assert!(p.additional_context.unwrap().into_json()["content"][0]["text"].as_str().unwrap().contains(r#""text":"kept""#));
+    assert!(p.additional_context.unwrap().into_json()["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains(r#""text":"kept""#));
 }
 
 #[test]
@@ -289,7 +292,8 @@ fn json_bytes_and_values_give_the_same_prompt() {
     let target = Target::new("t", None);
     let pa = Resolver::new(Arc::new(a), Config::default()).prepare_blocking(&target, &content(), &refs(&["s"]), None);
     let pb = Resolver::new(Arc::new(b), Config::default()).prepare_blocking(&target, &content(), &refs(&["s"]), None);
-    let (pa, pb) = (pa.unwrap().additional_context.unwrap().into_json(), pb.unwrap().additional_context.unwrap().into_json());
+    let (pa, pb) =
+        (pa.unwrap().additional_context.unwrap().into_json(), pb.unwrap().additional_context.unwrap().into_json());
     assert_eq!(pa["content"], pb["content"]);
     assert_eq!(pa["source"], pb["source"]);
     assert_ne!(pa["id"], pb["id"], "every context message gets a fresh id");
@@ -312,8 +316,12 @@ fn prepare_messages_keeps_order_ids_and_untouched_messages() {
                "content": [{"type": "text", "text": format!("{} and {}", encode_uri("b"), encode_uri("a"))}]}),
     ];
     let before = messages.clone();
-    let out: Vec<Value> =
-        resolver.prepare_messages_blocking(&Target::new("t", None), &messages, None).unwrap().into_iter().map(Value::from).collect();
+    let out: Vec<Value> = resolver
+        .prepare_messages_blocking(&Target::new("t", None), &messages, None)
+        .unwrap()
+        .into_iter()
+        .map(Value::from)
+        .collect();
     assert_eq!(messages, before, "the caller's messages are not mutated");
     let ids: Vec<&str> = out.iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 6);

@@ -13,9 +13,8 @@ use std::thread;
 use std::time::Duration;
 
 use dsh_session_reference::{
-    context,
-    encode_uri, format_mention, CancelToken, Config, ErrorCode, HostError, QueryFuture, Resolver, SessionHeader,
-    SessionQuery, SurfaceData, Target,
+    context, encode_uri, format_mention, CancelToken, Config, ErrorCode, HostError, QueryFuture, Resolver,
+    SessionHeader, SessionQuery, SurfaceData, Target,
 };
 use serde_json::{json, Value};
 

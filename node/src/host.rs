@@ -260,9 +260,7 @@ impl JsQuery {
 
 impl SessionQuery for JsQuery {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
-        Box::pin(async move {
-            session_list(call(&self.list_sessions, ()).await?)
-        })
+        Box::pin(async move { session_list(call(&self.list_sessions, ()).await?) })
     }
 
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {

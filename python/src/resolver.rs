@@ -65,17 +65,19 @@ impl Job {
             Job::Prepare { target, content, references } => Box::pin(async move {
                 Ok(resolver.prepare(&target, &content, &references, Some(&token)).await?.into_json())
             }),
-            Job::Messages { target, messages } => {
-                Box::pin(async move {
-                    Ok(core::context::messages_into_json(resolver.prepare_messages(&target, &messages, Some(&token)).await?))
-                })
-            }
+            Job::Messages { target, messages } => Box::pin(async move {
+                Ok(core::context::messages_into_json(
+                    resolver.prepare_messages(&target, &messages, Some(&token)).await?,
+                ))
+            }),
             Job::List { target, query, limit } => Box::pin(async move {
                 Ok(candidate_list(resolver.list_candidates(&target, &query, limit, Some(&token)).await?))
             }),
-            Job::Candidates { target, query, limit } => Box::pin(async move {
-                Ok(candidate_list(resolver.candidates(&target, &query, limit, Some(&token)).await?))
-            }),
+            Job::Candidates { target, query, limit } => {
+                Box::pin(
+                    async move { Ok(candidate_list(resolver.candidates(&target, &query, limit, Some(&token)).await?)) },
+                )
+            }
         }
     }
 }

@@ -15,7 +15,12 @@ pub(crate) fn rank(cwd: Option<&str>, target: &Target) -> u8 {
 }
 
 /// `items` sorted by rank (stable) and cut at `limit`.
-pub(crate) fn ranked_by<T>(mut items: Vec<T>, cwd: impl Fn(&T) -> Option<&str>, target: &Target, limit: usize) -> Vec<T> {
+pub(crate) fn ranked_by<T>(
+    mut items: Vec<T>,
+    cwd: impl Fn(&T) -> Option<&str>,
+    target: &Target,
+    limit: usize,
+) -> Vec<T> {
     items.sort_by_key(|item| rank(cwd(item), target));
     items.truncate(limit);
     items

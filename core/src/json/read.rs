@@ -242,6 +242,17 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// `true` or `false` here, or `None` for `null`; any other value is
+    /// skipped and gives the shape error `what`.
+    pub fn bool_or_null(&mut self, what: &str) -> Read<Option<bool>> {
+        match self.peek() {
+            Some(b't') => self.literal(b"true").map(|()| Ok(Some(true))),
+            Some(b'f') => self.literal(b"false").map(|()| Ok(Some(false))),
+            Some(b'n') => self.literal(b"null").map(|()| Ok(None)),
+            _ => self.skip().map(|()| Err(what.to_owned())),
+        }
+    }
+
     fn literal(&mut self, word: &[u8]) -> Result<(), String> {
         if self.b[self.pos..].starts_with(word) {
             self.pos += word.len();

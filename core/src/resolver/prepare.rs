@@ -73,16 +73,18 @@ enum SourceFailure {
 }
 
 fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Result<RenderedSource, SourceFailure> {
-    // A value is written out and read like JSON text: one projection.
+    // A value is written out and read like JSON text: one projection. A
+    // projected conversation needs none.
     let written;
-    let bytes = match data {
-        SurfaceData::Json(bytes) => (**bytes).as_ref(),
+    let projection = match data {
+        SurfaceData::Json(bytes) => project_json((**bytes).as_ref()),
         SurfaceData::Value(v) => {
             written = crate::json::stringify(v);
-            written.as_bytes()
+            project_json(written.as_bytes())
         }
+        SurfaceData::Conversation(c) => Ok(c.projection()),
     };
-    let projection = project_json(bytes).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    let projection = projection.map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     let rendered =
         render_source(projection, label, budget).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     rendered.ok_or_else(|| {
@@ -97,6 +99,7 @@ fn surface_len(data: &SurfaceData) -> usize {
     match data {
         SurfaceData::Json(b) => (**b).as_ref().len(),
         SurfaceData::Value(_) => 0,
+        SurfaceData::Conversation(c) => c.text_len(),
     }
 }
 
@@ -234,5 +237,4 @@ impl Resolver {
         }
         Ok(out)
     }
-
 }

@@ -1,0 +1,93 @@
+//! The view over several sources: merged listing, routing by id, failures
+//! reported and never fatal to the other sources, and a one-source view
+//! identical to its source.
+
+use std::sync::Arc;
+
+use dsh_session_reference::sources::MultiQuery;
+use dsh_session_reference::{Config, MemoryQuery, Resolver, SessionHeader, SessionQuery, Target};
+use serde_json::json;
+
+fn surface(id: &str, text: &str) -> serde_json::Value {
+    json!({"session": {"id": id, "createdAt": 1}, "capturedThroughSeq": 0, "events": [
+        {"seq": 0, "type": "user/message", "data": {"role": "user", "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"}}}]})
+}
+
+fn dsh() -> Arc<MemoryQuery> {
+    let q = MemoryQuery::new();
+    for (id, t) in [("d-new", 30u64), ("codex:not-really", 20), ("d-old", 10)] {
+        q.add_session(SessionHeader::new(id, t, Some("/w".into())));
+        q.set_surface(id, surface(id, &format!("dsh {id}")));
+        q.set_title(id, Some(format!("title {id}")));
+    }
+    Arc::new(q)
+}
+
+fn codex() -> Arc<MemoryQuery> {
+    let q = MemoryQuery::new();
+    for (id, t) in [("codex:b", 25u64), ("codex:a", 30)] {
+        q.add_session(SessionHeader::new(id, t, None));
+        q.set_surface(id, surface(id, &format!("codex {id}")));
+    }
+    Arc::new(q)
+}
+
+fn ids(list: &[SessionHeader]) -> Vec<&str> {
+    list.iter().map(|h| h.id.as_str()).collect()
+}
+
+#[test]
+fn listings_merge_newest_first_and_reads_route_by_prefix() {
+    let multi = MultiQuery::new().with_source("dsh", "", dsh()).with_source("codex", "codex:", codex());
+    let list = dsh_session_reference::block_on(multi.list_sessions()).unwrap();
+    // Equal createdAt (30): source order first.
+    assert_eq!(ids(&list), vec!["d-new", "codex:a", "codex:b", "codex:not-really", "d-old"]);
+    let report = multi.last_report();
+    assert_eq!(report.len(), 2);
+    assert_eq!(report[1].outcome, Ok(2));
+    let resolver = Resolver::new(Arc::new(multi), Config::default());
+    let target = Target::new("t", None);
+    let refs = [json!({"sessionId": "codex:a"}), json!({"sessionId": "d-old"})];
+    let p = resolver.prepare_blocking(&target, &json!("x"), &refs, None).unwrap();
+    let prompt = p.additional_context.unwrap().prompt;
+    assert!(prompt.contains("codex codex:a") && prompt.contains("dsh d-old"), "{prompt}");
+    // A DSH id that looks like another source's is shadowed by it: the read
+    // goes to codex, which does not have it.
+    let err = resolver.prepare_blocking(&target, &json!("x"), &[json!({"sessionId": "codex:not-really"})], None);
+    assert!(err.unwrap_err().message().contains("codex:not-really"));
+}
+
+#[test]
+fn a_failing_source_is_reported_and_the_others_still_list() {
+    let broken = MemoryQuery::new();
+    broken.fail_listing("permission denied");
+    let multi =
+        MultiQuery::new().with_source("dsh", "", dsh()).with_source("claude-code", "claude-code:", Arc::new(broken));
+    let list = dsh_session_reference::block_on(multi.list_sessions()).unwrap();
+    assert_eq!(ids(&list), vec!["d-new", "codex:not-really", "d-old"]);
+    let report = multi.last_report();
+    assert_eq!(report[0].outcome, Ok(3));
+    assert!(report[1].outcome.as_ref().unwrap_err().contains("permission denied"));
+    // Only when every source fails does the listing fail, naming each.
+    let a = MemoryQuery::new();
+    a.fail_listing("gone");
+    let only = MultiQuery::new().with_source("codex", "codex:", Arc::new(a));
+    let err = dsh_session_reference::block_on(only.list_sessions()).unwrap_err();
+    assert_eq!(err.message(), "codex: gone");
+}
+
+#[test]
+fn a_view_of_one_source_is_that_source() {
+    let resolver_of = |q: Arc<dyn SessionQuery>| Resolver::new(q, Config::default());
+    let direct = resolver_of(dsh());
+    let viewed = resolver_of(Arc::new(MultiQuery::new().with_source("dsh", "", dsh())));
+    let target = Target::new("t", Some("/w".into()));
+    let a = direct.candidates_blocking(&target, "", None, None).unwrap();
+    let b = viewed.candidates_blocking(&target, "", None, None).unwrap();
+    assert_eq!(a, b);
+    let refs = [json!({"sessionId": "d-new"})];
+    let pa = direct.prepare_blocking(&target, &json!("x"), &refs, None).unwrap();
+    let pb = viewed.prepare_blocking(&target, &json!("x"), &refs, None).unwrap();
+    assert_eq!(pa.additional_context.unwrap().prompt, pb.additional_context.unwrap().prompt);
+}
