@@ -479,6 +479,23 @@ dsr_status dsr_parse_text(const char *text, size_t text_len, char **out, size_t 
  */
 dsr_status dsr_stringify_tag_safe(const char *json, size_t json_len, char **out, size_t *out_len, struct dsr_error **err);
 
+/**
+ * A pre-projected surface snapshot of a host's own message list, for its
+ * `read_surface` callback. `request_json` is UTF-8 JSON
+ * `{"format": "openai"|"anthropic", "sessionId": string, "cwd"?: string|null,
+ * "capturedThroughSeq"?: integer|null, "messages": [...]}`; `*out`
+ * receives `{"session": {"id", "cwd"}, "capturedThroughSeq",
+ * "conversation": [{"role", "text", "checkpoint"?}, ...]}` with only user
+ * and assistant text (never system, developer or tool messages, tool
+ * calls, thinking or tool results). `capturedThroughSeq` defaults to the
+ * index of the last message. A request of the wrong shape is `DSR_MISUSE`.
+ *
+ * # Safety
+ * `request_json` is NULL or valid for `request_len` bytes; `out`, `out_len`
+ * and `err` are NULL or valid for writes.
+ */
+dsr_status dsr_conversation_snapshot(const char *request_json, size_t request_len, char **out, size_t *out_len, struct dsr_error **err);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

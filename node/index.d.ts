@@ -103,6 +103,15 @@ export declare class NativeResolver {
 export declare function __benchPrepareRust(snapshots: Record<string, Uint8Array>, target: string, content: string, references: string, iterations: number, config?: NativeConfig | null): Array<number>
 
 /**
+ * A pre-projected surface snapshot of a host's own message list, for
+ * `readSurface`. `request` is the JSON text of `{format: "openai" |
+ * "anthropic", sessionId, cwd?, capturedThroughSeq?, messages}`; returns
+ * to the JSON text of `{session, capturedThroughSeq, conversation}`.
+ * Messages of the wrong shape throw with code `ERR_INVALID_ARG_TYPE`.
+ */
+export declare function conversationSnapshotJson(request: string): string
+
+/**
  * Decodes a canonical session URI back to its id; anything else throws
  * `SESSION_REFERENCE_INVALID_REFERENCE`.
  */

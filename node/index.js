@@ -839,6 +839,7 @@ module.exports.CancelHandle = nativeBinding.CancelHandle
 module.exports.DshSessionStore = nativeBinding.DshSessionStore
 module.exports.NativeResolver = nativeBinding.NativeResolver
 module.exports.__benchPrepareRust = nativeBinding.__benchPrepareRust
+module.exports.conversationSnapshotJson = nativeBinding.conversationSnapshotJson
 module.exports.decodeSessionReferenceUri = nativeBinding.decodeSessionReferenceUri
 module.exports.DEFAULT_CANDIDATE_LIMIT = nativeBinding.DEFAULT_CANDIDATE_LIMIT
 module.exports.DEFAULT_MAX_REFERENCE_BYTES = nativeBinding.DEFAULT_MAX_REFERENCE_BYTES

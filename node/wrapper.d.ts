@@ -101,7 +101,7 @@ export interface SessionQuery {
   /** The latest title of a session, or `null`/`undefined` when it has none. */
   readTitle(sessionId: string): MaybePromise<string | null | undefined>
   /** The current surface snapshot of a session. */
-  readSurface(sessionId: string): MaybePromise<SurfaceSnapshot | string | Uint8Array>
+  readSurface(sessionId: string): MaybePromise<SurfaceSnapshot | ConversationSnapshot | string | Uint8Array>
 }
 
 /** Configuration; an absent or `null` key takes its default. */
@@ -332,6 +332,43 @@ export declare function parseSessionReferenceText(text: string): ParsedSessionRe
 
 /** `JSON.stringify(value)` with every `<` written as `\u003c`: safe inside a tag. */
 export declare function stringifyTagSafeJson(value: JsonValue): string
+
+/** One item of a pre-projected conversation. */
+export interface ConversationItem {
+  role: 'user' | 'assistant'
+  text: string
+  /** A compaction summary, which retention keeps while it drops older messages. */
+  checkpoint?: true
+}
+
+/** A pre-projected surface snapshot, which `readSurface` may return instead of DSH events. */
+export interface ConversationSnapshot {
+  session: { id: string; cwd: string | null }
+  capturedThroughSeq: number | null
+  conversation: ConversationItem[]
+}
+
+/** Options of `conversationSnapshot`. */
+export interface ConversationSnapshotOptions {
+  /** `'openai'` (Chat Completions or Responses messages, the default) or `'anthropic'`. */
+  format?: 'openai' | 'anthropic'
+  /** The session's working directory. */
+  cwd?: string | null
+  /** How far into its history the host read; default: the index of the last message. */
+  capturedThroughSeq?: number | null
+}
+
+/**
+ * A pre-projected snapshot of a host's own message list, to return from
+ * `readSurface`: only user and assistant text is kept (never system,
+ * developer or tool messages, tool calls, thinking or tool results).
+ * Messages of the wrong shape throw a `TypeError` with code `ERR_INVALID_ARG_TYPE`.
+ */
+export declare function conversationSnapshot(
+  sessionId: string,
+  messages: JsonValue[],
+  options?: ConversationSnapshotOptions,
+): ConversationSnapshot
 
 /** The URI scheme, with its colon. */
 export declare const SESSION_REFERENCE_SCHEME: 'dsh-session:'

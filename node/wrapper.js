@@ -346,6 +346,22 @@ function stringifyTagSafeJson(value) {
   return callNative(() => native.stringifyTagSafeJsonText(jsonArgument(value, 'value')))
 }
 
+/**
+ * A pre-projected surface snapshot of a host's own message list, to return
+ * from `readSurface`: only user and assistant text is kept.
+ * `options.format` is `'openai'` (default) or `'anthropic'`.
+ */
+function conversationSnapshot(sessionId, messages, options = {}) {
+  requireString(sessionId, 'sessionId')
+  if (!Array.isArray(messages)) throw invalidArgument(`messages must be an array, not ${describe(messages)}`)
+  if (options === null || typeof options !== 'object') {
+    throw invalidArgument(`options must be an object, not ${describe(options)}`)
+  }
+  const { format = 'openai', cwd = null, capturedThroughSeq = null } = options
+  const request = { format, sessionId, cwd, capturedThroughSeq, messages }
+  return JSON.parse(callNative(() => native.conversationSnapshotJson(jsonArgument(request, 'messages'))))
+}
+
 module.exports = {
   SessionReferenceResolver,
   SessionReferenceError,
@@ -356,6 +372,7 @@ module.exports = {
   formatSessionReferenceMention,
   parseSessionReferenceText,
   stringifyTagSafeJson,
+  conversationSnapshot,
   SESSION_REFERENCE_SCHEME: native.SESSION_REFERENCE_SCHEME,
   MAX_REFERENCES: native.MAX_REFERENCES,
   DEFAULT_CANDIDATE_LIMIT: native.DEFAULT_CANDIDATE_LIMIT,

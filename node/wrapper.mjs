@@ -12,6 +12,7 @@ export const {
   formatSessionReferenceMention,
   parseSessionReferenceText,
   stringifyTagSafeJson,
+  conversationSnapshot,
   SESSION_REFERENCE_SCHEME,
   MAX_REFERENCES,
   DEFAULT_CANDIDATE_LIMIT,

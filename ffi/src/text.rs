@@ -151,3 +151,37 @@ pub unsafe extern "C" fn dsr_stringify_tag_safe(
         })
     }
 }
+
+/// A pre-projected surface snapshot of a host's own message list, for its
+/// `read_surface` callback. `request_json` is UTF-8 JSON
+/// `{"format": "openai"|"anthropic", "sessionId": string, "cwd"?: string|null,
+/// "capturedThroughSeq"?: integer|null, "messages": [...]}`; `*out`
+/// receives `{"session": {"id", "cwd"}, "capturedThroughSeq",
+/// "conversation": [{"role", "text", "checkpoint"?}, ...]}` with only user
+/// and assistant text (never system, developer or tool messages, tool
+/// calls, thinking or tool results). `capturedThroughSeq` defaults to the
+/// index of the last message. A request of the wrong shape is `DSR_MISUSE`.
+///
+/// # Safety
+/// `request_json` is NULL or valid for `request_len` bytes; `out`, `out_len`
+/// and `err` are NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_conversation_snapshot(
+    request_json: *const c_char,
+    request_len: usize,
+    out: *mut *mut c_char,
+    out_len: *mut usize,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    const F: &str = "dsr_conversation_snapshot";
+    // SAFETY: per the contract.
+    unsafe {
+        text_fn(F, out, out_len, err, || {
+            let request = dsh_session_reference::json::parse_js(str_arg(F, "request_json", request_json, request_len)?)
+                .map_err(|e| Failure::misuse(format!("{F}: the request is not JSON: {e}")))?;
+            let snapshot = dsh_session_reference::conversation::snapshot_from_request(&request)
+                .map_err(|e| Failure::misuse(format!("{F}: {e}")))?;
+            Ok(dsh_session_reference::json::stringify(&snapshot))
+        })
+    }
+}

@@ -114,3 +114,15 @@ pub fn parse_session_reference_text(text: String) -> Result<ParsedSessionReferen
 pub fn stringify_tag_safe_json_text(json: String) -> Result<String, &'static str> {
     core::stringify_tag_safe_text(&json).map_err(|e| Error::new(INVALID_ARGUMENT, e))
 }
+
+/// A pre-projected surface snapshot of a host's own message list, for
+/// `readSurface`. `request` is the JSON text of `{format: "openai" |
+/// "anthropic", sessionId, cwd?, capturedThroughSeq?, messages}`; returns
+/// to the JSON text of `{session, capturedThroughSeq, conversation}`.
+/// Messages of the wrong shape throw with code `ERR_INVALID_ARG_TYPE`.
+#[napi(js_name = "conversationSnapshotJson")]
+pub fn conversation_snapshot_json(request: String) -> Result<String, &'static str> {
+    let request = core::json::parse_js(&request).map_err(|e| Error::new(INVALID_ARGUMENT, e))?;
+    let snapshot = core::conversation::snapshot_from_request(&request).map_err(|e| Error::new(INVALID_ARGUMENT, e))?;
+    Ok(core::json::stringify(&snapshot))
+}

@@ -90,6 +90,7 @@ impl DshSessionStore {
                     String::from_utf8((*bytes).as_ref().to_vec()).map_err(|_| read_failed("the snapshot is not UTF-8"))
                 }
                 SurfaceData::Value(value) => Ok(stringify(&value)),
+                SurfaceData::Conversation(c) => Ok(stringify(&c.to_snapshot_json())),
             }
         })
     }

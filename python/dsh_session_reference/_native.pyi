@@ -18,6 +18,7 @@ __all__ = [
     "parse_text",
     "stringify_tag_safe",
     "stringify_tag_safe_json",
+    "conversation_snapshot",
     "_bench_prepare_rust",
     "CancelToken",
     "Resolver",
@@ -49,6 +50,21 @@ def stringify_tag_safe(value: Any) -> str:
 def stringify_tag_safe_json(text: Union[str, bytes]) -> str:
     """Tag-safe JSON of a JSON text read as ``JSON.parse`` reads it; raises
     ``ValueError`` when the text is not JSON."""
+
+def conversation_snapshot(
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    format: str = "openai",
+    cwd: Optional[str] = None,
+    captured_through_seq: Optional[int] = None,
+) -> Dict[str, Any]:
+    """A pre-projected surface snapshot of a host's own message list, to
+    return from ``read_surface``: ``{"session", "capturedThroughSeq",
+    "conversation"}``. ``format`` is ``"openai"`` or ``"anthropic"``; only
+    user and assistant text is kept. ``captured_through_seq`` defaults to the
+    index of the last message. Raises ``ValueError`` for messages of the
+    wrong shape."""
 
 def _bench_prepare_rust(
     snapshots: Dict[str, bytes],

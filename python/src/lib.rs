@@ -75,6 +75,37 @@ fn stringify_tag_safe_json(text: &Bound<'_, PyAny>) -> PyResult<String> {
     dsh_session_reference::stringify_tag_safe_text(text).map_err(PyValueError::new_err)
 }
 
+/// A pre-projected surface snapshot of a host's own message list, to return
+/// from `read_surface`: `{"session": {"id", "cwd"}, "capturedThroughSeq",
+/// "conversation": [{"role", "text", "checkpoint"?}, ...]}`. `format` is
+/// `"openai"` (chat or Responses messages) or `"anthropic"`; only user and
+/// assistant text is kept. `captured_through_seq` defaults to the index of
+/// the last message. Raises `ValueError` for messages of the wrong shape.
+#[pyfunction]
+#[pyo3(signature = (session_id, messages, *, format="openai", cwd=None, captured_through_seq=None))]
+fn conversation_snapshot<'py>(
+    py: Python<'py>,
+    session_id: &Bound<'py, PyAny>,
+    messages: &Bound<'py, PyAny>,
+    format: &str,
+    cwd: Option<&Bound<'py, PyAny>>,
+    captured_through_seq: Option<u64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut request = serde_json::Map::new();
+    request.insert("format".into(), format.into());
+    request.insert("sessionId".into(), string_arg(session_id, "session_id")?.into());
+    if let Some(cwd) = cwd.filter(|c| !c.is_none()) {
+        request.insert("cwd".into(), string_arg(cwd, "cwd")?.into());
+    }
+    if let Some(seq) = captured_through_seq {
+        request.insert("capturedThroughSeq".into(), seq.into());
+    }
+    request.insert("messages".into(), to_json(messages, "messages")?);
+    let snapshot = dsh_session_reference::conversation::snapshot_from_request(&serde_json::Value::Object(request))
+        .map_err(PyValueError::new_err)?;
+    to_py(py, &snapshot)
+}
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -85,6 +116,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_text, m)?)?;
     m.add_function(wrap_pyfunction!(stringify_tag_safe, m)?)?;
     m.add_function(wrap_pyfunction!(stringify_tag_safe_json, m)?)?;
+    m.add_function(wrap_pyfunction!(conversation_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(bench::bench_prepare_rust, m)?)?;
     m.add_class::<resolver::CancelToken>()?;
     m.add_class::<resolver::Resolver>()?;

@@ -173,3 +173,49 @@ def test_content_is_copied_not_aliased() -> None:
     assert out["content"] == content
     out["content"][0]["extra"]["n"].append(3)
     assert content[0]["extra"]["n"] == [1, 2]
+
+
+def test_conversation_snapshot_from_host_messages() -> None:
+    """A host's own OpenAI- or Anthropic-style history, referenced through
+    a pre-projected snapshot: only user and assistant text reaches the prompt."""
+    openai = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "Use <tabs>?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "SECRET TOOL OUTPUT"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Spaces."}]},
+    ]
+    anthropic = [
+        {"role": "user", "content": "Use <tabs>?"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "SECRET THOUGHT"},
+                                          {"type": "text", "text": "Spaces."}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "SECRET TOOL OUTPUT"}]},
+    ]
+    for fmt, messages in [("openai", openai), ("anthropic", anthropic)]:
+        snap = dsr.conversation_snapshot("other", messages, format=fmt, cwd="/w")
+        assert snap == {
+            "session": {"id": "other", "cwd": "/w"},
+            "capturedThroughSeq": len(messages) - 1,
+            "conversation": [{"role": "user", "text": "Use <tabs>?"}, {"role": "assistant", "text": "Spaces."}],
+        }
+
+        class Host:
+            def list_sessions(self) -> Any:
+                return [{"id": "other", "createdAt": 1}]
+
+            def read_title(self, session_id: str) -> Any:
+                return None
+
+            def read_surface(self, session_id: str) -> Any:
+                return snap
+
+        prepared = dsr.Resolver(Host()).prepare({"id": "me"}, "see", [{"sessionId": "other"}])
+        prompt = prepared["additionalContext"]["content"][0]["text"]
+        assert '{"role":"user","text":"Use \\u003ctabs>?"},{"role":"assistant","text":"Spaces."}' in prompt
+        assert "SECRET" not in prompt
+    assert dsr.conversation_snapshot("s", [], captured_through_seq=9)["capturedThroughSeq"] == 9
+    assert dsr.conversation_snapshot("s", [])["capturedThroughSeq"] is None
+    with pytest.raises(ValueError, match="unknown message format"):
+        dsr.conversation_snapshot("s", [], format="gemini")
+    with pytest.raises(ValueError, match="message 0"):
+        dsr.conversation_snapshot("s", [{"role": "user", "content": 5}])

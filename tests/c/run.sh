@@ -107,7 +107,7 @@ vg=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect,possi
     # The library's blocking pool may hold up to 512 threads (hung host
     # callbacks keep theirs); valgrind's default limit is 500 threads.
     --max-threads=1500)
-DSR_TEST_TIME_FACTOR=10 "${vg[@]}" "$work/test_shared"
+DSR_TEST_TIME_FACTOR=10 DSR_TEST_NO_FORK=1 "${vg[@]}" "$work/test_shared"
 DSR_TEST_TIME_FACTOR=10 DSR_TEST_BIG_MB=8 DSR_TEST_SESSIONS=3000 "${vg[@]}" "$work/hostile_shared"
 
 step "include/README.md example"
