@@ -47,6 +47,7 @@ pub struct ReadmeDoctests;
 pub mod cancel;
 pub mod config;
 pub mod error;
+pub mod harden;
 pub mod json;
 pub mod memory;
 pub mod projection;
@@ -65,6 +66,7 @@ pub use config::{
     MAX_SAFE_INTEGER,
 };
 pub use error::{Error, ErrorCode, HostError, Result};
+pub use harden::Hardening;
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
 pub use query::{
@@ -74,5 +76,6 @@ pub use resolver::{normalize_references, Candidate, Prepared, Reference, Resolve
 pub use runtime::{block_on, runtime};
 pub use store::DshStore;
 pub use uri::{
-    decode_uri, encode_uri, format_mention, parse_text, ParsedReference, ParsedText, SESSION_REFERENCE_SCHEME,
+    decode_uri, encode_uri, format_mention, parse_text, parse_text_with, ParsedReference, ParsedText,
+    SESSION_REFERENCE_SCHEME,
 };

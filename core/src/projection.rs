@@ -13,7 +13,8 @@ use std::borrow::Cow;
 
 use serde_json::Number;
 
-use crate::json::{string_len, write_string};
+use crate::harden::invisible::{self, Piece, Pieces};
+use crate::json::string_len;
 use crate::scan::{find2, unicode_escape, Read, Reader, Str};
 
 /// Who said a projected item.
@@ -82,12 +83,19 @@ impl<'a> ItemText<'a> {
     /// quotes included. Computed on each call (one pass over the text):
     /// retention asks only for the items it may keep.
     pub fn tag_safe_len(&self) -> usize {
+        self.tag_safe_len_with(false)
+    }
+
+    /// [`tag_safe_len`](Self::tag_safe_len), with invisible characters
+    /// escaped when `escape_invisible` is on (`crate::harden::invisible`).
+    pub fn tag_safe_len_with(&self, escape_invisible: bool) -> usize {
         match &self.repr {
+            Repr::Decoded(t) if escape_invisible => invisible::string_len(t),
             Repr::Decoded(t) => string_len(t, true),
             Repr::Literal(s) => {
                 let mut count = Count(0);
                 // The reader validated the literal; an error cannot happen.
-                transcode(std::str::from_utf8(s.lit).unwrap_or("\"\""), &mut count);
+                transcode(std::str::from_utf8(s.lit).unwrap_or("\"\""), &mut count, escape_invisible);
                 count.0
             }
         }
@@ -103,13 +111,19 @@ impl<'a> ItemText<'a> {
 
     /// Appends the text as a tag-safe JSON string literal.
     pub fn write_tag_safe(&self, out: &mut String) -> Result<(), String> {
+        self.write_tag_safe_with(out, false)
+    }
+
+    /// [`write_tag_safe`](Self::write_tag_safe), with invisible characters
+    /// escaped when `escape_invisible` is on (`crate::harden::invisible`).
+    pub fn write_tag_safe_with(&self, out: &mut String, escape_invisible: bool) -> Result<(), String> {
         match &self.repr {
-            Repr::Decoded(t) => write_string(out, t, true),
+            Repr::Decoded(t) => crate::harden::write_string(out, t, escape_invisible),
             Repr::Literal(s) => {
                 let start = out.len();
                 let lit = std::str::from_utf8(s.lit).map_err(|e| format!("malformed text: {e}"))?;
                 let mut sink = Write { out, lone_surrogate: false };
-                transcode(lit, &mut sink);
+                transcode(lit, &mut sink, escape_invisible);
                 if sink.lone_surrogate {
                     out.truncate(start);
                     return Err("malformed text: a lone surrogate cannot be written as UTF-8".into());
@@ -167,8 +181,10 @@ impl Sink for Write<'_> {
 /// Turns a valid JSON string literal (quotes included) into the tag-safe
 /// JSON of its decoded text, as `JSON.stringify` writes it with every `<`
 /// as `\u003c`, without decoding it first: runs without `\` or `<` are
-/// copied, and each escape is written in its canonical form.
-fn transcode(text: &str, sink: &mut impl Sink) {
+/// copied, and each escape is written in its canonical form. With
+/// `escape_invisible`, invisible characters, raw or escaped, are written as
+/// escapes (as `invisible::write_string` writes them).
+fn transcode(text: &str, sink: &mut impl Sink, escape_invisible: bool) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let lit = text.as_bytes();
     let end = lit.len() - 1;
@@ -176,11 +192,11 @@ fn transcode(text: &str, sink: &mut impl Sink) {
     let mut i = 1;
     while i < end {
         let Some(off) = find2(&lit[i..end], b'\\', b'<') else {
-            sink.str(&text[i..end]);
+            run(sink, &text[i..end], escape_invisible);
             break;
         };
         // Runs end at ASCII bytes, so they are whole characters.
-        sink.str(&text[i..i + off]);
+        run(sink, &text[i..i + off], escape_invisible);
         i += off;
         if lit[i] == b'<' {
             sink.str("\\u003c");
@@ -212,12 +228,29 @@ fn transcode(text: &str, sink: &mut impl Sink) {
                 sink.char(HEX[(cp & 15) as usize] as char);
             }
             _ => match char::from_u32(cp) {
+                Some(c) if escape_invisible && invisible::is_invisible(c) => {
+                    sink.str(invisible::escape(c, &mut [0; 12]))
+                }
                 Some(c) => sink.char(c),
                 None => sink.lone_surrogate(),
             },
         }
     }
     sink.str("\"");
+}
+
+/// A run of a literal without `\` or `<`, split at its invisible characters
+/// when `escape_invisible` is on.
+fn run(sink: &mut impl Sink, s: &str, escape_invisible: bool) {
+    if !escape_invisible {
+        return sink.str(s);
+    }
+    for piece in Pieces::new(s) {
+        match piece {
+            Piece::Run(r) => sink.str(r),
+            Piece::Invisible(c) => sink.str(invisible::escape(c, &mut [0; 12])),
+        }
+    }
 }
 
 /// The projected surface of one source.

@@ -12,10 +12,11 @@ use std::panic::AssertUnwindSafe;
 use crate::cancel::CancelToken;
 use crate::config::{Config, MAX_SAFE_INTEGER};
 use crate::error::{Error, ErrorCode, HostError, Result};
+use crate::harden::Hardening;
 use crate::projection::project_json;
-use crate::prompt::{render_metadata, render_prompt, render_source, RenderedSource};
+use crate::prompt::{render_metadata, render_prompt, render_source_with, RenderedSource};
 use crate::query::{QueryFuture, SessionHeader, SessionQuery, SurfaceData, Target};
-use crate::uri::{format_mention, parse_text, ParsedReference};
+use crate::uri::{format_mention, parse_text_with, ParsedReference};
 
 /// How many title reads run at once during a filtered candidate search.
 const TITLE_CONCURRENCY: usize = 16;
@@ -146,7 +147,13 @@ enum SourceFailure {
     Budget(Error),
 }
 
-fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Result<RenderedSource, SourceFailure> {
+fn process_surface(
+    data: &SurfaceData,
+    id: &str,
+    label: &str,
+    budget: u64,
+    hardening: Hardening,
+) -> Result<RenderedSource, SourceFailure> {
     // A value is written out and read like JSON text: one projection.
     let written;
     let bytes = match data {
@@ -157,8 +164,8 @@ fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Re
         }
     };
     let projection = project_json(bytes).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
-    let rendered =
-        render_source(projection, label, budget).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    let rendered = render_source_with(projection, label, budget, hardening)
+        .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     rendered.ok_or_else(|| {
         SourceFailure::Budget(Error::new(
             ErrorCode::BudgetExceeded,
@@ -247,7 +254,11 @@ impl Resolver {
         references: &[Value],
         cancel: Option<&CancelToken>,
     ) -> Result<Prepared> {
-        let refs = normalize_references(&target.id, references, self.config.max_references())?;
+        let mut refs = normalize_references(&target.id, references, self.config.max_references())?;
+        let hardening = self.config.hardening();
+        for r in &mut refs {
+            r.label = hardening.label(std::mem::take(&mut r.label), &r.session_id);
+        }
         self.prepare_normalized(content.clone(), refs, cancel).await
     }
 
@@ -261,6 +272,7 @@ impl Resolver {
             return Ok(Prepared { content, additional_context: None });
         }
         let budget = self.config.max_reference_bytes();
+        let hardening = self.config.hardening();
         let several = refs.len() > 1;
         let work = async {
             // Read every source concurrently, failing fast on a read error
@@ -273,11 +285,11 @@ impl Resolver {
                 let size = surface_len(&data);
                 let offload = size >= BLOCKING_PROJECTION_BYTES || (several && size >= PARALLEL_PROJECTION_BYTES);
                 let outcome = if offload {
-                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget))
+                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget, hardening))
                         .await
                         .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?
                 } else {
-                    process_surface(&data, &id, &label, budget)
+                    process_surface(&data, &id, &label, budget, hardening)
                 };
                 match outcome {
                     Ok(rendered) => Ok(Ok(rendered)),
@@ -326,7 +338,7 @@ impl Resolver {
             for block in blocks {
                 match (block.get("type").and_then(Value::as_str), block.get("text").and_then(Value::as_str)) {
                     (Some("text"), Some(text)) => {
-                        let parsed = parse_text(text)?;
+                        let parsed = parse_text_with(text, self.config.hardening().sanitize_labels)?;
                         let mut b = block.clone();
                         if let Some(obj) = b.as_object_mut() {
                             obj.insert("text".into(), Value::from(parsed.text));
@@ -392,7 +404,9 @@ impl Resolver {
             _ => 2,
         };
         let mut sessions: Vec<SessionHeader> = sessions.into_iter().filter(|s| s.id != target.id).collect();
-        let label_of = |s: &SessionHeader, title: Option<String>| title.unwrap_or_else(|| s.id.clone());
+        let label_of = |s: &SessionHeader, title: Option<String>| {
+            self.config.hardening().label(title.unwrap_or_else(|| s.id.clone()), &s.id)
+        };
         let make = |s: SessionHeader, label: String| Candidate {
             session_id: s.id,
             label,

@@ -1,0 +1,108 @@
+//! The hardened mode: three opt-in protections against what a referenced
+//! session may carry into a new one (see `docs/security.md`).
+//!
+//! - [`secrets`] (`redactSecrets`): credentials in projected texts become
+//!   `[redacted <kind>]` before retention;
+//! - [`invisible`] (`escapeInvisible`): invisible, bidirectional and tag
+//!   characters are written as `\uXXXX` escapes in the prompt's JSON;
+//! - [`labels`] (`sanitizeLabels`): labels lose control, format, tag and
+//!   bidirectional characters and are cut to [`labels::MAX_LABEL_CHARS`].
+//!
+//! With every option off (the default) nothing here runs and the output is
+//! byte-identical to the reference.
+
+pub mod invisible;
+pub mod labels;
+pub mod secrets;
+
+use crate::projection::{Item, ItemText};
+
+/// The metadata key, in each entry of `source.references`, that counts the
+/// secrets redacted from that source's projected texts. Present only when
+/// `redactSecrets` is on.
+pub const REDACTED_SECRETS_KEY: &str = "redactedSecrets";
+
+/// Which protections of the hardened mode are on. The default has all off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Hardening {
+    /// `redactSecrets`: replace credentials in projected texts.
+    pub redact_secrets: bool,
+    /// `escapeInvisible`: escape invisible characters in the prompt's JSON.
+    pub escape_invisible: bool,
+    /// `sanitizeLabels`: clean and shorten labels.
+    pub sanitize_labels: bool,
+}
+
+impl Hardening {
+    /// Every protection on: the `hardened` preset.
+    pub const ALL: Hardening = Hardening { redact_secrets: true, escape_invisible: true, sanitize_labels: true };
+
+    /// Whether any protection is on.
+    pub fn any(&self) -> bool {
+        self.redact_secrets || self.escape_invisible || self.sanitize_labels
+    }
+
+    /// The label as it is written under this hardening: sanitized when
+    /// `sanitize_labels` is on, else unchanged.
+    pub fn label(&self, label: String, session_id: &str) -> String {
+        if self.sanitize_labels {
+            labels::sanitize_label(&label, session_id)
+        } else {
+            label
+        }
+    }
+}
+
+/// Appends `s` as a tag-safe JSON string literal, with invisible characters
+/// escaped when `escape_invisible` is on.
+pub fn write_string(out: &mut String, s: &str, escape_invisible: bool) {
+    if escape_invisible {
+        invisible::write_string(out, s);
+    } else {
+        crate::json::write_string(out, s, true);
+    }
+}
+
+/// Redacts the secrets of every item's text in place; returns how many were
+/// replaced. A text that cannot be decoded (a lone surrogate) is left as it
+/// is: retention fails the source if it keeps it, and drops it otherwise.
+pub fn redact_items(items: &mut [Item<'_>]) -> u64 {
+    let mut count = 0u64;
+    for item in items {
+        let Ok(text) = item.text.decode() else { continue };
+        let (redacted, n) = secrets::redact(&text);
+        if n > 0 {
+            count += n as u64;
+            let owned = redacted.into_owned();
+            item.text = ItemText::decoded(owned.into());
+        }
+    }
+    count
+}
+
+/// The wire key of the preset that turns every protection on.
+pub const HARDENED_KEY: &str = "hardened";
+
+/// The wire keys of the three protections, in [`Hardening`] field order.
+pub const HARDENING_KEYS: [&str; 3] = ["redactSecrets", "escapeInvisible", "sanitizeLabels"];
+
+/// Reads the hardened mode's keys of a config object: `hardened` sets the
+/// default of the three (`false` when absent), and each of `redactSecrets`,
+/// `escapeInvisible`, `sanitizeLabels` given explicitly wins over it. Absent
+/// and `null` keys take their defaults; any value but a boolean is
+/// `SESSION_REFERENCE_INVALID_CONFIG`.
+pub fn hardening_from_json(map: &serde_json::Map<String, serde_json::Value>) -> crate::Result<Hardening> {
+    use serde_json::Value;
+    let flag = |key: &str| match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(crate::Error::new(crate::ErrorCode::InvalidConfig, format!("config `{key}` must be a boolean"))),
+    };
+    let preset = flag(HARDENED_KEY)?.unwrap_or(false);
+    let [redact, escape, sanitize] = HARDENING_KEYS;
+    Ok(Hardening {
+        redact_secrets: flag(redact)?.unwrap_or(preset),
+        escape_invisible: flag(escape)?.unwrap_or(preset),
+        sanitize_labels: flag(sanitize)?.unwrap_or(preset),
+    })
+}
