@@ -338,7 +338,7 @@ impl Resolver {
             for block in blocks {
                 match (block.get("type").and_then(Value::as_str), block.get("text").and_then(Value::as_str)) {
                     (Some("text"), Some(text)) => {
-                        let parsed = parse_text_with(text, self.config.hardening().sanitize_labels)?;
+                        let parsed = parse_text_with(text, self.config.hardening())?;
                         let mut b = block.clone();
                         if let Some(obj) = b.as_object_mut() {
                             obj.insert("text".into(), Value::from(parsed.text));

@@ -16,16 +16,14 @@ fn is_break(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
-/// The sanitized form of `label`, or `None` when nothing visible is left:
-/// line breaks and tabs become spaces; every other control character
+/// `label` without hidden characters, or `None` when nothing visible is
+/// left: line breaks and tabs become spaces; every other control character
 /// (U+0000–U+001F, U+007F–U+009F), every format (Cf), tag and bidirectional
 /// character and the other invisible characters listed at
 /// [`is_invisible`] are dropped; runs of white space become one space,
-/// leading and trailing white space is removed; a label longer than
-/// [`MAX_LABEL_CHARS`] characters is cut on a character boundary to
-/// `MAX_LABEL_CHARS - 1` characters followed by `…`.
+/// leading and trailing white space is removed.
 fn clean(label: &str) -> Option<String> {
-    let mut out = String::with_capacity(label.len().min(4 * MAX_LABEL_CHARS));
+    let mut out = String::with_capacity(label.len());
     let mut chars = 0usize;
     let mut space = false; // a space is due before the next visible character
     for c in label.chars() {
@@ -43,24 +41,38 @@ fn clean(label: &str) -> Option<String> {
         space = false;
         out.push(c);
         chars += 1;
-        if chars > MAX_LABEL_CHARS {
-            break;
-        }
-    }
-    if chars > MAX_LABEL_CHARS {
-        let cut = out.char_indices().nth(MAX_LABEL_CHARS - 1).map_or(out.len(), |(i, _)| i);
-        out.truncate(cut);
-        out.truncate(out.trim_end().len());
-        out.push('\u{2026}');
     }
     (!out.is_empty()).then_some(out)
 }
 
-/// The label as `sanitizeLabels` writes it (see [`clean`] for the rules);
-/// when nothing visible is left, the sanitized session id, else
-/// [`EMPTY_LABEL`]. Idempotent: a sanitized label sanitizes to itself.
+/// A label longer than [`MAX_LABEL_CHARS`] characters cut on a character
+/// boundary to `MAX_LABEL_CHARS - 1` characters (trailing white space
+/// removed) followed by `…`.
+fn cut(mut label: String) -> String {
+    if let Some((at, _)) = label.char_indices().nth(MAX_LABEL_CHARS) {
+        let keep = label[..at].char_indices().nth(MAX_LABEL_CHARS - 1).map_or(at, |(i, _)| i);
+        label.truncate(keep);
+        label.truncate(label.trim_end().len());
+        label.push('\u{2026}');
+    }
+    label
+}
+
+/// The label as `sanitizeLabels` writes it: hidden characters dropped (see
+/// [`clean`]), then, when `redact` is on, credentials redacted
+/// ([`redact`](super::secrets::redact): before the cut, so that no part of
+/// a credential is left), then cut to [`MAX_LABEL_CHARS`]. When nothing
+/// visible is left, the session id so treated, else [`EMPTY_LABEL`].
+/// Idempotent: a sanitized label sanitizes to itself.
+pub fn sanitize_label_with(label: &str, session_id: &str, redact: bool) -> String {
+    let finish = |l: String| if redact { super::secrets::redact(&l).0.into_owned() } else { l };
+    let clean = clean(label).or_else(|| clean(session_id)).map(finish);
+    cut(clean.unwrap_or_else(|| EMPTY_LABEL.to_owned()))
+}
+
+/// [`sanitize_label_with`] without redaction.
 pub fn sanitize_label(label: &str, session_id: &str) -> String {
-    clean(label).or_else(|| clean(session_id)).unwrap_or_else(|| EMPTY_LABEL.to_owned())
+    sanitize_label_with(label, session_id, false)
 }
 
 #[cfg(test)]

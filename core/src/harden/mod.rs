@@ -43,12 +43,14 @@ impl Hardening {
     }
 
     /// The label as it is written under this hardening: sanitized when
-    /// `sanitize_labels` is on, else unchanged.
+    /// `sanitize_labels` is on ([`labels::sanitize_label_with`]), its
+    /// credentials redacted when `redact_secrets` is on (a title is often
+    /// the first words of the session's first message), else unchanged.
     pub fn label(&self, label: String, session_id: &str) -> String {
-        if self.sanitize_labels {
-            labels::sanitize_label(&label, session_id)
-        } else {
-            label
+        match (self.sanitize_labels, self.redact_secrets) {
+            (true, redact) => labels::sanitize_label_with(&label, session_id, redact),
+            (false, true) => secrets::redact(&label).0.into_owned(),
+            (false, false) => label,
         }
     }
 }

@@ -66,7 +66,13 @@ const FORMATS: &[Format] = &[
         prefixes: &["https://hooks.slack.com/"],
         pattern: r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}",
     },
-    Format { kind: "google-api-key", prefixes: &["AIza"], pattern: concat!(b!(), r"AIza[0-9A-Za-z_\-]{35}") },
+    Format {
+        kind: "google-api-key",
+        prefixes: &["AIza"],
+        // 35 characters, the last one ending the token (a word character
+        // before a boundary, or a `-` before no word character).
+        pattern: concat!(b!(), r"AIza[0-9A-Za-z_\-]{34}(?:[0-9A-Za-z_]", b!(), r"|-(?-u:\B))"),
+    },
     Format {
         kind: "stripe-key",
         prefixes: &["sk_", "rk_"],
@@ -82,7 +88,7 @@ const FORMATS: &[Format] = &[
         // cannot be part of a key.
         pattern: concat!(
             r"-----BEGIN[ A-Z0-9]*PRIVATE KEY-----",
-            r"(?:[A-Za-z0-9+/=\s]|\\[nr]|(?:Proc-Type|DEK-Info):[ A-Za-z0-9,\-]*)*",
+            r"(?:(?:Proc-Type|DEK-Info):[ A-Za-z0-9,\-]*|[A-Za-z0-9+/=\s]|\\[nr])*",
             r"(?:-----END[ A-Z0-9]*PRIVATE KEY-----)?"
         ),
     },
