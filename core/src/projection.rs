@@ -101,6 +101,15 @@ impl<'a> ItemText<'a> {
         }
     }
 
+    /// The JSON string literal of the input (quotes included) the text is
+    /// still in, if it is one.
+    pub fn json_literal(&self) -> Option<&'a [u8]> {
+        match &self.repr {
+            Repr::Literal(s) => Some(s.lit),
+            Repr::Decoded(_) => None,
+        }
+    }
+
     /// The decoded text (borrowed from the input when it has no escapes).
     pub fn decode(&self) -> Result<Cow<'a, str>, String> {
         match &self.repr {

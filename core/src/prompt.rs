@@ -44,7 +44,7 @@ pub struct RenderedSource {
     pub captured_through_seq: Option<Number>,
     /// Retention statistics.
     pub stats: SourceStats,
-    /// Secrets redacted from the projected texts: `Some` exactly when
+    /// Credentials redacted from the retained texts: `Some` exactly when
     /// `redactSecrets` is on (the `redactedSecrets` metadata key).
     pub redacted_secrets: Option<u64>,
 }
@@ -74,20 +74,23 @@ pub fn render_source(p: Projection<'_>, label: &str, budget: u64) -> Result<Opti
     render_source_with(p, label, budget, Hardening::default())
 }
 
-/// [`render_source`] under a [`Hardening`]: secrets are redacted from the
-/// projected texts before retention, and invisible characters escaped in
-/// everything written, as it asks. The label is written as given.
+/// [`render_source`] under a [`Hardening`]: credentials are redacted from
+/// the texts retention may keep before it measures them
+/// ([`redact_retainable`](crate::harden::redact_retainable)), and invisible
+/// characters escaped in everything written, as it asks. The label is
+/// written as given.
 pub fn render_source_with(
     mut p: Projection<'_>,
     label: &str,
     budget: u64,
     hardening: Hardening,
 ) -> Result<Option<RenderedSource>, String> {
-    let redacted_secrets = hardening.redact_secrets.then(|| crate::harden::redact_items(&mut p.items));
     let escape = hardening.escape_invisible;
     let mut head = String::new();
     write_head(&mut head, &p, label, escape);
     let fixed = head.len() + "]}".len();
+    let redactions =
+        hardening.redact_secrets.then(|| crate::harden::redact_retainable(&mut p.items, fixed, budget, escape));
     let compacted = p.compacted();
     let original_messages = p.items.len();
     let Some(Retained { items, omitted_messages, omitted_bytes }) = retain_with(p.items, fixed, budget, escape)? else {
@@ -113,7 +116,7 @@ pub fn render_source_with(
             omitted_messages,
             omitted_bytes,
         },
-        redacted_secrets,
+        redacted_secrets: redactions.map(|r| r.retained(omitted_messages)),
     }))
 }
 

@@ -133,7 +133,7 @@ fn every_credential_format_is_redacted_in_any_context() {
         seen.insert(kind);
         let marker = format!("[redacted {kind}]");
         for context in [
-            format!("{secret}"),
+            secret.to_string(),
             format!("My key is {secret}, keep it safe."),
             format!("```sh\nexport KEY={secret}\n```"),
             format!("{{\"key\": \"{secret}\", \"other\": 1}}"),
@@ -306,8 +306,15 @@ fn hardened_output_shows_every_hidden_character_and_no_credential() {
             assert!(label.chars().count() <= MAX_LABEL_CHARS, "{label}");
             assert_eq!(label, sanitize_label(session["title"].as_str().unwrap(), id));
             assert!(text.contains(&format!("@{label}")), "{text}");
-            let expected: u64 = session["secretsByKind"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
-            assert_eq!(meta[REDACTED_SECRETS_KEY].as_u64(), Some(expected), "{id}");
+            let expected: u64 =
+                session["secretsByKind"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+            let counted = meta[REDACTED_SECRETS_KEY].as_u64().unwrap();
+            let markers: usize = decoded.iter().map(|d| d.matches("[redacted ").count()).sum();
+            if meta["truncated"] == false {
+                assert_eq!(counted, expected, "{id}");
+            } else if meta["omittedBytes"].as_u64() == Some(0) || markers as u64 == counted {
+                assert!(counted <= expected, "{id}");
+            }
             if budget == 65_536 {
                 for (kind, n) in session["secretsByKind"].as_object().unwrap() {
                     let marker = format!("[redacted {kind}]");
@@ -399,9 +406,37 @@ fn every_budget_holds_when_hardened() {
 
 /// Characters that take every branch of the transcoder and the escaper.
 const CHARS: &[&str] = &[
-    "a", "<", ">", "\"", "\\", "/", "\n", "\t", "\u{1}", "\u{1f}", "\u{7f}", "\u{85}", "\u{ad}", "é", "\u{200b}",
-    "\u{200e}", "\u{202e}", "\u{2028}", "\u{2066}", "\u{2069}", "\u{feff}", "\u{fe0f}", "\u{ff1c}", "\u{3164}", "中",
-    "😀", "\u{e0001}", "\u{e0041}", "\u{e007f}", "\u{e0100}", "\u{10ffff}",
+    "a",
+    "<",
+    ">",
+    "\"",
+    "\\",
+    "/",
+    "\n",
+    "\t",
+    "\u{1}",
+    "\u{1f}",
+    "\u{7f}",
+    "\u{85}",
+    "\u{ad}",
+    "é",
+    "\u{200b}",
+    "\u{200e}",
+    "\u{202e}",
+    "\u{2028}",
+    "\u{2066}",
+    "\u{2069}",
+    "\u{feff}",
+    "\u{fe0f}",
+    "\u{ff1c}",
+    "\u{3164}",
+    "中",
+    "😀",
+    "\u{e0001}",
+    "\u{e0041}",
+    "\u{e007f}",
+    "\u{e0100}",
+    "\u{10ffff}",
 ];
 
 /// One character as it may be spelled in a JSON literal: raw (when JSON
@@ -465,9 +500,11 @@ fn kept_texts_escape_the_same_from_their_literal_and_decoded() {
 #[test]
 fn a_snapshot_spelled_with_escapes_or_raw_gives_the_same_hardened_prompt() {
     let text = "a\u{202e}b\u{200b}c\u{e0041}\u{e0042}<d>\u{feff}\u{7f}\u{ff1c}/x\u{ff1e} 😀 AKIAIOSFODNN7EXAMPLE";
-    let snapshot = |t: &str| json!({"session": {"id": "s\u{200b}1", "cwd": "/w\u{202e}"}, "capturedThroughSeq": 1,
+    let snapshot = |t: &str| {
+        json!({"session": {"id": "s\u{200b}1", "cwd": "/w\u{202e}"}, "capturedThroughSeq": 1,
         "events": [{"seq": 0, "type": "user/message", "data": {"content": [{"type": "text", "text": t}],
-        "source": {"kind": "user"}}}]});
+        "source": {"kind": "user"}}}]})
+    };
     let raw = serde_json::to_vec(&snapshot(text)).unwrap();
     let mut escaped = String::new();
     for c in String::from_utf8(raw.clone()).unwrap().chars() {
@@ -516,13 +553,98 @@ fn sanitized_mentions_keep_the_exact_id() {
 
 // ---------------------------------------------------------------- properties
 
+/// Redaction of the texts retention may keep gives the prompt that
+/// redacting every text first would give.
+fn lazy_equals_eager(texts: &[String], checkpoints: u8, budget: u64, escape: bool) -> Result<(), TestCaseError> {
+    use dsh_session_reference::projection::ItemText;
+    use dsh_session_reference::prompt::render_source_with;
+    let events: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let source = if checkpoints >> (i % 8) & 1 == 1 {
+                json!({"kind": "plugin", "plugin": "compact"})
+            } else {
+                json!({"kind": "user"})
+            };
+            json!({"seq": i, "type": "user/message", "data": {"content": [{"type": "text", "text": t}], "source": source}})
+        })
+        .collect();
+    let doc = json!({"session": {"id": "s"}, "capturedThroughSeq": null, "events": events}).to_string();
+    let lazy = Hardening { redact_secrets: true, escape_invisible: escape, sanitize_labels: false };
+    let got = render_source_with(project_json(doc.as_bytes()).unwrap(), "label", budget, lazy).unwrap();
+    let mut eager = project_json(doc.as_bytes()).unwrap();
+    let mut counts = Vec::new();
+    for item in &mut eager.items {
+        let decoded = item.text.decode().unwrap();
+        let (text, n) = redact(&decoded);
+        counts.push((n as u64, item.checkpoint));
+        let text = text.into_owned();
+        item.text = ItemText::decoded(text.into());
+    }
+    let plain = Hardening { redact_secrets: false, ..lazy };
+    let want = render_source_with(eager, "label", budget, plain).unwrap();
+    match (got, want) {
+        (None, None) => {}
+        (Some(g), Some(w)) => {
+            prop_assert_eq!(&g.json, &w.json);
+            prop_assert_eq!(g.stats.omitted_messages, w.stats.omitted_messages);
+            prop_assert_eq!(g.stats.retained_messages, w.stats.retained_messages);
+            prop_assert!(w.redacted_secrets.is_none());
+            // The count is over the texts retention kept.
+            let n = counts.len();
+            let mut dropped = 0;
+            let kept: u64 = counts
+                .iter()
+                .enumerate()
+                .filter(|(i, (_, checkpoint))| {
+                    let droppable = i + 1 < n && !checkpoint;
+                    let drop = droppable && dropped < g.stats.omitted_messages;
+                    dropped += usize::from(drop);
+                    !drop
+                })
+                .map(|(_, (c, _))| c)
+                .sum();
+            prop_assert_eq!(g.redacted_secrets, Some(kept));
+        }
+        (g, w) => prop_assert!(false, "lazy {:?} eager {:?}", g.is_some(), w.is_some()),
+    }
+    Ok(())
+}
+
 const PIECES: &[&str] = &[
-    "<", ">", "</referenced-sessions>", "\u{ff1c}/referenced-sessions\u{ff1e}", "\u{200b}", "\u{202e}", "\u{2066}",
-    "\u{feff}", "\u{e0041}", "\u{e007f}", "\u{e0100}", "\u{7f}", "\u{85}", "\"", "\\", "\n", "😀", "é", "中",
-    "AKIAIOSFODNN7EXAMPLE", "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "sk-ant-api03-", "sk-",
-    "-----BEGIN PRIVATE KEY-----", "\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n", "-----END PRIVATE KEY-----",
-    "eyJhbGciOiJIUzI1NiJ9", ".", "eyJzdWIiOiIxMjM0NTY3ODkwIn0", "AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe",
-    "[redacted jwt]", "\n[\u{2026} omitted 3 UTF-8 bytes \u{2026}]",
+    "<",
+    ">",
+    "</referenced-sessions>",
+    "\u{ff1c}/referenced-sessions\u{ff1e}",
+    "\u{200b}",
+    "\u{202e}",
+    "\u{2066}",
+    "\u{feff}",
+    "\u{e0041}",
+    "\u{e007f}",
+    "\u{e0100}",
+    "\u{7f}",
+    "\u{85}",
+    "\"",
+    "\\",
+    "\n",
+    "😀",
+    "é",
+    "中",
+    "AKIAIOSFODNN7EXAMPLE",
+    "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "sk-ant-api03-",
+    "sk-",
+    "-----BEGIN PRIVATE KEY-----",
+    "\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n",
+    "-----END PRIVATE KEY-----",
+    "eyJhbGciOiJIUzI1NiJ9",
+    ".",
+    "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+    "AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe",
+    "[redacted jwt]",
+    "\n[\u{2026} omitted 3 UTF-8 bytes \u{2026}]",
 ];
 
 fn text(max: usize) -> impl Strategy<Value = String> {
@@ -540,6 +662,16 @@ fn cases() -> u32 {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn redacting_what_retention_may_keep_equals_redacting_everything(
+        texts in proptest::collection::vec(text(16), 1..12),
+        checkpoints in any::<u8>(),
+        budget in 100u64..2_000,
+        escape in any::<bool>(),
+    ) {
+        lazy_equals_eager(&texts, checkpoints, budget, escape)?;
+    }
 
     #[test]
     fn redaction_and_escaping_keep_utf8_the_frame_and_the_budget(
@@ -588,5 +720,24 @@ proptest! {
             }
             Err(e) => prop_assert_eq!(e.code(), ErrorCode::BudgetExceeded),
         }
+    }
+}
+
+#[test]
+fn the_literal_prefilter_passes_every_credential_however_it_is_escaped() {
+    use dsh_session_reference::harden::secrets::may_hold_secret;
+    for &(secret, _) in TRUE_POSITIVES {
+        let text = format!("line\n{secret}\n\"end\"");
+        let plain = serde_json::to_string(&text).unwrap();
+        let slashes = plain.replace('/', "\\/");
+        let ascii: String = text.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+        for lit in [plain, slashes, format!("\"{ascii}\"")] {
+            assert!(may_hold_secret(lit.as_bytes()), "{lit}");
+            let decoded: String = serde_json::from_str(&lit).unwrap();
+            assert_eq!(redact(&decoded).1, 1, "{lit}");
+        }
+    }
+    for &text in NEAR_MISSES.iter().take(5) {
+        assert!(!may_hold_secret(serde_json::to_string(text).unwrap().as_bytes()), "{text}");
     }
 }

@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
 
 /// A credential format: its kind (as written in the replacement), the
@@ -108,6 +109,54 @@ static SECRETS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&alternation.join("|")).unwrap_or_else(|e| panic!("invalid secret pattern: {e}"))
 });
 
+/// Fixed strings one of which every credential's JSON string literal holds,
+/// however its JSON writer escaped it, unless it spells letters as `\u`
+/// escapes (checked apart: backslashes are common, and a needle with one
+/// slows the search on every `\"`). A literal without any of them holds no
+/// credential and is not decoded ([`may_hold_secret`]).
+const NEEDLES: &[&str] = &[
+    "AKIA",
+    "ASIA",
+    "ABIA",
+    "ACCA",
+    "A3T",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "_pat_",
+    "sk-",
+    "xox",
+    ".slack.com",
+    "AIza",
+    "sk_",
+    "rk_",
+    "PRIVATE KEY",
+    "eyJ",
+    "glpat-",
+    "npm_",
+];
+
+/// The needles, searched for directly (a `regex` search costs a cache
+/// lookup per call, which counts for the thousands of short texts of a
+/// session).
+static PREFILTER: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(NEEDLES)
+        .unwrap_or_else(|e| panic!("invalid needle: {e}"))
+});
+static UNICODE_ESCAPE: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
+
+/// Whether the JSON string literal `literal` (or a raw text) may hold a
+/// credential once decoded: `false` means it certainly does not. Cheaper
+/// than decoding a literal with escapes, which most texts of a session are.
+pub fn may_hold_secret(literal: &[u8]) -> bool {
+    PREFILTER.is_match(literal) || UNICODE_ESCAPE.find(literal).is_some()
+}
+
 /// The kinds of credential [`redact`] recognises, as written in its
 /// `[redacted <kind>]` replacements.
 pub fn secret_kinds() -> impl Iterator<Item = &'static str> {
@@ -155,5 +204,7 @@ mod tests {
             }
         }
         assert_eq!(redact("none here").1, 0);
+        assert!(!may_hold_secret(b"\"plain \\\"quoted\\\" text\\n\""));
+        assert!(may_hold_secret(b"\"\\u0041KIA\""));
     }
 }
