@@ -8,6 +8,7 @@ for an example.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, List, Optional, Sequence, Mapping
 
 from . import _bridge
@@ -22,6 +23,7 @@ from ._errors import (
     TooManyReferencesError,
 )
 from ._native import (
+    REDACTED_SECRETS_KEY,
     CancelToken,
     DshSessionStore,
     __version__,
@@ -45,6 +47,8 @@ from ._types import (
 
 __all__ = [
     "__version__",
+    "HARDENED",
+    "REDACTED_SECRETS_KEY",
     "Resolver",
     "CancelToken",
     "DshSessionStore",
@@ -72,13 +76,23 @@ __all__ = [
 ]
 
 
+HARDENED: Mapping[str, bool] = MappingProxyType({"hardened": True})
+"""The hardened preset as keyword arguments: ``Resolver(query, **HARDENED)``
+is ``Resolver(query, hardened=True)`` (see ``docs/security.md``)."""
+
+
 class Resolver(_NativeResolver):
     """Prepares bounded, tag-safe snapshots of other sessions for a new
     message, reading through ``query`` (any :class:`SessionQuery`).
 
     ``Resolver(query, *, max_references=3, max_reference_bytes=65536,
-    candidate_limit=50)``; ``None`` takes the default and an invalid value
-    raises :class:`InvalidConfigError`.
+    candidate_limit=50, hardened=False, redact_secrets=None,
+    escape_invisible=None, sanitize_labels=None)``; ``None`` takes the
+    default and an invalid value (a non-``bool`` for the last four) raises
+    :class:`InvalidConfigError`. ``hardened=True`` turns the hardened mode's
+    three protections on (an explicit ``False`` for one of them wins):
+    credentials redacted (metadata key :data:`REDACTED_SECRETS_KEY`),
+    invisible characters escaped, labels sanitized; see ``docs/security.md``.
 
     Every blocking method releases the GIL for the whole call. Each has an
     ``async`` twin for asyncio code; cancelling the task that awaits it

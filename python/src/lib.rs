@@ -79,6 +79,7 @@ fn stringify_tag_safe_json(text: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("REDACTED_SECRETS_KEY", dsh_session_reference::harden::REDACTED_SECRETS_KEY)?;
     m.add_function(wrap_pyfunction!(encode_uri, m)?)?;
     m.add_function(wrap_pyfunction!(decode_uri, m)?)?;
     m.add_function(wrap_pyfunction!(format_mention, m)?)?;
