@@ -8,7 +8,6 @@ for an example.
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any, List, Optional, Sequence, Mapping
 
 from . import _bridge
@@ -47,7 +46,6 @@ from ._types import (
 
 __all__ = [
     "__version__",
-    "HARDENED",
     "REDACTED_SECRETS_KEY",
     "Resolver",
     "CancelToken",
@@ -74,11 +72,6 @@ __all__ = [
     "Prepared",
     "Candidate",
 ]
-
-
-HARDENED: Mapping[str, bool] = MappingProxyType({"hardened": True})
-"""The hardened preset as keyword arguments: ``Resolver(query, **HARDENED)``
-is ``Resolver(query, hardened=True)`` (see ``docs/security.md``)."""
 
 
 class Resolver(_NativeResolver):

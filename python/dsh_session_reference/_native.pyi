@@ -12,6 +12,7 @@ from ._types import Candidate, ParsedText, Prepared, SessionQuery, Target
 
 __all__ = [
     "__version__",
+    "REDACTED_SECRETS_KEY",
     "encode_uri",
     "decode_uri",
     "format_mention",

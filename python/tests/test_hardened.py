@@ -39,10 +39,9 @@ def prepare_all(**config: Any) -> List[Dict[str, Any]]:
     return out
 
 
-def test_the_preset_and_the_metadata_key() -> None:
-    assert dict(dsr.HARDENED) == {"hardened": True}
+def test_the_preset_and_an_explicit_false() -> None:
     assert dsr.REDACTED_SECRETS_KEY == "redactedSecrets"
-    r = dsr.Resolver(STORE, **dsr.HARDENED)
+    r = dsr.Resolver(STORE, hardened=True)
     assert (r.redact_secrets, r.escape_invisible, r.sanitize_labels) == (True, True, True)
     r = dsr.Resolver(STORE, hardened=True, escape_invisible=False)
     assert (r.redact_secrets, r.escape_invisible, r.sanitize_labels) == (True, False, True)
