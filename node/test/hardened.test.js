@@ -28,7 +28,7 @@ async function prepareAll(config) {
   const resolver = new SessionReferenceResolver(store, config)
   const out = []
   for (const s of spec.sessions) {
-    const text = `Compare ${formatSessionReferenceMention(s.id, s.title)} please.`
+    const text = `Compare ${formatSessionReferenceMention({ sessionId: s.id, label: s.title })} please.`
     const messages = [{ role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text }] }]
     const [rewritten, context] = await resolver.prepareMessages(target, messages)
     out.push({ s, text: rewritten.content[0].text, prompt: context.content[0].text, meta: context.source.references[0] })
