@@ -58,8 +58,10 @@ fn cut(mut label: String) -> String {
     label
 }
 
-/// The label as `sanitizeLabels` writes it: hidden characters dropped (see
-/// [`clean`]), then, when `redact` is on, credentials redacted
+/// The label as `sanitizeLabels` writes it: line breaks and tabs become
+/// spaces, other control characters and every character [`is_invisible`]
+/// lists are dropped, white space is collapsed and trimmed; then, when
+/// `redact` is on, credentials are redacted
 /// ([`redact`](super::secrets::redact): before the cut, so that no part of
 /// a credential is left), then cut to [`MAX_LABEL_CHARS`]. When nothing
 /// visible is left, the session id so treated, else [`EMPTY_LABEL`].
