@@ -318,8 +318,13 @@ dsr_status dsr_sink_fail(struct dsr_sink *sink, const char *reason, size_t reaso
  *
  * `config_json` (nullable; `config_len` bytes of UTF-8 JSON) is an object
  * with the optional keys `maxReferences` (1–3, default 3), `candidateLimit`
- * (default 50) and `maxReferenceBytes` (default 65536); an invalid value is
- * `DSR_INVALID_CONFIG`. The vtable is copied. On success the resolver owns
+ * (default 50) and `maxReferenceBytes` (default 65536), and the hardened
+ * mode's booleans (default false; `docs/security.md`): `redactSecrets`
+ * (credentials become `[redacted <kind>]`, and each reference's metadata
+ * gets `redactedSecrets`), `escapeInvisible` (invisible and bidirectional
+ * characters written `\uXXXX`), `sanitizeLabels` (labels lose hidden
+ * characters, at most 100 characters) and `hardened` (all three; each
+ * given explicitly wins); an invalid value is `DSR_INVALID_CONFIG`. The vtable is copied. On success the resolver owns
  * `host->user_data` (see `dsr_host.destroy`); on failure `destroy` is not
  * called and the caller keeps it. `*out` is set to the resolver, or to NULL
  * on failure.

@@ -143,6 +143,17 @@ export interface NativeConfig {
   candidateLimit?: number
   /** The per-source byte budget (default 65,536). */
   maxReferenceBytes?: number
+  /**
+   * Turns `redactSecrets`, `escapeInvisible` and `sanitizeLabels` on
+   * (each given explicitly wins).
+   */
+  hardened?: boolean
+  /** Redact credentials from the snapshot's texts and labels. */
+  redactSecrets?: boolean
+  /** Write invisible and bidirectional characters as `\uXXXX` escapes. */
+  escapeInvisible?: boolean
+  /** Drop hidden characters from labels and cut them to 100 characters. */
+  sanitizeLabels?: boolean
 }
 
 /**
@@ -215,6 +226,12 @@ export interface PreparedParts {
    */
   at: Array<number>
 }
+
+/**
+ * The metadata key, in each `source.references` entry, that counts the
+ * credentials redacted from that source (present only with `redactSecrets`).
+ */
+export declare const REDACTED_SECRETS_KEY: string
 
 /** The URI scheme of session references, with its colon: `dsh-session:`. */
 export declare const SESSION_REFERENCE_SCHEME: string

@@ -847,5 +847,6 @@ module.exports.encodeSessionReferenceUri = nativeBinding.encodeSessionReferenceU
 module.exports.formatSessionReferenceMention = nativeBinding.formatSessionReferenceMention
 module.exports.MAX_REFERENCES = nativeBinding.MAX_REFERENCES
 module.exports.parseSessionReferenceText = nativeBinding.parseSessionReferenceText
+module.exports.REDACTED_SECRETS_KEY = nativeBinding.REDACTED_SECRETS_KEY
 module.exports.SESSION_REFERENCE_SCHEME = nativeBinding.SESSION_REFERENCE_SCHEME
 module.exports.stringifyTagSafeJsonText = nativeBinding.stringifyTagSafeJsonText

@@ -112,6 +112,32 @@ export interface SessionReferenceConfig {
   candidateLimit?: number | null
   /** The per-source byte budget of a rendered snapshot, default 65,536. */
   maxReferenceBytes?: number | null
+  /**
+   * The hardened preset (docs/security.md): turns `redactSecrets`,
+   * `escapeInvisible` and `sanitizeLabels` on; each of them given
+   * explicitly (`false` too) wins over it. Default `false`.
+   */
+  hardened?: boolean | null
+  /**
+   * Replace credentials (AWS key ids, GitHub, OpenAI, Anthropic, Slack,
+   * Google, Stripe, GitLab and npm tokens, PEM private keys, JSON web
+   * tokens) in the snapshot's texts and in labels by `[redacted <kind>]`
+   * before the budget is applied; each reference's metadata then has
+   * `redactedSecrets`. Default `false`.
+   */
+  redactSecrets?: boolean | null
+  /**
+   * Write invisible, bidirectional, tag and other format characters (and
+   * fullwidth look-alikes of `<` `>`) as `\uXXXX` escapes in the snapshot's
+   * JSON, so that a reviewer sees them; lossless. Default `false`.
+   */
+  escapeInvisible?: boolean | null
+  /**
+   * Drop control, format, tag and bidirectional characters from labels
+   * (in the rewritten user text, the snapshot, the metadata and candidates)
+   * and cut them to 100 characters. Mentions keep the exact id. Default `false`.
+   */
+  sanitizeLabels?: boolean | null
 }
 
 /** A structured reference to another session. */
@@ -150,6 +176,11 @@ export interface SessionReferenceMetadata {
   truncated: boolean
   /** Position among the distinct references. */
   inputIndex: number
+  /**
+   * Credentials redacted from the retained texts of this source: present
+   * only when `redactSecrets` is on (see `REDACTED_SECRETS_KEY`).
+   */
+  redactedSecrets?: number
 }
 
 /** The `source` of a context message. */
@@ -378,3 +409,7 @@ export declare const MAX_REFERENCES: 3
 export declare const DEFAULT_CANDIDATE_LIMIT: 50
 /** The default per-source byte budget. */
 export declare const DEFAULT_MAX_REFERENCE_BYTES: 65536
+/** The hardened preset as a configuration: `{ hardened: true }` (frozen); spread it into your own. */
+export declare const HARDENED_CONFIG: Readonly<{ hardened: true }>
+/** The metadata key that counts redacted credentials: `'redactedSecrets'`. */
+export declare const REDACTED_SECRETS_KEY: 'redactedSecrets'

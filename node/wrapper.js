@@ -261,7 +261,9 @@ class SessionReferenceResolver {
   /**
    * @param query the host's session query (`listSessions`, `readTitle`,
    *   `readSurface`, each returning a value or a Promise)
-   * @param config `maxReferences`, `candidateLimit`, `maxReferenceBytes`
+   * @param config `maxReferences`, `candidateLimit`, `maxReferenceBytes`,
+   *   and the hardened mode's `hardened`, `redactSecrets`, `escapeInvisible`,
+   *   `sanitizeLabels` (booleans; see `HARDENED_CONFIG`)
    */
   constructor(query, config) {
     const store = storeNatives.get(query)
@@ -377,4 +379,6 @@ module.exports = {
   MAX_REFERENCES: native.MAX_REFERENCES,
   DEFAULT_CANDIDATE_LIMIT: native.DEFAULT_CANDIDATE_LIMIT,
   DEFAULT_MAX_REFERENCE_BYTES: native.DEFAULT_MAX_REFERENCE_BYTES,
+  HARDENED_CONFIG: Object.freeze({ hardened: true }),
+  REDACTED_SECRETS_KEY: native.REDACTED_SECRETS_KEY,
 }

@@ -10,11 +10,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
+use dsh_session_reference::harden::invisible::is_invisible;
+use dsh_session_reference::harden::secrets::redact;
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::projection::project_json;
 use dsh_session_reference::{
-    decode_uri, encode_uri, format_mention, parse_text, Candidate, Config, DshStore, Error, ErrorCode, Prepared,
-    Resolver, Target,
+    decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DshStore, Error, ErrorCode, Hardening,
+    Prepared, Resolver, Target,
 };
 use serde_json::{json, Map, Value};
 
@@ -46,6 +48,29 @@ struct Global {
     /// Print machine-readable JSON (the SPEC shapes)
     #[arg(long, global = true)]
     json: bool,
+    /// Hardened mode: --redact-secrets, --escape-invisible and --sanitize-labels together (docs/security.md)
+    #[arg(long, global = true)]
+    hardened: bool,
+    /// Replace credentials in the snapshot and in labels by [redacted <kind>]
+    #[arg(long, global = true)]
+    redact_secrets: bool,
+    /// Write invisible and bidirectional characters as \uXXXX escapes in the snapshot
+    #[arg(long, global = true)]
+    escape_invisible: bool,
+    /// Drop hidden characters from labels and cut them to 100 characters
+    #[arg(long, global = true)]
+    sanitize_labels: bool,
+}
+
+impl Global {
+    /// The hardened mode's protections the flags ask for.
+    fn hardening(&self) -> Hardening {
+        Hardening {
+            redact_secrets: self.hardened || self.redact_secrets,
+            escape_invisible: self.hardened || self.escape_invisible,
+            sanitize_labels: self.hardened || self.sanitize_labels,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -167,7 +192,8 @@ struct Ctx {
 
 impl Ctx {
     fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
-        let config = Config::new(global.max_references, candidate_limit, global.max_reference_bytes)?;
+        let config = Config::new(global.max_references, candidate_limit, global.max_reference_bytes)?
+            .with_hardening(global.hardening());
         let store = DshStore::open(&root).map_err(|e| read_failed(e.to_string()))?;
         let resolver = Resolver::new(Arc::new(store.clone()), config);
         Ok(Ctx { store, resolver, json: global.json })
@@ -247,7 +273,7 @@ fn candidates(resolver: &Resolver, target: &Target, query: &str, limit: Option<u
 
 /// Parses the mentions of `text` and prepares `[{"type":"text","text": rewritten}]`.
 fn prepare(resolver: &Resolver, target: &Target, text: &str) -> CliResult<Prepared> {
-    let parsed = parse_text(text)?;
+    let parsed = parse_text_with(text, resolver.config().hardening())?;
     let references: Vec<Value> =
         parsed.references.iter().map(|r| json!({"sessionId": r.session_id, "label": r.label})).collect();
     let content = json!([{"type": "text", "text": parsed.text}]);
@@ -258,11 +284,12 @@ fn context_text(prepared: &Prepared) -> Option<&str> {
     prepared.additional_context.as_ref().map(|c| c.prompt.as_str())
 }
 
-/// Escapes control characters for display (ids, cwds and labels may hold any).
+/// `s` for a terminal (ids, cwds and labels may hold anything): control, format, bidirectional and other invisible
+/// characters written as Rust escapes, so that they can be seen.
 fn display(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if c.is_control() {
+        if c.is_control() || is_invisible(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -328,8 +355,11 @@ fn show(ctx: &Ctx, id: &str) -> CliResult {
     let projection = project_json(&bytes).map_err(read_failed)?;
     let mut conversation = Vec::with_capacity(projection.items.len());
     for item in &projection.items {
-        let text = item.text.decode().map_err(read_failed)?;
-        conversation.push((item.role.as_str(), text.into_owned(), item.checkpoint));
+        let mut text = item.text.decode().map_err(read_failed)?.into_owned();
+        if ctx.resolver.config().hardening().redact_secrets {
+            text = redact(&text).0.into_owned();
+        }
+        conversation.push((item.role.as_str(), text, item.checkpoint));
     }
     if ctx.json {
         let mut m = Map::new();

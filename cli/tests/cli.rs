@@ -371,3 +371,49 @@ fn root_defaults_to_dsh_home_then_home() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("SESSION_REFERENCE_READ_FAILED") && out.stderr.contains("nowhere"), "{}", out.stderr);
 }
+
+/// The red-team DSH root of the hardened mode (tests/red-team/).
+fn red_team() -> (String, Value) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/red-team");
+    let spec = serde_json::from_str(&std::fs::read_to_string(dir.join("sessions.json")).unwrap()).unwrap();
+    (dir.join("root").to_str().unwrap().to_owned(), spec)
+}
+
+/// Tag characters, bidirectional controls, zero-width characters.
+fn hidden(s: &str) -> bool {
+    s.chars().any(|c| {
+        matches!(c as u32, 0xE0000..=0xE007F | 0x061C | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060 | 0x2066..=0x2069 | 0xFEFF)
+    })
+}
+
+#[test]
+fn hardened_prepare_redacts_escapes_and_sanitizes() {
+    let (root, spec) = red_team();
+    let secrets: Vec<&str> = spec["secrets"].as_array().unwrap().iter().map(|s| s["value"].as_str().unwrap()).collect();
+    for s in spec["sessions"].as_array().unwrap() {
+        let id = s["id"].as_str().unwrap();
+        let mention = run(&["mention", id, "--label", s["title"].as_str().unwrap()]).stdout;
+        let message = format!("Compare {} please", mention.trim_end());
+        let base = ["--root", &root, "--json", "prepare", "--target", "new-chat", "--message", &message];
+        let plain = ok_json(&base);
+        let hard = ok_json(&[&["--hardened"][..], &base[..]].concat());
+        let prompt = hard["additionalContext"]["content"][0]["text"].as_str().unwrap();
+        let text = hard["content"][0]["text"].as_str().unwrap();
+        assert!(!hidden(prompt) && !hidden(text) && !text.contains('\n'), "{id}: {text:?}");
+        assert!(secrets.iter().all(|k| !prompt.contains(k)), "{id}");
+        let meta = &hard["additionalContext"]["source"]["references"][0];
+        let expected: u64 = s["secretsByKind"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(meta["redactedSecrets"].as_u64(), Some(expected), "{id}");
+        assert!(plain["additionalContext"]["source"]["references"][0].get("redactedSecrets").is_none());
+        // One flag alone turns on only its protection.
+        let escape = ok_json(&[&["--escape-invisible"][..], &base[..]].concat());
+        let escaped = escape["additionalContext"]["content"][0]["text"].as_str().unwrap();
+        assert!(!hidden(escaped), "{id}");
+        assert_eq!(escape["content"], plain["content"], "{id}: the user text is untouched");
+    }
+    let plain = ok_json(&["--root", &root, "--json", "show", "secrets-prose"]).to_string();
+    let hard = ok_json(&["--root", &root, "--json", "--redact-secrets", "show", "secrets-prose"]).to_string();
+    assert!(plain.contains("AKIA") && !hard.contains("AKIA") && hard.contains("[redacted aws-access-key-id]"));
+    let help = run(&["--help"]).stdout;
+    assert!(help.contains("--hardened") && help.contains("--redact-secrets"), "{help}");
+}

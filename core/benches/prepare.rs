@@ -3,7 +3,7 @@
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench prepare`
 //! (`-- --quick` for fewer sizes and repetitions, `-- --only synthetic` or
-//! `-- --only realistic` for one table).
+//! `-- --only realistic` or `-- --only hardened` for one table).
 //!
 //! Inputs are generated deterministically, nothing is downloaded:
 //! - "messages": n messages of 500 bytes, a compaction checkpoint first, then
@@ -19,13 +19,16 @@
 //! time of the same runs (steadier on a shared machine).
 //! `peak/in` is the peak of live heap memory during `prepare`, input included,
 //! divided by the input size (a counting global allocator measures it).
+//! The "hardened" table measures the realistic sessions with every option
+//! of the hardened mode off and with the `hardened` preset, alternately;
+//! its ratio is on / off.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_session_reference::{Config, MemoryQuery, Resolver, SurfaceData, Target, MAX_SAFE_INTEGER};
+use dsh_session_reference::{Config, Hardening, MemoryQuery, Resolver, SurfaceData, Target, MAX_SAFE_INTEGER};
 use serde::de::IgnoredAny;
 use serde_json::json;
 
@@ -225,6 +228,26 @@ fn prepare(bytes: &Arc<Vec<u8>>, budget: u64, reps: usize, with_baseline: bool) 
     Run { time, base, peak }
 }
 
+/// `prepare` of `bytes` under the default budget with every option of the
+/// hardened mode off, then with the `hardened` preset, run alternately.
+fn prepare_hardened(bytes: &Arc<Vec<u8>>, reps: usize) -> (Sample, Sample) {
+    let resolver = |hardening: Hardening| {
+        let query = MemoryQuery::new();
+        query.set_surface("big", SurfaceData::Json(bytes.clone()));
+        Resolver::new(Arc::new(query), Config::default().with_hardening(hardening))
+    };
+    let (off, on) = (resolver(Hardening::default()), resolver(Hardening::ALL));
+    let target = Target::new("t", None);
+    let content = json!([{"type": "text", "text": "go"}]);
+    let refs = [json!({"sessionId": "big"})];
+    let once = |r: &Resolver| {
+        let p = r.prepare_blocking(&target, &content, &refs, None).unwrap();
+        assert!(p.additional_context.is_some());
+    };
+    let mut hardened = || once(&on);
+    measure(reps, || once(&off), Some(&mut hardened))
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.2}ms", d.as_secs_f64() * 1e3)
 }
@@ -294,6 +317,29 @@ fn main() {
                 ms(run.time.cpu),
                 run.time.cpu.as_secs_f64() / base.cpu.as_secs_f64(),
                 run.peak as f64 / bytes.len() as f64,
+            );
+        }
+    }
+    if run("hardened") {
+        println!("\n== realistic sessions, default budget: hardened mode off and on (`hardened` preset) ==");
+        println!(
+            "{:>7} {:>10} {:>10} {:>7} {:>10} {:>10} {:>7}",
+            "MB", "off", "hardened", "ratio", "off cpu", "on cpu", "ratio"
+        );
+        let sizes: &[usize] = if quick { &[1 << 20, 16 << 20] } else { &[1 << 20, 16 << 20, 128 << 20] };
+        for &size in sizes {
+            let bytes = Arc::new(session(size));
+            let mb = bytes.len() as f64 / 1e6;
+            let (off, on) = prepare_hardened(&bytes, reps(mb));
+            println!(
+                "{:>7.1} {:>10} {:>10} {:>6.2}x {:>10} {:>10} {:>6.2}x",
+                mb,
+                ms(off.wall),
+                ms(on.wall),
+                on.wall.as_secs_f64() / off.wall.as_secs_f64(),
+                ms(off.cpu),
+                ms(on.cpu),
+                on.cpu.as_secs_f64() / off.cpu.as_secs_f64(),
             );
         }
     }

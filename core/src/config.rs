@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::harden::Hardening;
 
 /// The largest integer a JavaScript number represents exactly (2^53 − 1).
 pub const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
@@ -19,6 +20,7 @@ pub struct Config {
     max_references: u64,
     candidate_limit: u64,
     max_reference_bytes: u64,
+    hardening: Hardening,
 }
 
 impl Default for Config {
@@ -27,6 +29,7 @@ impl Default for Config {
             max_references: MAX_REFERENCES,
             candidate_limit: DEFAULT_CANDIDATE_LIMIT,
             max_reference_bytes: DEFAULT_MAX_REFERENCE_BYTES,
+            hardening: Hardening::default(),
         }
     }
 }
@@ -78,14 +81,17 @@ impl Config {
                 DEFAULT_MAX_REFERENCE_BYTES,
                 MAX_SAFE_INTEGER,
             )?,
+            hardening: Hardening::default(),
         })
     }
 
     /// A configuration from a JSON object with the wire keys `maxReferences`,
-    /// `candidateLimit` and `maxReferenceBytes`. Absent or `null` keys take
+    /// `candidateLimit` and `maxReferenceBytes`, and the hardened mode's
+    /// booleans (see [`Config::with_hardening`]). Absent or `null` keys take
     /// their defaults, unknown keys are ignored; any other value (strings,
-    /// booleans, fractions, out-of-range numbers) is
-    /// `SESSION_REFERENCE_INVALID_CONFIG`. `null` itself is the default config.
+    /// booleans, fractions, out-of-range numbers for the numbers; anything but
+    /// `true`/`false` for the booleans) is `SESSION_REFERENCE_INVALID_CONFIG`.
+    /// `null` itself is the default config.
     pub fn from_json(config: &Value) -> Result<Config> {
         let map = match config {
             Value::Null => return Ok(Config::default()),
@@ -100,7 +106,22 @@ impl Config {
                     .ok_or_else(|| invalid_config(key, "must be a positive safe integer")),
             }
         };
-        Config::new(get("maxReferences")?, get("candidateLimit")?, get("maxReferenceBytes")?)
+        let config = Config::new(get("maxReferences")?, get("candidateLimit")?, get("maxReferenceBytes")?)?;
+        Ok(config.with_hardening(crate::harden::hardening_from_json(map)?))
+    }
+
+    /// The configuration with the hardened mode's protections set as given
+    /// (wire keys `redactSecrets`, `escapeInvisible`, `sanitizeLabels`, and
+    /// `hardened`, which turns all three on; an explicit `false` for one of
+    /// them wins over `hardened: true`). See `docs/security.md`.
+    pub fn with_hardening(mut self, hardening: Hardening) -> Config {
+        self.hardening = hardening;
+        self
+    }
+
+    /// The hardened mode's protections (all off by default).
+    pub fn hardening(&self) -> Hardening {
+        self.hardening
     }
 
     /// Distinct references allowed per message (1–3).

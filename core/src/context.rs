@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Number, Value};
 
+use crate::harden::REDACTED_SECRETS_KEY;
 use crate::prompt::{RenderedSource, SourceStats};
 
 /// The `source.kind` of every context message.
@@ -25,6 +26,9 @@ pub struct ReferenceStats {
     pub stats: SourceStats,
     /// The position of the reference in the normalized reference list.
     pub input_index: usize,
+    /// Credentials redacted from the retained texts: `Some` exactly when
+    /// `redactSecrets` is on (the `redactedSecrets` key, after `inputIndex`).
+    pub redacted_secrets: Option<u64>,
 }
 
 impl ReferenceStats {
@@ -43,6 +47,9 @@ impl ReferenceStats {
         m.insert("omittedBytes".into(), Value::from(stats.omitted_bytes));
         m.insert("truncated".into(), Value::Bool(stats.truncated()));
         m.insert("inputIndex".into(), Value::from(self.input_index));
+        if let Some(n) = self.redacted_secrets {
+            m.insert(REDACTED_SECRETS_KEY.into(), Value::from(n));
+        }
         Value::Object(m)
     }
 }
@@ -69,6 +76,7 @@ impl ReferenceMetadata {
                 captured_through_seq: s.captured_through_seq.clone(),
                 stats: s.stats.clone(),
                 input_index,
+                redacted_secrets: s.redacted_secrets,
             })
             .collect();
         ReferenceMetadata { references }

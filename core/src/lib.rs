@@ -51,6 +51,7 @@ pub mod context;
 pub mod conversation;
 pub mod discovery;
 pub mod error;
+pub mod harden;
 pub mod host;
 pub mod json;
 pub mod memory;
@@ -81,6 +82,7 @@ pub use context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata, 
 pub use conversation::{Conversation, ConversationItem};
 pub use discovery::Candidate;
 pub use error::{Error, ErrorCode, HostError, Result};
+pub use harden::Hardening;
 pub use host::{
     Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedBytes, SurfaceData, Target,
 };
@@ -90,5 +92,6 @@ pub use resolver::{normalize_references, Reference, Resolver};
 pub use runtime::{block_on, runtime};
 pub use store::DshStore;
 pub use uri::{
-    decode_uri, encode_uri, format_mention, parse_text, ParsedReference, ParsedText, SESSION_REFERENCE_SCHEME,
+    decode_uri, encode_uri, format_mention, parse_text, parse_text_with, ParsedReference, ParsedText,
+    SESSION_REFERENCE_SCHEME,
 };

@@ -13,9 +13,10 @@ use std::borrow::Cow;
 
 use serde_json::Number;
 
+use crate::harden::invisible;
 use crate::json::literal;
 use crate::json::read::{Read, Reader, Str};
-use crate::json::{string_len, write_string};
+use crate::json::string_len;
 
 /// Who said a projected item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,9 +84,25 @@ impl<'a> ItemText<'a> {
     /// quotes included. Computed on each call (one pass over the text):
     /// retention asks only for the items it may keep.
     pub fn tag_safe_len(&self) -> usize {
+        self.tag_safe_len_with(false)
+    }
+
+    /// [`tag_safe_len`](Self::tag_safe_len), with invisible characters
+    /// escaped when `escape_invisible` is on (`crate::harden::invisible`).
+    pub fn tag_safe_len_with(&self, escape_invisible: bool) -> usize {
         match &self.repr {
+            Repr::Decoded(t) if escape_invisible => invisible::string_len(t),
             Repr::Decoded(t) => string_len(t, true),
-            Repr::Literal(s) => literal::tag_safe_len(s),
+            Repr::Literal(s) => literal::tag_safe_len(s, escape_invisible),
+        }
+    }
+
+    /// The JSON string literal of the input (quotes included) the text is
+    /// still in, if it is one.
+    pub fn json_literal(&self) -> Option<&'a [u8]> {
+        match &self.repr {
+            Repr::Literal(s) => Some(s.lit),
+            Repr::Decoded(_) => None,
         }
     }
 
@@ -99,9 +116,15 @@ impl<'a> ItemText<'a> {
 
     /// Appends the text as a tag-safe JSON string literal.
     pub fn write_tag_safe(&self, out: &mut String) -> Result<(), String> {
+        self.write_tag_safe_with(out, false)
+    }
+
+    /// [`write_tag_safe`](Self::write_tag_safe), with invisible characters
+    /// escaped when `escape_invisible` is on (`crate::harden::invisible`).
+    pub fn write_tag_safe_with(&self, out: &mut String, escape_invisible: bool) -> Result<(), String> {
         match &self.repr {
-            Repr::Decoded(t) => write_string(out, t, true),
-            Repr::Literal(s) => literal::write_tag_safe(s, out)?,
+            Repr::Decoded(t) => crate::harden::write_string(out, t, escape_invisible),
+            Repr::Literal(s) => literal::write_tag_safe(s, out, escape_invisible)?,
         }
         Ok(())
     }

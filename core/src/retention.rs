@@ -121,11 +121,22 @@ pub struct Retained<'a> {
 /// with an empty conversation. `Ok(None)` when the source cannot fit;
 /// `Err` when a text that must be cut cannot be decoded.
 pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Result<Option<Retained<'a>>, String> {
+    retain_with(items, fixed, budget, false)
+}
+
+/// [`retain`], measuring texts as they are written with invisible characters
+/// escaped when `escape_invisible` is on (`crate::harden::invisible`).
+pub fn retain_with<'a>(
+    items: Vec<Item<'a>>,
+    fixed: usize,
+    budget: u64,
+    escape_invisible: bool,
+) -> Result<Option<Retained<'a>>, String> {
     let n = items.len();
     // Serialized sizes, computed only for the items retention may keep.
     let mut sizes: Vec<Option<usize>> = vec![None; n];
     let mut size_of = |i: usize| -> u64 {
-        *sizes[i].get_or_insert_with(|| item_size(&items[i], items[i].text.tag_safe_len())) as u64
+        *sizes[i].get_or_insert_with(|| item_size(&items[i], items[i].text.tag_safe_len_with(escape_invisible))) as u64
     };
 
     // Drop phase. The reference drops the oldest item that is neither a
@@ -162,7 +173,7 @@ pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Result<Opt
             omitted_bytes += item.text.byte_len() as u64;
         } else {
             // Every kept item's size was computed above.
-            let size = sizes[i].unwrap_or_else(|| item_size(&item, item.text.tag_safe_len()));
+            let size = sizes[i].unwrap_or_else(|| item_size(&item, item.text.tag_safe_len_with(escape_invisible)));
             retained_sizes.push(size - ITEM_ENVELOPE - item.role.as_str().len());
             retained.push(item);
         }
@@ -193,7 +204,7 @@ pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Result<Opt
                 return Ok(None);
             }
             let new_text = ItemText::decoded(Cow::Owned(text.into_owned()));
-            let new_len = new_text.tag_safe_len();
+            let new_len = new_text.tag_safe_len_with(escape_invisible);
             total = total - retained_sizes[idx] as u64 + new_len as u64;
             retained_sizes[idx] = new_len;
             item.text = new_text;

@@ -177,6 +177,13 @@ fn unescape_label(raw: &str) -> String {
 /// each with `@` + its label. A recognised token whose URI does not decode
 /// fails the whole call with `SESSION_REFERENCE_INVALID_REFERENCE`.
 pub fn parse_text(text: &str) -> Result<ParsedText> {
+    parse_text_with(text, crate::harden::Hardening::default())
+}
+
+/// [`parse_text`], with each label (the rewritten `@label` and the
+/// reference's label) written as `hardening` asks
+/// ([`Hardening::label`](crate::harden::Hardening::label)).
+pub fn parse_text_with(text: &str, hardening: crate::harden::Hardening) -> Result<ParsedText> {
     let mut out = String::with_capacity(text.len());
     let mut references = Vec::new();
     let mut copied = 0;
@@ -197,7 +204,7 @@ pub fn parse_text(text: &str) -> Result<ParsedText> {
         match found {
             Some((label, uri, len)) => {
                 let session_id = decode_uri(uri)?;
-                let label = label.unwrap_or_else(|| session_id.clone());
+                let label = hardening.label(label.unwrap_or_else(|| session_id.clone()), &session_id);
                 out.push_str(&text[copied..i]);
                 out.push('@');
                 out.push_str(&label);

@@ -46,6 +46,11 @@ pub const DEFAULT_CANDIDATE_LIMIT: u32 = core::DEFAULT_CANDIDATE_LIMIT as u32;
 #[napi(js_name = "DEFAULT_MAX_REFERENCE_BYTES")]
 pub const DEFAULT_MAX_REFERENCE_BYTES: u32 = core::DEFAULT_MAX_REFERENCE_BYTES as u32;
 
+/// The metadata key, in each `source.references` entry, that counts the
+/// credentials redacted from that source (present only with `redactSecrets`).
+#[napi(js_name = "REDACTED_SECRETS_KEY")]
+pub const REDACTED_SECRETS_KEY: &str = core::harden::REDACTED_SECRETS_KEY;
+
 /// A library error as a napi error whose JavaScript `code` is the stable
 /// SPEC code (e.g. `SESSION_REFERENCE_INVALID_REFERENCE`).
 pub fn to_napi_error(err: core::Error) -> Error<&'static str> {

@@ -111,6 +111,8 @@ fn scalar_to_json(value: Unknown<'_>) -> Result<Option<Value>> {
             let n: f64 = unsafe { value.cast() }?;
             Some(Number::from_f64(n).map_or_else(|| Value::from("a non-finite number"), Value::Number))
         }
+        // SAFETY: `get_type` just reported a boolean, so the cast reads one.
+        ValueType::Boolean => Some(Value::Bool(unsafe { value.cast() }?)),
         other => Some(Value::from(format!("{other:?}"))),
     })
 }
@@ -125,7 +127,7 @@ fn limit_from_js(limit: Unknown<'_>) -> Result<core::Result<Option<u64>>> {
 }
 
 /// Validates a configuration object (`undefined`/`null` = defaults), reading
-/// the three keys as JavaScript values.
+/// the numeric keys and the hardened mode's booleans as JavaScript values.
 pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result<Config, core::Error>> {
     let Some(config) = config else { return Ok(Ok(Config::default())) };
     match config.get_type()? {
@@ -136,7 +138,8 @@ pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result
     // SAFETY: `get_type` just reported an object, so it can be viewed as one.
     let object: Object = unsafe { config.cast() }?;
     let mut map = serde_json::Map::new();
-    for key in ["maxReferences", "candidateLimit", "maxReferenceBytes"] {
+    let numbers = ["maxReferences", "candidateLimit", "maxReferenceBytes"];
+    for key in numbers.into_iter().chain([core::harden::HARDENED_KEY]).chain(core::harden::HARDENING_KEYS) {
         let value: Unknown = object.get_named_property(key)?;
         if let Some(v) = scalar_to_json(value)? {
             map.insert(key.to_owned(), v);
@@ -633,4 +636,13 @@ pub struct NativeConfig {
     pub candidate_limit: Option<f64>,
     /// The per-source byte budget (default 65,536).
     pub max_reference_bytes: Option<f64>,
+    /// Turns `redactSecrets`, `escapeInvisible` and `sanitizeLabels` on
+    /// (each given explicitly wins).
+    pub hardened: Option<bool>,
+    /// Redact credentials from the snapshot's texts and labels.
+    pub redact_secrets: Option<bool>,
+    /// Write invisible and bidirectional characters as `\uXXXX` escapes.
+    pub escape_invisible: Option<bool>,
+    /// Drop hidden characters from labels and cut them to 100 characters.
+    pub sanitize_labels: Option<bool>,
 }

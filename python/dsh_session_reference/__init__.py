@@ -22,6 +22,7 @@ from ._errors import (
     TooManyReferencesError,
 )
 from ._native import (
+    REDACTED_SECRETS_KEY,
     CancelToken,
     DshSessionStore,
     __version__,
@@ -46,6 +47,7 @@ from ._types import (
 
 __all__ = [
     "__version__",
+    "REDACTED_SECRETS_KEY",
     "Resolver",
     "CancelToken",
     "DshSessionStore",
@@ -79,8 +81,13 @@ class Resolver(_NativeResolver):
     message, reading through ``query`` (any :class:`SessionQuery`).
 
     ``Resolver(query, *, max_references=3, max_reference_bytes=65536,
-    candidate_limit=50)``; ``None`` takes the default and an invalid value
-    raises :class:`InvalidConfigError`.
+    candidate_limit=50, hardened=False, redact_secrets=None,
+    escape_invisible=None, sanitize_labels=None)``; ``None`` takes the
+    default and an invalid value (a non-``bool`` for the last four) raises
+    :class:`InvalidConfigError`. ``hardened=True`` turns the hardened mode's
+    three protections on (an explicit ``False`` for one of them wins):
+    credentials redacted (metadata key :data:`REDACTED_SECRETS_KEY`),
+    invisible characters escaped, labels sanitized; see ``docs/security.md``.
 
     Every blocking method releases the GIL for the whole call. Each has an
     ``async`` twin for asyncio code; cancelling the task that awaits it

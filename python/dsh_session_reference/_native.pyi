@@ -12,6 +12,7 @@ from ._types import Candidate, ParsedText, Prepared, SessionQuery, Target
 
 __all__ = [
     "__version__",
+    "REDACTED_SECRETS_KEY",
     "encode_uri",
     "decode_uri",
     "format_mention",
@@ -26,6 +27,10 @@ __all__ = [
 ]
 
 __version__: str
+REDACTED_SECRETS_KEY: str
+"""``"redactedSecrets"``: the metadata key, in each ``source.references``
+entry of a context message, that counts the credentials redacted from that
+source; present only when ``redact_secrets`` is on."""
 
 _T = TypeVar("_T")
 
@@ -121,9 +126,17 @@ class Resolver:
         max_references: Optional[int] = 3,
         max_reference_bytes: Optional[int] = 65536,
         candidate_limit: Optional[int] = 50,
+        hardened: Optional[bool] = False,
+        redact_secrets: Optional[bool] = None,
+        escape_invisible: Optional[bool] = None,
+        sanitize_labels: Optional[bool] = None,
     ) -> _T:
         """Validates the configuration (``InvalidConfigError``) and checks that
-        ``query`` has the three session-query methods (``TypeError``)."""
+        ``query`` has the three session-query methods (``TypeError``).
+
+        ``hardened=True`` turns ``redact_secrets``, ``escape_invisible`` and
+        ``sanitize_labels`` on; each of them given explicitly (``False`` too)
+        wins over it. See ``docs/security.md``."""
 
     @property
     def query(self) -> Union[SessionQuery, DshSessionStore]:
@@ -140,6 +153,20 @@ class Resolver:
     @property
     def candidate_limit(self) -> int:
         """The number of candidates ``candidates()`` returns at most."""
+
+    @property
+    def redact_secrets(self) -> bool:
+        """Whether credentials are replaced by ``[redacted <kind>]`` (each
+        reference's metadata then has ``REDACTED_SECRETS_KEY``)."""
+
+    @property
+    def escape_invisible(self) -> bool:
+        """Whether invisible and bidirectional characters are written as
+        ``\\uXXXX`` escapes in the snapshot."""
+
+    @property
+    def sanitize_labels(self) -> bool:
+        """Whether labels lose hidden characters and are cut to 100 characters."""
 
     def prepare(
         self,

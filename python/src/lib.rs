@@ -110,6 +110,7 @@ fn conversation_snapshot<'py>(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("REDACTED_SECRETS_KEY", dsh_session_reference::harden::REDACTED_SECRETS_KEY)?;
     m.add_function(wrap_pyfunction!(encode_uri, m)?)?;
     m.add_function(wrap_pyfunction!(decode_uri, m)?)?;
     m.add_function(wrap_pyfunction!(format_mention, m)?)?;

@@ -116,8 +116,11 @@ const HOST_METHODS: [&str; 3] = ["list_sessions", "read_title", "read_surface"];
 /// reading through `query` (see `SessionQuery`).
 ///
 /// `max_references` (1–3, default 3), `max_reference_bytes` (default 65536)
-/// and `candidate_limit` (default 50) must be positive integers; `None`
-/// takes the default. An invalid value raises `InvalidConfigError`.
+/// and `candidate_limit` (default 50) must be positive integers; the
+/// hardened mode's `hardened`, `redact_secrets`, `escape_invisible` and
+/// `sanitize_labels` must be `bool` (`hardened=True` turns the other three
+/// on; each given explicitly wins). `None` takes the default. An invalid
+/// value raises `InvalidConfigError`.
 #[pyclass(module = "dsh_session_reference._native", name = "Resolver", subclass, frozen)]
 pub struct Resolver {
     query: Py<PyAny>,
@@ -168,20 +171,34 @@ impl Resolver {
 #[pymethods]
 impl Resolver {
     #[new]
-    #[pyo3(signature = (query, *, max_references=None, max_reference_bytes=None, candidate_limit=None))]
-    #[pyo3(text_signature = "(query, *, max_references=3, max_reference_bytes=65536, candidate_limit=50)")]
+    #[pyo3(signature = (
+        query, *, max_references=None, max_reference_bytes=None, candidate_limit=None,
+        hardened=None, redact_secrets=None, escape_invisible=None, sanitize_labels=None,
+    ))]
+    #[pyo3(text_signature = "(query, *, max_references=3, max_reference_bytes=65536, candidate_limit=50, \
+                              hardened=False, redact_secrets=None, escape_invisible=None, sanitize_labels=None)")]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         query: Bound<'_, PyAny>,
         max_references: Option<Bound<'_, PyAny>>,
         max_reference_bytes: Option<Bound<'_, PyAny>>,
         candidate_limit: Option<Bound<'_, PyAny>>,
+        hardened: Option<Bound<'_, PyAny>>,
+        redact_secrets: Option<Bound<'_, PyAny>>,
+        escape_invisible: Option<Bound<'_, PyAny>>,
+        sanitize_labels: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut wire = Map::new();
+        let [redact_key, escape_key, sanitize_key] = dsh_session_reference::harden::HARDENING_KEYS;
         for (key, value) in [
             ("maxReferences", max_references),
             ("maxReferenceBytes", max_reference_bytes),
             ("candidateLimit", candidate_limit),
+            (dsh_session_reference::harden::HARDENED_KEY, hardened),
+            (redact_key, redact_secrets),
+            (escape_key, escape_invisible),
+            (sanitize_key, sanitize_labels),
         ] {
             if let Some(v) = value {
                 wire.insert(key.into(), to_json(&v, key)?);
@@ -227,6 +244,24 @@ impl Resolver {
     #[getter]
     fn candidate_limit(&self) -> u64 {
         self.config.candidate_limit()
+    }
+
+    /// Whether credentials are redacted (`redact_secrets`, or `hardened`).
+    #[getter]
+    fn redact_secrets(&self) -> bool {
+        self.config.hardening().redact_secrets
+    }
+
+    /// Whether invisible characters are escaped (`escape_invisible`, or `hardened`).
+    #[getter]
+    fn escape_invisible(&self) -> bool {
+        self.config.hardening().escape_invisible
+    }
+
+    /// Whether labels are sanitized (`sanitize_labels`, or `hardened`).
+    #[getter]
+    fn sanitize_labels(&self) -> bool {
+        self.config.hardening().sanitize_labels
     }
 
     /// Prepares one message: validates and de-duplicates `references`

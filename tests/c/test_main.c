@@ -1272,6 +1272,59 @@ static void test_fork(void) {
     free_and_check_destroy(r, &h, "fork");
 }
 
+/* The hardened mode reaches the core through the config JSON: on the
+   red-team root (tests/red-team/), credentials are redacted and counted and
+   tag characters are escaped; without it they pass through. */
+static void test_hardened(void) {
+    const char *root = "tests/red-team/root";
+    const char *configs[] = {"{\"hardened\":true}", NULL, "{\"hardened\":true,\"redactSecrets\":false}"};
+    for (int i = 0; i < 3; i++) {
+        dsr_resolver *r = NULL;
+        dsr_error *e = NULL;
+        const char *config = configs[i];
+        CHECK(dsr_resolver_new_dsh_store(root, strlen(root), config, config ? strlen(config) : 0, &r, &e) == DSR_OK,
+              "open %s: %s", root, msg_of(e));
+        dsr_error_free(e);
+        e = NULL;
+        if (!r) continue;
+        const char keys[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[{\"sessionId\":"
+                            "\"secrets-prose\"}]}";
+        char *out = NULL;
+        CHECK(call_prepare(r, keys, NULL, &out, &e) == DSR_OK, "hardened prepare: %s", msg_of(e));
+        int redacted = i == 0;
+        CHECK(out && (strstr(out, "AKIAFAKE7EXAMPLE4KEY") == NULL) == redacted, "config %s: the AWS key", config);
+        CHECK(out && (strstr(out, "\"redactedSecrets\":10") != NULL) == redacted, "config %s: the count: %s", config,
+              out ? out : "NULL");
+        CHECK(out && (strstr(out, "[redacted github-token]") != NULL) == redacted, "config %s: the marker", config);
+        dsr_string_free(out);
+        dsr_error_free(e);
+        e = NULL;
+        out = NULL;
+        const char tags[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[{\"sessionId\":"
+                            "\"tag-smuggling\"}]}";
+        CHECK(call_prepare(r, tags, NULL, &out, &e) == DSR_OK, "prepare tag-smuggling: %s", msg_of(e));
+        /* U+E0020 (a tag space) is F3 A0 80 A0 in UTF-8. */
+        int escaped = config != NULL;
+        CHECK(out && (strstr(out, "\xF3\xA0\x80\xA0") == NULL) == escaped, "config %s: raw tag characters",
+              config ? config : "NULL");
+        CHECK(out && (strstr(out, "\\\\udb40\\\\udc20") != NULL) == escaped, "config %s: escaped tags",
+              config ? config : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        dsr_resolver_free(r);
+    }
+    const char *bad[] = {"{\"hardened\":1}", "{\"redactSecrets\":\"yes\"}", "{\"escapeInvisible\":[]}",
+                         "{\"sanitizeLabels\":0}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dsr_resolver *r = NULL;
+        dsr_error *e = NULL;
+        CHECK(dsr_resolver_new_dsh_store(root, strlen(root), bad[i], strlen(bad[i]), &r, &e) == DSR_INVALID_CONFIG &&
+                  r == NULL,
+              "%s is an invalid config: %s", bad[i], code_of(e));
+        dsr_error_free(e);
+    }
+}
+
 int main(void) {
     g_dir = getenv("DSR_CONFORMANCE_DIR");
     if (!g_dir || !*g_dir) g_dir = "tests/conformance";
@@ -1296,6 +1349,7 @@ int main(void) {
         {"DSH store", test_dsh_store},
         {"conversation snapshot", test_conversation_snapshot},
         {"fork", test_fork},
+        {"hardened mode", test_hardened},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         int before_checks = atomic_load(&g_checks), before_failures = atomic_load(&g_failures);

@@ -10,6 +10,7 @@ use serde_json::{Map, Number, Value};
 use crate::cancel::CancelToken;
 use crate::config::MAX_SAFE_INTEGER;
 use crate::error::{Error, ErrorCode, Result};
+use crate::harden::Hardening;
 use crate::host::{SessionHeader, Target};
 use crate::resolver::{cancellable, guarded, Resolver};
 use crate::uri::format_mention;
@@ -37,8 +38,9 @@ pub struct Candidate {
 impl Candidate {
     /// A candidate without mention from a listed session and its latest
     /// title (the label is the id when it has none).
-    fn from_header(s: SessionHeader, title: Option<String>) -> Self {
-        let label = title.unwrap_or_else(|| s.id.clone());
+    /// With `sanitizeLabels` the label is cleaned (`hardening`).
+    fn from_header(s: SessionHeader, title: Option<String>, hardening: Hardening) -> Self {
+        let label = hardening.label(title.unwrap_or_else(|| s.id.clone()), &s.id);
         Candidate { session_id: s.id, label, cwd: s.cwd, created_at: s.created_at, mention: None }
     }
 
@@ -103,13 +105,18 @@ impl Resolver {
     }
 
     async fn list_candidates_inner(&self, target: &Target, filter: &str, limit: usize) -> Result<Vec<Candidate>> {
+        let hardening = self.config.hardening();
         let sessions = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
         let sessions: Vec<SessionHeader> = sessions.into_iter().filter(|s| s.id != target.id).collect();
         if filter.is_empty() {
             // Without a filter only the kept sessions' titles are read.
             let sessions = rank::ranked(sessions, target, limit);
             let titles = futures::future::join_all(self.titles(&sessions)).await;
-            return Ok(sessions.into_iter().zip(titles).map(|(s, t)| Candidate::from_header(s, t)).collect());
+            return Ok(sessions
+                .into_iter()
+                .zip(titles)
+                .map(|(s, t)| Candidate::from_header(s, t, hardening))
+                .collect());
         }
         let filter = rank::Filter::new(filter);
         let titles: Vec<Option<String>> =
@@ -117,7 +124,7 @@ impl Resolver {
         let matched: Vec<Candidate> = sessions
             .into_iter()
             .zip(titles)
-            .map(|(s, t)| Candidate::from_header(s, t))
+            .map(|(s, t)| Candidate::from_header(s, t, hardening))
             .filter(|c| filter.matches(&c.session_id, c.cwd.as_deref(), &c.label))
             .collect();
         Ok(rank::ranked_by(matched, |c| c.cwd.as_deref(), target, limit))

@@ -197,7 +197,7 @@ fn classify_scalar(b: &[u8], i: usize) -> Block {
 
 /// The offset of the first byte of `s` that is `a` or `b`. For the short
 /// gaps between escapes in text, an inline loop over 16-byte blocks (SSE2)
-/// beats a call into `memchr2`.
+/// beats a call into `memchr::memchr2`.
 pub(crate) fn find2(s: &[u8], a: u8, b: u8) -> Option<usize> {
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]

@@ -5,23 +5,26 @@
 
 use super::bytes::{find2, unicode_escape, HEX};
 use super::read::Str;
+use crate::harden::invisible::{self, Piece, Pieces};
 
-/// Bytes of the tag-safe form of the literal `s`, quotes included.
-pub(crate) fn tag_safe_len(s: &Str<'_>) -> usize {
+/// Bytes of the tag-safe form of the literal `s`, quotes included (with
+/// invisible characters escaped when `escape_invisible` is on).
+pub(crate) fn tag_safe_len(s: &Str<'_>, escape_invisible: bool) -> usize {
     let mut count = Count(0);
     // The reader validated the literal; an error cannot happen.
-    transcode(std::str::from_utf8(s.lit).unwrap_or("\"\""), &mut count);
+    transcode(std::str::from_utf8(s.lit).unwrap_or("\"\""), &mut count, escape_invisible);
     count.0
 }
 
-/// Appends the tag-safe form of the literal `s` to `out`. An escaped lone
+/// Appends the tag-safe form of the literal `s` to `out` (with invisible
+/// characters escaped when `escape_invisible` is on). An escaped lone
 /// surrogate cannot be written as UTF-8: that is an error, and `out` is left
 /// as it was.
-pub(crate) fn write_tag_safe(s: &Str<'_>, out: &mut String) -> Result<(), String> {
+pub(crate) fn write_tag_safe(s: &Str<'_>, out: &mut String, escape_invisible: bool) -> Result<(), String> {
     let start = out.len();
     let lit = std::str::from_utf8(s.lit).map_err(|e| format!("malformed text: {e}"))?;
     let mut sink = Write { out, lone_surrogate: false };
-    transcode(lit, &mut sink);
+    transcode(lit, &mut sink, escape_invisible);
     if sink.lone_surrogate {
         out.truncate(start);
         return Err("malformed text: a lone surrogate cannot be written as UTF-8".into());
@@ -76,19 +79,21 @@ impl Sink for Write<'_> {
 /// Turns a valid JSON string literal (quotes included) into the tag-safe
 /// JSON of its decoded text, as `JSON.stringify` writes it with every `<`
 /// as `\u003c`, without decoding it first: runs without `\` or `<` are
-/// copied, and each escape is written in its canonical form.
-fn transcode(text: &str, sink: &mut impl Sink) {
+/// copied, and each escape is written in its canonical form. With
+/// `escape_invisible`, invisible characters, raw or escaped, are written as
+/// escapes (as `invisible::write_string` writes them).
+fn transcode(text: &str, sink: &mut impl Sink, escape_invisible: bool) {
     let lit = text.as_bytes();
     let end = lit.len() - 1;
     sink.str("\"");
     let mut i = 1;
     while i < end {
         let Some(off) = find2(&lit[i..end], b'\\', b'<') else {
-            sink.str(&text[i..end]);
+            run(sink, &text[i..end], escape_invisible);
             break;
         };
         // Runs end at ASCII bytes, so they are whole characters.
-        sink.str(&text[i..i + off]);
+        run(sink, &text[i..i + off], escape_invisible);
         i += off;
         if lit[i] == b'<' {
             sink.str("\\u003c");
@@ -120,10 +125,27 @@ fn transcode(text: &str, sink: &mut impl Sink) {
                 sink.char(HEX[(cp & 15) as usize] as char);
             }
             _ => match char::from_u32(cp) {
+                Some(c) if escape_invisible && invisible::is_invisible(c) => {
+                    sink.str(invisible::escape(c, &mut [0; 12]))
+                }
                 Some(c) => sink.char(c),
                 None => sink.lone_surrogate(),
             },
         }
     }
     sink.str("\"");
+}
+
+/// A run of a literal without `\` or `<`, split at its invisible characters
+/// when `escape_invisible` is on.
+fn run(sink: &mut impl Sink, s: &str, escape_invisible: bool) {
+    if !escape_invisible {
+        return sink.str(s);
+    }
+    for piece in Pieces::new(s) {
+        match piece {
+            Piece::Run(r) => sink.str(r),
+            Piece::Invisible(c) => sink.str(invisible::escape(c, &mut [0; 12])),
+        }
+    }
 }

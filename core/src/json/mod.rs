@@ -17,6 +17,7 @@ pub(crate) mod read;
 mod write;
 
 pub use parse_js::{parse_js, MAX_PARSE_DEPTH};
+pub(crate) use write::write_string_body;
 pub use write::{
     js_string, string_len, stringify, stringify_tag_safe, stringify_tag_safe_text, write_f64, write_number,
     write_string, write_value,

@@ -10,10 +10,16 @@ use super::parse_js::parse_js;
 
 /// Appends `s` as a JSON string literal (with quotes) to `out`.
 pub fn write_string(out: &mut String, s: &str, tag_safe: bool) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    write_string_body(out, s, tag_safe);
+    out.push('"');
+}
+
+/// Appends `s` as the inside of a JSON string literal (no quotes).
+pub(crate) fn write_string_body(out: &mut String, s: &str, tag_safe: bool) {
     let t = table(tag_safe);
     let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push('"');
     let mut start = 0;
     loop {
         let i = next_escape(bytes, start, tag_safe);
@@ -31,7 +37,6 @@ pub fn write_string(out: &mut String, s: &str, tag_safe: bool) {
         }
         start = i + 1;
     }
-    out.push('"');
 }
 
 /// The length in bytes of `s` written as a JSON string literal, quotes

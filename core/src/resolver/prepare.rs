@@ -10,10 +10,11 @@ use super::{cancellable, guarded, Resolver};
 use crate::cancel::CancelToken;
 use crate::context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata};
 use crate::error::{Error, ErrorCode, Result};
+use crate::harden::Hardening;
 use crate::host::{SurfaceData, Target};
 use crate::projection::project_json;
-use crate::prompt::{render_prompt, render_source, RenderedSource};
-use crate::uri::{parse_text, ParsedReference};
+use crate::prompt::{render_prompt, render_source_with, RenderedSource};
+use crate::uri::{parse_text_with, ParsedReference};
 
 /// With several references, snapshots at least this large are projected on
 /// blocking threads, so that big sources are processed in parallel.
@@ -72,7 +73,13 @@ enum SourceFailure {
     Budget(Error),
 }
 
-fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Result<RenderedSource, SourceFailure> {
+fn process_surface(
+    data: &SurfaceData,
+    id: &str,
+    label: &str,
+    budget: u64,
+    hardening: Hardening,
+) -> Result<RenderedSource, SourceFailure> {
     // A value is written out and read like JSON text: one projection. A
     // projected conversation needs none.
     let written;
@@ -85,8 +92,8 @@ fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Re
         SurfaceData::Conversation(c) => Ok(c.projection()),
     };
     let projection = projection.map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
-    let rendered =
-        render_source(projection, label, budget).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    let rendered = render_source_with(projection, label, budget, hardening)
+        .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     rendered.ok_or_else(|| {
         SourceFailure::Budget(Error::new(
             ErrorCode::BudgetExceeded,
@@ -123,8 +130,15 @@ impl Resolver {
     /// normalized for `target` under the configured limit, which is what
     /// will be read. For a front that starts reads itself before the rest
     /// of the work (the Node addon), so references are validated once.
+    /// With `sanitizeLabels`, each label is cleaned here, once, for the
+    /// prompt and the metadata alike.
     pub fn plan_references(&self, target: &Target, references: &[Value]) -> Result<Vec<Reference>> {
-        normalize_references(&target.id, references, self.config.max_references())
+        let mut refs = normalize_references(&target.id, references, self.config.max_references())?;
+        let hardening = self.config.hardening();
+        for r in &mut refs {
+            r.label = hardening.label(std::mem::take(&mut r.label), &r.session_id);
+        }
+        Ok(refs)
     }
 
     /// The rest of [`prepare`](Self::prepare) for references that
@@ -140,6 +154,7 @@ impl Resolver {
             return Ok(Prepared { content, additional_context: None });
         }
         let budget = self.config.max_reference_bytes();
+        let hardening = self.config.hardening();
         let several = refs.len() > 1;
         let work = async {
             // Read every source concurrently, failing fast on a read error
@@ -152,11 +167,11 @@ impl Resolver {
                 let size = surface_len(&data);
                 let offload = size >= BLOCKING_PROJECTION_BYTES || (several && size >= PARALLEL_PROJECTION_BYTES);
                 let outcome = if offload {
-                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget))
+                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget, hardening))
                         .await
                         .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?
                 } else {
-                    process_surface(&data, &id, &label, budget)
+                    process_surface(&data, &id, &label, budget, hardening)
                 };
                 match outcome {
                     Ok(rendered) => Ok(Ok(rendered)),
@@ -201,7 +216,7 @@ impl Resolver {
             for block in blocks {
                 match (block.get("type").and_then(Value::as_str), block.get("text").and_then(Value::as_str)) {
                     (Some("text"), Some(text)) => {
-                        let parsed = parse_text(text)?;
+                        let parsed = parse_text_with(text, self.config.hardening())?;
                         let mut b = block.clone();
                         if let Some(obj) = b.as_object_mut() {
                             obj.insert("text".into(), Value::from(parsed.text));
