@@ -56,6 +56,7 @@ pub mod resolver;
 pub mod retention;
 pub mod runtime;
 mod scan;
+pub mod sources;
 pub mod store;
 pub mod uri;
 
@@ -72,7 +73,8 @@ pub use query::{
 };
 pub use resolver::{normalize_references, Candidate, Prepared, Reference, Resolver};
 pub use runtime::{block_on, runtime};
-pub use store::DshStore;
+pub use sources::dsh::DshStore;
+pub use sources::FileSource;
 pub use uri::{
     decode_uri, encode_uri, format_mention, parse_text, ParsedReference, ParsedText, SESSION_REFERENCE_SCHEME,
 };
