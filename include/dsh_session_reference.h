@@ -397,8 +397,10 @@ dsr_status dsr_resolver_candidates(const struct dsr_resolver *resolver, const ch
 
 /**
  * Creates a resolver over a DSH sessions directory (SPEC §10): a read-only
- * session query over DSH's JSONL logs (`session.jsonl` or
- * `session.jsonl.zstd` under `<root>/<project-dir>/<session-dir>/`), so the
+ * session query over DSH's JSONL logs (`session.jsonl`, or
+ * `session.v<N>.jsonl` for later format generations, plain or `.zstd`,
+ * under `<root>/<project-dir>/<session-dir>/`; each session's newest
+ * generation is read), so the
  * host needs no callbacks at all. `root` is `root_len` bytes of a path (on
  * Unix any bytes; elsewhere UTF-8). A root that cannot be opened as a
  * directory is `DSR_READ_FAILED`; configuration as for `dsr_resolver_new`.

@@ -23,8 +23,9 @@ export declare class CancelHandle {
 }
 
 /**
- * A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`),
- * read-only. Usable natively as a resolver's query, and from JavaScript
+ * A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`,
+ * or `session.v<N>.jsonl[.zstd]` of later DSH releases: each session's
+ * newest generation is read), read-only. Usable natively as a resolver's query, and from JavaScript
  * through the same three operations as a host query.
  */
 export declare class DshSessionStore {

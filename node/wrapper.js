@@ -196,8 +196,9 @@ const storeNatives = new WeakMap()
 const CONSTRUCT = Symbol('DshSessionStore')
 
 /**
- * A read-only DSH sessions root (`<root>/<project>/<session>/session.jsonl`
- * or `.jsonl.zstd`). Pass it to `SessionReferenceResolver` as the query: the
+ * A read-only DSH sessions root (`<root>/<project>/<session>/session.jsonl`,
+ * or `session.v<N>.jsonl` of later DSH releases, plain or `.zstd`; each
+ * session's newest generation is read). Pass it to `SessionReferenceResolver` as the query: the
  * resolver then reads it natively, without calling into JavaScript. Its
  * three methods also make it an ordinary session query for other code.
  */

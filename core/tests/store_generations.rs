@@ -697,3 +697,35 @@ fn a_root_mixing_encodings_across_generations_is_refused() {
     assert!(store.list().unwrap_err().to_string().contains("mixes"));
     assert!(store.read_title("a").unwrap_err().message().contains("mixes"));
 }
+
+/// v4 closes every advertised tool call (started or not); before v4 only
+/// the calls a `tool/call` started.
+#[test]
+fn v4_cold_load_closes_advertised_calls() {
+    let tmp = tempfile::tempdir().unwrap();
+    for version in [3u64, 4] {
+        let id = format!("advertised-v{version}");
+        let assistant = json!({"type": "assistant/message", "seq": 3, "time": 1, "data": {"turn": 1, "step": 1,
+            "message": {"role": "assistant", "content": [
+                {"type": "tool-call", "id": "started", "name": "bash", "arguments": "{}"},
+                {"type": "tool-call", "id": "never-started", "name": "bash", "arguments": "{}"}],
+                "source": {"kind": "model"}, "id": "a"}}, "surfaceOp": "append"});
+        let lines = vec![
+            header(&id, version),
+            json!({"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}),
+            json!({"type": "step/start", "seq": 1, "time": 1, "data": {"turn": 1, "step": 1}}),
+            direct(2),
+            assistant,
+            json!({"type": "tool/call", "seq": 4, "time": 1, "data": {"turn": 1, "step": 1, "callId": "started"}}),
+        ];
+        let file = format!("session.v{version}.jsonl");
+        write(tmp.path(), &id, &file, &lines);
+    }
+    let store = DshStore::open(tmp.path()).unwrap();
+    let v3 = store.inspect("advertised-v3").unwrap();
+    assert_eq!(v3.recovery_closers, ["tool/result", "step/end", "turn/end"]);
+    assert_eq!(v3.captured_through_seq, Some(7));
+    let v4 = store.inspect("advertised-v4").unwrap();
+    assert_eq!(v4.recovery_closers, ["tool/result", "tool/result", "step/end", "turn/end"]);
+    assert_eq!(v4.captured_through_seq, Some(8));
+}

@@ -39,8 +39,9 @@ fn header_json(header: &SessionHeader) -> Value {
     Value::Object(m)
 }
 
-/// A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`),
-/// read-only. Usable natively as a resolver's query, and from JavaScript
+/// A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`,
+/// or `session.v<N>.jsonl[.zstd]` of later DSH releases: each session's
+/// newest generation is read), read-only. Usable natively as a resolver's query, and from JavaScript
 /// through the same three operations as a host query.
 #[napi]
 pub struct DshSessionStore {

@@ -1203,6 +1203,57 @@ static void test_dsh_store(void) {
     dsr_error_free(e);
 }
 
+/* The same entry point on DSH roots of format generations v3 and v4 (after an upgrade to DSH 0.2), and on
+   a root holding a session from a newer DSH: no option, every readable session listed once. */
+static void test_dsh_store_generations(void) {
+    const char *dir = getenv("DSR_GENERATIONS_DIR");
+    if (!dir || !*dir) dir = "tests/fixtures/dsh-generations";
+    char root[4096];
+    snprintf(root, sizeof root, "%s/upgraded-0.2", dir);
+    dsr_resolver *r = NULL;
+    dsr_error *e = NULL;
+    CHECK(dsr_resolver_new_dsh_store(root, strlen(root), NULL, 0, &r, &e) == DSR_OK, "open %s: %s", root, msg_of(e));
+    dsr_error_free(e);
+    e = NULL;
+    if (r) {
+        const char creq[] = "{\"target\":{\"id\":\"new\",\"cwd\":\"/home/dev/gen\"}}";
+        char *out = NULL;
+        CHECK(dsr_resolver_candidates(r, creq, strlen(creq), NULL, &out, NULL, &e) == DSR_OK, "v4 candidates: %s",
+              msg_of(e));
+        CHECK(out && strstr(out, "\"label\":\"Run it under DSH 0.2\"") && strstr(out, "\"sessionId\":\"team-targets\""),
+              "the v4 title and the v3-only session are listed: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        e = NULL;
+        out = NULL;
+        const char preq[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[{\"sessionId\":"
+                            "\"tool-call-turn\"}]}";
+        CHECK(call_prepare(r, preq, NULL, &out, &e) == DSR_OK, "v4 prepare: %s", msg_of(e));
+        CHECK(out && strstr(out, "SNAPSHOT_OK under 0.2.") && strstr(out, "\\\"capturedThroughSeq\\\":27"),
+              "the v4 log is read: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        dsr_resolver_free(r);
+    }
+    snprintf(root, sizeof root, "%s/newer", dir);
+    r = NULL;
+    e = NULL;
+    CHECK(dsr_resolver_new_dsh_store(root, strlen(root), NULL, 0, &r, &e) == DSR_OK, "open %s: %s", root, msg_of(e));
+    dsr_error_free(e);
+    e = NULL;
+    if (r) {
+        const char creq[] = "{\"target\":{\"id\":\"new\"}}";
+        char *out = NULL;
+        CHECK(dsr_resolver_candidates(r, creq, strlen(creq), NULL, &out, NULL, &e) == DSR_OK, "candidates: %s",
+              msg_of(e));
+        CHECK(out && strstr(out, "\"sessionId\":\"gen-v0\"") && !strstr(out, "from-a-newer-dsh"),
+              "the readable sessions are listed, the newer one is not: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        dsr_resolver_free(r);
+    }
+}
+
 int main(void) {
     g_dir = getenv("DSR_CONFORMANCE_DIR");
     if (!g_dir || !*g_dir) g_dir = "tests/conformance";
@@ -1225,6 +1276,7 @@ int main(void) {
         {"prepare_messages", test_prepare_messages},
         {"misuse", test_misuse},
         {"DSH store", test_dsh_store},
+        {"DSH store generations", test_dsh_store_generations},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         int before_checks = atomic_load(&g_checks), before_failures = atomic_load(&g_failures);

@@ -18,7 +18,7 @@ use super::generation::Generation;
 use super::header::read_header;
 use super::kept::KeptLines;
 use super::layout::Encoding;
-use super::message::check_message;
+use super::message::{check_facts, facts_of, CHECKED_TYPES};
 use super::recovery::TurnTracker;
 use super::rows::{may_be_turn_end, parse_row, Row, SeqRuns};
 use super::title::{title_of, TITLE_EVENT};
@@ -138,7 +138,7 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
     let mut surface = Surface::for_generation(generation);
     let surface_types = generation.surface_types();
     let mut lines = KeptLines::new();
-    let mut turns = TurnTracker::new();
+    let mut turns = TurnTracker::for_generation(generation);
     let mut title: Option<String> = None;
     let mut expected: u64 = 0;
     let mut storage_lines: u64 = 1;
@@ -209,7 +209,7 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
                 packed_members += members;
                 expected = expected.checked_add(members).ok_or_else(|| corrupt("seq overflow".into()))?;
             }
-            Row::Event { seq, kind, surface_op, source_seqs, extra_key } => {
+            Row::Event { seq, kind, surface_op, source_seqs, extra_key, facts } => {
                 let eligible = surface_types.contains(&&*kind);
                 check_envelope(
                     generation,
@@ -223,7 +223,16 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
                 .map_err(corrupt)?;
                 if eligible {
                     let op = SurfaceOp::parse_in(generation, &kind, seq, surface_op.as_ref()).map_err(corrupt)?;
-                    check_message(generation, &kind, seq, &buf).map_err(corrupt)?;
+                    if CHECKED_TYPES.contains(&&*kind) {
+                        let facts = match facts {
+                            Some(f) => f,
+                            None => facts_of(&kind, &buf).map_err(|e| corrupt(format!("line {line_no}: {e}")))?,
+                        };
+                        check_facts(generation, &kind, seq, &facts).map_err(corrupt)?;
+                        if kind == "assistant/message" && turns.tracks_advertised_calls() {
+                            turns.observe_advertised(&facts.tool_call_ids);
+                        }
+                    }
                     let removed = surface.apply_event(seq, &kind, op).map_err(corrupt)?;
                     if keep_lines {
                         for r in removed {

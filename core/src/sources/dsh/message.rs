@@ -18,9 +18,35 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::generation::Generation;
+use super::title::StringOrOther;
 
 /// The v4 checkpoint source kind.
 pub const CHECKPOINT_KIND: &str = "compact-checkpoint";
+
+/// The message event types whose [`MessageFacts`] are read: every
+/// surface-eligible type.
+pub const CHECKED_TYPES: [&str; 5] =
+    ["user/message", "assistant/message", "tool/result", "system/message", "developer/message"];
+
+/// What the checks need of a message event's `data`, read once per line:
+/// by the line reader's fast path ([`rows`](super::rows)) or by
+/// [`facts_of`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MessageFacts {
+    /// `data.message` is present and not `null` (wrapped types only).
+    pub has_message: bool,
+    /// The message's `role`, when a string (wrapped types only).
+    pub role: Option<String>,
+    /// The message's `source.kind`, when a string: `data.source.kind` of a
+    /// `user/message`, `data.message.source.kind` of the wrapped types.
+    pub source_kind: Option<String>,
+    /// The message has a `toolCallId` key with a non-null value.
+    pub tool_call_id: bool,
+    /// The message's `content` has a block of type `tool-result`.
+    pub tool_result_block: bool,
+    /// The ids of the message's `tool-call` blocks, in order (string ids only).
+    pub tool_call_ids: Vec<String>,
+}
 
 #[derive(Deserialize)]
 struct Source<'a> {
@@ -32,6 +58,8 @@ struct Source<'a> {
 struct Block<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<StringOrOther>,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +91,32 @@ struct Line<T> {
     data: T,
 }
 
+/// The facts of the event line `line` of type `kind` (one of
+/// [`CHECKED_TYPES`]), read with typed deserializers that skip the rest.
+pub fn facts_of(kind: &str, line: &[u8]) -> Result<MessageFacts, String> {
+    let malformed = |e: serde_json::Error| format!("{kind} event is malformed: {e}");
+    if kind == "user/message" {
+        let l: Line<UserData<'_>> = serde_json::from_slice(line).map_err(malformed)?;
+        let source_kind = l.data.source.and_then(|s| s.kind).map(Cow::into_owned);
+        return Ok(MessageFacts { source_kind, ..MessageFacts::default() });
+    }
+    let l: Line<WrappedData<'_>> = serde_json::from_slice(line).map_err(malformed)?;
+    let Some(m) = l.data.message else { return Ok(MessageFacts::default()) };
+    let blocks = m.content.unwrap_or_default();
+    Ok(MessageFacts {
+        has_message: true,
+        role: m.role.map(Cow::into_owned),
+        source_kind: m.source.and_then(|s| s.kind).map(Cow::into_owned),
+        tool_call_id: m.tool_call_id.is_some(),
+        tool_result_block: blocks.iter().any(|b| b.kind.as_deref() == Some("tool-result")),
+        tool_call_ids: blocks
+            .into_iter()
+            .filter(|b| b.kind.as_deref() == Some("tool-call"))
+            .filter_map(|b| b.id.and_then(|id| id.0))
+            .collect(),
+    })
+}
+
 fn check_kind(generation: Generation, kind: Option<&str>, what: &str) -> Result<(), String> {
     if generation.has_producer_owned_sources() {
         match kind {
@@ -84,42 +138,50 @@ fn check_kind(generation: Generation, kind: Option<&str>, what: &str) -> Result<
     Ok(())
 }
 
-/// Checks the event of type `kind` at `seq` (its whole `line`) against the
-/// rules of `generation`. Types without rules are not read.
-pub fn check_message(generation: Generation, kind: &str, seq: u64, line: &[u8]) -> Result<(), String> {
+/// Checks the facts of the event of type `kind` at `seq` against the rules
+/// of `generation`. Types without rules pass.
+pub fn check_facts(generation: Generation, kind: &str, seq: u64, facts: &MessageFacts) -> Result<(), String> {
     let what = format!("{kind} event {seq}");
-    let malformed = |e: serde_json::Error| format!("{what} is malformed: {e}");
+    let source = facts.source_kind.as_deref();
     match kind {
-        "user/message" => {
-            let l: Line<UserData<'_>> = serde_json::from_slice(line).map_err(malformed)?;
-            check_kind(generation, l.data.source.as_ref().and_then(|s| s.kind.as_deref()), &what)
-        }
+        "user/message" => check_kind(generation, source, &what),
         "tool/result" => {
-            let l: Line<WrappedData<'_>> = serde_json::from_slice(line).map_err(malformed)?;
-            let Some(m) = l.data.message else { return Err(format!("{what} has no `data.message`")) };
-            let role = m.role.as_deref();
+            if !facts.has_message {
+                return Err(format!("{what} has no `data.message`"));
+            }
+            let role = facts.role.as_deref();
             if generation.has_tool_role_results() {
                 if role != Some("tool") {
                     return Err(format!("{what} is not a v4 tool result (its role is not \"tool\")"));
                 }
-                if m.tool_call_id.is_none() {
+                if !facts.tool_call_id {
                     return Err(format!("{what} has no top-level `toolCallId` (required in a v4 log)"));
                 }
-                if m.content.iter().flatten().any(|b| b.kind.as_deref() == Some("tool-result")) {
+                if facts.tool_result_block {
                     return Err(format!("{what} has a `tool-result` content block, which a v4 log does not use"));
                 }
             } else if role == Some("tool") {
                 return Err(format!("{what} is a v4 tool result (role \"tool\") in a {generation} log"));
             }
-            check_kind(generation, m.source.as_ref().and_then(|s| s.kind.as_deref()), &what)
+            check_kind(generation, source, &what)
         }
-        "system/message" | "developer/message" if generation.has_producer_owned_sources() => {
-            let l: Line<WrappedData<'_>> = serde_json::from_slice(line).map_err(malformed)?;
-            let Some(m) = l.data.message else { return Err(format!("{what} has no `data.message`")) };
-            check_kind(generation, m.source.as_ref().and_then(|s| s.kind.as_deref()), &what)
+        "assistant/message" | "system/message" | "developer/message" if generation.has_producer_owned_sources() => {
+            if !facts.has_message {
+                return Err(format!("{what} has no `data.message`"));
+            }
+            check_kind(generation, source, &what)
         }
         _ => Ok(()),
     }
+}
+
+/// [`facts_of`] then [`check_facts`]: checks the whole event `line`.
+pub fn check_message(generation: Generation, kind: &str, seq: u64, line: &[u8]) -> Result<(), String> {
+    if !CHECKED_TYPES.contains(&kind) {
+        return Ok(());
+    }
+    let facts = facts_of(kind, line).map_err(|e| format!("{e} (event {seq})"))?;
+    check_facts(generation, kind, seq, &facts)
 }
 
 #[cfg(test)]

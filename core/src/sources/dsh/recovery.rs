@@ -4,11 +4,17 @@
 //! When the kept events end inside an open turn, a cold load closes it:
 //! first a `tool/result` for every tool call of the turn left without one,
 //! then `step/end` if a step is open, then `turn/end` with reason
-//! `interrupted`. The closers take the seqs after the last stored event.
+//! `interrupted`. Which calls are open depends on the generation: up to v3
+//! (as DSH 0.1.1 reads v0) a call is open from its `tool/call` event; in v4
+//! (as DSH ≥ 0.1.7 repairs) every `tool-call` block an assistant message
+//! advertised is open, each occurrence separately, whether or not it was
+//! started, until a `tool/result` answers it. The closers take the seqs after the last stored event.
 //! They are never surface events here and are never projected (tool
 //! results are not), but they do count in `capturedThroughSeq`.
 
 use serde::Deserialize;
+
+use super::generation::Generation;
 
 /// One synthetic closer event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,12 +44,31 @@ pub struct TurnTracker {
     turn_open: bool,
     step_open: bool,
     open_calls: Vec<String>,
+    /// v4: calls open when advertised, not when started.
+    advertised: bool,
 }
 
 impl TurnTracker {
-    /// A tracker with nothing open.
+    /// A tracker with nothing open (calls open from `tool/call`).
     pub fn new() -> Self {
         TurnTracker::default()
+    }
+
+    /// A tracker for a log of `generation`.
+    pub fn for_generation(generation: Generation) -> Self {
+        TurnTracker { advertised: generation >= Generation::V4, ..TurnTracker::default() }
+    }
+
+    /// Whether [`observe_advertised`](Self::observe_advertised) must be fed.
+    pub fn tracks_advertised_calls(&self) -> bool {
+        self.advertised
+    }
+
+    /// Observes the `tool-call` block ids of an assistant message (v4 only).
+    pub fn observe_advertised(&mut self, ids: &[String]) {
+        if self.advertised && self.turn_open {
+            self.open_calls.extend(ids.iter().cloned());
+        }
     }
 
     /// Observes one stored event of type `kind` (its line is read only for
@@ -62,7 +87,7 @@ impl TurnTracker {
             }
             "step/start" => self.step_open = true,
             "step/end" => self.step_open = false,
-            "tool/call" => {
+            "tool/call" if !self.advertised => {
                 if let Some(id) = tool_call_id(line) {
                     self.open_calls.push(id);
                 }
@@ -71,7 +96,14 @@ impl TurnTracker {
             // the (often large) line is not read at all.
             "tool/result" if !self.open_calls.is_empty() => {
                 if let Some(id) = tool_result_call_id(line) {
-                    self.open_calls.retain(|c| *c != id);
+                    if self.advertised {
+                        // One result answers one advertised occurrence.
+                        if let Some(at) = self.open_calls.iter().position(|c| *c == id) {
+                            self.open_calls.remove(at);
+                        }
+                    } else {
+                        self.open_calls.retain(|c| *c != id);
+                    }
                 }
             }
             _ => {}
@@ -147,6 +179,26 @@ mod tests {
         t.observe("step/end", b"{}");
         t.observe("turn/end", b"{}");
         assert!(t.closers().is_empty());
+    }
+
+    #[test]
+    fn v4_closes_every_advertised_occurrence() {
+        let mut t = TurnTracker::for_generation(Generation::V4);
+        t.observe("turn/start", b"{}");
+        t.observe("step/start", b"{}");
+        t.observe_advertised(&["a".into(), "b".into(), "a".into()]);
+        // Started or not, an advertised call is open until answered.
+        t.observe("tool/call", br#"{"type":"tool/call","data":{"callId":"a"}}"#);
+        t.observe("tool/result", br#"{"type":"tool/result","data":{"message":{"source":{"callId":"a"}}}}"#);
+        assert_eq!(
+            t.closers(),
+            vec![Closer::ToolResult("b".into()), Closer::ToolResult("a".into()), Closer::StepEnd, Closer::TurnEnd]
+        );
+        // Before v4, advertising opens nothing.
+        let mut t = TurnTracker::for_generation(Generation::new(3).unwrap());
+        t.observe("turn/start", b"{}");
+        t.observe_advertised(&["a".into()]);
+        assert_eq!(t.closers(), vec![Closer::TurnEnd]);
     }
 
     #[test]

@@ -18,6 +18,8 @@ use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::message::{MessageFacts, CHECKED_TYPES};
+
 /// The packed chunk row types.
 pub const PACKED_TYPES: [&str; 3] = ["text-chunks", "reasoning-chunks", "tool-call-chunks"];
 
@@ -43,6 +45,10 @@ pub enum Row<'a> {
         source_seqs: Option<SeqRuns>,
         /// The first key that is not an envelope key ([`ENVELOPE_KEYS`]), if any.
         extra_key: Option<String>,
+        /// What the generation checks need of `data`, when the fast path
+        /// read it on the way (types in [`CHECKED_TYPES`] only; otherwise
+        /// [`facts_of`](super::message::facts_of) reads it).
+        facts: Option<MessageFacts>,
     },
     /// A packed run of `assistant/chunk` events.
     Packed {
@@ -195,7 +201,7 @@ fn parse_row_serde(line: &[u8]) -> Result<Row<'_>, String> {
     let seq = head.seq.ok_or_else(|| format!("`{}` event without an integer `seq`", head.kind))?;
     let source_seqs = head.source_seqs.map(|refs| refs.iter().map(SeqRef::run).collect());
     let extra_key = serde_json::from_slice::<FirstExtraKey>(line).ok().and_then(|k| k.0);
-    Ok(Row::Event { seq, kind: head.kind, surface_op: head.surface_op, source_seqs, extra_key })
+    Ok(Row::Event { seq, kind: head.kind, surface_op: head.surface_op, source_seqs, extra_key, facts: None })
 }
 
 /// Reads the common event line without serde: `{"type":"…","seq":N,…}`
@@ -216,6 +222,8 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
     p.eat(b'{')?;
     let (mut kind, mut seq, mut seq0, mut op, mut runs) = (None, None, None, None, None);
     let mut extra_key: Option<&[u8]> = None;
+    let mut facts = None;
+    let mut data_seen = false;
     loop {
         p.spaces();
         let key = p.plain_string()?;
@@ -240,7 +248,14 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
                 })
             }
             b"sourceEventSeqs" if runs.is_none() => runs = Some(p.seq_runs()?),
-            b"type" | b"seq" | b"seq0" | b"surfaceOp" | b"sourceEventSeqs" => return None,
+            b"data" if !data_seen => {
+                data_seen = true;
+                match kind {
+                    Some(k) if CHECKED_TYPES.contains(&k) => facts = Some(p.message_facts(k == "user/message")?),
+                    _ => p.skip_value()?,
+                }
+            }
+            b"type" | b"seq" | b"seq0" | b"surfaceOp" | b"sourceEventSeqs" | b"data" => return None,
             other => {
                 if extra_key.is_none() && !ENVELOPE_KEYS.iter().any(|k| k.as_bytes() == other) {
                     extra_key = Some(other);
@@ -268,7 +283,16 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
         Some(k) => Some(std::str::from_utf8(k).ok()?.to_owned()),
         None => None,
     };
-    Some(Row::Event { seq: seq??, kind: Cow::Borrowed(kind), surface_op: op.flatten(), source_seqs: runs, extra_key })
+    // `data` read before `type` was only skipped.
+    let facts = facts.filter(|_| CHECKED_TYPES.contains(&kind));
+    Some(Row::Event {
+        seq: seq??,
+        kind: Cow::Borrowed(kind),
+        surface_op: op.flatten(),
+        source_seqs: runs,
+        extra_key,
+        facts,
+    })
 }
 
 /// The first byte of `s` that stops a string: `"`, `\\` or a control
@@ -391,6 +415,158 @@ impl<'a> Scan<'a> {
             match self.next()? {
                 b',' => {}
                 b']' => return Some(runs),
+                _ => return None,
+            }
+        }
+    }
+
+    /// An object, `f` reading the value of each key (keys without escapes
+    /// only).
+    fn object(&mut self, mut f: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        self.spaces();
+        if self.literal(b"}") {
+            return Some(());
+        }
+        loop {
+            self.spaces();
+            let key = self.plain_string()?;
+            self.spaces();
+            self.eat(b':')?;
+            self.spaces();
+            f(self, key)?;
+            self.spaces();
+            match self.next()? {
+                b',' => {}
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// `null` or a string without escapes.
+    fn optional_plain_string(&mut self) -> Option<Option<&'a str>> {
+        if self.literal(b"null") {
+            return Some(None);
+        }
+        Some(Some(std::str::from_utf8(self.plain_string()?).ok()?))
+    }
+
+    /// `null` or `{"kind": …}`: the kind, when a string.
+    fn source_kind(&mut self) -> Option<Option<String>> {
+        if self.literal(b"null") {
+            return Some(None);
+        }
+        let mut kind: Option<Option<&str>> = None;
+        self.object(|p, key| match key {
+            b"kind" if kind.is_none() => {
+                kind = Some(p.optional_plain_string()?);
+                Some(())
+            }
+            b"kind" => None,
+            _ => p.skip_value(),
+        })?;
+        Some(kind.flatten().map(str::to_owned))
+    }
+
+    /// The [`MessageFacts`] of a message event's `data`, as
+    /// [`facts_of`](super::message::facts_of) reads them; `None` for
+    /// anything it would read differently or refuse (duplicate keys, keys
+    /// with escapes, values of other types), so the caller falls back.
+    fn message_facts(&mut self, user: bool) -> Option<MessageFacts> {
+        let mut facts = MessageFacts::default();
+        let mut seen = (false, false, false, false);
+        if user {
+            self.object(|p, key| match key {
+                b"source" if !seen.0 => {
+                    seen.0 = true;
+                    facts.source_kind = p.source_kind()?;
+                    Some(())
+                }
+                b"source" => None,
+                _ => p.skip_value(),
+            })?;
+            return Some(facts);
+        }
+        let mut message_seen = false;
+        self.object(|p, key| match key {
+            b"message" if !message_seen => {
+                message_seen = true;
+                if p.literal(b"null") {
+                    return Some(());
+                }
+                facts.has_message = true;
+                p.object(|p, key| match key {
+                    b"role" if !seen.0 => {
+                        seen.0 = true;
+                        facts.role = p.optional_plain_string()?.map(str::to_owned);
+                        Some(())
+                    }
+                    b"source" if !seen.1 => {
+                        seen.1 = true;
+                        facts.source_kind = p.source_kind()?;
+                        Some(())
+                    }
+                    b"toolCallId" if !seen.2 => {
+                        seen.2 = true;
+                        facts.tool_call_id = !p.literal(b"null");
+                        if facts.tool_call_id {
+                            p.skip_value()?;
+                        }
+                        Some(())
+                    }
+                    b"content" if !seen.3 => {
+                        seen.3 = true;
+                        p.content_blocks(&mut facts)
+                    }
+                    b"role" | b"source" | b"toolCallId" | b"content" => None,
+                    _ => p.skip_value(),
+                })
+            }
+            b"message" => None,
+            _ => p.skip_value(),
+        })?;
+        Some(facts)
+    }
+
+    /// `null` or an array of objects (content blocks): into `facts`, whether
+    /// one has `"type":"tool-result"` and the ids of the `tool-call` ones.
+    fn content_blocks(&mut self, facts: &mut MessageFacts) -> Option<()> {
+        if self.literal(b"null") {
+            return Some(());
+        }
+        self.eat(b'[')?;
+        self.spaces();
+        if self.literal(b"]") {
+            return Some(());
+        }
+        loop {
+            self.spaces();
+            if self.peek()? != b'{' {
+                return None;
+            }
+            let (mut kind, mut id): (Option<Option<&str>>, Option<Option<&str>>) = (None, None);
+            self.object(|p, key| match key {
+                b"type" if kind.is_none() => {
+                    kind = Some(p.optional_plain_string()?);
+                    Some(())
+                }
+                b"id" if id.is_none() => {
+                    id = Some(p.optional_plain_string()?);
+                    Some(())
+                }
+                b"type" | b"id" => None,
+                _ => p.skip_value(),
+            })?;
+            match kind.flatten() {
+                Some("tool-result") => facts.tool_result_block = true,
+                Some("tool-call") => facts.tool_call_ids.extend(id.flatten().map(str::to_owned)),
+                _ => {}
+            }
+            self.spaces();
+            match self.next()? {
+                b',' => {}
+                b']' => return Some(()),
                 _ => return None,
             }
         }
@@ -572,7 +748,8 @@ mod tests {
                 kind: "user/message".into(),
                 surface_op: Some(Value::from("append")),
                 source_seqs: None,
-                extra_key: None
+                extra_key: None,
+                facts: Some(MessageFacts::default()),
             }
         );
         let row = parse_row(br#"{"type":"tool/result","seq":9,"sourceEventSeqs":[1,[3,6],8],"x":1,"y":2}"#).unwrap();
@@ -604,6 +781,11 @@ mod tests {
             br#"{"type":"assistant/message","seq":12,"sourceEventSeqs":[3,4],"surfaceOp":{"op":"replace","start":1,"end":2}}"#,
             br#"{"type":"tool/result","seq":12,"sourceEventSeqs":[ 3 , [4, 9],10],"zz":{"a":1},"aa":2,"surfaceOp":"append"}"#,
             br#"{"type":"tool/result","seq":12,"sourceEventSeqs":[[4,9,1]],"data":{}}"#,
+            br#"{"type":"tool/result","seq":5,"time":1,"data":{"turn":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c"},"toolCallId":"c","content":[{"type":"text","text":"x\n"},{"type":"tool-result","content":[]}],"id":"t"}},"surfaceOp":"append"}"#,
+            br#"{"type":"user/message","seq":5,"time":1,"data":{"content":[{"type":"text","text":"x"}],"source":{"kind":"compact-checkpoint","id":null},"role":"user"},"surfaceOp":"append"}"#,
+            br#"{"type":"system/message","seq":5,"data":{"message":{"role":null,"source":null,"toolCallId":null,"content":null}},"surfaceOp":"append"}"#,
+            br#"{"type":"developer/message","seq":5,"data":{"message":null},"surfaceOp":"append"}"#,
+            br#"{"type":"assistant/message","seq":5,"data":{"turn":1,"message":{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"tool-call","id":"c1","name":"x","arguments":"{}"},{"type":"tool-call","name":"y","id":"c2"}],"source":{"kind":"model"}}},"surfaceOp":"append"}"#,
             br#"{"type":"text-chunks","seq0":10,"time0":1,"data":{"dt":[0,1],"texts":["a","b"]}}"#,
             br#"{"type":"session","version":0,"id":"x","createdAt":1}"#,
             br#"{"type":"a","seq":1,"type":"b"}"#,
@@ -629,14 +811,27 @@ mod tests {
             if std::str::from_utf8(line).is_err() {
                 return;
             }
-            if let Some(row) = fast_event(line) {
+            if let Some(mut row) = fast_event(line) {
+                if let Row::Event { kind, facts, .. } = &mut row {
+                    if let Some(fast) = facts.take() {
+                        let typed = super::super::message::facts_of(kind, line);
+                        assert_eq!(typed.as_ref(), Ok(&fast), "{}", String::from_utf8_lossy(line));
+                    }
+                }
                 assert_eq!(parse_row_serde(line).as_ref(), Ok(&row), "{}", String::from_utf8_lossy(line));
             }
         };
         for line in lines {
             check(line);
+            let without_facts = |mut row: Row<'static>| {
+                if let Row::Event { facts, .. } = &mut row {
+                    *facts = None;
+                }
+                row
+            };
+            let line: &'static [u8] = line;
             assert_eq!(
-                parse_row(line).map_err(|_| ()),
+                parse_row(line).map(without_facts).map_err(|_| ()),
                 parse_row_serde(line).map_err(|_| ()),
                 "{}",
                 String::from_utf8_lossy(line)
@@ -660,6 +855,10 @@ mod tests {
         assert!(fast_event(lines[1]).is_some());
         assert!(fast_event(lines[2]).is_some());
         assert!(fast_event(lines[4]).is_some(), "sourceEventSeqs in its range form");
+        for line in &lines[6..11] {
+            let row = fast_event(line).unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(line)));
+            assert!(matches!(row, Row::Event { facts: Some(_), .. }), "{}", String::from_utf8_lossy(line));
+        }
     }
 
     #[test]

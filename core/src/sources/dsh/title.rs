@@ -26,8 +26,9 @@ pub fn title_of(line: &[u8]) -> Result<Option<String>, String> {
     Ok(parsed.data.title.and_then(|t| t.0))
 }
 
-/// Deserializes any JSON value, keeping it only when it is a string.
-pub(crate) struct StringOrOther(pub Option<String>);
+/// Deserializes any JSON value, keeping it only when it is a string (a
+/// title, a block id).
+pub struct StringOrOther(pub Option<String>);
 
 impl<'de> Deserialize<'de> for StringOrOther {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
