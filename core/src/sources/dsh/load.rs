@@ -225,7 +225,7 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
                     let op = SurfaceOp::parse_in(generation, &kind, seq, surface_op.as_ref()).map_err(corrupt)?;
                     if CHECKED_TYPES.contains(&&*kind) {
                         let facts = match facts {
-                            Some(f) => f,
+                            Some(f) => *f,
                             None => facts_of(&kind, &buf).map_err(|e| corrupt(format!("line {line_no}: {e}")))?,
                         };
                         check_facts(generation, &kind, seq, &facts).map_err(corrupt)?;

@@ -48,7 +48,7 @@ pub enum Row<'a> {
         /// What the generation checks need of `data`, when the fast path
         /// read it on the way (types in [`CHECKED_TYPES`] only; otherwise
         /// [`facts_of`](super::message::facts_of) reads it).
-        facts: Option<MessageFacts>,
+        facts: Option<Box<MessageFacts>>,
     },
     /// A packed run of `assistant/chunk` events.
     Packed {
@@ -251,7 +251,9 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
             b"data" if !data_seen => {
                 data_seen = true;
                 match kind {
-                    Some(k) if CHECKED_TYPES.contains(&k) => facts = Some(p.message_facts(k == "user/message")?),
+                    Some(k) if CHECKED_TYPES.contains(&k) => {
+                        facts = Some(Box::new(p.message_facts(k == "user/message")?))
+                    }
                     _ => p.skip_value()?,
                 }
             }
@@ -749,7 +751,7 @@ mod tests {
                 surface_op: Some(Value::from("append")),
                 source_seqs: None,
                 extra_key: None,
-                facts: Some(MessageFacts::default()),
+                facts: Some(Box::default()),
             }
         );
         let row = parse_row(br#"{"type":"tool/result","seq":9,"sourceEventSeqs":[1,[3,6],8],"x":1,"y":2}"#).unwrap();
@@ -815,7 +817,7 @@ mod tests {
                 if let Row::Event { kind, facts, .. } = &mut row {
                     if let Some(fast) = facts.take() {
                         let typed = super::super::message::facts_of(kind, line);
-                        assert_eq!(typed.as_ref(), Ok(&fast), "{}", String::from_utf8_lossy(line));
+                        assert_eq!(typed.as_ref(), Ok(&*fast), "{}", String::from_utf8_lossy(line));
                     }
                 }
                 assert_eq!(parse_row_serde(line).as_ref(), Ok(&row), "{}", String::from_utf8_lossy(line));
