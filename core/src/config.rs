@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::compat::{CompatConfig, DshCompat};
 use crate::error::{Error, ErrorCode, Result};
 
 /// The largest integer a JavaScript number represents exactly (2^53 − 1).
@@ -19,6 +20,7 @@ pub struct Config {
     max_references: u64,
     candidate_limit: u64,
     max_reference_bytes: u64,
+    compat: CompatConfig,
 }
 
 impl Default for Config {
@@ -27,6 +29,7 @@ impl Default for Config {
             max_references: MAX_REFERENCES,
             candidate_limit: DEFAULT_CANDIDATE_LIMIT,
             max_reference_bytes: DEFAULT_MAX_REFERENCE_BYTES,
+            compat: CompatConfig::default(),
         }
     }
 }
@@ -78,6 +81,7 @@ impl Config {
                 DEFAULT_MAX_REFERENCE_BYTES,
                 MAX_SAFE_INTEGER,
             )?,
+            compat: CompatConfig::with_profile(DshCompat::default(), None, max_reference_bytes.is_some())?,
         })
     }
 
@@ -100,7 +104,19 @@ impl Config {
                     .ok_or_else(|| invalid_config(key, "must be a positive safe integer")),
             }
         };
-        Config::new(get("maxReferences")?, get("candidateLimit")?, get("maxReferenceBytes")?)
+        let config = Config::new(get("maxReferences")?, get("candidateLimit")?, get("maxReferenceBytes")?)?;
+        Ok(config.with_compat(CompatConfig::from_json(map)?))
+    }
+
+    /// This configuration with the `dshCompat` profile settings `compat`.
+    pub fn with_compat(mut self, compat: CompatConfig) -> Config {
+        self.compat = compat;
+        self
+    }
+
+    /// The `dshCompat` profile settings ([`crate::compat`]).
+    pub fn compat(&self) -> &CompatConfig {
+        &self.compat
     }
 
     /// Distinct references allowed per message (1–3).

@@ -45,6 +45,7 @@
 pub struct ReadmeDoctests;
 
 pub mod cancel;
+pub mod compat;
 pub mod config;
 pub mod error;
 pub mod json;
@@ -61,6 +62,7 @@ pub mod store;
 pub mod uri;
 
 pub use cancel::CancelToken;
+pub use compat::{CompatConfig, DshCompat};
 pub use config::{
     candidate_limit_from_json, Config, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES,
     MAX_SAFE_INTEGER,

@@ -248,19 +248,23 @@ impl Resolver {
         cancel: Option<&CancelToken>,
     ) -> Result<Prepared> {
         let refs = normalize_references(&target.id, references, self.config.max_references())?;
-        self.prepare_normalized(content.clone(), refs, cancel).await
+        self.prepare_normalized(content.clone(), refs, None, cancel).await
     }
 
-    async fn prepare_normalized(
+    /// [`prepare`](Self::prepare) for a model with `context_window` tokens
+    /// (the automatic budget of the later `dshCompat` profiles, see
+    /// [`crate::compat`]).
+    pub(crate) async fn prepare_normalized(
         &self,
         content: Value,
         refs: Vec<Reference>,
+        context_window: Option<u64>,
         cancel: Option<&CancelToken>,
     ) -> Result<Prepared> {
         if refs.is_empty() {
             return Ok(Prepared { content, additional_context: None });
         }
-        let budget = self.config.max_reference_bytes();
+        let budget = self.config.compat().budget(self.config.max_reference_bytes(), context_window);
         let several = refs.len() > 1;
         let work = async {
             // Read every source concurrently, failing fast on a read error
@@ -289,10 +293,14 @@ impl Resolver {
             outcomes.into_iter().collect::<Result<Vec<RenderedSource>>>()
         };
         let sources = cancellable(cancel, work).await?;
-        let prompt = render_prompt(&sources);
+        let mut prompt = render_prompt(&sources);
         let pairs: Vec<(&str, &str)> = refs.iter().map(|r| (r.session_id.as_str(), r.label.as_str())).collect();
+        let ids: Vec<&str> = pairs.iter().map(|(id, _)| *id).collect();
+        self.config.compat().append_omissions(&mut prompt, &ids, &sources, &|_| None);
+        let mut metadata = render_metadata(&pairs, &sources);
+        self.config.compat().decorate_metadata(&mut metadata);
         let mut ctx = Map::new();
-        ctx.insert("source".into(), render_metadata(&pairs, &sources));
+        ctx.insert("source".into(), metadata);
         let mut block = Map::new();
         block.insert("type".into(), Value::from("text"));
         block.insert("text".into(), Value::from(prompt));
