@@ -346,6 +346,9 @@ void dsr_resolver_free(struct dsr_resolver *resolver);
 /**
  * Prepares one message (SPEC §6). Request:
  * `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
+ * An optional `"contextWindow"` (a positive integer, the model's context
+ * window in tokens) sets the automatic budget of the later `dshCompat`
+ * profiles (see the config); other profiles ignore it.
  * Result: `{"content": <copy>}` when there are no references, else
  * `{"content": <copy>, "additionalContext": {"source", "content", "role", "id"}}`.
  * All or nothing: on failure `*out_json` is NULL and `*out_len` is 0.

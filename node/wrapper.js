@@ -268,8 +268,10 @@ class SessionReferenceResolver {
   /** Prepares one message: `{content}` or `{content, additionalContext}`. */
   async prepare(target, content, references, options) {
     const signal = signalOf(options)
+    const window = options == null ? undefined : options.contextWindow
+    if (window != null && typeof window !== 'number') throw new TypeError('options.contextWindow must be a number')
     const args = [targetArgument(target), jsonArgument(content, 'content'), arrayArgument(references, 'references')]
-    return runNative(signal, (handle) => this.#native.prepare(...args, handle), preparedOf)
+    return runNative(signal, (handle) => this.#native.prepare(...args, window ?? null, handle), preparedOf)
   }
 
   /** Rewrites mentions in user messages and inserts their context messages. */

@@ -4,8 +4,13 @@
 //! | profile | matches | differences from `"0.1.1"` |
 //! |---|---|---|
 //! | `"0.1.1"` (default) | `@deepseek-ai/dsh-session-reference` 0.1.1-rc.2 | none: byte-identical to the conformance vectors |
-//! | `"0.1.5"` | 0.1.5-rc.2 (session format v3) | `capturedFormatVersion: 3` in each reference's metadata; the `## Reference omissions` section after the prompt when a source was truncated; `referenceContextFraction`; the automatic budget |
-//! | `"0.1.7"` | 0.1.7-rc.1 and later (format v4) | as `"0.1.5"`, with `capturedFormatVersion: 4` |
+//! | `"0.1.5"` | 0.1.5-rc.2 (session format v3) | `capturedFormatVersion: 3` in each reference's metadata; the `## Reference omissions` section after the prompt when a source was truncated; `referenceContextFraction`; the automatic budget; candidates with `sameWorkspace` |
+//! | `"0.1.7"` | 0.1.7-rc.1 and later (format v4) | as `"0.1.5"`, with `capturedFormatVersion: 4` and candidates with `displayTitle` |
+//!
+//! Not reproduced (documented deviations): labels from DSH's projection
+//! cache (this library labels candidates with the latest title, as 0.1.1),
+//! 0.1.5's id label for seeded sessions, and the saved-transcript notices of
+//! a DSH spill store.
 //!
 //! The automatic budget: when a profile other than `"0.1.1"` is selected and
 //! `maxReferenceBytes` is not configured, each source's budget is
@@ -148,6 +153,24 @@ impl CompatConfig {
             Some(window) => DEFAULT_MAX_REFERENCE_BYTES
                 .max((window as f64 * 4.0 * self.reference_context_fraction()).floor().min(u64::MAX as f64) as u64),
             None => DEFAULT_MAX_REFERENCE_BYTES,
+        }
+    }
+
+    /// The candidate fields of the profile for a session with `cwd`, for a
+    /// target with `target_cwd`, labeled `label`: `sameWorkspace` (`"0.1.5"`
+    /// and `"0.1.7"`: the cwd is defined and equals the target's) and
+    /// `displayTitle` (`"0.1.7"`: the label; DSH's subagent projection
+    /// label is not available to this library).
+    pub fn candidate_fields(
+        &self,
+        cwd: Option<&str>,
+        target_cwd: Option<&str>,
+        label: &str,
+    ) -> (Option<bool>, Option<String>) {
+        match self.profile {
+            DshCompat::V0_1_1 => (None, None),
+            DshCompat::V0_1_5 => (Some(cwd.is_some() && cwd == target_cwd), None),
+            DshCompat::V0_1_7 => (Some(cwd.is_some() && cwd == target_cwd), Some(label.to_owned())),
         }
     }
 

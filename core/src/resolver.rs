@@ -81,6 +81,10 @@ pub struct Candidate {
     pub created_at: Number,
     /// The mention text (only from [`Resolver::candidates`]).
     pub mention: Option<String>,
+    /// `sameWorkspace` (the later `dshCompat` profiles only, see [`crate::compat`]).
+    pub same_workspace: Option<bool>,
+    /// `displayTitle` (the `"0.1.7"` profile only).
+    pub display_title: Option<String>,
 }
 
 impl Candidate {
@@ -91,13 +95,20 @@ impl Candidate {
         self
     }
 
-    /// `{"sessionId","label","cwd"?,"createdAt","mention"?}`.
+    /// `{"sessionId","label","cwd"?,"createdAt","mention"?}`; under the later
+    /// `dshCompat` profiles `{"sessionId","label","displayTitle"?,"cwd"?,"sameWorkspace","createdAt","mention"?}`.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("sessionId".into(), Value::from(self.session_id.clone()));
         m.insert("label".into(), Value::from(self.label.clone()));
+        if let Some(title) = &self.display_title {
+            m.insert("displayTitle".into(), Value::from(title.clone()));
+        }
         if let Some(cwd) = &self.cwd {
             m.insert("cwd".into(), Value::from(cwd.clone()));
+        }
+        if let Some(same) = self.same_workspace {
+            m.insert("sameWorkspace".into(), Value::Bool(same));
         }
         m.insert("createdAt".into(), Value::Number(self.created_at.clone()));
         if let Some(mention) = &self.mention {
@@ -401,12 +412,19 @@ impl Resolver {
         };
         let mut sessions: Vec<SessionHeader> = sessions.into_iter().filter(|s| s.id != target.id).collect();
         let label_of = |s: &SessionHeader, title: Option<String>| title.unwrap_or_else(|| s.id.clone());
-        let make = |s: SessionHeader, label: String| Candidate {
-            session_id: s.id,
-            label,
-            cwd: s.cwd,
-            created_at: s.created_at,
-            mention: None,
+        let compat = self.config.compat();
+        let make = |s: SessionHeader, label: String| {
+            let (same_workspace, display_title) =
+                compat.candidate_fields(s.cwd.as_deref(), target.cwd.as_deref(), &label);
+            Candidate {
+                session_id: s.id,
+                label,
+                cwd: s.cwd,
+                created_at: s.created_at,
+                mention: None,
+                same_workspace,
+                display_title,
+            }
         };
         if query.is_empty() {
             sessions.sort_by_key(|s| rank(s)); // stable: ties keep list order

@@ -167,3 +167,35 @@ fn profile_settings_are_validated() {
     assert_eq!(c.compat().profile(), DshCompat::V0_1_7);
     assert_eq!(c.compat().reference_context_fraction(), 0.2);
 }
+
+#[test]
+fn candidates_gain_same_workspace_and_display_title() {
+    let target = Target::new("t", Some("/w".into()));
+    let first = |config: Value| -> String {
+        let q = MemoryQuery::new();
+        q.add_session(SessionHeader::new("a", 5u64, Some("/w".into())));
+        q.add_session(SessionHeader::new("b", 4u64, None));
+        q.set_title("a", Some("Title A".into()));
+        let r = Resolver::new(Arc::new(q), Config::from_json(&config).unwrap());
+        let list = r.candidates_blocking(&target, "", None).unwrap();
+        list.iter().map(|c| serde_json::to_string(&c.to_json()).unwrap()).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(
+        first(json!({})),
+        "{\"sessionId\":\"a\",\"label\":\"Title A\",\"cwd\":\"/w\",\"createdAt\":5,\"mention\":\"@[Title A](dsh-session:ImEi)\"}\n\
+         {\"sessionId\":\"b\",\"label\":\"b\",\"createdAt\":4,\"mention\":\"@[b](dsh-session:ImIi)\"}"
+    );
+    assert_eq!(
+        first(json!({"dshCompat": "0.1.5"})),
+        "{\"sessionId\":\"a\",\"label\":\"Title A\",\"cwd\":\"/w\",\"sameWorkspace\":true,\"createdAt\":5,\
+         \"mention\":\"@[Title A](dsh-session:ImEi)\"}\n\
+         {\"sessionId\":\"b\",\"label\":\"b\",\"sameWorkspace\":false,\"createdAt\":4,\"mention\":\"@[b](dsh-session:ImIi)\"}"
+    );
+    assert_eq!(
+        first(json!({"dshCompat": "0.1.7"})),
+        "{\"sessionId\":\"a\",\"label\":\"Title A\",\"displayTitle\":\"Title A\",\"cwd\":\"/w\",\"sameWorkspace\":true,\
+         \"createdAt\":5,\"mention\":\"@[Title A](dsh-session:ImEi)\"}\n\
+         {\"sessionId\":\"b\",\"label\":\"b\",\"displayTitle\":\"b\",\"sameWorkspace\":false,\"createdAt\":4,\
+         \"mention\":\"@[b](dsh-session:ImIi)\"}"
+    );
+}

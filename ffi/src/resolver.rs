@@ -168,6 +168,9 @@ fn limit_of(request: &Map<String, Value>) -> Result<Option<u64>, Failure> {
 
 /// Prepares one message (SPEC §6). Request:
 /// `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
+/// An optional `"contextWindow"` (a positive integer, the model's context
+/// window in tokens) sets the automatic budget of the later `dshCompat`
+/// profiles (see the config); other profiles ignore it.
 /// Result: `{"content": <copy>}` when there are no references, else
 /// `{"content": <copy>, "additionalContext": {"source", "content", "role", "id"}}`.
 /// All or nothing: on failure `*out_json` is NULL and `*out_len` is 0.
@@ -198,7 +201,14 @@ pub unsafe extern "C" fn dsr_resolver_prepare(
             let content =
                 req.get("content").ok_or_else(|| Failure::misuse(format!("{F}: the request has no `content`")))?;
             let references = array_of(F, req, "references")?;
-            Ok(r.prepare_blocking(&target, content, references, cancel)?.into_json())
+            let window =
+                match req.get("contextWindow") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(dsh_session_reference::config::positive_safe_integer(v).ok_or_else(|| {
+                        Failure::misuse(format!("{F}: `contextWindow` must be a positive safe integer"))
+                    })?),
+                };
+            Ok(r.prepare_for_context_window_blocking(&target, content, references, window, cancel)?.into_json())
         })
     }
 }

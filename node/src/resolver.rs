@@ -115,7 +115,7 @@ fn scalar_to_json(value: Unknown<'_>) -> Result<Option<Value>> {
 }
 
 /// Validates a configuration object (`undefined`/`null` = defaults), reading
-/// the three keys as JavaScript values.
+/// its keys as JavaScript values (`dshCompat` may be a string).
 pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result<Config, core::Error>> {
     let Some(config) = config else { return Ok(Ok(Config::default())) };
     match config.get_type()? {
@@ -125,9 +125,15 @@ pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result
     }
     let object: Object = unsafe { config.cast() }?;
     let mut map = serde_json::Map::new();
-    for key in ["maxReferences", "candidateLimit", "maxReferenceBytes"] {
+    for key in ["maxReferences", "candidateLimit", "maxReferenceBytes", "dshCompat", "referenceContextFraction"] {
         let value: Unknown = object.get_named_property(key)?;
-        if let Some(v) = scalar_to_json(value)? {
+        let json = if key == "dshCompat" && value.get_type()? == ValueType::String {
+            // SAFETY: the value was just checked to be a string.
+            Some(Value::String(unsafe { value.cast::<String>() }?))
+        } else {
+            scalar_to_json(value)?
+        };
+        if let Some(v) = json {
             map.insert(key.to_owned(), v);
         }
     }
@@ -434,7 +440,7 @@ impl NativeResolver {
         Ok(NativeResolver { resolver, host: Some((query, read_surface_ref)) })
     }
 
-    /// `prepare(target, content, references)`: `{content}` or
+    /// `prepare(target, content, references, contextWindow)`: `{content}` or
     /// `{content, additionalContext}` as [`PreparedParts`] (the prompt
     /// apart). Arguments are JSON text. Small work whose snapshots the host
     /// returned as plain values settles at once (see [`INLINE_BYTES`]);
@@ -446,11 +452,18 @@ impl NativeResolver {
         target: String,
         content: String,
         references: String,
+        context_window: Option<f64>,
         cancel: Option<&CancelHandle>,
     ) -> Result<Either<Settled<PreparedParts>, Object<'env>>> {
+        let window = match context_window {
+            None => Ok(None),
+            Some(w) => core::config::positive_safe_integer(&serde_json::json!(w))
+                .map(Some)
+                .ok_or_else(|| NativeFailure::misuse("contextWindow must be a positive safe integer")),
+        };
         let args = parse_target(&target)
-            .and_then(|t| Ok((t, parse_arg("content", &content)?, parse_array("references", &references)?)));
-        let (target, content, references) = match args {
+            .and_then(|t| Ok((t, parse_arg("content", &content)?, parse_array("references", &references)?, window?)));
+        let (target, content, references, window) = match args {
             Ok(args) => args,
             Err(failure) => return Ok(Either::A(Either::B(failure))),
         };
@@ -458,7 +471,8 @@ impl NativeResolver {
         let cancel = token(cancel);
         let (resolver, plan) = self.for_prepare(env, &target, &references, cancel.as_ref())?;
         let work = async move {
-            let prepared = resolver.prepare(&target, &content, &references, cancel.as_ref()).await?;
+            let prepared =
+                resolver.prepare_for_context_window(&target, &content, &references, window, cancel.as_ref()).await?;
             let mut json = prepared.into_json();
             let prompts: Vec<String> = json.get_mut("additionalContext").and_then(take_prompt).into_iter().collect();
             Ok(PreparedParts { json: stringify(&json), prompts, at: Vec::new() })
@@ -597,4 +611,8 @@ pub struct NativeConfig {
     pub candidate_limit: Option<f64>,
     /// The per-source byte budget (default 65,536).
     pub max_reference_bytes: Option<f64>,
+    /// The `dshCompat` profile (`"0.1.1"`, the default, `"0.1.5"` or `"0.1.7"`).
+    pub dsh_compat: Option<String>,
+    /// The share of the context window the automatic budget takes (default 0.2).
+    pub reference_context_fraction: Option<f64>,
 }

@@ -122,3 +122,22 @@ test('every DSH generation reads with no option: v4 beside v3 after an upgrade, 
   )
   await assert.rejects(newer.readSurface('from-a-newer-dsh'), /newer DSH/)
 })
+
+test('dshCompat profiles: capturedFormatVersion, candidate fields and the context window', async () => {
+  const root = path.join(repoRoot, 'tests', 'fixtures', 'dsh-generations', 'zstd')
+  const store = DshSessionStore.open(root)
+  const later = new SessionReferenceResolver(store, { dshCompat: '0.1.7', referenceContextFraction: 0.5 })
+  const prepared = await later.prepare({ id: 't' }, [], [{ sessionId: 'gen-v4-open' }], { contextWindow: 100000 })
+  const ref = prepared.additionalContext.source.references[0]
+  assert.deepEqual(Object.keys(ref).slice(0, 4), ['sessionId', 'label', 'capturedFormatVersion', 'capturedThroughSeq'])
+  assert.equal(ref.capturedFormatVersion, 4)
+  const [first] = await later.candidates({ id: 't', cwd: '/home/dev/gen' }, '')
+  assert.deepEqual(Object.keys(first), ['sessionId', 'label', 'displayTitle', 'cwd', 'sameWorkspace', 'createdAt', 'mention'])
+  const plain = await new SessionReferenceResolver(store).prepare({ id: 't' }, [], [{ sessionId: 'gen-v4-open' }])
+  assert.equal('capturedFormatVersion' in plain.additionalContext.source.references[0], false)
+  assert.throws(
+    () => new SessionReferenceResolver(store, { dshCompat: '0.1.7', referenceContextFraction: 2 }),
+    { code: 'SESSION_REFERENCE_INVALID_CONFIG' },
+  )
+  await assert.rejects(later.prepare({ id: 't' }, [], [], { contextWindow: -1 }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' })
+})

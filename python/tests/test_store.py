@@ -149,3 +149,24 @@ def test_a_session_from_a_newer_dsh_is_left_out() -> None:
     assert [h["id"] for h in s.list_sessions()] == ["tool-call-turn", "gen-v0"]
     with pytest.raises(LookupError, match="newer DSH"):
         s.read_surface("from-a-newer-dsh")
+
+
+def test_dsh_compat_profiles_and_the_context_window() -> None:
+    """The later profiles: capturedFormatVersion after the label, the
+    automatic budget from the model's context window, the candidate fields."""
+    s = dsr.DshSessionStore(GENERATIONS / "zstd")
+    later = dsr.Resolver(s, dsh_compat="0.1.7", reference_context_fraction=0.5)
+    got = later.prepare({"id": "t"}, [], [{"sessionId": "gen-v4-open"}], context_window=100000)
+    ref = got["additionalContext"]["source"]["references"][0]
+    assert list(ref)[:4] == ["sessionId", "label", "capturedFormatVersion", "capturedThroughSeq"]
+    assert ref["capturedFormatVersion"] == 4
+    again = asyncio.run(later.prepare_async({"id": "t"}, [], [{"sessionId": "gen-v4-open"}], context_window=100000))
+    assert again["additionalContext"]["source"] == got["additionalContext"]["source"]
+    first = later.candidates({"id": "t", "cwd": "/home/dev/gen"}, "")[0]
+    assert list(first) == ["sessionId", "label", "displayTitle", "cwd", "sameWorkspace", "createdAt", "mention"]
+    default = dsr.Resolver(s).prepare({"id": "t"}, [], [{"sessionId": "gen-v4-open"}], context_window=100000)
+    assert "capturedFormatVersion" not in default["additionalContext"]["source"]["references"][0]
+    with pytest.raises(dsr.InvalidConfigError):
+        dsr.Resolver(s, dsh_compat="0.1.7", reference_context_fraction=2)
+    with pytest.raises(TypeError):
+        later.prepare({"id": "t"}, [], [], context_window=-1)

@@ -1254,6 +1254,50 @@ static void test_dsh_store_generations(void) {
     }
 }
 
+/* The dshCompat profiles through the config JSON, and the context window through the request. */
+static void test_dsh_compat(void) {
+    const char *dir = getenv("DSR_GENERATIONS_DIR");
+    if (!dir || !*dir) dir = "tests/fixtures/dsh-generations";
+    char root[4096];
+    snprintf(root, sizeof root, "%s/zstd", dir);
+    const char config[] = "{\"dshCompat\":\"0.1.7\",\"referenceContextFraction\":0.5}";
+    dsr_resolver *r = NULL;
+    dsr_error *e = NULL;
+    CHECK(dsr_resolver_new_dsh_store(root, strlen(root), config, strlen(config), &r, &e) == DSR_OK, "open: %s",
+          msg_of(e));
+    dsr_error_free(e);
+    e = NULL;
+    if (r) {
+        const char preq[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[{\"sessionId\":"
+                            "\"gen-v4-open\"}],\"contextWindow\":100000}";
+        char *out = NULL;
+        CHECK(call_prepare(r, preq, NULL, &out, &e) == DSR_OK, "0.1.7 prepare: %s", msg_of(e));
+        CHECK(out && strstr(out, "\"label\":\"gen-v4-open\",\"capturedFormatVersion\":4,\"capturedThroughSeq\":12"),
+              "capturedFormatVersion follows the label: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        e = NULL;
+        out = NULL;
+        const char bad[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[],\"contextWindow\":-1}";
+        expect_misuse(call_prepare(r, bad, NULL, &out, &e), &e, "a negative contextWindow");
+        const char creq[] = "{\"target\":{\"id\":\"new\",\"cwd\":\"/home/dev/gen\"},\"limit\":1}";
+        e = NULL;
+        CHECK(dsr_resolver_candidates(r, creq, strlen(creq), NULL, &out, NULL, &e) == DSR_OK, "candidates: %s",
+              msg_of(e));
+        CHECK(out && strstr(out, "\"displayTitle\":\"Run the slow migration\",\"cwd\":\"/home/dev/gen\",\"sameWorkspace\":true"),
+              "0.1.7 candidates: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        dsr_resolver_free(r);
+    }
+    const char badcfg[] = "{\"dshCompat\":\"0.1.7\",\"referenceContextFraction\":2}";
+    e = NULL;
+    r = NULL;
+    CHECK(dsr_resolver_new_dsh_store(root, strlen(root), badcfg, strlen(badcfg), &r, &e) == DSR_INVALID_CONFIG,
+          "a fraction above one: %s", code_of(e));
+    dsr_error_free(e);
+}
+
 int main(void) {
     g_dir = getenv("DSR_CONFORMANCE_DIR");
     if (!g_dir || !*g_dir) g_dir = "tests/conformance";
@@ -1277,6 +1321,7 @@ int main(void) {
         {"misuse", test_misuse},
         {"DSH store", test_dsh_store},
         {"DSH store generations", test_dsh_store_generations},
+        {"dshCompat profiles", test_dsh_compat},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         int before_checks = atomic_load(&g_checks), before_failures = atomic_load(&g_failures);
