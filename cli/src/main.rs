@@ -17,6 +17,7 @@ use dsh_session_reference::{
     decode_uri, encode_uri, format_mention, parse_text, Candidate, Config, DshStore, Error, ErrorCode, Prepared,
     Resolver, Target,
 };
+use dsh_session_reference::{CompatConfig, DshCompat};
 use serde_json::{json, Map, Value};
 
 /// The example root bundled with the sources, used by `demo`.
@@ -44,6 +45,12 @@ struct Global {
     /// Distinct references allowed per message, 1 to 3 [default: 3]
     #[arg(long, global = true, value_name = "N")]
     max_references: Option<u64>,
+    /// Reproduce the output of this DSH release: 0.1.1, 0.1.5 or 0.1.7 [default: 0.1.1]
+    #[arg(long, global = true, value_name = "VERSION")]
+    dsh_compat: Option<String>,
+    /// The model's context window in tokens, for the automatic budget of dshCompat 0.1.5 and 0.1.7
+    #[arg(long, global = true, value_name = "TOKENS")]
+    context_window: Option<u64>,
     /// Print machine-readable JSON (the SPEC shapes)
     #[arg(long, global = true)]
     json: bool,
@@ -164,14 +171,25 @@ struct Ctx {
     store: DshStore,
     resolver: Resolver,
     json: bool,
+    /// `--context-window`.
+    context_window: Option<u64>,
 }
 
 impl Ctx {
     fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
         let config = Config::new(global.max_references, candidate_limit, global.max_reference_bytes)?;
+        let config = match &global.dsh_compat {
+            None => config,
+            Some(name) => {
+                let profile = DshCompat::from_name(name).ok_or_else(|| {
+                    Failure(Error::new(ErrorCode::InvalidConfig, "--dsh-compat must be 0.1.1, 0.1.5 or 0.1.7"))
+                })?;
+                config.with_compat(CompatConfig::with_profile(profile, None, global.max_reference_bytes.is_some())?)
+            }
+        };
         let store = DshStore::open(&root).map_err(|e| read_failed(e.to_string()))?;
         let resolver = Resolver::new(Arc::new(store.clone()), config);
-        Ok(Ctx { store, resolver, json: global.json })
+        Ok(Ctx { store, resolver, json: global.json, context_window: global.context_window })
     }
 
     /// The target, its cwd from `--cwd`, else from its header when listed.
@@ -209,7 +227,7 @@ fn run(cli: Cli) -> CliResult {
             };
             let ctx = Ctx::new(g, root(), None)?;
             let target = ctx.target(target)?;
-            let prepared = prepare(&ctx.resolver, &target, &text)?;
+            let prepared = prepare(&ctx, &target, &text)?;
             if *prompt {
                 print!("{}", context_text(&prepared).unwrap_or_default());
             } else if ctx.json {
@@ -253,12 +271,12 @@ fn candidates(resolver: &Resolver, target: &Target, query: &str, limit: Option<u
 }
 
 /// Parses the mentions of `text` and prepares `[{"type":"text","text": rewritten}]`.
-fn prepare(resolver: &Resolver, target: &Target, text: &str) -> CliResult<Prepared> {
+fn prepare(ctx: &Ctx, target: &Target, text: &str) -> CliResult<Prepared> {
     let parsed = parse_text(text)?;
     let references: Vec<Value> =
         parsed.references.iter().map(|r| json!({"sessionId": r.session_id, "label": r.label})).collect();
     let content = json!([{"type": "text", "text": parsed.text}]);
-    Ok(resolver.prepare_blocking(target, &content, &references, None)?)
+    Ok(ctx.resolver.prepare_for_context_window_blocking(target, &content, &references, ctx.context_window, None)?)
 }
 
 fn context_text(prepared: &Prepared) -> Option<&str> {
@@ -388,7 +406,7 @@ fn demo(ctx: &Ctx) -> CliResult {
         picked[0].mention.as_deref().unwrap_or_default(),
         picked[1].mention.as_deref().unwrap_or_default()
     );
-    let prepared = prepare(&ctx.resolver, &target, &message)?;
+    let prepared = prepare(ctx, &target, &message)?;
     if ctx.json {
         let out = json!({
             "target": {"id": target.id, "cwd": target.cwd},

@@ -401,3 +401,24 @@ fn candidates_read_every_generation_and_name_a_newer_one() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("PROACTIVE COMPACTION COMPLETE"), "{}", out.stdout);
 }
+
+#[test]
+fn dsh_compat_selects_a_later_release_format() {
+    let root = generations("zstd");
+    let base = ["--root", root.as_str(), "--json"];
+    let prepare = |extra: &[&str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["prepare", "--target", "t", "--message", "see @[x](dsh-session:Imdlbi12NC1vcGVuIg)"]);
+        ok_json(&args)
+    };
+    let later = prepare(&["--dsh-compat", "0.1.7", "--context-window", "100000"]);
+    assert_eq!(later["additionalContext"]["source"]["references"][0]["capturedFormatVersion"], 4);
+    let plain = prepare(&[]);
+    assert!(plain["additionalContext"]["source"]["references"][0].get("capturedFormatVersion").is_none());
+    let out = run(&["--root", &root, "--dsh-compat", "0.2", "candidates", "--target", "t"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("SESSION_REFERENCE_INVALID_CONFIG"), "{}", out.stderr);
+    let list = ok_json(&["--root", &root, "--json", "--dsh-compat", "0.1.5", "candidates", "--target", "t"]);
+    assert_eq!(list[0]["sameWorkspace"], false);
+}
