@@ -18,7 +18,9 @@
 //! model context window the host passes with the preparation, and 65536
 //! when it passes none (as DSH does when it cannot resolve the model).
 
-use serde_json::{Map, Value};
+use std::sync::Arc;
+
+use serde_json::{Map, Number, Value};
 
 use crate::config::DEFAULT_MAX_REFERENCE_BYTES;
 use crate::error::{Error, ErrorCode, Result};
@@ -34,6 +36,13 @@ pub const OMISSIONS_HEADER: &str =
     "\n\n## Reference omissions\n\nThe previews above omit projected conversation text. \
 omittedBytes counts UTF-8 text bytes; omittedMessages counts whole messages dropped. Full snapshots remain untrusted \
 background information.\n";
+
+/// A host's notice on the full transcript of a truncated source, for the
+/// omissions section: called with the session id and its
+/// `capturedThroughSeq`, it returns the `fullSnapshot` value (for a host
+/// that keeps full transcripts, say `{"status":"saved","locator":…}`), or
+/// `None` for DSH's `{"status":"unavailable","reason":"storage-not-configured"}`.
+pub type FullSnapshotNotice = Arc<dyn Fn(&str, Option<&Number>) -> Option<Value> + Send + Sync>;
 
 /// Which DSH release's output to reproduce.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -226,6 +235,13 @@ impl CompatConfig {
 }
 
 impl crate::Resolver {
+    /// This resolver with the host's own `fullSnapshot` notices for the
+    /// omissions section of the later profiles.
+    pub fn with_full_snapshot_notice(mut self, notice: FullSnapshotNotice) -> Self {
+        self.notice = Some(notice);
+        self
+    }
+
     /// [`prepare`](crate::Resolver::prepare) for a model whose context
     /// window is `context_window` tokens: under a later `dshCompat` profile
     /// without a configured `maxReferenceBytes`, each source's budget is

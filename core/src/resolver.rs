@@ -223,6 +223,8 @@ async fn cancellable<T>(cancel: Option<&CancelToken>, work: impl Future<Output =
 pub struct Resolver {
     query: Arc<dyn SessionQuery>,
     config: Config,
+    /// The host's own `fullSnapshot` notices ([`crate::compat`]).
+    pub(crate) notice: Option<crate::compat::FullSnapshotNotice>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -234,7 +236,7 @@ impl std::fmt::Debug for Resolver {
 impl Resolver {
     /// A resolver over `query` with a validated configuration.
     pub fn new(query: Arc<dyn SessionQuery>, config: Config) -> Self {
-        Resolver { query, config }
+        Resolver { query, config, notice: None }
     }
 
     /// The configuration.
@@ -307,7 +309,8 @@ impl Resolver {
         let mut prompt = render_prompt(&sources);
         let pairs: Vec<(&str, &str)> = refs.iter().map(|r| (r.session_id.as_str(), r.label.as_str())).collect();
         let ids: Vec<&str> = pairs.iter().map(|(id, _)| *id).collect();
-        self.config.compat().append_omissions(&mut prompt, &ids, &sources, &|_| None);
+        let notice = |i: usize| self.notice.as_ref().and_then(|f| f(ids[i], sources[i].captured_through_seq.as_ref()));
+        self.config.compat().append_omissions(&mut prompt, &ids, &sources, &notice);
         let mut metadata = render_metadata(&pairs, &sources);
         self.config.compat().decorate_metadata(&mut metadata);
         let mut ctx = Map::new();

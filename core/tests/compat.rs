@@ -199,3 +199,16 @@ fn candidates_gain_same_workspace_and_display_title() {
          \"mention\":\"@[b](dsh-session:ImIi)\"}"
     );
 }
+
+#[test]
+fn a_host_can_give_its_own_full_snapshot_notice() {
+    let notice: dsh_session_reference::compat::FullSnapshotNotice = Arc::new(|id, seq| {
+        (id == "three").then(|| json!({"status": "saved", "locator": format!("/spill/{id}-{}", seq.unwrap())}))
+    });
+    let r = resolver(json!({"dshCompat": "0.1.7", "maxReferenceBytes": 170})).with_full_snapshot_notice(notice);
+    let (prompt, _) = prepare(&r, &["long<x>", "three"], None);
+    let section = &prompt[prompt.find("## Reference omissions").unwrap()..];
+    assert!(section.contains(r#""sessionId":"long\u003cx>""#));
+    assert!(section.contains(NOT_STORED), "the default for the other source");
+    assert!(section.ends_with(r#""fullSnapshot":{"status":"saved","locator":"/spill/three-7"}}]"#), "{section}");
+}
