@@ -729,3 +729,26 @@ fn v4_cold_load_closes_advertised_calls() {
     assert_eq!(v4.recovery_closers, ["tool/result", "tool/result", "step/end", "turn/end"]);
     assert_eq!(v4.captured_through_seq, Some(8));
 }
+
+/// A store is a `FileSource`: the identity of the file a read would read,
+/// and a session query through the one blocking adapter.
+#[test]
+fn the_store_is_a_file_source() {
+    use dsh_session_reference::FileSource;
+    let store = open("raw");
+    let identity = store.identity("tool-call-turn").unwrap();
+    let log = fixtures().join("raw/--home-dev-gen--/tool-call-turn/session.v4.jsonl");
+    assert_eq!(identity.size, fs::metadata(&log).unwrap().len(), "the v4 file, not the v3 beside it");
+    assert_eq!(store.identity("tool-call-turn").unwrap(), identity, "stable while the file is");
+    assert!(store.identity("no-such-session").is_err());
+    assert_eq!(<DshStore as FileSource>::FORMAT, "DSH");
+    assert_eq!(FileSource::root(&store), fixtures().join("raw"));
+    let resolver = Resolver::new(store.into_query(), Config::default());
+    let labels: Vec<String> = resolver
+        .candidates_blocking(&Target::new("t", None), "v0", None)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    assert_eq!(labels, ["Sketch the v0 reader"]);
+}
