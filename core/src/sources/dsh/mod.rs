@@ -1,4 +1,4 @@
-//! The embedded, read-only DSH session store (SPEC §10): a
+//! The embedded, read-only DSH session store (docs/contract.md §10): a
 //! [`SessionQuery`] over a DeepSeek Harness sessions directory, so a host
 //! can point the library at `~/.dsh/sessions` and write no code at all.
 //!
