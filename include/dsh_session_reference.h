@@ -351,6 +351,9 @@ void dsr_resolver_free(struct dsr_resolver *resolver);
 /**
  * Prepares one message (SPEC §6). Request:
  * `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
+ * An optional `"contextWindow"` (a positive integer, the model's context
+ * window in tokens) sets the automatic budget of the later `dshCompat`
+ * profiles (see the config); other profiles ignore it.
  * Result: `{"content": <copy>}` when there are no references, else
  * `{"content": <copy>, "additionalContext": {"source", "content", "role", "id"}}`.
  * All or nothing: on failure `*out_json` is NULL and `*out_len` is 0.
@@ -402,8 +405,10 @@ dsr_status dsr_resolver_candidates(const struct dsr_resolver *resolver, const ch
 
 /**
  * Creates a resolver over a DSH sessions directory (SPEC §10): a read-only
- * session query over DSH's JSONL logs (`session.jsonl` or
- * `session.jsonl.zstd` under `<root>/<project-dir>/<session-dir>/`), so the
+ * session query over DSH's JSONL logs (`session.jsonl`, or
+ * `session.v<N>.jsonl` for later format generations, plain or `.zstd`,
+ * under `<root>/<project-dir>/<session-dir>/`; each session's newest
+ * generation is read), so the
  * host needs no callbacks at all. `root` is `root_len` bytes of a path (on
  * Unix any bytes; elsewhere UTF-8). A root that cannot be opened as a
  * directory is `DSR_READ_FAILED`; configuration as for `dsr_resolver_new`.

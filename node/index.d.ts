@@ -23,8 +23,10 @@ export declare class CancelHandle {
 }
 
 /**
- * A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`),
- * read-only. Usable natively as a resolver's query, and from JavaScript
+ * A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`,
+ * or `session.v<N>.jsonl[.zstd]` of later DSH releases: each session's
+ * newest generation is read), read-only. Usable natively as a resolver's
+ * query, and from JavaScript
  * through the same three operations as a host query.
  */
 export declare class DshSessionStore {
@@ -61,13 +63,13 @@ export declare class NativeResolver {
    */
   constructor(listSessions: () => string | Uint8Array | Promise<string | Uint8Array>, readTitle: (sessionId: string) => string | null | undefined | Promise<string | null | undefined>, readSurface: (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, config?: NativeConfig | null)
   /**
-   * `prepare(target, content, references)`: `{content}` or
+   * `prepare(target, content, references, contextWindow)`: `{content}` or
    * `{content, additionalContext}` as [`PreparedParts`] (the prompt
    * apart). Arguments are JSON text. Small work whose snapshots the host
    * returned as plain values settles at once (see [`INLINE_BYTES`]);
    * otherwise the result is a Promise.
    */
-  prepare(target: string, content: string, references: string, cancel?: CancelHandle | undefined | null): PreparedParts | NativeFailure | Promise<PreparedParts | NativeFailure>
+  prepare(target: string, content: string, references: string, contextWindow?: number | undefined | null, cancel?: CancelHandle | undefined | null): PreparedParts | NativeFailure | Promise<PreparedParts | NativeFailure>
   /**
    * `prepareMessages(target, messages)`: resolves to the rewritten
    * message list as [`PreparedParts`] (the context prompts apart).
@@ -154,6 +156,10 @@ export interface NativeConfig {
   escapeInvisible?: boolean
   /** Drop hidden characters from labels and cut them to 100 characters. */
   sanitizeLabels?: boolean
+  /** The `dshCompat` profile (`"0.1.1"`, the default, `"0.1.5"` or `"0.1.7"`). */
+  dshCompat?: string
+  /** The share of the context window the automatic budget takes (default 0.2). */
+  referenceContextFraction?: number
 }
 
 /**

@@ -138,6 +138,16 @@ export interface SessionReferenceConfig {
    * and cut them to 100 characters. Mentions keep the exact id. Default `false`.
    */
   sanitizeLabels?: boolean | null
+  /**
+   * Which DSH release's output to reproduce: `'0.1.1'` (the default) or
+   * `'0.1.5'` / `'0.1.7'`, which add `capturedFormatVersion` to the metadata,
+   * a `## Reference omissions` section after a truncated prompt, the
+   * candidates' `sameWorkspace` (and `displayTitle` in `'0.1.7'`), and,
+   * without `maxReferenceBytes`, a budget from `PrepareOptions.contextWindow`.
+   */
+  dshCompat?: '0.1.1' | '0.1.5' | '0.1.7' | null
+  /** The share of the model's context the automatic budget takes: 0 to 1, default 0.2. */
+  referenceContextFraction?: number | null
 }
 
 /** A structured reference to another session. */
@@ -152,6 +162,16 @@ export interface SessionReferenceInput {
 export interface CallOptions {
   /** Aborting it (also before the call) rejects with `SESSION_REFERENCE_CANCELLED`. */
   signal?: AbortSignal | null
+}
+
+/** Options of `prepare`. */
+export interface PrepareOptions extends CallOptions {
+  /**
+   * The model's context window in tokens: under the later `dshCompat`
+   * profiles without `maxReferenceBytes`, each source's budget is
+   * `max(65536, floor(contextWindow × 4 × referenceContextFraction))`.
+   */
+  contextWindow?: number | null
 }
 
 /** Retention statistics of one referenced session. */
@@ -255,8 +275,9 @@ export interface ParsedSessionReferenceText {
 }
 
 /**
- * A read-only DSH sessions root (`<root>/<project>/<session>/session.jsonl`
- * or `.jsonl.zstd`). Pass it to `SessionReferenceResolver` as the query: the
+ * A read-only DSH sessions root (`<root>/<project>/<session>/session.jsonl`,
+ * or `session.v<N>.jsonl` of later DSH releases, plain or `.zstd`; each
+ * session's newest generation is read). Pass it to `SessionReferenceResolver` as the query: the
  * resolver then reads it natively, without calling into JavaScript.
  */
 export declare class DshSessionStore implements SessionQuery {
@@ -302,7 +323,7 @@ export declare class SessionReferenceResolver {
     target: SessionTarget,
     content: Content,
     references: readonly SessionReferenceInput[],
-    options?: CallOptions,
+    options?: PrepareOptions,
   ): Promise<PreparedReferencedMessage<Content>>
 
   /**

@@ -205,8 +205,9 @@ const storeNatives = new WeakMap()
 const CONSTRUCT = Symbol('DshSessionStore')
 
 /**
- * A read-only DSH sessions root (`<root>/<project>/<session>/session.jsonl`
- * or `.jsonl.zstd`). Pass it to `SessionReferenceResolver` as the query: the
+ * A read-only DSH sessions root (`<root>/<project>/<session>/session.jsonl`,
+ * or `session.v<N>.jsonl` of later DSH releases, plain or `.zstd`; each
+ * session's newest generation is read). Pass it to `SessionReferenceResolver` as the query: the
  * resolver then reads it natively, without calling into JavaScript. Its
  * three methods also make it an ordinary session query for other code.
  */
@@ -278,8 +279,10 @@ class SessionReferenceResolver {
   /** Prepares one message: `{content}` or `{content, additionalContext}`. */
   async prepare(target, content, references, options) {
     const signal = signalOf(options)
+    const window = options == null ? undefined : options.contextWindow
+    if (window != null && typeof window !== 'number') throw new TypeError('options.contextWindow must be a number')
     const args = [targetArgument(target), jsonArgument(content, 'content'), arrayArgument(references, 'references')]
-    return runNative(signal, (handle) => this.#native.prepare(...args, handle), preparedOf)
+    return runNative(signal, (handle) => this.#native.prepare(...args, window ?? null, handle), preparedOf)
   }
 
   /** Rewrites mentions in user messages and inserts their context messages. */

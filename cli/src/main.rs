@@ -14,10 +14,12 @@ use dsh_session_reference::harden::invisible::is_invisible;
 use dsh_session_reference::harden::secrets::redact;
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::projection::project_json;
+use dsh_session_reference::sources::dsh::RejectionKind;
 use dsh_session_reference::{
     decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DshStore, Error, ErrorCode, Hardening,
     Prepared, Resolver, Target,
 };
+use dsh_session_reference::{CompatConfig, DshCompat};
 use serde_json::{json, Map, Value};
 
 /// The example root bundled with the sources, used by `demo`.
@@ -45,6 +47,12 @@ struct Global {
     /// Distinct references allowed per message, 1 to 3 [default: 3]
     #[arg(long, global = true, value_name = "N")]
     max_references: Option<u64>,
+    /// Reproduce the output of this DSH release: 0.1.1, 0.1.5 or 0.1.7 [default: 0.1.1]
+    #[arg(long, global = true, value_name = "VERSION")]
+    dsh_compat: Option<String>,
+    /// The model's context window in tokens, for the automatic budget of dshCompat 0.1.5 and 0.1.7
+    #[arg(long, global = true, value_name = "TOKENS")]
+    context_window: Option<u64>,
     /// Print machine-readable JSON (the SPEC shapes)
     #[arg(long, global = true)]
     json: bool,
@@ -188,15 +196,26 @@ struct Ctx {
     store: DshStore,
     resolver: Resolver,
     json: bool,
+    /// `--context-window`.
+    context_window: Option<u64>,
 }
 
 impl Ctx {
     fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
         let config = Config::new(global.max_references, candidate_limit, global.max_reference_bytes)?
             .with_hardening(global.hardening());
+        let config = match &global.dsh_compat {
+            None => config,
+            Some(name) => {
+                let profile = DshCompat::from_name(name).ok_or_else(|| {
+                    Failure(Error::new(ErrorCode::InvalidConfig, "--dsh-compat must be 0.1.1, 0.1.5 or 0.1.7"))
+                })?;
+                config.with_compat(CompatConfig::with_profile(profile, None, global.max_reference_bytes.is_some())?)
+            }
+        };
         let store = DshStore::open(&root).map_err(|e| read_failed(e.to_string()))?;
         let resolver = Resolver::new(Arc::new(store.clone()), config);
-        Ok(Ctx { store, resolver, json: global.json })
+        Ok(Ctx { store, resolver, json: global.json, context_window: global.context_window })
     }
 
     /// The target, its cwd from `--cwd`, else from its header when listed.
@@ -219,6 +238,7 @@ fn run(cli: Cli) -> CliResult {
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
             print_candidates(&list, ctx.json);
+            note_unsupported(&ctx.store);
         }
         Command::Prepare { target, message, stdin, prompt } => {
             let text = match (message, stdin) {
@@ -233,7 +253,7 @@ fn run(cli: Cli) -> CliResult {
             };
             let ctx = Ctx::new(g, root(), None)?;
             let target = ctx.target(target)?;
-            let prepared = prepare(&ctx.resolver, &target, &text)?;
+            let prepared = prepare(&ctx, &target, &text)?;
             if *prompt {
                 print!("{}", context_text(&prepared).unwrap_or_default());
             } else if ctx.json {
@@ -272,12 +292,12 @@ fn candidates(resolver: &Resolver, target: &Target, query: &str, limit: Option<u
 }
 
 /// Parses the mentions of `text` and prepares `[{"type":"text","text": rewritten}]`.
-fn prepare(resolver: &Resolver, target: &Target, text: &str) -> CliResult<Prepared> {
-    let parsed = parse_text_with(text, resolver.config().hardening())?;
+fn prepare(ctx: &Ctx, target: &Target, text: &str) -> CliResult<Prepared> {
+    let parsed = parse_text_with(text, ctx.resolver.config().hardening())?;
     let references: Vec<Value> =
         parsed.references.iter().map(|r| json!({"sessionId": r.session_id, "label": r.label})).collect();
     let content = json!([{"type": "text", "text": parsed.text}]);
-    Ok(resolver.prepare_blocking(target, &content, &references, None)?)
+    Ok(ctx.resolver.prepare_for_context_window_blocking(target, &content, &references, ctx.context_window, None)?)
 }
 
 fn context_text(prepared: &Prepared) -> Option<&str> {
@@ -303,6 +323,16 @@ fn print_text_or_json(text: &str, as_json: bool) {
         println!("{}", stringify(&Value::from(text)));
     } else {
         println!("{text}");
+    }
+}
+
+/// Tells, on stderr, about sessions the store left out because a DSH newer
+/// than this reader wrote them (the other sessions were listed as usual).
+fn note_unsupported(store: &DshStore) {
+    let Ok(listing) = store.list() else { return };
+    let mut err = std::io::stderr().lock();
+    for r in listing.rejected.iter().filter(|r| r.kind == RejectionKind::Unsupported) {
+        let _ = writeln!(err, "note: not listed: {}: {}", display(&r.path.to_string_lossy()), r.reason);
     }
 }
 
@@ -401,7 +431,7 @@ fn demo(ctx: &Ctx) -> CliResult {
         picked[0].mention.as_deref().unwrap_or_default(),
         picked[1].mention.as_deref().unwrap_or_default()
     );
-    let prepared = prepare(&ctx.resolver, &target, &message)?;
+    let prepared = prepare(ctx, &target, &message)?;
     if ctx.json {
         let out = json!({
             "target": {"id": target.id, "cwd": target.cwd},

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::compat::{CompatConfig, DshCompat};
 use crate::error::{Error, ErrorCode, Result};
 use crate::harden::Hardening;
 
@@ -21,6 +22,7 @@ pub struct Config {
     candidate_limit: u64,
     max_reference_bytes: u64,
     hardening: Hardening,
+    compat: CompatConfig,
 }
 
 impl Default for Config {
@@ -30,6 +32,7 @@ impl Default for Config {
             candidate_limit: DEFAULT_CANDIDATE_LIMIT,
             max_reference_bytes: DEFAULT_MAX_REFERENCE_BYTES,
             hardening: Hardening::default(),
+            compat: CompatConfig::default(),
         }
     }
 }
@@ -82,6 +85,7 @@ impl Config {
                 MAX_SAFE_INTEGER,
             )?,
             hardening: Hardening::default(),
+            compat: CompatConfig::with_profile(DshCompat::default(), None, max_reference_bytes.is_some())?,
         })
     }
 
@@ -107,7 +111,7 @@ impl Config {
             }
         };
         let config = Config::new(get("maxReferences")?, get("candidateLimit")?, get("maxReferenceBytes")?)?;
-        Ok(config.with_hardening(crate::harden::hardening_from_json(map)?))
+        Ok(config.with_compat(CompatConfig::from_json(map)?).with_hardening(crate::harden::hardening_from_json(map)?))
     }
 
     /// The configuration with the hardened mode's protections set as given
@@ -122,6 +126,17 @@ impl Config {
     /// The hardened mode's protections (all off by default).
     pub fn hardening(&self) -> Hardening {
         self.hardening
+    }
+
+    /// This configuration with the `dshCompat` profile settings `compat`.
+    pub fn with_compat(mut self, compat: CompatConfig) -> Config {
+        self.compat = compat;
+        self
+    }
+
+    /// The `dshCompat` profile settings ([`crate::compat`]).
+    pub fn compat(&self) -> &CompatConfig {
+        &self.compat
     }
 
     /// Distinct references allowed per message (1–3).

@@ -20,6 +20,9 @@ pub struct ReferenceStats {
     pub session_id: String,
     /// The label the reference was given (the id when none).
     pub label: String,
+    /// `capturedFormatVersion`, after `label`: the later `dshCompat`
+    /// profiles only ([`crate::compat`]).
+    pub captured_format_version: Option<u64>,
     /// `capturedThroughSeq` of the source's snapshot.
     pub captured_through_seq: Option<Number>,
     /// What retention kept of it.
@@ -38,6 +41,9 @@ impl ReferenceStats {
         let mut m = Map::new();
         m.insert("sessionId".into(), Value::from(self.session_id.as_str()));
         m.insert("label".into(), Value::from(self.label.as_str()));
+        if let Some(v) = self.captured_format_version {
+            m.insert("capturedFormatVersion".into(), Value::from(v));
+        }
         m.insert("capturedThroughSeq".into(), self.captured_through_seq.clone().map_or(Value::Null, Value::Number));
         let stats = &self.stats;
         m.insert("compacted".into(), Value::Bool(stats.compacted));
@@ -73,6 +79,7 @@ impl ReferenceMetadata {
             .map(|(input_index, ((id, label), s))| ReferenceStats {
                 session_id: (*id).to_owned(),
                 label: (*label).to_owned(),
+                captured_format_version: None,
                 captured_through_seq: s.captured_through_seq.clone(),
                 stats: s.stats.clone(),
                 input_index,

@@ -46,6 +46,7 @@
 pub struct ReadmeDoctests;
 
 pub mod cancel;
+pub mod compat;
 pub mod config;
 pub mod context;
 pub mod conversation;
@@ -74,6 +75,7 @@ pub mod query {
 }
 
 pub use cancel::CancelToken;
+pub use compat::{CompatConfig, DshCompat};
 pub use config::{
     candidate_limit_from_json, Config, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES,
     MAX_SAFE_INTEGER,
@@ -90,7 +92,8 @@ pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
 pub use resolver::{normalize_references, Reference, Resolver};
 pub use runtime::{block_on, runtime};
-pub use store::DshStore;
+pub use sources::dsh::DshStore;
+pub use sources::FileSource;
 pub use uri::{
     decode_uri, encode_uri, format_mention, parse_text, parse_text_with, ParsedReference, ParsedText,
     SESSION_REFERENCE_SCHEME,

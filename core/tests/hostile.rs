@@ -656,6 +656,11 @@ fn the_store_never_changes_its_root() {
         ("torn-zstd", fixtures.join("damaged/torn-zstd")),
         ("seq-gap", fixtures.join("damaged/seq-gap")),
         ("corrupt-zstd", fixtures.join("damaged/corrupt-zstd")),
+        // Every format generation, older generations and lock files beside them.
+        ("gen-raw", fixtures.join("../dsh-generations/raw")),
+        ("gen-zstd", fixtures.join("../dsh-generations/zstd")),
+        ("gen-upgraded", fixtures.join("../dsh-generations/upgraded-0.2")),
+        ("gen-newer", fixtures.join("../dsh-generations/newer")),
     ] {
         let dst = copy.path().join(name);
         for (rel, _, _, bytes) in tree(&src) {

@@ -173,6 +173,9 @@ fn limit_of(request: &Map<String, Value>) -> Result<Option<u64>, Failure> {
 
 /// Prepares one message (SPEC §6). Request:
 /// `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
+/// An optional `"contextWindow"` (a positive integer, the model's context
+/// window in tokens) sets the automatic budget of the later `dshCompat`
+/// profiles (see the config); other profiles ignore it.
 /// Result: `{"content": <copy>}` when there are no references, else
 /// `{"content": <copy>, "additionalContext": {"source", "content", "role", "id"}}`.
 /// All or nothing: on failure `*out_json` is NULL and `*out_len` is 0.
@@ -203,7 +206,14 @@ pub unsafe extern "C" fn dsr_resolver_prepare(
             let content =
                 req.get("content").ok_or_else(|| Failure::misuse(format!("{F}: the request has no `content`")))?;
             let references = array_of(F, req, "references")?;
-            Ok(r.prepare_blocking(&target, content, references, cancel)?.into_json())
+            let window =
+                match req.get("contextWindow") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(dsh_session_reference::config::positive_safe_integer(v).ok_or_else(|| {
+                        Failure::misuse(format!("{F}: `contextWindow` must be a positive safe integer"))
+                    })?),
+                };
+            Ok(r.prepare_for_context_window_blocking(&target, content, references, window, cancel)?.into_json())
         })
     }
 }
@@ -296,8 +306,10 @@ pub unsafe extern "C" fn dsr_resolver_candidates(
 }
 
 /// Creates a resolver over a DSH sessions directory (SPEC §10): a read-only
-/// session query over DSH's JSONL logs (`session.jsonl` or
-/// `session.jsonl.zstd` under `<root>/<project-dir>/<session-dir>/`), so the
+/// session query over DSH's JSONL logs (`session.jsonl`, or
+/// `session.v<N>.jsonl` for later format generations, plain or `.zstd`,
+/// under `<root>/<project-dir>/<session-dir>/`; each session's newest
+/// generation is read), so the
 /// host needs no callbacks at all. `root` is `root_len` bytes of a path (on
 /// Unix any bytes; elsewhere UTF-8). A root that cannot be opened as a
 /// directory is `DSR_READ_FAILED`; configuration as for `dsr_resolver_new`.

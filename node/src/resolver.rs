@@ -127,7 +127,8 @@ fn limit_from_js(limit: Unknown<'_>) -> Result<core::Result<Option<u64>>> {
 }
 
 /// Validates a configuration object (`undefined`/`null` = defaults), reading
-/// the numeric keys and the hardened mode's booleans as JavaScript values.
+/// its keys as JavaScript values (the numbers, the hardened mode's booleans,
+/// `dshCompat` as a string).
 pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result<Config, core::Error>> {
     let Some(config) = config else { return Ok(Ok(Config::default())) };
     match config.get_type()? {
@@ -138,10 +139,16 @@ pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result
     // SAFETY: `get_type` just reported an object, so it can be viewed as one.
     let object: Object = unsafe { config.cast() }?;
     let mut map = serde_json::Map::new();
-    let numbers = ["maxReferences", "candidateLimit", "maxReferenceBytes"];
-    for key in numbers.into_iter().chain([core::harden::HARDENED_KEY]).chain(core::harden::HARDENING_KEYS) {
+    let keys = ["maxReferences", "candidateLimit", "maxReferenceBytes", "dshCompat", "referenceContextFraction"];
+    for key in keys.into_iter().chain([core::harden::HARDENED_KEY]).chain(core::harden::HARDENING_KEYS) {
         let value: Unknown = object.get_named_property(key)?;
-        if let Some(v) = scalar_to_json(value)? {
+        let json = if key == "dshCompat" && value.get_type()? == ValueType::String {
+            // SAFETY: the value was just checked to be a string.
+            Some(Value::String(unsafe { value.cast::<String>() }?))
+        } else {
+            scalar_to_json(value)?
+        };
+        if let Some(v) = json {
             map.insert(key.to_owned(), v);
         }
     }
@@ -477,7 +484,7 @@ impl NativeResolver {
         Ok(NativeResolver { resolver, host: Some((query, read_surface_ref)) })
     }
 
-    /// `prepare(target, content, references)`: `{content}` or
+    /// `prepare(target, content, references, contextWindow)`: `{content}` or
     /// `{content, additionalContext}` as [`PreparedParts`] (the prompt
     /// apart). Arguments are JSON text. Small work whose snapshots the host
     /// returned as plain values settles at once (see [`INLINE_BYTES`]);
@@ -489,11 +496,18 @@ impl NativeResolver {
         target: String,
         content: String,
         references: String,
+        context_window: Option<f64>,
         cancel: Option<&CancelHandle>,
     ) -> Result<Either<Settled<PreparedParts>, Object<'env>>> {
+        let window = match context_window {
+            None => Ok(None),
+            Some(w) => core::config::positive_safe_integer(&serde_json::json!(w))
+                .map(Some)
+                .ok_or_else(|| NativeFailure::misuse("contextWindow must be a positive safe integer")),
+        };
         let args = parse_target(&target)
-            .and_then(|t| Ok((t, parse_arg("content", &content)?, parse_array("references", &references)?)));
-        let (target, content, references) = match args {
+            .and_then(|t| Ok((t, parse_arg("content", &content)?, parse_array("references", &references)?, window?)));
+        let (target, content, references, window) = match args {
             Ok(args) => args,
             Err(failure) => return Ok(Either::A(Either::B(failure))),
         };
@@ -501,7 +515,7 @@ impl NativeResolver {
         let cancel = token(cancel);
         let (resolver, plan, refs) = self.for_prepare(env, &target, &references, cancel.as_ref())?;
         let work = async move {
-            let prepared = resolver.prepare_planned(content, refs?, cancel.as_ref()).await?;
+            let prepared = resolver.prepare_planned_for(content, refs?, window, cancel.as_ref()).await?;
             Ok(PreparedParts::of_prepared(prepared))
         };
         match plan {
@@ -645,4 +659,8 @@ pub struct NativeConfig {
     pub escape_invisible: Option<bool>,
     /// Drop hidden characters from labels and cut them to 100 characters.
     pub sanitize_labels: Option<bool>,
+    /// The `dshCompat` profile (`"0.1.1"`, the default, `"0.1.5"` or `"0.1.7"`).
+    pub dsh_compat: Option<String>,
+    /// The share of the context window the automatic budget takes (default 0.2).
+    pub reference_context_fraction: Option<f64>,
 }

@@ -30,8 +30,10 @@ fn read_failed(message: impl Into<String>) -> NativeFailure {
     NativeFailure { code: ErrorCode::ReadFailed.as_str().to_owned(), message: message.into() }
 }
 
-/// A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`),
-/// read-only. Usable natively as a resolver's query, and from JavaScript
+/// A DSH sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`,
+/// or `session.v<N>.jsonl[.zstd]` of later DSH releases: each session's
+/// newest generation is read), read-only. Usable natively as a resolver's
+/// query, and from JavaScript
 /// through the same three operations as a host query.
 #[napi]
 pub struct DshSessionStore {

@@ -94,3 +94,47 @@ test('the store is also an ordinary query for a JavaScript host wrapper', async 
   assert.equal(a.additionalContext.content[0].text, b.additionalContext.content[0].text)
   assert.deepEqual(a.additionalContext.source, b.additionalContext.source)
 })
+
+test('every DSH generation reads with no option: v4 beside v3 after an upgrade, a newer DSH left out', async () => {
+  const generations = path.join(repoRoot, 'tests', 'fixtures', 'dsh-generations')
+  const store = DshSessionStore.open(path.join(generations, 'upgraded-0.2'))
+  assert.deepEqual(
+    (await store.listSessions()).map((h) => h.id),
+    ['tool-call-turn', 'team-targets', 'gen-v3'],
+  )
+  assert.equal(await store.readTitle('tool-call-turn'), 'Run it under DSH 0.2')
+  const surface = await store.readSurface('tool-call-turn')
+  assert.equal(surface.session.version, 4)
+  assert.equal(surface.capturedThroughSeq, 27)
+  const resolver = new SessionReferenceResolver(store)
+  const labels = (await resolver.candidates({ id: 't', cwd: '/home/dev/gen' }, '')).map((c) => c.label)
+  assert.deepEqual(labels, ['Run it under DSH 0.2', 'Use Agent Teams list_agents to', 'Rename agentPreset code to ptc'])
+  const prepared = await resolver.prepare({ id: 't' }, [], [{ sessionId: 'tool-call-turn' }])
+  assert.match(prepared.additionalContext.content[0].text, /SNAPSHOT_OK under 0\.2\./)
+
+  const newer = DshSessionStore.open(path.join(generations, 'newer'))
+  assert.deepEqual(
+    (await newer.listSessions()).map((h) => h.id),
+    ['tool-call-turn', 'gen-v0'],
+  )
+  await assert.rejects(newer.readSurface('from-a-newer-dsh'), /newer DSH/)
+})
+
+test('dshCompat profiles: capturedFormatVersion, candidate fields and the context window', async () => {
+  const root = path.join(repoRoot, 'tests', 'fixtures', 'dsh-generations', 'zstd')
+  const store = DshSessionStore.open(root)
+  const later = new SessionReferenceResolver(store, { dshCompat: '0.1.7', referenceContextFraction: 0.5 })
+  const prepared = await later.prepare({ id: 't' }, [], [{ sessionId: 'gen-v4-open' }], { contextWindow: 100000 })
+  const ref = prepared.additionalContext.source.references[0]
+  assert.deepEqual(Object.keys(ref).slice(0, 4), ['sessionId', 'label', 'capturedFormatVersion', 'capturedThroughSeq'])
+  assert.equal(ref.capturedFormatVersion, 4)
+  const [first] = await later.candidates({ id: 't', cwd: '/home/dev/gen' }, '')
+  assert.deepEqual(Object.keys(first), ['sessionId', 'label', 'displayTitle', 'cwd', 'sameWorkspace', 'createdAt', 'mention'])
+  const plain = await new SessionReferenceResolver(store).prepare({ id: 't' }, [], [{ sessionId: 'gen-v4-open' }])
+  assert.equal('capturedFormatVersion' in plain.additionalContext.source.references[0], false)
+  assert.throws(
+    () => new SessionReferenceResolver(store, { dshCompat: '0.1.7', referenceContextFraction: 2 }),
+    { code: 'SESSION_REFERENCE_INVALID_CONFIG' },
+  )
+  await assert.rejects(later.prepare({ id: 't' }, [], [], { contextWindow: -1 }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' })
+})

@@ -103,10 +103,11 @@ class Resolver(_NativeResolver):
         references: Sequence[Mapping[str, Any]],
         *,
         cancel: Optional[CancelToken] = None,
+        context_window: Optional[int] = None,
     ) -> Prepared:
         """The ``async`` twin of :meth:`prepare`."""
         result: Prepared = await _bridge.call(
-            self._start_prepare, target, content, references, cancel=cancel
+            self._start_prepare, target, content, references, context_window, cancel=cancel
         )
         return result
 

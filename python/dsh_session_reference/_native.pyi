@@ -4,7 +4,7 @@
 
 import os
 import pathlib
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union, final
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Type, TypeVar, Union, final
 
 from typing_extensions import disjoint_base
 
@@ -130,13 +130,22 @@ class Resolver:
         redact_secrets: Optional[bool] = None,
         escape_invisible: Optional[bool] = None,
         sanitize_labels: Optional[bool] = None,
+        dsh_compat: Optional[Literal["0.1.1", "0.1.5", "0.1.7"]] = "0.1.1",
+        reference_context_fraction: Optional[float] = 0.2,
     ) -> _T:
         """Validates the configuration (``InvalidConfigError``) and checks that
         ``query`` has the three session-query methods (``TypeError``).
 
         ``hardened=True`` turns ``redact_secrets``, ``escape_invisible`` and
         ``sanitize_labels`` on; each of them given explicitly (``False`` too)
-        wins over it. See ``docs/security.md``."""
+        wins over it. See ``docs/security.md``.
+
+        ``dsh_compat`` selects the DSH release whose output is reproduced
+        (``"0.1.1"``, the default, or ``"0.1.5"``/``"0.1.7"``: metadata with
+        ``capturedFormatVersion``, a ``## Reference omissions`` section,
+        candidates with ``sameWorkspace``/``displayTitle``, and, without
+        ``max_reference_bytes``, a budget from the ``context_window`` given to
+        ``prepare`` and ``reference_context_fraction``)."""
 
     @property
     def query(self) -> Union[SessionQuery, DshSessionStore]:
@@ -175,9 +184,12 @@ class Resolver:
         references: Sequence[Mapping[str, Any]],
         *,
         cancel: Optional[CancelToken] = None,
+        context_window: Optional[int] = None,
     ) -> Prepared:
         """Prepares one message: ``{"content": ...}`` plus ``"additionalContext"``
-        when there were references. Releases the GIL while it runs."""
+        when there were references. ``context_window`` (the model's context
+        window in tokens) sets the automatic budget of the later
+        ``dsh_compat`` profiles. Releases the GIL while it runs."""
 
     def prepare_messages(
         self,
@@ -217,6 +229,7 @@ class Resolver:
         target: Target,
         content: Any,
         references: Sequence[Mapping[str, Any]],
+        context_window: Optional[int],
         cancel: Optional[CancelToken],
         token: CancelToken,
         event_loop: Any,

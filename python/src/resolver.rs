@@ -52,7 +52,7 @@ impl CancelToken {
 /// One call, with its inputs already converted (so that misuse raises
 /// before any work starts).
 enum Job {
-    Prepare { target: Target, content: Value, references: Vec<Value> },
+    Prepare { target: Target, content: Value, references: Vec<Value>, context_window: Option<u64> },
     Messages { target: Target, messages: Vec<Value> },
     List { target: Target, query: String, limit: Option<u64> },
     Candidates { target: Target, query: String, limit: Option<u64> },
@@ -62,8 +62,10 @@ impl Job {
     /// The call as a `Send` future on the runtime.
     fn run(self, resolver: core::Resolver, token: core::CancelToken) -> BoxFuture<core::Result<Value>> {
         match self {
-            Job::Prepare { target, content, references } => Box::pin(async move {
-                Ok(resolver.prepare(&target, &content, &references, Some(&token)).await?.into_json())
+            Job::Prepare { target, content, references, context_window } => Box::pin(async move {
+                let prepared =
+                    resolver.prepare_for_context_window(&target, &content, &references, context_window, Some(&token));
+                Ok(prepared.await?.into_json())
             }),
             Job::Messages { target, messages } => Box::pin(async move {
                 Ok(core::context::messages_into_json(
@@ -168,15 +170,28 @@ impl Resolver {
     }
 }
 
+/// `context_window`: `None`, or a positive integer (the model's context
+/// window in tokens, for the automatic budget of the later `dsh_compat`
+/// profiles); anything else is a `TypeError`.
+fn context_window_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    let Some(v) = value.filter(|v| !v.is_none()) else { return Ok(None) };
+    let n = to_json(v, "context_window")?;
+    dsh_session_reference::config::positive_safe_integer(&n)
+        .map(Some)
+        .ok_or_else(|| PyTypeError::new_err("context_window must be a positive integer or None"))
+}
+
 #[pymethods]
 impl Resolver {
     #[new]
     #[pyo3(signature = (
         query, *, max_references=None, max_reference_bytes=None, candidate_limit=None,
         hardened=None, redact_secrets=None, escape_invisible=None, sanitize_labels=None,
+        dsh_compat=None, reference_context_fraction=None,
     ))]
     #[pyo3(text_signature = "(query, *, max_references=3, max_reference_bytes=65536, candidate_limit=50, \
-                              hardened=False, redact_secrets=None, escape_invisible=None, sanitize_labels=None)")]
+                              hardened=False, redact_secrets=None, escape_invisible=None, sanitize_labels=None, \
+                              dsh_compat='0.1.1', reference_context_fraction=0.2)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -188,6 +203,8 @@ impl Resolver {
         redact_secrets: Option<Bound<'_, PyAny>>,
         escape_invisible: Option<Bound<'_, PyAny>>,
         sanitize_labels: Option<Bound<'_, PyAny>>,
+        dsh_compat: Option<Bound<'_, PyAny>>,
+        reference_context_fraction: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut wire = Map::new();
         let [redact_key, escape_key, sanitize_key] = dsh_session_reference::harden::HARDENING_KEYS;
@@ -199,6 +216,8 @@ impl Resolver {
             (redact_key, redact_secrets),
             (escape_key, escape_invisible),
             (sanitize_key, sanitize_labels),
+            ("dshCompat", dsh_compat),
+            ("referenceContextFraction", reference_context_fraction),
         ] {
             if let Some(v) = value {
                 wire.insert(key.into(), to_json(&v, key)?);
@@ -269,7 +288,7 @@ impl Resolver {
     /// parallel, keeps each within the byte budget and returns
     /// `{"content": <copy of content>}` plus `"additionalContext"` (the context
     /// message) when there were references. Releases the GIL while it runs.
-    #[pyo3(signature = (target, content, references, *, cancel=None))]
+    #[pyo3(signature = (target, content, references, *, cancel=None, context_window=None))]
     fn prepare<'py>(
         &self,
         py: Python<'py>,
@@ -277,11 +296,13 @@ impl Resolver {
         content: &Bound<'py, PyAny>,
         references: &Bound<'py, PyAny>,
         cancel: Option<PyRef<'_, CancelToken>>,
+        context_window: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let job = Job::Prepare {
             target: target_arg(target)?,
             content: to_json(content, "content")?,
             references: sequence_arg(references, "references")?,
+            context_window: context_window_arg(context_window.as_ref())?,
         };
         self.blocking(py, job, cancel)
     }
@@ -343,6 +364,7 @@ impl Resolver {
         target: &Bound<'_, PyAny>,
         content: &Bound<'_, PyAny>,
         references: &Bound<'_, PyAny>,
+        context_window: Option<Bound<'_, PyAny>>,
         cancel: Option<PyRef<'_, CancelToken>>,
         token: PyRef<'_, CancelToken>,
         event_loop: Bound<'_, PyAny>,
@@ -352,6 +374,7 @@ impl Resolver {
             target: target_arg(target)?,
             content: to_json(content, "content")?,
             references: sequence_arg(references, "references")?,
+            context_window: context_window_arg(context_window.as_ref())?,
         };
         self.start(py, job, cancel, token, event_loop, done);
         Ok(())

@@ -13,7 +13,8 @@ use serde_json::Value;
 use crate::convert::to_py;
 
 /// A read-only session query over a DSH sessions directory
-/// (`<root>/<project>/<session>/session.jsonl` or `session.jsonl.zstd`).
+/// (`<root>/<project>/<session>/session.jsonl`, or `session.v<N>.jsonl` for
+/// the format generations of later DSH releases, plain or `.zstd`).
 /// Pass it as the `query` of a `Resolver`: reads then run natively, with no
 /// Python calls. Opening checks only that `root` is a readable directory
 /// (`OSError` otherwise); nothing is ever written, locked or repaired.

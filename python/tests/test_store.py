@@ -121,3 +121,52 @@ def test_store_errors(tmp_path: Path) -> None:
         empty.read_surface("nope")
     with pytest.raises(dsr.ReadFailedError):
         dsr.Resolver(empty).prepare(TARGET, [], [{"sessionId": "nope"}])
+
+
+GENERATIONS = FIXTURES.parent / "dsh-generations"
+
+
+def test_every_dsh_generation_reads_with_no_option() -> None:
+    """A root after an upgrade to DSH 0.2 (v4 beside v3) and a root of every
+    generation v0-v4: each session once, read from its newest generation."""
+    s = dsr.DshSessionStore(GENERATIONS / "upgraded-0.2")
+    assert [h["id"] for h in s.list_sessions()] == ["tool-call-turn", "team-targets", "gen-v3"]
+    assert s.read_title("tool-call-turn") == "Run it under DSH 0.2"
+    surface = json.loads(s.read_surface("tool-call-turn"))
+    assert surface["session"]["version"] == 4 and surface["capturedThroughSeq"] == 27
+    resolver = dsr.Resolver(s)
+    labels = [c["label"] for c in resolver.candidates({"id": "t", "cwd": "/home/dev/gen"}, "")]
+    assert labels == ["Run it under DSH 0.2", "Use Agent Teams list_agents to", "Rename agentPreset code to ptc"]
+    prepared = resolver.prepare({"id": "t"}, [], [{"sessionId": "tool-call-turn"}])
+    assert "SNAPSHOT_OK under 0.2." in prepared["additionalContext"]["content"][0]["text"]
+    every = dsr.DshSessionStore(GENERATIONS / "zstd")
+    assert {h["id"] for h in every.list_sessions()} >= {"gen-v0", "gen-v1", "gen-v2", "gen-v3", "gen-v4-open"}
+    assert json.loads(every.read_surface("gen-v4-open"))["capturedThroughSeq"] == 12
+
+
+def test_a_session_from_a_newer_dsh_is_left_out() -> None:
+    s = dsr.DshSessionStore(GENERATIONS / "newer")
+    assert [h["id"] for h in s.list_sessions()] == ["tool-call-turn", "gen-v0"]
+    with pytest.raises(LookupError, match="newer DSH"):
+        s.read_surface("from-a-newer-dsh")
+
+
+def test_dsh_compat_profiles_and_the_context_window() -> None:
+    """The later profiles: capturedFormatVersion after the label, the
+    automatic budget from the model's context window, the candidate fields."""
+    s = dsr.DshSessionStore(GENERATIONS / "zstd")
+    later = dsr.Resolver(s, dsh_compat="0.1.7", reference_context_fraction=0.5)
+    got = later.prepare({"id": "t"}, [], [{"sessionId": "gen-v4-open"}], context_window=100000)
+    ref = got["additionalContext"]["source"]["references"][0]
+    assert list(ref)[:4] == ["sessionId", "label", "capturedFormatVersion", "capturedThroughSeq"]
+    assert ref["capturedFormatVersion"] == 4
+    again = asyncio.run(later.prepare_async({"id": "t"}, [], [{"sessionId": "gen-v4-open"}], context_window=100000))
+    assert again["additionalContext"]["source"] == got["additionalContext"]["source"]
+    first = later.candidates({"id": "t", "cwd": "/home/dev/gen"}, "")[0]
+    assert list(first) == ["sessionId", "label", "displayTitle", "cwd", "sameWorkspace", "createdAt", "mention"]
+    default = dsr.Resolver(s).prepare({"id": "t"}, [], [{"sessionId": "gen-v4-open"}], context_window=100000)
+    assert "capturedFormatVersion" not in default["additionalContext"]["source"]["references"][0]
+    with pytest.raises(dsr.InvalidConfigError):
+        dsr.Resolver(s, dsh_compat="0.1.7", reference_context_fraction=2)
+    with pytest.raises(TypeError):
+        later.prepare({"id": "t"}, [], [], context_window=-1)

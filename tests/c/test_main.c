@@ -1325,6 +1325,102 @@ static void test_hardened(void) {
     }
 }
 
+/* The same entry point on DSH roots of format generations v3 and v4 (after an upgrade to DSH 0.2), and on
+   a root holding a session from a newer DSH: no option, every readable session listed once. */
+static void test_dsh_store_generations(void) {
+    const char *dir = getenv("DSR_GENERATIONS_DIR");
+    if (!dir || !*dir) dir = "tests/fixtures/dsh-generations";
+    char root[4096];
+    snprintf(root, sizeof root, "%s/upgraded-0.2", dir);
+    dsr_resolver *r = NULL;
+    dsr_error *e = NULL;
+    CHECK(dsr_resolver_new_dsh_store(root, strlen(root), NULL, 0, &r, &e) == DSR_OK, "open %s: %s", root, msg_of(e));
+    dsr_error_free(e);
+    e = NULL;
+    if (r) {
+        const char creq[] = "{\"target\":{\"id\":\"new\",\"cwd\":\"/home/dev/gen\"}}";
+        char *out = NULL;
+        CHECK(dsr_resolver_candidates(r, creq, strlen(creq), NULL, &out, NULL, &e) == DSR_OK, "v4 candidates: %s",
+              msg_of(e));
+        CHECK(out && strstr(out, "\"label\":\"Run it under DSH 0.2\"") && strstr(out, "\"sessionId\":\"team-targets\""),
+              "the v4 title and the v3-only session are listed: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        e = NULL;
+        out = NULL;
+        const char preq[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[{\"sessionId\":"
+                            "\"tool-call-turn\"}]}";
+        CHECK(call_prepare(r, preq, NULL, &out, &e) == DSR_OK, "v4 prepare: %s", msg_of(e));
+        CHECK(out && strstr(out, "SNAPSHOT_OK under 0.2.") && strstr(out, "\\\"capturedThroughSeq\\\":27"),
+              "the v4 log is read: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        dsr_resolver_free(r);
+    }
+    snprintf(root, sizeof root, "%s/newer", dir);
+    r = NULL;
+    e = NULL;
+    CHECK(dsr_resolver_new_dsh_store(root, strlen(root), NULL, 0, &r, &e) == DSR_OK, "open %s: %s", root, msg_of(e));
+    dsr_error_free(e);
+    e = NULL;
+    if (r) {
+        const char creq[] = "{\"target\":{\"id\":\"new\"}}";
+        char *out = NULL;
+        CHECK(dsr_resolver_candidates(r, creq, strlen(creq), NULL, &out, NULL, &e) == DSR_OK, "candidates: %s",
+              msg_of(e));
+        CHECK(out && strstr(out, "\"sessionId\":\"gen-v0\"") && !strstr(out, "from-a-newer-dsh"),
+              "the readable sessions are listed, the newer one is not: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        dsr_resolver_free(r);
+    }
+}
+
+/* The dshCompat profiles through the config JSON, and the context window through the request. */
+static void test_dsh_compat(void) {
+    const char *dir = getenv("DSR_GENERATIONS_DIR");
+    if (!dir || !*dir) dir = "tests/fixtures/dsh-generations";
+    char root[4096];
+    snprintf(root, sizeof root, "%s/zstd", dir);
+    const char config[] = "{\"dshCompat\":\"0.1.7\",\"referenceContextFraction\":0.5}";
+    dsr_resolver *r = NULL;
+    dsr_error *e = NULL;
+    CHECK(dsr_resolver_new_dsh_store(root, strlen(root), config, strlen(config), &r, &e) == DSR_OK, "open: %s",
+          msg_of(e));
+    dsr_error_free(e);
+    e = NULL;
+    if (r) {
+        const char preq[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[{\"sessionId\":"
+                            "\"gen-v4-open\"}],\"contextWindow\":100000}";
+        char *out = NULL;
+        CHECK(call_prepare(r, preq, NULL, &out, &e) == DSR_OK, "0.1.7 prepare: %s", msg_of(e));
+        CHECK(out && strstr(out, "\"label\":\"gen-v4-open\",\"capturedFormatVersion\":4,\"capturedThroughSeq\":12"),
+              "capturedFormatVersion follows the label: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        e = NULL;
+        out = NULL;
+        const char bad[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[],\"contextWindow\":-1}";
+        expect_misuse(call_prepare(r, bad, NULL, &out, &e), &e, "a negative contextWindow");
+        const char creq[] = "{\"target\":{\"id\":\"new\",\"cwd\":\"/home/dev/gen\"},\"limit\":1}";
+        e = NULL;
+        CHECK(dsr_resolver_candidates(r, creq, strlen(creq), NULL, &out, NULL, &e) == DSR_OK, "candidates: %s",
+              msg_of(e));
+        CHECK(out && strstr(out, "\"displayTitle\":\"Run the slow migration\",\"cwd\":\"/home/dev/gen\",\"sameWorkspace\":true"),
+              "0.1.7 candidates: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        dsr_resolver_free(r);
+    }
+    const char badcfg[] = "{\"dshCompat\":\"0.1.7\",\"referenceContextFraction\":2}";
+    e = NULL;
+    r = NULL;
+    CHECK(dsr_resolver_new_dsh_store(root, strlen(root), badcfg, strlen(badcfg), &r, &e) == DSR_INVALID_CONFIG,
+          "a fraction above one: %s", code_of(e));
+    dsr_error_free(e);
+}
+
+
 int main(void) {
     g_dir = getenv("DSR_CONFORMANCE_DIR");
     if (!g_dir || !*g_dir) g_dir = "tests/conformance";
@@ -1350,6 +1446,8 @@ int main(void) {
         {"conversation snapshot", test_conversation_snapshot},
         {"fork", test_fork},
         {"hardened mode", test_hardened},
+        {"DSH store generations", test_dsh_store_generations},
+        {"dshCompat profiles", test_dsh_compat},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         int before_checks = atomic_load(&g_checks), before_failures = atomic_load(&g_failures);

@@ -8,9 +8,8 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::{Map, Number, Value};
 
 use crate::cancel::CancelToken;
-use crate::config::MAX_SAFE_INTEGER;
+use crate::config::{Config, MAX_SAFE_INTEGER};
 use crate::error::{Error, ErrorCode, Result};
-use crate::harden::Hardening;
 use crate::host::{SessionHeader, Target};
 use crate::resolver::{cancellable, guarded, Resolver};
 use crate::uri::format_mention;
@@ -33,15 +32,30 @@ pub struct Candidate {
     /// The mention text: present from [`Resolver::candidates`], absent from
     /// [`Resolver::list_candidates`] (the reference's two faces).
     pub mention: Option<String>,
+    /// `sameWorkspace` (the later `dshCompat` profiles only, see [`crate::compat`]).
+    pub same_workspace: Option<bool>,
+    /// `displayTitle` (the `"0.1.7"` profile only).
+    pub display_title: Option<String>,
 }
 
 impl Candidate {
     /// A candidate without mention from a listed session and its latest
     /// title (the label is the id when it has none).
-    /// With `sanitizeLabels` the label is cleaned (`hardening`).
-    fn from_header(s: SessionHeader, title: Option<String>, hardening: Hardening) -> Self {
-        let label = hardening.label(title.unwrap_or_else(|| s.id.clone()), &s.id);
-        Candidate { session_id: s.id, label, cwd: s.cwd, created_at: s.created_at, mention: None }
+    /// With `sanitizeLabels` the label is cleaned; the later `dshCompat`
+    /// profiles add their fields for `target`.
+    fn from_header(s: SessionHeader, title: Option<String>, config: &Config, target: &Target) -> Self {
+        let label = config.hardening().label(title.unwrap_or_else(|| s.id.clone()), &s.id);
+        let (same_workspace, display_title) =
+            config.compat().candidate_fields(s.cwd.as_deref(), target.cwd.as_deref(), &label);
+        Candidate {
+            session_id: s.id,
+            label,
+            cwd: s.cwd,
+            created_at: s.created_at,
+            mention: None,
+            same_workspace,
+            display_title,
+        }
     }
 
     /// The candidate with its canonical mention (`@[label](dsh-session:…)`)
@@ -51,13 +65,20 @@ impl Candidate {
         self
     }
 
-    /// `{"sessionId","label","cwd"?,"createdAt","mention"?}`.
+    /// `{"sessionId","label","cwd"?,"createdAt","mention"?}`; under the later
+    /// `dshCompat` profiles `{"sessionId","label","displayTitle"?,"cwd"?,"sameWorkspace","createdAt","mention"?}`.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("sessionId".into(), Value::from(self.session_id.clone()));
         m.insert("label".into(), Value::from(self.label.clone()));
+        if let Some(title) = &self.display_title {
+            m.insert("displayTitle".into(), Value::from(title.clone()));
+        }
         if let Some(cwd) = &self.cwd {
             m.insert("cwd".into(), Value::from(cwd.clone()));
+        }
+        if let Some(same) = self.same_workspace {
+            m.insert("sameWorkspace".into(), Value::Bool(same));
         }
         m.insert("createdAt".into(), Value::Number(self.created_at.clone()));
         if let Some(mention) = &self.mention {
@@ -105,7 +126,6 @@ impl Resolver {
     }
 
     async fn list_candidates_inner(&self, target: &Target, filter: &str, limit: usize) -> Result<Vec<Candidate>> {
-        let hardening = self.config.hardening();
         let sessions = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
         let sessions: Vec<SessionHeader> = sessions.into_iter().filter(|s| s.id != target.id).collect();
         if filter.is_empty() {
@@ -115,7 +135,7 @@ impl Resolver {
             return Ok(sessions
                 .into_iter()
                 .zip(titles)
-                .map(|(s, t)| Candidate::from_header(s, t, hardening))
+                .map(|(s, t)| Candidate::from_header(s, t, &self.config, target))
                 .collect());
         }
         let filter = rank::Filter::new(filter);
@@ -124,7 +144,7 @@ impl Resolver {
         let matched: Vec<Candidate> = sessions
             .into_iter()
             .zip(titles)
-            .map(|(s, t)| Candidate::from_header(s, t, hardening))
+            .map(|(s, t)| Candidate::from_header(s, t, &self.config, target))
             .filter(|c| filter.matches(&c.session_id, c.cwd.as_deref(), &c.label))
             .collect();
         Ok(rank::ranked_by(matched, |c| c.cwd.as_deref(), target, limit))

@@ -60,6 +60,8 @@ pub(crate) async fn cancellable<T>(cancel: Option<&CancelToken>, work: impl Futu
 pub struct Resolver {
     pub(crate) query: Arc<dyn SessionQuery>,
     pub(crate) config: Config,
+    /// The host's own `fullSnapshot` notices ([`crate::compat`]).
+    pub(crate) notice: Option<crate::compat::FullSnapshotNotice>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -71,7 +73,7 @@ impl std::fmt::Debug for Resolver {
 impl Resolver {
     /// A resolver over `query` with a validated configuration.
     pub fn new(query: Arc<dyn SessionQuery>, config: Config) -> Self {
-        Resolver { query, config }
+        Resolver { query, config, notice: None }
     }
 
     /// The configuration.

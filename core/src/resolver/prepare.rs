@@ -150,10 +150,23 @@ impl Resolver {
         refs: Vec<Reference>,
         cancel: Option<&CancelToken>,
     ) -> Result<Prepared> {
+        self.prepare_planned_for(content, refs, None, cancel).await
+    }
+
+    /// [`prepare_planned`](Self::prepare_planned) for a model with
+    /// `context_window` tokens (the automatic budget of the later
+    /// `dshCompat` profiles, see [`crate::compat`]).
+    pub async fn prepare_planned_for(
+        &self,
+        content: Value,
+        refs: Vec<Reference>,
+        context_window: Option<u64>,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Prepared> {
         if refs.is_empty() {
             return Ok(Prepared { content, additional_context: None });
         }
-        let budget = self.config.max_reference_bytes();
+        let budget = self.config.compat().budget(self.config.max_reference_bytes(), context_window);
         let hardening = self.config.hardening();
         let several = refs.len() > 1;
         let work = async {
@@ -184,11 +197,13 @@ impl Resolver {
         };
         let sources = cancellable(cancel, work).await?;
         let pairs: Vec<(&str, &str)> = refs.iter().map(|r| (r.session_id.as_str(), r.label.as_str())).collect();
-        let context = ContextMessage {
-            id: uuid::Uuid::new_v4().to_string(),
-            prompt: render_prompt(&sources),
-            source: ReferenceMetadata::new(&pairs, &sources),
-        };
+        let mut prompt = render_prompt(&sources);
+        let ids: Vec<&str> = pairs.iter().map(|(id, _)| *id).collect();
+        let notice = |i: usize| self.notice.as_ref().and_then(|f| f(ids[i], sources[i].captured_through_seq.as_ref()));
+        self.config.compat().append_omissions(&mut prompt, &ids, &sources, &notice);
+        let mut source = ReferenceMetadata::new(&pairs, &sources);
+        self.config.compat().decorate_metadata(&mut source);
+        let context = ContextMessage { id: uuid::Uuid::new_v4().to_string(), prompt, source };
         Ok(Prepared { content, additional_context: Some(context) })
     }
 
