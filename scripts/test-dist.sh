@@ -74,7 +74,11 @@ cli=$(artifact "dsh-session-ref-$version-$target.tar.gz")
 crate=$(artifact "dsh-session-reference-$version.crate")
 
 step "checksums, sdist and crate contents"
-(cd "$dist" && sha256sum --check --strict --quiet SHA256SUMS)
+if command -v sha256sum >/dev/null; then
+  (cd "$dist" && sha256sum --check --strict --quiet SHA256SUMS)
+else
+  (cd "$dist" && shasum -a 256 --check --quiet SHA256SUMS) # macOS
+fi
 for f in "$wheel" "$sdist" "$npm_main" "$npm_platform" "$sdk" "$cli" "$crate"; do
   grep -q " ${f##*/}\$" "$dist/SHA256SUMS" || die "${f##*/} is not in SHA256SUMS"
 done
