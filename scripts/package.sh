@@ -124,7 +124,7 @@ cargo_dist() { with_toolchain cargo "$1" --locked --profile "$profile" --target 
 
 # dist/NAME.tar.gz of $work/NAME, owned by root whoever builds it.
 make_tar() {
-  if tar --version 2>/dev/null | grep -q GNU; then
+  if [[ $(tar --version 2>/dev/null) == *GNU* ]]; then
     tar -C "$work" --owner=0 --group=0 --numeric-owner -czf "$out/$1.tar.gz" "$1"
   else
     tar -C "$work" --uid 0 --gid 0 -czf "$out/$1.tar.gz" "$1" # bsdtar
@@ -221,8 +221,11 @@ if has npm; then
   cp LICENSE-MIT LICENSE-APACHE "$work/pkg-main/"
   with_licenses "$work/pkg-main/package.json"
   (cd "$work/pkg-main" && npm pack --silent --pack-destination "$out" >/dev/null)
-  tar -tzf "$out/dsh-session-reference-$version.tgz" | grep -q '\.node$' && die "the main npm package holds a .node"
-  tar -tzf "$out/dsh-session-reference-$platform-$version.tgz" | grep -qx "package/$addon" ||
+  # (listings in variables: `producer | grep -q` can fail on SIGPIPE under pipefail)
+  listing=$(tar -tzf "$out/dsh-session-reference-$version.tgz")
+  ! grep -q '\.node$' <<<"$listing" || die "the main npm package holds a .node"
+  listing=$(tar -tzf "$out/dsh-session-reference-$platform-$version.tgz")
+  grep -qx "package/$addon" <<<"$listing" ||
     die "the platform package lacks $addon"
 fi
 
@@ -313,7 +316,7 @@ if has cli; then
   mkdir -p "$work/$cli"
   cp "$out_dir/$exe" "$work/$cli/"
   case $target in
-    *-linux-*) ! readelf -S "$work/$cli/$exe" | grep -q '\.symtab' || die "$exe is not stripped" ;;
+    *-linux-*) ! grep -q '\.symtab' <<<"$(readelf -S "$work/$cli/$exe")" || die "$exe is not stripped" ;;
   esac
   cp docs/store-and-cli.md "$work/$cli/README.md"
   cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$work/$cli/"

@@ -89,7 +89,7 @@ has_files() {
 s=dsh_session_reference-$version
 has_files "$(tar -tzf "$sdist")" "$s/PKG-INFO" "$s/pyproject.toml" "$s/Cargo.toml" "$s/Cargo.lock" "$s/LICENSE-MIT" \
   "$s/LICENSE-APACHE" "$s/core/src/lib.rs" "$s/dsh_session_reference/__init__.py" "$s/dsh_session_reference/py.typed"
-tar -xzOf "$sdist" "$s/PKG-INFO" | grep -qx "Version: $version" || die "the sdist's PKG-INFO is not version $version"
+grep -qx "Version: $version" <<<"$(tar -xzOf "$sdist" "$s/PKG-INFO")" || die "the sdist's PKG-INFO is not version $version"
 c=dsh-session-reference-$version
 has_files "$(tar -tzf "$crate")" "$c/Cargo.toml" "$c/Cargo.lock" "$c/README.md" "$c/LICENSE-MIT" "$c/LICENSE-APACHE" \
   "$c/src/lib.rs"
@@ -134,7 +134,7 @@ platform=${npm_platform##*/dsh-session-reference-}
 platform=${platform%-$version.tgz}
 [ -f "node_modules/dsh-session-reference-$platform/dsh-session-reference.$platform.node" ] ||
   die "the platform package did not install its .node"
-! find node_modules/dsh-session-reference -name '*.node' | grep -q . || die "the main package holds a .node"
+[ -z "$(find node_modules/dsh-session-reference -name '*.node')" ] || die "the main package holds a .node"
 # The README's second example reads '../examples/sessions': the example store,
 # as data beside the project.
 cp -R "$root/examples" "$work/node/examples"
@@ -188,13 +188,15 @@ case $target in
     gcc "${CFLAGS[@]}" "$prefix/examples/host.c" $(pkg-config --cflags --libs $pkg) -Wl,-rpath,"$libdir" -o host_shared
     ./host_shared | tee host.out
     grep -q '<referenced-sessions>' host.out || die "the C example printed no context"
-    ldd host_shared | grep -q "=> $(cd "$libdir" && pwd -P)/$soname\|=> $libdir/$soname" ||
+    # (outputs in variables: `producer | grep -q` can fail on SIGPIPE under pipefail)
+    loaded=$(ldd host_shared)
+    grep -q "=> $(cd "$libdir" && pwd -P)/$soname\|=> $libdir/$soname" <<<"$loaded" ||
       { ldd host_shared; die "host_shared does not load $soname from the SDK"; }
     # Static: the archive and the Libs.private libraries, nothing else.
     # shellcheck disable=SC2046
     gcc "${CFLAGS[@]}" "$prefix/examples/host.c" $(pkg-config --cflags $pkg) "$libdir/libdsh_session_reference.a" \
       $(pkg-config --static --libs-only-l $pkg | sed 's/-ldsh_session_reference//') -o host_static
-    ! readelf -d host_static | grep -q dsh_session_reference || die "host_static still needs the shared library"
+    ! grep -q dsh_session_reference <<<"$(readelf -d host_static)" || die "host_static still needs the shared library"
     # (the same output but for the context message's random id)
     ./host_static | sed 's/"id":"[0-9a-f-]*"/"id":ID/' | cmp - <(sed 's/"id":"[0-9a-f-]*"/"id":ID/' host.out) ||
       die "the static build printed something else"
@@ -208,7 +210,7 @@ mkdir "$work/cli" "$work/cli/elsewhere" "$work/cli/home" "$work/cli/tmp"
 tar -xzf "$cli" -C "$work/cli"
 exe=$work/cli/dsh-session-ref-$version-$target/dsh-session-ref
 [ -x "$exe" ] || die "the CLI tarball has no dsh-session-ref"
-case $target in *-linux-*) ! readelf -S "$exe" | grep -q '\.symtab' || die "dsh-session-ref is not stripped" ;; esac
+case $target in *-linux-*) ! grep -q '\.symtab' <<<"$(readelf -S "$exe")" || die "dsh-session-ref is not stripped" ;; esac
 cd "$work/cli/elsewhere"
 [ "$(env -u DSH_HOME HOME="$work/cli/home" "$exe" --version)" = "dsh-session-ref $version" ] || die "--version"
 env -u DSH_HOME HOME="$work/cli/home" TMPDIR="$work/cli/tmp" "$exe" demo > demo.txt

@@ -127,7 +127,8 @@ pkg-config --exists --print-errors dsh_session_reference
 gcc -std=c11 -Wall -Wextra -Werror -pedantic "$work/host.c" $(pkg-config --cflags --libs dsh_session_reference) \
     -Wl,-rpath,"$(pkg-config --variable=libdir dsh_session_reference)" -o "$work/host_installed"
 "$work/host_installed" >/dev/null
-ldd "$work/host_installed" | grep -q "$work/prefix/lib/libdsh_session_reference.so"
+# (ldd's output in a variable: `ldd | grep -q` fails on SIGPIPE under pipefail)
+grep -q "$work/prefix/lib/libdsh_session_reference.so" <<<"$(ldd "$work/host_installed")"
 echo "the installed library, header and pkg-config file work"
 
 step "C ABI tests passed"
