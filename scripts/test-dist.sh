@@ -229,6 +229,9 @@ case $target in
     if [ "${DSR_DIST_ZIG:-1}" != 0 ]; then
       floor=${DSR_DIST_GLIBC:-2.17}
       step "the Linux binaries need glibc <= $floor"
+      tag=manylinux_${floor/./_}
+      [ "$tag" != manylinux_2_17 ] || tag=manylinux2014
+      case ${wheel##*/} in *"-$tag"_*) ;; *) die "${wheel##*/} is not tagged $tag" ;; esac
       mkdir "$work/wheel" && (cd "$work/wheel" && "$work/venv/bin/python" -m zipfile -e "$wheel" .)
       tar -xzf "$npm_platform" -C "$work/node"
       for bin in "$prefix/lib/libdsh_session_reference.so" "$exe" "$work"/wheel/dsh_session_reference/*.so \
