@@ -7,8 +7,8 @@
 # CARGO_TARGET_DIR), then installs
 #   PREFIX/include/dsh_session_reference.h
 #   PREFIX/lib/libdsh_session_reference.{so,dylib,a}
-#   PREFIX/lib/pkgconfig/dsh_session_reference.pc
-# Use it with: PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs dsh_session_reference
+#   PREFIX/lib/pkgconfig/dsh-session-reference.pc
+# Use it with: PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs dsh-session-reference
 set -eu
 
 if [ $# -ne 1 ] || [ -z "$1" ]; then
@@ -43,12 +43,12 @@ case $(uname -s) in
     Darwin) private="-framework CoreFoundation -lSystem -lc -lm" ;;
     *) private="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc" ;;
 esac
-cat > "$prefix/lib/pkgconfig/dsh_session_reference.pc" <<PC
+cat > "$prefix/lib/pkgconfig/dsh-session-reference.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib
 includedir=\${prefix}/include
 
-Name: dsh_session_reference
+Name: dsh-session-reference
 Description: Bounded, read-only, tamper-proof snapshots of other conversations (C API of dsh-session-reference)
 Version: $version
 Cflags: -I\${includedir}
