@@ -43,16 +43,5 @@ case $(uname -s) in
     Darwin) private="-framework CoreFoundation -lSystem -lc -lm" ;;
     *) private="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc" ;;
 esac
-cat > "$prefix/lib/pkgconfig/dsh-session-reference.pc" <<PC
-prefix=$prefix
-libdir=\${prefix}/lib
-includedir=\${prefix}/include
-
-Name: dsh-session-reference
-Description: Bounded, read-only, tamper-proof snapshots of other conversations (C API of dsh-session-reference)
-Version: $version
-Cflags: -I\${includedir}
-Libs: -L\${libdir} -ldsh_session_reference
-Libs.private: $private
-PC
+"$root/ffi/pkg-config.sh" "$prefix" "$version" "$private" > "$prefix/lib/pkgconfig/dsh-session-reference.pc"
 echo "installed dsh_session_reference $version into $prefix"

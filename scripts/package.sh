@@ -283,18 +283,8 @@ if has c-sdk; then
       ln -s "libdsh_session_reference.$abi.dylib" "$stage/lib/libdsh_session_reference.dylib"
       ;;
   esac
-  cat > "$stage/lib/pkgconfig/dsh-session-reference.pc" <<PC
-prefix=\${pcfiledir}/../..
-libdir=\${prefix}/lib
-includedir=\${prefix}/include
-
-Name: dsh-session-reference
-Description: Bounded, read-only, tamper-proof snapshots of other conversations (C API of dsh-session-reference)
-Version: $version
-Cflags: -I\${includedir}
-Libs: -L\${libdir} -ldsh_session_reference
-Libs.private: $private
-PC
+  # shellcheck disable=SC2016 # ${pcfiledir} is for pkg-config to expand
+  ffi/pkg-config.sh '${pcfiledir}/../..' "$version" "$private" > "$stage/lib/pkgconfig/dsh-session-reference.pc"
   # The example of the API documentation, as tests/c/run.sh extracts it.
   awk '/<!-- example:host.c -->/{f=1;next} f&&/^```c$/{g=1;next} g&&/^```$/{exit} g{print}' include/README.md \
     > "$stage/examples/host.c"
