@@ -7,8 +7,8 @@
 # CARGO_TARGET_DIR), then installs
 #   PREFIX/include/dsh_session_reference.h
 #   PREFIX/lib/libdsh_session_reference.{so,dylib,a}
-#   PREFIX/lib/pkgconfig/dsh_session_reference.pc
-# Use it with: PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs dsh_session_reference
+#   PREFIX/lib/pkgconfig/dsh-session-reference.pc
+# Use it with: PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs dsh-session-reference
 set -eu
 
 if [ $# -ne 1 ] || [ -z "$1" ]; then
@@ -43,16 +43,5 @@ case $(uname -s) in
     Darwin) private="-framework CoreFoundation -lSystem -lc -lm" ;;
     *) private="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc" ;;
 esac
-cat > "$prefix/lib/pkgconfig/dsh_session_reference.pc" <<PC
-prefix=$prefix
-libdir=\${prefix}/lib
-includedir=\${prefix}/include
-
-Name: dsh_session_reference
-Description: Bounded, read-only, tamper-proof snapshots of other conversations (C API of dsh-session-reference)
-Version: $version
-Cflags: -I\${includedir}
-Libs: -L\${libdir} -ldsh_session_reference
-Libs.private: $private
-PC
+"$root/ffi/pkg-config.sh" "$prefix" "$version" "$private" > "$prefix/lib/pkgconfig/dsh-session-reference.pc"
 echo "installed dsh_session_reference $version into $prefix"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of every language: the README's test command, and what CI runs.
-# Installs what it needs (the Python venv with maturin, the napi CLI from npm,
-# cbindgen) on a fresh machine. Fails on the first failing step.
+# Installs what it needs (the Python venv with maturin and zig, the napi CLI
+# from npm, cbindgen) on a fresh machine. Fails on the first failing step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
@@ -28,6 +28,13 @@ for script in tests/c/run.sh python/run-tests.sh node/run-tests.sh; do
   step "$script"
   bash "$script"
 done
+
+# What a release publishes, built as it would be (dist/), then installed and
+# run the way users do, with no Rust toolchain on PATH.
+step "scripts/package.sh (the release artifacts, into dist/)"
+bash scripts/package.sh
+step "scripts/test-dist.sh (install and run them without cargo or rustc)"
+bash scripts/test-dist.sh
 
 if [ -f fuzz/replay.sh ]; then
   # Where cargo-fuzz and a nightly toolchain are installed, every fuzz target

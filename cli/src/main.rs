@@ -22,8 +22,7 @@ use dsh_session_reference::{
 use dsh_session_reference::{CompatConfig, DshCompat};
 use serde_json::{json, Map, Value};
 
-/// The example root bundled with the sources, used by `demo`.
-const EXAMPLE_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sessions");
+mod example;
 
 /// Bring a bounded, read-only snapshot of other DeepSeek Harness sessions
 /// into a new message.
@@ -126,7 +125,7 @@ enum Command {
         #[arg(long)]
         label: Option<String>,
     },
-    /// Run the main job end to end on the bundled example root
+    /// Run the main job end to end on the example root embedded in the binary (or --root)
     Demo,
 }
 
@@ -279,9 +278,14 @@ fn run(cli: Cli) -> CliResult {
             print_text_or_json(&mention, g.json);
         }
         Command::Demo => {
-            let root = g.root.clone().unwrap_or_else(|| PathBuf::from(EXAMPLE_ROOT));
-            let ctx = Ctx::new(g, root, None)?;
-            demo(&ctx)?;
+            // Without --root: the example store embedded in the binary.
+            let bundled = match &g.root {
+                Some(_) => None,
+                None => Some(example::ExampleRoot::unpack().map_err(|e| read_failed(format!("bundled example: {e}")))?),
+            };
+            let root = g.root.clone().or_else(|| bundled.as_ref().map(|b| b.path().to_owned()));
+            let ctx = Ctx::new(g, root.unwrap_or_default(), None)?;
+            demo(&ctx, bundled.is_some())?;
         }
     }
     Ok(())
@@ -419,7 +423,7 @@ fn show(ctx: &Ctx, id: &str) -> CliResult {
     Ok(())
 }
 
-fn demo(ctx: &Ctx) -> CliResult {
+fn demo(ctx: &Ctx, bundled: bool) -> CliResult {
     let target = Target::new("demo-new-session", Some("/home/dev/alpha".to_owned()));
     let list = ctx.resolver.candidates_blocking(&target, "", None, None)?;
     let picked: Vec<&Candidate> = list.iter().take(2).collect();
@@ -442,7 +446,11 @@ fn demo(ctx: &Ctx) -> CliResult {
         println!("{}", stringify(&out));
         return Ok(());
     }
-    println!("== Sessions root: {} ==\n", ctx.store.root().display());
+    if bundled {
+        println!("== Sessions root: the bundled example store (examples/sessions/) ==\n");
+    } else {
+        println!("== Sessions root: {} ==\n", ctx.store.root().display());
+    }
     println!("== Candidates for a new session in /home/dev/alpha ==\n");
     print_candidates(&list, false);
     println!("\n== The user's message ==\n\n{message}\n");

@@ -302,6 +302,29 @@ fn demo_runs_end_to_end() {
 }
 
 #[test]
+fn demo_uses_the_embedded_store_from_anywhere_and_cleans_up() {
+    // From an unrelated directory, with a private TMPDIR: the store embedded
+    // in the binary gives the same result as the source tree's copy, and the
+    // unpacked copy is gone afterwards.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = cmd();
+    c.current_dir(elsewhere.path()).env("TMPDIR", tmp.path());
+    let out = run_with(c, &["demo", "--json"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions");
+    let mut from_source = ok_json(&["demo", "--json", "--root", source.to_str().unwrap()]);
+    let mut embedded: Value = serde_json::from_str(&out.stdout).unwrap();
+    for v in [&mut from_source, &mut embedded] {
+        // The context message's id is random.
+        assert!(v["prepared"]["additionalContext"].as_object_mut().unwrap().remove("id").is_some());
+    }
+    assert_eq!(embedded, from_source);
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "the unpacked example store was left behind");
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     for args in [
         &[][..],

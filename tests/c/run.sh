@@ -121,13 +121,14 @@ grep -q '<referenced-sessions>' "$work/host.out"
 step "install into a prefix and build through pkg-config"
 ffi/install.sh "$work/prefix"
 export PKG_CONFIG_PATH=$work/prefix/lib/pkgconfig
-pkg-config --exists --print-errors dsh_session_reference
-[ "$(pkg-config --modversion dsh_session_reference)" = "$(sed -n 's/^#define DSR_VERSION_STRING "\(.*\)"$/\1/p' include/dsh_session_reference.h)" ]
+pkg-config --exists --print-errors dsh-session-reference
+[ "$(pkg-config --modversion dsh-session-reference)" = "$(sed -n 's/^#define DSR_VERSION_STRING "\(.*\)"$/\1/p' include/dsh_session_reference.h)" ]
 # shellcheck disable=SC2046
-gcc -std=c11 -Wall -Wextra -Werror -pedantic "$work/host.c" $(pkg-config --cflags --libs dsh_session_reference) \
-    -Wl,-rpath,"$(pkg-config --variable=libdir dsh_session_reference)" -o "$work/host_installed"
+gcc -std=c11 -Wall -Wextra -Werror -pedantic "$work/host.c" $(pkg-config --cflags --libs dsh-session-reference) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir dsh-session-reference)" -o "$work/host_installed"
 "$work/host_installed" >/dev/null
-ldd "$work/host_installed" | grep -q "$work/prefix/lib/libdsh_session_reference.so"
+# (ldd's output in a variable: `ldd | grep -q` fails on SIGPIPE under pipefail)
+grep -q "$work/prefix/lib/libdsh_session_reference.so" <<<"$(ldd "$work/host_installed")"
 echo "the installed library, header and pkg-config file work"
 
 step "C ABI tests passed"

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# Installs what scripts/package.sh wrote into dist/ the way a user would, with
+# no Rust toolchain on PATH and no network, and runs it:
+#
+#   1. the checksums, and the contents of the sdist and the crate;
+#   2. Python: a fresh venv, `pip install --no-index` of the wheel, then the
+#      README's example from an unrelated directory;
+#   3. Node: a fresh npm project installs the two tarballs (offline, with an
+#      empty cache and an unreachable registry), then runs the README's
+#      examples as ES modules and as CommonJS;
+#   4. C: the SDK tarball unpacked, the example built through pkg-config only
+#      (shared, then static) and run;
+#   5. the CLI: `dsh-session-ref demo` from an empty directory (the example
+#      store is embedded in the binary);
+#   6. the Linux binaries need no glibc newer than DSR_DIST_GLIBC (2.17).
+#
+# Fails loudly when an artifact is missing or broken. Part of
+# scripts/test-all.sh, after scripts/package.sh.
+#
+# Environment: DSR_DIST_DIR (default dist/), PYTHON (default python3),
+# DSR_DIST_TARGET, DSR_DIST_ZIG, DSR_DIST_GLIBC as for scripts/package.sh.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+start=$SECONDS
+step() { printf '\n--> test-dist: %s  (+%ds)\n' "$*" $((SECONDS - start)); }
+die() { echo "test-dist.sh: $*" >&2; exit 1; }
+trap 'echo "test-dist.sh: failed (line $LINENO): $BASH_COMMAND" >&2' ERR
+
+dist=${DSR_DIST_DIR:-$root/dist}
+[ -d "$dist" ] || die "no $dist: run scripts/package.sh first"
+dist=$(cd "$dist" && pwd)
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml")
+[ -n "$version" ] || die "no version in Cargo.toml"
+python=$(command -v "${PYTHON:-python3}") || die "no ${PYTHON:-python3}"
+
+step "no Rust toolchain on PATH"
+path=""
+IFS=: read -r -a dirs <<<"$PATH"
+for d in "${dirs[@]}"; do
+  [ -n "$d" ] && [ -d "$d" ] || continue
+  [ -e "$d/cargo" ] || [ -e "$d/rustc" ] || [ -e "$d/rustup" ] || path=${path:+$path:}$d
+done
+export PATH=$path
+unset CARGO RUSTC RUSTUP_TOOLCHAIN CARGO_TARGET_DIR RUSTFLAGS CARGO_HOME RUSTUP_HOME
+! command -v cargo >/dev/null && ! command -v rustc >/dev/null || die "cargo or rustc is still on PATH"
+echo "PATH=$PATH"
+# No network either: npm gets an unreachable registry, pip --no-index.
+export npm_config_registry=http://127.0.0.1:9/ npm_config_audit=false npm_config_fund=false \
+  npm_config_update_notifier=false PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_NO_INDEX=1
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dsr-test-dist.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+case $work in "$root"/*) die "the work directory must be outside the source tree" ;; esac
+
+# The one file matching a pattern in dist/, or a loud failure.
+artifact() {
+  local found=()
+  for f in "$dist"/$1; do [ -f "$f" ] && found+=("$f"); done
+  [ ${#found[@]} -eq 1 ] || die "expected one dist/$1, found ${#found[@]}: run scripts/package.sh"
+  echo "${found[0]}"
+}
+target=${DSR_DIST_TARGET:-}
+if [ -z "$target" ]; then
+  sdk=$(artifact "dsh-session-reference-$version-*.tar.gz")
+  target=${sdk##*/dsh-session-reference-$version-}
+  target=${target%.tar.gz}
+fi
+wheel=$(artifact "dsh_session_reference-$version-cp39-abi3-*.whl")
+sdist=$(artifact "dsh_session_reference-$version.tar.gz")
+npm_main=$(artifact "dsh-session-reference-$version.tgz")
+npm_platform=$(artifact "dsh-session-reference-*-$version.tgz")
+sdk=$(artifact "dsh-session-reference-$version-$target.tar.gz")
+cli=$(artifact "dsh-session-ref-$version-$target.tar.gz")
+crate=$(artifact "dsh-session-reference-$version.crate")
+
+step "checksums, sdist and crate contents"
+if command -v sha256sum >/dev/null; then
+  (cd "$dist" && sha256sum --check --strict --quiet SHA256SUMS)
+else
+  (cd "$dist" && shasum -a 256 --check --quiet SHA256SUMS) # macOS
+fi
+for f in "$wheel" "$sdist" "$npm_main" "$npm_platform" "$sdk" "$cli" "$crate"; do
+  grep -q " ${f##*/}\$" "$dist/SHA256SUMS" || die "${f##*/} is not in SHA256SUMS"
+done
+has_files() {
+  local listing=$1; shift
+  for f in "$@"; do grep -qx "$f" <<<"$listing" || die "$f is missing"; done
+}
+s=dsh_session_reference-$version
+has_files "$(tar -tzf "$sdist")" "$s/PKG-INFO" "$s/pyproject.toml" "$s/Cargo.toml" "$s/Cargo.lock" "$s/LICENSE-MIT" \
+  "$s/LICENSE-APACHE" "$s/core/src/lib.rs" "$s/dsh_session_reference/__init__.py" "$s/dsh_session_reference/py.typed"
+grep -qx "Version: $version" <<<"$(tar -xzOf "$sdist" "$s/PKG-INFO")" || die "the sdist's PKG-INFO is not version $version"
+c=dsh-session-reference-$version
+has_files "$(tar -tzf "$crate")" "$c/Cargo.toml" "$c/Cargo.lock" "$c/README.md" "$c/LICENSE-MIT" "$c/LICENSE-APACHE" \
+  "$c/src/lib.rs"
+echo "ok"
+
+# --- Python ---------------------------------------------------------------------
+step "Python: venv + pip install --no-index ${wheel##*/}"
+"$python" -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install -q --no-index --no-cache-dir "$wheel"
+"$work/venv/bin/python" -m pip check
+mkdir "$work/py" && cd "$work/py"
+step "Python: the README's example, from $work/py"
+"$work/venv/bin/python" - "$root/python/README.md" "$version" "$work/venv" <<'PY'
+import pathlib, re, sys
+readme, version, venv = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3]).resolve()
+import dsh_session_reference
+from dsh_session_reference import _native
+assert pathlib.Path(dsh_session_reference.__file__).resolve().is_relative_to(venv), dsh_session_reference.__file__
+assert pathlib.Path(_native.__file__).name.endswith(".abi3.so"), _native.__file__
+assert dsh_session_reference.__version__ == version, dsh_session_reference.__version__
+blocks = re.findall(r"```python\n(.*?)```", pathlib.Path(readme).read_text(encoding="utf-8"), re.S)
+assert blocks, "python/README.md has no Python example"
+for block in blocks:
+    scope = {"__name__": "__readme__"}
+    exec(compile(block, readme, "exec"), scope)
+    # Free the example's resolver before the interpreter shuts down, as
+    # python/tests/test_readme.py does: a resolver still alive during
+    # interpreter finalization can crash it (a known bug of the binding).
+    scope.clear()
+import gc
+gc.collect()
+print(f"{len(blocks)} README example(s) ran against {_native.__file__}")
+PY
+
+# --- Node -----------------------------------------------------------------------
+step "Node: a fresh project installs ${npm_platform##*/} and ${npm_main##*/} offline"
+mkdir -p "$work/node/app" && cd "$work/node/app"
+printf '{"name":"dist-test","version":"1.0.0","private":true}\n' > package.json
+npm install --offline --no-audit --no-fund --loglevel=error --cache "$work/node/npm-cache" \
+  "$npm_platform" "$npm_main" </dev/null
+platform=${npm_platform##*/dsh-session-reference-}
+platform=${platform%-$version.tgz}
+[ -f "node_modules/dsh-session-reference-$platform/dsh-session-reference.$platform.node" ] ||
+  die "the platform package did not install its .node"
+[ -z "$(find node_modules/dsh-session-reference -name '*.node')" ] || die "the main package holds a .node"
+# The README's second example reads '../examples/sessions': the example store,
+# as data beside the project.
+cp -R "$root/examples" "$work/node/examples"
+node - "$root/node/README.md" "$work/node/app" <<'JS'
+const fs = require('node:fs'), path = require('node:path')
+const { execFileSync } = require('node:child_process')
+const [readme, app] = process.argv.slice(2)
+const blocks = [...fs.readFileSync(readme, 'utf8').matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], body: m[2] }))
+const examples = blocks.flatMap((b, i) => (b.lang === 'js' ? [{ code: b.body, output: blocks[i + 1]?.lang === 'text' ? blocks[i + 1].body : 'true\n' }] : []))
+if (examples.length < 2) throw new Error('node/README.md has fewer than two js examples')
+const resolved = require.resolve('dsh-session-reference', { paths: [app] })
+if (!resolved.startsWith(path.join(app, 'node_modules') + path.sep)) throw new Error(`resolved ${resolved}`)
+// CommonJS: the imports become require() calls, the body an async function.
+const toCjs = (code) => {
+  const body = code.replace(/import\s*\{([^}]*)\}\s*from\s*'dsh-session-reference'/g, "const {$1} = require('dsh-session-reference')")
+  if (/^\s*import\s/m.test(body)) throw new Error('an import statement is left in the CommonJS version')
+  return `'use strict'\n;(async () => {\n${body}\n})().catch((e) => { console.error(e); process.exit(1) })\n`
+}
+examples.forEach(({ code, output }, i) => {
+  for (const [ext, text] of [['mjs', code], ['cjs', toCjs(code)]]) {
+    const file = path.join(app, `example-${i}.${ext}`)
+    fs.writeFileSync(file, text)
+    const stdout = execFileSync(process.execPath, [file], { cwd: app, encoding: 'utf8', timeout: 60000 })
+    if (stdout !== output) throw new Error(`${file} printed\n${stdout}\ninstead of\n${output}`)
+  }
+})
+console.log(`${examples.length} README examples ran as ES modules and as CommonJS against ${resolved}`)
+JS
+
+# --- C --------------------------------------------------------------------------
+step "C: ${sdk##*/} through pkg-config"
+mkdir "$work/c" && tar -xzf "$sdk" -C "$work/c"
+prefix=$work/c/dsh-session-reference-$version-$target
+for f in include/dsh_session_reference.h lib/libdsh_session_reference.a lib/pkgconfig/dsh-session-reference.pc \
+  examples/host.c README.md LICENSE-MIT LICENSE-APACHE; do
+  [ -f "$prefix/$f" ] || die "the C SDK lacks $f"
+done
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+pkg=dsh-session-reference
+pkg-config --exists --print-errors $pkg
+[ "$(pkg-config --modversion $pkg)" = "$version" ] || die "pkg-config says version $(pkg-config --modversion $pkg)"
+libdir=$(pkg-config --variable=libdir $pkg)
+cd "$work/c"
+CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic)
+case $target in
+  *-linux-*)
+    soname=$(readelf -d "$prefix/lib/libdsh_session_reference.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+    [ -n "$soname" ] || die "the shared library has no soname"
+    [ -f "$prefix/lib/$soname" ] || die "the soname $soname is not in lib/"
+    # shellcheck disable=SC2046
+    gcc "${CFLAGS[@]}" "$prefix/examples/host.c" $(pkg-config --cflags --libs $pkg) -Wl,-rpath,"$libdir" -o host_shared
+    ./host_shared | tee host.out
+    grep -q '<referenced-sessions>' host.out || die "the C example printed no context"
+    # (outputs in variables: `producer | grep -q` can fail on SIGPIPE under pipefail)
+    loaded=$(ldd host_shared)
+    grep -q "=> $(cd "$libdir" && pwd -P)/$soname\|=> $libdir/$soname" <<<"$loaded" ||
+      { ldd host_shared; die "host_shared does not load $soname from the SDK"; }
+    # Static: the archive and the Libs.private libraries, nothing else.
+    # shellcheck disable=SC2046
+    gcc "${CFLAGS[@]}" "$prefix/examples/host.c" $(pkg-config --cflags $pkg) "$libdir/libdsh_session_reference.a" \
+      $(pkg-config --static --libs-only-l $pkg | sed 's/-ldsh_session_reference//') -o host_static
+    ! grep -q dsh_session_reference <<<"$(readelf -d host_static)" || die "host_static still needs the shared library"
+    # (the same output but for the context message's random id)
+    ./host_static | sed 's/"id":"[0-9a-f-]*"/"id":ID/' | cmp - <(sed 's/"id":"[0-9a-f-]*"/"id":ID/' host.out) ||
+      die "the static build printed something else"
+    echo "shared ($soname) and static builds run"
+    ;;
+esac
+
+# --- CLI ------------------------------------------------------------------------
+step "CLI: ${cli##*/}, demo from an empty directory"
+mkdir "$work/cli" "$work/cli/elsewhere" "$work/cli/home" "$work/cli/tmp"
+tar -xzf "$cli" -C "$work/cli"
+exe=$work/cli/dsh-session-ref-$version-$target/dsh-session-ref
+[ -x "$exe" ] || die "the CLI tarball has no dsh-session-ref"
+case $target in *-linux-*) ! grep -q '\.symtab' <<<"$(readelf -S "$exe")" || die "dsh-session-ref is not stripped" ;; esac
+cd "$work/cli/elsewhere"
+[ "$(env -u DSH_HOME HOME="$work/cli/home" "$exe" --version)" = "dsh-session-ref $version" ] || die "--version"
+env -u DSH_HOME HOME="$work/cli/home" TMPDIR="$work/cli/tmp" "$exe" demo > demo.txt
+grep -q '^== Sessions root: the bundled example store' demo.txt || die "demo did not use the embedded store"
+grep -q '<referenced-sessions>' demo.txt || die "demo printed no context"
+env -u DSH_HOME HOME="$work/cli/home" TMPDIR="$work/cli/tmp" "$exe" demo --json |
+  node -e 'const o = JSON.parse(require("fs").readFileSync(0, "utf8")); if (o.prepared.additionalContext.source.references.length !== 2) process.exit(1)' ||
+  die "demo --json is not the two-reference result"
+[ -z "$(ls -A "$work/cli/tmp")" ] || die "demo left its unpacked example store behind"
+[ "$(ls -A)" = demo.txt ] || die "demo wrote into the current directory"
+sed -n '1,6p' demo.txt
+
+# --- glibc floor -------------------------------------------------------------------
+case $target in
+  *-linux-gnu)
+    if [ "${DSR_DIST_ZIG:-1}" != 0 ]; then
+      floor=${DSR_DIST_GLIBC:-2.17}
+      step "the Linux binaries need glibc <= $floor"
+      tag=manylinux_${floor/./_}
+      [ "$tag" != manylinux_2_17 ] || tag=manylinux2014
+      case ${wheel##*/} in *"-$tag"_*) ;; *) die "${wheel##*/} is not tagged $tag" ;; esac
+      mkdir "$work/wheel" && (cd "$work/wheel" && "$work/venv/bin/python" -m zipfile -e "$wheel" .)
+      tar -xzf "$npm_platform" -C "$work/node"
+      for bin in "$prefix/lib/libdsh_session_reference.so" "$exe" "$work"/wheel/dsh_session_reference/*.so \
+        "$work"/node/package/*.node; do
+        need=$(objdump -T "$bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
+        [ "$(printf '%s\n%s\n' "$need" "$floor" | sort -V | tail -n 1)" = "$floor" ] ||
+          die "${bin##*/} needs glibc $need, newer than $floor"
+        echo "${bin##*/}: glibc $need"
+      done
+    fi
+    ;;
+esac
+
+step "all artifacts install and run without a Rust toolchain ($((SECONDS - start))s)"
