@@ -136,6 +136,26 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Consumes `c` after whitespace, if it is next.
+    pub fn eat(&mut self, c: u8) -> bool {
+        let found = self.peek() == Some(c);
+        if found {
+            self.pos += 1;
+        }
+        found
+    }
+
+    /// Consumes the literal `word` (`null`, `"append"`) after whitespace, if
+    /// it is next.
+    pub fn eat_literal(&mut self, word: &[u8]) -> bool {
+        self.ws();
+        let found = self.b[self.pos..].starts_with(word);
+        if found {
+            self.pos += word.len();
+        }
+        found
+    }
+
     /// Only whitespace is left.
     pub fn end(&mut self) -> Result<(), String> {
         match self.peek() {
@@ -388,7 +408,15 @@ impl<'a> Reader<'a> {
 
     /// Skips the value here, validating it, without recursion.
     pub fn skip(&mut self) -> Result<(), String> {
+        self.skip_within(usize::MAX)
+    }
+
+    /// [`skip`](Self::skip), failing on a value nested deeper than
+    /// `max_depth` non-empty containers (for a caller whose fallback
+    /// parser has a depth limit of its own).
+    pub fn skip_within(&mut self, max_depth: usize) -> Result<(), String> {
         let base = self.stack.len();
+        let limit = base.saturating_add(max_depth);
         loop {
             // A value.
             match self.peek() {
@@ -396,6 +424,8 @@ impl<'a> Reader<'a> {
                     self.pos += 1;
                     if self.peek() == Some(b'}') {
                         self.pos += 1;
+                    } else if self.stack.len() == limit {
+                        return Err(self.err("nesting is too deep"));
                     } else {
                         self.stack.push(b'}');
                         self.key()?;
@@ -407,6 +437,8 @@ impl<'a> Reader<'a> {
                     self.pos += 1;
                     if self.peek() == Some(b']') {
                         self.pos += 1;
+                    } else if self.stack.len() == limit {
+                        return Err(self.err("nesting is too deep"));
                     } else {
                         self.stack.push(b']');
                         continue;

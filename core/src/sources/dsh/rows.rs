@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::message::{MessageFacts, CHECKED_TYPES};
+use crate::json::read::Reader;
 
 /// The packed chunk row types.
 pub const PACKED_TYPES: [&str; 3] = ["text-chunks", "reasoning-chunks", "tool-call-chunks"];
@@ -206,10 +207,9 @@ fn parse_row_serde(line: &[u8]) -> Result<Row<'_>, String> {
 
 /// Reads the common event line without serde: `{"type":"…","seq":N,…}`
 /// whose keys and `type` have no escapes, whose `seq` (and `seq0`, if
-/// present) is a plain integer or `null`, whose `surfaceOp`, if present, is
-/// `"append"` or `null`, and whose only whitespace is the space. Every
-/// other value is skipped and
-/// validated with serde_json's grammar for ignored values.
+/// present) is a plain integer or `null`, and whose `surfaceOp`, if present,
+/// is `"append"` or `null`. Every other value is skipped and validated by
+/// the shared reader (`json::read`), whose grammar is serde_json's.
 ///
 /// It answers only when sure: for everything it accepts, [`parse_row_serde`]
 /// gives the same row; anything else (packed rows, a second header, escapes,
@@ -217,19 +217,15 @@ fn parse_row_serde(line: &[u8]) -> Result<Row<'_>, String> {
 /// `None`, and the caller falls back to [`parse_row_serde`], which gives the
 /// exact answer and error.
 fn fast_event(line: &[u8]) -> Option<Row<'_>> {
-    let mut p = Scan { s: line, i: 0 };
-    p.spaces();
+    let mut p = Scan { r: Reader::new(line) };
     p.eat(b'{')?;
     let (mut kind, mut seq, mut seq0, mut op, mut runs) = (None, None, None, None, None);
     let mut extra_key: Option<&[u8]> = None;
     let mut facts = None;
     let mut data_seen = false;
     loop {
-        p.spaces();
         let key = p.plain_string()?;
-        p.spaces();
         p.eat(b':')?;
-        p.spaces();
         match key {
             b"type" if kind.is_none() => kind = Some(std::str::from_utf8(p.plain_string()?).ok()?),
             b"seq" if seq.is_none() => seq = Some(p.optional_u64()?),
@@ -265,17 +261,13 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
                 p.skip_value()?
             }
         }
-        p.spaces();
-        match p.next()? {
-            b',' => {}
-            b'}' => break,
-            _ => return None,
+        if p.eat_byte(b',') {
+            continue;
         }
+        p.eat(b'}')?;
+        break;
     }
-    p.spaces();
-    if p.i != line.len() {
-        return None;
-    }
+    p.r.end().ok()?;
     let kind = kind?;
     if PACKED_TYPES.contains(&kind) || kind == "session" {
         return None;
@@ -297,95 +289,53 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
     })
 }
 
-/// The first byte of `s` that stops a string: `"`, `\\` or a control
-/// character (which serde_json refuses in a string), eight bytes at a time.
-fn string_stop(s: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut chunks = s.chunks_exact(8);
-    let mut at = 0;
-    for chunk in &mut chunks {
-        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let backslash = x ^ (ONES * u64::from(b'\\'));
-        // The lowest flagged byte of each term is exact (higher ones may be
-        // false positives of the borrow), so the lowest of all is too.
-        let found = (quote.wrapping_sub(ONES) & !quote
-            | backslash.wrapping_sub(ONES) & !backslash
-            | x.wrapping_sub(ONES * 0x20) & !x)
-            & HIGH;
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| at + i)
+/// A cursor for [`fast_event`] over the shared validating JSON reader
+/// ([`crate::json::read::Reader`]); every method returns `None` when the
+/// input is not what it accepts, and the caller falls back to serde.
+struct Scan<'a> {
+    r: Reader<'a>,
 }
 
-/// A cursor for [`fast_event`]; every method returns `None` when the input
-/// is not what it accepts.
-struct Scan<'a> {
-    s: &'a [u8],
-    i: usize,
-}
+/// How deep [`Scan::skip_value`] follows nesting before it leaves the line
+/// to the typed fallback (as the store's reader always did).
+const SKIP_DEPTH: usize = 64;
 
 impl<'a> Scan<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
+    /// The next byte after whitespace.
+    fn peek(&mut self) -> Option<u8> {
+        self.r.peek()
     }
 
-    fn next(&mut self) -> Option<u8> {
-        let b = self.peek()?;
-        self.i += 1;
-        Some(b)
-    }
-
+    /// Consumes `b`, or fails.
     fn eat(&mut self, b: u8) -> Option<()> {
-        (self.next()? == b).then_some(())
+        self.r.eat(b).then_some(())
     }
 
-    fn spaces(&mut self) {
-        while self.peek() == Some(b' ') {
-            self.i += 1;
-        }
+    /// Consumes `b` if it is next.
+    fn eat_byte(&mut self, b: u8) -> bool {
+        self.r.eat(b)
     }
 
     fn literal(&mut self, lit: &[u8]) -> bool {
-        let found = self.s[self.i..].starts_with(lit);
-        if found {
-            self.i += lit.len();
-        }
-        found
+        self.r.eat_literal(lit)
     }
 
     /// A string without escapes; its content.
     fn plain_string(&mut self) -> Option<&'a [u8]> {
-        self.eat(b'"')?;
-        let rest = &self.s[self.i..];
-        let end = string_stop(rest)?;
-        if rest[end] != b'"' {
+        if self.peek()? != b'"' {
             return None;
         }
-        self.i += end + 1;
-        Some(&rest[..end])
+        let s = self.r.maybe_string().ok()??;
+        (!s.escaped).then(|| s.inner())
     }
 
     /// `null` or a non-negative integer that fits a `u64`.
     fn optional_u64(&mut self) -> Option<Option<u64>> {
-        if self.literal(b"null") {
-            return Some(None);
+        let Some(lit) = self.r.number_or_null("").ok()?.ok()? else { return Some(None) };
+        if !lit.iter().all(u8::is_ascii_digit) {
+            return None; // a sign, a fraction or an exponent
         }
-        let start = self.i;
-        let mut n: u64 = 0;
-        while let Some(d @ b'0'..=b'9') = self.peek() {
-            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-            self.i += 1;
-        }
-        let digits = self.i - start;
-        if digits == 0 || (digits > 1 && self.s[start] == b'0') || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
-            return None;
-        }
-        Some(Some(n))
+        lit.iter().try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0'))).map(Some)
     }
 
     /// A `sourceEventSeqs` array of plain integers and `[integer, integer]`
@@ -393,32 +343,25 @@ impl<'a> Scan<'a> {
     fn seq_runs(&mut self) -> Option<SeqRuns> {
         self.eat(b'[')?;
         let mut runs = Vec::new();
-        self.spaces();
-        if self.literal(b"]") {
+        if self.eat_byte(b']') {
             return Some(runs);
         }
         loop {
-            self.spaces();
-            if self.literal(b"[") {
-                self.spaces();
+            if self.eat_byte(b'[') {
                 let start = self.optional_u64()??;
-                self.spaces();
                 self.eat(b',')?;
-                self.spaces();
                 let end = self.optional_u64()??;
-                self.spaces();
                 self.eat(b']')?;
                 runs.push([start, end]);
             } else {
                 let n = self.optional_u64()??;
                 runs.push([n, n]);
             }
-            self.spaces();
-            match self.next()? {
-                b',' => {}
-                b']' => return Some(runs),
-                _ => return None,
+            if self.eat_byte(b',') {
+                continue;
             }
+            self.eat(b']')?;
+            return Some(runs);
         }
     }
 
@@ -426,23 +369,17 @@ impl<'a> Scan<'a> {
     /// only).
     fn object(&mut self, mut f: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
         self.eat(b'{')?;
-        self.spaces();
-        if self.literal(b"}") {
+        if self.eat_byte(b'}') {
             return Some(());
         }
         loop {
-            self.spaces();
             let key = self.plain_string()?;
-            self.spaces();
             self.eat(b':')?;
-            self.spaces();
             f(self, key)?;
-            self.spaces();
-            match self.next()? {
-                b',' => {}
-                b'}' => return Some(()),
-                _ => return None,
+            if self.eat_byte(b',') {
+                continue;
             }
+            return self.eat(b'}');
         }
     }
 
@@ -538,12 +475,10 @@ impl<'a> Scan<'a> {
             return Some(());
         }
         self.eat(b'[')?;
-        self.spaces();
-        if self.literal(b"]") {
+        if self.eat_byte(b']') {
             return Some(());
         }
         loop {
-            self.spaces();
             if self.peek()? != b'{' {
                 return None;
             }
@@ -565,155 +500,16 @@ impl<'a> Scan<'a> {
                 Some("tool-call") => facts.tool_call_ids.extend(id.flatten().map(str::to_owned)),
                 _ => {}
             }
-            self.spaces();
-            match self.next()? {
-                b',' => {}
-                b']' => return Some(()),
-                _ => return None,
+            if self.eat_byte(b',') {
+                continue;
             }
+            return self.eat(b']');
         }
     }
 
-    /// The rest of a string whose opening quote was read.
-    fn skip_string(&mut self) -> Option<()> {
-        loop {
-            let at = self.i + string_stop(&self.s[self.i..])?;
-            match self.s[at] {
-                b'"' => {
-                    self.i = at + 1;
-                    return Some(());
-                }
-                b'\\' => {}
-                _ => return None,
-            }
-            match *self.s.get(at + 1)? {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i = at + 2,
-                b'u' => {
-                    let hex = self.s.get(at + 2..at + 6)?;
-                    if !hex.iter().all(u8::is_ascii_hexdigit) {
-                        return None;
-                    }
-                    self.i = at + 6;
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// A number, in JSON's grammar.
-    fn skip_number(&mut self) -> Option<()> {
-        if self.peek() == Some(b'-') {
-            self.i += 1;
-        }
-        match self.next()? {
-            b'0' => {
-                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-            }
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            self.some_digits()?;
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            self.some_digits()?;
-        }
-        Some(())
-    }
-
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.i += 1;
-        }
-    }
-
-    fn some_digits(&mut self) -> Option<()> {
-        let start = self.i;
-        self.digits();
-        (self.i > start).then_some(())
-    }
-
-    /// An object key and its colon.
-    fn key(&mut self) -> Option<()> {
-        self.spaces();
-        self.eat(b'"')?;
-        self.skip_string()?;
-        self.spaces();
-        self.eat(b':')
-    }
-
-    /// Any JSON value, nested at most 64 deep.
+    /// Any JSON value, validated, nested at most [`SKIP_DEPTH`] deep.
     fn skip_value(&mut self) -> Option<()> {
-        // One bit per open container, 1 for an object.
-        let (mut stack, mut depth) = (0u64, 0u32);
-        loop {
-            self.spaces();
-            let mut opened = None;
-            match self.peek()? {
-                b'"' => {
-                    self.i += 1;
-                    self.skip_string()?;
-                }
-                b @ (b'{' | b'[') => {
-                    self.i += 1;
-                    if depth == 64 {
-                        return None;
-                    }
-                    let object = b == b'{';
-                    stack = stack << 1 | u64::from(object);
-                    depth += 1;
-                    self.spaces();
-                    if self.peek() == Some(if object { b'}' } else { b']' }) {
-                        self.i += 1;
-                        stack >>= 1;
-                        depth -= 1;
-                    } else {
-                        opened = Some(object);
-                    }
-                }
-                b't' => self.literal(b"true").then_some(())?,
-                b'f' => self.literal(b"false").then_some(())?,
-                b'n' => self.literal(b"null").then_some(())?,
-                b'-' | b'0'..=b'9' => self.skip_number()?,
-                _ => return None,
-            }
-            match opened {
-                Some(true) => {
-                    self.key()?;
-                    continue;
-                }
-                Some(false) => continue,
-                None => {}
-            }
-            // A value ended: close containers until one takes another value.
-            loop {
-                if depth == 0 {
-                    return Some(());
-                }
-                self.spaces();
-                let object = stack & 1 == 1;
-                match self.next()? {
-                    b',' => {
-                        if object {
-                            self.key()?;
-                        }
-                        break;
-                    }
-                    b'}' if object => {}
-                    b']' if !object => {}
-                    _ => return None,
-                }
-                stack >>= 1;
-                depth -= 1;
-            }
-        }
+        self.r.skip_within(SKIP_DEPTH).ok()
     }
 }
 
@@ -852,6 +648,14 @@ mod tests {
                 }
             }
         }
+        // Nesting deeper than the fast reader follows falls back to serde,
+        // which skips ignored values at any depth.
+        for depth in [63, 64, 65, 10_000] {
+            let line = format!(r#"{{"type":"a","seq":1,"d":{}0{}}}"#, "[".repeat(depth), "]".repeat(depth));
+            check(line.as_bytes());
+            assert_eq!(fast_event(line.as_bytes()).is_some(), depth <= 64, "{depth}");
+            assert!(parse_row(line.as_bytes()).is_ok(), "{depth}");
+        }
         // The common lines take the fast path.
         assert!(fast_event(lines[0]).is_some());
         assert!(fast_event(lines[1]).is_some());
@@ -860,29 +664,6 @@ mod tests {
         for line in &lines[6..11] {
             let row = fast_event(line).unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(line)));
             assert!(matches!(row, Row::Event { facts: Some(_), .. }), "{}", String::from_utf8_lossy(line));
-        }
-    }
-
-    #[test]
-    fn string_stops() {
-        let naive = |s: &[u8]| s.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
-        let mut bytes: Vec<u8> = (0..=255u8).collect();
-        bytes.extend((0..=255u8).rev());
-        for start in 0..bytes.len() {
-            for len in [0, 1, 7, 8, 9, 16, 17, 40] {
-                let s = &bytes[start..(start + len).min(bytes.len())];
-                assert_eq!(string_stop(s), naive(s));
-            }
-        }
-        for stop in [b'"', b'\\', 0, 0x1f] {
-            for at in 0..23 {
-                let mut s = vec![b'a'; 24];
-                s[at] = stop;
-                s[23] = b'"';
-                assert_eq!(string_stop(&s), Some(at));
-                s[at] = 0xff;
-                assert_eq!(string_stop(&s), Some(23));
-            }
         }
     }
 
