@@ -104,7 +104,7 @@ typedef void (*dsr_read_surface_fn)(void *user_data, const char *session_id, siz
 typedef void (*dsr_destroy_fn)(void *user_data);
 
 /**
- * A host's session query (SPEC §9) as a table of callbacks.
+ * A host's session query (docs/contract.md §9) as a table of callbacks.
  *
  * Set `size` to `sizeof(dsr_host)`. Every callback receives `user_data`
  * first and writes its result into the library-owned `sink` with
@@ -349,7 +349,7 @@ dsr_status dsr_resolver_new(const struct dsr_host *host, const char *config_json
 void dsr_resolver_free(struct dsr_resolver *resolver);
 
 /**
- * Prepares one message (SPEC §6). Request:
+ * Prepares one message (docs/contract.md §6). Request:
  * `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
  * An optional `"contextWindow"` (a positive integer, the model's context
  * window in tokens) sets the automatic budget of the later `dshCompat`
@@ -370,7 +370,7 @@ void dsr_resolver_free(struct dsr_resolver *resolver);
 dsr_status dsr_resolver_prepare(const struct dsr_resolver *resolver, const char *request_json, size_t request_len, const struct dsr_cancel *cancel, char **out_json, size_t *out_len, struct dsr_error **err);
 
 /**
- * The pre-step rewrite (SPEC §6). Request:
+ * The pre-step rewrite (docs/contract.md §6). Request:
  * `{"target": {"id", "cwd"?}, "messages": [message, ...]}`. Result: the
  * JSON array of output messages (each user message with references is
  * rewritten and followed by its context message). Arguments as for
@@ -382,7 +382,7 @@ dsr_status dsr_resolver_prepare(const struct dsr_resolver *resolver, const char 
 dsr_status dsr_resolver_prepare_messages(const struct dsr_resolver *resolver, const char *request_json, size_t request_len, const struct dsr_cancel *cancel, char **out_json, size_t *out_len, struct dsr_error **err);
 
 /**
- * Discovery (SPEC §7). Request: `{"target": {"id", "cwd"?}, "query"?: string, "limit"?: number}`
+ * Discovery (docs/contract.md §7). Request: `{"target": {"id", "cwd"?}, "query"?: string, "limit"?: number}`
  * (`query` defaults to `""`; `limit` to the configured `candidateLimit`,
  * and an explicit limit that is not a positive safe integer is
  * `DSR_INVALID_REFERENCE`). Result: `[{"sessionId", "label", "cwd"?, "createdAt"}, ...]`.
@@ -404,7 +404,7 @@ dsr_status dsr_resolver_list_candidates(const struct dsr_resolver *resolver, con
 dsr_status dsr_resolver_candidates(const struct dsr_resolver *resolver, const char *request_json, size_t request_len, const struct dsr_cancel *cancel, char **out_json, size_t *out_len, struct dsr_error **err);
 
 /**
- * Creates a resolver over a DSH sessions directory (SPEC §10): a read-only
+ * Creates a resolver over a DSH sessions directory (docs/contract.md §10): a read-only
  * session query over DSH's JSONL logs (`session.jsonl`, or
  * `session.v<N>.jsonl` for later format generations, plain or `.zstd`,
  * under `<root>/<project-dir>/<session-dir>/`; each session's newest
@@ -479,7 +479,7 @@ dsr_status dsr_mention_format(const char *session_id, size_t session_id_len, con
 dsr_status dsr_parse_text(const char *text, size_t text_len, char **out, size_t *out_len, struct dsr_error **err);
 
 /**
- * Tag-safe JSON (SPEC §5): reads JSON text with JavaScript `JSON.parse`
+ * Tag-safe JSON (docs/contract.md §5): reads JSON text with JavaScript `JSON.parse`
  * semantics and writes it back as `JSON.stringify` would, with every `<`
  * written as `\u003c`. Text that is not JSON is `DSR_MISUSE`.
  *

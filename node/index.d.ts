@@ -177,7 +177,7 @@ export interface NativeContext {
 }
 
 /**
- * Why a native operation failed: a stable SPEC code (or
+ * Why a native operation failed: a stable contract code (or
  * `ERR_INVALID_ARG_TYPE` for misuse of the native API) and a message.
  */
 export interface NativeFailure {

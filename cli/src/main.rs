@@ -2,7 +2,7 @@
 //! a DeepSeek Harness sessions directory (the embedded DSH store).
 //!
 //! Exit codes: 0 on success, 2 on usage errors, 1 on contract errors (the
-//! SPEC error code is printed to stderr as `error: CODE: message`).
+//! contract error code (docs/contract.md §8.2) is printed to stderr as `error: CODE: message`).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -52,7 +52,7 @@ struct Global {
     /// The model's context window in tokens, for the automatic budget of dshCompat 0.1.5 and 0.1.7
     #[arg(long, global = true, value_name = "TOKENS")]
     context_window: Option<u64>,
-    /// Print machine-readable JSON (the SPEC shapes)
+    /// Print machine-readable JSON (the shapes of docs/contract.md)
     #[arg(long, global = true)]
     json: bool,
     /// Hardened mode: --redact-secrets, --escape-invisible and --sanitize-labels together (docs/security.md)
@@ -153,7 +153,7 @@ struct TargetArgs {
     cwd: Option<String>,
 }
 
-/// A failure: a contract error (exit 1, SPEC code on stderr).
+/// A failure: a contract error (exit 1, contract code on stderr).
 struct Failure(Error);
 
 impl From<Error> for Failure {

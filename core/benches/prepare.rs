@@ -1,5 +1,5 @@
 //! `prepare` on one big source, measured against the cost of reading its
-//! JSON once (issue 2's scaling figures and issue 7's targets 1 and 2).
+//! JSON once (the scaling figures and targets 1 and 2 of BENCHMARKS.md).
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench prepare`
 //! (`-- --quick` for fewer sizes and repetitions, `-- --only synthetic` or
@@ -7,7 +7,7 @@
 //!
 //! Inputs are generated deterministically, nothing is downloaded:
 //! - "messages": n messages of 500 bytes, a compaction checkpoint first, then
-//!   alternating user/assistant (the core issue's synthetic input);
+//!   alternating user/assistant (the synthetic input of BENCHMARKS.md);
 //! - "session": a realistic agent log of a given size: every assistant
 //!   message carries reasoning and is followed by a tool result of about
 //!   2 KB, which projection skips.

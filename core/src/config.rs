@@ -1,4 +1,4 @@
-//! Configuration and its validation (SPEC §8).
+//! Configuration and its validation (docs/contract.md §8).
 
 use serde_json::Value;
 
@@ -155,7 +155,7 @@ impl Config {
     }
 }
 
-/// Validates an explicit candidate limit given as JSON (SPEC §7): a positive
+/// Validates an explicit candidate limit given as JSON (docs/contract.md §7): a positive
 /// safe integer, else `SESSION_REFERENCE_INVALID_REFERENCE`.
 pub fn candidate_limit_from_json(limit: &Value) -> Result<u64> {
     positive_safe_integer(limit)

@@ -1,6 +1,6 @@
 //! The typed results of preparation: the context message inserted after a
 //! message that references other sessions, its `source` metadata, and the
-//! results of `prepare` and `prepareMessages` (SPEC §6).
+//! results of `prepare` and `prepareMessages` (docs/contract.md §6).
 //!
 //! Each front converts these types once into its own values; the prompt, the
 //! one large string, is handed over as it is and never looked up by path.

@@ -1,4 +1,4 @@
-//! The one error type of the library and its stable codes (SPEC §8).
+//! The one error type of the library and its stable codes (docs/contract.md §8).
 
 use std::any::Any;
 use std::fmt;
@@ -25,7 +25,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// All codes, in the order SPEC §8 lists them.
+    /// All codes, in the order of docs/contract.md §8.2.
     pub const ALL: [ErrorCode; 7] = [
         ErrorCode::InvalidConfig,
         ErrorCode::InvalidReference,
@@ -61,7 +61,7 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// A failure reported by a host's session query (SPEC §9): a reason text,
+/// A failure reported by a host's session query (docs/contract.md §9): a reason text,
 /// plus an optional opaque payload that a language front can use to carry
 /// the host's own exception object (e.g. to chain it as Python `__cause__`).
 #[derive(Clone)]

@@ -1,4 +1,4 @@
-//! The host interface: the session query a host implements (SPEC §9), its
+//! The host interface: the session query a host implements (docs/contract.md §9), its
 //! blocking adapter, and the values it exchanges with the library.
 
 use std::future::Future;
@@ -12,7 +12,7 @@ use crate::error::HostError;
 /// A boxed future returned by [`SessionQuery`] methods.
 pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> + Send + 'a>>;
 
-/// The session that is about to send a message (SPEC §1).
+/// The session that is about to send a message (docs/contract.md §1).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Target {
     /// The target's session id. A target may never reference itself.
@@ -107,7 +107,7 @@ impl SessionHeader {
 /// without a copy.
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
-/// A surface snapshot (SPEC §1) as a host delivers it: either JSON text
+/// A surface snapshot (docs/contract.md §1) as a host delivers it: either JSON text
 /// (fastest for big sessions; parsed with a typed, borrowing parser that
 /// skips what projection drops) or an already-built JSON value.
 #[derive(Clone)]
@@ -165,7 +165,7 @@ impl From<String> for SurfaceData {
     }
 }
 
-/// The host-implemented session query (SPEC §9). The library calls it from
+/// The host-implemented session query (docs/contract.md §9). The library calls it from
 /// its own tasks, possibly concurrently (reads of distinct sources run in
 /// parallel), and never reads any other state.
 ///

@@ -1,4 +1,4 @@
-//! Projection of one surface snapshot into `{role, text}` items (SPEC §3).
+//! Projection of one surface snapshot into `{role, text}` items (docs/contract.md §3).
 //!
 //! The snapshot's JSON bytes are read once by `json::read`: texts stay
 //! slices of the input (decoded only if retention keeps them), and

@@ -1,5 +1,5 @@
 //! Rendering: one source object under its byte budget, and the prompt
-//! envelope around all of them (SPEC §4–§5). The metadata of the context
+//! envelope around all of them (docs/contract.md §4–§5). The metadata of the context
 //! message is in `context.rs`.
 
 use serde_json::Number;

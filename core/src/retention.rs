@@ -1,4 +1,4 @@
-//! Per-source retention under the byte budget (SPEC §4), in linear time.
+//! Per-source retention under the byte budget (docs/contract.md §4), in linear time.
 //!
 //! The serialized size of a source object is the size of its fixed fields
 //! plus, per item, a constant envelope and the escaped length of its text.
@@ -19,7 +19,7 @@ pub(crate) fn item_size(item: &Item<'_>, text_len: usize) -> usize {
     ITEM_ENVELOPE + item.role.as_str().len() + text_len
 }
 
-/// The head/tail truncation of `text` to `target` UTF-8 bytes (SPEC §4):
+/// The head/tail truncation of `text` to `target` UTF-8 bytes (docs/contract.md §4):
 /// the text itself when it fits; otherwise the longest head + tail found by
 /// the contract's binary search, followed by
 /// `"\n[… omitted N UTF-8 bytes …]"`; `""` when not even the marker fits.

@@ -1,5 +1,5 @@
 //! Canonical `dsh-session:` URIs, `@[label](uri)` mentions and mention
-//! parsing (SPEC §2).
+//! parsing (docs/contract.md §2).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;

@@ -1,4 +1,4 @@
-//! Concurrency (issue 8): one resolver shared by 8 threads doing 1,000 mixed
+//! Concurrency (SECURITY.md): one resolver shared by 8 threads doing 1,000 mixed
 //! calls with random cancellations. Every call ends, every call that was not
 //! cancelled returns exactly what the same call returns single-threaded, and
 //! a watchdog turns a deadlock into a failure instead of a hung CI job.

@@ -1,7 +1,7 @@
-//! Hostile hosts (issue 8): session queries that fail, panic, return
+//! Hostile hosts (the guarantees of SECURITY.md): session queries that fail, panic, return
 //! non-JSON, return 100 MB or 10,000 levels of nesting, answer for another
 //! session than asked, never return, or list 100,000 sessions. Each gives
-//! the right SPEC code or a correct result, within bounds, and cancellation
+//! the right contract code (docs/contract.md §8.2) or a correct result, within bounds, and cancellation
 //! keeps working.
 //!
 //! (Async hosts whose *future* panics are in `behaviour.rs`; slow and hung
@@ -423,7 +423,7 @@ fn ten_thousand_levels_of_nesting_never_overflow_the_stack() {
         .unwrap()
         .join()
         .expect("no stack overflow or panic");
-    // A `text` that is not a string drops its block (SPEC §3); every other
+    // A `text` that is not a string drops its block (docs/contract.md §3); every other
     // misplaced nesting is a malformed snapshot.
     let mut wrong = Vec::new();
     for (id, r) in results {

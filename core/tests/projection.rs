@@ -1,5 +1,5 @@
 //! The single-pass projection of snapshot bytes against a naive projection
-//! written from SPEC §3 over a parsed `serde_json::Value`, on random
+//! written from docs/contract.md §3 over a parsed `serde_json::Value`, on random
 //! snapshots: keys in any order, repeated keys (the last one counts, as in
 //! `JSON.parse`), escaped keys, unknown fields, odd block shapes, texts with
 //! escapes and non-ASCII, and random corruptions of all of it. The naive

@@ -1,4 +1,4 @@
-//! Property tests (issue 8): over arbitrary Unicode, arbitrary surfaces and
+//! Property tests (the guarantees of SECURITY.md): over arbitrary Unicode, arbitrary surfaces and
 //! arbitrary budgets, every prepared context keeps its frame, its budgets and
 //! its statistics; URIs and mentions round-trip; no text makes the parsers
 //! panic.
@@ -156,7 +156,7 @@ fn event_json(seq: usize, ev: &Ev) -> Value {
     }
 }
 
-/// SPEC §3, written out plainly: `(role, text, checkpoint)` per projected item.
+/// docs/contract.md §3, written out plainly: `(role, text, checkpoint)` per projected item.
 fn oracle_projection(events: &[Ev]) -> Vec<(&'static str, String, bool)> {
     events
         .iter()

@@ -1,5 +1,5 @@
 //! Unit-level checks of the JSON writer, truncation, and the incremental
-//! retention against a naive re-serializing oracle written from the SPEC.
+//! retention against a naive re-serializing oracle written from docs/contract.md §4.
 
 mod common;
 
@@ -137,7 +137,7 @@ fn random_text(rng: &mut Rng) -> String {
     (0..len).map(|_| PIECES[rng.below(PIECES.len() as u64) as usize]).collect()
 }
 
-/// SPEC §4 as written: re-serialize the whole object at every step.
+/// docs/contract.md §4 as written: re-serialize the whole object at every step.
 fn naive(items: &[(Role, String, bool)], label: &str, budget: usize) -> Option<(String, usize, u64)> {
     let serialize = |list: &[(Role, String, bool)]| -> String {
         let conv: Vec<Value> = list.iter().map(|(r, t, _)| json!({"role": r.as_str(), "text": t})).collect();

@@ -60,7 +60,7 @@ pub type dsr_read_surface_fn = Option<
 /// Releases the host's `user_data`.
 pub type dsr_destroy_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
-/// A host's session query (SPEC §9) as a table of callbacks.
+/// A host's session query (docs/contract.md §9) as a table of callbacks.
 ///
 /// Set `size` to `sizeof(dsr_host)`. Every callback receives `user_data`
 /// first and writes its result into the library-owned `sink` with

@@ -171,7 +171,7 @@ fn limit_of(request: &Map<String, Value>) -> Result<Option<u64>, Failure> {
     }
 }
 
-/// Prepares one message (SPEC §6). Request:
+/// Prepares one message (docs/contract.md §6). Request:
 /// `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
 /// An optional `"contextWindow"` (a positive integer, the model's context
 /// window in tokens) sets the automatic budget of the later `dshCompat`
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn dsr_resolver_prepare(
     }
 }
 
-/// The pre-step rewrite (SPEC §6). Request:
+/// The pre-step rewrite (docs/contract.md §6). Request:
 /// `{"target": {"id", "cwd"?}, "messages": [message, ...]}`. Result: the
 /// JSON array of output messages (each user message with references is
 /// rewritten and followed by its context message). Arguments as for
@@ -247,7 +247,7 @@ pub unsafe extern "C" fn dsr_resolver_prepare_messages(
     }
 }
 
-/// Discovery (SPEC §7). Request: `{"target": {"id", "cwd"?}, "query"?: string, "limit"?: number}`
+/// Discovery (docs/contract.md §7). Request: `{"target": {"id", "cwd"?}, "query"?: string, "limit"?: number}`
 /// (`query` defaults to `""`; `limit` to the configured `candidateLimit`,
 /// and an explicit limit that is not a positive safe integer is
 /// `DSR_INVALID_REFERENCE`). Result: `[{"sessionId", "label", "cwd"?, "createdAt"}, ...]`.
@@ -305,7 +305,7 @@ pub unsafe extern "C" fn dsr_resolver_candidates(
     }
 }
 
-/// Creates a resolver over a DSH sessions directory (SPEC §10): a read-only
+/// Creates a resolver over a DSH sessions directory (docs/contract.md §10): a read-only
 /// session query over DSH's JSONL logs (`session.jsonl`, or
 /// `session.v<N>.jsonl` for later format generations, plain or `.zstd`,
 /// under `<root>/<project-dir>/<session-dir>/`; each session's newest

@@ -127,7 +127,7 @@ pub unsafe extern "C" fn dsr_parse_text(
     }
 }
 
-/// Tag-safe JSON (SPEC §5): reads JSON text with JavaScript `JSON.parse`
+/// Tag-safe JSON (docs/contract.md §5): reads JSON text with JavaScript `JSON.parse`
 /// semantics and writes it back as `JSON.stringify` would, with every `<`
 /// written as `\u003c`. Text that is not JSON is `DSR_MISUSE`.
 ///

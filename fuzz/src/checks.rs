@@ -84,7 +84,7 @@ fn without_negative_zero(v: Value) -> Value {
 /// What a snapshot projects to: id, cwd, capturedThroughSeq and the items.
 pub type Projected = (String, Option<String>, Option<String>, Vec<(Role, String, bool)>);
 
-/// SPEC §3 over a parsed value, naively: the oracle of the single-pass
+/// docs/contract.md §3 over a parsed value, naively: the oracle of the single-pass
 /// projection of bytes. `None` where the snapshot is malformed.
 pub fn naive_projection(doc: &Value) -> Option<Projected> {
     let session = doc.get("session")?.as_object()?;
@@ -208,7 +208,7 @@ pub enum StoreMode {
 /// The DSH store on arbitrary file bytes: the first byte picks the
 /// [`StoreMode`], the rest is the log. Never panics; whatever is listed can
 /// be located; a surface that reads is JSON the projection accepts; a
-/// prepare through the store ends with a result or a SPEC error.
+/// prepare through the store ends with a result or an error with a contract code (docs/contract.md §8.2).
 pub fn store(data: &[u8]) {
     let Some((&mode, body)) = data.split_first() else { return };
     let mode = match mode % 4 {

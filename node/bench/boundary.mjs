@@ -1,4 +1,4 @@
-// The cost of the Node boundary (issue 7, targets 3 and 4), against the same
+// The cost of the Node boundary (BENCHMARKS.md, targets 3 and 4), against the same
 // `prepare` run entirely in Rust in the same process (the addon's internal
 // `__benchPrepareRust`: an in-memory query over the same Buffers).
 //

@@ -1,4 +1,4 @@
-//! An internal benchmark baseline (issue 7, `bench/boundary.mjs`): the same
+//! An internal benchmark baseline (the Node boundary benchmark of BENCHMARKS.md, `bench/boundary.mjs`): the same
 //! `prepare` as the resolver's, over an in-memory [`MemoryQuery`] holding the
 //! given Buffers, entirely in Rust. Not part of the package's API: the
 //! wrapper does not export it.

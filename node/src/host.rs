@@ -240,7 +240,7 @@ fn session_list(value: HostValue) -> std::result::Result<Vec<SessionHeader>, Hos
     listed.map_err(|e| HostError::new(format!("listSessions returned an invalid value: {e}")))
 }
 
-/// The three host operations (SPEC §9) of a JavaScript session query.
+/// The three host operations (docs/contract.md §9) of a JavaScript session query.
 pub struct JsQuery {
     list_sessions: HostFunction<()>,
     read_title: HostFunction<String>,

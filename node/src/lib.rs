@@ -11,7 +11,7 @@
 //! generated `index.js`: it adds `AbortSignal` support, the
 //! `SessionReferenceError` class and the reference's function names. Every
 //! native failure that the wrapper turns into a `SessionReferenceError`
-//! carries one of the SPEC's stable codes; misuse of the native API itself
+//! carries one of the contract's stable codes (docs/contract.md §8.2); misuse of the native API itself
 //! (arguments that are not what the wrapper sends) uses
 //! [`INVALID_ARGUMENT`], which the wrapper reports as a `TypeError`.
 
@@ -27,7 +27,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 /// The code of a native failure caused by misuse of the native API itself
-/// (not a SPEC case): the wrapper turns it into a `TypeError`.
+/// (not a contract case, docs/contract.md §8.3): the wrapper turns it into a `TypeError`.
 pub const INVALID_ARGUMENT: &str = "ERR_INVALID_ARG_TYPE";
 
 /// The URI scheme of session references, with its colon: `dsh-session:`.
@@ -52,7 +52,7 @@ pub const DEFAULT_MAX_REFERENCE_BYTES: u32 = core::DEFAULT_MAX_REFERENCE_BYTES a
 pub const REDACTED_SECRETS_KEY: &str = core::harden::REDACTED_SECRETS_KEY;
 
 /// A library error as a napi error whose JavaScript `code` is the stable
-/// SPEC code (e.g. `SESSION_REFERENCE_INVALID_REFERENCE`).
+/// contract code (docs/contract.md §8.2; e.g. `SESSION_REFERENCE_INVALID_REFERENCE`).
 pub fn to_napi_error(err: core::Error) -> Error<&'static str> {
     Error::new(err.code().as_str(), err.message())
 }

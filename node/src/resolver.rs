@@ -33,7 +33,7 @@ use serde_json::{Number, Value};
 use crate::host::{host_function, JsQuery, Pending, Prefetched};
 use crate::INVALID_ARGUMENT;
 
-/// Why a native operation failed: a stable SPEC code (or
+/// Why a native operation failed: a stable contract code (or
 /// `ERR_INVALID_ARG_TYPE` for misuse of the native API) and a message.
 #[napi(object)]
 pub struct NativeFailure {
@@ -414,7 +414,7 @@ impl NativeResolver {
     /// [`INLINE_BYTES`] or less, the work need not leave this thread at all.
     /// The references are normalized here, once ([`Resolver::plan_references`]),
     /// and reads start only when they are valid and the call is not already
-    /// cancelled (SPEC §6: no read before), once per normalized reference, in
+    /// cancelled (docs/contract.md §6: no read before), once per normalized reference, in
     /// order. A call that reads nothing (invalid, no or cancelled
     /// references) always runs here.
     fn for_prepare(

@@ -1,4 +1,4 @@
-//! The embedded read-only DSH session store (SPEC §10) as a native session
+//! The embedded read-only DSH session store (docs/contract.md §10) as a native session
 //! query: a resolver built over it never calls into JavaScript, and its
 //! reads run on the library runtime's blocking pool.
 

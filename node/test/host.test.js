@@ -190,7 +190,7 @@ test('an already aborted signal cancels before any read', async () => {
     assert.equal(error.cause, signal.reason)
   }
   assert.deepEqual(host.calls, { listSessions: 0, readTitle: 0, readSurface: 0 })
-  // Validation comes first (SPEC §6): with no references there is nothing to cancel.
+  // Validation comes first (docs/contract.md §6): with no references there is nothing to cancel.
   assert.deepEqual(await resolver.prepare(TARGET, CONTENT, [], { signal }), { content: CONTENT })
   assert.equal((await rejection(resolver.prepare(TARGET, CONTENT, [{ sessionId: 'target' }], { signal }))).code,
     'SESSION_REFERENCE_SELF_REFERENCE')

@@ -1,5 +1,5 @@
 'use strict'
-// Hostile hosts (issue 8) through the Node front: snapshots that are not
+// Hostile hosts (the guarantees of SECURITY.md) through the Node front: snapshots that are not
 // JSON, 100 MB snapshots, 10,000 levels of nesting, a snapshot of another
 // session, a listing of 100,000 sessions; and one resolver serving 1,000
 // mixed calls in flight with random cancellations. (Hosts that throw,

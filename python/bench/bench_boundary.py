@@ -1,4 +1,4 @@
-"""The Python boundary against the Rust core, in one process (issue 7,
+"""The Python boundary against the Rust core, in one process (BENCHMARKS.md,
 targets 3 and 4). Not part of the test suite: run it by hand on a release
 build and record the output in BENCHMARKS.md.
 

@@ -14,7 +14,7 @@ import dsh_session_reference as dsr
 from helpers import REPO
 
 RED_TEAM = REPO / "tests" / "red-team"
-SPEC = json.loads((RED_TEAM / "sessions.json").read_text(encoding="utf-8"))
+RED_TEAM_CASES = json.loads((RED_TEAM / "sessions.json").read_text(encoding="utf-8"))
 STORE = dsr.DshSessionStore(RED_TEAM / "root")
 TARGET: dsr.Target = {"id": "new-chat", "cwd": "/home/dev/red"}
 # Tag characters, bidirectional controls, zero-width characters.
@@ -24,7 +24,7 @@ HIDDEN = re.compile("[\U000e0000-\U000e007f\u061c\u200b-\u200f\u202a-\u202e\u206
 def prepare_all(**config: Any) -> List[Dict[str, Any]]:
     resolver = dsr.Resolver(STORE, **config)
     out = []
-    for s in SPEC["sessions"]:
+    for s in RED_TEAM_CASES["sessions"]:
         text = f"Compare {dsr.format_mention(s['id'], s['title'])} please."
         message = {"role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": text}]}
         rewritten, context = resolver.prepare_messages(TARGET, [message])
@@ -50,7 +50,7 @@ def test_the_preset_and_an_explicit_false() -> None:
 
 
 def test_hardened_output_hides_nothing_and_leaks_no_credential() -> None:
-    secrets = [s["value"] for s in SPEC["secrets"]]
+    secrets = [s["value"] for s in RED_TEAM_CASES["secrets"]]
     for got in prepare_all(hardened=True):
         s, prompt, text, meta = got["session"], got["prompt"], got["text"], got["meta"]
         assert not HIDDEN.search(prompt), s["id"]

@@ -1,4 +1,4 @@
-"""Hostile hosts (issue 8) through the Python front: non-JSON text, a 100 MB
+"""Hostile hosts (the guarantees of SECURITY.md) through the Python front: non-JSON text, a 100 MB
 snapshot, 10,000 levels of nesting, a snapshot of another session, hung
 title reads, 100,000 sessions, host code that exhausts Python's recursion
 limit on the library's threads, and one resolver shared by 8 threads doing

@@ -1,5 +1,5 @@
 /*
- * Hostile hosts and a concurrency stress through the C ABI (issue 8), a
+ * Hostile hosts and a concurrency stress through the C ABI (the guarantees of SECURITY.md), a
  * second program next to test_main.c (which covers failing, non-JSON,
  * non-UTF-8 and hung hosts, and a small concurrency test):
  *
@@ -494,12 +494,12 @@ static void test_deep_nesting(void) {
          "{\"session\":{\"id\":\"s\"},\"capturedThroughSeq\":1,\"events\":[{\"type\":\"user/message\",\"data\":{"
          "\"source\":{\"kind\":\"user\"},\"content\":{\"x\":",
          "}}}]}", NULL},
-        /* A block that is not an object is dropped like any non-text block (SPEC 3). */
+        /* A block that is not an object is dropped like any non-text block (docs/contract.md §3.2). */
         {"content-block",
          "{\"session\":{\"id\":\"s\"},\"capturedThroughSeq\":1,\"events\":[{\"type\":\"user/message\",\"data\":{"
          "\"source\":{\"kind\":\"user\"},\"content\":",
          "}}," KEPT "]}", KEPT_CONV},
-        /* A `text` that is not a string drops its block (SPEC 3). */
+        /* A `text` that is not a string drops its block (docs/contract.md §3.2). */
         {"text",
          "{\"session\":{\"id\":\"s\"},\"capturedThroughSeq\":1,\"events\":[{\"type\":\"user/message\",\"data\":{"
          "\"source\":{\"kind\":\"user\"},\"content\":[{\"type\":\"text\",\"text\":",
@@ -1108,7 +1108,7 @@ static void *stress_worker(void *arg) {
                   "%s: CANCELLED only when cancelled, with no output", OPS[k].name);
         } else {
             /* A call that finished before its cancellation is an ordinary call. */
-            /* Validation (SELF_REFERENCE) comes before the cancellation check (SPEC 6). */
+            /* Validation (SELF_REFERENCE) comes before the cancellation check (docs/contract.md §6.9). */
             CHECK(!pre || st == DSR_SELF_REFERENCE, "%s: a pre-cancelled call returned %d", OPS[k].name, st);
             CHECK(st == g_expected[k].status, "%s: status %d, single-threaded %d (%s)", OPS[k].name, st,
                   g_expected[k].status, msg_of(e));

@@ -1,4 +1,4 @@
-//! Discovery (SPEC §7): the sessions a user can mention, with their latest
+//! Discovery (docs/contract.md §7): the sessions a user can mention, with their latest
 //! titles as labels, ranked by working directory (`rank.rs`) and filtered
 //! by a search text.
 
@@ -18,7 +18,7 @@ mod rank;
 
 /// How many title reads run at once during a filtered candidate search.
 const TITLE_CONCURRENCY: usize = 16;
-/// One discovery candidate (SPEC §7).
+/// One discovery candidate (docs/contract.md §7).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
     /// The session id.
@@ -89,7 +89,7 @@ impl Candidate {
 }
 
 impl Resolver {
-    /// Discovery (SPEC §7): sessions other than the target, ranked by cwd,
+    /// Discovery (docs/contract.md §7): sessions other than the target, ranked by cwd,
     /// filtered case-insensitively by id, cwd or label when `filter` is not
     /// empty, cut at `limit` (default: the configured candidate limit; an
     /// explicit limit must be a positive safe integer). Candidates come

@@ -1,4 +1,4 @@
-//! Where candidates are ranked and filtered (SPEC §7): rank 0 for a session
+//! Where candidates are ranked and filtered (docs/contract.md §7): rank 0 for a session
 //! in the target's cwd, 1 for one without a cwd, 2 for any other; a stable
 //! sort, so the host's listing order breaks ties; the filter is a
 //! case-insensitive substring of the id, the cwd or the label.

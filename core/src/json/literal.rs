@@ -1,5 +1,5 @@
 //! The tag-safe literal transcoder: a valid JSON string literal of the input
-//! written as the tag-safe JSON of its decoded text (SPEC §5), without
+//! written as the tag-safe JSON of its decoded text (docs/contract.md §5), without
 //! decoding it first. Kept texts go from a snapshot's bytes to the prompt
 //! through here; [`tag_safe_len`] counts the same bytes without writing them.
 

@@ -1,7 +1,7 @@
 //! Every reader and writer of JSON bytes in the core, one module per job:
 //!
 //! - `write`: JSON as JavaScript's `JSON.stringify` writes it, and the
-//!   tag-safe variant of SPEC §5 (re-exported here);
+//!   tag-safe variant of docs/contract.md §5 (re-exported here);
 //! - `parse_js`: JSON text parsed as `JSON.parse` parses it (re-exported);
 //! - `read`: the validating single-pass reader of snapshot bytes, which
 //!   returns the fields projection needs as spans and skips the rest;

@@ -1,6 +1,6 @@
 //! A validating, single-pass JSON reader over bytes, for surface snapshots.
 //!
-//! Projection (SPEC §3) needs a few fields of a document that is mostly tool
+//! Projection (docs/contract.md §3) needs a few fields of a document that is mostly tool
 //! output and reasoning. This reader walks the document once: the fields
 //! projection reads come back as spans of the input (string literals are
 //! never copied), and everything else is skipped with the same validation

@@ -1,5 +1,5 @@
 //! JSON written exactly as JavaScript's `JSON.stringify` writes it, and the
-//! tag-safe variant (SPEC §5) in which every `<` is written `\u003c`.
+//! tag-safe variant (docs/contract.md §5) in which every `<` is written `\u003c`.
 
 use std::fmt::Write as _;
 
@@ -212,7 +212,7 @@ pub fn stringify(value: &Value) -> String {
     out
 }
 
-/// Tag-safe JSON (SPEC §5): `JSON.stringify(value)` with every `<` written
+/// Tag-safe JSON (docs/contract.md §5): `JSON.stringify(value)` with every `<` written
 /// as `\u003c`. The result parses back to the same value and contains no `<`.
 pub fn stringify_tag_safe(value: &Value) -> String {
     let mut out = String::new();

@@ -1,4 +1,4 @@
-//! Preparation (SPEC §6): references normalized, every source read in
+//! Preparation (docs/contract.md §6): references normalized, every source read in
 //! parallel, projected, retained under its byte budget and framed; then the
 //! context message. `prepare_messages` applies it to a message list.
 
@@ -34,7 +34,7 @@ pub struct Reference {
     pub label: String,
 }
 
-/// Normalizes a reference list (SPEC §6 step 2): shape checks, the
+/// Normalizes a reference list (docs/contract.md §6.2): shape checks, the
 /// self-reference check in order, de-duplication keeping the first
 /// occurrence and its label, then the count limit.
 pub fn normalize_references(target_id: &str, references: &[Value], max_references: u64) -> Result<Vec<Reference>> {
@@ -111,7 +111,7 @@ fn surface_len(data: &SurfaceData) -> usize {
 }
 
 impl Resolver {
-    /// Prepares one message (SPEC §6): validates and de-duplicates
+    /// Prepares one message (docs/contract.md §6): validates and de-duplicates
     /// `references` (JSON values `{"sessionId", "label"?}`), reads every
     /// source in parallel, retains each under the byte budget and returns a
     /// copy of `content` plus the context message. All or nothing.
@@ -207,7 +207,7 @@ impl Resolver {
         Ok(Prepared { content, additional_context: Some(context) })
     }
 
-    /// The pre-step rewrite (SPEC §6): in every message whose
+    /// The pre-step rewrite (docs/contract.md §6): in every message whose
     /// `source.kind` is `"user"`, mentions in `text` blocks become `@label`;
     /// a message with references is followed by its context message.
     /// Other messages pass through unchanged; output order is input order.
