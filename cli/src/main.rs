@@ -12,6 +12,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::projection::project_json;
+use dsh_session_reference::sources::dsh::RejectionKind;
 use dsh_session_reference::{
     decode_uri, encode_uri, format_mention, parse_text, Candidate, Config, DshStore, Error, ErrorCode, Prepared,
     Resolver, Target,
@@ -193,6 +194,7 @@ fn run(cli: Cli) -> CliResult {
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
             print_candidates(&list, ctx.json);
+            note_unsupported(&ctx.store);
         }
         Command::Prepare { target, message, stdin, prompt } => {
             let text = match (message, stdin) {
@@ -276,6 +278,16 @@ fn print_text_or_json(text: &str, as_json: bool) {
         println!("{}", stringify(&Value::from(text)));
     } else {
         println!("{text}");
+    }
+}
+
+/// Tells, on stderr, about sessions the store left out because a DSH newer
+/// than this reader wrote them (the other sessions were listed as usual).
+fn note_unsupported(store: &DshStore) {
+    let Ok(listing) = store.list() else { return };
+    let mut err = std::io::stderr().lock();
+    for r in listing.rejected.iter().filter(|r| r.kind == RejectionKind::Unsupported) {
+        let _ = writeln!(err, "note: not listed: {}: {}", display(&r.path.to_string_lossy()), r.reason);
     }
 }
 

@@ -371,3 +371,33 @@ fn root_defaults_to_dsh_home_then_home() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("SESSION_REFERENCE_READ_FAILED") && out.stderr.contains("nowhere"), "{}", out.stderr);
 }
+
+fn generations(root: &str) -> String {
+    fixtures().join("../dsh-generations").join(root).to_str().unwrap().to_owned()
+}
+
+#[test]
+fn candidates_read_every_generation_and_name_a_newer_one() {
+    // A root after DSH 0.2 opened two sessions (v4 beside v3): each session once.
+    let root = generations("upgraded-0.2");
+    let list = ok_json(&["--root", &root, "--json", "candidates", "--target", "t", "--cwd", "/home/dev/gen"]);
+    let labels: Vec<&str> = list.as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["Run it under DSH 0.2", "Use Agent Teams list_agents to", "Rename agentPreset code to ptc"]);
+    // A root with a session from a newer DSH: it says so, and lists the rest.
+    let root = generations("newer");
+    let out = run(&["--root", &root, "--json", "candidates", "--target", "t"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list: Value = serde_json::from_str(&out.stdout).unwrap();
+    let ids: Vec<&str> = list.as_array().unwrap().iter().map(|c| c["sessionId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["tool-call-turn", "gen-v0"]);
+    assert!(out.stderr.contains("from-a-newer-dsh/session.v5.jsonl"), "{}", out.stderr);
+    assert!(out.stderr.contains("unsupported: written by a newer DSH"), "{}", out.stderr);
+    // Nothing to say about a root without one.
+    let out = run(&["--root", &generations("raw"), "candidates", "--target", "t"]);
+    assert_eq!(out.code, 0);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    // `show` and `prepare` read a v4 log.
+    let out = run(&["--root", &generations("zstd"), "show", "compaction-output-reserve"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("PROACTIVE COMPACTION COMPLETE"), "{}", out.stdout);
+}

@@ -88,7 +88,8 @@ pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
 pub use resolver::{normalize_references, Reference, Resolver};
 pub use runtime::{block_on, runtime};
-pub use store::DshStore;
+pub use sources::dsh::DshStore;
+pub use sources::FileSource;
 pub use uri::{
     decode_uri, encode_uri, format_mention, parse_text, ParsedReference, ParsedText, SESSION_REFERENCE_SCHEME,
 };

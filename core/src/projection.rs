@@ -16,6 +16,7 @@ use serde_json::Number;
 use crate::json::literal;
 use crate::json::read::{Read, Reader, Str};
 use crate::json::{string_len, write_string};
+use crate::sources::dsh::message::CHECKPOINT_KIND;
 
 /// Who said a projected item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,7 +356,8 @@ fn message<'a>(r: &mut Reader<'a>, kind: EventType) -> Read<Option<Item<'a>>> {
             let text = required("data.content", content)?;
             let (kind, plugin) = optional(source)?.unwrap_or_default();
             let is = |s: Option<Str<'_>>, name| s.is_some_and(|s| s.is(name));
-            let checkpoint = is(kind, "plugin") && is(plugin, "compact");
+            // v0-v3 checkpoint marker, or v4's (the store refuses either in the other's logs).
+            let checkpoint = (is(kind, "plugin") && is(plugin, "compact")) || is(kind, CHECKPOINT_KIND);
             if !is(kind, "user") && !checkpoint {
                 return Ok(None);
             }

@@ -215,6 +215,16 @@ fn a_root_that_mixes_encodings_is_refused() {
     fs::write(dir.join("session.jsonl.zstd"), enc.finish().unwrap()).unwrap();
     let store = DshStore::open(tmp.path()).unwrap();
     assert!(store.list().unwrap_err().to_string().contains("mixes"));
+    // Reads apply the same rule: each session of such a root is refused too.
+    for read in [store.read_title("healthy").err(), store.read_surface_json("z").err(), store.inspect("healthy").err()]
+    {
+        let err = read.expect("a read of a mixed root fails");
+        assert_eq!(err.kind(), StoreErrorKind::Corrupt);
+        assert!(err.message().contains("mixes"), "{err}");
+    }
+    // A fresh store (no remembered verdict) refuses a read before any listing.
+    let fresh = DshStore::open(tmp.path()).unwrap();
+    assert!(fresh.read_surface_json("healthy").unwrap_err().message().contains("mixes"));
 }
 
 #[test]

@@ -1,8 +1,11 @@
-//! One log line after the header: an event, or a packed run of
-//! `assistant/chunk` events.
+//! One log line after the header: an event, or (v0 and v1 only, see
+//! [`Generation::has_packed_rows`](super::generation::Generation::has_packed_rows))
+//! a packed run of `assistant/chunk` events.
 //!
 //! An event is `{"type","seq","time","data",...}` (plus `surfaceOp` and
-//! `sourceEventSeqs` on surface-eligible types). A packed chunk row is
+//! `sourceEventSeqs` on surface-eligible types, and `ignorable`).
+//! `sourceEventSeqs` is stored in its range form: each entry is a seq or a
+//! `[start, end]` pair standing for the inclusive run. A packed chunk row is
 //! `{"type":"text-chunks"|"reasoning-chunks"|"tool-call-chunks","seq0","time0","data":{"dt":[..],"texts"|"args":[..],..}}`
 //! and stands for the `assistant/chunk` events `seq0 .. seq0+n-1`, one per
 //! member. Lines are parsed with typed deserializers that skip everything the
@@ -11,12 +14,19 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
 /// The packed chunk row types.
 pub const PACKED_TYPES: [&str; 3] = ["text-chunks", "reasoning-chunks", "tool-call-chunks"];
+
+/// The envelope keys of an event line; v4 admits no other.
+pub const ENVELOPE_KEYS: [&str; 7] = ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"];
+
+/// `sourceEventSeqs` as stored: inclusive runs `[start, end]` (a plain seq
+/// is the run `[n, n]`), in the stored order.
+pub type SeqRuns = Vec<[u64; 2]>;
 
 /// A parsed line.
 #[derive(Debug, PartialEq)]
@@ -29,6 +39,10 @@ pub enum Row<'a> {
         kind: Cow<'a, str>,
         /// Its `surfaceOp` marker, if any (validated by the fold).
         surface_op: Option<Value>,
+        /// Its `sourceEventSeqs`, if present (checked by the loader).
+        source_seqs: Option<SeqRuns>,
+        /// The first key that is not an envelope key ([`ENVELOPE_KEYS`]), if any.
+        extra_key: Option<String>,
     },
     /// A packed run of `assistant/chunk` events.
     Packed {
@@ -67,6 +81,25 @@ struct Head<'a> {
     seq0: Option<u64>,
     #[serde(rename = "surfaceOp", default)]
     surface_op: Option<Value>,
+    #[serde(rename = "sourceEventSeqs", default)]
+    source_seqs: Option<Vec<SeqRef>>,
+}
+
+/// One stored `sourceEventSeqs` entry.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SeqRef {
+    One(u64),
+    Run([u64; 2]),
+}
+
+impl SeqRef {
+    fn run(&self) -> [u64; 2] {
+        match *self {
+            SeqRef::One(n) => [n, n],
+            SeqRef::Run(r) => r,
+        }
+    }
 }
 
 /// Counts the elements of a JSON array without keeping them.
@@ -105,6 +138,32 @@ struct PackedData {
     args: Option<Count>,
 }
 
+/// The first key of an object, in line order, that is not an envelope key.
+struct FirstExtraKey(Option<String>);
+
+impl<'de> Deserialize<'de> for FirstExtraKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FirstExtraKey;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<FirstExtraKey, A::Error> {
+                let mut first = None;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    map.next_value::<IgnoredAny>()?;
+                    if first.is_none() && !ENVELOPE_KEYS.contains(&&*key) {
+                        first = Some(key.into_owned());
+                    }
+                }
+                Ok(FirstExtraKey(first))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// Parses one line (already checked to be UTF-8). The error says why the
 /// line is not a valid event or packed row.
 pub fn parse_row(line: &[u8]) -> Result<Row<'_>, String> {
@@ -134,7 +193,9 @@ fn parse_row_serde(line: &[u8]) -> Result<Row<'_>, String> {
         return Err("a second session header".into());
     }
     let seq = head.seq.ok_or_else(|| format!("`{}` event without an integer `seq`", head.kind))?;
-    Ok(Row::Event { seq, kind: head.kind, surface_op: head.surface_op })
+    let source_seqs = head.source_seqs.map(|refs| refs.iter().map(SeqRef::run).collect());
+    let extra_key = serde_json::from_slice::<FirstExtraKey>(line).ok().and_then(|k| k.0);
+    Ok(Row::Event { seq, kind: head.kind, surface_op: head.surface_op, source_seqs, extra_key })
 }
 
 /// Reads the common event line without serde: `{"type":"…","seq":N,…}`
@@ -153,7 +214,8 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
     let mut p = Scan { s: line, i: 0 };
     p.spaces();
     p.eat(b'{')?;
-    let (mut kind, mut seq, mut seq0, mut op) = (None, None, None, None);
+    let (mut kind, mut seq, mut seq0, mut op, mut runs) = (None, None, None, None, None);
+    let mut extra_key: Option<&[u8]> = None;
     loop {
         p.spaces();
         let key = p.plain_string()?;
@@ -163,7 +225,11 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
         match key {
             b"type" if kind.is_none() => kind = Some(std::str::from_utf8(p.plain_string()?).ok()?),
             b"seq" if seq.is_none() => seq = Some(p.optional_u64()?),
-            b"seq0" if seq0.is_none() => seq0 = Some(p.optional_u64()?),
+            b"seq0" if seq0.is_none() => {
+                // Not an event key: an event that has it names it as its extra key.
+                extra_key = extra_key.or(Some(&b"seq0"[..]));
+                seq0 = Some(p.optional_u64()?)
+            }
             b"surfaceOp" if op.is_none() => {
                 op = Some(if p.literal(b"\"append\"") {
                     Some(Value::String("append".to_owned()))
@@ -173,8 +239,14 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
                     return None;
                 })
             }
-            b"type" | b"seq" | b"seq0" | b"surfaceOp" => return None,
-            _ => p.skip_value()?,
+            b"sourceEventSeqs" if runs.is_none() => runs = Some(p.seq_runs()?),
+            b"type" | b"seq" | b"seq0" | b"surfaceOp" | b"sourceEventSeqs" => return None,
+            other => {
+                if extra_key.is_none() && !ENVELOPE_KEYS.iter().any(|k| k.as_bytes() == other) {
+                    extra_key = Some(other);
+                }
+                p.skip_value()?
+            }
         }
         p.spaces();
         match p.next()? {
@@ -191,7 +263,12 @@ fn fast_event(line: &[u8]) -> Option<Row<'_>> {
     if PACKED_TYPES.contains(&kind) || kind == "session" {
         return None;
     }
-    Some(Row::Event { seq: seq??, kind: Cow::Borrowed(kind), surface_op: op.flatten() })
+    // A key without escapes is valid UTF-8 (the line is).
+    let extra_key = match extra_key {
+        Some(k) => Some(std::str::from_utf8(k).ok()?.to_owned()),
+        None => None,
+    };
+    Some(Row::Event { seq: seq??, kind: Cow::Borrowed(kind), surface_op: op.flatten(), source_seqs: runs, extra_key })
 }
 
 /// The first byte of `s` that stops a string: `"`, `\\` or a control
@@ -283,6 +360,40 @@ impl<'a> Scan<'a> {
             return None;
         }
         Some(Some(n))
+    }
+
+    /// A `sourceEventSeqs` array of plain integers and `[integer, integer]`
+    /// pairs, as runs.
+    fn seq_runs(&mut self) -> Option<SeqRuns> {
+        self.eat(b'[')?;
+        let mut runs = Vec::new();
+        self.spaces();
+        if self.literal(b"]") {
+            return Some(runs);
+        }
+        loop {
+            self.spaces();
+            if self.literal(b"[") {
+                self.spaces();
+                let start = self.optional_u64()??;
+                self.spaces();
+                self.eat(b',')?;
+                self.spaces();
+                let end = self.optional_u64()??;
+                self.spaces();
+                self.eat(b']')?;
+                runs.push([start, end]);
+            } else {
+                let n = self.optional_u64()??;
+                runs.push([n, n]);
+            }
+            self.spaces();
+            match self.next()? {
+                b',' => {}
+                b']' => return Some(runs),
+                _ => return None,
+            }
+        }
     }
 
     /// The rest of a string whose opening quote was read.
@@ -447,91 +558,6 @@ pub fn may_be_turn_end(line: &[u8]) -> bool {
     }
 }
 
-/// The `callId` of a `tool/call` event (`data.callId`), if readable.
-pub fn tool_call_id(line: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Line {
-        data: CallData,
-    }
-    #[derive(Deserialize)]
-    struct CallData {
-        #[serde(rename = "callId")]
-        call_id: String,
-    }
-    serde_json::from_slice::<Line>(line).ok().map(|l| l.data.call_id)
-}
-
-/// The call id a `tool/result` event answers (`data.message.source.callId`),
-/// if readable.
-pub fn tool_result_call_id(line: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Line {
-        data: ResultData,
-    }
-    #[derive(Deserialize)]
-    struct ResultData {
-        message: Message,
-    }
-    #[derive(Deserialize)]
-    struct Message {
-        source: Source,
-    }
-    #[derive(Deserialize)]
-    struct Source {
-        #[serde(rename = "callId")]
-        call_id: String,
-    }
-    serde_json::from_slice::<Line>(line).ok().map(|l| l.data.message.source.call_id)
-}
-
-/// Deserializes any JSON value, keeping it only when it is a string.
-pub(crate) struct StringOrOther(pub Option<String>);
-
-impl<'de> Deserialize<'de> for StringOrOther {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = StringOrOther;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any value")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(StringOrOther(Some(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(StringOrOther(Some(v)))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(StringOrOther(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(StringOrOther(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(StringOrOther(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(StringOrOther(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(StringOrOther(None))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(StringOrOther(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(StringOrOther(None))
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(StringOrOther(None))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -539,7 +565,20 @@ mod tests {
     #[test]
     fn events_and_packed_rows() {
         let row = parse_row(br#"{"type":"user/message","seq":4,"time":1,"data":{},"surfaceOp":"append"}"#).unwrap();
-        assert_eq!(row, Row::Event { seq: 4, kind: "user/message".into(), surface_op: Some(Value::from("append")) });
+        assert_eq!(
+            row,
+            Row::Event {
+                seq: 4,
+                kind: "user/message".into(),
+                surface_op: Some(Value::from("append")),
+                source_seqs: None,
+                extra_key: None
+            }
+        );
+        let row = parse_row(br#"{"type":"tool/result","seq":9,"sourceEventSeqs":[1,[3,6],8],"x":1,"y":2}"#).unwrap();
+        let Row::Event { source_seqs, extra_key, .. } = row else { panic!() };
+        assert_eq!(source_seqs, Some(vec![[1, 1], [3, 6], [8, 8]]));
+        assert_eq!(extra_key.as_deref(), Some("x"));
         let row =
             parse_row(br#"{"type":"text-chunks","seq0":10,"time0":1,"data":{"dt":[0,1],"texts":["a","b"]}}"#).unwrap();
         assert_eq!(row, Row::Packed { seq0: 10, members: 2 });
@@ -563,6 +602,8 @@ mod tests {
             br#" { "type" : "turn/end" , "seq" : 0 , "data" : { "k" : [ 1 , { "z" : "" } ] } , "surfaceOp" : null } "#,
             br#"{"seq":18446744073709551615,"type":"x","seq0":null,"data":[[[]]],"n":0.5,"m":-0,"e":1E9}"#,
             br#"{"type":"assistant/message","seq":12,"sourceEventSeqs":[3,4],"surfaceOp":{"op":"replace","start":1,"end":2}}"#,
+            br#"{"type":"tool/result","seq":12,"sourceEventSeqs":[ 3 , [4, 9],10],"zz":{"a":1},"aa":2,"surfaceOp":"append"}"#,
+            br#"{"type":"tool/result","seq":12,"sourceEventSeqs":[[4,9,1]],"data":{}}"#,
             br#"{"type":"text-chunks","seq0":10,"time0":1,"data":{"dt":[0,1],"texts":["a","b"]}}"#,
             br#"{"type":"session","version":0,"id":"x","createdAt":1}"#,
             br#"{"type":"a","seq":1,"type":"b"}"#,
@@ -618,6 +659,7 @@ mod tests {
         assert!(fast_event(lines[0]).is_some());
         assert!(fast_event(lines[1]).is_some());
         assert!(fast_event(lines[2]).is_some());
+        assert!(fast_event(lines[4]).is_some(), "sourceEventSeqs in its range form");
     }
 
     #[test]
@@ -648,12 +690,5 @@ mod tests {
         assert!(may_be_turn_end(br#"{"type":"turn/end","seq":3}"#));
         assert!(!may_be_turn_end(br#"{"type":"step/end","seq":3,"data":{"x":"turn/end"}}"#));
         assert!(may_be_turn_end(br#"{"type":"turn/end","seq":"#));
-    }
-
-    #[test]
-    fn call_ids() {
-        assert_eq!(tool_call_id(br#"{"type":"tool/call","data":{"callId":"c1"}}"#).as_deref(), Some("c1"));
-        let result = br#"{"type":"tool/result","data":{"message":{"source":{"kind":"tool","callId":"c1"}}}}"#;
-        assert_eq!(tool_result_call_id(result).as_deref(), Some("c1"));
     }
 }

@@ -8,7 +8,7 @@
 //! They are never surface events here and are never projected (tool
 //! results are not), but they do count in `capturedThroughSeq`.
 
-use super::rows::{tool_call_id, tool_result_call_id};
+use serde::Deserialize;
 
 /// One synthetic closer event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,6 +92,43 @@ impl TurnTracker {
     }
 }
 
+/// The `callId` of a `tool/call` event (`data.callId`), if readable.
+pub fn tool_call_id(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Line {
+        data: CallData,
+    }
+    #[derive(Deserialize)]
+    struct CallData {
+        #[serde(rename = "callId")]
+        call_id: String,
+    }
+    serde_json::from_slice::<Line>(line).ok().map(|l| l.data.call_id)
+}
+
+/// The call id a `tool/result` event answers (`data.message.source.callId`),
+/// if readable.
+pub fn tool_result_call_id(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Line {
+        data: ResultData,
+    }
+    #[derive(Deserialize)]
+    struct ResultData {
+        message: Message,
+    }
+    #[derive(Deserialize)]
+    struct Message {
+        source: Source,
+    }
+    #[derive(Deserialize)]
+    struct Source {
+        #[serde(rename = "callId")]
+        call_id: String,
+    }
+    serde_json::from_slice::<Line>(line).ok().map(|l| l.data.message.source.call_id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +147,12 @@ mod tests {
         t.observe("step/end", b"{}");
         t.observe("turn/end", b"{}");
         assert!(t.closers().is_empty());
+    }
+
+    #[test]
+    fn call_ids() {
+        assert_eq!(tool_call_id(br#"{"type":"tool/call","data":{"callId":"c1"}}"#).as_deref(), Some("c1"));
+        let result = br#"{"type":"tool/result","data":{"message":{"source":{"kind":"tool","callId":"c1"}}}}"#;
+        assert_eq!(tool_result_call_id(result).as_deref(), Some("c1"));
     }
 }

@@ -1,11 +1,17 @@
 //! The canonical surface fold: which events make up the model-visible
 //! history of a session, in model order.
 //!
-//! Only `user/message`, `assistant/message` and `tool/result` carry a
-//! `surfaceOp`. `"append"` appends the event's seq to the surface;
-//! `{"op":"replace","start":S,"end":E}` replaces the inclusive run of the
-//! current surface from S to E (both on the surface, S not after E) with the
-//! event's own seq. Anything else on an eligible event is an invalid fold.
+//! Only the surface-eligible types of the log's generation carry a
+//! `surfaceOp` ([`Generation::surface_types`]: `user/message`,
+//! `assistant/message`, `tool/result`, plus `system/message` from v3 and
+//! `developer/message` in v4). `"append"` appends the event's seq to the
+//! surface; the replace marker (`{"op":"replace","start":S,"end":E}` up to
+//! v2, `{"op":"replace","startSeq":S,"endSeq":E}` from v3, exactly those
+//! keys from v1) replaces the inclusive run of the current surface from S to
+//! E (both on the surface, S not after E in surface order) with the event's
+//! own seq. Anything else on an eligible event is an invalid fold. From v3
+//! the first surface node, while it is a `system/message`, is protected: it
+//! may be replaced only by one `system/message` covering exactly that node.
 //!
 //! The surface is a doubly linked list keyed by seq, so an append and a
 //! replacement cost O(1) plus the length of the replaced run: a log of any
@@ -15,6 +21,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
+
+use super::generation::Generation;
 
 /// A fast hasher for seqs. Only seqs of stored events are ever inserted,
 /// and those are checked to run 0, 1, 2, … first, so a log cannot choose
@@ -41,13 +49,17 @@ impl Hasher for SeqHasher {
 /// A map keyed by seq.
 pub(crate) type SeqMap<V> = HashMap<u64, V, BuildHasherDefault<SeqHasher>>;
 
-/// The event types that carry a `surfaceOp`.
+/// The event types that carry a `surfaceOp` in a v0 log (see
+/// [`Generation::surface_types`] for every generation).
 pub const SURFACE_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/result"];
 
-/// Whether events of this type are surface-eligible.
+/// Whether events of this type are surface-eligible in a v0 log.
 pub fn is_surface_type(kind: &str) -> bool {
     SURFACE_TYPES.contains(&kind)
 }
+
+/// The type of the protected head.
+pub const SYSTEM_MESSAGE: &str = "system/message";
 
 /// One operation of the fold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,18 +76,40 @@ pub enum SurfaceOp {
 }
 
 impl SurfaceOp {
-    /// Reads a `surfaceOp` marker of the event `seq` of type `kind`.
+    /// Reads a `surfaceOp` marker of the event `seq` of type `kind` in a v0
+    /// log.
     pub fn parse(kind: &str, seq: u64, marker: Option<&Value>) -> Result<SurfaceOp, String> {
+        Self::parse_in(Generation::V0, kind, seq, marker)
+    }
+
+    /// Reads a `surfaceOp` marker of the event `seq` of type `kind` in a log
+    /// of `generation`: the replace marker's keys are the generation's, and
+    /// the other generation's spelling is named as such.
+    pub fn parse_in(generation: Generation, kind: &str, seq: u64, marker: Option<&Value>) -> Result<SurfaceOp, String> {
         let bad = |why: &str| format!("invalid surface fold: {kind} event {seq} {why}");
+        let (start_key, end_key) = generation.replace_keys();
+        let (other_start, other_end) = if start_key == "start" { ("startSeq", "endSeq") } else { ("start", "end") };
         match marker {
             None | Some(Value::Null) => Err(bad("has no surfaceOp")),
             Some(Value::String(s)) if s == "append" => Ok(SurfaceOp::Append),
             Some(Value::Object(m)) if m.get("op").and_then(Value::as_str) == Some("replace") => {
-                let start = m.get("start").and_then(Value::as_u64);
-                let end = m.get("end").and_then(Value::as_u64);
+                let start = m.get(start_key).and_then(Value::as_u64);
+                let end = m.get(end_key).and_then(Value::as_u64);
+                let foreign = m.contains_key(other_start) || m.contains_key(other_end);
+                if foreign && (start.is_none() || generation.has_strict_markers()) {
+                    return Err(bad(&format!(
+                        "has a replace surfaceOp spelled {{{other_start},{other_end}}}, which a {generation} log \
+                         does not use (its replace marker is {{op,{start_key},{end_key}}})"
+                    )));
+                }
+                if generation.has_strict_markers() && m.len() != 3 {
+                    return Err(bad(&format!(
+                        "has a replace surfaceOp with keys other than op, {start_key}, {end_key}"
+                    )));
+                }
                 match (start, end) {
                     (Some(start), Some(end)) => Ok(SurfaceOp::Replace { start, end }),
-                    _ => Err(bad("has a replace surfaceOp without integer start and end")),
+                    _ => Err(bad(&format!("has a replace surfaceOp without integer {start_key} and {end_key}"))),
                 }
             }
             Some(_) => Err(bad("has an unknown surfaceOp")),
@@ -95,12 +129,40 @@ pub struct Surface {
     links: SeqMap<Links>,
     head: Option<u64>,
     tail: Option<u64>,
+    /// Whether a `system/message` head is protected (v3 and later).
+    protect_head: bool,
+    /// Whether the head is a `system/message`.
+    head_is_system: bool,
 }
 
 impl Surface {
-    /// An empty surface.
+    /// An empty surface (v0 rules: no protected head).
     pub fn new() -> Self {
         Surface::default()
+    }
+
+    /// An empty surface with the rules of `generation`.
+    pub fn for_generation(generation: Generation) -> Self {
+        Surface { protect_head: generation.has_protected_head(), ..Surface::default() }
+    }
+
+    /// Applies `op` for the event `seq` of type `kind`, enforcing the
+    /// protected head; as [`apply`](Self::apply) otherwise.
+    pub fn apply_event(&mut self, seq: u64, kind: &str, op: SurfaceOp) -> Result<Vec<u64>, String> {
+        let is_system = kind == SYSTEM_MESSAGE;
+        if let (true, true, SurfaceOp::Replace { start, end }) = (self.protect_head, self.head_is_system, op) {
+            if self.head == Some(start) && !(is_system && start == end) {
+                return Err(format!(
+                    "invalid surface fold: replace by {kind} event {seq} covers the protected system head {start} \
+                     (only one system/message replacing exactly that node may replace it)"
+                ));
+            }
+        }
+        let removed = self.apply(seq, op)?;
+        if self.head == Some(seq) {
+            self.head_is_system = is_system;
+        }
+        Ok(removed)
     }
 
     /// How many events are on the surface.
@@ -216,6 +278,42 @@ mod tests {
         assert!(s.apply(9, SurfaceOp::Replace { start: 0, end: 1 }).is_err());
         assert!(s.apply(9, SurfaceOp::Replace { start: 1, end: 7 }).is_err());
         assert_eq!(s.seqs(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn protected_head() {
+        let mut s = Surface::for_generation(Generation::new(3).unwrap());
+        s.apply_event(1, "system/message", SurfaceOp::Append).unwrap();
+        s.apply_event(2, "user/message", SurfaceOp::Append).unwrap();
+        assert!(s
+            .apply_event(3, "user/message", SurfaceOp::Replace { start: 1, end: 2 })
+            .unwrap_err()
+            .contains("protected"));
+        assert!(s.apply_event(3, "system/message", SurfaceOp::Replace { start: 1, end: 2 }).is_err());
+        s.apply_event(3, "system/message", SurfaceOp::Replace { start: 1, end: 1 }).unwrap();
+        s.apply_event(4, "user/message", SurfaceOp::Replace { start: 2, end: 2 }).unwrap();
+        assert_eq!(s.seqs(), vec![3, 4]);
+        // v0 has no protected head.
+        let mut s = Surface::new();
+        s.apply_event(1, "system/message", SurfaceOp::Append).unwrap();
+        s.apply_event(2, "user/message", SurfaceOp::Replace { start: 1, end: 1 }).unwrap();
+    }
+
+    #[test]
+    fn markers_by_generation() {
+        let v = |n| Generation::new(n).unwrap();
+        let old = json!({"op":"replace","start":4,"end":5});
+        let new = json!({"op":"replace","startSeq":4,"endSeq":5});
+        let want = SurfaceOp::Replace { start: 4, end: 5 };
+        assert_eq!(SurfaceOp::parse_in(v(2), "user/message", 9, Some(&old)).unwrap(), want);
+        assert_eq!(SurfaceOp::parse_in(v(3), "user/message", 9, Some(&new)).unwrap(), want);
+        assert!(SurfaceOp::parse_in(v(2), "user/message", 9, Some(&new)).unwrap_err().contains("v2 log"));
+        assert!(SurfaceOp::parse_in(v(4), "user/message", 9, Some(&old)).unwrap_err().contains("v4 log"));
+        assert!(SurfaceOp::parse_in(v(0), "user/message", 9, Some(&new)).unwrap_err().contains("v0 log"));
+        let extra = json!({"op":"replace","startSeq":4,"endSeq":5,"x":1});
+        assert!(SurfaceOp::parse_in(v(4), "user/message", 9, Some(&extra)).is_err());
+        let lenient = json!({"op":"replace","start":4,"end":5,"x":1});
+        assert_eq!(SurfaceOp::parse_in(v(0), "user/message", 9, Some(&lenient)).unwrap(), want);
     }
 
     #[test]

@@ -1,15 +1,21 @@
 //! Where a session's log lives under a DSH sessions root: the project
 //! directory derived from the cwd, the session directory derived from the
-//! id, and the two log file names.
+//! id, and the file name of each format generation.
 //!
-//! `<root>/<project-dir>/<session-dir>/session.jsonl[.zstd]`
+//! `<root>/<project-dir>/<session-dir>/<generation file>`, where the
+//! generation file is `session.jsonl` for v0 and `session.v<N>.jsonl` for
+//! N ≥ 1, plus `.zstd` in a compressed root. Only these canonical names are
+//! generations: `session.v0.jsonl`, `session.v01.jsonl`, `session.V2.jsonl`,
+//! `session.lock` and temporary files are not.
 
 /// The project directory of sessions that have no cwd.
 pub const NO_CWD_DIR: &str = "_no-cwd";
-/// The file name of a plain JSONL log.
+/// The file name of a plain JSONL log of generation v0.
 pub const RAW_LOG_NAME: &str = "session.jsonl";
-/// The file name of a Zstandard-compressed log.
+/// The file name of a Zstandard-compressed log of generation v0.
 pub const ZSTD_LOG_NAME: &str = "session.jsonl.zstd";
+/// The suffix a compressed root adds to every generation file name.
+pub const ZSTD_SUFFIX: &str = ".zstd";
 /// The longest project key (between the `--` markers), in characters.
 const MAX_PROJECT_KEY: usize = 251;
 
@@ -23,7 +29,8 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    /// The log's file name in this encoding.
+    /// The file name of a v0 log in this encoding (see
+    /// [`generation_file_name`] for the others).
     pub fn file_name(self) -> &'static str {
         match self {
             Encoding::Raw => RAW_LOG_NAME,
@@ -31,13 +38,9 @@ impl Encoding {
         }
     }
 
-    /// The encoding of a log file name, if it is one.
+    /// The encoding of a log file name of any generation, if it is one.
     pub fn from_file_name(name: &str) -> Option<Encoding> {
-        match name {
-            RAW_LOG_NAME => Some(Encoding::Raw),
-            ZSTD_LOG_NAME => Some(Encoding::Zstd),
-            _ => None,
-        }
+        parse_generation_file_name(name).map(|(_, encoding)| encoding)
     }
 
     /// `none` or `zstd`, as the fixtures spell the compression.
@@ -47,6 +50,51 @@ impl Encoding {
             Encoding::Zstd => "zstd",
         }
     }
+}
+
+/// The file name of generation `generation` in `encoding`:
+/// `session.jsonl[.zstd]` for 0, `session.v<N>.jsonl[.zstd]` above.
+///
+/// ```
+/// use dsh_session_reference::sources::dsh::layout::{generation_file_name, Encoding};
+/// assert_eq!(generation_file_name(0, Encoding::Raw), "session.jsonl");
+/// assert_eq!(generation_file_name(4, Encoding::Zstd), "session.v4.jsonl.zstd");
+/// ```
+pub fn generation_file_name(generation: u64, encoding: Encoding) -> String {
+    let suffix = match encoding {
+        Encoding::Raw => "",
+        Encoding::Zstd => ZSTD_SUFFIX,
+    };
+    match generation {
+        0 => format!("session.jsonl{suffix}"),
+        n => format!("session.v{n}.jsonl{suffix}"),
+    }
+}
+
+/// The generation and encoding of a canonical generation file name, or
+/// `None` for any other name. The name before the compression suffix must
+/// match `^session(?:\.v([1-9][0-9]*))?\.jsonl$`; a generation too large
+/// for a `u64` reads as `u64::MAX` (a newer DSH than any).
+///
+/// ```
+/// use dsh_session_reference::sources::dsh::layout::{parse_generation_file_name, Encoding};
+/// assert_eq!(parse_generation_file_name("session.v3.jsonl.zstd"), Some((3, Encoding::Zstd)));
+/// assert_eq!(parse_generation_file_name("session.jsonl"), Some((0, Encoding::Raw)));
+/// assert_eq!(parse_generation_file_name("session.v0.jsonl"), None);
+/// assert_eq!(parse_generation_file_name("session.lock"), None);
+/// ```
+pub fn parse_generation_file_name(name: &str) -> Option<(u64, Encoding)> {
+    let (base, encoding) = match name.strip_suffix(ZSTD_SUFFIX) {
+        Some(base) => (base, Encoding::Zstd),
+        None => (name, Encoding::Raw),
+    };
+    let middle = base.strip_prefix("session")?.strip_suffix(".jsonl")?;
+    if middle.is_empty() {
+        return Some((0, encoding));
+    }
+    let digits = middle.strip_prefix(".v")?;
+    let valid = digits.bytes().all(|b| b.is_ascii_digit()) && digits.bytes().next().is_some_and(|b| b != b'0');
+    valid.then(|| (digits.parse().unwrap_or(u64::MAX), encoding))
 }
 
 fn is_plain(unit: u16) -> bool {
@@ -67,7 +115,7 @@ fn push_escaped(out: &mut String, unit: u16) {
 /// `~002E~002E`.
 ///
 /// ```
-/// use dsh_session_reference::store::layout::session_dir_name;
+/// use dsh_session_reference::sources::dsh::layout::session_dir_name;
 /// assert_eq!(session_dir_name("subagent mixed ~1"), "subagent~0020mixed~0020~007E1");
 /// assert_eq!(session_dir_name(".."), "~002E~002E");
 /// ```
@@ -90,7 +138,7 @@ pub fn session_dir_name(id: &str) -> String {
 /// leading `-` (an empty key becomes `root`) and is cut to 251 characters.
 ///
 /// ```
-/// use dsh_session_reference::store::layout::project_dir_name;
+/// use dsh_session_reference::sources::dsh::layout::project_dir_name;
 /// assert_eq!(project_dir_name(Some("/home/dev/alpha")), "--home-dev-alpha--");
 /// assert_eq!(project_dir_name(Some(r"C:\work\gamma")), "--C-work-gamma--");
 /// assert_eq!(project_dir_name(None), "_no-cwd");
@@ -117,10 +165,15 @@ pub fn project_dir_name(cwd: Option<&str>) -> String {
     format!("--{key}--")
 }
 
-/// The path of a log relative to the root, as DSH derives it from the
+/// The path of a v0 log relative to the root, as DSH derives it from the
 /// header's id and cwd: `<project-dir>/<session-dir>/<file name>`.
 pub fn relative_log_path(id: &str, cwd: Option<&str>, encoding: Encoding) -> String {
-    format!("{}/{}/{}", project_dir_name(cwd), session_dir_name(id), encoding.file_name())
+    relative_generation_path(id, cwd, 0, encoding)
+}
+
+/// The path of the log of generation `generation` relative to the root.
+pub fn relative_generation_path(id: &str, cwd: Option<&str>, generation: u64, encoding: Encoding) -> String {
+    format!("{}/{}/{}", project_dir_name(cwd), session_dir_name(id), generation_file_name(generation, encoding))
 }
 
 #[cfg(test)]
@@ -136,6 +189,32 @@ mod tests {
         assert_eq!(session_dir_name("权限/策略 \"context\""), "~6743~9650~002F~7B56~7565~0020~0022context~0022");
         assert_eq!(session_dir_name("😀"), "~D83D~DE00");
         assert_eq!(session_dir_name("~"), "~007E");
+    }
+
+    #[test]
+    fn generation_names() {
+        for (name, want) in [
+            ("session.jsonl", Some((0, Encoding::Raw))),
+            ("session.jsonl.zstd", Some((0, Encoding::Zstd))),
+            ("session.v1.jsonl", Some((1, Encoding::Raw))),
+            ("session.v12.jsonl.zstd", Some((12, Encoding::Zstd))),
+            ("session.v99999999999999999999999.jsonl", Some((u64::MAX, Encoding::Raw))),
+            ("session.v0.jsonl", None),
+            ("session.v01.jsonl", None),
+            ("session.V2.jsonl", None),
+            ("session.v.jsonl", None),
+            ("session.v2.jsonl.tmp", None),
+            ("session.v2.jsonl.zstd.zstd", None),
+            (".session.v2.jsonl", None),
+            ("session.lock", None),
+            ("session.v-1.jsonl", None),
+            ("session.v+1.jsonl", None),
+        ] {
+            assert_eq!(parse_generation_file_name(name), want, "{name}");
+            if let Some((n, e)) = want.filter(|(n, _)| *n < 100) {
+                assert_eq!(generation_file_name(n, e), name);
+            }
+        }
     }
 
     #[test]

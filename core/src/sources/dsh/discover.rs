@@ -1,0 +1,268 @@
+//! Finding logs under a root: the walk of `list()` and the lookup of one
+//! session by id, on one rule set.
+//!
+//! - Exactly two levels are walked: `<root>/<project-dir>/<session-dir>/`.
+//!   A symbolic link at either level (or in place of a log) is reported and
+//!   not followed; other non-directories are skipped.
+//! - In a session directory the canonical generation file names
+//!   ([`parse_generation_file_name`]) are the candidates; every other name
+//!   (`session.lock`, temporaries) is ignored, and a directory without one
+//!   is not a session.
+//! - A root holds one encoding: if canonical regular files of both
+//!   encodings exist anywhere under it, the root is refused as a whole (by
+//!   listing and by every read).
+//! - The numerically highest canonical name of the root's encoding is the
+//!   session's log; older generations beside it are ignored, never merged.
+//!   If that name is a link or not a regular file, or its generation is
+//!   newer than this reader implements, the session is rejected with the
+//!   reason (an older generation is not used in its place).
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::generation::{unsupported_message, Generation};
+use super::header::{Header, HeaderError};
+use super::layout::{
+    parse_generation_file_name, project_dir_name, relative_generation_path, session_dir_name, Encoding,
+};
+use super::{RejectedLog, RejectionKind};
+use crate::sources::fs::{entry_kind, par_map, sorted_entries, EntryKind, LINK_REASON};
+
+/// One log selected by discovery, before its header is checked.
+#[derive(Clone, Debug)]
+pub(crate) struct Found {
+    pub project: OsString,
+    pub session: OsString,
+    pub path: PathBuf,
+    pub encoding: Encoding,
+    pub generation: Generation,
+    /// Older canonical generations of the same encoding beside it.
+    pub superseded: Vec<u64>,
+}
+
+/// A canonical generation file name in a session directory.
+#[derive(Clone, Debug)]
+struct Candidate {
+    generation: u64,
+    encoding: Encoding,
+    name: OsString,
+    kind: EntryKind,
+}
+
+/// The canonical names of one session directory.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SessionDir {
+    project: OsString,
+    session: OsString,
+    path: PathBuf,
+    candidates: Vec<Candidate>,
+    /// A failure to read the directory.
+    error: Option<String>,
+}
+
+impl SessionDir {
+    /// Reads the directory's entries (types from the listing where given).
+    fn read(project: &OsString, session: &OsString, path: PathBuf) -> SessionDir {
+        let mut dir = SessionDir { project: project.clone(), session: session.clone(), ..SessionDir::default() };
+        match sorted_entries(&path) {
+            Ok(entries) => {
+                for entry in entries {
+                    let Some((generation, encoding)) = entry.name.to_str().and_then(parse_generation_file_name) else {
+                        continue;
+                    };
+                    let kind = entry.kind(&path).unwrap_or(EntryKind::Other);
+                    dir.candidates.push(Candidate { generation, encoding, name: entry.name, kind });
+                }
+            }
+            Err(e) => dir.error = Some(format!("cannot read directory: {e}")),
+        }
+        dir.path = path;
+        dir
+    }
+
+    /// The encodings of its canonical regular files (bit 0 raw, bit 1 zstd).
+    fn file_encodings(&self) -> u8 {
+        self.candidates.iter().filter(|c| c.kind == EntryKind::File).fold(0, |m, c| m | encoding_bit(c.encoding))
+    }
+
+    /// The session's log under the root encoding `root` (`None`: the root
+    /// has no log files, so any candidate is reported), or why it has none
+    /// usable. `None` when the directory is not a session at all.
+    fn select(&self, root: Option<Encoding>) -> Option<Result<Found, RejectedLog>> {
+        if let Some(reason) = &self.error {
+            let kind = RejectionKind::Io;
+            return Some(Err(RejectedLog { path: self.path.clone(), reason: reason.clone(), kind }));
+        }
+        let mine = |c: &&Candidate| root.is_none_or(|e| c.encoding == e);
+        let best = self.candidates.iter().filter(mine).max_by_key(|c| c.generation)?;
+        let path = self.path.join(&best.name);
+        let reject = |reason: String, kind| Some(Err(RejectedLog { path: path.clone(), reason, kind }));
+        match best.kind {
+            EntryKind::File => {}
+            EntryKind::Link => return reject(LINK_REASON.into(), RejectionKind::NotFollowed),
+            _ => return reject("not a regular file".into(), RejectionKind::Invalid),
+        }
+        let Some(generation) = Generation::new(best.generation) else {
+            return reject(unsupported_message(best.generation), RejectionKind::Unsupported);
+        };
+        let mut superseded: Vec<u64> =
+            self.candidates.iter().filter(mine).map(|c| c.generation).filter(|g| *g != best.generation).collect();
+        superseded.sort_unstable();
+        Some(Ok(Found {
+            project: self.project.clone(),
+            session: self.session.clone(),
+            path,
+            encoding: best.encoding,
+            generation,
+            superseded,
+        }))
+    }
+}
+
+fn encoding_bit(e: Encoding) -> u8 {
+    match e {
+        Encoding::Raw => 1,
+        Encoding::Zstd => 2,
+    }
+}
+
+/// The root's one encoding from the union of encoding bits, or the error
+/// that refuses a root mixing them.
+fn root_encoding(root: &Path, bits: u8) -> io::Result<Option<Encoding>> {
+    match bits {
+        0 => Ok(None),
+        1 => Ok(Some(Encoding::Raw)),
+        2 => Ok(Some(Encoding::Zstd)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "DSH sessions root {} mixes plain (session*.jsonl) and compressed (session*.jsonl.zstd) logs; \
+                 a root uses one encoding",
+                root.display()
+            ),
+        )),
+    }
+}
+
+fn root_error(root: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot read DSH sessions root {}: {e}", root.display()))
+}
+
+/// The project directories of the root, links and unreadable ones reported.
+fn projects(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<(OsString, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in sorted_entries(root).map_err(|e| root_error(root, e))? {
+        let path = root.join(&entry.name);
+        match entry_kind(&path) {
+            Ok(EntryKind::Dir) => out.push((entry.name, path)),
+            Ok(EntryKind::Link) => {
+                rejected.push(RejectedLog { path, reason: LINK_REASON.into(), kind: RejectionKind::NotFollowed })
+            }
+            Ok(_) => {}
+            Err(e) => {
+                rejected.push(RejectedLog { path, reason: format!("cannot inspect: {e}"), kind: RejectionKind::Io })
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every session directory under the root, read, in path order; links and
+/// unreadable directories reported into `rejected` as they are met.
+fn session_dirs(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<Result<SessionDir, RejectedLog>>> {
+    let mut steps = Vec::new();
+    for (project, project_path) in projects(root, rejected)? {
+        let sessions = match sorted_entries(&project_path) {
+            Ok(s) => s,
+            Err(e) => {
+                let reason = format!("cannot read directory: {e}");
+                steps.push(Err(RejectedLog { path: project_path, reason, kind: RejectionKind::Io }));
+                continue;
+            }
+        };
+        for entry in sessions {
+            let path = project_path.join(&entry.name);
+            match entry.kind(&project_path) {
+                Ok(EntryKind::Dir) => steps.push(Ok((project.clone(), entry.name, path))),
+                Ok(EntryKind::Link) => {
+                    steps.push(Err(RejectedLog { path, reason: LINK_REASON.into(), kind: RejectionKind::NotFollowed }))
+                }
+                Ok(_) => {}
+                Err(e) => steps.push(Err(RejectedLog {
+                    path,
+                    reason: format!("cannot inspect: {e}"),
+                    kind: RejectionKind::Io,
+                })),
+            }
+        }
+    }
+    // The session directories are read on several threads.
+    Ok(par_map(&steps, |step, _: &mut ()| match step {
+        Ok((project, session, path)) => Ok(SessionDir::read(project, session, path.clone())),
+        Err(r) => Err(r.clone()),
+    }))
+}
+
+/// Walks the root and returns the selected log of every session directory
+/// and the root's encoding, with rejections reported into `rejected` in
+/// path order. Fails when the root cannot be read or mixes encodings.
+pub(crate) fn discover(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<(Vec<Found>, Option<Encoding>)> {
+    let dirs = session_dirs(root, rejected)?;
+    let bits = dirs.iter().filter_map(|d| d.as_ref().ok()).fold(0, |m, d| m | d.file_encodings());
+    let encoding = root_encoding(root, bits)?;
+    let mut found = Vec::new();
+    for dir in dirs {
+        match dir.map(|d| d.select(encoding)) {
+            Ok(None) => {}
+            Ok(Some(Ok(f))) => found.push(f),
+            Ok(Some(Err(r))) | Err(r) => rejected.push(r),
+        }
+    }
+    Ok((found, encoding))
+}
+
+/// The root's encoding by the same rule as [`discover`], reading only the
+/// session directories (no headers).
+pub(crate) fn check_root_encoding(root: &Path) -> io::Result<Option<Encoding>> {
+    let dirs = session_dirs(root, &mut Vec::new())?;
+    root_encoding(root, dirs.iter().filter_map(|d| d.as_ref().ok()).fold(0, |m, d| m | d.file_encodings()))
+}
+
+/// The selected logs of the session directories named after `id`, one per
+/// project directory, in path order, with the reasons of those that were
+/// not usable, under the root encoding `encoding`.
+pub(crate) fn candidates_for(
+    root: &Path,
+    id: &str,
+    encoding: Option<Encoding>,
+) -> io::Result<Vec<Result<Found, RejectedLog>>> {
+    let session = OsString::from(session_dir_name(id));
+    let mut out = Vec::new();
+    for (project, project_path) in projects(root, &mut Vec::new())? {
+        let path = project_path.join(&session);
+        if entry_kind(&path).ok() != Some(EntryKind::Dir) {
+            continue;
+        }
+        if let Some(selected) = SessionDir::read(&project, &session, path).select(encoding) {
+            out.push(selected);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a header names the path its log was found at.
+pub(crate) fn path_matches(found: &Found, header: &Header) -> Result<(), HeaderError> {
+    let project = project_dir_name(header.cwd.as_deref());
+    let session = session_dir_name(&header.id);
+    if found.project.to_str() == Some(project.as_str()) && found.session.to_str() == Some(session.as_str()) {
+        Ok(())
+    } else {
+        Err(HeaderError::Invalid(format!(
+            "the log's path does not match its header (id {}, cwd {}): expected {}",
+            crate::json::js_string(&header.id),
+            header.cwd.as_deref().map_or_else(|| "none".to_owned(), crate::json::js_string),
+            relative_generation_path(&header.id, header.cwd.as_deref(), found.generation.number(), found.encoding)
+        )))
+    }
+}

@@ -1,0 +1,546 @@
+//! The embedded, read-only DSH session store (SPEC §10): a
+//! [`SessionQuery`] over a DeepSeek Harness sessions directory, so a host
+//! can point the library at `~/.dsh/sessions` and write no code at all.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use dsh_session_reference::{Config, DshStore, Resolver, Target};
+//!
+//! let store = DshStore::open("/home/me/.dsh/sessions")?;
+//! let resolver = Resolver::new(Arc::new(store), Config::default());
+//! let target = Target::new("new-chat", Some("/work".into()));
+//! for c in resolver.candidates_blocking(&target, "", None, None)? {
+//!     println!("{} {}", c.label, c.mention.unwrap_or_default());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Layout and discovery
+//!
+//! Logs live at `<root>/<project-dir>/<session-dir>/<generation file>`
+//! ([`layout`]): `session.jsonl` is format v0 and `session.v<N>.jsonl` is
+//! vN, each with `.zstd` in a compressed root ([`generation`] says what
+//! differs between generations). Discovery ([`discover`]) walks exactly
+//! these two levels; the numerically highest canonical name in a session
+//! directory is the session's log and older generations beside it are
+//! ignored, never merged; `session.lock` and every other name are ignored.
+//! A log is listed only when its header is valid for its generation
+//! ([`header`]: the header's version equals the file's generation) and
+//! names the path the log was found at (id and cwd); otherwise, or when a
+//! second log has the same id, it is **rejected**: not listed, and reported
+//! with the reason and a [`RejectionKind`] in [`Listing::rejected`]. A log
+//! of a generation above the newest implemented is rejected as
+//! [`RejectionKind::Unsupported`] ("written by a newer DSH"), not as
+//! invalid. Directories and files are visited in byte order of their names,
+//! so "the second log with the same id" is well defined. A root that holds
+//! both encodings is refused as a whole, as DSH does, by listing and by
+//! every read.
+//!
+//! # What a read does
+//!
+//! Listing reads only the header line (or header frame) of each log.
+//! Reading a title or a surface reads the whole log once, streaming
+//! ([`frames`]): one line at a time, keeping only the lines of events that
+//! are on the surface ([`load`]). Each line is an event or, in v0 and v1, a
+//! packed chunk row ([`rows`]); seqs must run 0, 1, 2, … after packed rows
+//! are expanded. The surface fold ([`fold`]) is validated as it goes with
+//! the generation's surface types and replace marker, message contents are
+//! checked against the generation ([`message`]), the latest title
+//! ([`title`]) is remembered, and a log that ends inside a turn gets the
+//! recovery closers of a cold load ([`recovery`]), which count in
+//! `capturedThroughSeq` but are never surface events. A log whose
+//! generation and contents disagree (a plugin-wrapped source in a v4 file,
+//! a v3 replace marker in a v2 file, a packed row in a v2 file) fails to
+//! read, naming the problem.
+//!
+//! # Damage
+//!
+//! - A torn tail (an unterminated last line of a plain log, an incomplete
+//!   last frame of a zstd log) is dropped; every complete line before it
+//!   is kept.
+//! - A checksum or decoding failure in a complete zstd frame, a seq gap or
+//!   malformed line inside a complete zstd frame, a seq gap in a plain log
+//!   followed later by a `turn/end`, or an invalid surface fold make the
+//!   session unreadable: its title and surface reads fail (so `prepare`
+//!   fails with `SESSION_REFERENCE_READ_FAILED` naming the session). It is
+//!   still listed. A seq gap in a plain log with no later `turn/end` is
+//!   treated like a torn tail, as DSH does.
+//! - One damaged session never hides the others.
+//!
+//! # Choices where DSH depends on its host
+//!
+//! - **cwd**: DSH rejects a header cwd that is not absolute under the host's
+//!   path rules. This store accepts any non-empty string (the behaviour of
+//!   DSH on Windows), so a root written on Windows (`C:\work\gamma`) reads
+//!   the same on Linux and macOS.
+//! - **Ties in listing order**: DSH orders equal `createdAt` by locale
+//!   collation; this store uses code-point order of the ids.
+//!
+//! # Safety
+//!
+//! The store never writes, creates, locks or repairs anything under the
+//! root. It never follows a symbolic link below the root (a link in place
+//! of a project directory, session directory or log is reported in
+//! [`Listing::rejected`] and skipped; logs are opened with `O_NOFOLLOW` on
+//! Unix), and it opens only regular files. Memory stays bounded by the
+//! surface being returned plus one line (lines longer than
+//! [`frames::MAX_LINE_BYTES`] make a log unreadable).
+
+pub mod discover;
+pub mod fold;
+pub mod frames;
+pub mod generation;
+pub mod header;
+mod kept;
+pub mod layout;
+pub mod load;
+pub mod message;
+pub mod recovery;
+pub mod rows;
+pub mod title;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Number, Value};
+
+use crate::error::HostError;
+use crate::host::{Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use crate::sources::fs::{open_regular, par_map, FileIdentity};
+use crate::sources::FileSource;
+
+use self::discover::{candidates_for, check_root_encoding, discover, path_matches, Found};
+use self::header::{read_log_header, HeaderError};
+use self::layout::Encoding;
+use self::load::load;
+
+/// A read-only session query over a DSH sessions root. Cheap to clone;
+/// every method may run concurrently from many threads.
+///
+/// It is a [`BlockingSessionQuery`] (the inherent methods
+/// [`list`](Self::list), [`read_title`](Self::read_title),
+/// [`read_surface_json`](Self::read_surface_json), [`inspect`](Self::inspect)
+/// block the calling thread and need no runtime) and, through [`Blocking`],
+/// a [`SessionQuery`]: each read then runs on tokio's blocking pool, so
+/// reads of several sources run in parallel; that needs a tokio runtime,
+/// which the [`Resolver`](crate::Resolver) always provides.
+#[derive(Clone)]
+pub struct DshStore {
+    root: Arc<PathBuf>,
+    /// The last verdict on the root's encoding (see [`ROOT_CHECK_TTL`]).
+    root_check: Arc<Mutex<Option<RootCheck>>>,
+}
+
+/// How long a verdict on the root's encoding is reused by reads of single
+/// sessions. Listing always walks the whole root and renews it; a read
+/// after a longer pause walks it again. Without it, each of the title
+/// reads of one candidate listing would walk every session directory.
+pub const ROOT_CHECK_TTL: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Debug)]
+struct RootCheck {
+    at: Instant,
+    verdict: Result<Option<Encoding>, StoreError>,
+}
+
+impl fmt::Debug for DshStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DshStore").field("root", &self.root).finish()
+    }
+}
+
+/// One listed session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSession {
+    /// `{id, createdAt, cwd}` as the resolver sees it.
+    pub header: SessionHeader,
+    /// The header line without `type`, key order kept
+    /// (`{version, id, createdAt, cwd?, delegationDepth, ...}`).
+    pub header_json: Map<String, Value>,
+    /// The log file: the session's highest canonical generation.
+    pub path: PathBuf,
+    /// The log's encoding.
+    pub encoding: Encoding,
+    /// The log's format generation (0 to 4).
+    pub generation: u64,
+    /// Older generations beside it, ascending: present, ignored.
+    pub superseded: Vec<u64>,
+}
+
+impl StoredSession {
+    /// The header line without `type`, key order kept: what the store's
+    /// `list_sessions` gives a host in every front (as DSH's store does).
+    pub fn to_json(&self) -> Value {
+        Value::Object(self.header_json.clone())
+    }
+}
+
+/// A log that discovery found but does not list, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedLog {
+    /// The rejected log, or the symbolic link that was not followed.
+    pub path: PathBuf,
+    /// Why it was rejected, in words.
+    pub reason: String,
+    /// What kind of rejection it is.
+    pub kind: RejectionKind,
+}
+
+/// What kind of rejection a [`RejectedLog`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RejectionKind {
+    /// Written by a newer DSH: a generation above
+    /// [`NEWEST_GENERATION`](generation::NEWEST_GENERATION).
+    Unsupported,
+    /// The log is invalid: no readable header, a header that breaks its
+    /// generation's rules, a path that does not match the header, a
+    /// duplicate id, or not a regular file.
+    Invalid,
+    /// A symbolic link below the root, not followed.
+    NotFollowed,
+    /// The file system failed.
+    Io,
+}
+
+/// The result of [`DshStore::list`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Listing {
+    /// Listed sessions: newest `createdAt` first, equal `createdAt` by id
+    /// in code-point order.
+    pub sessions: Vec<StoredSession>,
+    /// Logs (and links) that were found but not listed.
+    pub rejected: Vec<RejectedLog>,
+}
+
+/// What kind of failure a [`StoreError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// No listed session has this id.
+    NotFound,
+    /// The session's log is damaged or invalid (see the module docs).
+    Corrupt,
+    /// The file system failed (permissions, I/O errors, a vanished file).
+    Io,
+}
+
+/// A failed read of one session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError {
+    kind: StoreErrorKind,
+    message: String,
+}
+
+impl StoreError {
+    fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
+        StoreError { kind, message: message.into() }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> StoreErrorKind {
+        self.kind
+    }
+
+    /// The reason, naming the log.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<StoreError> for HostError {
+    fn from(e: StoreError) -> Self {
+        HostError::new(e.message)
+    }
+}
+
+/// A torn tail that a read dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// Where the kept prefix of the file ends (for zstd: the end of the
+    /// complete frames).
+    pub truncate_to: u64,
+    /// The file's size.
+    pub file_bytes: u64,
+    /// `file_bytes - truncate_to`.
+    pub discarded_bytes: u64,
+    /// Complete lines recovered from inside a torn zstd frame.
+    pub recovered_lines: u64,
+}
+
+/// What a full read of a log kept (for diagnostics and tests).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogStats {
+    /// The log's format generation.
+    pub generation: u64,
+    /// Lines in the log, header included, counting an unterminated last
+    /// line of decoded text.
+    pub storage_lines: u64,
+    /// Events kept, packed members expanded.
+    pub decoded_events: u64,
+    /// The seq of the last kept event (`None` for a header-only log).
+    pub last_seq: Option<u64>,
+    /// Packed chunk rows kept.
+    pub packed_rows: u64,
+    /// Events those rows stand for.
+    pub packed_members: u64,
+    /// Complete zstd frames (`None` for a plain log).
+    pub complete_frames: Option<u64>,
+    /// The torn tail that was dropped, if any.
+    pub torn_tail: Option<TornTail>,
+    /// Types of the synthetic recovery closers, in seq order after `last_seq`.
+    pub recovery_closers: Vec<&'static str>,
+    /// `capturedThroughSeq` of the surface snapshot: `last_seq` of the
+    /// file as written plus the closers (for every generation; DSH ≥ 0.1.7
+    /// counts a migrated stream instead, see `docs/store-and-cli.md`).
+    pub captured_through_seq: Option<u64>,
+    /// The latest title.
+    pub title: Option<String>,
+    /// The surface seqs in model order.
+    pub surface_seqs: Vec<u64>,
+}
+
+fn copy_error(e: &io::Error) -> io::Error {
+    io::Error::new(e.kind(), e.to_string())
+}
+
+impl From<HeaderError> for RejectionKind {
+    fn from(e: HeaderError) -> Self {
+        match e {
+            HeaderError::Invalid(_) => RejectionKind::Invalid,
+            HeaderError::Unsupported(_) => RejectionKind::Unsupported,
+        }
+    }
+}
+
+impl DshStore {
+    /// Opens a sessions root. The root must be a readable directory (a
+    /// symbolic link to one is fine: the root itself is the one link that
+    /// is followed). Nothing is read beyond that until a call needs it.
+    pub fn open(root: impl AsRef<Path>) -> io::Result<DshStore> {
+        let root = root.as_ref();
+        let meta = std::fs::metadata(root)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot open DSH sessions root {}: {e}", root.display())))?;
+        if !meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("DSH sessions root {} is not a directory", root.display()),
+            ));
+        }
+        std::fs::read_dir(root)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot read DSH sessions root {}: {e}", root.display())))?;
+        Ok(DshStore { root: Arc::new(root.to_path_buf()), root_check: Arc::new(Mutex::new(None)) })
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn remember_root_check(&self, verdict: Result<Option<Encoding>, StoreError>) {
+        if let Ok(mut memo) = self.root_check.lock() {
+            *memo = Some(RootCheck { at: Instant::now(), verdict });
+        }
+    }
+
+    /// The verdict on a walk of the root: a root that mixes encodings is
+    /// corrupt, a root that cannot be read an I/O failure.
+    fn root_verdict(walked: &io::Result<Option<Encoding>>) -> Result<Option<Encoding>, StoreError> {
+        match walked {
+            Ok(encoding) => Ok(*encoding),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                Err(StoreError::new(StoreErrorKind::Corrupt, e.to_string()))
+            }
+            Err(e) => Err(StoreError::new(StoreErrorKind::Io, e.to_string())),
+        }
+    }
+
+    /// The root's encoding by the rule listing applies, from a recent
+    /// verdict or a fresh walk of the session directories.
+    fn root_encoding(&self) -> Result<Option<Encoding>, StoreError> {
+        let recent = self.root_check.lock().ok().and_then(|m| m.clone()).filter(|c| c.at.elapsed() < ROOT_CHECK_TTL);
+        if let Some(check) = recent {
+            return check.verdict;
+        }
+        let verdict = Self::root_verdict(&check_root_encoding(&self.root));
+        self.remember_root_check(verdict.clone());
+        verdict
+    }
+
+    /// Lists the sessions of the root, reading only the header of each
+    /// session's log (its highest generation).
+    ///
+    /// Fails only when the root itself cannot be read or holds both plain
+    /// and compressed logs (DSH refuses such a root); every per-log problem
+    /// is reported in [`Listing::rejected`].
+    pub fn list(&self) -> io::Result<Listing> {
+        let mut rejected = Vec::new();
+        let walked = discover(&self.root, &mut rejected);
+        self.remember_root_check(Self::root_verdict(&walked.as_ref().map(|(_, e)| *e).map_err(copy_error)));
+        let (found, _) = walked?;
+        let headers = par_map(&found, |f, scratch| read_log_header(&f.path, f.encoding, f.generation, scratch));
+        let mut seen: std::collections::HashMap<String, PathBuf> = std::collections::HashMap::new();
+        let mut sessions = Vec::new();
+        for (f, header) in found.into_iter().zip(headers) {
+            let header = match header.and_then(|h| path_matches(&f, &h).map(|()| h)) {
+                Ok(h) => h,
+                Err(e) => {
+                    let reason = e.message().to_owned();
+                    rejected.push(RejectedLog { path: f.path, reason, kind: e.into() });
+                    continue;
+                }
+            };
+            if let Some(first) = seen.get(&header.id) {
+                rejected.push(RejectedLog {
+                    path: f.path,
+                    reason: format!("duplicate session id, already listed from {}", first.display()),
+                    kind: RejectionKind::Invalid,
+                });
+                continue;
+            }
+            seen.insert(header.id.clone(), f.path.clone());
+            sessions.push(StoredSession {
+                header: SessionHeader { id: header.id, created_at: Number::from(header.created_at), cwd: header.cwd },
+                header_json: header.json,
+                path: f.path,
+                encoding: f.encoding,
+                generation: f.generation.number(),
+                superseded: f.superseded,
+            });
+        }
+        sessions.sort_by(|a, b| {
+            let (ca, cb) = (a.header.created_at.as_u64(), b.header.created_at.as_u64());
+            cb.cmp(&ca).then_with(|| a.header.id.cmp(&b.header.id))
+        });
+        Ok(Listing { sessions, rejected })
+    }
+
+    /// Finds the log of `id` by the rules of listing: under a root of one
+    /// encoding, the first session directory, in path order, whose selected
+    /// log has a valid header naming this id and that path.
+    fn locate(&self, id: &str) -> Result<Found, StoreError> {
+        let encoding = self.root_encoding()?;
+        let io_err = |e: io::Error| StoreError::new(StoreErrorKind::Io, format!("cannot read DSH sessions root: {e}"));
+        let mut last_reason = None;
+        for candidate in candidates_for(&self.root, id, encoding).map_err(io_err)? {
+            let found = match candidate {
+                Ok(found) => found,
+                Err(r) => {
+                    last_reason = Some(format!("{}: {}", r.path.display(), r.reason));
+                    continue;
+                }
+            };
+            let header = read_log_header(&found.path, found.encoding, found.generation, &mut None);
+            match header.and_then(|h| path_matches(&found, &h).map(|()| h)) {
+                Ok(h) if h.id == id => return Ok(found),
+                Ok(_) => {}
+                Err(e) => last_reason = Some(format!("{}: {}", found.path.display(), e.message())),
+            }
+        }
+        let mut message = format!("no session {} in {}", crate::json::js_string(id), self.root.display());
+        if let Some(reason) = last_reason {
+            message.push_str(&format!(" (a log was rejected: {reason})"));
+        }
+        Err(StoreError::new(StoreErrorKind::NotFound, message))
+    }
+
+    /// The latest title of a session (`data.title` of its last
+    /// `session/title` event). Reads and validates the whole log, so a
+    /// damaged session fails here as its surface read does.
+    pub fn read_title(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let found = self.locate(id)?;
+        Ok(load(&found, id, false)?.stats.title)
+    }
+
+    /// The surface snapshot of a session as JSON text:
+    /// `{"session":<header without type>,"capturedThroughSeq":N|null,"events":[...]}`,
+    /// where each event is the log's own line, byte for byte (packed chunk
+    /// rows and recovery closers are never surface events).
+    pub fn read_surface_json(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        let found = self.locate(id)?;
+        let loaded = load(&found, id, true)?;
+        let session = serde_json::to_vec(&loaded.header_json).expect("a JSON map serializes");
+        let mut prefix = Vec::with_capacity(session.len() + 64);
+        prefix.extend_from_slice(b"{\"session\":");
+        prefix.extend_from_slice(&session);
+        prefix.extend_from_slice(b",\"capturedThroughSeq\":");
+        match loaded.stats.captured_through_seq {
+            Some(n) => prefix.extend_from_slice(n.to_string().as_bytes()),
+            None => prefix.extend_from_slice(b"null"),
+        }
+        prefix.extend_from_slice(b",\"events\":[");
+        Ok(loaded.lines.into_joined(&prefix, &loaded.stats.surface_seqs, b"]}"))
+    }
+
+    /// Reads a session's whole log and reports what was kept: line and
+    /// event counts, packed rows, frames, the torn tail, recovery closers,
+    /// the title and the surface seqs.
+    pub fn inspect(&self, id: &str) -> Result<LogStats, StoreError> {
+        let found = self.locate(id)?;
+        Ok(load(&found, id, false)?.stats)
+    }
+
+    /// The identity of the log a read of `id` would read now.
+    pub fn log_identity(&self, id: &str) -> Result<FileIdentity, StoreError> {
+        let found = self.locate(id)?;
+        open_regular(&found.path)
+            .map(|(_, identity)| identity)
+            .map_err(|e| StoreError::new(StoreErrorKind::Io, format!("cannot open {}: {e}", found.path.display())))
+    }
+}
+
+impl BlockingSessionQuery for DshStore {
+    fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
+        self.list()
+            .map(|l| l.sessions.into_iter().map(|s| s.header).collect())
+            .map_err(|e| HostError::new(e.to_string()))
+    }
+
+    fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
+        DshStore::read_title(self, session_id).map_err(HostError::from)
+    }
+
+    fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
+        self.read_surface_json(session_id).map(SurfaceData::json).map_err(HostError::from)
+    }
+}
+
+impl FileSource for DshStore {
+    const FORMAT: &'static str = "DSH";
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn identity(&self, session_id: &str) -> Result<FileIdentity, HostError> {
+        self.log_identity(session_id).map_err(HostError::from)
+    }
+}
+
+/// As a [`SessionQuery`] the store runs each read on tokio's blocking pool
+/// through [`Blocking`], the one adapter for blocking queries.
+impl SessionQuery for DshStore {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::list_sessions(&blocking).await })
+    }
+
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::read_title(&blocking, session_id).await })
+    }
+
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::read_surface(&blocking, session_id).await })
+    }
+}

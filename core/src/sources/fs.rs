@@ -1,0 +1,218 @@
+//! File-system helpers every file-backed source uses, so that each one keeps
+//! the same guarantees: nothing under a root is written, created, locked or
+//! repaired; no symbolic link below the root is followed; only regular files
+//! are opened, and opening one never blocks (a FIFO in place of a log); a
+//! directory is walked in byte order of its names, so "the first" and "the
+//! second" of anything are well defined.
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+/// What a directory entry is, without following symbolic links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link (never followed below a root).
+    Link,
+    /// Anything else: a FIFO, a socket, a device.
+    Other,
+    /// Nothing by that name.
+    Missing,
+}
+
+/// The reason given for a symbolic link that was not followed.
+pub const LINK_REASON: &str = "symbolic link, not followed";
+
+/// The kind of the entry at `path`, without following a final link.
+pub fn entry_kind(path: &Path) -> io::Result<EntryKind> {
+    match fs::symlink_metadata(path) {
+        Ok(m) => Ok(kind_of_type(m.file_type())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(EntryKind::Missing),
+        Err(e) => Err(e),
+    }
+}
+
+fn kind_of_type(t: fs::FileType) -> EntryKind {
+    if t.is_symlink() {
+        EntryKind::Link
+    } else if t.is_dir() {
+        EntryKind::Dir
+    } else if t.is_file() {
+        EntryKind::File
+    } else {
+        EntryKind::Other
+    }
+}
+
+/// One entry of a directory: its name and, when the directory listing gives
+/// it, its type (no link is followed either way).
+#[derive(Clone, Debug)]
+pub struct DirEntry {
+    /// The entry's file name.
+    pub name: OsString,
+    file_type: Option<fs::FileType>,
+}
+
+impl DirEntry {
+    /// The entry's kind, from the listing when it has the type, else from
+    /// an `lstat` of `dir/name`.
+    pub fn kind(&self, dir: &Path) -> io::Result<EntryKind> {
+        match self.file_type {
+            Some(t) => Ok(kind_of_type(t)),
+            None => entry_kind(&dir.join(&self.name)),
+        }
+    }
+}
+
+/// The entries of a directory, sorted by name in byte order.
+pub fn sorted_entries(dir: &Path) -> io::Result<Vec<DirEntry>> {
+    let mut entries = fs::read_dir(dir)?
+        .map(|e| e.map(|e| DirEntry { name: e.file_name(), file_type: e.file_type().ok() }))
+        .collect::<io::Result<Vec<_>>>()?;
+    entries.sort_by(|a, b| a.name.as_encoded_bytes().cmp(b.name.as_encoded_bytes()));
+    Ok(entries)
+}
+
+/// What identifies the contents of a file between two reads: if none of
+/// these changed, a source may assume the file did not (the usual
+/// `make`-style rule). `dev` and `inode` are 0 where the platform has no
+/// such numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    /// The device holding the file.
+    pub dev: u64,
+    /// The file's inode number.
+    pub inode: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its modification time, nanoseconds since the Unix epoch (0 when unknown
+    /// or before the epoch).
+    pub mtime_ns: u128,
+}
+
+impl FileIdentity {
+    /// The identity of the file `meta` describes.
+    pub fn of(meta: &fs::Metadata) -> FileIdentity {
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        #[cfg(unix)]
+        let (dev, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (dev, inode) = (0, 0);
+        FileIdentity { dev, inode, size: meta.len(), mtime_ns }
+    }
+}
+
+/// Opens a regular file for reading without following a final symbolic link
+/// (`O_NOFOLLOW` on Unix) and without blocking on a FIFO (`O_NONBLOCK`);
+/// anything but a regular file is refused. Returns the file and its
+/// identity. Callers check every directory above it (with [`entry_kind`])
+/// before joining its name, so no link below a root is ever followed.
+pub fn open_regular(path: &Path) -> io::Result<(File, FileIdentity)> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok((file, FileIdentity::of(&meta)))
+}
+
+/// Items per batch a [`par_map`] thread takes at a time.
+const BATCH: usize = 64;
+
+/// `items.iter().map(f)` on up to four threads, results in order. Meant for
+/// work that is a few system calls and a small decode per item (listing a
+/// root), which overlaps well even on two cores. Each thread has its own
+/// `S` (a reusable decoder, say). A helper thread that cannot start leaves
+/// its batches to the calling thread.
+pub fn par_map<T, R, S, F>(items: &[T], f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    S: Default,
+    F: Fn(&T, &mut S) -> R + Sync,
+{
+    let run = |batch: &[T], state: &mut S| -> Vec<R> { batch.iter().map(|item| f(item, state)).collect() };
+    // More threads than cores: a header read may block on the disk.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_mul(2).min(4);
+    if threads < 2 || items.len() < 2 * BATCH {
+        return run(items, &mut S::default());
+    }
+    let batches: Vec<&[T]> = items.chunks(BATCH).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut state = S::default();
+        let mut done = Vec::new();
+        loop {
+            let b = next.fetch_add(1, Ordering::Relaxed);
+            let Some(batch) = batches.get(b) else { return done };
+            done.push((b, run(batch, &mut state)));
+        }
+    };
+    let mut results: Vec<Option<Vec<R>>> = batches.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> =
+            (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok()).collect();
+        let mut all = work();
+        for h in helpers {
+            if let Ok(done) = h.join() {
+                all.extend(done);
+            }
+        }
+        for (b, r) in all {
+            results[b] = Some(r);
+        }
+    });
+    let mut state = S::default();
+    results.into_iter().zip(&batches).flat_map(|(r, batch)| r.unwrap_or_else(|| run(batch, &mut state))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn par_map_keeps_order() {
+        let items: Vec<u32> = (0..1000).collect();
+        let out = par_map(&items, |i, seen: &mut u32| {
+            *seen += 1;
+            i * 2
+        });
+        assert_eq!(out, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn identity_and_kinds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"abc").unwrap();
+        let (_, id) = open_regular(&path).unwrap();
+        assert_eq!(id.size, 3);
+        assert_eq!(entry_kind(&path).unwrap(), EntryKind::File);
+        assert_eq!(entry_kind(dir.path()).unwrap(), EntryKind::Dir);
+        assert_eq!(entry_kind(&dir.path().join("nope")).unwrap(), EntryKind::Missing);
+        assert!(open_regular(dir.path()).is_err());
+        let names: Vec<_> = sorted_entries(dir.path()).unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, vec![OsString::from("f")]);
+    }
+}
