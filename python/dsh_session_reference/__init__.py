@@ -24,6 +24,7 @@ from ._errors import (
 from ._native import (
     CancelToken,
     DshSessionStore,
+    SessionSources,
     __version__,
     conversation_snapshot,
     decode_uri,
@@ -49,6 +50,7 @@ __all__ = [
     "Resolver",
     "CancelToken",
     "DshSessionStore",
+    "SessionSources",
     "SessionQuery",
     "encode_uri",
     "decode_uri",

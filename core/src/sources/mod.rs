@@ -30,7 +30,7 @@ use crate::host::{Blocking, BlockingSessionQuery, SessionQuery};
 
 pub use self::fs::FileIdentity;
 pub use self::multi::{MultiQuery, SourceStatus};
-pub use self::open::{default_specs, open_source, open_sources, SourceKind, SourceSpec};
+pub use self::open::{default_specs, open_source, open_sources, specs_from_json, SourceKind, SourceSpec};
 
 /// Checks that `root` is a readable directory (a link to one is fine: the
 /// root is the one link a source follows) and returns it.

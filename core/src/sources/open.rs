@@ -120,6 +120,19 @@ pub fn default_specs() -> Vec<SourceSpec> {
     SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, k.default_location())).filter(|s| s.root.is_dir()).collect()
 }
 
+/// The specs a front was given as JSON: `null` for [`default_specs`], or
+/// an array of `{"kind": "dsh"|"claude-code"|"codex", "root"?: string|null}`
+/// (a missing or null root is the kind's default location). The C ABI,
+/// Python and Node all take this shape.
+pub fn specs_from_json(value: &serde_json::Value) -> Result<Vec<SourceSpec>, String> {
+    match value {
+        serde_json::Value::Null => Ok(default_specs()),
+        serde_json::Value::Array(list) if !list.is_empty() => list.iter().map(SourceSpec::from_json).collect(),
+        serde_json::Value::Array(_) => Err("the list of sources is empty".into()),
+        _ => Err("sources must be null (every default location) or an array of {kind, root}".into()),
+    }
+}
+
 /// A source that could not be opened: listing it reports why (so a view
 /// over several sources reports it and lists the others), reading fails.
 #[derive(Clone, Debug)]
@@ -195,5 +208,16 @@ mod tests {
         assert!(SourceSpec::parse("codex=").is_err());
         let two = [SourceSpec::new(SourceKind::Codex, "/a"), SourceSpec::new(SourceKind::Codex, "/b")];
         assert!(open_sources(&two).unwrap_err().contains("two codex sources"));
+        let specs = specs_from_json(&serde_json::json!([{"kind": "codex", "root": "/x"}, {"kind": "dsh"}])).unwrap();
+        assert_eq!(specs[0], SourceSpec::new(SourceKind::Codex, "/x"));
+        assert_eq!(specs[1], SourceSpec::new(SourceKind::Dsh, SourceKind::Dsh.default_location()));
+        for bad in [
+            serde_json::json!([]),
+            serde_json::json!({}),
+            serde_json::json!([{"kind": "x"}]),
+            serde_json::json!([{"kind": "dsh", "root": 5}]),
+        ] {
+            assert!(specs_from_json(&bad).is_err(), "{bad}");
+        }
     }
 }
