@@ -97,6 +97,10 @@ pub const SESSION_INDEX: &str = "session_index.jsonl";
 /// A rollout's path below the home, as components.
 type Rel = Vec<OsString>;
 
+/// Titles by session id from `session_index.jsonl`, with the identity of
+/// the file they were read from.
+type IndexMemo = Option<(FileIdentity, Arc<HashMap<String, String>>)>;
+
 /// A read-only session source over a Codex home. Cheap to clone; every
 /// method may run concurrently.
 #[derive(Clone, Debug)]
@@ -105,7 +109,7 @@ pub struct CodexSource {
     /// Where the last listing found each id (checked again on every read).
     found: Arc<Mutex<HashMap<String, Rel>>>,
     /// `session_index.jsonl` as last read, by its identity.
-    index: Arc<Mutex<Option<(FileIdentity, Arc<HashMap<String, String>>)>>>,
+    index: Arc<Mutex<IndexMemo>>,
 }
 
 /// One listed rollout.
