@@ -756,3 +756,25 @@ fn one_view_over_every_source_prepares_each() {
     assert_eq!(s.identity("claude-code:system_reminder").unwrap().size, 1424);
     assert_eq!(claude_code::PREFIX, SourceKind::ClaudeCode.prefix());
 }
+
+#[cfg(unix)]
+#[test]
+fn codex_links_below_the_home_are_not_followed() {
+    let home = codex_home(&[meta(ID), env(1, "response_item", msg("user", "input_text", "inside"))]);
+    let outside = tempfile::tempdir().unwrap();
+    let other = "0199aaaa-0000-7000-8000-0000000000ff";
+    let name = format!("rollout-2026-03-01T00-00-00-{other}.jsonl");
+    std::fs::write(outside.path().join(&name), lines(&[meta(other)])).unwrap();
+    let day = home.path().join("sessions/2026/03/01");
+    std::os::unix::fs::symlink(outside.path().join(&name), day.join(&name)).unwrap();
+    std::os::unix::fs::symlink(outside.path(), home.path().join("sessions/2026/04")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join(&name), home.path().join("session_index.jsonl")).unwrap();
+    let s = CodexSource::open(home.path()).unwrap();
+    let listing = s.list().unwrap();
+    assert_eq!(listing.sessions.len(), 1);
+    assert_eq!(listing.rejected.len(), 2, "{:?}", listing.rejected);
+    let err = s.read_surface(&format!("codex:{other}")).unwrap_err();
+    assert!(err.message().contains("symbolic link, not followed"), "{}", err.message());
+    // A linked title index is not read either: the title falls back.
+    assert_eq!(s.read_title(&format!("codex:{ID}")).unwrap().as_deref(), Some("inside"));
+}

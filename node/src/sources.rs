@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use dsh_session_reference::json::{parse_js, stringify};
-use dsh_session_reference::sources::{open_sources, specs_from_json, MultiQuery};
-use dsh_session_reference::{Config, ErrorCode, SessionQuery, SurfaceData};
+use dsh_session_reference::sources::{open_sources, report_json, specs_from_json, surface_json_bytes, MultiQuery};
+use dsh_session_reference::{Config, ErrorCode, SessionQuery};
 use napi::bindgen_prelude::*;
 use napi::Env;
 use napi_derive::napi;
@@ -57,16 +57,7 @@ impl SessionSources {
     /// `[{name, sessions}]` or `[{name, error}]`.
     #[napi]
     pub fn last_report(&self) -> String {
-        let report: Vec<Value> = self
-            .multi
-            .last_report()
-            .into_iter()
-            .map(|s| match s.outcome {
-                Ok(n) => json!({"name": s.name, "sessions": n}),
-                Err(e) => json!({"name": s.name, "error": e}),
-            })
-            .collect();
-        stringify(&Value::Array(report))
+        stringify(&report_json(&self.multi))
     }
 
     /// JSON text of every source's session headers, newest first.
@@ -94,13 +85,8 @@ impl SessionSources {
     pub fn read_surface<'env>(&self, env: &'env Env, session_id: String) -> Result<Object<'env>> {
         let multi = Arc::clone(&self.multi);
         spawn(env, async move {
-            match multi.read_surface(&session_id).await.map_err(|e| read_failed(e.message()))? {
-                SurfaceData::Json(bytes) => {
-                    String::from_utf8((*bytes).as_ref().to_vec()).map_err(|_| read_failed("the snapshot is not UTF-8"))
-                }
-                SurfaceData::Value(value) => Ok(stringify(&value)),
-                SurfaceData::Conversation(c) => Ok(stringify(&c.to_snapshot_json())),
-            }
+            let surface = multi.read_surface(&session_id).await.map_err(|e| read_failed(e.message()))?;
+            String::from_utf8(surface_json_bytes(&surface)).map_err(|_| read_failed("the snapshot is not UTF-8"))
         })
     }
 }

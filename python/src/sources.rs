@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh_session_reference::host::SurfaceData;
-use dsh_session_reference::sources::{open_sources, specs_from_json, MultiQuery, SourceSpec};
+use dsh_session_reference::sources::{
+    open_sources, report_json, specs_from_json, surface_json_bytes, MultiQuery, SourceSpec,
+};
 use dsh_session_reference::{block_on, SessionQuery};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -79,16 +80,7 @@ impl SessionSources {
     /// How each source fared in the last `list_sessions`:
     /// `[{"name", "sessions": int}]` or `[{"name", "error": str}]`.
     fn last_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let report: Vec<Value> = self
-            .multi
-            .last_report()
-            .into_iter()
-            .map(|s| match s.outcome {
-                Ok(n) => json!({"name": s.name, "sessions": n}),
-                Err(e) => json!({"name": s.name, "error": e}),
-            })
-            .collect();
-        to_py(py, &Value::Array(report))
+        to_py(py, &report_json(&self.multi))
     }
 
     /// The title of a session, or `None`; `OSError` when it cannot be read.
@@ -107,13 +99,7 @@ impl SessionSources {
         let surface = py
             .detach(move || block_on(async { multi.read_surface(&session_id).await }))
             .map_err(|e| PyOSError::new_err(e.message().to_owned()))?;
-        let bytes = match surface {
-            SurfaceData::Json(b) => (*b).as_ref().to_vec(),
-            SurfaceData::Value(v) => serde_json::to_vec(&*v).map_err(|e| PyValueError::new_err(e.to_string()))?,
-            SurfaceData::Conversation(c) => {
-                serde_json::to_vec(&c.to_snapshot_json()).map_err(|e| PyValueError::new_err(e.to_string()))?
-            }
-        };
+        let bytes = surface_json_bytes(&surface);
         Ok(PyBytes::new(py, &bytes))
     }
 

@@ -5,10 +5,14 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use serde_json::Number;
 
 use super::fs::BoundedLines;
+use crate::conversation::{Conversation, ConversationItem};
 use crate::error::HostError;
+use crate::host::SessionHeader;
 
 /// The longest line a transcript may have, in bytes. A longer line makes
 /// the session unreadable (a clear error naming the line) instead of
@@ -162,6 +166,60 @@ pub fn mtime_ms(identity: &super::FileIdentity) -> u64 {
 /// The error of a read of one session: `<format> session <id> (<path>): <why>`.
 pub fn read_error(format: &str, id: &str, path: &Path, why: impl std::fmt::Display) -> HostError {
     HostError::new(format!("{format} session {} ({}): {why}", crate::json::js_string(id), path.display()))
+}
+
+/// One listed session of a foreign source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListedSession {
+    /// `{id, createdAt, cwd}`.
+    pub header: SessionHeader,
+    /// The file it was listed from.
+    pub path: PathBuf,
+}
+
+/// The listing of a foreign source.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Listing {
+    /// Newest `createdAt` first, equal times by id.
+    pub sessions: Vec<ListedSession>,
+    /// Entries that were not listed, and why (links, unreadable files,
+    /// a second file for one id).
+    pub rejected: Vec<(PathBuf, String)>,
+}
+
+impl Listing {
+    /// Puts the sessions in listing order: newest `createdAt` first, equal
+    /// times by id.
+    pub fn sort(&mut self) {
+        self.sessions.sort_by(|a, b| {
+            let (x, y) = (a.header.created_at.as_u64(), b.header.created_at.as_u64());
+            y.cmp(&x).then_with(|| a.header.id.cmp(&b.header.id))
+        });
+    }
+
+    /// A source's `list_sessions`: the headers, or the error naming the root.
+    pub fn headers(listed: io::Result<Listing>, format: &str, root: &Path) -> Result<Vec<SessionHeader>, HostError> {
+        listed
+            .map(|l| l.sessions.into_iter().map(|s| s.header).collect())
+            .map_err(|e| HostError::new(format!("cannot list {format} sessions in {}: {e}", root.display())))
+    }
+}
+
+/// The conversation of a read transcript, under its prefixed id.
+pub fn conversation(
+    prefix: &str,
+    id: &str,
+    cwd: Option<String>,
+    stats: LineStats,
+    items: Vec<ConversationItem>,
+) -> Conversation {
+    let bare = id.strip_prefix(prefix).unwrap_or(id);
+    Conversation {
+        session_id: format!("{prefix}{bare}"),
+        cwd,
+        captured_through_seq: stats.captured_through_seq().map(Number::from),
+        items,
+    }
 }
 
 #[cfg(test)]

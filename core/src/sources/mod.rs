@@ -30,7 +30,9 @@ use crate::host::{Blocking, BlockingSessionQuery, SessionQuery};
 
 pub use self::fs::FileIdentity;
 pub use self::multi::{MultiQuery, SourceStatus};
-pub use self::open::{default_specs, open_source, open_sources, specs_from_json, SourceKind, SourceSpec};
+pub use self::open::{
+    default_specs, open_source, open_sources, report_json, specs_from_json, surface_json_bytes, SourceKind, SourceSpec,
+};
 
 /// Checks that `root` is a readable directory (a link to one is fine: the
 /// root is the one link a source follows) and returns it.

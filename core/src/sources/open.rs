@@ -133,6 +133,27 @@ pub fn specs_from_json(value: &serde_json::Value) -> Result<Vec<SourceSpec>, Str
     }
 }
 
+/// How each source of `multi` fared in its last listing, as the SDKs give
+/// it: `[{"name", "sessions": n}]` or `[{"name", "error": why}]`.
+pub fn report_json(multi: &MultiQuery) -> serde_json::Value {
+    let report = multi.last_report().into_iter().map(|s| match s.outcome {
+        Ok(n) => serde_json::json!({"name": s.name, "sessions": n}),
+        Err(e) => serde_json::json!({"name": s.name, "error": e}),
+    });
+    serde_json::Value::Array(report.collect())
+}
+
+/// A surface as JSON bytes, for an SDK's `read_surface`: DSH events as the
+/// source gave them, a conversation as its pre-projected snapshot.
+pub fn surface_json_bytes(surface: &SurfaceData) -> Vec<u8> {
+    let text = match surface {
+        SurfaceData::Json(bytes) => return (**bytes).as_ref().to_vec(),
+        SurfaceData::Value(value) => crate::json::stringify(value),
+        SurfaceData::Conversation(c) => crate::json::stringify(&c.to_snapshot_json()),
+    };
+    text.into_bytes()
+}
+
 /// A source that could not be opened: listing it reports why (so a view
 /// over several sources reports it and lists the others), reading fails.
 #[derive(Clone, Debug)]

@@ -71,12 +71,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Number;
-
 use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
-use crate::sources::foreign::{mtime_ms, read_error};
+use crate::sources::foreign::{conversation, mtime_ms, read_error};
 use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::sources::FileSource;
 
@@ -93,24 +91,7 @@ pub struct ClaudeCodeSource {
     root: Arc<PathBuf>,
 }
 
-/// One listed transcript.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ListedSession {
-    /// `{id, createdAt, cwd}`.
-    pub header: SessionHeader,
-    /// The transcript file.
-    pub path: PathBuf,
-}
-
-/// The result of [`ClaudeCodeSource::list`].
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Listing {
-    /// Newest `createdAt` first, equal times by id.
-    pub sessions: Vec<ListedSession>,
-    /// Entries that were not listed, and why (links, unreadable files,
-    /// a second transcript with the same stem).
-    pub rejected: Vec<(PathBuf, String)>,
-}
+pub use crate::sources::foreign::{ListedSession, Listing};
 
 /// The file stem of a transcript name, when it names a session.
 fn session_stem(name: &OsStr) -> Option<&str> {
@@ -182,11 +163,9 @@ impl ClaudeCodeSource {
                 Err(e) => rejected.push((path, e.to_string())),
             }
         }
-        sessions.sort_by(|a, b| {
-            let (x, y) = (a.header.created_at.as_u64(), b.header.created_at.as_u64());
-            y.cmp(&x).then_with(|| a.header.id.cmp(&b.header.id))
-        });
-        Ok(Listing { sessions, rejected })
+        let mut listing = Listing { sessions, rejected };
+        listing.sort();
+        Ok(listing)
     }
 
     /// The transcript of `id` (with or without the prefix): the first
@@ -232,21 +211,13 @@ impl ClaudeCodeSource {
     /// The current conversation of `id`, as the resolver renders it.
     pub fn conversation(&self, id: &str) -> Result<Conversation, HostError> {
         let (_, read) = self.read(id)?;
-        let stem = id.strip_prefix(PREFIX).unwrap_or(id);
-        Ok(Conversation {
-            session_id: format!("{PREFIX}{stem}"),
-            cwd: read.cwd,
-            captured_through_seq: read.stats.captured_through_seq().map(Number::from),
-            items: read.items,
-        })
+        Ok(conversation(PREFIX, id, read.cwd, read.stats, read.items))
     }
 }
 
 impl BlockingSessionQuery for ClaudeCodeSource {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
-        self.list()
-            .map(|l| l.sessions.into_iter().map(|s| s.header).collect())
-            .map_err(|e| HostError::new(format!("cannot list {FORMAT} sessions in {}: {e}", self.root.display())))
+        Listing::headers(self.list(), FORMAT, &self.root)
     }
 
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {

@@ -73,12 +73,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
-use serde_json::Number;
 
 use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
-use crate::sources::foreign::{each_line, mtime_ms, read_error};
+use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
 use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::sources::lenient::LStr;
 use crate::sources::FileSource;
@@ -112,23 +111,7 @@ pub struct CodexSource {
     index: Arc<Mutex<IndexMemo>>,
 }
 
-/// One listed rollout.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ListedSession {
-    /// `{id, createdAt, cwd}`.
-    pub header: SessionHeader,
-    /// The rollout file.
-    pub path: PathBuf,
-}
-
-/// The result of [`CodexSource::list`].
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Listing {
-    /// Newest `createdAt` first, equal times by id.
-    pub sessions: Vec<ListedSession>,
-    /// Entries that were not listed, and why.
-    pub rejected: Vec<(PathBuf, String)>,
-}
+pub use crate::sources::foreign::{ListedSession, Listing};
 
 fn is_rollout(name: &OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
@@ -245,11 +228,9 @@ impl CodexSource {
         if let Ok(mut memo) = self.found.lock() {
             *memo = found;
         }
-        sessions.sort_by(|a, b| {
-            let (x, y) = (a.header.created_at.as_u64(), b.header.created_at.as_u64());
-            y.cmp(&x).then_with(|| a.header.id.cmp(&b.header.id))
-        });
-        Ok(Listing { sessions, rejected })
+        let mut listing = Listing { sessions, rejected };
+        listing.sort();
+        Ok(listing)
     }
 
     /// Whether the rollout at `rel` is the one of `id`.
@@ -336,22 +317,14 @@ impl CodexSource {
 
     /// The current conversation of `id`, as the resolver renders it.
     pub fn conversation(&self, id: &str) -> Result<Conversation, HostError> {
-        let bare = id.strip_prefix(PREFIX).unwrap_or(id);
         let (_, read) = self.read(id)?;
-        Ok(Conversation {
-            session_id: format!("{PREFIX}{bare}"),
-            cwd: read.cwd,
-            captured_through_seq: read.stats.captured_through_seq().map(Number::from),
-            items: read.items,
-        })
+        Ok(conversation(PREFIX, id, read.cwd, read.stats, read.items))
     }
 }
 
 impl BlockingSessionQuery for CodexSource {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
-        self.list()
-            .map(|l| l.sessions.into_iter().map(|s| s.header).collect())
-            .map_err(|e| HostError::new(format!("cannot list {FORMAT} sessions in {}: {e}", self.home.display())))
+        Listing::headers(self.list(), FORMAT, &self.home)
     }
 
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
