@@ -778,3 +778,27 @@ fn codex_links_below_the_home_are_not_followed() {
     // A linked title index is not read either: the title falls back.
     assert_eq!(s.read_title(&format!("codex:{ID}")).unwrap().as_deref(), Some("inside"));
 }
+
+#[test]
+fn claude_code_titles_near_the_end_and_far_from_it() {
+    let filler: Vec<serde_json::Value> = (0..200)
+        .map(|i| {
+            let parent = if i == 0 { None } else { Some(format!("f{}", i - 1)) };
+            user(&format!("f{i}"), parent.as_deref(), 1, text(&"words ".repeat(100)))
+        })
+        .collect();
+    // A custom title far from the end (over 64 KiB before it) still beats
+    // a later ai-title: the tail holds no custom title, so all is read.
+    let mut far = vec![json!({"type": "custom-title", "customTitle": "Early rename"})];
+    far.extend(filler.iter().cloned());
+    far.push(json!({"type": "ai-title", "aiTitle": "Late guess"}));
+    // In the tail, the last custom title wins over an earlier one.
+    let mut near = vec![json!({"type": "custom-title", "customTitle": "Old name"})];
+    near.extend(filler.iter().cloned());
+    near.push(json!({"type": "custom-title", "customTitle": "New name"}));
+    let root = claude_root(&[("far", lines(&far)), ("near", lines(&near))]);
+    assert!(std::fs::metadata(root.path().join("-work-p/far.jsonl")).unwrap().len() > 2 * (64 << 10));
+    let s = ClaudeCodeSource::open(root.path()).unwrap();
+    assert_eq!(s.read_title("claude-code:far").unwrap().as_deref(), Some("Early rename"));
+    assert_eq!(s.read_title("claude-code:near").unwrap().as_deref(), Some("New name"));
+}

@@ -3,7 +3,6 @@
 //! timestamps, titles taken from a first message, and the errors of one
 //! session's read.
 
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -46,7 +45,11 @@ impl LineStats {
 /// counted as skipped. At most `max_lines`
 /// lines are read (the rest of the file is not), and a line longer than
 /// [`MAX_LINE_BYTES`] is an error.
-pub fn each_line(file: File, max_lines: u64, mut parse: impl FnMut(u64, &[u8]) -> bool) -> io::Result<LineStats> {
+pub fn each_line(
+    file: impl io::Read,
+    max_lines: u64,
+    mut parse: impl FnMut(u64, &[u8]) -> bool,
+) -> io::Result<LineStats> {
     let mut lines = BoundedLines::new(file, MAX_LINE_BYTES);
     let mut stats = LineStats::default();
     while stats.lines < max_lines {

@@ -166,8 +166,8 @@ pub fn open_under(root: &Path, parts: &[&std::ffi::OsStr]) -> io::Result<(File, 
 /// is not a line break), each at most `max` bytes: a longer line is an
 /// error, so memory stays bounded by one line. An unterminated last line
 /// is given like the others (`complete == false`).
-pub struct BoundedLines {
-    reader: io::BufReader<File>,
+pub struct BoundedLines<R: io::Read = File> {
+    reader: io::BufReader<R>,
     buf: Vec<u8>,
     max: usize,
     /// Lines given so far.
@@ -176,9 +176,9 @@ pub struct BoundedLines {
     pub offset: u64,
 }
 
-impl BoundedLines {
+impl<R: io::Read> BoundedLines<R> {
     /// Lines of `file` (read from its current position), at most `max` bytes each.
-    pub fn new(file: File, max: usize) -> Self {
+    pub fn new(file: R, max: usize) -> Self {
         BoundedLines {
             reader: io::BufReader::with_capacity(256 << 10, file),
             buf: Vec::new(),

@@ -25,7 +25,8 @@
 //! - **title**: the latest `custom-title`, else the latest `ai-title`, else
 //!   the latest legacy `summary` whose `leafUuid` is on the current path,
 //!   else the first typed prompt (whitespace collapsed, at most 100
-//!   characters).
+//!   characters). A `custom-title` in the last 64 KiB is found without
+//!   reading the rest of the file (Claude Code re-appends titles there).
 //! - **capturedThroughSeq**: the 0-based number of the last line read
 //!   (every line counts, skipped ones too).
 //!
@@ -220,8 +221,16 @@ impl BlockingSessionQuery for ClaudeCodeSource {
         Listing::headers(self.list(), FORMAT, &self.root)
     }
 
+    /// A `custom-title` near the end of the file is the title without
+    /// reading the rest; otherwise the whole transcript is read.
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
-        Ok(self.read(session_id)?.1.title)
+        let (path, parts) = self.locate(session_id)?;
+        let (file, identity) =
+            open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
+        match transcript::tail_custom_title(file, identity.size) {
+            Ok(Some(title)) => Ok(Some(title)),
+            _ => Ok(self.read(session_id)?.1.title),
+        }
     }
 
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {

@@ -139,6 +139,43 @@ pub fn read_head(file: File) -> io::Result<(Option<u64>, Option<String>)> {
     }
 }
 
+/// How many bytes at the end of a transcript a title read looks at first.
+pub const TAIL_BYTES: u64 = 64 << 10;
+
+#[derive(Deserialize)]
+struct TitleLine<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LStr<'a>,
+    #[serde(rename = "customTitle", borrow, default)]
+    custom_title: LStr<'a>,
+}
+
+/// The latest `custom-title` when one is among the complete lines of the
+/// last [`TAIL_BYTES`] of the file (Claude Code re-appends titles near the
+/// end). Being the last in the file, it is the title; `None` means the
+/// whole file must be read to tell.
+pub fn tail_custom_title(mut file: File, size: u64) -> io::Result<Option<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let start = size.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(start))?;
+    let mut title = None;
+    let mut first = start > 0;
+    each_line(file.take(TAIL_BYTES), u64::MAX, |_, bytes| {
+        // The first line of a window that starts mid-file may be partial.
+        if std::mem::take(&mut first) {
+            return true;
+        }
+        let Ok(line) = serde_json::from_slice::<TitleLine<'_>>(bytes) else { return false };
+        if line.kind.get() == Some("custom-title") {
+            if let Some(t) = line.custom_title.owned().filter(|t| !t.trim().is_empty()) {
+                title = Some(t);
+            }
+        }
+        true
+    })?;
+    Ok(title)
+}
+
 #[derive(Clone, Debug)]
 enum Kind {
     /// A user line: its typed text (`None` when nothing typed is left),
