@@ -421,6 +421,32 @@ dsr_status dsr_resolver_candidates(const struct dsr_resolver *resolver, const ch
 dsr_status dsr_resolver_new_dsh_store(const char *root, size_t root_len, const char *config_json, size_t config_len, struct dsr_resolver **out, struct dsr_error **err);
 
 /**
+ * Creates a resolver over the on-disk sessions of one or several agents:
+ * DSH session logs, Claude Code transcripts and Codex CLI rollouts, listed
+ * together (newest first) and read by id (`claude-code:<uuid>`,
+ * `codex:<uuid>`; DSH ids unchanged). See docs/sources.md for what each
+ * format contributes.
+ *
+ * `sources_json` (nullable; `sources_len` bytes of UTF-8 JSON) is NULL or
+ * `null` for every default location that exists (`~/.dsh/sessions` or
+ * `$DSH_HOME/sessions`; `~/.claude/projects` or
+ * `$CLAUDE_CONFIG_DIR/projects`; `$CODEX_HOME` or `~/.codex`), or an array
+ * of `{"kind": "dsh"|"claude-code"|"codex", "root"?: string|null}` (a
+ * missing or null root is the default location), at most one per kind.
+ * Text that is not JSON is `DSR_MISUSE`; a malformed list is
+ * `DSR_INVALID_CONFIG`. A root that cannot be opened
+ * does not fail creation: listing reports it and lists the other sources
+ * (a listing fails only when every source fails). Configuration as for
+ * `dsr_resolver_new`.
+ *
+ * # Safety
+ * `sources_json` is NULL or valid for `sources_len` bytes; `config_json`
+ * is NULL or valid for `config_len` bytes; `out` and `err` are NULL or
+ * valid for pointer writes.
+ */
+dsr_status dsr_resolver_new_sources(const char *sources_json, size_t sources_len, const char *config_json, size_t config_len, struct dsr_resolver **out, struct dsr_error **err);
+
+/**
  * Frees a string returned by this library (every `char **out` result).
  * NULL is ignored. Never pass a pointer from anywhere else, and never free
  * such a string with `free()`.

@@ -88,10 +88,41 @@ export declare class NativeResolver {
    */
   candidates(target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null): Promise<string | NativeFailure>
   /**
+   * A resolver reading several agents' sessions natively. Throws a
+   * failure with `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.
+   */
+  static overSources(sources: SessionSources, config?: NativeConfig | null): NativeResolver
+  /**
    * A resolver reading a DSH sessions root natively. Throws a failure
    * with `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.
    */
   static overStore(store: DshSessionStore, config?: NativeConfig | null): NativeResolver
+}
+
+/**
+ * DSH, Claude Code and Codex sessions on disk, listed together and read by
+ * id (`claude-code:<uuid>`, `codex:<uuid>`, DSH ids unchanged).
+ */
+export declare class SessionSources {
+  /**
+   * Opens the sources of `sources_json`: `null` (every default location
+   * that exists) or `[{kind, root?}]`. Throws with code
+   * `SESSION_REFERENCE_INVALID_CONFIG` for a malformed list.
+   */
+  static open(sourcesJson?: string | undefined | null): SessionSources
+  /** JSON text of the sources opened, `[{kind, root}]`. */
+  get sources(): string
+  /**
+   * JSON text of how each source fared in the last listing:
+   * `[{name, sessions}]` or `[{name, error}]`.
+   */
+  lastReport(): string
+  /** JSON text of every source's session headers, newest first. */
+  listSessions(): Promise<string | NativeFailure>
+  /** The title of a session: JSON text of a string or `null`. */
+  readTitle(sessionId: string): Promise<string | NativeFailure>
+  /** The surface snapshot of a session, as JSON text. */
+  readSurface(sessionId: string): Promise<string | NativeFailure>
 }
 
 /**

@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
 module.exports.DshSessionStore = nativeBinding.DshSessionStore
 module.exports.NativeResolver = nativeBinding.NativeResolver
+module.exports.SessionSources = nativeBinding.SessionSources
 module.exports.__benchPrepareRust = nativeBinding.__benchPrepareRust
 module.exports.conversationSnapshotJson = nativeBinding.conversationSnapshotJson
 module.exports.decodeSessionReferenceUri = nativeBinding.decodeSessionReferenceUri

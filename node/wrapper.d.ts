@@ -300,6 +300,46 @@ export declare class DshSessionStore implements SessionQuery {
 /** Opens a DSH sessions root (same as `DshSessionStore.open`). */
 export declare function openDshSessionStore(root: string): DshSessionStore
 
+/** One source for `SessionSources.open`: a format and its root (default location when omitted). */
+export interface SessionSourceSpec {
+  kind: 'dsh' | 'claude-code' | 'codex'
+  root?: string | null
+}
+
+/** How one source fared in the last listing of a `SessionSources`. */
+export type SessionSourceStatus = { name: string; sessions: number } | { name: string; error: string }
+
+/**
+ * The sessions that DSH, Claude Code and Codex keep on disk, read-only, as
+ * one session query: listed together (newest first) and read by id
+ * (`claude-code:<uuid>`, `codex:<uuid>`; DSH ids unchanged). Pass it to
+ * `SessionReferenceResolver`: the resolver then reads it natively.
+ */
+export declare class SessionSources implements SessionQuery {
+  private constructor()
+  /**
+   * Opens `sources`: `null` or omitted for every default location that
+   * exists (`~/.dsh/sessions`, `~/.claude/projects` or
+   * `$CLAUDE_CONFIG_DIR/projects`, `$CODEX_HOME` or `~/.codex`), else at most
+   * one spec per kind. Throws `SESSION_REFERENCE_INVALID_CONFIG` for a bad
+   * list; a root that cannot be opened is reported by `lastReport()`.
+   */
+  static open(sources?: readonly SessionSourceSpec[] | null): SessionSources
+  /** The sources opened. */
+  readonly sources: Array<{ kind: SessionSourceSpec['kind']; root: string }>
+  /** How each source fared in the last `listSessions`. */
+  lastReport(): SessionSourceStatus[]
+  /** Every source's session headers, newest first; rejects only when every source fails. */
+  listSessions(): Promise<SessionHeader[]>
+  /** The title of a session, or `null`; rejects with `SESSION_REFERENCE_READ_FAILED`. */
+  readTitle(sessionId: string): Promise<string | null>
+  /** The surface snapshot of a session; rejects with `SESSION_REFERENCE_READ_FAILED`. */
+  readSurface(sessionId: string): Promise<SurfaceSnapshot>
+}
+
+/** Opens several agents' sessions (same as `SessionSources.open`). */
+export declare function openSessionSources(sources?: readonly SessionSourceSpec[] | null): SessionSources
+
 /**
  * Prepares bounded, tag-safe snapshots of other sessions for a new message,
  * reading through a host's session query. Every method returns a Promise,
@@ -308,10 +348,10 @@ export declare function openDshSessionStore(root: string): DshSessionStore
  */
 export declare class SessionReferenceResolver {
   /**
-   * @param query the host's session query, or a `DshSessionStore`
+   * @param query the host's session query, a `DshSessionStore` or a `SessionSources`
    * @param config limits; throws `SESSION_REFERENCE_INVALID_CONFIG` when invalid
    */
-  constructor(query: SessionQuery | DshSessionStore, config?: SessionReferenceConfig | null)
+  constructor(query: SessionQuery | DshSessionStore | SessionSources, config?: SessionReferenceConfig | null)
 
   /**
    * Prepares one message: validates and de-duplicates `references`, reads

@@ -252,6 +252,79 @@ function openDshSessionStore(root) {
   return DshSessionStore.open(root)
 }
 
+/** The native view behind each `SessionSources`. */
+const sourcesNatives = new WeakMap()
+const CONSTRUCT_SOURCES = Symbol('SessionSources')
+
+/** A list of `{kind, root?}` as JSON text for the native side (`null`: the defaults). */
+function sourcesArgument(sources) {
+  if (sources === undefined || sources === null) return null
+  if (!Array.isArray(sources)) throw invalidArgument(`sources must be an array or null, not ${describe(sources)}`)
+  return JSON.stringify(
+    sources.map((s, i) => {
+      if (s === null || typeof s !== 'object') throw invalidArgument(`sources[${i}] must be an object`)
+      return { kind: s.kind, root: s.root === undefined ? null : s.root }
+    }),
+  )
+}
+
+/**
+ * The sessions that DSH, Claude Code and Codex keep on disk, read-only, as
+ * one session query: listed together (newest first) and read by id
+ * (`claude-code:<uuid>`, `codex:<uuid>`; DSH ids unchanged). Pass it to
+ * `SessionReferenceResolver`: the resolver then reads it natively.
+ */
+class SessionSources {
+  /** Use `SessionSources.open(sources)`. */
+  constructor(token, sources) {
+    if (token !== CONSTRUCT_SOURCES) throw invalidArgument('use SessionSources.open(sources) or openSessionSources(sources)')
+    sourcesNatives.set(this, sources)
+  }
+
+  /**
+   * Opens `sources` (`null` or omitted: every default location that
+   * exists; else `[{kind: 'dsh' | 'claude-code' | 'codex', root?}]`, at most
+   * one per kind). Throws `SESSION_REFERENCE_INVALID_CONFIG` for a bad list;
+   * a root that cannot be opened is reported by `lastReport()` instead.
+   */
+  static open(sources) {
+    const json = sourcesArgument(sources)
+    return new SessionSources(CONSTRUCT_SOURCES, callNative(() => native.SessionSources.open(json)))
+  }
+
+  /** The sources opened, `[{kind, root}]`. */
+  get sources() {
+    return JSON.parse(sourcesNatives.get(this).sources)
+  }
+
+  /** How each source fared in the last listing: `[{name, sessions}]` or `[{name, error}]`. */
+  lastReport() {
+    return JSON.parse(sourcesNatives.get(this).lastReport())
+  }
+
+  /** Every source's session headers, newest first. */
+  async listSessions() {
+    return resultOf(await sourcesNatives.get(this).listSessions())
+  }
+
+  /** The title of a session, or `null`. */
+  async readTitle(sessionId) {
+    requireString(sessionId, 'sessionId')
+    return resultOf(await sourcesNatives.get(this).readTitle(sessionId))
+  }
+
+  /** The surface snapshot of a session (DSH events, or a pre-projected conversation). */
+  async readSurface(sessionId) {
+    requireString(sessionId, 'sessionId')
+    return resultOf(await sourcesNatives.get(this).readSurface(sessionId))
+  }
+}
+
+/** Opens several agents' sessions (see `SessionSources.open`). */
+function openSessionSources(sources) {
+  return SessionSources.open(sources)
+}
+
 /**
  * Prepares bounded, tag-safe snapshots of other sessions for a new message,
  * reading through a host's session query.
@@ -268,8 +341,11 @@ class SessionReferenceResolver {
    */
   constructor(query, config) {
     const store = storeNatives.get(query)
+    const sources = sourcesNatives.get(query)
     if (store !== undefined) {
       this.#native = callNative(() => native.NativeResolver.overStore(store, config))
+    } else if (sources !== undefined) {
+      this.#native = callNative(() => native.NativeResolver.overSources(sources, config))
     } else {
       const functions = adaptHost(query)
       this.#native = callNative(() => new native.NativeResolver(...functions, config))
@@ -372,6 +448,8 @@ module.exports = {
   SessionReferenceError,
   DshSessionStore,
   openDshSessionStore,
+  SessionSources,
+  openSessionSources,
   encodeSessionReferenceUri,
   decodeSessionReferenceUri,
   formatSessionReferenceMention,

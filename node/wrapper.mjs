@@ -7,6 +7,8 @@ export const {
   SessionReferenceError,
   DshSessionStore,
   openDshSessionStore,
+  SessionSources,
+  openSessionSources,
   encodeSessionReferenceUri,
   decodeSessionReferenceUri,
   formatSessionReferenceMention,

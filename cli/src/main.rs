@@ -1,5 +1,6 @@
 //! `dsh-session-ref`: cross-session references from the command line, over
-//! a DeepSeek Harness sessions directory (the embedded DSH store).
+//! a DeepSeek Harness sessions directory (the embedded DSH store) and, with
+//! `--source`, Claude Code transcripts and Codex rollouts as well.
 //!
 //! Exit codes: 0 on success, 2 on usage errors, 1 on contract errors (the
 //! contract error code (docs/contract.md §8.2) is printed to stderr as `error: CODE: message`).
@@ -15,9 +16,10 @@ use dsh_session_reference::harden::secrets::redact;
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::projection::project_json;
 use dsh_session_reference::sources::dsh::RejectionKind;
+use dsh_session_reference::sources::{default_specs, open_sources, MultiQuery, SourceKind, SourceSpec};
 use dsh_session_reference::{
-    decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DshStore, Error, ErrorCode, Hardening,
-    Prepared, Resolver, Target,
+    block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DshStore, Error, ErrorCode,
+    Hardening, Prepared, Resolver, SessionQuery, SurfaceData, Target,
 };
 use dsh_session_reference::{CompatConfig, DshCompat};
 use serde_json::{json, Map, Value};
@@ -38,8 +40,14 @@ struct Cli {
 #[derive(Args, Debug)]
 struct Global {
     /// DSH sessions root [default: $DSH_HOME/sessions, else ~/.dsh/sessions]
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", conflicts_with = "source")]
     root: Option<PathBuf>,
+    /// A source to read, KIND=DIR with KIND dsh, claude-code or codex
+    /// (repeatable, one per kind). Without --source and --root: every
+    /// default location that exists (~/.dsh/sessions, ~/.claude/projects or
+    /// $CLAUDE_CONFIG_DIR/projects, $CODEX_HOME or ~/.codex), named on stderr
+    #[arg(long, global = true, value_name = "KIND=DIR", value_parser = parse_spec)]
+    source: Vec<SourceSpec>,
     /// Per-source byte budget of a prepared snapshot [default: 65536]
     #[arg(long, global = true, value_name = "N")]
     max_reference_bytes: Option<u64>,
@@ -186,13 +194,45 @@ fn default_root() -> PathBuf {
     PathBuf::from(home).join(".dsh").join("sessions")
 }
 
+fn parse_spec(spec: &str) -> Result<SourceSpec, String> {
+    SourceSpec::parse(spec)
+}
+
+/// The sources to open: `--source`s as given; else `--root` (DSH only);
+/// else every default location that exists, named on stderr unless it is
+/// the DSH root alone (which reads exactly as before). With no default
+/// location at all, the DSH default, whose absence is then the error.
+fn chosen_sources(global: &Global, dsh_root: PathBuf) -> Vec<SourceSpec> {
+    if !global.source.is_empty() {
+        return global.source.clone();
+    }
+    if global.root.is_some() {
+        return vec![SourceSpec::new(SourceKind::Dsh, dsh_root)];
+    }
+    let found = default_specs();
+    if found.is_empty() || (found.len() == 1 && found[0].kind == SourceKind::Dsh) {
+        return vec![SourceSpec::new(SourceKind::Dsh, dsh_root)];
+    }
+    let named: Vec<String> =
+        found.iter().map(|s| format!("{}={}", s.kind.name(), display(&s.root.to_string_lossy()))).collect();
+    eprintln!("note: sources: {}", named.join(", "));
+    found
+}
+
 fn read_failed(message: impl Into<String>) -> Failure {
     Failure(Error::new(ErrorCode::ReadFailed, message))
 }
 
-/// The store, the resolver over it, and the output mode.
+/// What the resolver reads: the DSH store alone (exactly as before any
+/// other source existed), or a view over several sources.
+enum Sources {
+    Dsh(DshStore),
+    Multi(Arc<MultiQuery>),
+}
+
+/// The sources, the resolver over them, and the output mode.
 struct Ctx {
-    store: DshStore,
+    sources: Sources,
     resolver: Resolver,
     json: bool,
     /// `--context-window`.
@@ -201,6 +241,10 @@ struct Ctx {
 
 impl Ctx {
     fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
+        Ctx::open(global, vec![SourceSpec::new(SourceKind::Dsh, root)], candidate_limit)
+    }
+
+    fn open(global: &Global, specs: Vec<SourceSpec>, candidate_limit: Option<u64>) -> CliResult<Ctx> {
         let config = Config::new(global.max_references, candidate_limit, global.max_reference_bytes)?
             .with_hardening(global.hardening());
         let config = match &global.dsh_compat {
@@ -212,9 +256,17 @@ impl Ctx {
                 config.with_compat(CompatConfig::with_profile(profile, None, global.max_reference_bytes.is_some())?)
             }
         };
-        let store = DshStore::open(&root).map_err(|e| read_failed(e.to_string()))?;
-        let resolver = Resolver::new(Arc::new(store.clone()), config);
-        Ok(Ctx { store, resolver, json: global.json, context_window: global.context_window })
+        let context_window = global.context_window;
+        if let [only] = specs.as_slice() {
+            if only.kind == SourceKind::Dsh {
+                let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?;
+                let resolver = Resolver::new(Arc::new(store.clone()), config);
+                return Ok(Ctx { sources: Sources::Dsh(store), resolver, json: global.json, context_window });
+            }
+        }
+        let multi = Arc::new(open_sources(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
+        let resolver = Resolver::new(multi.clone(), config);
+        Ok(Ctx { sources: Sources::Multi(multi), resolver, json: global.json, context_window })
     }
 
     /// The target, its cwd from `--cwd`, else from its header when listed.
@@ -222,22 +274,46 @@ impl Ctx {
         if args.cwd.is_some() {
             return Ok(Target::new(args.target.clone(), args.cwd.clone()));
         }
-        let listing = self.store.list().map_err(|e| read_failed(format!("listing sessions failed: {e}")))?;
-        let cwd = listing.sessions.into_iter().find(|s| s.header.id == args.target).and_then(|s| s.header.cwd);
+        let headers = match &self.sources {
+            Sources::Dsh(store) => {
+                let listing = store.list().map_err(|e| read_failed(format!("listing sessions failed: {e}")))?;
+                listing.sessions.into_iter().map(|s| s.header).collect()
+            }
+            Sources::Multi(multi) => block_on(multi.list_sessions())
+                .map_err(|e| read_failed(format!("listing sessions failed: {}", e.message())))?,
+        };
+        let cwd = headers.into_iter().find(|h| h.id == args.target).and_then(|h| h.cwd);
         Ok(Target::new(args.target.clone(), cwd))
+    }
+
+    /// Tells, on stderr, what the sources left out: sessions a newer DSH
+    /// wrote, and sources that could not be listed.
+    fn notes(&self) {
+        match &self.sources {
+            Sources::Dsh(store) => note_unsupported(store),
+            Sources::Multi(multi) => {
+                let mut err = std::io::stderr().lock();
+                for status in multi.last_report() {
+                    if let Err(why) = status.outcome {
+                        let _ = writeln!(err, "note: source {} not listed: {}", status.name, display(&why));
+                    }
+                }
+            }
+        }
     }
 }
 
 fn run(cli: Cli) -> CliResult {
     let g = &cli.global;
     let root = || g.root.clone().unwrap_or_else(default_root);
+    let sources = || chosen_sources(g, root());
     match &cli.command {
         Command::Candidates { target, query, limit } => {
-            let ctx = Ctx::new(g, root(), None)?;
+            let ctx = Ctx::open(g, sources(), None)?;
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
             print_candidates(&list, ctx.json);
-            note_unsupported(&ctx.store);
+            ctx.notes();
         }
         Command::Prepare { target, message, stdin, prompt } => {
             let text = match (message, stdin) {
@@ -250,7 +326,7 @@ fn run(cli: Cli) -> CliResult {
                     s
                 }
             };
-            let ctx = Ctx::new(g, root(), None)?;
+            let ctx = Ctx::open(g, sources(), None)?;
             let target = ctx.target(target)?;
             let prepared = prepare(&ctx, &target, &text)?;
             if *prompt {
@@ -262,7 +338,7 @@ fn run(cli: Cli) -> CliResult {
             }
         }
         Command::Show { id } => {
-            let ctx = Ctx::new(g, root(), None)?;
+            let ctx = Ctx::open(g, sources(), None)?;
             show(&ctx, id)?;
         }
         Command::Uri { command: UriCommand::Encode { id } } => {
@@ -385,8 +461,25 @@ fn print_prepared(prepared: &Prepared) {
 }
 
 fn show(ctx: &Ctx, id: &str) -> CliResult {
-    let bytes = ctx.store.read_surface_json(id).map_err(|e| Failure(Error::read_failed(id, e.into())))?;
-    let projection = project_json(&bytes).map_err(read_failed)?;
+    let surface = match &ctx.sources {
+        Sources::Dsh(store) => {
+            SurfaceData::json(store.read_surface_json(id).map_err(|e| Failure(Error::read_failed(id, e.into())))?)
+        }
+        Sources::Multi(multi) => block_on(multi.read_surface(id)).map_err(|e| Failure(Error::read_failed(id, e)))?,
+    };
+    let value_bytes;
+    let owned_conversation;
+    let projection = match &surface {
+        SurfaceData::Json(bytes) => project_json((**bytes).as_ref()).map_err(read_failed)?,
+        SurfaceData::Value(v) => {
+            value_bytes = serde_json::to_vec(&**v).map_err(|e| read_failed(e.to_string()))?;
+            project_json(&value_bytes).map_err(read_failed)?
+        }
+        SurfaceData::Conversation(c) => {
+            owned_conversation = c.clone();
+            owned_conversation.projection()
+        }
+    };
     let mut conversation = Vec::with_capacity(projection.items.len());
     for item in &projection.items {
         let mut text = item.text.decode().map_err(read_failed)?.into_owned();
@@ -448,8 +541,8 @@ fn demo(ctx: &Ctx, bundled: bool) -> CliResult {
     }
     if bundled {
         println!("== Sessions root: the bundled example store (examples/sessions/) ==\n");
-    } else {
-        println!("== Sessions root: {} ==\n", ctx.store.root().display());
+    } else if let Sources::Dsh(store) = &ctx.sources {
+        println!("== Sessions root: {} ==\n", store.root().display());
     }
     println!("== Candidates for a new session in /home/dev/alpha ==\n");
     print_candidates(&list, false);

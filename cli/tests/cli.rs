@@ -22,6 +22,8 @@ fn raw_root() -> String {
 fn cmd() -> Command {
     let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
     c.env_remove("DSH_HOME");
+    c.env_remove("CLAUDE_CONFIG_DIR");
+    c.env_remove("CODEX_HOME");
     c
 }
 
@@ -490,4 +492,102 @@ fn dsh_compat_selects_a_later_release_format() {
     assert!(out.stderr.contains("SESSION_REFERENCE_INVALID_CONFIG"), "{}", out.stderr);
     let list = ok_json(&["--root", &root, "--json", "--dsh-compat", "0.1.5", "candidates", "--target", "t"]);
     assert_eq!(list[0]["sameWorkspace"], false);
+}
+
+fn foreign() -> PathBuf {
+    fixtures().join("../foreign-logs")
+}
+
+#[test]
+fn sources_of_every_kind_list_and_show() {
+    let claude = format!("claude-code={}", foreign().join("claude-code").display());
+    let codex = format!("codex={}", foreign().join("codex/daaain").display());
+    let dsh = format!("dsh={}", raw_root());
+    let all = ["--source", &claude, "--source", &codex, "--source", &dsh];
+    let list = ok_json(&[&all[..], &["candidates", "--target", "t", "--limit", "100", "--json"]].concat());
+    let ids: Vec<&str> = list.as_array().unwrap().iter().map(|c| c["sessionId"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"claude-code:dag_compact_after_rewind") && ids.contains(&"multi-turn"), "{ids:?}");
+    assert!(ids.contains(&"codex:11111111-1111-4111-8111-111111111111"), "{ids:?}");
+    let shown = ok_json(&[&all[..], &["show", "claude-code:dag_compact_after_rewind", "--json"]].concat());
+    assert_eq!(shown["cwd"], "/tmp");
+    assert_eq!(shown["capturedThroughSeq"], 11);
+    assert_eq!(shown["conversation"][2], json!({"role": "assistant", "text": "Final answer"}));
+    let shown = ok_json(&[&all[..], &["show", "codex:11111111-1111-4111-8111-111111111111", "--json"]].concat());
+    assert_eq!(shown["conversation"][1]["text"], "The synthetic files are alpha.txt and beta.txt.");
+    // DSH ids read exactly as with --root.
+    let via_sources = run(&[&all[..], &["show", "multi-turn"]].concat());
+    let via_root = run(&["--root", &raw_root(), "show", "multi-turn"]);
+    assert_eq!((via_sources.code, &via_sources.stdout), (0, &via_root.stdout));
+    // A missing source is a note on stderr; the others still list.
+    let out =
+        run(&["--source", "claude-code=/nonexistent/projects", "--source", &codex, "candidates", "--target", "t"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("note: source claude-code not listed") && out.stdout.contains("codex:"),
+        "{}",
+        out.stderr
+    );
+    // A prepare across sources.
+    let message = format!(
+        "compare {} and {}",
+        format_mention("claude-code:system_reminder", None),
+        format_mention("codex:11111111-1111-4111-8111-111111111111", None)
+    );
+    let out = run(&[&all[..], &["prepare", "--target", "t", "--message", &message, "--prompt"]].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("# Project notes") && !out.stdout.contains("cwd changed"), "{}", out.stdout);
+    let out = run(&["--source", "gemini=/x", "show", "a"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("unknown source kind"), "{}", out.stderr);
+    let out = run(&["--source", &codex, "--source", &codex, "show", "a"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("two codex sources"), "{}", out.stderr);
+}
+
+#[test]
+fn default_locations_that_exist_are_used_and_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let dir = home.join(".dsh/sessions/_no-cwd/multi-turn");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixtures().join("raw/_no-cwd/multi-turn/session.jsonl"), dir.join("session.jsonl")).unwrap();
+    // DSH alone: exactly today's output, nothing on stderr.
+    let mut c = cmd();
+    c.env("HOME", &home);
+    let alone = run_with(c, &["show", "multi-turn"], None);
+    assert_eq!((alone.code, alone.stderr.as_str()), (0, ""));
+    let project = home.join(".claude/projects/-tmp");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::copy(foreign().join("claude-code/daaain/system_reminder.jsonl"), project.join("system_reminder.jsonl"))
+        .unwrap();
+    let codex = tmp.path().join("codex-home");
+    std::fs::create_dir_all(codex.join("sessions")).unwrap();
+    std::fs::copy(
+        foreign().join("codex/daaain/sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl"),
+        codex.join("sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl"),
+    )
+    .unwrap();
+    let mut c = cmd();
+    c.env("HOME", &home).env("CODEX_HOME", &codex);
+    let out = run_with(c, &["candidates", "--target", "t", "--json"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let want = format!(
+        "note: sources: dsh={}, claude-code={}, codex={}\n",
+        home.join(".dsh/sessions").display(),
+        home.join(".claude/projects").display(),
+        codex.display()
+    );
+    assert_eq!(out.stderr, want);
+    let ids: Vec<String> = serde_json::from_str::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["sessionId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, vec!["codex:44444444-4444-4444-8444-444444444444", "multi-turn", "claude-code:system_reminder"]);
+    let mut c = cmd();
+    c.env("HOME", &home).env("CODEX_HOME", &codex);
+    let shown = run_with(c, &["show", "multi-turn"], None);
+    assert_eq!(shown.stdout, alone.stdout);
 }

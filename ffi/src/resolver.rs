@@ -354,3 +354,60 @@ pub unsafe extern "C" fn dsr_resolver_new_dsh_store(
         })
     }
 }
+
+/// Creates a resolver over the on-disk sessions of one or several agents:
+/// DSH session logs, Claude Code transcripts and Codex CLI rollouts, listed
+/// together (newest first) and read by id (`claude-code:<uuid>`,
+/// `codex:<uuid>`; DSH ids unchanged). See docs/sources.md for what each
+/// format contributes.
+///
+/// `sources_json` (nullable; `sources_len` bytes of UTF-8 JSON) is NULL or
+/// `null` for every default location that exists (`~/.dsh/sessions` or
+/// `$DSH_HOME/sessions`; `~/.claude/projects` or
+/// `$CLAUDE_CONFIG_DIR/projects`; `$CODEX_HOME` or `~/.codex`), or an array
+/// of `{"kind": "dsh"|"claude-code"|"codex", "root"?: string|null}` (a
+/// missing or null root is the default location), at most one per kind.
+/// Text that is not JSON is `DSR_MISUSE`; a malformed list is
+/// `DSR_INVALID_CONFIG`. A root that cannot be opened
+/// does not fail creation: listing reports it and lists the other sources
+/// (a listing fails only when every source fails). Configuration as for
+/// `dsr_resolver_new`.
+///
+/// # Safety
+/// `sources_json` is NULL or valid for `sources_len` bytes; `config_json`
+/// is NULL or valid for `config_len` bytes; `out` and `err` are NULL or
+/// valid for pointer writes.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_new_sources(
+    sources_json: *const c_char,
+    sources_len: usize,
+    config_json: *const c_char,
+    config_len: usize,
+    out: *mut *mut dsr_resolver,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    // SAFETY: every pointer per the contract above.
+    unsafe {
+        guard(err, || {
+            const F: &str = "dsr_resolver_new_sources";
+            out_arg(F, "out", out)?;
+            out.write(std::ptr::null_mut());
+            let sources = if sources_json.is_null() {
+                Value::Null
+            } else {
+                json_arg(F, "sources_json", sources_json, sources_len)?
+            };
+            let config = config_arg(F, config_json, config_len)?;
+            let invalid = |e: String| {
+                Failure::from(dsh_session_reference::Error::new(
+                    dsh_session_reference::ErrorCode::InvalidConfig,
+                    format!("{F}: {e}"),
+                ))
+            };
+            let specs = dsh_session_reference::sources::specs_from_json(&sources).map_err(invalid)?;
+            let multi = dsh_session_reference::sources::open_sources(&specs).map_err(invalid)?;
+            store_resolver(out, Arc::new(multi), config);
+            Ok(())
+        })
+    }
+}

@@ -20,6 +20,7 @@
 pub mod bench;
 pub mod host;
 pub mod resolver;
+pub mod sources;
 pub mod store;
 
 use dsh_session_reference as core;

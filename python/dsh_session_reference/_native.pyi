@@ -4,7 +4,7 @@
 
 import os
 import pathlib
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Type, TypeVar, Union, final
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union, final
 
 from typing_extensions import disjoint_base
 
@@ -24,6 +24,7 @@ __all__ = [
     "CancelToken",
     "Resolver",
     "DshSessionStore",
+    "SessionSources",
 ]
 
 __version__: str
@@ -113,6 +114,38 @@ class DshSessionStore:
 
     def read_surface(self, session_id: str) -> bytes:
         """The surface snapshot of a session as JSON bytes."""
+
+@final
+class SessionSources:
+    """The sessions DSH, Claude Code and Codex keep on disk as one read-only
+    query (ids ``claude-code:<uuid>``, ``codex:<uuid>``; DSH ids unchanged);
+    as the ``query`` of a ``Resolver`` it is read natively."""
+
+    def __new__(
+        cls: Type[_T], sources: Optional[Sequence[Mapping[str, Any]]] = None
+    ) -> _T:
+        """Opens ``sources``: ``None`` for every default location that exists,
+        else ``{"kind": "dsh"|"claude-code"|"codex", "root": path or None}``
+        mappings, at most one per kind (``ValueError`` otherwise)."""
+
+    @property
+    def sources(self) -> List[Tuple[str, pathlib.Path]]:
+        """The sources opened, as ``(kind, root)`` pairs."""
+
+    def list_sessions(self) -> List[Dict[str, Any]]:
+        """Every source's sessions, newest ``createdAt`` first (``OSError``
+        only when every source fails)."""
+
+    def last_report(self) -> List[Dict[str, Any]]:
+        """How each source fared in the last listing: ``{"name", "sessions"}``
+        or ``{"name", "error"}``."""
+
+    def read_title(self, session_id: str) -> Optional[str]:
+        """The title of a session, or ``None`` (``OSError`` when unreadable)."""
+
+    def read_surface(self, session_id: str) -> bytes:
+        """The surface snapshot as JSON bytes: DSH events, or a pre-projected
+        ``conversation`` for another agent's session."""
 
 @disjoint_base
 class Resolver:

@@ -9,6 +9,7 @@ mod errors;
 mod host;
 mod resolver;
 mod runtime;
+mod sources;
 mod store;
 
 use pyo3::exceptions::PyValueError;
@@ -122,5 +123,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<resolver::CancelToken>()?;
     m.add_class::<resolver::Resolver>()?;
     m.add_class::<store::DshSessionStore>()?;
+    m.add_class::<sources::SessionSources>()?;
     Ok(())
 }

@@ -15,6 +15,7 @@ use crate::convert::{sequence_arg, string_arg, to_json, to_py, type_name};
 use crate::errors::to_pyerr;
 use crate::host::PyHost;
 use crate::runtime::{run_async, run_blocking};
+use crate::sources::SessionSources;
 use crate::store::DshSessionStore;
 
 /// A cancellation signal: pass it as `cancel=` to any resolver call and call
@@ -226,6 +227,10 @@ impl Resolver {
         let config = Config::from_json(&Value::Object(wire)).map_err(|e| to_pyerr(py, &e))?;
         if let Ok(store) = query.cast::<DshSessionStore>() {
             let native: Arc<dyn SessionQuery> = Arc::new(store.get().store.clone());
+            return Ok(Resolver { query: query.unbind(), native: Some(native), config });
+        }
+        if let Ok(sources) = query.cast::<SessionSources>() {
+            let native: Arc<dyn SessionQuery> = sources.get().multi.clone();
             return Ok(Resolver { query: query.unbind(), native: Some(native), config });
         }
         for method in HOST_METHODS {

@@ -117,6 +117,15 @@ awk '/<!-- example:host.c -->/{f=1;next} f&&/^```c$/{g=1;next} g&&/^```$/{exit} 
 gcc "${CFLAGS[@]}" "$work/host.c" "$lib/libdsh_session_reference.a" "${LIBS[@]}" -o "$work/host"
 "$work/host" | tee "$work/host.out"
 grep -q '<referenced-sessions>' "$work/host.out"
+awk '/<!-- example:sources.c -->/{f=1;next} f&&/^```c$/{g=1;next} g&&/^```$/{exit} g{print}' include/README.md \
+    > "$work/sources.c"
+[ -s "$work/sources.c" ] || { echo "no sources example found in include/README.md" >&2; exit 1; }
+gcc "${CFLAGS[@]}" "$work/sources.c" "$lib/libdsh_session_reference.a" "${LIBS[@]}" -o "$work/sources"
+fx=$root/tests/fixtures/foreign-logs
+"$work/sources" "[{\"kind\":\"claude-code\",\"root\":\"$fx/claude-code\"},{\"kind\":\"codex\",\"root\":\"$fx/codex/daaain\"}]" \
+    | tee "$work/sources.out"
+grep -q 'codex:11111111-1111-4111-8111-111111111111' "$work/sources.out"
+grep -q 'After compaction' "$work/sources.out"
 
 step "install into a prefix and build through pkg-config"
 ffi/install.sh "$work/prefix"

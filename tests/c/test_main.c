@@ -1206,6 +1206,74 @@ static void test_dsh_store(void) {
     dsr_error_free(e);
 }
 
+/* Claude Code and Codex sessions on disk, next to a DSH root, through one
+ * resolver; a missing root is reported by listing, never fatal. */
+static void test_sources(void) {
+    const char *fx = "tests/fixtures/foreign-logs";
+    char sources[1024];
+    snprintf(sources, sizeof sources,
+             "[{\"kind\":\"claude-code\",\"root\":\"%s/claude-code\"},{\"kind\":\"codex\",\"root\":\"%s/codex/daaain\"},"
+             "{\"kind\":\"dsh\",\"root\":\"examples/sessions\"}]",
+             fx, fx);
+    dsr_resolver *r = NULL;
+    dsr_error *e = NULL;
+    CHECK(dsr_resolver_new_sources(sources, strlen(sources), NULL, 0, &r, &e) == DSR_OK, "sources: %s", msg_of(e));
+    dsr_error_free(e);
+    e = NULL;
+    if (r) {
+        const char creq[] = "{\"target\":{\"id\":\"new\"},\"query\":\"\",\"limit\":100}";
+        char *out = NULL;
+        CHECK(dsr_resolver_candidates(r, creq, strlen(creq), NULL, &out, NULL, &e) == DSR_OK, "candidates: %s",
+              msg_of(e));
+        CHECK(out && strstr(out, "\"sessionId\":\"codex:11111111-1111-4111-8111-111111111111\"") &&
+                  strstr(out, "\"sessionId\":\"claude-code:system_reminder\"") &&
+                  strstr(out, "\"sessionId\":\"goal-wrapup\""),
+              "every source is listed: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        e = NULL;
+        out = NULL;
+        const char preq[] = "{\"target\":{\"id\":\"new\"},\"content\":[],\"references\":[{\"sessionId\":"
+                            "\"claude-code:system_reminder\"},{\"sessionId\":\"goal-wrapup\"}]}";
+        CHECK(call_prepare(r, preq, NULL, &out, &e) == DSR_OK, "sources prepare: %s", msg_of(e));
+        CHECK(out && strstr(out, "# Project notes") && !strstr(out, "cwd changed to") && strstr(out, "durable goal"),
+              "both snapshots, without the reminder: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        dsr_error_free(e);
+        dsr_resolver_free(r);
+    }
+    e = NULL;
+    r = NULL;
+    const char missing[] = "[{\"kind\":\"claude-code\",\"root\":\"/nonexistent/dsr\"},{\"kind\":\"dsh\","
+                           "\"root\":\"examples/sessions\"}]";
+    CHECK(dsr_resolver_new_sources(missing, strlen(missing), NULL, 0, &r, &e) == DSR_OK, "a missing root: %s",
+          msg_of(e));
+    if (r) {
+        const char creq[] = "{\"target\":{\"id\":\"new\"},\"query\":\"wrap\"}";
+        char *out = NULL;
+        CHECK(dsr_resolver_candidates(r, creq, strlen(creq), NULL, &out, NULL, &e) == DSR_OK &&
+                  strstr(out, "goal-wrapup"),
+              "the other source still lists: %s", msg_of(e));
+        dsr_string_free(out);
+        dsr_resolver_free(r);
+    }
+    dsr_error_free(e);
+    e = NULL;
+    const char *bad[] = {"[]", "{}", "[{\"kind\":\"gemini\"}]", "[{\"kind\":\"codex\"},{\"kind\":\"codex\"}]", "[1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = NULL;
+        dsr_status st = dsr_resolver_new_sources(bad[i], strlen(bad[i]), NULL, 0, &r, &e);
+        CHECK((st == DSR_INVALID_CONFIG || (i == 4 && st == DSR_MISUSE)) && r == NULL, "bad sources %s: %s", bad[i],
+              code_of(e));
+        dsr_error_free(e);
+        e = NULL;
+    }
+    /* NULL: every default location that exists (possibly none). */
+    CHECK(dsr_resolver_new_sources(NULL, 0, NULL, 0, &r, &e) == DSR_OK, "default sources: %s", msg_of(e));
+    dsr_resolver_free(r);
+    dsr_error_free(e);
+}
+
 /* A host's own message list as a pre-projected snapshot: only user and
  * assistant text, the last message's index as capturedThroughSeq. */
 static void test_conversation_snapshot(void) {
@@ -1443,6 +1511,7 @@ int main(void) {
         {"prepare_messages", test_prepare_messages},
         {"misuse", test_misuse},
         {"DSH store", test_dsh_store},
+        {"sources", test_sources},
         {"conversation snapshot", test_conversation_snapshot},
         {"fork", test_fork},
         {"hardened mode", test_hardened},

@@ -137,6 +137,82 @@ pub fn open_regular(path: &Path) -> io::Result<(File, FileIdentity)> {
     Ok((file, FileIdentity::of(&meta)))
 }
 
+/// Opens the regular file `root/parts[0]/…/parts[n-1]` for reading,
+/// checking that every directory between the root and the file is a real
+/// directory (not a symbolic link), so nothing below the root is followed;
+/// the file itself is opened with [`open_regular`].
+pub fn open_under(root: &Path, parts: &[&std::ffi::OsStr]) -> io::Result<(File, FileIdentity)> {
+    let mut path = root.to_path_buf();
+    let Some((file, dirs)) = parts.split_last() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name"));
+    };
+    for dir in dirs {
+        path.push(dir);
+        match entry_kind(&path)? {
+            EntryKind::Dir => {}
+            EntryKind::Link => return Err(io::Error::other(format!("{}: {LINK_REASON}", path.display()))),
+            EntryKind::Missing => return Err(io::Error::new(io::ErrorKind::NotFound, "no such directory")),
+            _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a directory")),
+        }
+    }
+    path.push(file);
+    if entry_kind(&path)? == EntryKind::Link {
+        return Err(io::Error::other(format!("{}: {LINK_REASON}", path.display())));
+    }
+    open_regular(&path)
+}
+
+/// The lines of a file, split on `\n` only (a `\u{2028}` inside a string
+/// is not a line break), each at most `max` bytes: a longer line is an
+/// error, so memory stays bounded by one line. An unterminated last line
+/// is given like the others (`complete == false`).
+pub struct BoundedLines<R: io::Read = File> {
+    reader: io::BufReader<R>,
+    buf: Vec<u8>,
+    max: usize,
+    /// Lines given so far.
+    pub count: u64,
+    /// Bytes consumed so far.
+    pub offset: u64,
+}
+
+impl<R: io::Read> BoundedLines<R> {
+    /// Lines of `file` (read from its current position), at most `max` bytes each.
+    pub fn new(file: R, max: usize) -> Self {
+        BoundedLines {
+            reader: io::BufReader::with_capacity(256 << 10, file),
+            buf: Vec::new(),
+            max,
+            count: 0,
+            offset: 0,
+        }
+    }
+
+    /// The next line without its `\n`, and whether it had one; `None` at
+    /// the end of the file.
+    pub fn next_line(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+        use io::{BufRead, Read};
+        self.buf.clear();
+        let limit = self.max as u64 + 1;
+        let n = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buf)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let complete = self.buf.last() == Some(&b'\n');
+        if complete {
+            self.buf.pop();
+        } else if n as u64 >= limit {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("line {} is longer than {} bytes", self.count + 1, self.max),
+            ));
+        }
+        self.count += 1;
+        self.offset += n as u64;
+        Ok(Some((&self.buf, complete)))
+    }
+}
+
 /// Items per batch a [`par_map`] thread takes at a time.
 const BATCH: usize = 64;
 

@@ -3,16 +3,24 @@
 //!
 //! - [`dsh`]: DeepSeek Harness session logs, format generations v0 to v4
 //!   ([`DshStore`](dsh::DshStore)).
+//! - [`claude_code`]: Claude Code transcripts ([`ClaudeCodeSource`](claude_code::ClaudeCodeSource)).
+//! - [`codex`]: Codex CLI rollouts ([`CodexSource`](codex::CodexSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
+//! - [`open`]: default locations and opening several sources by kind.
 //!
 //! Every source is a [`FileSource`]: a [`BlockingSessionQuery`] over a root
 //! that reads files only through [`fs`], so that each inherits the same
 //! guarantees (read-only, no symbolic link below the root followed, regular
 //! files only, bounded lines, byte-ordered walks).
 
+pub mod claude_code;
+pub mod codex;
 pub mod dsh;
+pub mod foreign;
 pub mod fs;
+pub mod lenient;
 pub mod multi;
+pub mod open;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,6 +30,26 @@ use crate::host::{Blocking, BlockingSessionQuery, SessionQuery};
 
 pub use self::fs::FileIdentity;
 pub use self::multi::{MultiQuery, SourceStatus};
+pub use self::open::{
+    default_specs, open_source, open_sources, report_json, specs_from_json, surface_json_bytes, SourceKind, SourceSpec,
+};
+
+/// Checks that `root` is a readable directory (a link to one is fine: the
+/// root is the one link a source follows) and returns it.
+pub(crate) fn open_root(root: &Path, format: &str) -> std::io::Result<std::path::PathBuf> {
+    let fail = |e: std::io::Error, what: &str| {
+        std::io::Error::new(e.kind(), format!("cannot {what} {format} root {}: {e}", root.display()))
+    };
+    let meta = std::fs::metadata(root).map_err(|e| fail(e, "open"))?;
+    if !meta.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{format} root {} is not a directory", root.display()),
+        ));
+    }
+    std::fs::read_dir(root).map_err(|e| fail(e, "read"))?;
+    Ok(root.to_path_buf())
+}
 
 /// A session source backed by files under one root directory.
 ///

@@ -121,17 +121,12 @@ impl SessionQuery for MultiQuery {
         })
     }
 
+    // Routed inside the future, so that creating it needs no runtime.
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
-        match self.route(session_id) {
-            Ok(e) => e.query.read_title(session_id),
-            Err(err) => Box::pin(async move { Err(err) }),
-        }
+        Box::pin(async move { self.route(session_id)?.query.read_title(session_id).await })
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        match self.route(session_id) {
-            Ok(e) => e.query.read_surface(session_id),
-            Err(err) => Box::pin(async move { Err(err) }),
-        }
+        Box::pin(async move { self.route(session_id)?.query.read_surface(session_id).await })
     }
 }

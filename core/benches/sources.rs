@@ -1,0 +1,275 @@
+//! The sources of other agents: reading a 100 MB Claude Code transcript and
+//! a 100 MB Codex rollout (each against a plain line scan of the same file
+//! in the same run), and listing 10,000 foreign sessions.
+//!
+//! Run: `cargo bench -p dsh-session-reference --bench sources`
+//! (`-- --quick` for 20 MB files and 2,000 sessions).
+//!
+//! Inputs are generated deterministically in a temporary directory, shaped
+//! like real files: thinking and tool use around the visible text, 3 KB
+//! tool results, a 10 KB Codex `session_meta`, `event_msg` mirrors.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
+use dsh_session_reference::sources::codex::CodexSource;
+use dsh_session_reference::sources::fs::{open_regular, BoundedLines};
+use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
+use dsh_session_reference::{block_on, SessionQuery};
+use serde_json::json;
+
+fn text(i: usize, n: usize) -> String {
+    format!("turn {i}: reading the parser, <tags> and \"quotes\" in the output; ").chars().cycle().take(n).collect()
+}
+
+fn ts(i: usize) -> String {
+    format!("2026-01-01T{:02}:{:02}:{:02}.000Z", (i / 3600) % 24, (i / 60) % 60, i % 60)
+}
+
+/// A Claude Code transcript of about `target` bytes.
+fn claude_transcript(target: usize) -> String {
+    let mut out = String::with_capacity(target + (1 << 20));
+    let mut parent: Option<String> = None;
+    let mut i = 0;
+    let common = |uuid: &str, parent: &Option<String>, i: usize| {
+        json!({"uuid": uuid, "parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/work/app",
+            "sessionId": "s", "version": "2.1.200", "gitBranch": "main", "timestamp": ts(i)})
+    };
+    while out.len() < target {
+        let mut push = |mut v: serde_json::Value, extra: serde_json::Value, parent: &mut Option<String>| {
+            for (k, x) in extra.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            *parent = v["uuid"].as_str().map(str::to_owned);
+            out.push_str(&v.to_string());
+            out.push('\n');
+        };
+        let u = format!("u{i}");
+        let c = common(&u, &parent, i);
+        push(c, json!({"type": "user", "message": {"role": "user", "content": text(i, 300)}}), &mut parent);
+        for (k, block) in [
+            json!({"type": "thinking", "thinking": text(i, 800), "signature": "sig".repeat(100)}),
+            json!({"type": "text", "text": text(i, 400)}),
+            json!({"type": "tool_use", "id": format!("t{i}"), "name": "Read", "input": {"file_path": "/work/app/src/lib.rs"}}),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let a = format!("a{i}.{k}");
+            let c = common(&a, &parent, i);
+            push(c, json!({"type": "assistant", "requestId": format!("r{i}"), "message": {"id": format!("msg{i}"),
+                "role": "assistant", "model": "claude-x", "content": [block], "usage": {"input_tokens": 1}}}), &mut parent);
+        }
+        let r = format!("r{i}");
+        let c = common(&r, &parent, i);
+        push(
+            c,
+            json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": format!("t{i}"), "content": text(i, 3000)}]},
+            "toolUseResult": {"type": "text", "file": {"content": text(i, 3000)}}}),
+            &mut parent,
+        );
+        i += 1;
+    }
+    out
+}
+
+/// A Codex rollout of about `target` bytes.
+fn codex_rollout(id: &str, target: usize, instructions: usize) -> String {
+    let mut out = String::with_capacity(target + (1 << 20));
+    let mut line = |v: serde_json::Value| {
+        out.push_str(&v.to_string());
+        out.push('\n');
+    };
+    let env = |i: usize, kind: &str, payload: serde_json::Value| json!({"timestamp": ts(i), "type": kind, "payload": payload});
+    line(env(
+        0,
+        "session_meta",
+        json!({"id": id, "timestamp": ts(0), "cwd": "/work/app", "originator": "codex_cli_rs",
+        "cli_version": "0.150.0", "source": "cli", "base_instructions": {"text": text(0, instructions)}}),
+    ));
+    let mut i = 0;
+    while out.len() < target {
+        let mut line = |v: serde_json::Value| {
+            out.push_str(&v.to_string());
+            out.push('\n');
+        };
+        line(env(i, "turn_context", json!({"cwd": "/work/app", "model": "m", "approval_policy": "never"})));
+        line(env(i, "event_msg", json!({"type": "user_message", "message": text(i, 300)})));
+        line(env(
+            i,
+            "response_item",
+            json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text(i, 300)}]}),
+        ));
+        line(env(
+            i,
+            "response_item",
+            json!({"type": "reasoning", "summary": [],
+            "encrypted_content": "e".repeat(1000)}),
+        ));
+        line(env(
+            i,
+            "response_item",
+            json!({"type": "function_call", "name": "shell",
+            "arguments": "{\"cmd\":\"cat src/lib.rs\"}", "call_id": format!("c{i}")}),
+        ));
+        line(env(
+            i,
+            "response_item",
+            json!({"type": "function_call_output", "call_id": format!("c{i}"),
+            "output": text(i, 3000)}),
+        ));
+        line(env(i, "event_msg", json!({"type": "agent_message", "message": text(i, 400)})));
+        line(env(
+            i,
+            "response_item",
+            json!({"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": text(i, 400)}]}),
+        ));
+        line(env(i, "event_msg", json!({"type": "token_count", "info": {"total": i}})));
+        i += 1;
+    }
+    out
+}
+
+/// A plain line scan of the file, with the sources' own line reader.
+fn scan(path: &Path) -> u64 {
+    let (file, _) = open_regular(path).unwrap();
+    let mut lines = BoundedLines::new(file, 64 << 20);
+    let mut n = 0;
+    while let Some((line, _)) = lines.next_line().unwrap() {
+        n += line.len() as u64 & 1;
+    }
+    n
+}
+
+/// Every line parsed by serde_json into `IgnoredAny` (a typed skip-parse
+/// that builds nothing): what any JSON reader of the file must at least do.
+fn skip_parse(path: &Path) -> u64 {
+    let (file, _) = open_regular(path).unwrap();
+    let mut lines = BoundedLines::new(file, 64 << 20);
+    let mut n = 0;
+    while let Some((line, _)) = lines.next_line().unwrap() {
+        n += u64::from(serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok());
+    }
+    n
+}
+
+/// Best of `rounds` alternating runs of the baseline and the read.
+fn race(rounds: usize, path: &Path, mut read: impl FnMut()) -> [Duration; 3] {
+    let mut best = [Duration::MAX; 3];
+    for _ in 0..rounds {
+        let t = Instant::now();
+        std::hint::black_box(scan(path));
+        best[0] = best[0].min(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(skip_parse(path));
+        best[1] = best[1].min(t.elapsed());
+        let t = Instant::now();
+        read();
+        best[2] = best[2].min(t.elapsed());
+    }
+    best
+}
+
+fn row(name: &str, bytes: f64, [scan, skip, read]: [Duration; 3], items: usize) {
+    let mb = bytes / 1e6;
+    println!(
+        "{name:<11} {mb:7.1} {:9.2}ms {:9.2}ms {:9.2}ms {:7.0} {:7.2}x {:7.2}x {items:7}",
+        ms(scan),
+        ms(skip),
+        ms(read),
+        mb / read.as_secs_f64(),
+        ms(read) / ms(scan),
+        ms(read) / ms(skip)
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (size, sessions, rounds) = if quick { (20 << 20, 2_000, 3) } else { (100 << 20, 10_000, 5) };
+    let tmp = tempfile::tempdir().unwrap();
+    if std::env::args().any(|a| a == "--profile") {
+        // Only the reads, for a profiler.
+        std::fs::create_dir_all(tmp.path().join("c/-w")).unwrap();
+        std::fs::write(tmp.path().join("c/-w/big.jsonl"), claude_transcript(size)).unwrap();
+        let source = ClaudeCodeSource::open(tmp.path().join("c")).unwrap();
+        let t = Instant::now();
+        for _ in 0..20 {
+            std::hint::black_box(source.conversation("claude-code:big").unwrap());
+        }
+        println!("{:.1}ms per read", ms(t.elapsed()) / 20.0);
+        return;
+    }
+
+    println!("format         MB   line scan   skip-parse        read    MB/s  /scan   /skip   items");
+    let claude = tmp.path().join("claude");
+    std::fs::create_dir_all(claude.join("-work-app")).unwrap();
+    let path = claude.join("-work-app/big.jsonl");
+    std::fs::write(&path, claude_transcript(size)).unwrap();
+    let bytes = std::fs::metadata(&path).unwrap().len() as f64;
+    let source = ClaudeCodeSource::open(&claude).unwrap();
+    let mut items = 0;
+    let best = race(rounds, &path, || items = source.conversation("claude-code:big").unwrap().items.len());
+    row("claude-code", bytes, best, items);
+
+    let codex = tmp.path().join("codex");
+    let dir = codex.join("sessions/2026/01/01");
+    std::fs::create_dir_all(&dir).unwrap();
+    let id = "0199aaaa-0000-7000-8000-000000000000";
+    let path = dir.join(format!("rollout-2026-01-01T00-00-00-{id}.jsonl"));
+    std::fs::write(&path, codex_rollout(id, size, 10_000)).unwrap();
+    let bytes = std::fs::metadata(&path).unwrap().len() as f64;
+    let source = CodexSource::open(&codex).unwrap();
+    let full = format!("codex:{id}");
+    let best = race(rounds, &path, || items = source.conversation(&full).unwrap().items.len());
+    row("codex", bytes, best, items);
+
+    // Listing: half Claude Code transcripts in 100 projects, half Codex
+    // rollouts in dated directories, each a short real-shaped session.
+    let many = tmp.path().join("many");
+    let (cl, cx) = (many.join("claude"), many.join("codex"));
+    let small_claude = claude_transcript(8_000);
+    for n in 0..sessions / 2 {
+        let project = cl.join(format!("-work-p{}", n % 100));
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join(format!("{:08x}-0000-4000-8000-000000000000.jsonl", n)), &small_claude).unwrap();
+        let day = cx.join(format!("sessions/2026/{:02}/{:02}", 1 + n % 12, 1 + (n / 12) % 28));
+        std::fs::create_dir_all(&day).unwrap();
+        let id = format!("0199aaaa-0000-7000-8000-{n:012x}");
+        std::fs::write(day.join(format!("rollout-2026-01-01T00-00-00-{id}.jsonl")), codex_rollout(&id, 8_000, 4_000))
+            .unwrap();
+    }
+    let view =
+        open_sources(&[SourceSpec::new(SourceKind::ClaudeCode, &cl), SourceSpec::new(SourceKind::Codex, &cx)]).unwrap();
+    let claude_only = ClaudeCodeSource::open(&cl).unwrap();
+    let codex_only = CodexSource::open(&cx).unwrap();
+    let mut best = [Duration::MAX; 3];
+    let mut listed = 0;
+    for _ in 0..rounds {
+        let t = Instant::now();
+        listed = block_on(view.list_sessions()).unwrap().len();
+        best[0] = best[0].min(t.elapsed());
+        let t = Instant::now();
+        assert_eq!(claude_only.list().unwrap().sessions.len(), sessions / 2);
+        best[1] = best[1].min(t.elapsed());
+        let t = Instant::now();
+        assert_eq!(codex_only.list().unwrap().sessions.len(), sessions / 2);
+        best[2] = best[2].min(t.elapsed());
+    }
+    assert_eq!(listed, sessions);
+    println!("\nlisting {sessions} sessions (both sources): {:.1}ms", ms(best[0]));
+    println!(
+        "  {} Claude Code alone: {:.1}ms; {} Codex alone: {:.1}ms",
+        sessions / 2,
+        ms(best[1]),
+        sessions / 2,
+        ms(best[2])
+    );
+}

@@ -1,0 +1,485 @@
+//! One Claude Code transcript read into its current model-visible
+//! conversation (the rules are in the parent module's docs).
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io;
+
+use serde::Deserialize;
+
+use super::text::typed_text;
+use crate::conversation::ConversationItem;
+use crate::projection::Role;
+use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
+use crate::sources::lenient::{lenient, Content, LBool, LStr};
+
+/// The text of a checkpoint whose summary line is missing.
+pub const MISSING_SUMMARY: &str = "[The earlier conversation was compacted; its summary is not in the transcript.]";
+
+#[derive(Deserialize, Default)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    id: LStr<'a>,
+    #[serde(borrow, default)]
+    model: LStr<'a>,
+    #[serde(borrow, default)]
+    content: Content<'a>,
+}
+
+#[derive(Deserialize, Default)]
+struct Preserved<'a> {
+    #[serde(rename = "anchorUuid", borrow, default)]
+    anchor: LStr<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient")]
+    uuids: Option<Vec<LStr<'a>>>,
+    #[serde(rename = "headUuid", borrow, default)]
+    head: LStr<'a>,
+    #[serde(rename = "tailUuid", borrow, default)]
+    tail: LStr<'a>,
+}
+
+#[derive(Deserialize, Default)]
+struct CompactMeta<'a> {
+    #[serde(rename = "preservedMessages", borrow, default, deserialize_with = "lenient")]
+    messages: Option<Preserved<'a>>,
+    #[serde(rename = "preservedSegment", borrow, default, deserialize_with = "lenient")]
+    segment: Option<Preserved<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Attachment<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LStr<'a>,
+    #[serde(rename = "commandMode", borrow, default)]
+    mode: LStr<'a>,
+    #[serde(borrow, default)]
+    prompt: Content<'a>,
+}
+
+/// The fields of a line a read uses; everything else is skipped.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LStr<'a>,
+    #[serde(borrow, default)]
+    uuid: LStr<'a>,
+    #[serde(rename = "parentUuid", default, deserialize_with = "present")]
+    parent: Option<LStr<'a>>,
+    #[serde(rename = "isSidechain", default)]
+    sidechain: LBool,
+    #[serde(rename = "isMeta", default)]
+    meta: LBool,
+    #[serde(rename = "isCompactSummary", default)]
+    compact_summary: LBool,
+    #[serde(rename = "isApiErrorMessage", default)]
+    api_error: LBool,
+    #[serde(borrow, default)]
+    subtype: LStr<'a>,
+    #[serde(borrow, default)]
+    timestamp: LStr<'a>,
+    #[serde(borrow, default)]
+    cwd: LStr<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient")]
+    message: Option<Message<'a>>,
+    #[serde(rename = "compactMetadata", borrow, default, deserialize_with = "lenient")]
+    compact: Option<CompactMeta<'a>>,
+    #[serde(borrow, default, deserialize_with = "lenient")]
+    attachment: Option<Attachment<'a>>,
+    #[serde(borrow, default)]
+    summary: LStr<'a>,
+    #[serde(rename = "leafUuid", borrow, default)]
+    leaf: LStr<'a>,
+    #[serde(rename = "customTitle", borrow, default)]
+    custom_title: LStr<'a>,
+    #[serde(rename = "aiTitle", borrow, default)]
+    ai_title: LStr<'a>,
+    #[serde(borrow, default)]
+    operation: LStr<'a>,
+    #[serde(borrow, default)]
+    content: Content<'a>,
+}
+
+/// `parentUuid` present (even `null`) versus absent (a legacy file).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<LStr<'de>>, D::Error> {
+    LStr::deserialize(d).map(Some)
+}
+
+/// The header fields of a transcript's first lines (for listing).
+#[derive(Deserialize)]
+struct HeadLine<'a> {
+    #[serde(borrow, default)]
+    timestamp: LStr<'a>,
+    #[serde(borrow, default)]
+    cwd: LStr<'a>,
+}
+
+/// How many lines of a transcript's head listing looks at for its first
+/// timestamp and cwd.
+pub const HEAD_LINES: u64 = 64;
+
+/// The first timestamp (ms) and the first cwd among a transcript's first
+/// [`HEAD_LINES`] lines.
+pub fn read_head(file: File) -> io::Result<(Option<u64>, Option<String>)> {
+    let (mut created, mut cwd) = (None, None);
+    let read = each_line(file, HEAD_LINES, |_, line| {
+        let Ok(head) = serde_json::from_slice::<HeadLine<'_>>(line) else { return false };
+        if created.is_none() {
+            created = head.timestamp.get().and_then(iso_ms);
+        }
+        if cwd.is_none() {
+            cwd = head.cwd.owned().filter(|c| !c.is_empty());
+        }
+        true
+    });
+    match read {
+        // A line too long to read ends the head: the session is listed, and
+        // reading it reports the line.
+        Err(e) if e.kind() != io::ErrorKind::InvalidData => Err(e),
+        _ => Ok((created, cwd)),
+    }
+}
+
+/// How many bytes at the end of a transcript a title read looks at first.
+pub const TAIL_BYTES: u64 = 64 << 10;
+
+#[derive(Deserialize)]
+struct TitleLine<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LStr<'a>,
+    #[serde(rename = "customTitle", borrow, default)]
+    custom_title: LStr<'a>,
+}
+
+/// The latest `custom-title` when one is among the complete lines of the
+/// last [`TAIL_BYTES`] of the file (Claude Code re-appends titles near the
+/// end). Being the last in the file, it is the title; `None` means the
+/// whole file must be read to tell.
+pub fn tail_custom_title(mut file: File, size: u64) -> io::Result<Option<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let start = size.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(start))?;
+    let mut title = None;
+    let mut first = start > 0;
+    each_line(file.take(TAIL_BYTES), u64::MAX, |_, bytes| {
+        // The first line of a window that starts mid-file may be partial.
+        if std::mem::take(&mut first) {
+            return true;
+        }
+        let Ok(line) = serde_json::from_slice::<TitleLine<'_>>(bytes) else { return false };
+        if line.kind.get() == Some("custom-title") {
+            if let Some(t) = line.custom_title.owned().filter(|t| !t.trim().is_empty()) {
+                title = Some(t);
+            }
+        }
+        true
+    })?;
+    Ok(title)
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    /// A user line: its typed text (`None` when nothing typed is left),
+    /// whether it is a compaction summary, and its full text (for a
+    /// summary).
+    User { typed: Option<String>, summary: Option<String> },
+    /// An assistant line's text blocks, joined.
+    Assistant { text: Option<String>, msg_id: Option<String> },
+    /// A compact boundary and what it preserved.
+    Boundary { preserved: Option<Kept> },
+    /// A queued prompt attachment (a steering prompt).
+    Queued { text: String },
+    /// Any other chain line (system notes, progress, attachments).
+    Other,
+}
+
+/// What a compact boundary preserved: an anchor and either the uuids
+/// (`preservedMessages`) or a segment from head to tail (`preservedSegment`).
+#[derive(Clone, Debug)]
+struct Kept {
+    anchor: String,
+    uuids: Vec<String>,
+    segment: Option<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    uuid: String,
+    parent: Option<String>,
+    sidechain: bool,
+    timestamp: Option<String>,
+    cwd: Option<String>,
+    kind: Kind,
+}
+
+/// A read transcript.
+#[derive(Clone, Debug, Default)]
+pub struct Read {
+    /// The current conversation.
+    pub items: Vec<ConversationItem>,
+    /// The title by the rules of the module docs.
+    pub title: Option<String>,
+    /// The newest cwd on the current path, else the first in the file.
+    pub cwd: Option<String>,
+    /// The first timestamp in the file (ms).
+    pub created_at: Option<u64>,
+    /// Lines read and skipped.
+    pub stats: LineStats,
+}
+
+/// Joins texts with `"\n"`, as the message builders do.
+fn join(texts: impl Iterator<Item = String>) -> Option<String> {
+    let v: Vec<String> = texts.collect();
+    (!v.is_empty()).then(|| v.join("\n"))
+}
+
+/// The typed text of a user message's content.
+fn typed(content: &Content<'_>) -> Option<String> {
+    join(content.texts(&["text"]).filter_map(typed_text))
+}
+
+fn full_text(content: &Content<'_>) -> Option<String> {
+    join(content.texts(&["text"]).map(str::to_owned)).filter(|t| !t.trim().is_empty())
+}
+
+/// Reads a whole transcript.
+pub fn read(file: File) -> io::Result<Read> {
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let (mut custom, mut ai) = (None::<String>, None::<String>);
+    let mut summaries: Vec<(String, String)> = Vec::new();
+    let mut steering: Vec<(String, String)> = Vec::new();
+    let (mut created_at, mut first_cwd) = (None, None);
+    let mut last_uuid: Option<String> = None;
+    let stats = each_line(file, u64::MAX, |_, bytes| {
+        let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
+        if created_at.is_none() {
+            created_at = line.timestamp.get().and_then(iso_ms);
+        }
+        if first_cwd.is_none() {
+            first_cwd = line.cwd.owned().filter(|c| !c.is_empty());
+        }
+        let kind = line.kind.get().unwrap_or_default();
+        match kind {
+            "custom-title" => custom = line.custom_title.owned().filter(|t| !t.trim().is_empty()).or(custom.take()),
+            "ai-title" => ai = line.ai_title.owned().filter(|t| !t.trim().is_empty()).or(ai.take()),
+            "summary" => {
+                if let (Some(s), Some(leaf)) = (line.summary.owned(), line.leaf.owned()) {
+                    summaries.push((leaf, s));
+                }
+            }
+            "queue-operation" if line.operation.get() == Some("remove") => {
+                if let (Content::Str(text), Some(ts)) = (&line.content, line.timestamp.owned()) {
+                    if let Some(text) = typed_text(text) {
+                        steering.push((ts, text));
+                    }
+                }
+            }
+            "user" | "assistant" | "system" | "attachment" | "progress" => {
+                let Some(uuid) = line.uuid.owned() else { return true };
+                if index.contains_key(&uuid) {
+                    // Re-appended copies are identical: the first wins.
+                    return true;
+                }
+                let parent = match &line.parent {
+                    Some(p) => p.owned(),
+                    // No `parentUuid` at all: a legacy file, in file order.
+                    None => last_uuid.clone(),
+                };
+                let message = line.message.unwrap_or_default();
+                let kind = match kind {
+                    "user" if line.meta.0 => Kind::Other,
+                    "user" => {
+                        let summary = line.compact_summary.0.then(|| full_text(&message.content)).flatten();
+                        Kind::User {
+                            typed: if line.compact_summary.0 { None } else { typed(&message.content) },
+                            summary,
+                        }
+                    }
+                    "assistant" if line.api_error.0 || message.model.get() == Some("<synthetic>") => Kind::Other,
+                    "assistant" => Kind::Assistant {
+                        text: join(message.content.texts(&["text"]).map(str::to_owned)),
+                        msg_id: message.id.owned(),
+                    },
+                    "system" if line.subtype.get() == Some("compact_boundary") => {
+                        Kind::Boundary { preserved: kept(line.compact.as_ref()) }
+                    }
+                    "attachment" => match &line.attachment {
+                        Some(a)
+                            if a.kind.get() == Some("queued_command") && a.mode.get() != Some("task-notification") =>
+                        {
+                            typed(&a.prompt).map_or(Kind::Other, |text| Kind::Queued { text })
+                        }
+                        _ => Kind::Other,
+                    },
+                    _ => Kind::Other,
+                };
+                index.insert(uuid.clone(), nodes.len());
+                last_uuid = Some(uuid.clone());
+                nodes.push(Node {
+                    uuid,
+                    parent,
+                    sidechain: line.sidechain.0,
+                    timestamp: line.timestamp.owned(),
+                    cwd: line.cwd.owned().filter(|c| !c.is_empty()),
+                    kind,
+                });
+            }
+            _ => {}
+        }
+        true
+    })?;
+    let path = current_path(&nodes, &index);
+    let on_path: HashSet<&str> = path.iter().map(|&i| nodes[i].uuid.as_str()).collect();
+    let items = classify(&nodes, &path, steering);
+    let title = custom
+        .or(ai)
+        .or_else(|| summaries.iter().rev().find(|(leaf, _)| on_path.contains(leaf.as_str())).map(|(_, s)| s.clone()))
+        .or_else(|| {
+            nodes.iter().find_map(|n| match &n.kind {
+                Kind::User { typed: Some(t), .. } if !n.sidechain => title_from_text(t),
+                _ => None,
+            })
+        });
+    let cwd = path.iter().rev().find_map(|&i| nodes[i].cwd.clone()).or(first_cwd);
+    Ok(Read { items, title, cwd, created_at, stats })
+}
+
+/// What a boundary's metadata preserves: `preservedMessages` when it
+/// lists uuids, else `preservedSegment`.
+fn kept(meta: Option<&CompactMeta<'_>>) -> Option<Kept> {
+    let meta = meta?;
+    if let Some(m) = &meta.messages {
+        let uuids: Vec<String> = m.uuids.iter().flatten().filter_map(LStr::owned).collect();
+        if let (Some(anchor), false) = (m.anchor.owned(), uuids.is_empty()) {
+            return Some(Kept { anchor, uuids, segment: None });
+        }
+    }
+    let s = meta.segment.as_ref()?;
+    Some(Kept { anchor: s.anchor.owned()?, uuids: Vec::new(), segment: Some((s.head.owned()?, s.tail.owned()?)) })
+}
+
+/// The uuids of a preserved segment, head to tail, walked back from the
+/// tail by parent links (empty when the walk does not reach the head).
+fn segment_uuids(head: &str, tail: &str, nodes: &[Node], index: &HashMap<String, usize>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = Some(tail.to_owned());
+    let mut seen = HashSet::new();
+    while let Some(u) = at {
+        if !seen.insert(u.clone()) {
+            break;
+        }
+        let parent = index.get(&u).and_then(|&i| nodes[i].parent.clone());
+        let is_head = u == head;
+        out.push(u);
+        if is_head {
+            out.reverse();
+            return out;
+        }
+        at = parent;
+    }
+    Vec::new()
+}
+
+/// The current path: from the newest non-sidechain user or assistant line
+/// back along `parentUuid` (stopping at a root, a dangling parent or a
+/// cycle), in conversation order, with the preserved messages of its
+/// compact boundary spliced in after the boundary's anchor.
+fn current_path(nodes: &[Node], index: &HashMap<String, usize>) -> Vec<usize> {
+    let leaf = nodes.iter().rposition(|n| {
+        !n.sidechain && matches!(n.kind, Kind::User { .. } | Kind::Assistant { .. } | Kind::Queued { .. })
+    });
+    let Some(leaf) = leaf else { return Vec::new() };
+    let mut path = Vec::new();
+    let mut seen = HashSet::new();
+    let mut at = Some(leaf);
+    while let Some(i) = at {
+        if !seen.insert(i) {
+            break;
+        }
+        path.push(i);
+        at = nodes[i].parent.as_deref().and_then(|p| index.get(p).copied());
+    }
+    path.reverse();
+    let Some(Kind::Boundary { preserved: Some(k) }) = path.first().map(|&i| &nodes[i].kind) else { return path };
+    let Some(a) = path.iter().position(|&i| nodes[i].uuid == k.anchor) else { return path };
+    let uuids = match &k.segment {
+        Some((head, tail)) => segment_uuids(head, tail, nodes, index),
+        None => k.uuids.clone(),
+    };
+    let kept: Vec<usize> =
+        uuids.iter().filter_map(|u| index.get(u).copied()).filter(|&i| !nodes[i].sidechain).collect();
+    let kept_set: HashSet<usize> = kept.iter().copied().collect();
+    let mut spliced: Vec<usize> = path[..=a].to_vec();
+    spliced.extend(&kept);
+    spliced.extend(path[a + 1..].iter().filter(|i| !kept_set.contains(i)));
+    spliced
+}
+
+/// The items of the path, with same-`message.id` assistant texts joined
+/// and steering prompts put where they were typed.
+fn classify(nodes: &[Node], path: &[usize], steering: Vec<(String, String)>) -> Vec<ConversationItem> {
+    // Text lines of one API response, by message id, in file order.
+    let mut by_msg: HashMap<&str, Vec<&str>> = HashMap::new();
+    for n in nodes.iter().filter(|n| !n.sidechain) {
+        if let Kind::Assistant { text: Some(t), msg_id: Some(id) } = &n.kind {
+            let texts = by_msg.entry(id.as_str()).or_default();
+            if !texts.contains(&t.as_str()) {
+                texts.push(t);
+            }
+        }
+    }
+    let mut items: Vec<(Option<&str>, ConversationItem)> = Vec::new();
+    let mut done_msgs = HashSet::new();
+    let mut queued = HashSet::new();
+    let mut prev_boundary = false;
+    for &i in path {
+        let n = &nodes[i];
+        if n.sidechain {
+            continue;
+        }
+        let after_boundary = std::mem::replace(&mut prev_boundary, matches!(n.kind, Kind::Boundary { .. }));
+        let ts = n.timestamp.as_deref();
+        match &n.kind {
+            Kind::User { summary: Some(s), .. } => items.push((ts, ConversationItem::checkpoint(s.clone()))),
+            Kind::User { typed, .. } if after_boundary => {
+                // The boundary's first child is the summary, flagged or not.
+                let text = typed.clone().unwrap_or_else(|| MISSING_SUMMARY.to_owned());
+                items.push((ts, ConversationItem::checkpoint(text)));
+            }
+            Kind::User { typed: Some(t), .. } => items.push((ts, ConversationItem::new(Role::User, t.clone()))),
+            Kind::Queued { text } => {
+                queued.insert(text.as_str());
+                items.push((ts, ConversationItem::new(Role::User, text.clone())));
+            }
+            Kind::Assistant { text, msg_id } => {
+                let joined = match msg_id {
+                    Some(id) if !done_msgs.insert(id.as_str()) => continue,
+                    Some(id) => by_msg.get(id.as_str()).map(|t| t.join("\n")),
+                    None => text.clone(),
+                };
+                if let Some(t) = joined {
+                    items.push((ts, ConversationItem::new(Role::Assistant, t)));
+                }
+            }
+            _ => {}
+        }
+    }
+    // Steering prompts outside the tree: after the last item typed before
+    // them; none before the current view starts.
+    let first_ts = path.iter().find_map(|&i| nodes[i].timestamp.as_deref()).map(str::to_owned);
+    let typed_users: HashSet<String> =
+        items.iter().filter(|(_, it)| it.role == Role::User).map(|(_, it)| it.text.clone()).collect();
+    let mut out: Vec<(Option<String>, ConversationItem)> =
+        items.into_iter().map(|(ts, it)| (ts.map(str::to_owned), it)).collect();
+    for (ts, text) in steering {
+        if queued.contains(text.as_str()) || typed_users.contains(&text) {
+            continue;
+        }
+        if first_ts.as_deref().is_none_or(|f| ts.as_str() < f) {
+            continue;
+        }
+        let at = out.iter().rposition(|(t, _)| t.as_deref().is_some_and(|t| t <= ts.as_str())).map_or(0, |p| p + 1);
+        out.insert(at, (Some(ts), ConversationItem::new(Role::User, text)));
+    }
+    out.into_iter().map(|(_, it)| it).collect()
+}

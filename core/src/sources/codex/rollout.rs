@@ -1,0 +1,282 @@
+//! One Codex rollout replayed into its current model-visible conversation
+//! (the rules are in the parent module's docs).
+
+use std::fs::File;
+use std::io;
+
+use serde::Deserialize;
+
+use crate::conversation::ConversationItem;
+use crate::projection::Role;
+use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
+use crate::sources::lenient::{lenient, Content, LStr, LU64};
+
+/// How Codex's summary of a compacted history starts.
+pub const SUMMARY_PREFIX: &str = "Another language model started to solve this problem";
+
+/// The text of a checkpoint whose summary Codex stored encrypted.
+pub const ENCRYPTED_CHECKPOINT: &str =
+    "[The earlier conversation was compacted; its summary is encrypted and cannot be shown.]";
+
+/// Fragments Codex injects as user messages, by opening and closing marker
+/// (matched case-insensitively on the trimmed text).
+const CONTEXTUAL: [(&str, &str); 9] = [
+    ("# AGENTS.md instructions for ", "</INSTRUCTIONS>"),
+    ("<environment_context>", "</environment_context>"),
+    ("<skill>", "</skill>"),
+    ("<user_shell_command>", "</user_shell_command>"),
+    ("<turn_aborted>", "</turn_aborted>"),
+    ("<subagent_notification>", "</subagent_notification>"),
+    ("<additional_context>", "</additional_context>"),
+    ("<user_instructions>", "</user_instructions>"),
+    ("<skills_instructions>", "</skills_instructions>"),
+];
+
+/// Whether a user text part is a contextual fragment.
+pub fn is_contextual(text: &str) -> bool {
+    let t = text.trim();
+    let starts = |m: &str| t.len() >= m.len() && t.as_bytes()[..m.len()].eq_ignore_ascii_case(m.as_bytes());
+    let ends = |m: &str| t.len() >= m.len() && t.as_bytes()[t.len() - m.len()..].eq_ignore_ascii_case(m.as_bytes());
+    CONTEXTUAL.iter().any(|(open, close)| starts(open) && ends(close))
+}
+
+/// A ResponseItem, or the payload of any record: the union of the fields
+/// a replay reads, each lenient, so a record of another shape reads as
+/// one with fewer fields.
+#[derive(Deserialize, Default)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LStr<'a>,
+    #[serde(borrow, default)]
+    role: LStr<'a>,
+    #[serde(borrow, default)]
+    content: Content<'a>,
+    #[serde(borrow, default)]
+    id: LStr<'a>,
+    #[serde(borrow, default)]
+    timestamp: LStr<'a>,
+    #[serde(borrow, default)]
+    cwd: LStr<'a>,
+    #[serde(borrow, default)]
+    message: LStr<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient")]
+    replacement_history: Option<Vec<Item<'a>>>,
+    #[serde(default)]
+    num_turns: LU64,
+    #[serde(borrow, default)]
+    thread_name: LStr<'a>,
+    #[serde(borrow, default)]
+    record_type: LStr<'a>,
+    /// The record of an envelope line (`None` in a legacy bare item).
+    #[serde(borrow, default, deserialize_with = "lenient")]
+    payload: Option<Box<Item<'a>>>,
+}
+
+/// A line: the envelope `{timestamp, type, payload}`, or (legacy) a bare
+/// item; both are read by [`Item`].
+type Line<'a> = Item<'a>;
+
+/// One model-visible item of the replayed history.
+#[derive(Clone, Debug, PartialEq)]
+enum Hist {
+    /// A user message: its text, or `None` when it is contextual.
+    User(Option<String>),
+    /// Assistant text.
+    Assistant(String),
+    /// A checkpoint, with its summary (`None`: encrypted).
+    Checkpoint(Option<String>),
+}
+
+fn classify(item: &Item<'_>) -> Option<Hist> {
+    match item.kind.get()? {
+        "message" => match item.role.get()? {
+            "user" => {
+                let parts: Vec<&str> = item.content.texts(&["input_text", "text"]).collect();
+                if parts.iter().any(|p| is_contextual(p)) {
+                    return Some(Hist::User(None));
+                }
+                let text = parts.join("\n");
+                if text.trim_start().starts_with(SUMMARY_PREFIX) {
+                    return Some(Hist::Checkpoint(Some(text)));
+                }
+                Some(Hist::User(Some(text)))
+            }
+            "assistant" => {
+                let text: Vec<&str> = item.content.texts(&["output_text", "text"]).collect();
+                Some(Hist::Assistant(text.join("\n")))
+            }
+            _ => None,
+        },
+        "compaction" | "compaction_summary" | "context_compaction" => Some(Hist::Checkpoint(None)),
+        _ => None,
+    }
+}
+
+/// A replayed rollout.
+#[derive(Clone, Debug, Default)]
+pub struct Rollout {
+    /// The session id (the first `session_meta`'s, or a legacy header's).
+    pub id: Option<String>,
+    /// `session_meta.timestamp` (ms).
+    pub created_at: Option<u64>,
+    /// The last `turn_context.cwd`, else `session_meta.cwd`.
+    pub cwd: Option<String>,
+    /// The latest `thread_name_updated` name.
+    pub thread_name: Option<String>,
+    /// The first real user message, else the first assistant text.
+    pub first_message: Option<String>,
+    /// The current conversation.
+    pub items: Vec<ConversationItem>,
+    /// Lines read and skipped.
+    pub stats: LineStats,
+}
+
+/// The header of a rollout: its first line's id, creation time and cwd.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Head {
+    /// The session id.
+    pub id: Option<String>,
+    /// Its creation time (ms).
+    pub created_at: Option<u64>,
+    /// Its cwd at creation.
+    pub cwd: Option<String>,
+}
+
+fn head_of(line: &Line<'_>) -> Option<Head> {
+    match (line.payload.as_deref(), line.kind.get()) {
+        (Some(p), Some("session_meta")) => Some(Head {
+            id: p.id.owned(),
+            created_at: p.timestamp.get().or(line.timestamp.get()).and_then(iso_ms),
+            cwd: p.cwd.owned().filter(|c| !c.is_empty()),
+        }),
+        // Legacy: `{id, timestamp, instructions?, git?}` first.
+        (None, None) if line.id.get().is_some() => {
+            Some(Head { id: line.id.owned(), created_at: line.timestamp.get().and_then(iso_ms), cwd: None })
+        }
+        _ => None,
+    }
+}
+
+/// The header from the first line (`None` when it is not one).
+pub fn read_head(file: File) -> io::Result<Option<Head>> {
+    let mut head = None;
+    let read = each_line(file, 1, |_, bytes| {
+        let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
+        head = head_of(&line);
+        true
+    });
+    match read {
+        // A first line too long to read: no header (the file name gives
+        // the id), and reading the session reports the line.
+        Err(e) if e.kind() != io::ErrorKind::InvalidData => Err(e),
+        _ => Ok(head),
+    }
+}
+
+/// Drops the newest `n` user turns of `history`.
+fn roll_back(history: &mut Vec<Hist>, n: u64) {
+    if n == 0 {
+        return;
+    }
+    let starts: Vec<usize> =
+        history.iter().enumerate().filter(|(_, h)| matches!(h, Hist::User(Some(_)))).map(|(i, _)| i).collect();
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    let cut = if n >= starts.len() { starts.first().copied() } else { Some(starts[starts.len() - n]) };
+    if let Some(cut) = cut {
+        history.truncate(cut);
+    }
+}
+
+/// Replays a whole rollout.
+pub fn read(file: File) -> io::Result<Rollout> {
+    let mut out = Rollout::default();
+    let mut history: Vec<Hist> = Vec::new();
+    let mut head_seen = false;
+    let mut last_turn_cwd = None;
+    let (mut first_user, mut first_assistant) = (None::<String>, None::<String>);
+    let mut note_first = |h: &Hist| match h {
+        Hist::User(Some(t)) if first_user.is_none() => first_user = title_from_text(t),
+        Hist::Assistant(t) if first_assistant.is_none() => first_assistant = title_from_text(t),
+        _ => {}
+    };
+    out.stats = each_line(file, u64::MAX, |_, bytes| {
+        let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
+        if !head_seen {
+            if let Some(h) = head_of(&line) {
+                head_seen = true;
+                out.id = h.id;
+                out.created_at = h.created_at;
+                out.cwd = h.cwd;
+                return true;
+            }
+        }
+        match (line.payload.as_deref(), line.kind.get()) {
+            (Some(p), Some("response_item")) => {
+                if let Some(h) = classify(p) {
+                    note_first(&h);
+                    history.push(h);
+                }
+            }
+            (Some(p), Some("compacted")) => match &p.replacement_history {
+                Some(list) => history = list.iter().filter_map(classify).collect(),
+                None => {
+                    let mut kept: Vec<Hist> = history.drain(..).filter(|h| matches!(h, Hist::User(Some(_)))).collect();
+                    kept.push(Hist::Checkpoint(p.message.owned().filter(|m| !m.trim().is_empty())));
+                    history = kept;
+                }
+            },
+            (Some(p), Some("event_msg")) => match p.kind.get() {
+                Some("thread_rolled_back") => roll_back(&mut history, p.num_turns.0.unwrap_or(0)),
+                Some("thread_name_updated") => {
+                    if let Some(name) = p.thread_name.owned().filter(|t| !t.trim().is_empty()) {
+                        out.thread_name = Some(name);
+                    }
+                }
+                _ => {}
+            },
+            (Some(p), Some("turn_context")) => {
+                if let Some(cwd) = p.cwd.owned().filter(|c| !c.is_empty()) {
+                    last_turn_cwd = Some(cwd);
+                }
+            }
+            // Legacy flat rollouts: bare ResponseItems and state records.
+            (None, Some(_)) if line.record_type.get().is_none() => {
+                if let Some(h) = classify(&line) {
+                    note_first(&h);
+                    history.push(h);
+                }
+            }
+            _ => {}
+        }
+        true
+    })?;
+    if last_turn_cwd.is_some() {
+        out.cwd = last_turn_cwd;
+    }
+    out.first_message = first_user.or(first_assistant);
+    out.items = history
+        .into_iter()
+        .filter_map(|h| match h {
+            Hist::User(Some(t)) if !t.is_empty() => Some(ConversationItem::new(Role::User, t)),
+            Hist::User(_) => None,
+            Hist::Assistant(t) if t.is_empty() => None,
+            Hist::Assistant(t) => Some(ConversationItem::new(Role::Assistant, t)),
+            Hist::Checkpoint(t) => Some(ConversationItem::checkpoint(t.unwrap_or_else(|| ENCRYPTED_CHECKPOINT.into()))),
+        })
+        .collect();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contextual_fragments() {
+        assert!(is_contextual("<environment_context>\n<cwd>/w</cwd>\n</environment_context>"));
+        assert!(is_contextual("# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nbe nice\n</INSTRUCTIONS>"));
+        assert!(is_contextual("  <TURN_ABORTED>x</turn_aborted>\n"));
+        assert!(!is_contextual("<environment_context> is a tag I want explained"));
+        assert!(!is_contextual("fix the build"));
+    }
+}

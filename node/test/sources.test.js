@@ -1,0 +1,59 @@
+'use strict'
+// SessionSources: DSH, Claude Code and Codex sessions on disk through one query.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const path = require('node:path')
+const { SessionSources, openSessionSources, SessionReferenceResolver, SessionReferenceError } = require('..')
+
+const repo = path.join(__dirname, '..', '..')
+const foreign = path.join(repo, 'tests', 'fixtures', 'foreign-logs')
+const dsh = path.join(repo, 'examples', 'sessions')
+
+const all = () =>
+  openSessionSources([
+    { kind: 'claude-code', root: path.join(foreign, 'claude-code') },
+    { kind: 'codex', root: path.join(foreign, 'codex', 'daaain') },
+    { kind: 'dsh', root: dsh },
+  ])
+
+test('every source is listed newest first and each session reads', async () => {
+  const s = all()
+  assert.deepEqual(s.sources.map((x) => x.kind), ['claude-code', 'codex', 'dsh'])
+  const list = await s.listSessions()
+  const ids = list.map((h) => h.id)
+  assert.ok(ids.includes('claude-code:system_reminder') && ids.includes('goal-wrapup'))
+  assert.ok(ids.includes('codex:11111111-1111-4111-8111-111111111111'))
+  const created = list.map((h) => h.createdAt)
+  assert.deepEqual(created, [...created].sort((a, b) => b - a))
+  assert.equal(await s.readTitle('codex:11111111-1111-4111-8111-111111111111'), 'List the synthetic files.')
+  const snap = await s.readSurface('claude-code:dag_compact_after_rewind')
+  assert.equal(snap.capturedThroughSeq, 11)
+  assert.deepEqual(snap.conversation.slice(1), [
+    { role: 'user', text: 'After compaction' },
+    { role: 'assistant', text: 'Final answer' },
+  ])
+  assert.equal(snap.conversation[0].checkpoint, true)
+  await assert.rejects(s.readSurface('codex:nope'), (e) => e.code === 'SESSION_REFERENCE_READ_FAILED')
+})
+
+test('a resolver over sources prepares foreign and DSH sessions', async () => {
+  const r = new SessionReferenceResolver(all())
+  const p = await r.prepare({ id: 'new' }, [], [{ sessionId: 'claude-code:system_reminder' }, { sessionId: 'goal-wrapup' }])
+  const text = p.additionalContext.content[0].text
+  assert.ok(text.includes('# Project notes') && !text.includes('cwd changed to') && text.includes('durable goal'))
+})
+
+test('a missing root is reported; a bad list is refused', async () => {
+  const s = SessionSources.open([{ kind: 'claude-code', root: '/nonexistent/p' }, { kind: 'dsh', root: dsh }])
+  assert.ok((await s.listSessions()).length > 0)
+  const [missing, ok] = s.lastReport()
+  assert.match(missing.error, /\/nonexistent\/p/)
+  assert.ok(ok.sessions > 0)
+  for (const bad of [[], [{ kind: 'gemini' }], [{ kind: 'codex' }, { kind: 'codex' }], [{ root: '/x' }]]) {
+    assert.throws(() => SessionSources.open(bad), (e) => e instanceof SessionReferenceError && e.code === 'SESSION_REFERENCE_INVALID_CONFIG')
+  }
+  assert.throws(() => SessionSources.open('x'), TypeError)
+  assert.throws(() => new SessionSources(), TypeError)
+  SessionSources.open() // every default location that exists, possibly none
+})

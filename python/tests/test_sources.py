@@ -1,0 +1,75 @@
+"""SessionSources: DSH, Claude Code and Codex sessions on disk through one query."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dsh_session_reference import Resolver, SessionSources
+
+REPO = Path(__file__).resolve().parent.parent.parent
+FOREIGN = REPO / "tests" / "fixtures" / "foreign-logs"
+DSH = REPO / "examples" / "sessions"
+
+
+def sources() -> SessionSources:
+    return SessionSources(
+        [
+            {"kind": "claude-code", "root": FOREIGN / "claude-code"},
+            {"kind": "codex", "root": str(FOREIGN / "codex" / "daaain")},
+            {"kind": "dsh", "root": DSH},
+        ]
+    )
+
+
+def test_lists_every_source_newest_first_and_reads_each() -> None:
+    s = sources()
+    assert [k for k, _ in s.sources] == ["claude-code", "codex", "dsh"]
+    listed = s.list_sessions()
+    ids = [h["id"] for h in listed]
+    assert "claude-code:system_reminder" in ids and "codex:11111111-1111-4111-8111-111111111111" in ids
+    assert "goal-wrapup" in ids
+    created = [h["createdAt"] for h in listed]
+    assert created == sorted(created, reverse=True)
+    assert [r["name"] for r in s.last_report()] == ["claude-code", "codex", "dsh"]
+    assert s.read_title("codex:11111111-1111-4111-8111-111111111111") == "List the synthetic files."
+    snapshot = json.loads(s.read_surface("claude-code:dag_compact_after_rewind"))
+    assert snapshot["capturedThroughSeq"] == 11
+    assert snapshot["conversation"] == [
+        {
+            "role": "user",
+            "text": "This session is being continued from a previous conversation that ran out of "
+            "context. Summary: the user asked for a plan.",
+            "checkpoint": True,
+        },
+        {"role": "user", "text": "After compaction"},
+        {"role": "assistant", "text": "Final answer"},
+    ]
+    assert "events" in json.loads(s.read_surface("goal-wrapup"))
+    with pytest.raises(OSError, match="no Codex session"):
+        s.read_surface("codex:nope")
+
+
+def test_a_resolver_over_sources_prepares_foreign_and_dsh_sessions() -> None:
+    r = Resolver(sources())
+    p = r.prepare(
+        {"id": "new"},
+        [],
+        [{"sessionId": "claude-code:system_reminder"}, {"sessionId": "goal-wrapup"}],
+    )
+    text = p["additionalContext"]["content"][0]["text"]
+    assert "# Project notes" in text and "cwd changed to" not in text and "durable goal" in text
+
+
+def test_missing_roots_are_reported_and_bad_lists_refused() -> None:
+    s = SessionSources([{"kind": "claude-code", "root": "/nonexistent/p"}, {"kind": "dsh", "root": DSH}])
+    assert s.list_sessions()
+    report = s.last_report()
+    assert "error" in report[0] and "/nonexistent/p" in report[0]["error"]
+    assert report[1]["sessions"] > 0
+    for bad in ([], [{"kind": "gemini"}], [{"kind": "codex"}, {"kind": "codex"}], [{"root": "/x"}], [3]):
+        with pytest.raises(ValueError):
+            SessionSources(bad)  # type: ignore[arg-type]
+    SessionSources()  # every default location that exists, possibly none
