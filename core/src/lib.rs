@@ -79,7 +79,9 @@ pub use config::{
 };
 pub use context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata, ReferenceStats};
 pub use conversation::{Conversation, ConversationItem};
-pub use discovery::Candidate;
+pub use discovery::{
+    Candidate, Fingerprint, MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
+};
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use host::{
     Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedBytes, SurfaceData, Target,

@@ -60,6 +60,8 @@ pub(crate) async fn cancellable<T>(cancel: Option<&CancelToken>, work: impl Futu
 pub struct Resolver {
     pub(crate) query: Arc<dyn SessionQuery>,
     pub(crate) config: Config,
+    /// Titles and indexed texts kept between discovery queries (shared by clones).
+    pub(crate) discovery: Arc<crate::discovery::DiscoveryCache>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -71,7 +73,7 @@ impl std::fmt::Debug for Resolver {
 impl Resolver {
     /// A resolver over `query` with a validated configuration.
     pub fn new(query: Arc<dyn SessionQuery>, config: Config) -> Self {
-        Resolver { query, config }
+        Resolver { query, config, discovery: Arc::default() }
     }
 
     /// The configuration.

@@ -11,7 +11,6 @@ use crate::cancel::CancelToken;
 use crate::context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata};
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{SurfaceData, Target};
-use crate::projection::project_json;
 use crate::prompt::{render_prompt, render_source, RenderedSource};
 use crate::uri::{parse_text, ParsedReference};
 
@@ -75,18 +74,9 @@ enum SourceFailure {
 fn process_surface(data: &SurfaceData, id: &str, label: &str, budget: u64) -> Result<RenderedSource, SourceFailure> {
     // A value is written out and read like JSON text: one projection. A
     // projected conversation needs none.
-    let written;
-    let projection = match data {
-        SurfaceData::Json(bytes) => project_json((**bytes).as_ref()),
-        SurfaceData::Value(v) => {
-            written = crate::json::stringify(v);
-            project_json(written.as_bytes())
-        }
-        SurfaceData::Conversation(c) => Ok(c.projection()),
-    };
-    let projection = projection.map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
-    let rendered =
-        render_source(projection, label, budget).map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    let rendered = crate::discovery::with_projection(data, |projection| render_source(projection, label, budget))
+        .and_then(|r| r)
+        .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     rendered.ok_or_else(|| {
         SourceFailure::Budget(Error::new(
             ErrorCode::BudgetExceeded,

@@ -1,0 +1,120 @@
+//! The title cache of a long-lived resolver: per session, the latest title
+//! read and the [`Fingerprint`] the session had before it was read. A query
+//! asks the source for every session's fingerprint first, then reads only
+//! the titles whose fingerprint changed (or that have none).
+//!
+//! Why it is exact: an entry is stored under the fingerprint taken *before*
+//! its read, so a session that changes while it is being read keeps an old
+//! fingerprint in the cache and is read again by the next query; a session
+//! without a fingerprint is never cached; a failed read is never cached;
+//! entries of sessions no longer listed are dropped.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use futures::stream::{self, StreamExt};
+
+use super::fingerprint::Fingerprint;
+use crate::host::SessionHeader;
+use crate::resolver::{guarded, Resolver};
+
+/// What the caches keep per session, and how they prune.
+#[derive(Default)]
+pub(crate) struct DiscoveryCache {
+    titles: Mutex<HashMap<String, (Fingerprint, Option<String>)>>,
+    pub(crate) docs: super::text::DocCache,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl DiscoveryCache {
+    /// Drops the entries of sessions not in `listed` (deleted sessions).
+    pub(crate) fn retain_listed(&self, listed: &[SessionHeader]) {
+        let ids: std::collections::HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        lock(&self.titles).retain(|id, _| ids.contains(id.as_str()));
+        self.docs.retain(|id| ids.contains(id));
+    }
+
+    /// Forgets everything (the next query reads every session again).
+    pub(crate) fn clear(&self) {
+        lock(&self.titles).clear();
+        self.docs.clear();
+    }
+
+    fn cached_title(&self, id: &str, fp: Option<&Fingerprint>) -> Option<Option<String>> {
+        let fp = fp?;
+        let titles = lock(&self.titles);
+        match titles.get(id) {
+            Some((cached, title)) if cached == fp => Some(title.clone()),
+            _ => None,
+        }
+    }
+
+    fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
+        let mut titles = lock(&self.titles);
+        match (fp, title) {
+            (Some(fp), Some(title)) => {
+                titles.insert(id.to_owned(), (fp, title));
+            }
+            _ => {
+                titles.remove(id);
+            }
+        }
+    }
+
+    /// Number of cached titles (for tests and statistics).
+    pub(crate) fn title_count(&self) -> usize {
+        lock(&self.titles).len()
+    }
+}
+
+impl Resolver {
+    /// The fingerprint of every session in `sessions` (same order), as the
+    /// source gives them; all `None` when it gives none, fails, or answers
+    /// with a list of the wrong length.
+    pub(crate) async fn fingerprints(&self, sessions: &[SessionHeader]) -> Vec<Option<Fingerprint>> {
+        let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+        match guarded(|| self.query.fingerprints(&ids)).await {
+            Ok(Some(fps)) if fps.len() == ids.len() => fps,
+            _ => vec![None; ids.len()],
+        }
+    }
+
+    /// The latest titles of `sessions` (same order): cached ones whose
+    /// fingerprint is unchanged, the others read (at most `concurrency` at
+    /// once) and cached under the fingerprint taken before the read. A
+    /// failed read counts as "no title" and is not cached.
+    pub(crate) async fn cached_titles(&self, sessions: &[SessionHeader], concurrency: usize) -> Vec<Option<String>> {
+        let fps = self.fingerprints(sessions).await;
+        self.titles_under(sessions, &fps, concurrency).await
+    }
+
+    /// [`cached_titles`](Self::cached_titles) with the fingerprints taken.
+    pub(crate) async fn titles_under(
+        &self,
+        sessions: &[SessionHeader],
+        fps: &[Option<Fingerprint>],
+        concurrency: usize,
+    ) -> Vec<Option<String>> {
+        let cache = &self.discovery;
+        let jobs: Vec<_> = sessions
+            .iter()
+            .zip(fps)
+            .map(|(s, fp)| {
+                let id = s.id.clone();
+                let fp = fp.clone();
+                async move {
+                    if let Some(title) = cache.cached_title(&id, fp.as_ref()) {
+                        return title;
+                    }
+                    let read = guarded(|| self.query.read_title(&id)).await.ok();
+                    cache.store_title(&id, fp, read.clone());
+                    read.flatten()
+                }
+            })
+            .collect();
+        stream::iter(jobs).buffered(concurrency.max(1)).collect().await
+    }
+}
