@@ -14,7 +14,7 @@ use dsh_session_reference::json::stringify;
 use dsh_session_reference::projection::project_json;
 use dsh_session_reference::{
     decode_uri, encode_uri, format_mention, parse_text, Candidate, Config, DshStore, Error, ErrorCode, Prepared,
-    Resolver, Target,
+    Resolver, SearchOptions, SearchResult, SearchScope, Target,
 };
 use serde_json::{json, Map, Value};
 
@@ -60,6 +60,19 @@ enum Command {
         /// At most this many candidates [default: 50]
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
+    },
+    /// Search what was said in sessions (messages, titles, ids, cwds), best first, with snippets
+    Search {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The text to find (case-insensitive; every word must occur)
+        query: String,
+        /// At most this many results [default: 50]
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        /// Only sessions in the target's cwd
+        #[arg(long)]
+        same_cwd: bool,
     },
     /// Rewrite the mentions in a message and prepare the referenced context
     Prepare {
@@ -194,6 +207,14 @@ fn run(cli: Cli) -> CliResult {
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
             print_candidates(&list, ctx.json);
         }
+        Command::Search { target, query, limit, same_cwd } => {
+            let ctx = Ctx::new(g, root(), None)?;
+            let target = ctx.target(target)?;
+            let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
+            let options = SearchOptions { limit: *limit, scope };
+            let list = ctx.resolver.search_blocking(&target, query, &options, None)?;
+            print_search(&list, ctx.json);
+        }
         Command::Prepare { target, message, stdin, prompt } => {
             let text = match (message, stdin) {
                 (Some(m), _) => m.clone(),
@@ -292,6 +313,30 @@ fn print_candidates(list: &[Candidate], as_json: bool) {
     for (i, c) in list.iter().enumerate() {
         let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
         let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
+        let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
+        let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
+    }
+}
+
+fn print_search(list: &[SearchResult], as_json: bool) {
+    if as_json {
+        let array = Value::Array(list.iter().map(SearchResult::to_json).collect());
+        println!("{}", stringify(&array));
+        return;
+    }
+    if list.is_empty() {
+        println!("No matches.");
+    }
+    let mut out = std::io::stdout().lock();
+    for (i, r) in list.iter().enumerate() {
+        let c = &r.candidate;
+        let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
+        let at = match r.message_index {
+            Some(m) => format!("message {m}"),
+            None => r.field.as_str().to_owned(),
+        };
+        let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
+        let _ = writeln!(out, "    {}: {}", at, display(&r.snippet));
         let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
         let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
     }

@@ -371,3 +371,46 @@ fn root_defaults_to_dsh_home_then_home() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("SESSION_REFERENCE_READ_FAILED") && out.stderr.contains("nowhere"), "{}", out.stderr);
 }
+
+#[test]
+fn search_finds_what_was_said_with_snippets() {
+    let root = raw_root();
+    let got = ok_json(&["--root", &root, "--json", "search", "--target", "t", "--cwd", "/home/dev/alpha", "recovered"]);
+    assert_eq!(
+        got,
+        json!([{"sessionId": "compaction-recovery", "label": "Establish a durable compaction premise",
+            "cwd": "/home/dev/alpha", "createdAt": 1760000000000u64,
+            "mention": format_mention("compaction-recovery", Some("Establish a durable compaction premise")),
+            "snippet": "COMPACTION RECOVERED", "field": "message", "messageIndex": 1}])
+    );
+    // A title phrase ranks first; an identifier fragment matches inside a word.
+    let got = ok_json(&["--root", &root, "--json", "search", "--target", "t", "HEADLESS_OK"]);
+    assert_eq!(got[0]["sessionId"], "advanced-toolchain");
+    assert_eq!(got[0]["snippet"].as_str().unwrap().contains("ADVANCED_HEADLESS_OK"), true);
+    let cjk = ok_json(&["--root", &root, "--json", "search", "--target", "t", "策略"]);
+    assert_eq!(cjk[0]["field"], "id");
+    let scoped = ok_json(&[
+        "--root",
+        &root,
+        "--json",
+        "search",
+        "--target",
+        "t",
+        "--cwd",
+        "/elsewhere",
+        "--same-cwd",
+        "recovered",
+    ]);
+    assert_eq!(scoped, json!([]));
+    let out = run(&["--root", &root, "search", "--target", "t", "--cwd", "/home/dev/alpha", "recovered"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(" 1. Establish a durable compaction premise\n    message 1: COMPACTION RECOVERED\n"),
+        "{}",
+        out.stdout
+    );
+    let none = run(&["--root", &root, "search", "--target", "t", "zzzz-nothing"]);
+    assert!(none.stdout.contains("No matches."));
+    let bad = run(&["--root", &root, "search", "--target", "t", "x", "--limit", "0"]);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+}

@@ -553,6 +553,14 @@ impl Resolver {
         SearchIndexStats { sessions, text_bytes, index_bytes, titles: self.discovery.title_count() }
     }
 
+    /// This resolver's configuration and discovery caches over another
+    /// session query that serves the same sessions (a front that wraps one
+    /// host object anew for each call, e.g. to bind it to the caller's event
+    /// loop, keeps one cache this way).
+    pub fn with_session_query(&self, query: Arc<dyn crate::SessionQuery>) -> Resolver {
+        Resolver { query, config: self.config, discovery: Arc::clone(&self.discovery) }
+    }
+
     /// Forgets every cached title and indexed text (the next query reads
     /// every session again). Never needed for correctness.
     pub fn clear_discovery_cache(&self) {
