@@ -386,7 +386,7 @@ fn search_finds_what_was_said_with_snippets() {
     // A title phrase ranks first; an identifier fragment matches inside a word.
     let got = ok_json(&["--root", &root, "--json", "search", "--target", "t", "HEADLESS_OK"]);
     assert_eq!(got[0]["sessionId"], "advanced-toolchain");
-    assert_eq!(got[0]["snippet"].as_str().unwrap().contains("ADVANCED_HEADLESS_OK"), true);
+    assert!(got[0]["snippet"].as_str().unwrap().contains("ADVANCED_HEADLESS_OK"));
     let cjk = ok_json(&["--root", &root, "--json", "search", "--target", "t", "策略"]);
     assert_eq!(cjk[0]["field"], "id");
     let scoped = ok_json(&[
