@@ -64,3 +64,23 @@ impl Fingerprint {
         &self.0
     }
 }
+
+impl Fingerprint {
+    /// Reads the fingerprints a host gave as JSON: an array with one item
+    /// per session, each a string (its UTF-8 bytes), a number (its JSON
+    /// text) or `null` (no fingerprint). The one reader behind the C ABI
+    /// and Node hosts.
+    pub fn list_from_json(value: &serde_json::Value) -> Result<Vec<Option<Fingerprint>>, String> {
+        use serde_json::Value;
+        let items = value.as_array().ok_or("fingerprints must be an array")?;
+        items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(Some(Fingerprint::from_bytes(s.as_bytes()))),
+                Value::Number(n) => Ok(Some(Fingerprint::from_bytes(n.to_string().into_bytes()))),
+                Value::Null => Ok(None),
+                _ => Err("each fingerprint must be a string, a number or null".to_owned()),
+            })
+            .collect()
+    }
+}
