@@ -100,7 +100,7 @@ class SearchResult(_SearchResultRequired, total=False):
     cwd: str
 
 
-SearchScope = Literal["all", "cwd"]
+SearchScope = Union[Literal["all"], Literal["cwd"]]
 """Which sessions ``search()`` looks at: all, or only the target's cwd."""
 
 
