@@ -84,15 +84,20 @@ impl Resolver {
         limit: Option<u64>,
         cancel: Option<&CancelToken>,
     ) -> Result<Vec<Candidate>> {
-        let limit = match limit {
-            None => self.config.candidate_limit(),
-            Some(l) if (1..=MAX_SAFE_INTEGER).contains(&l) => l,
-            Some(_) => {
-                return Err(Error::new(ErrorCode::InvalidReference, "candidate limit must be a positive safe integer"))
-            }
-        };
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let limit = usize::try_from(self.limit_or_default(limit, "candidate")?).unwrap_or(usize::MAX);
         cancellable(cancel, self.list_candidates_inner(target, filter, limit)).await
+    }
+
+    /// `limit`, or the configured candidate limit; an explicit limit must
+    /// be a positive safe integer (`what` names it in the error).
+    pub(crate) fn limit_or_default(&self, limit: Option<u64>, what: &str) -> Result<u64> {
+        match limit {
+            None => Ok(self.config.candidate_limit()),
+            Some(l) if (1..=MAX_SAFE_INTEGER).contains(&l) => Ok(l),
+            Some(_) => {
+                Err(Error::new(ErrorCode::InvalidReference, format!("{what} limit must be a positive safe integer")))
+            }
+        }
     }
 
     /// The host-facing face of discovery: [`list_candidates`](Self::list_candidates),

@@ -6,6 +6,7 @@
 //! under its [`Fingerprint`], unless the host's session query answers the
 //! search itself ([`SessionQuery::search`](crate::SessionQuery::search)).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -16,7 +17,6 @@ use serde_json::{Map, Value};
 use super::text::{find, fold, original_offset, Doc, IndexedItem};
 use super::{rank, Candidate};
 use crate::cancel::CancelToken;
-use crate::config::MAX_SAFE_INTEGER;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{SessionHeader, SurfaceData, Target};
 use crate::projection::{project_json, Projection};
@@ -237,6 +237,9 @@ pub struct SearchIndexStats {
     /// Bytes the index holds for them (compressed text, filters, titles,
     /// ids).
     pub index_bytes: usize,
+    /// Of `index_bytes`, the trigram filters (the rest is mostly the
+    /// compressed text).
+    pub filter_bytes: usize,
     /// Titles in the title cache.
     pub titles: usize,
 }
@@ -428,19 +431,22 @@ fn score(
 /// The exact tier and best hit of a prospect, from its decompressed text;
 /// `None` when the filter let through a session that does not match.
 fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
-    let items = doc.items();
-    let mut folded: Vec<String> = Vec::with_capacity(items.len());
+    let (text, ends) = doc.text();
+    let items: Vec<&str> = ends
+        .iter()
+        .scan(0, |start, &end| {
+            let item = text.get(*start..end).unwrap_or_default();
+            *start = end;
+            Some(item)
+        })
+        .collect();
+    let mut folded: Vec<Cow<'_, str>> = Vec::with_capacity(items.len());
     for (i, text) in items.iter().enumerate() {
-        let f = fold(text).into_owned();
+        let f = fold(text);
         if let Some(pos) = find(&f, &query.phrase) {
             let snippet = snippet(text, original_offset(text, pos));
-            return Some(Hit {
-                key: Key { tier: 1, ..key },
-                at,
-                field: MatchField::Message,
-                snippet,
-                message_index: Some(i as u64),
-            });
+            let key = Key { tier: 1, ..key };
+            return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
         }
         folded.push(f);
     }
@@ -464,37 +470,22 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
             best = Some((count, i, first));
         }
     }
-    let all = query
-        .words
-        .iter()
-        .zip(&found)
-        .all(|(w, f)| *f || title.contains(w.as_str()) || id.contains(w.as_str()) || cwd.contains(w.as_str()));
-    if !all {
+    let in_fields = |w: &String| title.contains(w.as_str()) || id.contains(w.as_str()) || cwd.contains(w.as_str());
+    if !query.words.iter().zip(&found).all(|(w, f)| *f || in_fields(w)) {
         return None;
     }
     let key = Key { tier: 2, ..key };
-    Some(match best {
-        Some((_, i, first)) => Hit {
-            key,
-            at,
-            field: MatchField::Message,
-            snippet: snippet(&items[i], original_offset(&items[i], first)),
-            message_index: Some(i as u64),
-        },
-        None if query.words.iter().any(|w| title.contains(w.as_str())) => Hit {
-            key,
-            at,
-            field: MatchField::Title,
-            snippet: whole(doc.title.as_deref().unwrap_or("")),
-            message_index: None,
-        },
-        None if query.words.iter().any(|w| id.contains(w.as_str())) => {
-            Hit { key, at, field: MatchField::Id, snippet: s.id.clone(), message_index: None }
+    let (field, snippet, message_index) = match best {
+        Some((_, i, first)) => {
+            (MatchField::Message, snippet(items[i], original_offset(items[i], first)), Some(i as u64))
         }
-        None => {
-            Hit { key, at, field: MatchField::Cwd, snippet: s.cwd.clone().unwrap_or_default(), message_index: None }
+        None if query.words.iter().any(|w| title.contains(w.as_str())) => {
+            (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
         }
-    })
+        None if query.words.iter().any(|w| id.contains(w.as_str())) => (MatchField::Id, s.id.clone(), None),
+        None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
+    };
+    Some(Hit { key, at, field, snippet, message_index })
 }
 
 impl Resolver {
@@ -525,13 +516,7 @@ impl Resolver {
         options: &SearchOptions,
         cancel: Option<&CancelToken>,
     ) -> Result<Vec<SearchResult>> {
-        let limit = match options.limit {
-            None => self.config.candidate_limit(),
-            Some(l) if (1..=MAX_SAFE_INTEGER).contains(&l) => l,
-            Some(_) => {
-                return Err(Error::new(ErrorCode::InvalidReference, "search limit must be a positive safe integer"))
-            }
-        };
+        let limit = self.limit_or_default(options.limit, "search")?;
         let request = SearchRequest { target: target.clone(), query: query.to_owned(), limit, scope: options.scope };
         cancellable(cancel, self.search_inner(request, cancel)).await
     }
@@ -549,8 +534,8 @@ impl Resolver {
 
     /// What the built-in index holds now.
     pub fn search_index_stats(&self) -> SearchIndexStats {
-        let (sessions, text_bytes, index_bytes) = self.discovery.docs.stats();
-        SearchIndexStats { sessions, text_bytes, index_bytes, titles: self.discovery.title_count() }
+        let (sessions, text_bytes, index_bytes, filter_bytes) = self.discovery.docs.stats();
+        SearchIndexStats { sessions, text_bytes, index_bytes, filter_bytes, titles: self.discovery.title_count() }
     }
 
     /// This resolver's configuration and discovery caches over another

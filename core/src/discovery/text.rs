@@ -18,12 +18,14 @@ use memchr::memmem;
 
 use super::fingerprint::Fingerprint;
 
-/// Bloom filter bits per distinct trigram. With 4 probes, 6 bits give a
-/// false-positive rate of about 5.6% per trigram; a needle of n bytes has
-/// n-2 trigrams that must all hit, so a 6-byte word passes a session that
-/// does not hold it about once in 10^5.
-const BITS_PER_TRIGRAM: usize = 6;
-const PROBES: u64 = 4;
+/// Bloom filter bits per distinct trigram. With 3 probes, 4 bits give a
+/// false-positive rate of about 15% per trigram; a needle of n bytes has
+/// n-2 trigrams that must all hit, so a 7-byte word passes a session that
+/// does not hold it well under once in a thousand (trigrams are not
+/// independent, so more in practice). Measured against the memory bound in
+/// BENCHMARKS.md.
+const BITS_PER_TRIGRAM: usize = 4;
+const PROBES: u64 = 3;
 /// zstd level of the stored text: fast to write, about 3x on prose.
 const ZSTD_LEVEL: i32 = 3;
 
@@ -87,18 +89,37 @@ fn key(w: &[u8]) -> u32 {
     (u32::from(w[0]) << 16) | (u32::from(w[1]) << 8) | u32::from(w[2])
 }
 
-/// The case mapping every comparison uses (the Unicode default lower-case
-/// mapping, as JavaScript's `toLowerCase`), with an ASCII fast path.
+/// The case mapping every comparison of search uses: each character's
+/// Unicode default lower-case mapping (`char::to_lowercase`), so a position
+/// in the folded text maps back to the original one character at a time.
+/// Runs of ASCII are lowered in bulk and CJK and Hangul (which have no case)
+/// are copied, so folding costs about a copy.
 pub(crate) fn fold(text: &str) -> Cow<'_, str> {
-    if text.is_ascii() {
-        if text.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(text.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(text)
-        }
-    } else {
-        Cow::Owned(text.to_lowercase())
+    if !text.bytes().any(|b| b.is_ascii_uppercase() || b >= 0x80) {
+        return Cow::Borrowed(text);
     }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let ascii = rest.bytes().position(|b| b >= 0x80).unwrap_or(rest.len());
+        let start = out.len();
+        out.push_str(&rest[..ascii]);
+        out[start..].make_ascii_lowercase();
+        rest = &rest[ascii..];
+        let mut chars = rest.chars();
+        while let Some(c) = chars.next() {
+            if c.is_ascii() {
+                break;
+            }
+            if matches!(c, '\u{3000}'..='\u{9fff}' | '\u{ac00}'..='\u{d7a3}') {
+                out.push(c);
+            } else {
+                out.extend(c.to_lowercase());
+            }
+            rest = chars.as_str();
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The indexed body of one session.
@@ -122,6 +143,9 @@ pub(crate) struct IndexedItem<'a> {
 }
 
 thread_local! {
+    /// The thread's zstd decompression context, reused by every search.
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
     /// One bit per possible trigram (2 MiB), to count distinct trigrams in
     /// linear time; cleared after each use through the keys it collected.
     static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -171,18 +195,37 @@ impl Doc {
         !self.ends.is_empty() && self.bloom.may_contain(needle.as_bytes())
     }
 
-    /// The decompressed item texts.
-    pub(crate) fn items(&self) -> Vec<String> {
-        let Some(&len) = self.ends.last() else { return Vec::new() };
-        let text = zstd::bulk::decompress(&self.packed, len).unwrap_or_default();
-        let text = String::from_utf8(text).unwrap_or_default();
-        let mut out = Vec::with_capacity(self.ends.len());
-        let mut start = 0;
-        for &end in self.ends.iter() {
-            out.push(text.get(start..end).unwrap_or_default().to_owned());
-            start = end;
+    /// The decompressed text of all items, and where each item ends in it.
+    pub(crate) fn text(&self) -> (String, &[usize]) {
+        let Some(&len) = self.ends.last() else { return (String::new(), &[]) };
+        // One decompression context per thread: creating one per call
+        // (a large allocation, zeroed) cost more than the decompression.
+        let text = DECOMPRESSOR.with(|d| {
+            let mut d = d.borrow_mut();
+            if d.is_none() {
+                *d = zstd::bulk::Decompressor::new().ok();
+            }
+            d.as_mut().and_then(|d| d.decompress(&self.packed, len).ok()).unwrap_or_default()
+        });
+        match String::from_utf8(text) {
+            Ok(text) if text.len() == len => (text, &self.ends),
+            // Never: the index wrote this text itself.
+            _ => (String::new(), &[]),
         }
-        out
+    }
+
+    /// The decompressed item texts.
+    #[cfg(test)]
+    pub(crate) fn items(&self) -> Vec<String> {
+        let (text, ends) = self.text();
+        let mut start = 0;
+        ends.iter()
+            .map(|&end| {
+                let item = text[start..end].to_owned();
+                start = end;
+                item
+            })
+            .collect()
     }
 
     /// Bytes of the projected text it covers.
@@ -218,7 +261,11 @@ pub(crate) fn original_offset(original: &str, folded_at: usize) -> usize {
         if folded >= folded_at {
             return i;
         }
-        folded += c.to_lowercase().map(char::len_utf8).sum::<usize>();
+        folded += if matches!(c, '\u{3000}'..='\u{9fff}' | '\u{ac00}'..='\u{d7a3}') {
+            c.len_utf8()
+        } else {
+            c.to_lowercase().map(char::len_utf8).sum::<usize>()
+        };
     }
     original.len()
 }
@@ -255,12 +302,14 @@ impl DocCache {
         self.docs.write().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
-    /// (sessions, projected text bytes, index bytes) of the kept docs.
-    pub(crate) fn stats(&self) -> (usize, usize, usize) {
+    /// (sessions, projected text bytes, index bytes, of which filters) of
+    /// the kept docs.
+    pub(crate) fn stats(&self) -> (usize, usize, usize, usize) {
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         let text = docs.values().map(|d| d.text_bytes()).sum();
+        let filters = docs.values().map(|d| d.bloom.bytes()).sum();
         let index = docs.values().map(|d| d.index_bytes()).sum::<usize>() + docs.keys().map(String::len).sum::<usize>();
-        (docs.len(), text, index)
+        (docs.len(), text, index, filters)
     }
 }
 
@@ -280,6 +329,16 @@ mod tests {
         }
         assert!(!d.may_contain("zzzz"));
         assert_eq!(d.items(), vec!["Fix PR1137 before 发布版本".to_owned(), "naïve ÉCOLE".to_owned()]);
+    }
+
+    #[test]
+    fn folding_is_the_per_character_lower_case_mapping() {
+        for t in ["plain", "MiXeD ASCII", "ÉCOLE naïve", "İstanbul", "发布 PR1137 ΣΑΣ", "Ǆ Ⅻ ＡＢＣ", "한국어 Ꙁ"]
+        {
+            let expected: String = t.chars().flat_map(char::to_lowercase).collect();
+            assert_eq!(fold(t), expected, "{t}");
+        }
+        assert!(matches!(fold("already lower"), Cow::Borrowed(_)));
     }
 
     #[test]
