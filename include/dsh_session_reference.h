@@ -106,7 +106,7 @@ typedef void (*dsr_destroy_fn)(void *user_data);
 /**
  * Optional change detection (NULL: none). `request_json` is
  * `request_len` bytes of UTF-8 JSON: an array of session ids. Write a JSON
- * array of the same length whose items are strings that change whenever
+ * array of the same length whose items are strings (or numbers) that change whenever
  * the session may have changed (for a log file, e.g.
  * `"<device>:<inode>:<size>:<mtime_ns>"`) or `null` for a session without
  * one; or write nothing when there are no fingerprints. The resolver caches
