@@ -615,16 +615,16 @@ impl Resolver {
     async fn indexed(&self, sessions: &[SessionHeader]) -> Vec<Arc<Doc>> {
         let fps = self.fingerprints(sessions).await;
         let titles = self.titles_under(sessions, &fps, INDEX_CONCURRENCY * 2).await;
-        let jobs: Vec<_> = sessions
+        let mut docs =
+            self.discovery.docs.get_all(sessions.iter().map(|s| s.id.as_str()).zip(fps.iter().map(Option::as_ref)));
+        let jobs: Vec<_> = docs
             .iter()
-            .zip(fps)
-            .zip(titles)
-            .map(|((s, fp), title)| {
-                let id = s.id.clone();
+            .enumerate()
+            .filter(|(_, d)| d.is_none())
+            .map(|(i, _)| {
+                let id = sessions[i].id.clone();
+                let (fp, title) = (fps[i].clone(), titles[i].clone());
                 async move {
-                    if let Some(doc) = self.discovery.docs.get(&id, fp.as_ref()) {
-                        return doc;
-                    }
                     let doc = match guarded(|| self.query.read_surface(&id)).await {
                         Ok(data) => {
                             let built = tokio::task::spawn_blocking(move || {
@@ -641,16 +641,20 @@ impl Resolver {
                             .await;
                             match built {
                                 Ok(doc) => Arc::new(doc),
-                                Err(_) => return Arc::new(Doc::build(None, None, Vec::new())),
+                                Err(_) => Arc::new(Doc::build(None, None, Vec::new())),
                             }
                         }
                         Err(_) => Arc::new(Doc::build(None, title, Vec::new())),
                     };
                     self.discovery.docs.put(&id, &doc);
-                    doc
+                    (i, doc)
                 }
             })
             .collect();
-        stream::iter(jobs).buffered(INDEX_CONCURRENCY).collect().await
+        let built: Vec<(usize, Arc<Doc>)> = stream::iter(jobs).buffered(INDEX_CONCURRENCY).collect().await;
+        for (i, doc) in built {
+            docs[i] = Some(doc);
+        }
+        docs.into_iter().map(|d| d.unwrap_or_else(|| Arc::new(Doc::build(None, None, Vec::new())))).collect()
     }
 }

@@ -277,11 +277,19 @@ pub(crate) struct DocCache {
 }
 
 impl DocCache {
-    /// The doc of `id` if it was built under `fp`.
-    pub(crate) fn get(&self, id: &str, fp: Option<&Fingerprint>) -> Option<Arc<Doc>> {
-        let fp = fp?;
+    /// For each `(id, fingerprint)`, the doc built under that fingerprint,
+    /// under one lock.
+    pub(crate) fn get_all<'a>(
+        &self,
+        wanted: impl Iterator<Item = (&'a str, Option<&'a Fingerprint>)>,
+    ) -> Vec<Option<Arc<Doc>>> {
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
-        docs.get(id).filter(|d| d.fingerprint.as_ref() == Some(fp)).cloned()
+        wanted.map(|(id, fp)| docs.get(id).filter(|d| fp.is_some() && d.fingerprint.as_ref() == fp).cloned()).collect()
+    }
+
+    /// Number of kept docs.
+    pub(crate) fn len(&self) -> usize {
+        self.docs.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Keeps `doc` for `id` when it has a fingerprint, else forgets `id`.

@@ -30,8 +30,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl DiscoveryCache {
-    /// Drops the entries of sessions not in `listed` (deleted sessions).
+    /// Drops the entries of sessions not in `listed` (deleted sessions),
+    /// when there can be any: a cache no larger than the listing holds only
+    /// listed ids or is bounded by it, and entries are only ever looked up
+    /// for listed ids under their current fingerprint.
     pub(crate) fn retain_listed(&self, listed: &[SessionHeader]) {
+        if lock(&self.titles).len() <= listed.len() && self.docs.len() <= listed.len() {
+            return;
+        }
         let ids: std::collections::HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         lock(&self.titles).retain(|id, _| ids.contains(id.as_str()));
         self.docs.retain(|id| ids.contains(id));
@@ -41,15 +47,6 @@ impl DiscoveryCache {
     pub(crate) fn clear(&self) {
         lock(&self.titles).clear();
         self.docs.clear();
-    }
-
-    fn cached_title(&self, id: &str, fp: Option<&Fingerprint>) -> Option<Option<String>> {
-        let fp = fp?;
-        let titles = lock(&self.titles);
-        match titles.get(id) {
-            Some((cached, title)) if cached == fp => Some(title.clone()),
-            _ => None,
-        }
     }
 
     fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
@@ -92,6 +89,7 @@ impl Resolver {
     }
 
     /// [`cached_titles`](Self::cached_titles) with the fingerprints taken.
+    /// Cached titles are taken under one lock; only the others become reads.
     pub(crate) async fn titles_under(
         &self,
         sessions: &[SessionHeader],
@@ -99,22 +97,35 @@ impl Resolver {
         concurrency: usize,
     ) -> Vec<Option<String>> {
         let cache = &self.discovery;
-        let jobs: Vec<_> = sessions
+        let mut titles: Vec<Option<Option<String>>> = {
+            let cached = lock(&cache.titles);
+            sessions
+                .iter()
+                .zip(fps)
+                .map(|(s, fp)| {
+                    let (held, title) = cached.get(&s.id)?;
+                    (Some(held) == fp.as_ref()).then(|| title.clone())
+                })
+                .collect()
+        };
+        let jobs: Vec<_> = titles
             .iter()
-            .zip(fps)
-            .map(|(s, fp)| {
-                let id = s.id.clone();
-                let fp = fp.clone();
+            .enumerate()
+            .filter(|(_, t)| t.is_none())
+            .map(|(i, _)| {
+                let id = sessions[i].id.clone();
+                let fp = fps[i].clone();
                 async move {
-                    if let Some(title) = cache.cached_title(&id, fp.as_ref()) {
-                        return title;
-                    }
                     let read = guarded(|| self.query.read_title(&id)).await.ok();
                     cache.store_title(&id, fp, read.clone());
-                    read.flatten()
+                    (i, read.flatten())
                 }
             })
             .collect();
-        stream::iter(jobs).buffered(concurrency.max(1)).collect().await
+        let read: Vec<(usize, Option<String>)> = stream::iter(jobs).buffered(concurrency.max(1)).collect().await;
+        for (i, title) in read {
+            titles[i] = Some(title);
+        }
+        titles.into_iter().map(Option::flatten).collect()
     }
 }
