@@ -6,7 +6,6 @@
 //! under its [`Fingerprint`], unless the host's session query answers the
 //! search itself ([`SessionQuery::search`](crate::SessionQuery::search)).
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -14,7 +13,7 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
-use super::text::{find, fold, original_offset, Doc, IndexedItem};
+use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle};
 use super::{rank, Candidate};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
@@ -270,23 +269,23 @@ const SNIPPET_AFTER: usize = 100;
 
 /// A parsed search text: lower-cased, whitespace runs collapsed.
 struct Query {
-    phrase: String,
-    words: Vec<String>,
+    phrase: Needle,
+    words: Vec<Needle>,
 }
 
 impl Query {
     fn parse(text: &str) -> Option<Query> {
         let folded = fold(text);
-        let mut words: Vec<String> = Vec::new();
+        let mut words: Vec<Needle> = Vec::new();
         for w in folded.split_whitespace() {
-            if !words.iter().any(|x| x == w) {
-                words.push(w.to_owned());
+            if !words.iter().any(|x| x.text == w) {
+                words.push(Needle::new(w.to_owned()));
             }
         }
         if words.is_empty() {
             return None;
         }
-        let phrase = folded.split_whitespace().collect::<Vec<_>>().join(" ");
+        let phrase = Needle::new(folded.split_whitespace().collect::<Vec<_>>().join(" "));
         Some(Query { phrase, words })
     }
 }
@@ -379,16 +378,17 @@ fn score(
         let cwd = s.cwd.as_deref().map(fold);
         let cwd = cwd.as_deref().unwrap_or("");
         let in_fields = |w: &str| title.contains(w) || id.contains(w) || cwd.contains(w);
-        if !query.words.iter().all(|w| in_fields(w) || doc.may_contain(w)) {
+        if !query.words.iter().all(|w| in_fields(&w.text) || doc.may_contain(&w.text)) {
             continue;
         }
-        let (tier, settled) = if title.contains(query.phrase.as_str()) {
+        let phrase = query.phrase.text.as_str();
+        let (tier, settled) = if title.contains(phrase) {
             (0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or("")))))
-        } else if id.contains(query.phrase.as_str()) {
+        } else if id.contains(phrase) {
             (1, Some((MatchField::Id, s.id.clone())))
-        } else if cwd.contains(query.phrase.as_str()) {
+        } else if cwd.contains(phrase) {
             (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
-        } else if doc.may_contain(&query.phrase) {
+        } else if doc.may_contain(phrase) {
             (1, None)
         } else {
             (2, None)
@@ -432,23 +432,25 @@ fn score(
 /// `None` when the filter let through a session that does not match.
 fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
     let (text, ends) = doc.text();
-    let items: Vec<&str> = ends
-        .iter()
-        .scan(0, |start, &end| {
-            let item = text.get(*start..end).unwrap_or_default();
-            *start = end;
-            Some(item)
-        })
-        .collect();
-    let mut folded: Vec<Cow<'_, str>> = Vec::with_capacity(items.len());
-    for (i, text) in items.iter().enumerate() {
-        let f = fold(text);
-        if let Some(pos) = find(&f, &query.phrase) {
+    // Every item lower-cased into one buffer (one allocation per session).
+    let mut folded_text = String::with_capacity(text.len());
+    let mut spans: Vec<(&str, std::ops::Range<usize>)> = Vec::with_capacity(ends.len());
+    let mut start = 0;
+    for &end in ends {
+        let item = text.get(start..end).unwrap_or_default();
+        let from = folded_text.len();
+        fold_into(item, &mut folded_text);
+        spans.push((item, from..folded_text.len()));
+        start = end;
+    }
+    let items: Vec<&str> = spans.iter().map(|(item, _)| *item).collect();
+    let folded: Vec<&str> = spans.iter().map(|(_, r)| &folded_text[r.clone()]).collect();
+    for (i, (text, f)) in items.iter().zip(&folded).enumerate() {
+        if let Some(pos) = query.phrase.find(f) {
             let snippet = snippet(text, original_offset(text, pos));
             let key = Key { tier: 1, ..key };
             return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
         }
-        folded.push(f);
     }
     // Scattered words: each must be somewhere; the best message holds the
     // most distinct words (the first of those).
@@ -460,7 +462,7 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
         let mut count = 0;
         let mut first = usize::MAX;
         for (w, word) in query.words.iter().enumerate() {
-            if let Some(pos) = find(f, word) {
+            if let Some(pos) = word.find(f) {
                 found[w] = true;
                 count += 1;
                 first = first.min(pos);
@@ -470,7 +472,7 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
             best = Some((count, i, first));
         }
     }
-    let in_fields = |w: &String| title.contains(w.as_str()) || id.contains(w.as_str()) || cwd.contains(w.as_str());
+    let in_fields = |w: &Needle| title.contains(&w.text) || id.contains(&w.text) || cwd.contains(&w.text);
     if !query.words.iter().zip(&found).all(|(w, f)| *f || in_fields(w)) {
         return None;
     }
@@ -479,10 +481,10 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
         Some((_, i, first)) => {
             (MatchField::Message, snippet(items[i], original_offset(items[i], first)), Some(i as u64))
         }
-        None if query.words.iter().any(|w| title.contains(w.as_str())) => {
+        None if query.words.iter().any(|w| title.contains(&w.text)) => {
             (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
         }
-        None if query.words.iter().any(|w| id.contains(w.as_str())) => (MatchField::Id, s.id.clone(), None),
+        None if query.words.iter().any(|w| id.contains(&w.text)) => (MatchField::Id, s.id.clone(), None),
         None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
     };
     Some(Hit { key, at, field, snippet, message_index })

@@ -99,6 +99,12 @@ pub(crate) fn fold(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
+    fold_into(text, &mut out);
+    Cow::Owned(out)
+}
+
+/// Appends [`fold`]`(text)` to `out`.
+pub(crate) fn fold_into(text: &str, out: &mut String) {
     let mut rest = text;
     while !rest.is_empty() {
         let ascii = rest.bytes().position(|b| b >= 0x80).unwrap_or(rest.len());
@@ -111,7 +117,7 @@ pub(crate) fn fold(text: &str) -> Cow<'_, str> {
             if c.is_ascii() {
                 break;
             }
-            if matches!(c, '\u{3000}'..='\u{9fff}' | '\u{ac00}'..='\u{d7a3}') {
+            if caseless(c) {
                 out.push(c);
             } else {
                 out.extend(c.to_lowercase());
@@ -119,7 +125,11 @@ pub(crate) fn fold(text: &str) -> Cow<'_, str> {
             rest = chars.as_str();
         }
     }
-    Cow::Owned(out)
+}
+
+/// CJK and Hangul: no case, copied as they are.
+fn caseless(c: char) -> bool {
+    matches!(c, '\u{3000}'..='\u{9fff}' | '\u{ac00}'..='\u{d7a3}')
 }
 
 /// The indexed body of one session.
@@ -245,9 +255,22 @@ impl Doc {
     }
 }
 
-/// The first occurrence of `needle` (lower-cased) in `folded`.
-pub(crate) fn find(folded: &str, needle: &str) -> Option<usize> {
-    memmem::find(folded.as_bytes(), needle.as_bytes())
+/// A lower-cased needle, prepared once per query for every session.
+pub(crate) struct Needle {
+    pub(crate) text: String,
+    finder: memmem::Finder<'static>,
+}
+
+impl Needle {
+    pub(crate) fn new(text: String) -> Needle {
+        let finder = memmem::Finder::new(text.as_bytes()).into_owned();
+        Needle { text, finder }
+    }
+
+    /// The first occurrence in `folded`.
+    pub(crate) fn find(&self, folded: &str) -> Option<usize> {
+        self.finder.find(folded.as_bytes())
+    }
 }
 
 /// The byte offset in `original` of the character whose lower-cased form
@@ -261,11 +284,7 @@ pub(crate) fn original_offset(original: &str, folded_at: usize) -> usize {
         if folded >= folded_at {
             return i;
         }
-        folded += if matches!(c, '\u{3000}'..='\u{9fff}' | '\u{ac00}'..='\u{d7a3}') {
-            c.len_utf8()
-        } else {
-            c.to_lowercase().map(char::len_utf8).sum::<usize>()
-        };
+        folded += if caseless(c) { c.len_utf8() } else { c.to_lowercase().map(char::len_utf8).sum::<usize>() };
     }
     original.len()
 }
@@ -353,7 +372,7 @@ mod tests {
     fn offsets_map_back_through_case_folding() {
         let original = "İx ÉCOLE";
         let folded = fold(original);
-        let at = find(&folded, "école").unwrap();
+        let at = Needle::new("école".into()).find(&folded).unwrap();
         assert_eq!(&original[original_offset(original, at)..], "ÉCOLE");
     }
 }
