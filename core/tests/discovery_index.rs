@@ -424,3 +424,56 @@ fn a_session_whose_surface_fails_is_found_by_title_and_never_cached() {
     assert_eq!(p.cached.take().1, 1, "read again");
     assert_eq!(p.r.search_index_stats().sessions, 0);
 }
+
+#[test]
+fn the_on_disk_cache_starts_warm_and_is_ignored_when_it_does_not_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("discovery.cache");
+    let p = Pair::new();
+    for i in 0..10 {
+        add(&p.mem, &format!("s{i}"), 1000 + i, Some("/work/a"), Some(&format!("Title {i}")), &[&format!("body {i}")]);
+    }
+    p.check("title", "body");
+    p.r.save_discovery_cache(&path).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers, ["discovery.cache"], "no temporary file is left behind");
+
+    // A fresh resolver over the same query starts warm: nothing is read.
+    let warm = || {
+        let r = Resolver::new(p.cached.clone(), Config::default());
+        (r.load_discovery_cache(&path), r)
+    };
+    let (used, r) = warm();
+    assert!(used);
+    p.cached.take();
+    assert_eq!(cands(&r, "title"), cands(&p.plain, "title"));
+    assert_eq!(ids(&found(&r, "body 7")), ["s7"]);
+    assert_eq!(p.cached.take(), (0, 0));
+    // A session changed since the file was written is read again.
+    p.mem.set_title("s2", Some("Changed".into()));
+    let (_, r) = warm();
+    assert_eq!(cands(&r, "changed")[0]["sessionId"], "s2");
+
+    let good = std::fs::read(&path).unwrap();
+    let rejected = |bytes: &[u8], what: &str| {
+        std::fs::write(&path, bytes).unwrap();
+        let (used, r) = warm();
+        assert!(!used, "{what} is ignored");
+        p.cached.take();
+        assert_eq!(cands(&r, "title"), cands(&p.plain, "title"), "{what}: still the right answer");
+        assert!(p.cached.take().0 > 0, "{what}: read again");
+    };
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    rejected(&flipped, "a corrupted file");
+    rejected(&good[..good.len() / 2], "a file written halfway");
+    rejected(b"", "an empty file");
+    rejected(b"not a cache at all", "a foreign file");
+    let mut other = b"DSRDISC\0".to_vec();
+    other.extend_from_slice(&99u32.to_le_bytes());
+    rejected(&zstd::bulk::compress(&other, 1).unwrap(), "a file of another format version");
+    std::fs::remove_file(&path).unwrap();
+    let (used, _) = warm();
+    assert!(!used, "a missing file");
+}

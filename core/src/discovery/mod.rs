@@ -12,6 +12,7 @@ use crate::resolver::{cancellable, guarded, Resolver};
 use crate::uri::format_mention;
 
 mod fingerprint;
+mod persist;
 mod rank;
 mod search;
 mod text;

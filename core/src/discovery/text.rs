@@ -306,6 +306,67 @@ impl DocCache {
         wanted.map(|(id, fp)| docs.get(id).filter(|d| fp.is_some() && d.fingerprint.as_ref() == fp).cloned()).collect()
     }
 
+    /// Appends every kept doc (see `persist.rs`).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        use super::persist::{put, put_opt};
+        let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
+        let kept: Vec<(&String, &Arc<Doc>)> = docs.iter().filter(|(_, d)| d.fingerprint.is_some()).collect();
+        out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
+        for (id, d) in kept {
+            put(out, id.as_bytes());
+            put(out, d.fingerprint.as_ref().map_or(&[][..], Fingerprint::as_bytes));
+            put_opt(out, d.title.as_deref().map(str::as_bytes));
+            put(out, &d.packed);
+            out.extend_from_slice(&(d.ends.len() as u64).to_le_bytes());
+            for &e in d.ends.iter() {
+                out.extend_from_slice(&(e as u64).to_le_bytes());
+            }
+            out.extend_from_slice(&(d.bloom.bits.len() as u64).to_le_bytes());
+            for &w in d.bloom.bits.iter() {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote; `None` if malformed. The
+    /// offsets must ascend, and a doc's text must decompress to exactly
+    /// its last offset when it is searched (else it reads as empty).
+    pub(crate) fn decode(&self, input: &mut super::persist::Input<'_>) -> Option<Vec<(String, Doc)>> {
+        let n = input.u64()?;
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let id = input.string()?;
+            let fingerprint = Some(input.fingerprint()?);
+            let title = input.opt_string()?;
+            let packed: Box<[u8]> = input.bytes()?.into();
+            let count = usize::try_from(input.u64()?).ok()?;
+            let mut ends = Vec::with_capacity(count.min(input.0.len() / 8));
+            for _ in 0..count {
+                ends.push(usize::try_from(input.u64()?).ok()?);
+            }
+            if ends.windows(2).any(|w| w[0] > w[1]) {
+                return None;
+            }
+            let words = usize::try_from(input.u64()?).ok()?;
+            let mut bits = Vec::with_capacity(words.min(input.0.len() / 8));
+            for _ in 0..words {
+                bits.push(input.u64()?);
+            }
+            let title_folded = title.as_deref().map(|t| fold(t).into_owned());
+            let bloom = Bloom { bits: bits.into() };
+            out.push((id, Doc { fingerprint, title, title_folded, packed, ends: ends.into(), bloom }));
+        }
+        Some(out)
+    }
+
+    /// Keeps every `(id, doc)`.
+    pub(crate) fn insert_all(&self, docs: Vec<(String, Doc)>) {
+        let mut held = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        for (id, doc) in docs {
+            held.insert(id, Arc::new(doc));
+        }
+    }
+
     /// Number of kept docs.
     pub(crate) fn len(&self) -> usize {
         self.docs.read().unwrap_or_else(|e| e.into_inner()).len()

@@ -43,6 +43,45 @@ impl DiscoveryCache {
         self.docs.retain(|id| ids.contains(id));
     }
 
+    /// Appends every entry (see `persist.rs`).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        use super::persist::{put, put_opt};
+        let titles = lock(&self.titles);
+        out.extend_from_slice(&(titles.len() as u64).to_le_bytes());
+        for (id, (fp, title)) in titles.iter() {
+            put(out, id.as_bytes());
+            put(out, fp.as_bytes());
+            put_opt(out, title.as_deref().map(str::as_bytes));
+        }
+        drop(titles);
+        self.docs.encode(out);
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote, all or nothing: whether
+    /// it was used.
+    pub(crate) fn decode(&self, input: &mut super::persist::Input<'_>) -> bool {
+        let titles = (|| {
+            let n = input.u64()?;
+            let mut titles = Vec::new();
+            for _ in 0..n {
+                titles.push((input.string()?, input.fingerprint()?, input.opt_string()?));
+            }
+            Some(titles)
+        })();
+        let Some(titles) = titles else { return false };
+        let Some(docs) = self.docs.decode(input) else { return false };
+        if !input.0.is_empty() {
+            return false;
+        }
+        let mut held = lock(&self.titles);
+        for (id, fp, title) in titles {
+            held.insert(id, (fp, title));
+        }
+        drop(held);
+        self.docs.insert_all(docs);
+        true
+    }
+
     /// Forgets everything (the next query reads every session again).
     pub(crate) fn clear(&self) {
         lock(&self.titles).clear();
