@@ -12,9 +12,11 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::projection::project_json;
+mod cache;
+
 use dsh_session_reference::{
-    decode_uri, encode_uri, format_mention, parse_text, Candidate, Config, DshStore, Error, ErrorCode, Prepared,
-    Resolver, SearchOptions, SearchResult, SearchScope, Target,
+    decode_uri, encode_uri, format_mention, parse_text, Blocking, Candidate, Config, DshStore, Error, ErrorCode,
+    Prepared, Resolver, SearchOptions, SearchResult, SearchScope, Target,
 };
 use serde_json::{json, Map, Value};
 
@@ -46,6 +48,13 @@ struct Global {
     /// Print machine-readable JSON (the SPEC shapes)
     #[arg(long, global = true)]
     json: bool,
+    /// Keep what candidates --query and search learn (titles, indexed text)
+    /// in $XDG_CACHE_HOME/dsh-session-reference/ to start warm next time
+    #[arg(long, global = true, overrides_with = "no_cache")]
+    cache: bool,
+    /// Read every session afresh and write no cache file [the default]
+    #[arg(long, global = true, overrides_with = "cache")]
+    no_cache: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -171,19 +180,47 @@ fn read_failed(message: impl Into<String>) -> Failure {
     Failure(Error::new(ErrorCode::ReadFailed, message))
 }
 
-/// The store, the resolver over it, and the output mode.
+/// The store, the resolver over it, the output mode and the cache file.
 struct Ctx {
     store: DshStore,
     resolver: Resolver,
     json: bool,
+    cache: Option<PathBuf>,
 }
 
 impl Ctx {
     fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
         let config = Config::new(global.max_references, candidate_limit, global.max_reference_bytes)?;
         let store = DshStore::open(&root).map_err(|e| read_failed(e.to_string()))?;
-        let resolver = Resolver::new(Arc::new(store.clone()), config);
-        Ok(Ctx { store, resolver, json: global.json })
+        if !global.cache {
+            let resolver = Resolver::new(Arc::new(store.clone()), config);
+            return Ok(Ctx { store, resolver, json: global.json, cache: None });
+        }
+        let query = Blocking::new(cache::Fingerprinted::new(store.clone()));
+        let resolver = Resolver::new(Arc::new(query), config);
+        let cache = match cache::path_for(&root) {
+            Ok(path) => {
+                resolver.load_discovery_cache(&path);
+                Some(path)
+            }
+            Err(why) => {
+                eprintln!("warning: not caching: {why}");
+                None
+            }
+        };
+        Ok(Ctx { store, resolver, json: global.json, cache })
+    }
+
+    /// Writes the cache file, when there is one (a failure only warns).
+    fn save_cache(&self) {
+        let Some(path) = &self.cache else { return };
+        let saved = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| self.resolver.save_discovery_cache(path));
+        if let Err(e) = saved {
+            eprintln!("warning: could not write the cache {}: {e}", path.display());
+        }
     }
 
     /// The target, its cwd from `--cwd`, else from its header when listed.
@@ -205,6 +242,7 @@ fn run(cli: Cli) -> CliResult {
             let ctx = Ctx::new(g, root(), None)?;
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
+            ctx.save_cache();
             print_candidates(&list, ctx.json);
         }
         Command::Search { target, query, limit, same_cwd } => {
@@ -213,6 +251,7 @@ fn run(cli: Cli) -> CliResult {
             let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
             let options = SearchOptions { limit: *limit, scope };
             let list = ctx.resolver.search_blocking(&target, query, &options, None)?;
+            ctx.save_cache();
             print_search(&list, ctx.json);
         }
         Command::Prepare { target, message, stdin, prompt } => {
