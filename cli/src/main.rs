@@ -214,6 +214,9 @@ impl Ctx {
     /// Writes the cache file, when there is one (a failure only warns).
     fn save_cache(&self) {
         let Some(path) = &self.cache else { return };
+        if !self.resolver.discovery_cache_changed() && path.exists() {
+            return;
+        }
         let saved = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)

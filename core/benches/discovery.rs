@@ -224,12 +224,17 @@ fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 fn main() {
     let n: usize = std::env::var("DSR_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);
     let kb: usize = std::env::var("DSR_BENCH_KB").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
-    let dir = tempfile::tempdir().unwrap();
-    let (gen, took) = time(|| write_root(dir.path(), n, kb));
+    // `DSR_BENCH_ROOT`: write the root there and keep it (to time the
+    // command line on it); else a temporary directory.
+    let tmp = tempfile::tempdir().unwrap();
+    let kept = std::env::var_os("DSR_BENCH_ROOT").map(PathBuf::from);
+    let root = kept.clone().unwrap_or_else(|| tmp.path().to_owned());
+    std::fs::create_dir_all(&root).unwrap();
+    let (gen, took) = time(|| write_root(&root, n, kb));
     let (mut logs, bytes) = gen;
     println!("generated {n} sessions, {:.0} MB of plain logs, in {:.1} s", bytes as f64 / 1e6, took.as_secs_f64());
     let target = Target::new("new-chat", Some("/work/p3".into()));
-    let store = DshStore::open(dir.path()).unwrap();
+    let store = DshStore::open(&root).unwrap();
     let reps = 15;
 
     // --- candidates through the store, with and without fingerprints

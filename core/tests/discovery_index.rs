@@ -445,14 +445,17 @@ fn the_on_disk_cache_starts_warm_and_is_ignored_when_it_does_not_match() {
     };
     let (used, r) = warm();
     assert!(used);
+    assert!(!r.discovery_cache_changed());
     p.cached.take();
     assert_eq!(cands(&r, "title"), cands(&p.plain, "title"));
     assert_eq!(ids(&found(&r, "body 7")), ["s7"]);
     assert_eq!(p.cached.take(), (0, 0));
+    assert!(!r.discovery_cache_changed(), "everything came from the file");
     // A session changed since the file was written is read again.
     p.mem.set_title("s2", Some("Changed".into()));
     let (_, r) = warm();
     assert_eq!(cands(&r, "changed")[0]["sessionId"], "s2");
+    assert!(r.discovery_cache_changed());
 
     let good = std::fs::read(&path).unwrap();
     let rejected = |bytes: &[u8], what: &str| {

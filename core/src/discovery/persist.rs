@@ -94,10 +94,18 @@ impl Resolver {
             encoder.finish()?.sync_all()?;
             std::fs::rename(&tmp, path)
         })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+        match written {
+            Ok(()) => self.discovery.changed.store(false, std::sync::atomic::Ordering::Relaxed),
+            Err(_) => drop(std::fs::remove_file(&tmp)),
         }
         written
+    }
+
+    /// Whether the discovery caches gained or lost anything since this
+    /// resolver was created or its caches were last loaded or saved (so a
+    /// process that found everything cached need not write its file again).
+    pub fn discovery_cache_changed(&self) -> bool {
+        self.discovery.changed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Loads the discovery caches written by
@@ -113,6 +121,10 @@ impl Resolver {
         let mut expected = Vec::new();
         header(&mut expected);
         let Some(body) = payload.strip_prefix(expected.as_slice()) else { return false };
-        self.discovery.decode(&mut Input(body))
+        let used = self.discovery.decode(&mut Input(body));
+        if used {
+            self.discovery.changed.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+        used
     }
 }

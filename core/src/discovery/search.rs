@@ -649,6 +649,7 @@ impl Resolver {
                         Err(_) => Arc::new(Doc::build(None, title, Vec::new())),
                     };
                     self.discovery.docs.put(&id, &doc);
+                    self.discovery.mark_changed();
                     (i, doc)
                 }
             })

@@ -23,6 +23,9 @@ use crate::resolver::{guarded, Resolver};
 pub(crate) struct DiscoveryCache {
     titles: Mutex<HashMap<String, (Fingerprint, Option<String>)>>,
     pub(crate) docs: super::text::DocCache,
+    /// Whether anything was read into or dropped from the caches since
+    /// they were created, loaded or saved.
+    pub(crate) changed: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -41,6 +44,7 @@ impl DiscoveryCache {
         let ids: std::collections::HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         lock(&self.titles).retain(|id, _| ids.contains(id.as_str()));
         self.docs.retain(|id| ids.contains(id));
+        self.mark_changed();
     }
 
     /// Appends every entry (see `persist.rs`).
@@ -86,9 +90,15 @@ impl DiscoveryCache {
     pub(crate) fn clear(&self) {
         lock(&self.titles).clear();
         self.docs.clear();
+        self.mark_changed();
+    }
+
+    pub(crate) fn mark_changed(&self) {
+        self.changed.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
+        self.mark_changed();
         let mut titles = lock(&self.titles);
         match (fp, title) {
             (Some(fp), Some(title)) => {
