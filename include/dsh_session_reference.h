@@ -104,9 +104,35 @@ typedef void (*dsr_read_surface_fn)(void *user_data, const char *session_id, siz
 typedef void (*dsr_destroy_fn)(void *user_data);
 
 /**
+ * Optional change detection (NULL: none). `request_json` is
+ * `request_len` bytes of UTF-8 JSON: an array of session ids. Write a JSON
+ * array of the same length whose items are strings (or numbers) that change whenever
+ * the session may have changed (for a log file, e.g.
+ * `"<device>:<inode>:<size>:<mtime_ns>"`) or `null` for a session without
+ * one; or write nothing when there are no fingerprints. The resolver caches
+ * titles and indexed texts under them; a failure only disables the caches
+ * for that query.
+ */
+typedef void (*dsr_fingerprints_fn)(void *user_data, const char *request_json, size_t request_len, struct dsr_sink *sink);
+
+/**
+ * Optional search implemented by the host (NULL: the built-in index).
+ * `request_json` is `{"target": {"id", "cwd"}, "query": string, "limit":
+ * number, "scope": "all" | "cwd"}`. Write a JSON array of results, best
+ * first: `[{"sessionId": string, "label"?: string, "cwd"?: string | null,
+ * "createdAt": number, "snippet"?: string, "field"?: "title" | "message" |
+ * "id" | "cwd", "messageIndex"?: integer | null}, ...]`; or write nothing to
+ * let the resolver use its built-in index for this query. The resolver drops
+ * the target's own session, cuts at the limit and computes the mentions.
+ */
+typedef void (*dsr_search_fn)(void *user_data, const char *request_json, size_t request_len, struct dsr_sink *sink);
+
+/**
  * A host's session query (docs/contract.md §9) as a table of callbacks.
  *
- * Set `size` to `sizeof(dsr_host)`. Every callback receives `user_data`
+ * Set `size` to `sizeof(dsr_host)` (a host built against the previous
+ * header, whose table ends at `destroy`, passes its smaller size and has
+ * neither `fingerprints` nor `search`). Every callback receives `user_data`
  * first and writes its result into the library-owned `sink` with
  * `dsr_sink_write` (appending; several writes concatenate) or reports a
  * failure with `dsr_sink_fail` (the reason reaches the caller's error
@@ -123,7 +149,8 @@ typedef void (*dsr_destroy_fn)(void *user_data);
  */
 typedef struct dsr_host {
   /**
-   * `sizeof(dsr_host)`; any other value is `DSR_MISUSE`.
+   * `sizeof(dsr_host)`, or the size of the previous table (up to and
+   * including `destroy`); any other value is `DSR_MISUSE`.
    */
   size_t size;
   /**
@@ -150,6 +177,14 @@ typedef struct dsr_host {
    * Frees `user_data` (nullable).
    */
   dsr_destroy_fn destroy;
+  /**
+   * Change detection for the discovery caches (nullable).
+   */
+  dsr_fingerprints_fn fingerprints;
+  /**
+   * The host's own search (nullable).
+   */
+  dsr_search_fn search;
 } dsr_host;
 
 /**
@@ -402,6 +437,28 @@ dsr_status dsr_resolver_list_candidates(const struct dsr_resolver *resolver, con
  * As `dsr_resolver_prepare`.
  */
 dsr_status dsr_resolver_candidates(const struct dsr_resolver *resolver, const char *request_json, size_t request_len, const struct dsr_cancel *cancel, char **out_json, size_t *out_len, struct dsr_error **err);
+
+/**
+ * Full-text search. Request: `{"target": {"id", "cwd"?}, "query": string,
+ * "limit"?: number, "scope"?: "all" | "cwd"}`. Result: the sessions other
+ * than the target whose projected text (user and assistant messages and
+ * checkpoints; never tool output or reasoning), title, id or cwd contain
+ * the query, best first, one per session:
+ * `[{"sessionId", "label", "cwd"?, "createdAt", "mention", "snippet",
+ * "field": "title" | "message" | "id" | "cwd", "messageIndex": number | null}, ...]`.
+ * Case-insensitive substrings (CJK and identifier fragments match); every
+ * whitespace-separated word must occur; the whole query in the title ranks
+ * first, then in a message, id or cwd, then the words apart; ties go to
+ * the target's cwd, then newer sessions. A blank query finds nothing. A
+ * host with a `search` callback answers it instead of the built-in index,
+ * which is kept per session under the host's `fingerprints` (without them,
+ * every search reads every surface). A bad `limit` or `scope` is
+ * `DSR_INVALID_REFERENCE`. Arguments as for `dsr_resolver_prepare`.
+ *
+ * # Safety
+ * As `dsr_resolver_prepare`.
+ */
+dsr_status dsr_resolver_search(const struct dsr_resolver *resolver, const char *request_json, size_t request_len, const struct dsr_cancel *cancel, char **out_json, size_t *out_len, struct dsr_error **err);
 
 /**
  * Creates a resolver over a DSH sessions directory (docs/contract.md §10): a read-only

@@ -58,10 +58,12 @@ export declare class NativeResolver {
    * A resolver over three host functions, each returning a value or a
    * Promise: `listSessions()` → JSON text or bytes of the header array,
    * `readTitle(id)` → a string or `null`/`undefined`, `readSurface(id)` →
-   * JSON text or bytes of the snapshot. Throws a failure with
+   * JSON text or bytes of the snapshot; and two optional ones taking and
+   * giving JSON text (`null`: none): `fingerprints(idsJson)` and
+   * `search(requestJson)`. Throws a failure with
    * `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.
    */
-  constructor(listSessions: () => string | Uint8Array | Promise<string | Uint8Array>, readTitle: (sessionId: string) => string | null | undefined | Promise<string | null | undefined>, readSurface: (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, config?: NativeConfig | null)
+  constructor(listSessions: () => string | Uint8Array | Promise<string | Uint8Array>, readTitle: (sessionId: string) => string | null | undefined | Promise<string | null | undefined>, readSurface: (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, fingerprints: ((request: string) => string | null | Promise<string | null>) | undefined | null, search: ((request: string) => string | null | Promise<string | null>) | undefined | null, config?: NativeConfig | null)
   /**
    * `prepare(target, content, references, contextWindow)`: `{content}` or
    * `{content, additionalContext}` as [`PreparedParts`] (the prompt
@@ -87,6 +89,13 @@ export declare class NativeResolver {
    * candidate with its mention; resolves to the JSON text of the array.
    */
   candidates(target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null): Promise<string | NativeFailure>
+  /**
+   * `search(target, query, limit?, scope?)`: full-text search; resolves
+   * to the JSON text of the result array. `limit` as for `candidates`;
+   * `scope` is `"all"` (default) or `"cwd"`, anything else fails with
+   * `SESSION_REFERENCE_INVALID_REFERENCE`.
+   */
+  search(target: string, query: string, limit: number | undefined, scope: string | undefined | null, cancel?: CancelHandle | null): Promise<string | NativeFailure>
   /**
    * A resolver reading several agents' sessions natively. Throws a
    * failure with `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.

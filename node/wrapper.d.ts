@@ -102,6 +102,75 @@ export interface SessionQuery {
   readTitle(sessionId: string): MaybePromise<string | null | undefined>
   /** The current surface snapshot of a session. */
   readSurface(sessionId: string): MaybePromise<SurfaceSnapshot | ConversationSnapshot | string | Uint8Array>
+  /**
+   * Optional change detection: one value per id that changes whenever the
+   * session may have changed (a log file's device, inode, size and mtime; a
+   * version number), or `null` for a session without one; return `null` for
+   * none at all. The resolver caches titles and indexed texts under them;
+   * without this method every query reads what it needs again.
+   */
+  fingerprints?(sessionIds: string[]): MaybePromise<ReadonlyArray<string | number | null> | null | undefined>
+  /**
+   * Optional search implemented by the host (its own full-text index, a
+   * search engine it runs): results best first, or `null` to let the
+   * resolver use its built-in index. The resolver drops the target's own
+   * session, cuts at the limit and computes the mentions.
+   */
+  search?(request: SessionSearchRequest): MaybePromise<readonly HostSearchResult[] | null | undefined>
+}
+
+/** Which sessions `search` looks at: all, or only those in the target's cwd. */
+export type SessionSearchScope = 'all' | 'cwd'
+
+/** What a host's own `search` is asked. */
+export interface SessionSearchRequest {
+  /** The session searching (never return its own session). */
+  target: { id: string; cwd: string | null }
+  /** The text as the user typed it. */
+  query: string
+  /** At most this many results are used. */
+  limit: number
+  /** Which sessions to search. */
+  scope: SessionSearchScope
+}
+
+/** Where a search result's best hit is. */
+export type SessionSearchField = 'title' | 'message' | 'id' | 'cwd'
+
+/** One result of a host's own `search`. */
+export interface HostSearchResult {
+  /** The session id. */
+  sessionId: string
+  /** Creation time. */
+  createdAt: number
+  /** The label; defaults to the id. */
+  label?: string
+  /** The session's cwd. */
+  cwd?: string | null
+  /** Text around the hit; defaults to `''`. */
+  snippet?: string
+  /** Where the hit is; defaults to `'message'`. */
+  field?: SessionSearchField
+  /** For a hit in a message: its index among the projected messages. */
+  messageIndex?: number | null
+}
+
+/** Options of `search`. */
+export interface SessionSearchOptions extends CallOptions {
+  /** At most this many results: a positive safe integer, default `candidateLimit`. */
+  limit?: number | null
+  /** Which sessions to search, default `'all'`. */
+  scope?: SessionSearchScope | null
+}
+
+/** A session found by `search`. */
+export interface SessionSearchResult extends SessionCandidateWithMention {
+  /** A short text around the best hit (whitespace runs collapsed, `…` where cut). */
+  snippet: string
+  /** Where the best hit is. */
+  field: SessionSearchField
+  /** For a hit in a message: its index among the projected messages; else `null`. */
+  messageIndex: number | null
 }
 
 /** Configuration; an absent or `null` key takes its default. */
@@ -404,6 +473,20 @@ export declare class SessionReferenceResolver {
   ): Promise<SessionCandidateWithMention[]>
   /** `candidates(target, query, undefined, options)`. */
   candidates(target: SessionTarget, query: string, options: CallOptions): Promise<SessionCandidateWithMention[]>
+
+  /**
+   * Full-text search over the projected text of every session but the
+   * target's (user and assistant messages and checkpoints; never tool
+   * output or reasoning), plus titles, ids and cwds. Case-insensitive
+   * substrings, so CJK text and identifier fragments (`1137` in `PR1137`)
+   * match; every whitespace-separated word must occur. Best first: the
+   * whole query in the title, then in a message, id or cwd, then the words
+   * apart; ties go to the target's cwd, then newer sessions. One result per
+   * session with a snippet around its best hit. A blank query finds
+   * nothing. A host's own `search` answers instead of the built-in index,
+   * which is kept per session under the host's `fingerprints`.
+   */
+  search(target: SessionTarget, query: string, options?: SessionSearchOptions): Promise<SessionSearchResult[]>
 }
 
 /** `dsh-session:` + the unpadded base64url of the id's JSON string literal. */

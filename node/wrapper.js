@@ -193,10 +193,18 @@ function adaptHost(query) {
   for (const method of HOST_METHODS) {
     if (typeof query[method] !== 'function') throw invalidArgument(`query.${method} must be a function`)
   }
+  // The optional methods take and give JSON across the boundary; `null` or
+  // `undefined` means "none" (no fingerprints; use the built-in index).
+  const optional = (method) =>
+    typeof query[method] === 'function'
+      ? hostCall((json) => query[method](JSON.parse(json)), (value) => (value == null ? null : JSON.stringify(value)))
+      : undefined
   return [
     hostCall(() => query.listSessions(), toJsonText),
     hostCall((sessionId) => query.readTitle(sessionId), asIs),
     hostCall((sessionId) => query.readSurface(sessionId), toJsonText),
+    optional('fingerprints'),
+    optional('search'),
   ]
 }
 
@@ -390,6 +398,23 @@ class SessionReferenceResolver {
     const json = targetArgument(target)
     requireString(query, 'query')
     return runNative(signal, (handle) => this.#native.candidates(json, query, limit, handle))
+  }
+
+  /**
+   * Full-text search over the projected text, titles, ids and cwds of every
+   * session but the target's: one result per session, best first, with a
+   * snippet. `options`: `{limit?, scope?: 'all' | 'cwd', signal?}`.
+   */
+  async search(target, query, options = undefined) {
+    const signal = signalOf(options)
+    const json = targetArgument(target)
+    requireString(query, 'query')
+    const limit = options == null ? undefined : options.limit === null ? undefined : options.limit
+    const scope = options == null || options.scope == null ? undefined : options.scope
+    if (scope !== undefined && typeof scope !== 'string') {
+      throw invalidArgument(`options.scope must be 'all' or 'cwd', not ${describe(scope)}`)
+    }
+    return runNative(signal, (handle) => this.#native.search(json, query, limit, scope, handle))
   }
 }
 

@@ -15,11 +15,14 @@ use dsh_session_reference::harden::invisible::is_invisible;
 use dsh_session_reference::harden::secrets::redact;
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::projection::project_json;
+mod cache;
+
 use dsh_session_reference::sources::dsh::RejectionKind;
 use dsh_session_reference::sources::{default_specs, open_sources, MultiQuery, SourceKind, SourceSpec};
 use dsh_session_reference::{
-    block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DshStore, Error, ErrorCode,
-    Hardening, Prepared, Resolver, SessionQuery, SurfaceData, Target,
+    block_on, decode_uri, encode_uri, format_mention, parse_text_with, Blocking, Candidate, Config, DshStore, Error,
+    ErrorCode, Hardening, Prepared, Resolver, SearchOptions, SearchResult, SearchScope, SessionQuery, SurfaceData,
+    Target,
 };
 use dsh_session_reference::{CompatConfig, DshCompat};
 use serde_json::{json, Map, Value};
@@ -75,6 +78,13 @@ struct Global {
     /// Drop hidden characters from labels and cut them to 100 characters
     #[arg(long, global = true)]
     sanitize_labels: bool,
+    /// Keep what candidates --query and search learn (titles, indexed text)
+    /// in $XDG_CACHE_HOME/dsh-session-reference/ to start warm next time
+    #[arg(long, global = true, overrides_with = "no_cache")]
+    cache: bool,
+    /// Read every session afresh and write no cache file [the default]
+    #[arg(long, global = true, overrides_with = "cache")]
+    no_cache: bool,
 }
 
 impl Global {
@@ -100,6 +110,19 @@ enum Command {
         /// At most this many candidates [default: 50]
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
+    },
+    /// Search what was said in sessions (messages, titles, ids, cwds), best first, with snippets
+    Search {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The text to find (case-insensitive; every word must occur)
+        query: String,
+        /// At most this many results [default: 50]
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        /// Only sessions in the target's cwd
+        #[arg(long)]
+        same_cwd: bool,
     },
     /// Rewrite the mentions in a message and prepare the referenced context
     Prepare {
@@ -237,6 +260,8 @@ struct Ctx {
     json: bool,
     /// `--context-window`.
     context_window: Option<u64>,
+    /// The cache file (`--cache`, DSH store only).
+    cache: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -256,17 +281,50 @@ impl Ctx {
                 config.with_compat(CompatConfig::with_profile(profile, None, global.max_reference_bytes.is_some())?)
             }
         };
-        let context_window = global.context_window;
+        let (json, context_window) = (global.json, global.context_window);
         if let [only] = specs.as_slice() {
             if only.kind == SourceKind::Dsh {
                 let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?;
-                let resolver = Resolver::new(Arc::new(store.clone()), config);
-                return Ok(Ctx { sources: Sources::Dsh(store), resolver, json: global.json, context_window });
+                if !global.cache {
+                    let resolver = Resolver::new(Arc::new(store.clone()), config);
+                    return Ok(Ctx { sources: Sources::Dsh(store), resolver, json, context_window, cache: None });
+                }
+                let query = Blocking::new(cache::Fingerprinted::new(store.clone()));
+                let resolver = Resolver::new(Arc::new(query), config);
+                let cache = match cache::path_for(&only.root) {
+                    Ok(path) => {
+                        resolver.load_discovery_cache(&path);
+                        Some(path)
+                    }
+                    Err(why) => {
+                        eprintln!("warning: not caching: {why}");
+                        None
+                    }
+                };
+                return Ok(Ctx { sources: Sources::Dsh(store), resolver, json, context_window, cache });
             }
+        }
+        if global.cache {
+            eprintln!("note: --cache applies to a DSH root alone; reading every session afresh");
         }
         let multi = Arc::new(open_sources(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
         let resolver = Resolver::new(multi.clone(), config);
-        Ok(Ctx { sources: Sources::Multi(multi), resolver, json: global.json, context_window })
+        Ok(Ctx { sources: Sources::Multi(multi), resolver, json, context_window, cache: None })
+    }
+
+    /// Writes the cache file, when there is one (a failure only warns).
+    fn save_cache(&self) {
+        let Some(path) = &self.cache else { return };
+        if !self.resolver.discovery_cache_changed() && path.exists() {
+            return;
+        }
+        let saved = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| self.resolver.save_discovery_cache(path));
+        if let Err(e) = saved {
+            eprintln!("warning: could not write the cache {}: {e}", path.display());
+        }
     }
 
     /// The target, its cwd from `--cwd`, else from its header when listed.
@@ -312,7 +370,18 @@ fn run(cli: Cli) -> CliResult {
             let ctx = Ctx::open(g, sources(), None)?;
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
+            ctx.save_cache();
             print_candidates(&list, ctx.json);
+            ctx.notes();
+        }
+        Command::Search { target, query, limit, same_cwd } => {
+            let ctx = Ctx::open(g, sources(), None)?;
+            let target = ctx.target(target)?;
+            let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
+            let options = SearchOptions { limit: *limit, scope };
+            let list = ctx.resolver.search_blocking(&target, query, &options, None)?;
+            ctx.save_cache();
+            print_search(&list, ctx.json);
             ctx.notes();
         }
         Command::Prepare { target, message, stdin, prompt } => {
@@ -429,6 +498,30 @@ fn print_candidates(list: &[Candidate], as_json: bool) {
     for (i, c) in list.iter().enumerate() {
         let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
         let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
+        let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
+        let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
+    }
+}
+
+fn print_search(list: &[SearchResult], as_json: bool) {
+    if as_json {
+        let array = Value::Array(list.iter().map(SearchResult::to_json).collect());
+        println!("{}", stringify(&array));
+        return;
+    }
+    if list.is_empty() {
+        println!("No matches.");
+    }
+    let mut out = std::io::stdout().lock();
+    for (i, r) in list.iter().enumerate() {
+        let c = &r.candidate;
+        let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
+        let at = match r.message_index {
+            Some(m) => format!("message {m}"),
+            None => r.field.as_str().to_owned(),
+        };
+        let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
+        let _ = writeln!(out, "    {}: {}", at, display(&r.snippet));
         let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
         let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
     }

@@ -591,3 +591,83 @@ fn default_locations_that_exist_are_used_and_named() {
     let shown = run_with(c, &["show", "multi-turn"], None);
     assert_eq!(shown.stdout, alone.stdout);
 }
+
+#[test]
+fn search_finds_what_was_said_with_snippets() {
+    let root = raw_root();
+    let got = ok_json(&["--root", &root, "--json", "search", "--target", "t", "--cwd", "/home/dev/alpha", "recovered"]);
+    assert_eq!(
+        got,
+        json!([{"sessionId": "compaction-recovery", "label": "Establish a durable compaction premise",
+            "cwd": "/home/dev/alpha", "createdAt": 1760000000000u64,
+            "mention": format_mention("compaction-recovery", Some("Establish a durable compaction premise")),
+            "snippet": "COMPACTION RECOVERED", "field": "message", "messageIndex": 1}])
+    );
+    // A title phrase ranks first; an identifier fragment matches inside a word.
+    let got = ok_json(&["--root", &root, "--json", "search", "--target", "t", "HEADLESS_OK"]);
+    assert_eq!(got[0]["sessionId"], "advanced-toolchain");
+    assert!(got[0]["snippet"].as_str().unwrap().contains("ADVANCED_HEADLESS_OK"));
+    let cjk = ok_json(&["--root", &root, "--json", "search", "--target", "t", "策略"]);
+    assert_eq!(cjk[0]["field"], "id");
+    let scoped = ok_json(&[
+        "--root",
+        &root,
+        "--json",
+        "search",
+        "--target",
+        "t",
+        "--cwd",
+        "/elsewhere",
+        "--same-cwd",
+        "recovered",
+    ]);
+    assert_eq!(scoped, json!([]));
+    let out = run(&["--root", &root, "search", "--target", "t", "--cwd", "/home/dev/alpha", "recovered"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(" 1. Establish a durable compaction premise\n    message 1: COMPACTION RECOVERED\n"),
+        "{}",
+        out.stdout
+    );
+    let none = run(&["--root", &root, "search", "--target", "t", "zzzz-nothing"]);
+    assert!(none.stdout.contains("No matches."));
+    let bad = run(&["--root", &root, "search", "--target", "t", "x", "--limit", "0"]);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+}
+
+#[test]
+fn the_cache_is_opt_in_and_never_changes_an_answer() {
+    let root = raw_root();
+    let cache_home = tempfile::tempdir().unwrap();
+    let run_in = |args: &[&str]| {
+        let mut c = cmd();
+        c.env("XDG_CACHE_HOME", cache_home.path());
+        let out = run_with(c, args, None);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr, "", "{args:?}");
+        out.stdout
+    };
+    let search = ["--root", root.as_str(), "--json", "search", "--target", "t", "--cwd", "/home/dev/alpha", "goal"];
+    let cands = ["--root", root.as_str(), "--json", "candidates", "--target", "t", "--query", "a"];
+    let expected_search = run_in(&search);
+    let expected_cands = run_in(&cands);
+    let dir = cache_home.path().join("dsh-session-reference");
+    assert!(!dir.exists(), "no cache file without --cache");
+    fn with<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        [args, &["--cache"]].concat()
+    }
+    assert_eq!(run_in(&with(&search)), expected_search);
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "one cache file per root: {files:?}");
+    assert_eq!(run_in(&with(&search)), expected_search, "warm");
+    assert_eq!(run_in(&with(&cands)), expected_cands, "warm");
+    let bytes = std::fs::read(&files[0]).unwrap();
+    std::fs::write(&files[0], &bytes[..bytes.len() / 2]).unwrap();
+    assert_eq!(run_in(&with(&search)), expected_search, "a half-written cache is ignored");
+    std::fs::write(&files[0], b"garbage").unwrap();
+    assert_eq!(run_in(&with(&cands)), expected_cands, "a corrupted cache is ignored");
+    assert!(std::fs::read(&files[0]).unwrap() != b"garbage", "and rewritten");
+    let before = std::fs::read(&files[0]).unwrap();
+    assert_eq!(run_in(&[&search[..], &["--cache", "--no-cache"]].concat()), expected_search);
+    assert_eq!(std::fs::read(&files[0]).unwrap(), before, "--no-cache (last) writes nothing");
+}

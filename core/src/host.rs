@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Number, Value};
 
+use crate::discovery::{Fingerprint, SearchRequest, SearchResult};
 use crate::error::HostError;
 
 /// A boxed future returned by [`SessionQuery`] methods.
@@ -180,6 +181,25 @@ pub trait SessionQuery: Send + Sync {
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>>;
     /// The current surface snapshot of a session.
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData>;
+    /// Optional change detection: the current [`Fingerprint`] of each
+    /// session in `session_ids` (same order, same length; `None` for one the
+    /// source cannot fingerprint), or `None` (the default) when the source
+    /// has none. Discovery caches titles and indexed texts under it; without
+    /// it every query reads every session it needs, as before. A fingerprint
+    /// must change whenever the session's title or surface may have.
+    fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        let _ = session_ids;
+        Box::pin(async { Ok(None) })
+    }
+    /// Optional search implemented by the host (its own full-text index, a
+    /// search engine it runs): results for `request`, best first, or `None`
+    /// (the default) to let the resolver use its built-in index. The
+    /// resolver drops the target's own session, cuts the list at the limit
+    /// and computes every mention.
+    fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
+        let _ = request;
+        Box::pin(async { Ok(None) })
+    }
 }
 
 impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
@@ -191,6 +211,12 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
     }
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         (**self).read_surface(session_id)
+    }
+    fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        (**self).fingerprints(session_ids)
+    }
+    fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
+        (**self).search(request)
     }
 }
 
@@ -204,6 +230,19 @@ pub trait BlockingSessionQuery: Send + Sync + 'static {
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError>;
     /// The current surface snapshot of a session.
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError>;
+    /// Optional change detection, as [`SessionQuery::fingerprints`]
+    /// (default: `None`, no fingerprints). Called once per discovery query
+    /// for all the sessions it needs.
+    fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+        let _ = session_ids;
+        Ok(None)
+    }
+    /// Optional host search, as [`SessionQuery::search`] (default: `None`,
+    /// the built-in index).
+    fn search(&self, request: &SearchRequest) -> Result<Option<Vec<SearchResult>>, HostError> {
+        let _ = request;
+        Ok(None)
+    }
 }
 
 /// Adapts a [`BlockingSessionQuery`] into a [`SessionQuery`]: every call runs
@@ -248,5 +287,13 @@ impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         let id = session_id.to_owned();
         on_blocking_pool(&self.0, move |q| q.read_surface(&id))
+    }
+    fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        let ids = session_ids.to_vec();
+        on_blocking_pool(&self.0, move |q| q.fingerprints(&ids))
+    }
+    fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
+        let request = request.clone();
+        on_blocking_pool(&self.0, move |q| q.search(&request))
     }
 }

@@ -82,7 +82,9 @@ pub use config::{
 };
 pub use context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata, ReferenceStats};
 pub use conversation::{Conversation, ConversationItem};
-pub use discovery::Candidate;
+pub use discovery::{
+    Candidate, Fingerprint, MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
+};
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;
 pub use host::{

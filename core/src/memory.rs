@@ -1,9 +1,12 @@
 //! An in-memory [`SessionQuery`]: fill it with headers, titles and
 //! snapshots. Handy for tests and for hosts that already hold sessions.
+//! Every change of a session bumps its version, which is its
+//! [`Fingerprint`], so the discovery caches of a resolver stay exact.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 
+use crate::discovery::Fingerprint;
 use crate::error::HostError;
 use crate::host::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 
@@ -13,6 +16,17 @@ struct Inner {
     listing_failure: Option<HostError>,
     titles: HashMap<String, Result<Option<String>, HostError>>,
     surfaces: HashMap<String, Result<SurfaceData, HostError>>,
+    /// The version of each session changed at least once; the clock they
+    /// are drawn from only grows, so no two states share a version.
+    versions: HashMap<String, u64>,
+    clock: u64,
+}
+
+impl Inner {
+    fn touch(&mut self, id: &str) {
+        self.clock += 1;
+        self.versions.insert(id.to_owned(), self.clock);
+    }
 }
 
 /// A session query over values held in memory. Listing returns sessions in
@@ -40,6 +54,7 @@ impl MemoryQuery {
     /// Appends a session to the listing (replacing one with the same id in place).
     pub fn add_session(&self, header: SessionHeader) {
         let mut inner = self.write();
+        inner.touch(&header.id);
         match inner.sessions.iter_mut().find(|s| s.id == header.id) {
             Some(existing) => *existing = header,
             None => inner.sessions.push(header),
@@ -48,17 +63,41 @@ impl MemoryQuery {
 
     /// Sets the latest title of a session (`None`: no title).
     pub fn set_title(&self, id: impl Into<String>, title: Option<String>) {
-        self.write().titles.insert(id.into(), Ok(title));
+        let id = id.into();
+        let mut inner = self.write();
+        inner.touch(&id);
+        inner.titles.insert(id, Ok(title));
     }
 
     /// Makes title reads of a session fail with `reason`.
     pub fn fail_title(&self, id: impl Into<String>, reason: impl Into<HostError>) {
-        self.write().titles.insert(id.into(), Err(reason.into()));
+        let id = id.into();
+        let mut inner = self.write();
+        inner.touch(&id);
+        inner.titles.insert(id, Err(reason.into()));
     }
 
     /// Sets the surface snapshot of a session.
     pub fn set_surface(&self, id: impl Into<String>, surface: impl Into<SurfaceData>) {
-        self.write().surfaces.insert(id.into(), Ok(surface.into()));
+        let id = id.into();
+        let mut inner = self.write();
+        inner.touch(&id);
+        inner.surfaces.insert(id, Ok(surface.into()));
+    }
+
+    /// Removes a session: from the listing, with its title and surface.
+    pub fn remove_session(&self, id: &str) {
+        let mut inner = self.write();
+        inner.touch(id);
+        inner.sessions.retain(|s| s.id != id);
+        inner.titles.remove(id);
+        inner.surfaces.remove(id);
+    }
+
+    /// The current version of a session (0 before its first change): its
+    /// fingerprint.
+    pub fn version(&self, id: &str) -> u64 {
+        self.read().versions.get(id).copied().unwrap_or(0)
     }
 
     /// Makes listing fail with `reason` (until [`clear_listing_failure`](Self::clear_listing_failure)).
@@ -73,7 +112,10 @@ impl MemoryQuery {
 
     /// Makes surface reads of a session fail with `reason`.
     pub fn fail_surface(&self, id: impl Into<String>, reason: impl Into<HostError>) {
-        self.write().surfaces.insert(id.into(), Err(reason.into()));
+        let id = id.into();
+        let mut inner = self.write();
+        inner.touch(&id);
+        inner.surfaces.insert(id, Err(reason.into()));
     }
 }
 
@@ -100,5 +142,14 @@ impl SessionQuery for MemoryQuery {
             .cloned()
             .unwrap_or_else(|| Err(HostError::new(format!("no session {session_id:?}"))));
         Box::pin(async move { surface })
+    }
+
+    fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        let inner = self.read();
+        let fps = session_ids
+            .iter()
+            .map(|id| Some(Fingerprint::from_u64(inner.versions.get(id).copied().unwrap_or(0))))
+            .collect();
+        Box::pin(async move { Ok(Some(fps)) })
     }
 }

@@ -4,7 +4,10 @@
 use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
 
-use dsh_session_reference::{BlockingSessionQuery, HostError, SessionHeader, SurfaceData};
+use dsh_session_reference::{
+    BlockingSessionQuery, Fingerprint, HostError, SearchRequest, SearchResult, SessionHeader, SurfaceData,
+};
+use serde_json::Value;
 
 use crate::error::{dsr_error, dsr_status, guard, Failure};
 use crate::strings::bytes_arg;
@@ -57,12 +60,38 @@ pub type dsr_read_surface_fn = Option<
     unsafe extern "C" fn(user_data: *mut c_void, session_id: *const c_char, session_id_len: usize, sink: *mut dsr_sink),
 >;
 
+/// Optional change detection (NULL: none). `request_json` is
+/// `request_len` bytes of UTF-8 JSON: an array of session ids. Write a JSON
+/// array of the same length whose items are strings (or numbers) that change whenever
+/// the session may have changed (for a log file, e.g.
+/// `"<device>:<inode>:<size>:<mtime_ns>"`) or `null` for a session without
+/// one; or write nothing when there are no fingerprints. The resolver caches
+/// titles and indexed texts under them; a failure only disables the caches
+/// for that query.
+pub type dsr_fingerprints_fn = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, request_json: *const c_char, request_len: usize, sink: *mut dsr_sink),
+>;
+
+/// Optional search implemented by the host (NULL: the built-in index).
+/// `request_json` is `{"target": {"id", "cwd"}, "query": string, "limit":
+/// number, "scope": "all" | "cwd"}`. Write a JSON array of results, best
+/// first: `[{"sessionId": string, "label"?: string, "cwd"?: string | null,
+/// "createdAt": number, "snippet"?: string, "field"?: "title" | "message" |
+/// "id" | "cwd", "messageIndex"?: integer | null}, ...]`; or write nothing to
+/// let the resolver use its built-in index for this query. The resolver drops
+/// the target's own session, cuts at the limit and computes the mentions.
+pub type dsr_search_fn = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, request_json: *const c_char, request_len: usize, sink: *mut dsr_sink),
+>;
+
 /// Releases the host's `user_data`.
 pub type dsr_destroy_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 /// A host's session query (docs/contract.md §9) as a table of callbacks.
 ///
-/// Set `size` to `sizeof(dsr_host)`. Every callback receives `user_data`
+/// Set `size` to `sizeof(dsr_host)` (a host built against the previous
+/// header, whose table ends at `destroy`, passes its smaller size and has
+/// neither `fingerprints` nor `search`). Every callback receives `user_data`
 /// first and writes its result into the library-owned `sink` with
 /// `dsr_sink_write` (appending; several writes concatenate) or reports a
 /// failure with `dsr_sink_fail` (the reason reaches the caller's error
@@ -79,7 +108,8 @@ pub type dsr_destroy_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct dsr_host {
-    /// `sizeof(dsr_host)`; any other value is `DSR_MISUSE`.
+    /// `sizeof(dsr_host)`, or the size of the previous table (up to and
+    /// including `destroy`); any other value is `DSR_MISUSE`.
     pub size: usize,
     /// `0` or `DSR_HOST_SERIALIZE_CALLS`; unknown bits are `DSR_MISUSE`.
     pub flags: u32,
@@ -93,6 +123,10 @@ pub struct dsr_host {
     pub read_surface: dsr_read_surface_fn,
     /// Frees `user_data` (nullable).
     pub destroy: dsr_destroy_fn,
+    /// Change detection for the discovery caches (nullable).
+    pub fingerprints: dsr_fingerprints_fn,
+    /// The host's own search (nullable).
+    pub search: dsr_search_fn,
 }
 
 /// A validated host vtable owned by a resolver.
@@ -121,13 +155,28 @@ impl CHost {
         // SAFETY: the first field is readable per the contract.
         let size = unsafe { host.cast::<usize>().read_unaligned() };
         let expected = std::mem::size_of::<dsr_host>();
-        if size != expected {
+        let previous = std::mem::offset_of!(dsr_host, fingerprints);
+        if size != expected && size != previous {
             return Err(Failure::misuse(format!(
                 "{func}: `host->size` is {size}, expected sizeof(dsr_host) = {expected} (is the header from another version?)"
             )));
         }
-        // SAFETY: the size matches, so the whole struct is readable.
-        let vtable = unsafe { host.read_unaligned() };
+        let mut vtable = dsr_host {
+            size,
+            flags: 0,
+            user_data: std::ptr::null_mut(),
+            list_sessions: None,
+            read_title: None,
+            read_surface: None,
+            destroy: None,
+            fingerprints: None,
+            search: None,
+        };
+        // SAFETY: the host's first `size` bytes are readable (the contract),
+        // `size` is at most `sizeof(dsr_host)`, and every field is valid for
+        // any bit pattern a C host writes (integers, pointers, nullable
+        // function pointers); the fields past `size` keep their NULLs.
+        unsafe { std::ptr::copy_nonoverlapping(host.cast::<u8>(), std::ptr::addr_of_mut!(vtable).cast::<u8>(), size) };
         if vtable.flags & !DSR_HOST_SERIALIZE_CALLS != 0 {
             return Err(Failure::misuse(format!("{func}: `host->flags` has unknown bits {:#x}", vtable.flags)));
         }
@@ -197,6 +246,29 @@ impl BlockingSessionQuery for CHost {
         let bytes = self.call_with_id(f, session_id)?.unwrap_or_default();
         Ok(SurfaceData::json(bytes))
     }
+
+    fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+        let Some(f) = self.vtable.fingerprints else { return Ok(None) };
+        let request = dsh_session_reference::json::stringify(&Value::from(session_ids.to_vec()));
+        let Some(bytes) = self.call_with_id(f, &request)? else { return Ok(None) };
+        let value = json_reply("fingerprints", bytes)?;
+        Fingerprint::list_from_json(&value).map(Some).map_err(|e| HostError::new(format!("the host's {e}")))
+    }
+
+    fn search(&self, request: &SearchRequest) -> Result<Option<Vec<SearchResult>>, HostError> {
+        let Some(f) = self.vtable.search else { return Ok(None) };
+        let request = dsh_session_reference::json::stringify(&request.to_json());
+        let Some(bytes) = self.call_with_id(f, &request)? else { return Ok(None) };
+        let value = json_reply("search", bytes)?;
+        SearchResult::list_from_json(&value).map(Some).map_err(|e| HostError::new(format!("the host's search: {e}")))
+    }
+}
+
+/// A callback's JSON output, parsed as `JSON.parse` would.
+fn json_reply(what: &str, bytes: Vec<u8>) -> Result<Value, HostError> {
+    let text = utf8(what, bytes)?;
+    dsh_session_reference::json::parse_js(&text)
+        .map_err(|e| HostError::new(format!("the host's {what} is not JSON: {e}")))
 }
 
 /// Appends `data_len` bytes at `data` to the callback's output (the bytes

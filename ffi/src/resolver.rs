@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::{
-    candidate_limit_from_json, context, Blocking, CancelToken, Config, Resolver, SessionQuery, Target,
+    candidate_limit_from_json, context, Blocking, CancelToken, Config, Resolver, SearchOptions, SessionQuery, Target,
 };
 use serde_json::{Map, Value};
 
@@ -300,6 +300,46 @@ pub unsafe extern "C" fn dsr_resolver_candidates(
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
             let target = target_of(F, req)?;
             let list = r.candidates_blocking(&target, query_of(F, req)?, limit_of(req)?, cancel)?;
+            Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
+        })
+    }
+}
+
+/// Full-text search. Request: `{"target": {"id", "cwd"?}, "query": string,
+/// "limit"?: number, "scope"?: "all" | "cwd"}`. Result: the sessions other
+/// than the target whose projected text (user and assistant messages and
+/// checkpoints; never tool output or reasoning), title, id or cwd contain
+/// the query, best first, one per session:
+/// `[{"sessionId", "label", "cwd"?, "createdAt", "mention", "snippet",
+/// "field": "title" | "message" | "id" | "cwd", "messageIndex": number | null}, ...]`.
+/// Case-insensitive substrings (CJK and identifier fragments match); every
+/// whitespace-separated word must occur; the whole query in the title ranks
+/// first, then in a message, id or cwd, then the words apart; ties go to
+/// the target's cwd, then newer sessions. A blank query finds nothing. A
+/// host with a `search` callback answers it instead of the built-in index,
+/// which is kept per session under the host's `fingerprints` (without them,
+/// every search reads every surface). A bad `limit` or `scope` is
+/// `DSR_INVALID_REFERENCE`. Arguments as for `dsr_resolver_prepare`.
+///
+/// # Safety
+/// As `dsr_resolver_prepare`.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_search(
+    resolver: *const dsr_resolver,
+    request_json: *const c_char,
+    request_len: usize,
+    cancel: *const dsr_cancel,
+    out_json: *mut *mut c_char,
+    out_len: *mut usize,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    const F: &str = "dsr_resolver_search";
+    // SAFETY: forwarded contract.
+    unsafe {
+        run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
+            let target = target_of(F, req)?;
+            let options = SearchOptions::from_json(&Value::Object(req.clone()))?;
+            let list = r.search_blocking(&target, query_of(F, req)?, &options, cancel)?;
             Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
         })
     }

@@ -13,10 +13,14 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use dsh_session_reference::{HostError, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use dsh_session_reference::json::stringify;
+use dsh_session_reference::{
+    Fingerprint, HostError, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SurfaceData,
+};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{sys, Error as NapiError, ValueType};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 /// What a host function produced, converted on the JavaScript thread.
@@ -245,6 +249,10 @@ pub struct JsQuery {
     list_sessions: HostFunction<()>,
     read_title: HostFunction<String>,
     read_surface: HostFunction<String>,
+    /// The optional `fingerprints(ids)` and `search(request)`, each taking
+    /// and giving JSON text (the wrapper converts).
+    fingerprints: Option<HostFunction<String>>,
+    search: Option<HostFunction<String>>,
 }
 
 impl JsQuery {
@@ -254,7 +262,34 @@ impl JsQuery {
         read_title: HostFunction<String>,
         read_surface: HostFunction<String>,
     ) -> Self {
-        JsQuery { list_sessions, read_title, read_surface }
+        JsQuery { list_sessions, read_title, read_surface, fingerprints: None, search: None }
+    }
+
+    /// The query with the host's optional functions.
+    pub fn with_optional(
+        mut self,
+        fingerprints: Option<HostFunction<String>>,
+        search: Option<HostFunction<String>>,
+    ) -> Self {
+        self.fingerprints = fingerprints;
+        self.search = search;
+        self
+    }
+}
+
+/// The JSON a host's optional function gave: `None` for `null`/`undefined`.
+async fn optional_json(
+    f: &HostFunction<String>,
+    method: &str,
+    arg: &Value,
+) -> std::result::Result<Option<Value>, HostError> {
+    match call(f, stringify(arg)).await? {
+        HostValue::Nothing => Ok(None),
+        HostValue::Text(json) => dsh_session_reference::json::parse_js(&json)
+            .map(Some)
+            .map_err(|e| HostError::new(format!("{method} returned an invalid value: {e}"))),
+        HostValue::Bytes(_) => Err(HostError::new(format!("{method} returned bytes, not JSON text"))),
+        HostValue::Wrong(t) => Err(HostError::new(format!("{method} returned {t}, not JSON text"))),
     }
 }
 
@@ -276,6 +311,28 @@ impl SessionQuery for JsQuery {
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         Box::pin(async move { surface_of(call(&self.read_surface, session_id.to_owned()).await?) })
+    }
+
+    fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        Box::pin(async move {
+            let Some(f) = &self.fingerprints else { return Ok(None) };
+            match optional_json(f, "fingerprints", &Value::from(session_ids.to_vec())).await? {
+                None => Ok(None),
+                Some(v) => Fingerprint::list_from_json(&v).map(Some).map_err(HostError::new),
+            }
+        })
+    }
+
+    fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
+        Box::pin(async move {
+            let Some(f) = &self.search else { return Ok(None) };
+            match optional_json(f, "search", &request.to_json()).await? {
+                None => Ok(None),
+                Some(v) => {
+                    SearchResult::list_from_json(&v).map(Some).map_err(|e| HostError::new(format!("search: {e}")))
+                }
+            }
+        })
     }
 }
 

@@ -457,29 +457,39 @@ impl NativeResolver {
     /// A resolver over three host functions, each returning a value or a
     /// Promise: `listSessions()` → JSON text or bytes of the header array,
     /// `readTitle(id)` → a string or `null`/`undefined`, `readSurface(id)` →
-    /// JSON text or bytes of the snapshot. Throws a failure with
+    /// JSON text or bytes of the snapshot; and two optional ones taking and
+    /// giving JSON text (`null`: none): `fingerprints(idsJson)` and
+    /// `search(requestJson)`. Throws a failure with
     /// `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.
     #[napi(
         constructor,
         ts_args_type = "listSessions: () => string | Uint8Array | Promise<string | Uint8Array>, readTitle: (sessionId: \
                         string) => string | null | undefined | Promise<string | null | undefined>, readSurface: \
-                        (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, config?: \
+                        (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, fingerprints: \
+                        ((request: string) => string | null | Promise<string | null>) | undefined | null, search: \
+                        ((request: string) => string | null | Promise<string | null>) | undefined | null, config?: \
                         NativeConfig | null"
     )]
     pub fn new(
         list_sessions: Function<'_, (), Pending>,
         read_title: Function<'_, String, Pending>,
         read_surface: Function<'_, String, Pending>,
+        fingerprints: Option<Function<'_, String, Pending>>,
+        search: Option<Function<'_, String, Pending>>,
         config: Option<Unknown<'_>>,
     ) -> Result<Self, &'static str> {
         let to_status = |e: Error| Error::new(INVALID_ARGUMENT, e.reason);
         let config = config_from_js(config).map_err(to_status)?.map_err(crate::to_napi_error)?;
         let read_surface_ref = read_surface.create_ref().map_err(to_status)?;
-        let query = Arc::new(JsQuery::new(
-            host_function(list_sessions).map_err(to_status)?,
-            host_function(read_title).map_err(to_status)?,
-            host_function(read_surface).map_err(to_status)?,
-        ));
+        let optional = |f: Option<Function<'_, String, Pending>>| f.map(host_function).transpose().map_err(to_status);
+        let query = Arc::new(
+            JsQuery::new(
+                host_function(list_sessions).map_err(to_status)?,
+                host_function(read_title).map_err(to_status)?,
+                host_function(read_surface).map_err(to_status)?,
+            )
+            .with_optional(optional(fingerprints)?, optional(search)?),
+        );
         let resolver = Arc::new(Resolver::new(Arc::clone(&query) as Arc<dyn SessionQuery>, config));
         Ok(NativeResolver { resolver, host: Some((query, read_surface_ref)) })
     }
@@ -637,6 +647,48 @@ impl NativeResolver {
         spawn(env, async move {
             let list = resolver.candidates(&target, &query, limit, cancel.as_ref()).await?;
             Ok(stringify(&Value::Array(list.iter().map(core::Candidate::to_json).collect())))
+        })
+    }
+
+    /// `search(target, query, limit?, scope?)`: full-text search; resolves
+    /// to the JSON text of the result array. `limit` as for `candidates`;
+    /// `scope` is `"all"` (default) or `"cwd"`, anything else fails with
+    /// `SESSION_REFERENCE_INVALID_REFERENCE`.
+    #[napi(
+        ts_args_type = "target: string, query: string, limit: number | undefined, scope: string | undefined | null, \
+                        cancel?: CancelHandle | null",
+        ts_return_type = "Promise<string | NativeFailure>"
+    )]
+    pub fn search<'env>(
+        &self,
+        env: &'env Env,
+        target: String,
+        query: String,
+        limit: Unknown<'_>,
+        scope: Option<String>,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Object<'env>> {
+        let target = match parse_target(&target) {
+            Ok(t) => t,
+            Err(failure) => return settled(env, failure),
+        };
+        let limit = match limit_from_js(limit)? {
+            Ok(limit) => limit,
+            Err(e) => return settled(env, e.into()),
+        };
+        let mut request = serde_json::Map::new();
+        if let Some(scope) = scope {
+            request.insert("scope".into(), Value::from(scope));
+        }
+        let options = match core::SearchOptions::from_json(&Value::Object(request)) {
+            Ok(o) => core::SearchOptions { limit, ..o },
+            Err(e) => return settled(env, e.into()),
+        };
+        let resolver = Arc::clone(&self.resolver);
+        let cancel = token(cancel);
+        spawn(env, async move {
+            let list = resolver.search(&target, &query, &options, cancel.as_ref()).await?;
+            Ok(stringify(&Value::Array(list.iter().map(core::SearchResult::to_json).collect())))
         })
     }
 }

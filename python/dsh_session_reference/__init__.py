@@ -42,6 +42,8 @@ from ._types import (
     ParsedText,
     Prepared,
     Reference,
+    SearchResult,
+    SearchScope,
     SessionQuery,
     Target,
 )
@@ -75,6 +77,7 @@ __all__ = [
     "ParsedText",
     "Prepared",
     "Candidate",
+    "SearchResult",
 ]
 
 
@@ -137,6 +140,21 @@ class Resolver(_NativeResolver):
         """The ``async`` twin of :meth:`list_candidates`."""
         result: List[Candidate] = await _bridge.call(
             self._start_list_candidates, target, query, limit, cancel=cancel
+        )
+        return result
+
+    async def search_async(
+        self,
+        target: Target,
+        query: str,
+        *,
+        limit: Optional[int] = None,
+        scope: Optional[SearchScope] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[SearchResult]:
+        """The ``async`` twin of :meth:`search`."""
+        result: List[SearchResult] = await _bridge.call(
+            self._start_search, target, query, limit, scope, cancel=cancel
         )
         return result
 

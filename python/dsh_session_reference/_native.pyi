@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequen
 
 from typing_extensions import disjoint_base
 
-from ._types import Candidate, ParsedText, Prepared, SessionQuery, Target
+from ._types import Candidate, ParsedText, Prepared, SearchResult, SearchScope, SessionQuery, Target
 
 __all__ = [
     "__version__",
@@ -257,6 +257,35 @@ class Resolver:
         ``limit`` (default: ``candidate_limit``). Releases the GIL while it
         runs."""
 
+    def search(
+        self,
+        target: Target,
+        query: str,
+        *,
+        limit: Optional[int] = None,
+        scope: Optional[SearchScope] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[SearchResult]:
+        """Full-text search: sessions other than the target whose projected
+        text (user and assistant messages and checkpoints; never tool output or
+        reasoning), title, id or cwd contain every word of ``query``
+        (case-insensitive substrings: CJK and identifier fragments match), best
+        first, one per session, with a snippet. ``limit`` defaults to
+        ``candidate_limit``; ``scope="cwd"`` keeps the target's cwd only. A
+        host's own ``search()`` method answers instead of the built-in index.
+        Releases the GIL while it runs."""
+
+    def _start_search(
+        self,
+        target: Target,
+        query: str,
+        limit: Optional[int],
+        scope: Optional[SearchScope],
+        cancel: Optional[CancelToken],
+        token: CancelToken,
+        event_loop: Any,
+        done: Callable[[bool, Any], None],
+    ) -> None: ...
     def _start_prepare(
         self,
         target: Target,

@@ -5,7 +5,7 @@ protocol a host implements."""
 from __future__ import annotations
 
 import sys
-from typing import Any, Awaitable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Awaitable, Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 if sys.version_info >= (3, 11):
     from typing import Protocol, TypedDict
@@ -84,6 +84,26 @@ class Candidate(_CandidateRequired, total=False):
     mention: str
 
 
+class _SearchResultRequired(_CandidateRequired):
+    mention: str
+    snippet: str
+    field: Literal["title", "message", "id", "cwd"]
+    messageIndex: Optional[int]
+
+
+class SearchResult(_SearchResultRequired, total=False):
+    """One session found by ``search()``: the candidate fields with its
+    mention, a snippet around the best hit, where that hit is (``field``)
+    and, for a hit in a message, its index among the projected messages.
+    ``cwd`` is absent when the session has none."""
+
+    cwd: str
+
+
+SearchScope = Union[Literal["all"], Literal["cwd"]]
+"""Which sessions ``search()`` looks at: all, or only the target's cwd."""
+
+
 SessionHeaders = Union[Sequence[Mapping[str, Any]], str, bytes]
 """What ``list_sessions()`` returns: a list of ``{"id", "createdAt", "cwd"?}``
 dicts in creation order, or that list as JSON text (``str`` or ``bytes``)."""
@@ -117,5 +137,20 @@ class SessionQuery(Protocol):
         ...
 
     def read_surface(self, session_id: str, /) -> Union[Surface, Awaitable[Surface]]:
-        """The current surface snapshot of a session."""
+        """The current surface snapshot of a session.
+
+        Two more methods are optional (not part of this protocol's
+        requirements; the resolver looks for them):
+
+        - ``fingerprints(session_ids: list[str]) -> list[str | bytes | int |
+          None] | None``: change detection. One value per id that changes
+          whenever the session may have changed (a log file's device, inode,
+          size and mtime; a version number). The resolver caches titles and
+          indexed texts under them; ``None`` (or no method) caches nothing.
+        - ``search(request: dict) -> list[dict] | None``: the host's own
+          search (``request`` is ``{"target", "query", "limit", "scope"}``).
+          Return results ``{"sessionId", "createdAt", "label"?, "cwd"?,
+          "snippet"?, "field"?, "messageIndex"?}`` best first, or ``None`` to
+          let the resolver use its built-in index.
+        """
         ...

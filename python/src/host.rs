@@ -12,7 +12,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use dsh_session_reference::{HostError, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use dsh_session_reference::{
+    Fingerprint, HostError, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SurfaceData,
+};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -31,6 +33,9 @@ pub struct PyHost {
 
 struct HostInner {
     query: Py<PyAny>,
+    /// Whether the object has a callable `fingerprints` / `search` (optional).
+    has_fingerprints: bool,
+    has_search: bool,
     event_loop: Option<Py<PyAny>>,
     titles: Mutex<Lane<Option<String>>>,
     surfaces: Mutex<Lane<SurfaceData>>,
@@ -87,8 +92,12 @@ impl PyHost {
     /// A host over `query`. `event_loop` is the running loop of an asyncio
     /// caller (`None` for blocking callers).
     pub fn new(py: Python<'_>, query: &Py<PyAny>, event_loop: Option<&Py<PyAny>>) -> Self {
+        let has =
+            |name: &str| query.bind(py).getattr(PyString::intern(py, name)).map(|m| m.is_callable()).unwrap_or(false);
         PyHost {
             inner: Arc::new(HostInner {
+                has_fingerprints: has("fingerprints"),
+                has_search: has("search"),
                 query: query.clone_ref(py),
                 event_loop: event_loop.map(|l| l.clone_ref(py)),
                 titles: Mutex::default(),
@@ -179,6 +188,29 @@ impl HostInner {
             None => self.query.call_method0(py, method),
             Some(a) => self.query.call_method1(py, method, (a,)),
         };
+        self.awaited(py, called, convert)
+    }
+
+    /// Like [`start`](Self::start), with a JSON argument given to the
+    /// method as the Python value it converts to.
+    fn start_json<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        method: &'static str,
+        arg: &serde_json::Value,
+        convert: Converter<T>,
+    ) -> Started<T> {
+        let called = crate::convert::to_py(py, arg).and_then(|a| self.query.call_method1(py, method, (a,)));
+        self.awaited(py, called, convert)
+    }
+
+    /// What a called method returned: converted, or its awaitable scheduled.
+    fn awaited<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        called: PyResult<Py<PyAny>>,
+        convert: Converter<T>,
+    ) -> Started<T> {
         let returned = match called {
             Ok(v) => v.into_bound(py),
             Err(e) => return Started::Done(Err(host_error(py, e))),
@@ -336,7 +368,73 @@ fn drain<T: Send + 'static>(inner: &Arc<HostInner>, policy: &'static LanePolicy<
     })
 }
 
+/// An optional method called with a JSON argument (one call per query).
+fn call_json<T: Send + 'static>(
+    inner: &Arc<HostInner>,
+    method: &'static str,
+    arg: serde_json::Value,
+    convert: Converter<T>,
+) -> QueryFuture<'static, T> {
+    let inner = Arc::clone(inner);
+    Box::pin(async move {
+        let started =
+            tokio::task::spawn_blocking(move || attach(|py| inner.start_json(py, method, &arg, convert))).await;
+        match started {
+            Ok(started) => finish(method, started).await,
+            Err(_) => Err(HostError::new(format!("{method}: calling the host failed unexpectedly"))),
+        }
+    })
+}
+
+fn convert_fingerprints(obj: &Bound<'_, PyAny>) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    if !(obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
+        return Err(wrong_type("fingerprints", obj, "a list of str, bytes, int or None, or None"));
+    }
+    let mut out = Vec::new();
+    for item in obj.try_iter().map_err(|e| HostError::new(e.to_string()))? {
+        let item = item.map_err(|e| HostError::new(e.to_string()))?;
+        out.push(if item.is_none() {
+            None
+        } else if let Ok(b) = item.cast::<PyBytes>() {
+            Some(Fingerprint::from_bytes(b.as_bytes()))
+        } else if let Ok(s) = item.cast::<PyString>() {
+            Some(Fingerprint::from_bytes(s.to_cow().map_err(|e| HostError::new(e.to_string()))?.as_bytes()))
+        } else if let Ok(n) = item.extract::<i128>() {
+            Some(Fingerprint::from_bytes(n.to_le_bytes()))
+        } else {
+            return Err(wrong_type("fingerprints", &item, "str, bytes, int or None for each session"));
+        });
+    }
+    Ok(Some(out))
+}
+
+fn convert_search(obj: &Bound<'_, PyAny>) -> Result<Option<Vec<SearchResult>>, HostError> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    if !(obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
+        return Err(wrong_type("search", obj, "a list of result dicts, or None"));
+    }
+    let value = to_json(obj, "the result of search()").map_err(|e| HostError::new(e.to_string()))?;
+    SearchResult::list_from_json(&value).map(Some).map_err(|e| HostError::new(format!("search(): {e}")))
+}
+
 impl SessionQuery for PyHost {
+    fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        if !self.inner.has_fingerprints {
+            return Box::pin(async { Ok(None) });
+        }
+        call_json(&self.inner, "fingerprints", serde_json::Value::from(session_ids.to_vec()), convert_fingerprints)
+    }
+    fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
+        if !self.inner.has_search {
+            return Box::pin(async { Ok(None) });
+        }
+        call_json(&self.inner, "search", request.to_json(), convert_search)
+    }
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
         call(&self.inner, "list_sessions", None, convert_list)
     }

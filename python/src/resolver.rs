@@ -57,6 +57,7 @@ enum Job {
     Messages { target: Target, messages: Vec<Value> },
     List { target: Target, query: String, limit: Option<u64> },
     Candidates { target: Target, query: String, limit: Option<u64> },
+    Search { target: Target, query: String, options: core::SearchOptions },
 }
 
 impl Job {
@@ -75,6 +76,10 @@ impl Job {
             }),
             Job::List { target, query, limit } => Box::pin(async move {
                 Ok(candidate_list(resolver.list_candidates(&target, &query, limit, Some(&token)).await?))
+            }),
+            Job::Search { target, query, options } => Box::pin(async move {
+                let found = resolver.search(&target, &query, &options, Some(&token)).await?;
+                Ok(Value::Array(found.iter().map(core::SearchResult::to_json).collect()))
             }),
             Job::Candidates { target, query, limit } => {
                 Box::pin(
@@ -99,6 +104,24 @@ fn target_arg(obj: &Bound<'_, PyAny>) -> PyResult<Target> {
         )));
     }
     Target::from_json(&to_json(obj, "target")?).map_err(PyTypeError::new_err)
+}
+
+fn search_job(
+    py: Python<'_>,
+    target: &Bound<'_, PyAny>,
+    query: &Bound<'_, PyAny>,
+    limit: Option<&Bound<'_, PyAny>>,
+    scope: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Job> {
+    let mut request = Map::new();
+    if let Some(l) = limit.filter(|l| !l.is_none()) {
+        request.insert("limit".into(), to_json(l, "limit")?);
+    }
+    if let Some(s) = scope.filter(|s| !s.is_none()) {
+        request.insert("scope".into(), to_json(s, "scope")?);
+    }
+    let options = core::SearchOptions::from_json(&Value::Object(request)).map_err(|e| to_pyerr(py, &e))?;
+    Ok(Job::Search { target: target_arg(target)?, query: string_arg(query, "query")?, options })
 }
 
 fn limit_arg(py: Python<'_>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
@@ -129,16 +152,17 @@ pub struct Resolver {
     query: Py<PyAny>,
     native: Option<Arc<dyn SessionQuery>>,
     config: Config,
+    /// The core resolver whose discovery caches every call shares.
+    base: core::Resolver,
 }
 
 impl Resolver {
     /// The core resolver for one call; `event_loop` is the asyncio caller's loop.
     fn core(&self, py: Python<'_>, event_loop: Option<&Py<PyAny>>) -> core::Resolver {
-        let query: Arc<dyn SessionQuery> = match &self.native {
-            Some(native) => Arc::clone(native),
-            None => Arc::new(PyHost::new(py, &self.query, event_loop)),
-        };
-        core::Resolver::new(query, self.config)
+        match &self.native {
+            Some(_) => self.base.clone(),
+            None => self.base.with_session_query(Arc::new(PyHost::new(py, &self.query, event_loop))),
+        }
     }
 
     fn blocking<'py>(
@@ -227,11 +251,13 @@ impl Resolver {
         let config = Config::from_json(&Value::Object(wire)).map_err(|e| to_pyerr(py, &e))?;
         if let Ok(store) = query.cast::<DshSessionStore>() {
             let native: Arc<dyn SessionQuery> = Arc::new(store.get().store.clone());
-            return Ok(Resolver { query: query.unbind(), native: Some(native), config });
+            let base = core::Resolver::new(Arc::clone(&native), config);
+            return Ok(Resolver { query: query.unbind(), native: Some(native), config, base });
         }
         if let Ok(sources) = query.cast::<SessionSources>() {
             let native: Arc<dyn SessionQuery> = sources.get().multi.clone();
-            return Ok(Resolver { query: query.unbind(), native: Some(native), config });
+            let base = core::Resolver::new(Arc::clone(&native), config);
+            return Ok(Resolver { query: query.unbind(), native: Some(native), config, base });
         }
         for method in HOST_METHODS {
             let callable = query.getattr(PyString::intern(py, method)).map(|m| m.is_callable()).unwrap_or(false);
@@ -243,7 +269,9 @@ impl Resolver {
                 )));
             }
         }
-        Ok(Resolver { query: query.unbind(), native: None, config })
+        let query = query.unbind();
+        let base = core::Resolver::new(Arc::new(PyHost::new(py, &query, None)), config);
+        Ok(Resolver { query, native: None, config, base })
     }
 
     /// The session query this resolver reads through.
@@ -359,6 +387,45 @@ impl Resolver {
         let job =
             Job::Candidates { target: target_arg(target)?, query: query.to_owned(), limit: limit_arg(py, limit)? };
         self.blocking(py, job, cancel)
+    }
+
+    /// Full-text search over the projected text (user and assistant messages
+    /// and checkpoints; never tool output or reasoning), titles, ids and
+    /// cwds of every session but the target's: one result per session, best
+    /// first, with a snippet around its best hit. `scope` is `"all"` or
+    /// `"cwd"` (only sessions in the target's cwd). Releases the GIL while
+    /// it runs.
+    #[pyo3(signature = (target, query, *, limit=None, scope=None, cancel=None))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        query: &Bound<'py, PyAny>,
+        limit: Option<&Bound<'py, PyAny>>,
+        scope: Option<&Bound<'py, PyAny>>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let job = search_job(py, target, query, limit, scope)?;
+        self.blocking(py, job, cancel)
+    }
+
+    /// Starts `search` for an asyncio caller (used by `search_async`).
+    #[allow(clippy::too_many_arguments)]
+    fn _start_search(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        query: &Bound<'_, PyAny>,
+        limit: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Bound<'_, PyAny>>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+        token: PyRef<'_, CancelToken>,
+        event_loop: Bound<'_, PyAny>,
+        done: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let job = search_job(py, target, query, limit, scope)?;
+        self.start(py, job, cancel, token, event_loop, done);
+        Ok(())
     }
 
     /// Starts `prepare` for an asyncio caller (used by `prepare_async`).

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1276,6 +1277,122 @@ static void test_sources(void) {
 
 /* A host's own message list as a pre-projected snapshot: only user and
  * assistant text, the last message's index as capturedThroughSeq. */
+/* --------------------------------------------------------------- search */
+
+typedef struct {
+    atomic_int titles, surfaces, fingerprints;
+    atomic_int version;
+    int own_search;
+} search_host;
+
+static void sh_list(void *ud, dsr_sink *sink) {
+    (void)ud;
+    dsr_sink_write(sink, SESSIONS, strlen(SESSIONS), NULL);
+}
+
+static void sh_title(void *ud, const char *id, size_t id_len, dsr_sink *sink) {
+    search_host *h = ud;
+    atomic_fetch_add(&h->titles, 1);
+    if (id_len == 1 && id[0] == 'a') dsr_sink_write(sink, "Greeting plan", 13, NULL);
+}
+
+static void sh_surface(void *ud, const char *id, size_t id_len, dsr_sink *sink) {
+    search_host *h = ud;
+    atomic_fetch_add(&h->surfaces, 1);
+    sbuf b = {0};
+    surface_json(&b, id, id_len);
+    dsr_sink_write(sink, b.p, b.len, NULL);
+    sb_free(&b);
+}
+
+/* One fingerprint per id ("v<version>"): the request is a JSON array of ids
+ * without quotes inside them. */
+static void sh_fingerprints(void *ud, const char *req, size_t len, dsr_sink *sink) {
+    search_host *h = ud;
+    atomic_fetch_add(&h->fingerprints, 1);
+    size_t quotes = 0;
+    for (size_t i = 0; i < len; i++) quotes += req[i] == '"';
+    char item[32];
+    snprintf(item, sizeof item, "\"v%d\"", atomic_load(&h->version));
+    dsr_sink_write(sink, "[", 1, NULL);
+    for (size_t i = 0; i < quotes / 2; i++) {
+        if (i) dsr_sink_write(sink, ",", 1, NULL);
+        dsr_sink_write(sink, item, strlen(item), NULL);
+    }
+    dsr_sink_write(sink, "]", 1, NULL);
+}
+
+static void sh_search(void *ud, const char *req, size_t len, dsr_sink *sink) {
+    search_host *h = ud;
+    if (!h->own_search) return; /* nothing written: the built-in index */
+    CHECK(len > 0 && strstr(req, "\"query\":\"hello\"") && strstr(req, "\"scope\":\"all\""), "search request: %s", req);
+    const char answer[] = "[{\"sessionId\":\"t\",\"createdAt\":4},{\"sessionId\":\"remote\",\"createdAt\":9,"
+                          "\"snippet\":\"from the host\",\"messageIndex\":2}]";
+    dsr_sink_write(sink, answer, strlen(answer), NULL);
+}
+
+static char *search_call(dsr_resolver *r, const char *req, dsr_status want, const char *what) {
+    char *out = NULL;
+    dsr_error *e = NULL;
+    dsr_status st = dsr_resolver_search(r, req, strlen(req), NULL, &out, NULL, &e);
+    CHECK(st == want, "%s: status %d (%s %s)", what, (int)st, code_of(e), msg_of(e));
+    dsr_error_free(e);
+    return out;
+}
+
+static void test_search(void) {
+    search_host h;
+    memset(&h, 0, sizeof h);
+    dsr_host host = host_of(&h, sh_list, sh_title, sh_surface, NULL, 0);
+    host.fingerprints = sh_fingerprints;
+    host.search = sh_search;
+    dsr_resolver *r = new_resolver(&host, NULL, NULL);
+    CHECK(r != NULL, "a resolver with fingerprints and search");
+    if (!r) return;
+    const char req[] = "{\"target\":{\"id\":\"t\",\"cwd\":\"/w\"},\"query\":\"HELLO from B\"}";
+    char *out = search_call(r, req, DSR_OK, "search");
+    CHECK(out && strstr(out, "[{\"sessionId\":\"b\",") && strstr(out, "\"snippet\":\"hello from b\",\"field\":\"message\","
+                                                                  "\"messageIndex\":0}]"),
+          "one hit with its snippet: %s", out ? out : "NULL");
+    dsr_string_free(out);
+    int titles = atomic_load(&h.titles), surfaces = atomic_load(&h.surfaces);
+    CHECK(titles == 3 && surfaces == 3, "first search reads every other session (%d, %d)", titles, surfaces);
+    out = search_call(r, req, DSR_OK, "search again");
+    dsr_string_free(out);
+    CHECK(atomic_load(&h.titles) == titles && atomic_load(&h.surfaces) == surfaces, "unchanged: nothing read again");
+    atomic_store(&h.version, 1);
+    out = search_call(r, "{\"target\":{\"id\":\"t\"},\"query\":\"greeting\"}", DSR_OK, "title search");
+    CHECK(out && strstr(out, "\"label\":\"Greeting plan\"") && strstr(out, "\"field\":\"title\""), "title hit: %s",
+          out ? out : "NULL");
+    dsr_string_free(out);
+    CHECK(atomic_load(&h.surfaces) == surfaces + 3, "changed fingerprints: read again");
+    out = search_call(r, "{\"target\":{\"id\":\"t\"},\"query\":\"x\",\"limit\":0}", DSR_INVALID_REFERENCE, "limit 0");
+    CHECK(out == NULL, "no output on failure");
+    search_call(r, "{\"target\":{\"id\":\"t\"},\"query\":\"x\",\"scope\":\"near\"}", DSR_INVALID_REFERENCE, "bad scope");
+    h.own_search = 1;
+    out = search_call(r, "{\"target\":{\"id\":\"t\"},\"query\":\"hello\"}", DSR_OK, "host search");
+    CHECK(out && strstr(out, "[{\"sessionId\":\"remote\",\"label\":\"remote\",\"createdAt\":9,\"mention\":") &&
+              strstr(out, "\"snippet\":\"from the host\",\"field\":\"message\",\"messageIndex\":2}]"),
+          "the host's answer without the target: %s", out ? out : "NULL");
+    dsr_string_free(out);
+    dsr_resolver_free(r);
+
+    /* A table of the previous size (ending at destroy) is still accepted. */
+    dsr_host old = host_of(&h, sh_list, sh_title, sh_surface, NULL, 0);
+    old.size = offsetof(dsr_host, fingerprints);
+    old.fingerprints = sh_fingerprints; /* beyond its size: never read */
+    r = new_resolver(&old, NULL, NULL);
+    CHECK(r != NULL, "a host table of the previous size");
+    if (r) {
+        int fps = atomic_load(&h.fingerprints);
+        out = search_call(r, req, DSR_OK, "search, previous table");
+        CHECK(out && strstr(out, "\"sessionId\":\"b\""), "found: %s", out ? out : "NULL");
+        dsr_string_free(out);
+        CHECK(atomic_load(&h.fingerprints) == fps, "fields past the size are never read");
+        dsr_resolver_free(r);
+    }
+}
+
 static void test_conversation_snapshot(void) {
     const char req[] = "{\"format\":\"anthropic\",\"sessionId\":\"s\",\"messages\":["
                        "{\"role\":\"user\",\"content\":\"hi <b>\"},"
@@ -1513,6 +1630,7 @@ int main(void) {
         {"DSH store", test_dsh_store},
         {"sources", test_sources},
         {"conversation snapshot", test_conversation_snapshot},
+        {"search", test_search},
         {"fork", test_fork},
         {"hardened mode", test_hardened},
         {"DSH store generations", test_dsh_store_generations},

@@ -2,9 +2,6 @@
 //! titles as labels, ranked by working directory (`rank.rs`) and filtered
 //! by a search text.
 
-use std::future::Future;
-
-use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::{Map, Number, Value};
 
 use crate::cancel::CancelToken;
@@ -14,7 +11,17 @@ use crate::host::{SessionHeader, Target};
 use crate::resolver::{cancellable, guarded, Resolver};
 use crate::uri::format_mention;
 
+mod fingerprint;
+mod persist;
 mod rank;
+mod search;
+mod text;
+mod titles;
+
+pub use fingerprint::Fingerprint;
+pub(crate) use search::with_projection;
+pub use search::{MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope};
+pub(crate) use titles::DiscoveryCache;
 
 /// How many title reads run at once during a filtered candidate search.
 const TITLE_CONCURRENCY: usize = 16;
@@ -101,15 +108,20 @@ impl Resolver {
         limit: Option<u64>,
         cancel: Option<&CancelToken>,
     ) -> Result<Vec<Candidate>> {
-        let limit = match limit {
-            None => self.config.candidate_limit(),
-            Some(l) if (1..=MAX_SAFE_INTEGER).contains(&l) => l,
-            Some(_) => {
-                return Err(Error::new(ErrorCode::InvalidReference, "candidate limit must be a positive safe integer"))
-            }
-        };
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let limit = usize::try_from(self.limit_or_default(limit, "candidate")?).unwrap_or(usize::MAX);
         cancellable(cancel, self.list_candidates_inner(target, filter, limit)).await
+    }
+
+    /// `limit`, or the configured candidate limit; an explicit limit must
+    /// be a positive safe integer (`what` names it in the error).
+    pub(crate) fn limit_or_default(&self, limit: Option<u64>, what: &str) -> Result<u64> {
+        match limit {
+            None => Ok(self.config.candidate_limit()),
+            Some(l) if (1..=MAX_SAFE_INTEGER).contains(&l) => Ok(l),
+            Some(_) => {
+                Err(Error::new(ErrorCode::InvalidReference, format!("{what} limit must be a positive safe integer")))
+            }
+        }
     }
 
     /// The host-facing face of discovery: [`list_candidates`](Self::list_candidates),
@@ -127,11 +139,12 @@ impl Resolver {
 
     async fn list_candidates_inner(&self, target: &Target, filter: &str, limit: usize) -> Result<Vec<Candidate>> {
         let sessions = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
+        self.discovery.retain_listed(&sessions);
         let sessions: Vec<SessionHeader> = sessions.into_iter().filter(|s| s.id != target.id).collect();
         if filter.is_empty() {
             // Without a filter only the kept sessions' titles are read.
             let sessions = rank::ranked(sessions, target, limit);
-            let titles = futures::future::join_all(self.titles(&sessions)).await;
+            let titles = self.cached_titles(&sessions, sessions.len()).await;
             return Ok(sessions
                 .into_iter()
                 .zip(titles)
@@ -139,8 +152,7 @@ impl Resolver {
                 .collect());
         }
         let filter = rank::Filter::new(filter);
-        let titles: Vec<Option<String>> =
-            stream::iter(self.titles(&sessions)).buffered(TITLE_CONCURRENCY).map(Ok::<_, Error>).try_collect().await?;
+        let titles = self.cached_titles(&sessions, TITLE_CONCURRENCY).await;
         let matched: Vec<Candidate> = sessions
             .into_iter()
             .zip(titles)
@@ -148,24 +160,5 @@ impl Resolver {
             .filter(|c| filter.matches(&c.session_id, c.cwd.as_deref(), &c.label))
             .collect();
         Ok(rank::ranked_by(matched, |c| c.cwd.as_deref(), target, limit))
-    }
-
-    /// One title read per session. Each future owns its id: futures that
-    /// borrow from a closure argument would make the whole call `!Send`
-    /// (rust-lang/rust#64552), and callers spawn it on a runtime.
-    fn titles(&self, sessions: &[SessionHeader]) -> Vec<impl Future<Output = Option<String>> + Send + '_> {
-        sessions
-            .iter()
-            .map(|s| {
-                let id = s.id.clone();
-                async move { self.title(&id).await }
-            })
-            .collect()
-    }
-
-    /// A title read; a failure counts as "no title" (one failing title
-    /// never fails the listing).
-    async fn title(&self, id: &str) -> Option<String> {
-        guarded(|| self.query.read_title(id)).await.ok().flatten()
     }
 }

@@ -62,6 +62,8 @@ pub struct Resolver {
     pub(crate) config: Config,
     /// The host's own `fullSnapshot` notices ([`crate::compat`]).
     pub(crate) notice: Option<crate::compat::FullSnapshotNotice>,
+    /// Titles and indexed texts kept between discovery queries (shared by clones).
+    pub(crate) discovery: Arc<crate::discovery::DiscoveryCache>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -73,7 +75,7 @@ impl std::fmt::Debug for Resolver {
 impl Resolver {
     /// A resolver over `query` with a validated configuration.
     pub fn new(query: Arc<dyn SessionQuery>, config: Config) -> Self {
-        Resolver { query, config, notice: None }
+        Resolver { query, config, notice: None, discovery: Arc::default() }
     }
 
     /// The configuration.

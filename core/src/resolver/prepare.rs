@@ -12,7 +12,6 @@ use crate::context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadat
 use crate::error::{Error, ErrorCode, Result};
 use crate::harden::Hardening;
 use crate::host::{SurfaceData, Target};
-use crate::projection::project_json;
 use crate::prompt::{render_prompt, render_source_with, RenderedSource};
 use crate::uri::{parse_text_with, ParsedReference};
 
@@ -82,18 +81,10 @@ fn process_surface(
 ) -> Result<RenderedSource, SourceFailure> {
     // A value is written out and read like JSON text: one projection. A
     // projected conversation needs none.
-    let written;
-    let projection = match data {
-        SurfaceData::Json(bytes) => project_json((**bytes).as_ref()),
-        SurfaceData::Value(v) => {
-            written = crate::json::stringify(v);
-            project_json(written.as_bytes())
-        }
-        SurfaceData::Conversation(c) => Ok(c.projection()),
-    };
-    let projection = projection.map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
-    let rendered = render_source_with(projection, label, budget, hardening)
-        .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    let rendered =
+        crate::discovery::with_projection(data, |projection| render_source_with(projection, label, budget, hardening))
+            .and_then(|r| r)
+            .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     rendered.ok_or_else(|| {
         SourceFailure::Budget(Error::new(
             ErrorCode::BudgetExceeded,

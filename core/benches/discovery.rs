@@ -1,0 +1,350 @@
+//! Discovery at scale: the title cache behind filtered `candidates` and
+//! the full-text search index, over a generated root of realistic DSH
+//! sessions (user and assistant text, reasoning, big tool outputs, titles).
+//!
+//! Run: `cargo bench -p dsh-session-reference --bench discovery`
+//! Environment: `DSR_BENCH_SESSIONS` (default 2,000), `DSR_BENCH_KB` (log
+//! size per session, default 150).
+//!
+//! Two sources over the same sessions: the embedded DSH store read from
+//! disk, wrapped so that it fingerprints each log by its metadata (device,
+//! inode, size, mtime: what the store will give once it implements
+//! `fingerprints`), and an in-memory query holding each session's title and
+//! surface JSON (no listing cost: the resolver's own cost alone).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use dsh_session_reference::store::DshStore;
+use dsh_session_reference::{
+    Config, Fingerprint, HostError, MemoryQuery, QueryFuture, Resolver, SearchOptions, SessionHeader, SessionQuery,
+    SurfaceData, Target,
+};
+use serde_json::json;
+
+/// A deterministic generator (xorshift).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const LETTERS: &[u8; 26] = b"etaoinshrdlcumwfgypbvkjxqz";
+const CJK: [&str; 8] = ["发布", "版本", "会话", "摘要", "缓存", "索引", "配置", "测试"];
+
+/// A vocabulary of 5,000 words; text draws from it with a Zipf-like skew,
+/// plus identifiers (`PR1137`, `src/x_y.rs`) and some CJK.
+struct Words(Vec<String>);
+impl Words {
+    fn new(rng: &mut Rng) -> Words {
+        Words(
+            (0..5000)
+                .map(|_| {
+                    // Letters drawn with an English-like skew (the first of
+                    // LETTERS most often), 2 to 10 of them.
+                    let len = 2 + rng.below(5) + rng.below(5);
+                    (0..len).map(|_| LETTERS[(rng.below(26) * rng.below(26)) / 26] as char).collect::<String>()
+                })
+                .collect(),
+        )
+    }
+    fn text(&self, rng: &mut Rng, bytes: usize) -> String {
+        let mut s = String::with_capacity(bytes + 16);
+        while s.len() < bytes {
+            let r = rng.below(1000);
+            match r {
+                0..=9 => s.push_str(&format!("PR{}", rng.below(5000))),
+                10..=14 => s.push_str(&format!("src/{}_{}.rs", self.0[rng.below(200)], self.0[rng.below(200)])),
+                15..=19 => s.push_str(CJK[rng.below(CJK.len())]),
+                _ => {
+                    // Zipf-like: small indices much more often.
+                    let i = (rng.below(5000) * rng.below(5000)) / 5000;
+                    s.push_str(&self.0[i]);
+                }
+            }
+            s.push(if rng.below(12) == 0 { '.' } else { ' ' });
+            if rng.below(40) == 0 {
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
+
+fn line(v: serde_json::Value) -> String {
+    let mut s = v.to_string();
+    s.push('\n');
+    s
+}
+
+/// One turn's events from `seq`: user text, assistant reasoning + text +
+/// tool call, a big tool result, the end; a title now and then.
+fn turn(words: &Words, rng: &mut Rng, seq: &mut u64, turn: u64, marker: bool, out: &mut String) {
+    let s = *seq;
+    let (n_user, n_text, n_tool) = (200 + rng.below(400), 300 + rng.below(900), 2000 + rng.below(6000));
+    let mut user = words.text(rng, n_user);
+    if marker && turn == 1 {
+        user.push_str(" alphamarker");
+    }
+    let events = [
+        json!({"type": "turn/start", "seq": s, "time": s, "data": {"turn": turn}}),
+        json!({"type": "user/message", "seq": s + 1, "time": s, "data": {"id": format!("u{turn}"), "role": "user",
+            "content": [{"type": "text", "text": user}], "source": {"kind": "user"}}, "surfaceOp": "append"}),
+        json!({"type": "assistant/message", "seq": s + 2, "time": s, "data": {"turn": turn, "step": 1,
+            "message": {"id": format!("a{turn}"), "role": "assistant", "content": [
+                {"type": "reasoning", "text": words.text(rng, 600)},
+                {"type": "text", "text": words.text(rng, n_text)},
+                {"type": "tool-call", "id": format!("c{turn}"), "name": "read", "arguments": {"path": "src/lib.rs"}}],
+            "source": {"kind": "model", "provider": "p", "model": "m"}}}, "surfaceOp": "append"}),
+        json!({"type": "tool/result", "seq": s + 3, "time": s, "data": {"turn": turn, "step": 1, "message": {
+            "id": format!("t{turn}"), "role": "user", "content": [{"type": "tool-result", "toolCallId": format!("c{turn}"),
+            "content": [{"type": "text", "text": words.text(rng, n_tool)}], "isError": false}],
+            "source": {"kind": "tool", "callId": format!("c{turn}")}}}, "surfaceOp": "append"}),
+        json!({"type": "turn/end", "seq": s + 4, "time": s, "data": {"turn": turn, "reason": "completed"}}),
+    ];
+    *seq += 5;
+    for e in events {
+        out.push_str(&line(e));
+    }
+    if turn % 7 == 1 {
+        let title: String = words.text(rng, 30).trim().to_owned();
+        out.push_str(&line(json!({"type": "session/title", "seq": *seq, "time": *seq, "data": {"title": title}})));
+        *seq += 1;
+    }
+}
+
+struct Log {
+    path: PathBuf,
+    seq: u64,
+    turns: u64,
+}
+
+fn write_root(root: &Path, n: usize, kb: usize) -> (Vec<Log>, usize) {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let words = Words::new(&mut rng);
+    let mut logs = Vec::with_capacity(n);
+    let mut total = 0;
+    for i in 0..n {
+        let id = format!("session-{i:05}");
+        let cwd = format!("/work/p{}", i % 20);
+        let dir = root.join(format!("--work-p{}--", i % 20)).join(&id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut text =
+            line(json!({"type": "session", "version": 0, "id": id, "createdAt": 1_700_000_000_000u64 + i as u64,
+            "cwd": cwd, "delegationDepth": 0}));
+        let (mut seq, mut t) = (0u64, 0u64);
+        while text.len() < kb * 1024 {
+            t += 1;
+            turn(&words, &mut rng, &mut seq, t, i % 2 == 0, &mut text);
+        }
+        total += text.len();
+        let path = dir.join("session.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        logs.push(Log { path, seq, turns: t });
+    }
+    (logs, total)
+}
+
+/// Appends `lines` lines (whole turns) to a log.
+fn append(log: &mut Log, lines: usize) {
+    let mut rng = Rng(log.seq + 7);
+    let words = Words::new(&mut rng);
+    let mut text = String::new();
+    let mut n = 0;
+    while n < lines {
+        log.turns += 1;
+        let before = text.lines().count();
+        turn(&words, &mut rng, &mut log.seq, log.turns, false, &mut text);
+        n += text.lines().count() - before;
+    }
+    std::fs::OpenOptions::new().append(true).open(&log.path).unwrap().write_all(text.as_bytes()).unwrap();
+}
+
+/// The store, fingerprinting each listed log by its metadata.
+struct Stat {
+    store: DshStore,
+    paths: RwLock<HashMap<String, PathBuf>>,
+}
+
+impl SessionQuery for Stat {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        Box::pin(async move {
+            let listing = self.store.list().map_err(|e| HostError::new(e.to_string()))?;
+            let mut paths = self.paths.write().unwrap();
+            paths.clear();
+            paths.extend(listing.sessions.iter().map(|s| (s.header.id.clone(), s.path.clone())));
+            Ok(listing.sessions.into_iter().map(|s| s.header).collect())
+        })
+    }
+    fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
+        SessionQuery::read_title(&self.store, id)
+    }
+    fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        SessionQuery::read_surface(&self.store, id)
+    }
+    fn fingerprints<'a>(&'a self, ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        Box::pin(async move {
+            let paths = self.paths.read().unwrap();
+            Ok(Some(
+                ids.iter()
+                    .map(|id| {
+                        paths.get(id).and_then(|p| std::fs::metadata(p).ok()).map(|m| Fingerprint::of_metadata(&m))
+                    })
+                    .collect(),
+            ))
+        })
+    }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let t = Instant::now();
+    let out = f();
+    (out, t.elapsed())
+}
+
+fn main() {
+    let n: usize = std::env::var("DSR_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);
+    let kb: usize = std::env::var("DSR_BENCH_KB").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
+    // `DSR_BENCH_ROOT`: write the root there and keep it (to time the
+    // command line on it); else a temporary directory.
+    let tmp = tempfile::tempdir().unwrap();
+    let kept = std::env::var_os("DSR_BENCH_ROOT").map(PathBuf::from);
+    let root = kept.clone().unwrap_or_else(|| tmp.path().to_owned());
+    std::fs::create_dir_all(&root).unwrap();
+    let (gen, took) = time(|| write_root(&root, n, kb));
+    let (mut logs, bytes) = gen;
+    println!("generated {n} sessions, {:.0} MB of plain logs, in {:.1} s", bytes as f64 / 1e6, took.as_secs_f64());
+    let target = Target::new("new-chat", Some("/work/p3".into()));
+    let store = DshStore::open(&root).unwrap();
+    let reps = 15;
+
+    // --- candidates through the store, with and without fingerprints
+    let plain = Resolver::new(Arc::new(store.clone()), Config::default());
+    let (_, uncached) = time(|| plain.candidates_blocking(&target, "ka", None, None).unwrap());
+    let stat = Arc::new(Stat { store: store.clone(), paths: RwLock::default() });
+    let r = Resolver::new(stat.clone(), Config::default());
+    let (first_list, first) = time(|| r.candidates_blocking(&target, "ka", None, None).unwrap());
+    assert_eq!(
+        first_list,
+        plain.candidates_blocking(&target, "ka", None, None).unwrap(),
+        "the cache changes cost only"
+    );
+    let warm =
+        median((0..reps).map(|_| time(|| r.candidates_blocking(&target, "ka", None, None).unwrap()).1).collect());
+    let (_, listing) = time(|| store.list().unwrap());
+    let appended = median(
+        (0..reps)
+            .map(|i| {
+                append(&mut logs[i * 7 % n], 100);
+                time(|| r.candidates_blocking(&target, "ka", None, None).unwrap()).1
+            })
+            .collect(),
+    );
+    println!("candidates --query (DSH store, files):");
+    println!(
+        "  without fingerprints, every query: {} ({:.0} MB/s of logs)",
+        ms(uncached),
+        bytes as f64 / 1e6 / uncached.as_secs_f64()
+    );
+    println!("  first query (cold cache):        {} ({:.0} MB/s)", ms(first), bytes as f64 / 1e6 / first.as_secs_f64());
+    println!("  later, nothing changed (median): {}   of which the store's own listing: {}", ms(warm), ms(listing));
+    println!("  after one log gained 100 lines:  {}", ms(appended));
+
+    // --- the same sessions in memory: the resolver's own cost
+    let mem = MemoryQuery::new();
+    let listed = store.list().unwrap();
+    for s in &listed.sessions {
+        let id = &s.header.id;
+        mem.add_session(s.header.clone());
+        mem.set_title(id.clone(), store.read_title(id).unwrap());
+        mem.set_surface(id.clone(), SurfaceData::json(store.read_surface_json(id).unwrap()));
+    }
+    let mem = Arc::new(mem);
+    let rm = Resolver::new(mem.clone(), Config::default());
+    rm.candidates_blocking(&target, "ka", None, None).unwrap();
+    let warm_mem =
+        median((0..reps).map(|_| time(|| rm.candidates_blocking(&target, "ka", None, None).unwrap()).1).collect());
+    let changed_mem = median(
+        (0..reps)
+            .map(|i| {
+                let id = &listed.sessions[i * 11 % n].header.id;
+                mem.set_title(id.clone(), Some(format!("renamed {i}")));
+                time(|| rm.candidates_blocking(&target, "ka", None, None).unwrap()).1
+            })
+            .collect(),
+    );
+    println!("candidates --query (in memory):");
+    println!("  later, nothing changed (median): {}", ms(warm_mem));
+    println!("  after one session changed:       {}", ms(changed_mem));
+
+    // --- search
+    let opts = SearchOptions::default();
+    let (_, build) = time(|| rm.search_blocking(&target, "alphamarker", &opts, None).unwrap());
+    let stats = rm.search_index_stats();
+    println!("search (in memory):");
+    println!(
+        "  index build (first search): {:.2} s for {:.0} MB of projected text ({:.0} MB/s of logs)",
+        build.as_secs_f64(),
+        stats.text_bytes as f64 / 1e6,
+        bytes as f64 / 1e6 / build.as_secs_f64()
+    );
+    println!(
+        "  index memory: {:.1} MB = {:.0}% of the projected text it covers ({} sessions); trigram filters {:.0}%, \
+         the rest compressed text",
+        stats.index_bytes as f64 / 1e6,
+        100.0 * stats.index_bytes as f64 / stats.text_bytes as f64,
+        stats.sessions,
+        100.0 * stats.filter_bytes as f64 / stats.text_bytes as f64,
+    );
+    // Query words from the generator's vocabulary (same seed): a word of
+    // at least 5 letters at or after a given frequency rank (lower ranks
+    // are more frequent).
+    let words = Words::new(&mut Rng(0x9e37_79b9_7f4a_7c15));
+    let pick = |from: usize| words.0[from..].iter().find(|w| w.len() >= 5).cloned().unwrap_or_default();
+    let three = format!("{} {} {}", pick(1200), pick(2500), pick(3100));
+    let queries = [
+        ("identifier fragment", "PR1137".to_owned()),
+        ("one word (rank ~2000)", pick(2000)),
+        ("one frequent word (rank ~50)", pick(50)),
+        ("three words", three),
+        ("substring in half the sessions", "alphamarker".to_owned()),
+        ("CJK substring", "缓存索引".to_owned()),
+        ("no match", "zzqqxx".to_owned()),
+    ];
+    for (what, q) in &queries {
+        let mut found = 0;
+        let t = median(
+            (0..reps)
+                .map(|_| {
+                    let (res, t) = time(|| rm.search_blocking(&target, q.as_str(), &opts, None).unwrap());
+                    found = res.len();
+                    t
+                })
+                .collect(),
+        );
+        println!("  warm, {what} {q:?}: {} median ({found} results)", ms(t));
+    }
+    let (_, sbuild) = time(|| r.search_blocking(&target, "alphamarker", &opts, None).unwrap());
+    let swarm =
+        median((0..reps).map(|_| time(|| r.search_blocking(&target, "PR1137", &opts, None).unwrap()).1).collect());
+    println!("search (DSH store, files): first {:.2} s, warm one word {} median", sbuild.as_secs_f64(), ms(swarm));
+}

@@ -1,0 +1,86 @@
+//! Change detection for the discovery caches: a [`Fingerprint`] is an
+//! opaque value a source gives for the current state of one session, such
+//! that any change of the session changes it.
+
+/// The state of one session as its source sees it: equal fingerprints
+/// promise an unchanged session (same title, same surface). A file-backed
+/// source derives it from the log's identity (device, inode, size,
+/// modification time); an in-memory source from a version counter.
+///
+/// The discovery caches of a [`Resolver`](crate::Resolver) key what they
+/// keep per session by it: a session whose fingerprint differs from the
+/// cached one is read again, and one without a fingerprint is never cached.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Fingerprint(Box<[u8]>);
+
+impl Fingerprint {
+    /// A fingerprint from arbitrary bytes (a host's own version string, a
+    /// content hash, an etag).
+    pub fn from_bytes(bytes: impl Into<Vec<u8>>) -> Self {
+        Fingerprint(bytes.into().into_boxed_slice())
+    }
+
+    /// A fingerprint from a version number.
+    pub fn from_u64(version: u64) -> Self {
+        Fingerprint::from_bytes(version.to_le_bytes())
+    }
+
+    /// A fingerprint from a file's identity: device, inode, size and
+    /// modification time in nanoseconds since the epoch (negative before
+    /// it). A replaced file (new inode), a truncated or appended one (new
+    /// size) and one rewritten in place (new mtime) all differ.
+    pub fn from_file_identity(device: u64, inode: u64, size: u64, mtime_ns: i128) -> Self {
+        let mut b = Vec::with_capacity(40);
+        b.extend_from_slice(&device.to_le_bytes());
+        b.extend_from_slice(&inode.to_le_bytes());
+        b.extend_from_slice(&size.to_le_bytes());
+        b.extend_from_slice(&mtime_ns.to_le_bytes());
+        Fingerprint::from_bytes(b)
+    }
+
+    /// The fingerprint of a file's metadata: [`from_file_identity`](Self::from_file_identity)
+    /// of its device, inode, size and modification time (on systems without
+    /// inodes, device and inode are 0).
+    pub fn of_metadata(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0u64, 0u64);
+        let mtime_ns = match meta.modified() {
+            Ok(t) => match t.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => d.as_nanos() as i128,
+                Err(e) => -(e.duration().as_nanos() as i128),
+            },
+            Err(_) => 0,
+        };
+        Fingerprint::from_file_identity(device, inode, meta.len(), mtime_ns)
+    }
+
+    /// The fingerprint's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Fingerprint {
+    /// Reads the fingerprints a host gave as JSON: an array with one item
+    /// per session, each a string (its UTF-8 bytes), a number (its JSON
+    /// text) or `null` (no fingerprint). The one reader behind the C ABI
+    /// and Node hosts.
+    pub fn list_from_json(value: &serde_json::Value) -> Result<Vec<Option<Fingerprint>>, String> {
+        use serde_json::Value;
+        let items = value.as_array().ok_or("fingerprints must be an array")?;
+        items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(Some(Fingerprint::from_bytes(s.as_bytes()))),
+                Value::Number(n) => Ok(Some(Fingerprint::from_bytes(n.to_string().into_bytes()))),
+                Value::Null => Ok(None),
+                _ => Err("each fingerprint must be a string, a number or null".to_owned()),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,665 @@
+//! Full-text search (`Resolver::search`): over the projected text of every
+//! session (exactly what a reference would carry: user and assistant text
+//! and checkpoints, never tool output or reasoning), plus titles, ids and
+//! cwds. One result per session, ranked, with a snippet around its best
+//! hit. The engine is the built-in index of `text.rs`, cached per session
+//! under its [`Fingerprint`], unless the host's session query answers the
+//! search itself ([`SessionQuery::search`](crate::SessionQuery::search)).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt};
+use serde_json::{Map, Value};
+
+use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle};
+use super::{rank, Candidate};
+use crate::cancel::CancelToken;
+use crate::error::{Error, ErrorCode, Result};
+use crate::host::{SessionHeader, SurfaceData, Target};
+use crate::projection::{project_json, Projection};
+use crate::resolver::{cancellable, guarded, Resolver};
+
+/// Which sessions a search looks at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SearchScope {
+    /// Every listed session but the target.
+    #[default]
+    All,
+    /// Only sessions whose cwd equals the target's (none when the target
+    /// has no cwd).
+    SameCwd,
+}
+
+impl SearchScope {
+    /// `"all"` or `"cwd"`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "all" => Some(SearchScope::All),
+            "cwd" => Some(SearchScope::SameCwd),
+            _ => None,
+        }
+    }
+
+    /// The wire spelling: `"all"` or `"cwd"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchScope::All => "all",
+            SearchScope::SameCwd => "cwd",
+        }
+    }
+}
+
+/// Options of [`Resolver::search`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// At most this many results (default: the configured candidate limit;
+    /// an explicit limit must be a positive safe integer).
+    pub limit: Option<u64>,
+    /// Which sessions are searched.
+    pub scope: SearchScope,
+}
+
+impl SearchOptions {
+    /// Reads `{"limit"?: integer|null, "scope"?: "all"|"cwd"|null}` from a
+    /// request object (other keys are ignored), as the C ABI, Python and
+    /// Node take them.
+    pub fn from_json(request: &Value) -> Result<SearchOptions> {
+        let invalid = |m: &str| Error::new(ErrorCode::InvalidReference, m.to_owned());
+        let limit = match request.get("limit") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(crate::config::candidate_limit_from_json(v).map_err(|e| invalid(&e.to_string()))?),
+        };
+        let scope = match request.get("scope") {
+            None | Some(Value::Null) => SearchScope::All,
+            Some(Value::String(s)) => {
+                SearchScope::from_name(s).ok_or_else(|| invalid("search scope must be \"all\" or \"cwd\""))?
+            }
+            Some(_) => return Err(invalid("search scope must be \"all\" or \"cwd\"")),
+        };
+        Ok(SearchOptions { limit, scope })
+    }
+}
+
+/// Where a result's best hit is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchField {
+    /// The session's latest title.
+    Title,
+    /// A projected message (see [`SearchResult::message_index`]).
+    Message,
+    /// The session id.
+    Id,
+    /// The session's cwd.
+    Cwd,
+}
+
+impl MatchField {
+    /// `"title"`, `"message"`, `"id"` or `"cwd"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchField::Title => "title",
+            MatchField::Message => "message",
+            MatchField::Id => "id",
+            MatchField::Cwd => "cwd",
+        }
+    }
+
+    /// The field named by [`as_str`](Self::as_str).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "title" => Some(MatchField::Title),
+            "message" => Some(MatchField::Message),
+            "id" => Some(MatchField::Id),
+            "cwd" => Some(MatchField::Cwd),
+            _ => None,
+        }
+    }
+}
+
+/// One session found by [`Resolver::search`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchResult {
+    /// The session as discovery lists it, with its mention.
+    pub candidate: Candidate,
+    /// A short text around the best hit (whitespace runs collapsed to one
+    /// space, `…` where it was cut).
+    pub snippet: String,
+    /// Where the best hit is.
+    pub field: MatchField,
+    /// For a hit in a message: its index among the session's projected
+    /// items (the order a reference carries them).
+    pub message_index: Option<u64>,
+}
+
+impl SearchResult {
+    /// The candidate's JSON (`sessionId`, `label`, `cwd`?, `createdAt`,
+    /// `mention`) plus `"snippet"`, `"field"` and `"messageIndex"` (a
+    /// number or `null`).
+    pub fn to_json(&self) -> Value {
+        let mut v = self.candidate.to_json();
+        if let Value::Object(m) = &mut v {
+            m.insert("snippet".into(), Value::from(self.snippet.as_str()));
+            m.insert("field".into(), Value::from(self.field.as_str()));
+            m.insert("messageIndex".into(), self.message_index.map_or(Value::Null, Value::from));
+        }
+        v
+    }
+
+    /// Reads a result a host's own search returned: `{"sessionId": string,
+    /// "label"?: string, "cwd"?: string|null, "createdAt": number,
+    /// "snippet"?: string, "field"?: "title"|"message"|"id"|"cwd",
+    /// "messageIndex"?: integer|null}`. The label defaults to the id, the
+    /// snippet to `""`, the field to `"message"`; the mention is always
+    /// computed by the library.
+    pub fn from_json(value: &Value) -> std::result::Result<SearchResult, String> {
+        let obj = value.as_object().ok_or("a search result must be an object")?;
+        let header = SessionHeader::from_json(&Value::Object(rename_session_id(obj)?))?;
+        let label = match obj.get("label") {
+            None | Some(Value::Null) => header.id.clone(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => return Err(format!("search result `label` of {:?} must be a string", header.id)),
+        };
+        let snippet = match obj.get("snippet") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => return Err(format!("search result `snippet` of {:?} must be a string", header.id)),
+        };
+        let field = match obj.get("field") {
+            None | Some(Value::Null) => MatchField::Message,
+            Some(Value::String(s)) => {
+                MatchField::from_name(s).ok_or_else(|| format!("unknown search result field {s:?}"))?
+            }
+            Some(_) => return Err(format!("search result `field` of {:?} must be a string", header.id)),
+        };
+        let message_index = match obj.get("messageIndex") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
+            Some(_) => return Err(format!("search result `messageIndex` of {:?} must be an integer", header.id)),
+        };
+        let candidate = Candidate {
+            session_id: header.id,
+            label,
+            cwd: header.cwd,
+            created_at: header.created_at,
+            mention: None,
+            same_workspace: None,
+            display_title: None,
+        };
+        Ok(SearchResult { candidate: candidate.with_mention(), snippet, field, message_index })
+    }
+
+    /// Reads the array a host's own search returned.
+    pub fn list_from_json(value: &Value) -> std::result::Result<Vec<SearchResult>, String> {
+        value.as_array().ok_or("a host's search must return an array")?.iter().map(SearchResult::from_json).collect()
+    }
+}
+
+fn rename_session_id(obj: &Map<String, Value>) -> std::result::Result<Map<String, Value>, String> {
+    let mut m = Map::new();
+    m.insert("id".into(), obj.get("sessionId").cloned().ok_or("a search result needs a string `sessionId`")?);
+    m.insert("createdAt".into(), obj.get("createdAt").cloned().unwrap_or(Value::Null));
+    m.insert("cwd".into(), obj.get("cwd").cloned().unwrap_or(Value::Null));
+    Ok(m)
+}
+
+/// A search as the library hands it to a host that implements search
+/// itself ([`SessionQuery::search`](crate::SessionQuery::search)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchRequest {
+    /// The session searching; its own session must not be returned.
+    pub target: Target,
+    /// The search text as the user typed it (not trimmed, not lower-cased).
+    pub query: String,
+    /// At most this many results are used.
+    pub limit: u64,
+    /// Which sessions to search.
+    pub scope: SearchScope,
+}
+
+impl SearchRequest {
+    /// `{"target":{"id","cwd"},"query","limit","scope"}`.
+    pub fn to_json(&self) -> Value {
+        let mut target = Map::new();
+        target.insert("id".into(), Value::from(self.target.id.as_str()));
+        target.insert("cwd".into(), self.target.cwd.as_deref().map_or(Value::Null, Value::from));
+        let mut m = Map::new();
+        m.insert("target".into(), Value::Object(target));
+        m.insert("query".into(), Value::from(self.query.as_str()));
+        m.insert("limit".into(), Value::from(self.limit));
+        m.insert("scope".into(), Value::from(self.scope.as_str()));
+        Value::Object(m)
+    }
+}
+
+/// What the built-in index of a resolver holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchIndexStats {
+    /// Sessions whose body is indexed (those with a fingerprint).
+    pub sessions: usize,
+    /// Bytes of projected text they cover.
+    pub text_bytes: usize,
+    /// Bytes the index holds for them (compressed text, filters, titles,
+    /// ids).
+    pub index_bytes: usize,
+    /// Of `index_bytes`, the trigram filters (the rest is mostly the
+    /// compressed text).
+    pub filter_bytes: usize,
+    /// Titles in the title cache.
+    pub titles: usize,
+}
+
+/// Runs `f` on the projection of a surface (one projection for every
+/// shape: JSON text, a JSON value written out, or a conversation).
+pub(crate) fn with_projection<T>(
+    data: &SurfaceData,
+    f: impl FnOnce(Projection<'_>) -> T,
+) -> std::result::Result<T, String> {
+    let written;
+    let projection = match data {
+        SurfaceData::Json(bytes) => project_json((**bytes).as_ref())?,
+        SurfaceData::Value(v) => {
+            written = crate::json::stringify(v);
+            project_json(written.as_bytes())?
+        }
+        SurfaceData::Conversation(c) => c.projection(),
+    };
+    Ok(f(projection))
+}
+
+/// How many surfaces are read and indexed at once.
+const INDEX_CONCURRENCY: usize = 8;
+/// Characters of context before and after a hit in a snippet.
+const SNIPPET_BEFORE: usize = 40;
+const SNIPPET_AFTER: usize = 100;
+
+/// A parsed search text: lower-cased, whitespace runs collapsed.
+struct Query {
+    phrase: Needle,
+    words: Vec<Needle>,
+}
+
+impl Query {
+    fn parse(text: &str) -> Option<Query> {
+        let folded = fold(text);
+        let mut words: Vec<Needle> = Vec::new();
+        for w in folded.split_whitespace() {
+            if !words.iter().any(|x| x.text == w) {
+                words.push(Needle::new(w.to_owned()));
+            }
+        }
+        if words.is_empty() {
+            return None;
+        }
+        let phrase = Needle::new(folded.split_whitespace().collect::<Vec<_>>().join(" "));
+        Some(Query { phrase, words })
+    }
+}
+
+/// Ranking: tier (0 phrase in the title, 1 phrase in a message, the id or
+/// the cwd, 2 every word somewhere), then the cwd rank of discovery, then
+/// newer `createdAt`, then listing order.
+#[derive(Clone, Copy, Debug)]
+struct Key {
+    tier: u8,
+    cwd_rank: u8,
+    created: f64,
+    order: usize,
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.tier
+            .cmp(&other.tier)
+            .then(self.cwd_rank.cmp(&other.cwd_rank))
+            .then(other.created.total_cmp(&self.created))
+            .then(self.order.cmp(&other.order))
+    }
+}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Key {}
+
+/// A session that passed the filters, with the best tier it could reach.
+struct Prospect {
+    at: usize,
+    key: Key,
+    /// Tier and hit known without the body.
+    settled: Option<(MatchField, String)>,
+}
+
+struct Hit {
+    key: Key,
+    at: usize,
+    field: MatchField,
+    snippet: String,
+    message_index: Option<u64>,
+}
+
+fn snippet(original: &str, at: usize) -> String {
+    let at = at.min(original.len());
+    let before: Vec<(usize, char)> = original[..at].char_indices().rev().take(SNIPPET_BEFORE + 1).collect();
+    let start = if before.len() > SNIPPET_BEFORE { before[SNIPPET_BEFORE - 1].0 } else { 0 };
+    let end = original[at..].char_indices().nth(SNIPPET_AFTER).map_or(original.len(), |(i, _)| at + i);
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.push_str(&original[start..end].split_whitespace().collect::<Vec<_>>().join(" "));
+    if end < original.len() {
+        out.push('…');
+    }
+    out
+}
+
+fn whole(text: &str) -> String {
+    snippet(text, 0)
+}
+
+/// Scores every session against the query, verifying on the text only
+/// the prospects that can still enter the top `limit`.
+fn score(
+    query: &Query,
+    sessions: &[SessionHeader],
+    docs: &[Arc<Doc>],
+    target: &Target,
+    limit: usize,
+    cancel: Option<&CancelToken>,
+) -> Result<Vec<Hit>> {
+    let mut prospects = Vec::new();
+    for (at, (s, doc)) in sessions.iter().zip(docs).enumerate() {
+        if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
+            return Err(Error::cancelled());
+        }
+        let title = doc.title_folded.as_deref().unwrap_or("");
+        let id = fold(&s.id);
+        let cwd = s.cwd.as_deref().map(fold);
+        let cwd = cwd.as_deref().unwrap_or("");
+        let in_fields = |w: &str| title.contains(w) || id.contains(w) || cwd.contains(w);
+        if !query.words.iter().all(|w| in_fields(&w.text) || doc.may_contain(&w.text)) {
+            continue;
+        }
+        let phrase = query.phrase.text.as_str();
+        let (tier, settled) = if title.contains(phrase) {
+            (0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or("")))))
+        } else if id.contains(phrase) {
+            (1, Some((MatchField::Id, s.id.clone())))
+        } else if cwd.contains(phrase) {
+            (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
+        } else if doc.may_contain(phrase) {
+            (1, None)
+        } else {
+            (2, None)
+        };
+        let key = Key {
+            tier,
+            cwd_rank: rank::rank(s.cwd.as_deref(), target),
+            created: s.created_at.as_f64().unwrap_or(0.0),
+            order: at,
+        };
+        prospects.push(Prospect { at, key, settled });
+    }
+    prospects.sort_by_key(|p| p.key);
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut best: BinaryHeap<Key> = BinaryHeap::new();
+    for p in prospects {
+        if best.len() >= limit && best.peek().is_some_and(|worst| *worst < p.key) {
+            break;
+        }
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            return Err(Error::cancelled());
+        }
+        let hit = match p.settled {
+            Some((field, snippet)) => Some(Hit { key: p.key, at: p.at, field, snippet, message_index: None }),
+            None => verify(query, &sessions[p.at], &docs[p.at], p.key, p.at),
+        };
+        if let Some(hit) = hit {
+            best.push(hit.key);
+            if best.len() > limit {
+                best.pop();
+            }
+            hits.push(hit);
+        }
+    }
+    hits.sort_by_key(|h| h.key);
+    hits.truncate(limit);
+    Ok(hits)
+}
+
+/// The exact tier and best hit of a prospect, from its decompressed text;
+/// `None` when the filter let through a session that does not match.
+fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
+    let (text, ends) = doc.text();
+    // Every item lower-cased into one buffer (one allocation per session).
+    let mut folded_text = String::with_capacity(text.len());
+    let mut spans: Vec<(&str, std::ops::Range<usize>)> = Vec::with_capacity(ends.len());
+    let mut start = 0;
+    for &end in ends {
+        let item = text.get(start..end).unwrap_or_default();
+        let from = folded_text.len();
+        fold_into(item, &mut folded_text);
+        spans.push((item, from..folded_text.len()));
+        start = end;
+    }
+    let items: Vec<&str> = spans.iter().map(|(item, _)| *item).collect();
+    let folded: Vec<&str> = spans.iter().map(|(_, r)| &folded_text[r.clone()]).collect();
+    for (i, (text, f)) in items.iter().zip(&folded).enumerate() {
+        if let Some(pos) = query.phrase.find(f) {
+            let snippet = snippet(text, original_offset(text, pos));
+            let key = Key { tier: 1, ..key };
+            return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
+        }
+    }
+    // Scattered words: each must be somewhere; the best message holds the
+    // most distinct words (the first of those).
+    let title = doc.title_folded.as_deref().unwrap_or("");
+    let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
+    let mut best: Option<(usize, usize, usize)> = None; // (count, item, first hit)
+    let mut found = vec![false; query.words.len()];
+    for (i, f) in folded.iter().enumerate() {
+        let mut count = 0;
+        let mut first = usize::MAX;
+        for (w, word) in query.words.iter().enumerate() {
+            if let Some(pos) = word.find(f) {
+                found[w] = true;
+                count += 1;
+                first = first.min(pos);
+            }
+        }
+        if count > 0 && best.is_none_or(|(c, _, _)| count > c) {
+            best = Some((count, i, first));
+        }
+    }
+    let in_fields = |w: &Needle| title.contains(&w.text) || id.contains(&w.text) || cwd.contains(&w.text);
+    if !query.words.iter().zip(&found).all(|(w, f)| *f || in_fields(w)) {
+        return None;
+    }
+    let key = Key { tier: 2, ..key };
+    let (field, snippet, message_index) = match best {
+        Some((_, i, first)) => {
+            (MatchField::Message, snippet(items[i], original_offset(items[i], first)), Some(i as u64))
+        }
+        None if query.words.iter().any(|w| title.contains(&w.text)) => {
+            (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
+        }
+        None if query.words.iter().any(|w| id.contains(&w.text)) => (MatchField::Id, s.id.clone(), None),
+        None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
+    };
+    Some(Hit { key, at, field, snippet, message_index })
+}
+
+impl Resolver {
+    /// Full-text search: sessions other than the target whose projected
+    /// text (user and assistant messages and checkpoints, never tool output
+    /// or reasoning), latest title, id or cwd contain the query, one result
+    /// per session with a snippet around its best hit.
+    ///
+    /// Matching is case-insensitive (Unicode default case mapping) on
+    /// substrings, so CJK text and fragments of identifiers (`1137` in
+    /// `PR1137`) are found. The query's whitespace-separated words must all
+    /// occur; ranking puts the whole query (whitespace runs as one space) in
+    /// the title first, then in a message, the id or the cwd, then sessions
+    /// holding the words apart; among equals, sessions in the target's cwd,
+    /// then without a cwd, then newer `createdAt`, then listing order. A
+    /// blank query finds nothing.
+    ///
+    /// When the host's session query implements
+    /// [`search`](crate::SessionQuery::search), its answer is used (the
+    /// target dropped, cut at the limit) and the built-in index is not
+    /// touched. Otherwise each session's text is indexed once per
+    /// [`Fingerprint`](crate::Fingerprint) and kept by the resolver; a
+    /// session without one is read for every search.
+    pub async fn search(
+        &self,
+        target: &Target,
+        query: &str,
+        options: &SearchOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Vec<SearchResult>> {
+        let limit = self.limit_or_default(options.limit, "search")?;
+        let request = SearchRequest { target: target.clone(), query: query.to_owned(), limit, scope: options.scope };
+        cancellable(cancel, self.search_inner(request, cancel)).await
+    }
+
+    /// [`search`](Self::search) on the library's runtime, blocking the caller.
+    pub fn search_blocking(
+        &self,
+        target: &Target,
+        query: &str,
+        options: &SearchOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Vec<SearchResult>> {
+        crate::runtime::block_on(self.search(target, query, options, cancel))
+    }
+
+    /// What the built-in index holds now.
+    pub fn search_index_stats(&self) -> SearchIndexStats {
+        let (sessions, text_bytes, index_bytes, filter_bytes) = self.discovery.docs.stats();
+        SearchIndexStats { sessions, text_bytes, index_bytes, filter_bytes, titles: self.discovery.title_count() }
+    }
+
+    /// This resolver's configuration and discovery caches over another
+    /// session query that serves the same sessions (a front that wraps one
+    /// host object anew for each call, e.g. to bind it to the caller's event
+    /// loop, keeps one cache this way).
+    pub fn with_session_query(&self, query: Arc<dyn crate::SessionQuery>) -> Resolver {
+        Resolver { query, config: self.config, notice: self.notice.clone(), discovery: Arc::clone(&self.discovery) }
+    }
+
+    /// Forgets every cached title and indexed text (the next query reads
+    /// every session again). Never needed for correctness.
+    pub fn clear_discovery_cache(&self) {
+        self.discovery.clear();
+    }
+
+    async fn search_inner(&self, request: SearchRequest, cancel: Option<&CancelToken>) -> Result<Vec<SearchResult>> {
+        let limit = usize::try_from(request.limit).unwrap_or(usize::MAX);
+        match guarded(|| self.query.search(&request)).await {
+            Ok(Some(results)) => {
+                let mut results: Vec<SearchResult> =
+                    results.into_iter().filter(|r| r.candidate.session_id != request.target.id).collect();
+                results.truncate(limit);
+                return Ok(results);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(Error::new(ErrorCode::ReadFailed, format!("the host's search failed: {}", e.message())))
+            }
+        }
+        let Some(query) = Query::parse(&request.query) else { return Ok(Vec::new()) };
+        let listed = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
+        self.discovery.retain_listed(&listed);
+        let target = &request.target;
+        let sessions: Vec<SessionHeader> = listed
+            .into_iter()
+            .filter(|s| s.id != target.id)
+            .filter(|s| match request.scope {
+                SearchScope::All => true,
+                SearchScope::SameCwd => target.cwd.is_some() && s.cwd == target.cwd,
+            })
+            .collect();
+        let docs = self.indexed(&sessions).await;
+        let token = cancel.cloned();
+        let target2 = target.clone();
+        let config = self.config;
+        let work = tokio::task::spawn_blocking(move || {
+            let hits = score(&query, &sessions, &docs, &target2, limit, token.as_ref())?;
+            Ok::<_, Error>(
+                hits.into_iter()
+                    .map(|h| {
+                        let s = &sessions[h.at];
+                        let doc = &docs[h.at];
+                        let candidate = Candidate::from_header(s.clone(), doc.title.clone(), &config, &target2);
+                        SearchResult {
+                            candidate: candidate.with_mention(),
+                            snippet: h.snippet,
+                            field: h.field,
+                            message_index: h.message_index,
+                        }
+                    })
+                    .collect(),
+            )
+        });
+        work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?
+    }
+
+    /// The doc of every session (same order): cached under an unchanged
+    /// fingerprint, else built from its title and surface. A surface that
+    /// cannot be read gives a doc without body (searched by title, id and
+    /// cwd) that is not kept.
+    async fn indexed(&self, sessions: &[SessionHeader]) -> Vec<Arc<Doc>> {
+        let fps = self.fingerprints(sessions).await;
+        let titles = self.titles_under(sessions, &fps, INDEX_CONCURRENCY * 2).await;
+        let mut docs =
+            self.discovery.docs.get_all(sessions.iter().map(|s| s.id.as_str()).zip(fps.iter().map(Option::as_ref)));
+        let jobs: Vec<_> = docs
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.is_none())
+            .map(|(i, _)| {
+                let id = sessions[i].id.clone();
+                let (fp, title) = (fps[i].clone(), titles[i].clone());
+                async move {
+                    let doc = match guarded(|| self.query.read_surface(&id)).await {
+                        Ok(data) => {
+                            let built = tokio::task::spawn_blocking(move || {
+                                with_projection(&data, |p| {
+                                    let items = p
+                                        .items
+                                        .iter()
+                                        .map(|i| IndexedItem { text: i.text.decode().unwrap_or_default() })
+                                        .collect();
+                                    Doc::build(fp.clone(), title.clone(), items)
+                                })
+                                .unwrap_or_else(|_| Doc::build(None, title, Vec::new()))
+                            })
+                            .await;
+                            match built {
+                                Ok(doc) => Arc::new(doc),
+                                Err(_) => Arc::new(Doc::build(None, None, Vec::new())),
+                            }
+                        }
+                        Err(_) => Arc::new(Doc::build(None, title, Vec::new())),
+                    };
+                    self.discovery.docs.put(&id, &doc);
+                    self.discovery.mark_changed();
+                    (i, doc)
+                }
+            })
+            .collect();
+        let built: Vec<(usize, Arc<Doc>)> = stream::iter(jobs).buffered(INDEX_CONCURRENCY).collect().await;
+        for (i, doc) in built {
+            docs[i] = Some(doc);
+        }
+        docs.into_iter().map(|d| d.unwrap_or_else(|| Arc::new(Doc::build(None, None, Vec::new())))).collect()
+    }
+}

@@ -1,0 +1,180 @@
+//! The title cache of a long-lived resolver: per session, the latest title
+//! read and the [`Fingerprint`] the session had before it was read. A query
+//! asks the source for every session's fingerprint first, then reads only
+//! the titles whose fingerprint changed (or that have none).
+//!
+//! Why it is exact: an entry is stored under the fingerprint taken *before*
+//! its read, so a session that changes while it is being read keeps an old
+//! fingerprint in the cache and is read again by the next query; a session
+//! without a fingerprint is never cached; a failed read is never cached;
+//! entries of sessions no longer listed are dropped.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use futures::stream::{self, StreamExt};
+
+use super::fingerprint::Fingerprint;
+use crate::host::SessionHeader;
+use crate::resolver::{guarded, Resolver};
+
+/// What the caches keep per session, and how they prune.
+#[derive(Default)]
+pub(crate) struct DiscoveryCache {
+    titles: Mutex<HashMap<String, (Fingerprint, Option<String>)>>,
+    pub(crate) docs: super::text::DocCache,
+    /// Whether anything was read into or dropped from the caches since
+    /// they were created, loaded or saved.
+    pub(crate) changed: std::sync::atomic::AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl DiscoveryCache {
+    /// Drops the entries of sessions not in `listed` (deleted sessions),
+    /// when there can be any: a cache no larger than the listing holds only
+    /// listed ids or is bounded by it, and entries are only ever looked up
+    /// for listed ids under their current fingerprint.
+    pub(crate) fn retain_listed(&self, listed: &[SessionHeader]) {
+        if lock(&self.titles).len() <= listed.len() && self.docs.len() <= listed.len() {
+            return;
+        }
+        let ids: std::collections::HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        lock(&self.titles).retain(|id, _| ids.contains(id.as_str()));
+        self.docs.retain(|id| ids.contains(id));
+        self.mark_changed();
+    }
+
+    /// Appends every entry (see `persist.rs`).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        use super::persist::{put, put_opt};
+        let titles = lock(&self.titles);
+        out.extend_from_slice(&(titles.len() as u64).to_le_bytes());
+        for (id, (fp, title)) in titles.iter() {
+            put(out, id.as_bytes());
+            put(out, fp.as_bytes());
+            put_opt(out, title.as_deref().map(str::as_bytes));
+        }
+        drop(titles);
+        self.docs.encode(out);
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote, all or nothing: whether
+    /// it was used.
+    pub(crate) fn decode(&self, input: &mut super::persist::Input<'_>) -> bool {
+        let titles = (|| {
+            let n = input.u64()?;
+            let mut titles = Vec::new();
+            for _ in 0..n {
+                titles.push((input.string()?, input.fingerprint()?, input.opt_string()?));
+            }
+            Some(titles)
+        })();
+        let Some(titles) = titles else { return false };
+        let Some(docs) = self.docs.decode(input) else { return false };
+        if !input.0.is_empty() {
+            return false;
+        }
+        let mut held = lock(&self.titles);
+        for (id, fp, title) in titles {
+            held.insert(id, (fp, title));
+        }
+        drop(held);
+        self.docs.insert_all(docs);
+        true
+    }
+
+    /// Forgets everything (the next query reads every session again).
+    pub(crate) fn clear(&self) {
+        lock(&self.titles).clear();
+        self.docs.clear();
+        self.mark_changed();
+    }
+
+    pub(crate) fn mark_changed(&self) {
+        self.changed.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
+        self.mark_changed();
+        let mut titles = lock(&self.titles);
+        match (fp, title) {
+            (Some(fp), Some(title)) => {
+                titles.insert(id.to_owned(), (fp, title));
+            }
+            _ => {
+                titles.remove(id);
+            }
+        }
+    }
+
+    /// Number of cached titles (for tests and statistics).
+    pub(crate) fn title_count(&self) -> usize {
+        lock(&self.titles).len()
+    }
+}
+
+impl Resolver {
+    /// The fingerprint of every session in `sessions` (same order), as the
+    /// source gives them; all `None` when it gives none, fails, or answers
+    /// with a list of the wrong length.
+    pub(crate) async fn fingerprints(&self, sessions: &[SessionHeader]) -> Vec<Option<Fingerprint>> {
+        let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+        match guarded(|| self.query.fingerprints(&ids)).await {
+            Ok(Some(fps)) if fps.len() == ids.len() => fps,
+            _ => vec![None; ids.len()],
+        }
+    }
+
+    /// The latest titles of `sessions` (same order): cached ones whose
+    /// fingerprint is unchanged, the others read (at most `concurrency` at
+    /// once) and cached under the fingerprint taken before the read. A
+    /// failed read counts as "no title" and is not cached.
+    pub(crate) async fn cached_titles(&self, sessions: &[SessionHeader], concurrency: usize) -> Vec<Option<String>> {
+        let fps = self.fingerprints(sessions).await;
+        self.titles_under(sessions, &fps, concurrency).await
+    }
+
+    /// [`cached_titles`](Self::cached_titles) with the fingerprints taken.
+    /// Cached titles are taken under one lock; only the others become reads.
+    pub(crate) async fn titles_under(
+        &self,
+        sessions: &[SessionHeader],
+        fps: &[Option<Fingerprint>],
+        concurrency: usize,
+    ) -> Vec<Option<String>> {
+        let cache = &self.discovery;
+        let mut titles: Vec<Option<Option<String>>> = {
+            let cached = lock(&cache.titles);
+            sessions
+                .iter()
+                .zip(fps)
+                .map(|(s, fp)| {
+                    let (held, title) = cached.get(&s.id)?;
+                    (Some(held) == fp.as_ref()).then(|| title.clone())
+                })
+                .collect()
+        };
+        let jobs: Vec<_> = titles
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.is_none())
+            .map(|(i, _)| {
+                let id = sessions[i].id.clone();
+                let fp = fps[i].clone();
+                async move {
+                    let read = guarded(|| self.query.read_title(&id)).await.ok();
+                    cache.store_title(&id, fp, read.clone());
+                    (i, read.flatten())
+                }
+            })
+            .collect();
+        let read: Vec<(usize, Option<String>)> = stream::iter(jobs).buffered(concurrency.max(1)).collect().await;
+        for (i, title) in read {
+            titles[i] = Some(title);
+        }
+        titles.into_iter().map(Option::flatten).collect()
+    }
+}

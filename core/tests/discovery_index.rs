@@ -1,0 +1,482 @@
+//! The discovery caches (title cache, search index) against a resolver that
+//! caches nothing, across every kind of change between two queries, through
+//! an in-memory query and through a file-backed source fingerprinted by
+//! file metadata; and full-text search itself.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use dsh_session_reference::projection::Role;
+use dsh_session_reference::{
+    format_mention, Blocking, BlockingSessionQuery, CancelToken, Config, Conversation, ConversationItem, ErrorCode,
+    Fingerprint, HostError, MatchField, MemoryQuery, QueryFuture, Resolver, SearchOptions, SearchRequest, SearchResult,
+    SearchScope, SessionHeader, SessionQuery, SurfaceData, Target,
+};
+use serde_json::{json, Value};
+
+/// Forwards to a query, counting title and surface reads, with or without
+/// its fingerprints.
+struct Counting<Q> {
+    inner: Q,
+    titles: AtomicUsize,
+    surfaces: AtomicUsize,
+    fingerprints: bool,
+}
+
+impl<Q> Counting<Q> {
+    fn new(inner: Q, fingerprints: bool) -> Self {
+        Counting { inner, titles: AtomicUsize::new(0), surfaces: AtomicUsize::new(0), fingerprints }
+    }
+    fn take(&self) -> (usize, usize) {
+        (self.titles.swap(0, Ordering::SeqCst), self.surfaces.swap(0, Ordering::SeqCst))
+    }
+}
+
+impl<Q: SessionQuery> SessionQuery for Counting<Q> {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        self.inner.list_sessions()
+    }
+    fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
+        self.titles.fetch_add(1, Ordering::SeqCst);
+        self.inner.read_title(id)
+    }
+    fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        self.surfaces.fetch_add(1, Ordering::SeqCst);
+        self.inner.read_surface(id)
+    }
+    fn fingerprints<'a>(&'a self, ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        if self.fingerprints {
+            self.inner.fingerprints(ids)
+        } else {
+            Box::pin(async { Ok(None) })
+        }
+    }
+}
+
+fn conversation(id: &str, cwd: Option<&str>, texts: &[&str]) -> Conversation {
+    Conversation {
+        session_id: id.into(),
+        cwd: cwd.map(Into::into),
+        captured_through_seq: None,
+        items: texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ConversationItem::new(if i % 2 == 0 { Role::User } else { Role::Assistant }, *t))
+            .collect(),
+    }
+}
+
+fn add(q: &MemoryQuery, id: &str, created: u64, cwd: Option<&str>, title: Option<&str>, texts: &[&str]) {
+    q.add_session(SessionHeader::new(id, created, cwd.map(Into::into)));
+    q.set_title(id, title.map(Into::into));
+    q.set_surface(id, conversation(id, cwd, texts));
+}
+
+fn target() -> Target {
+    Target::new("me", Some("/work/a".into()))
+}
+
+/// Candidates as JSON, for comparing two resolvers.
+fn cands(r: &Resolver, filter: &str) -> Vec<Value> {
+    r.candidates_blocking(&target(), filter, None, None).unwrap().iter().map(|c| c.to_json()).collect()
+}
+
+fn found(r: &Resolver, query: &str) -> Vec<SearchResult> {
+    r.search_blocking(&target(), query, &SearchOptions::default(), None).unwrap()
+}
+
+fn ids(results: &[SearchResult]) -> Vec<&str> {
+    results.iter().map(|r| r.candidate.session_id.as_str()).collect()
+}
+
+/// A cached and an uncached resolver over the same sessions.
+struct Pair {
+    mem: Arc<MemoryQuery>,
+    cached: Arc<Counting<Arc<MemoryQuery>>>,
+    r: Resolver,
+    plain: Resolver,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let mem = Arc::new(MemoryQuery::new());
+        let cached = Arc::new(Counting::new(Arc::clone(&mem), true));
+        let r = Resolver::new(cached.clone(), Config::default());
+        let plain = Resolver::new(Arc::new(Counting::new(Arc::clone(&mem), false)), Config::default());
+        Pair { mem, cached, r, plain }
+    }
+    /// Both resolvers agree on candidates and search; returns the cached
+    /// one's (title, surface) reads.
+    fn check(&self, filter: &str, query: &str) -> (usize, usize) {
+        self.cached.take();
+        assert_eq!(cands(&self.r, filter), cands(&self.plain, filter), "candidates {filter:?}");
+        let a: Vec<Value> = found(&self.r, query).iter().map(SearchResult::to_json).collect();
+        let b: Vec<Value> = found(&self.plain, query).iter().map(SearchResult::to_json).collect();
+        assert_eq!(a, b, "search {query:?}");
+        self.cached.take()
+    }
+}
+
+#[test]
+fn memory_title_cache_reads_only_what_changed() {
+    let p = Pair::new();
+    for i in 0..20 {
+        add(&p.mem, &format!("s{i}"), 1000 + i, Some("/work/a"), Some(&format!("Title {i}")), &[&format!("body {i}")]);
+    }
+    assert_eq!(p.check("title", "body"), (20, 20));
+    assert_eq!(p.check("title", "body"), (0, 0), "nothing changed: nothing read");
+    assert_eq!(p.r.search_index_stats().sessions, 20);
+    p.mem.set_title("s3", Some("Renamed".into()));
+    assert_eq!(p.check("renamed", "body"), (1, 1));
+    assert_eq!(cands(&p.r, "renamed")[0]["sessionId"], "s3");
+    p.mem.remove_session("s4");
+    p.check("title", "body 4");
+    assert!(cands(&p.r, "title 4").is_empty());
+    assert_eq!(p.r.search_index_stats().sessions, 19, "a deleted session leaves the index");
+    add(&p.mem, "s99", 5000, None, Some("Fresh"), &["新しい本文 PR1137"]);
+    assert_eq!(p.check("fresh", "1137"), (1, 1));
+    assert_eq!(ids(&found(&p.r, "1137")), ["s99"]);
+    // A failing title read is not cached: it is read again next time.
+    p.mem.fail_title("s5", "disk on fire");
+    p.check("title", "body");
+    assert_eq!(p.check("title", "body").0, 2, "once by candidates, once by search");
+}
+
+#[test]
+fn unfiltered_candidates_use_the_cache_too() {
+    let p = Pair::new();
+    for i in 0..5 {
+        add(&p.mem, &format!("s{i}"), 1000 + i, None, Some("T"), &["x"]);
+    }
+    p.cached.take();
+    assert_eq!(cands(&p.r, ""), cands(&p.plain, ""));
+    assert_eq!(p.cached.take().0, 5);
+    assert_eq!(cands(&p.r, ""), cands(&p.plain, ""));
+    assert_eq!(p.cached.take().0, 0);
+}
+
+/// A session source over files: `<id>.log` in a directory, one JSON line
+/// each: `{"title": …}` sets the title, `{"text": …}` adds a message,
+/// `{"tool": …}` is tool output (never projected). Listed in name order
+/// with `createdAt` from the file's first line; fingerprinted by metadata.
+struct Files(PathBuf);
+
+impl Files {
+    fn path(&self, id: &str) -> PathBuf {
+        self.0.join(format!("{id}.log"))
+    }
+    fn lines(&self, id: &str) -> Result<Vec<Value>, HostError> {
+        let text = std::fs::read_to_string(self.path(id)).map_err(|e| HostError::new(e.to_string()))?;
+        text.lines().map(|l| serde_json::from_str(l).map_err(|e| HostError::new(e.to_string()))).collect()
+    }
+}
+
+impl BlockingSessionQuery for Files {
+    fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .map_err(|e| HostError::new(e.to_string()))?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".log").map(str::to_owned))
+            .collect();
+        names.sort();
+        Ok(names.into_iter().map(|id| SessionHeader::new(id, 1u64, Some("/work/a".into()))).collect())
+    }
+    fn read_title(&self, id: &str) -> Result<Option<String>, HostError> {
+        Ok(self.lines(id)?.iter().rev().find_map(|l| l["title"].as_str().map(str::to_owned)))
+    }
+    fn read_surface(&self, id: &str) -> Result<SurfaceData, HostError> {
+        let texts: Vec<String> = self.lines(id)?.iter().filter_map(|l| l["text"].as_str().map(str::to_owned)).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        Ok(conversation(id, Some("/work/a"), &refs).into())
+    }
+    fn fingerprints(&self, ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+        Ok(Some(
+            ids.iter().map(|id| std::fs::metadata(self.path(id)).ok().map(|m| Fingerprint::of_metadata(&m))).collect(),
+        ))
+    }
+}
+
+fn write(dir: &Path, id: &str, lines: &[Value]) {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join(format!("{id}.log")), text).unwrap();
+}
+
+fn append(dir: &Path, id: &str, line: Value) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(dir.join(format!("{id}.log"))).unwrap();
+    writeln!(f, "{line}").unwrap();
+}
+
+#[test]
+fn file_source_changes_between_two_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "a",
+        &[json!({"title": "alpha plan"}), json!({"text": "we chose zstd"}), json!({"tool": "secret tool output"})],
+    );
+    write(d, "b", &[json!({"title": "beta"}), json!({"text": "nothing here"})]);
+    let files = Arc::new(Blocking::new(Files(d.to_owned())));
+    let counting = Arc::new(Counting::new(Arc::clone(&files), true));
+    let r = Resolver::new(counting.clone(), Config::default());
+    let plain = Resolver::new(Arc::new(Counting::new(files, false)), Config::default());
+    let same = |filter: &str, query: &str| {
+        assert_eq!(cands(&r, filter), cands(&plain, filter));
+        let a: Vec<Value> = found(&r, query).iter().map(SearchResult::to_json).collect();
+        let b: Vec<Value> = found(&plain, query).iter().map(SearchResult::to_json).collect();
+        assert_eq!(a, b);
+        a
+    };
+    same("a", "zstd");
+    counting.take();
+    same("a", "zstd");
+    assert_eq!(counting.take(), (0, 0));
+    assert!(same("a", "secret tool").is_empty(), "tool output never matches");
+
+    // Appended: new title and text.
+    append(d, "a", json!({"title": "alpha final"}));
+    append(d, "a", json!({"text": "then brotli"}));
+    assert_eq!(cands(&r, "final")[0]["label"], "alpha final");
+    assert_eq!(ids(&found(&r, "brotli")), ["a"]);
+    same("alpha", "brotli");
+    // Truncated to its first two lines.
+    let f = std::fs::OpenOptions::new().write(true).open(d.join("a.log")).unwrap();
+    let len = format!("{}\n{}\n", json!({"title": "alpha plan"}), json!({"text": "we chose zstd"})).len();
+    f.set_len(len as u64).unwrap();
+    drop(f);
+    assert_eq!(cands(&r, "alpha")[0]["label"], "alpha plan");
+    assert!(found(&r, "brotli").is_empty());
+    same("alpha", "zstd");
+    // Replaced by a new file (new inode) of the same size.
+    let tmp = d.join("a.tmp");
+    std::fs::write(&tmp, format!("{}\n{}\n", json!({"title": "omega plan"}), json!({"text": "we chose lz4d"})))
+        .unwrap();
+    std::fs::rename(&tmp, d.join("a.log")).unwrap();
+    assert_eq!(cands(&r, "plan")[0]["label"], "omega plan");
+    assert_eq!(ids(&found(&r, "lz4d")), ["a"]);
+    same("plan", "zstd");
+    // Deleted.
+    std::fs::remove_file(d.join("b.log")).unwrap();
+    assert!(cands(&r, "beta").is_empty());
+    assert!(found(&r, "nothing").is_empty());
+    // Newly created.
+    write(d, "c", &[json!({"title": "gamma"}), json!({"text": "fresh words"})]);
+    assert_eq!(cands(&r, "gamma")[0]["sessionId"], "c");
+    assert_eq!(ids(&found(&r, "fresh")), ["c"]);
+    same("", "words");
+}
+
+fn dsh_surface(id: &str, cwd: &str) -> Value {
+    json!({
+        "session": {"id": id, "createdAt": 1, "cwd": cwd},
+        "capturedThroughSeq": 3,
+        "events": [
+            {"seq": 0, "type": "user/message", "data": {"role": "user",
+                "content": [{"type": "text", "text": "Please fix the Ünïcode bug"}], "source": {"kind": "user"}}},
+            {"seq": 1, "type": "assistant/message", "data": {"message": {"role": "assistant",
+                "content": [{"type": "reasoning", "text": "hidden reasoning wombat"},
+                            {"type": "text", "text": "Done in PR1137."}]}}},
+            {"seq": 2, "type": "tool/result", "data": {"content": [{"type": "text", "text": "tool said platypus"}]}},
+            {"seq": 3, "type": "user/message", "data": {"role": "user",
+                "content": [{"type": "text", "text": "checkpoint: 会话摘要在这里"}],
+                "source": {"kind": "plugin", "plugin": "compact"}}}
+        ]
+    })
+}
+
+#[test]
+fn search_reads_only_projected_text() {
+    let q = MemoryQuery::new();
+    q.add_session(SessionHeader::new("d1", 1u64, Some("/work/a".into())));
+    q.set_surface("d1", dsh_surface("d1", "/work/a"));
+    let r = Resolver::new(Arc::new(q), Config::default());
+    assert!(found(&r, "wombat").is_empty(), "reasoning never matches");
+    assert!(found(&r, "platypus").is_empty(), "tool output never matches");
+    let hit = &found(&r, "1137")[0];
+    assert_eq!((hit.field, hit.message_index), (MatchField::Message, Some(1)));
+    assert_eq!(hit.snippet, "Done in PR1137.");
+    let hit = &found(&r, "摘要")[0];
+    assert_eq!(hit.message_index, Some(2), "checkpoints are searched; CJK substrings match");
+    let hit = &found(&r, "ÜNÏCODE")[0];
+    assert_eq!(hit.snippet, "Please fix the Ünïcode bug", "case-insensitive beyond ASCII");
+    assert_eq!(hit.candidate.mention.as_deref(), Some(format_mention("d1", Some("d1")).as_str()));
+    assert!(found(&r, "   ").is_empty(), "a blank query finds nothing");
+}
+
+#[test]
+fn search_ranks_title_phrase_scattered_then_cwd_and_recency() {
+    let q = MemoryQuery::new();
+    add(&q, "scattered", 9000, Some("/work/a"), None, &["the cache is warm", "an index of titles"]);
+    add(&q, "phrase-old", 1000, Some("/work/a"), None, &["intro", "we need a title index here"]);
+    add(&q, "phrase-new", 2000, Some("/work/a"), None, &["a title index, finally"]);
+    add(&q, "phrase-other-cwd", 8000, Some("/elsewhere"), None, &["title index"]);
+    add(&q, "in-title", 10, Some("/elsewhere"), Some("The Title Index design"), &["unrelated"]);
+    add(&q, "me", 1, Some("/work/a"), Some("title index"), &["title index"]);
+    add(&q, "none", 1, Some("/work/a"), None, &["nothing to see"]);
+    let r = Resolver::new(Arc::new(q), Config::default());
+    let results = found(&r, "Title  index");
+    assert_eq!(ids(&results), ["in-title", "phrase-new", "phrase-old", "phrase-other-cwd", "scattered"]);
+    assert_eq!(results[0].field, MatchField::Title);
+    assert_eq!(results[2].message_index, Some(1));
+    assert_eq!(results[4].message_index, Some(1), "the message with most words, first of those");
+    let limited =
+        r.search_blocking(&target(), "title index", &SearchOptions { limit: Some(2), ..Default::default() }, None);
+    assert_eq!(ids(&limited.unwrap()), ["in-title", "phrase-new"]);
+    let scoped = SearchOptions { scope: SearchScope::SameCwd, ..Default::default() };
+    let scoped = r.search_blocking(&target(), "title index", &scoped, None).unwrap();
+    assert_eq!(ids(&scoped), ["phrase-new", "phrase-old", "scattered"]);
+    let bad = r.search_blocking(&target(), "x", &SearchOptions { limit: Some(0), ..Default::default() }, None);
+    assert_eq!(bad.unwrap_err().code(), ErrorCode::InvalidReference);
+}
+
+#[test]
+fn search_snippets_are_cut_around_the_hit() {
+    let q = MemoryQuery::new();
+    let long = format!("{} needle {}", "word ".repeat(100), "tail ".repeat(100));
+    add(&q, "s", 1, None, None, &[&long]);
+    let r = Resolver::new(Arc::new(q), Config::default());
+    let s = &found(&r, "NEEDLE")[0].snippet;
+    assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+    assert!(s.contains("word needle tail"), "{s}");
+    assert!(s.chars().count() < 160, "{s}");
+}
+
+/// A host with its own search.
+struct OwnSearch(MemoryQuery);
+
+impl SessionQuery for OwnSearch {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        Box::pin(async { Err(HostError::new("the built-in index must not list")) })
+    }
+    fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
+        self.0.read_title(id)
+    }
+    fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        self.0.read_surface(id)
+    }
+    fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
+        let answer = json!([
+            {"sessionId": "me", "createdAt": 1, "snippet": "self"},
+            {"sessionId": "pg-1", "label": "From Postgres", "createdAt": 5, "snippet": request.query, "messageIndex": 3},
+            {"sessionId": "pg-2", "createdAt": 4, "cwd": "/x", "field": "title"}
+        ]);
+        Box::pin(async move { SearchResult::list_from_json(&answer).map(Some).map_err(HostError::new) })
+    }
+}
+
+#[test]
+fn a_host_search_replaces_the_built_in_index() {
+    let r = Resolver::new(Arc::new(OwnSearch(MemoryQuery::new())), Config::default());
+    let results = found(&r, "anything");
+    assert_eq!(ids(&results), ["pg-1", "pg-2"], "the target is dropped");
+    assert_eq!(
+        results[0].to_json(),
+        json!({"sessionId": "pg-1", "label": "From Postgres", "createdAt": 5,
+        "mention": format_mention("pg-1", Some("From Postgres")), "snippet": "anything", "field": "message", "messageIndex": 3})
+    );
+    let one = r.search_blocking(&target(), "q", &SearchOptions { limit: Some(1), ..Default::default() }, None).unwrap();
+    assert_eq!(ids(&one), ["pg-1"]);
+}
+
+/// A surface read that never completes.
+struct Hangs(MemoryQuery);
+
+impl SessionQuery for Hangs {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        self.0.list_sessions()
+    }
+    fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
+        self.0.read_title(id)
+    }
+    fn read_surface<'a>(&'a self, _id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        Box::pin(futures::future::pending())
+    }
+}
+
+#[test]
+fn search_cancellation_is_prompt() {
+    let q = MemoryQuery::new();
+    add(&q, "s", 1, None, None, &["x"]);
+    let r = Resolver::new(Arc::new(Hangs(q)), Config::default());
+    let cancel = CancelToken::new();
+    let c2 = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        c2.cancel();
+    });
+    let started = std::time::Instant::now();
+    let err = r.search_blocking(&target(), "x", &SearchOptions::default(), Some(&cancel)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Cancelled);
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    let err = r.search_blocking(&target(), "x", &SearchOptions::default(), Some(&cancel)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Cancelled, "an already cancelled token");
+}
+
+#[test]
+fn a_session_whose_surface_fails_is_found_by_title_and_never_cached() {
+    let p = Pair::new();
+    add(&p.mem, "s", 1, None, Some("Broken one"), &["x"]);
+    p.mem.fail_surface("s", "unreadable");
+    assert_eq!(ids(&found(&p.r, "broken")), ["s"]);
+    p.cached.take();
+    found(&p.r, "broken");
+    assert_eq!(p.cached.take().1, 1, "read again");
+    assert_eq!(p.r.search_index_stats().sessions, 0);
+}
+
+#[test]
+fn the_on_disk_cache_starts_warm_and_is_ignored_when_it_does_not_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("discovery.cache");
+    let p = Pair::new();
+    for i in 0..10 {
+        add(&p.mem, &format!("s{i}"), 1000 + i, Some("/work/a"), Some(&format!("Title {i}")), &[&format!("body {i}")]);
+    }
+    p.check("title", "body");
+    p.r.save_discovery_cache(&path).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers, ["discovery.cache"], "no temporary file is left behind");
+
+    // A fresh resolver over the same query starts warm: nothing is read.
+    let warm = || {
+        let r = Resolver::new(p.cached.clone(), Config::default());
+        (r.load_discovery_cache(&path), r)
+    };
+    let (used, r) = warm();
+    assert!(used);
+    assert!(!r.discovery_cache_changed());
+    p.cached.take();
+    assert_eq!(cands(&r, "title"), cands(&p.plain, "title"));
+    assert_eq!(ids(&found(&r, "body 7")), ["s7"]);
+    assert_eq!(p.cached.take(), (0, 0));
+    assert!(!r.discovery_cache_changed(), "everything came from the file");
+    // A session changed since the file was written is read again.
+    p.mem.set_title("s2", Some("Changed".into()));
+    let (_, r) = warm();
+    assert_eq!(cands(&r, "changed")[0]["sessionId"], "s2");
+    assert!(r.discovery_cache_changed());
+
+    let good = std::fs::read(&path).unwrap();
+    let rejected = |bytes: &[u8], what: &str| {
+        std::fs::write(&path, bytes).unwrap();
+        let (used, r) = warm();
+        assert!(!used, "{what} is ignored");
+        p.cached.take();
+        assert_eq!(cands(&r, "title"), cands(&p.plain, "title"), "{what}: still the right answer");
+        assert!(p.cached.take().0 > 0, "{what}: read again");
+    };
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    rejected(&flipped, "a corrupted file");
+    rejected(&good[..good.len() / 2], "a file written halfway");
+    rejected(b"", "an empty file");
+    rejected(b"not a cache at all", "a foreign file");
+    let mut other = b"DSRDISC\0".to_vec();
+    other.extend_from_slice(&99u32.to_le_bytes());
+    rejected(&zstd::bulk::compress(&other, 1).unwrap(), "a file of another format version");
+    std::fs::remove_file(&path).unwrap();
+    let (used, _) = warm();
+    assert!(!used, "a missing file");
+}
