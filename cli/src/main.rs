@@ -20,9 +20,8 @@ mod cache;
 use dsh_session_reference::sources::dsh::RejectionKind;
 use dsh_session_reference::sources::{default_specs, open_sources, MultiQuery, SourceKind, SourceSpec};
 use dsh_session_reference::{
-    block_on, decode_uri, encode_uri, format_mention, parse_text_with, Blocking, Candidate, Config, DshStore, Error,
-    ErrorCode, Hardening, Prepared, Resolver, SearchOptions, SearchResult, SearchScope, SessionQuery, SurfaceData,
-    Target,
+    block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DshStore, Error, ErrorCode,
+    Hardening, Prepared, Resolver, SearchOptions, SearchResult, SearchScope, SessionQuery, SurfaceData, Target,
 };
 use dsh_session_reference::{CompatConfig, DshCompat};
 use serde_json::{json, Map, Value};
@@ -289,8 +288,9 @@ impl Ctx {
                     let resolver = Resolver::new(Arc::new(store.clone()), config);
                     return Ok(Ctx { sources: Sources::Dsh(store), resolver, json, context_window, cache: None });
                 }
-                let query = Blocking::new(cache::Fingerprinted::new(store.clone()));
-                let resolver = Resolver::new(Arc::new(query), config);
+                // The store fingerprints its logs, so the cache's entries
+                // count only for logs that did not change.
+                let resolver = Resolver::new(Arc::new(store.clone()), config);
                 let cache = match cache::path_for(&only.root) {
                     Ok(path) => {
                         resolver.load_discovery_cache(&path);

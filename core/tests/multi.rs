@@ -91,3 +91,20 @@ fn a_view_of_one_source_is_that_source() {
     let pb = viewed.prepare_blocking(&target, &json!("x"), &refs, None).unwrap();
     assert_eq!(pa.additional_context.unwrap().prompt, pb.additional_context.unwrap().prompt);
 }
+
+#[test]
+fn fingerprints_come_from_the_source_that_holds_each_session() {
+    let (d, c) = (dsh(), codex());
+    let multi = MultiQuery::new().with_source("dsh", "", d.clone()).with_source("codex", "codex:", c.clone());
+    let ids: Vec<String> = ["codex:a", "d-new", "codex:b"].iter().map(|s| s.to_string()).collect();
+    let direct = |q: &MemoryQuery, id: &str| {
+        dsh_session_reference::block_on(q.fingerprints(&[id.to_owned()])).unwrap().unwrap()[0].clone()
+    };
+    let got = dsh_session_reference::block_on(multi.fingerprints(&ids)).unwrap().unwrap();
+    assert_eq!(got, vec![direct(&c, "codex:a"), direct(&d, "d-new"), direct(&c, "codex:b")]);
+    assert!(got.iter().all(Option::is_some));
+    // A change in one source changes only its sessions' fingerprints.
+    d.set_title("d-new", Some("renamed".into()));
+    let after = dsh_session_reference::block_on(multi.fingerprints(&ids)).unwrap().unwrap();
+    assert_eq!((after[0] == got[0], after[1] == got[1], after[2] == got[2]), (true, false, true));
+}

@@ -42,21 +42,7 @@ impl Fingerprint {
     /// of its device, inode, size and modification time (on systems without
     /// inodes, device and inode are 0).
     pub fn of_metadata(meta: &std::fs::Metadata) -> Self {
-        #[cfg(unix)]
-        let (device, inode) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        #[cfg(not(unix))]
-        let (device, inode) = (0u64, 0u64);
-        let mtime_ns = match meta.modified() {
-            Ok(t) => match t.duration_since(std::time::UNIX_EPOCH) {
-                Ok(d) => d.as_nanos() as i128,
-                Err(e) => -(e.duration().as_nanos() as i128),
-            },
-            Err(_) => 0,
-        };
-        Fingerprint::from_file_identity(device, inode, meta.len(), mtime_ns)
+        Fingerprint::from(crate::sources::FileIdentity::of(meta))
     }
 
     /// The fingerprint's bytes.
@@ -82,5 +68,12 @@ impl Fingerprint {
                 _ => Err("each fingerprint must be a string, a number or null".to_owned()),
             })
             .collect()
+    }
+}
+
+impl From<crate::sources::FileIdentity> for Fingerprint {
+    /// A file-backed source's identity of a log, as its fingerprint.
+    fn from(id: crate::sources::FileIdentity) -> Self {
+        Fingerprint::from_file_identity(id.dev, id.inode, id.size, id.mtime_ns as i128)
     }
 }

@@ -11,6 +11,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::discovery::Fingerprint;
 use crate::error::HostError;
 use crate::host::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 
@@ -128,5 +129,35 @@ impl SessionQuery for MultiQuery {
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         Box::pin(async move { self.route(session_id)?.query.read_surface(session_id).await })
+    }
+
+    /// Each id's fingerprint from the source its reads go to, asked once per
+    /// source for all of its ids; a source that has none (or fails to
+    /// answer) leaves its sessions without one, so they are read afresh.
+    fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        Box::pin(async move {
+            let mut by_source: Vec<(Vec<usize>, Vec<String>)> = vec![(Vec::new(), Vec::new()); self.entries.len()];
+            for (at, id) in session_ids.iter().enumerate() {
+                let Ok(entry) = self.route(id) else { continue };
+                let source = self.entries.iter().position(|e| std::ptr::eq(e, entry)).unwrap_or(0);
+                by_source[source].0.push(at);
+                by_source[source].1.push(id.clone());
+            }
+            let asked = by_source.iter().zip(&self.entries).map(|((_, ids), e)| async move {
+                if ids.is_empty() {
+                    return None;
+                }
+                e.query.fingerprints(ids).await.ok().flatten()
+            });
+            let answers = futures::future::join_all(asked).await;
+            let mut out: Vec<Option<Fingerprint>> = vec![None; session_ids.len()];
+            for ((positions, _), answer) in by_source.iter().zip(answers) {
+                let Some(prints) = answer else { continue };
+                for (&at, print) in positions.iter().zip(prints) {
+                    out[at] = print;
+                }
+            }
+            Ok(Some(out))
+        })
     }
 }

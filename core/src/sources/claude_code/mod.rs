@@ -73,6 +73,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::conversation::Conversation;
+use crate::discovery::Fingerprint;
 use crate::error::HostError;
 use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
 use crate::sources::foreign::{conversation, mtime_ms, read_error};
@@ -235,6 +236,12 @@ impl BlockingSessionQuery for ClaudeCodeSource {
 
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.conversation(session_id).map(SurfaceData::from)
+    }
+
+    /// The identity of each session's transcript (its title and
+    /// conversation come from that one file).
+    fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+        Ok(Some(session_ids.iter().map(|id| self.identity(id).ok().map(Fingerprint::from)).collect()))
     }
 }
 

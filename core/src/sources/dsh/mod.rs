@@ -99,6 +99,7 @@ pub mod recovery;
 pub mod rows;
 pub mod title;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -107,6 +108,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Number, Value};
 
+use crate::discovery::Fingerprint;
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
 use crate::sources::fs::{open_regular, par_map, FileIdentity};
@@ -132,6 +134,8 @@ pub struct DshStore {
     root: Arc<PathBuf>,
     /// The last verdict on the root's encoding (see [`ROOT_CHECK_TTL`]).
     root_check: Arc<Mutex<Option<RootCheck>>>,
+    /// The log of each session of the last listing, for its fingerprint.
+    listed_logs: Arc<Mutex<HashMap<String, PathBuf>>>,
 }
 
 /// How long a verdict on the root's encoding is reused by reads of single
@@ -338,7 +342,11 @@ impl DshStore {
         }
         std::fs::read_dir(root)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot read DSH sessions root {}: {e}", root.display())))?;
-        Ok(DshStore { root: Arc::new(root.to_path_buf()), root_check: Arc::new(Mutex::new(None)) })
+        Ok(DshStore {
+            root: Arc::new(root.to_path_buf()),
+            root_check: Arc::new(Mutex::new(None)),
+            listed_logs: Arc::default(),
+        })
     }
 
     /// The root directory.
@@ -500,9 +508,25 @@ impl DshStore {
 
 impl BlockingSessionQuery for DshStore {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
-        self.list()
-            .map(|l| l.sessions.into_iter().map(|s| s.header).collect())
-            .map_err(|e| HostError::new(e.to_string()))
+        let listing = self.list().map_err(|e| HostError::new(e.to_string()))?;
+        let mut logs = self.listed_logs.lock().unwrap_or_else(|e| e.into_inner());
+        logs.clear();
+        logs.extend(listing.sessions.iter().map(|s| (s.header.id.clone(), s.path.clone())));
+        Ok(listing.sessions.into_iter().map(|s| s.header).collect())
+    }
+
+    /// Each session's fingerprint is the identity (device, inode, size,
+    /// mtime) of its log: the one of the last listing (a discovery query
+    /// lists first), else the one a read would read now. A log that was
+    /// appended to, truncated, replaced or superseded by a newer
+    /// generation gets a new one; a session that cannot be found has none.
+    fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+        let logs = self.listed_logs.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let identity = |id: &String| match logs.get(id) {
+            Some(path) => std::fs::symlink_metadata(path).ok().map(|m| FileIdentity::of(&m)),
+            None => self.log_identity(id).ok(),
+        };
+        Ok(Some(session_ids.iter().map(|id| identity(id).map(Fingerprint::from)).collect()))
     }
 
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
@@ -542,5 +566,10 @@ impl SessionQuery for DshStore {
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         let blocking = Blocking::new(self.clone());
         Box::pin(async move { SessionQuery::read_surface(&blocking, session_id).await })
+    }
+
+    fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::fingerprints(&blocking, session_ids).await })
     }
 }

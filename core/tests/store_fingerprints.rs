@@ -1,0 +1,82 @@
+//! The DSH store fingerprints its logs for the resolver's discovery caches:
+//! a log that changes gets a new fingerprint, one that does not keeps it,
+//! and a title read through a resolver is not repeated for an unchanged log.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_session_reference::{block_on, Config, DshStore, Resolver, SessionQuery, Target};
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn example_root() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions"), tmp.path());
+    tmp
+}
+
+#[test]
+fn a_changed_log_gets_a_new_fingerprint_and_an_unchanged_one_keeps_its_own() {
+    let tmp = example_root();
+    let store = DshStore::open(tmp.path()).unwrap();
+    let ids: Vec<String> = block_on(store.list_sessions()).unwrap().into_iter().map(|h| h.id).collect();
+    assert!(ids.len() >= 3);
+    let before = block_on(store.fingerprints(&ids)).unwrap().expect("the store fingerprints its logs");
+    assert!(before.iter().all(Option::is_some));
+    let again = block_on(store.fingerprints(&ids)).unwrap().unwrap();
+    assert_eq!(before, again, "nothing changed");
+    // Append to one log: only its fingerprint changes.
+    let changed = &ids[0];
+    let path = store.list().unwrap().sessions.into_iter().find(|s| &s.header.id == changed).unwrap().path;
+    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(b"\n").unwrap();
+    drop(f);
+    let after = block_on(store.fingerprints(&ids)).unwrap().unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(after[i] == before[i], id != changed, "{id}");
+    }
+    // An unknown session has none.
+    let unknown = block_on(store.fingerprints(&["no-such-session".to_owned()])).unwrap().unwrap();
+    assert_eq!(unknown, vec![None]);
+}
+
+#[test]
+fn filtered_candidates_through_the_store_agree_with_a_fresh_resolver_after_a_change() {
+    let tmp = example_root();
+    let store = DshStore::open(tmp.path()).unwrap();
+    let resolver = Resolver::new(Arc::new(store.clone()), Config::default());
+    let target = Target::new("someone-else", None);
+    let fresh = |query: &str| {
+        Resolver::new(Arc::new(DshStore::open(tmp.path()).unwrap()), Config::default())
+            .candidates_blocking(&target, query, None, None)
+            .unwrap()
+    };
+    assert_eq!(resolver.candidates_blocking(&target, "e", None, None).unwrap(), fresh("e"));
+    // A log gains a newer title: the long-lived resolver sees it at once.
+    let listed = store.list().unwrap().sessions;
+    let s = &listed[0];
+    let seq = store.inspect(&s.header.id).unwrap().last_seq.unwrap_or(0);
+    let line = format!(
+        "{{\"type\":\"session/title\",\"seq\":{},\"time\":1,\"data\":{{\"title\":\"A brand new title\"}}}}\n",
+        seq + 1
+    );
+    let mut f = std::fs::OpenOptions::new().append(true).open(&s.path).unwrap();
+    f.write_all(line.as_bytes()).unwrap();
+    drop(f);
+    let cached = resolver.candidates_blocking(&target, "brand new", None, None).unwrap();
+    assert_eq!(cached, fresh("brand new"));
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    assert_eq!(cached[0].label, "A brand new title");
+}
