@@ -8,9 +8,11 @@ for an example.
 
 from __future__ import annotations
 
+import atexit
 from typing import Any, List, Optional, Sequence, Mapping
 
 from . import _bridge
+from . import _native
 from ._errors import (
     BudgetExceededError,
     InvalidConfigError,
@@ -171,3 +173,9 @@ class Resolver(_NativeResolver):
             self._start_candidates, target, query, limit, cancel=cancel
         )
         return result
+
+# At exit, let library threads that are still handing a result back to
+# Python (an asyncio caller's loop, say) finish before the interpreter
+# finalizes: CPython kills a thread that takes the GIL after that point,
+# which used to crash the process now and then.
+atexit.register(_native._wait_for_library_threads, 2.0)

@@ -21,6 +21,7 @@ __all__ = [
     "stringify_tag_safe_json",
     "conversation_snapshot",
     "_bench_prepare_rust",
+    "_wait_for_library_threads",
     "CancelToken",
     "Resolver",
     "DshSessionStore",
@@ -71,6 +72,11 @@ def conversation_snapshot(
     user and assistant text is kept. ``captured_through_seq`` defaults to the
     index of the last message. Raises ``ValueError`` for messages of the
     wrong shape."""
+
+def _wait_for_library_threads(timeout: float) -> bool:
+    """Private: waits up to ``timeout`` seconds, with the GIL released, until
+    no library thread is calling into Python; whether none is. Registered
+    with ``atexit`` by the package."""
 
 def _bench_prepare_rust(
     snapshots: Dict[str, bytes],

@@ -12,7 +12,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -20,6 +20,33 @@ use dsh_session_reference::{runtime, CancelToken, Error, Result};
 use pyo3::prelude::*;
 
 use crate::errors::{internal_error, to_pyerr};
+
+/// Library threads inside [`attach`] now: calling the host, or waiting for
+/// the GIL to do so (see [`wait_for_library_threads`]).
+static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
+
+/// Waits, with the GIL released, until no library thread is inside
+/// [`attach`], or `timeout` has passed; whether none is. Registered with
+/// `atexit`: a library thread that is still delivering a result when the
+/// interpreter starts to finalize (a Python call that let go of the GIL
+/// midway, such as `call_soon_threadsafe` writing to its wake-up socket) is
+/// killed by CPython when it takes the GIL back, and the unwinding of its
+/// Rust frames crashed the process. A thread stuck in a host call that
+/// never returns is waited for until `timeout` only.
+pub fn wait_for_library_threads(py: Python<'_>, timeout: Duration) -> bool {
+    py.detach(|| {
+        let start = std::time::Instant::now();
+        loop {
+            if IN_PYTHON.load(Ordering::SeqCst) == 0 {
+                return true;
+            }
+            if start.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    })
+}
 
 thread_local! {
     /// Whether this thread holds a Python thread state of its own (see [`attach`]).
@@ -34,6 +61,15 @@ thread_local! {
 /// state lives as long as the thread and later calls only swap it in and
 /// out (CPython deletes the states of exited threads at fork and finalization).
 pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
+    /// Leaves the count when the thread has let go of the interpreter.
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+    let _leave = Leave;
     Python::attach(|py| {
         if !KEEPS_THREAD_STATE.get() {
             // SAFETY: the GIL is held (inside `attach`), so this only
