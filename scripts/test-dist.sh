@@ -102,7 +102,9 @@ step "Python: venv + pip install --no-index ${wheel##*/}"
 "$work/venv/bin/python" -m pip check
 mkdir "$work/py" && cd "$work/py"
 step "Python: the README's example, from $work/py"
-"$work/venv/bin/python" - "$root/python/README.md" "$version" "$work/venv" <<'PY'
+# The sources example reads the repository's sample transcripts, as its tests do.
+DSR_FOREIGN_FIXTURES="$root/tests/fixtures/foreign-logs" \
+  "$work/venv/bin/python" - "$root/python/README.md" "$version" "$work/venv" <<'PY'
 import pathlib, re, sys
 readme, version, venv = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3]).resolve()
 import dsh_session_reference
@@ -131,9 +133,11 @@ platform=${platform%-$version.tgz}
 [ -f "node_modules/dsh-session-reference-$platform/dsh-session-reference.$platform.node" ] ||
   die "the platform package did not install its .node"
 [ -z "$(find node_modules/dsh-session-reference -name '*.node')" ] || die "the main package holds a .node"
-# The README's second example reads '../examples/sessions': the example store,
-# as data beside the project.
+# The README's examples read '../examples/sessions' (the example store) and
+# '../tests/fixtures/foreign-logs' (sample transcripts), as data beside the project.
 cp -R "$root/examples" "$work/node/examples"
+mkdir -p "$work/node/tests/fixtures"
+cp -R "$root/tests/fixtures/foreign-logs" "$work/node/tests/fixtures/foreign-logs"
 node - "$root/node/README.md" "$work/node/app" <<'JS'
 const fs = require('node:fs'), path = require('node:path')
 const { execFileSync } = require('node:child_process')
