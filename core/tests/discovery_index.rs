@@ -480,3 +480,44 @@ fn the_on_disk_cache_starts_warm_and_is_ignored_when_it_does_not_match() {
     let (used, _) = warm();
     assert!(!used, "a missing file");
 }
+
+#[test]
+fn with_redact_secrets_search_neither_finds_nor_shows_a_credential() {
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    let q = Arc::new(MemoryQuery::new());
+    add(
+        &q,
+        "leaky",
+        5,
+        Some("/work/a"),
+        Some(&format!("deploy with {key}")),
+        &[&format!("the key is {key} ok"), "fine"],
+    );
+    let plain = Resolver::new(q.clone(), Config::default());
+    let hardened = Resolver::new(q.clone(), Config::from_json(&json!({"redactSecrets": true})).unwrap());
+    // Without the option the credential is text like any other.
+    let hit = found(&plain, key);
+    assert_eq!(ids(&hit), ["leaky"]);
+    assert!(hit[0].snippet.contains(key));
+    // With it, it was redacted before indexing: not found by its value, and
+    // no snippet or label shows it, while the rest of the text is found.
+    assert!(found(&hardened, key).is_empty());
+    assert!(found(&hardened, "IOSFODNN7").is_empty());
+    for query in ["the key is", "deploy with", "redacted"] {
+        let hits = found(&hardened, query);
+        assert_eq!(ids(&hits), ["leaky"], "{query}");
+        let shown = format!("{} {}", hits[0].snippet, hits[0].candidate.label);
+        assert!(!shown.contains(key), "{query}: {shown}");
+    }
+    // An on-disk cache indexed without redaction is never used with it, nor
+    // the other way round.
+    let dir = tempfile::tempdir().unwrap();
+    let (open, redacted) = (dir.path().join("plain.bin"), dir.path().join("redacted.bin"));
+    plain.save_discovery_cache(&open).unwrap();
+    hardened.save_discovery_cache(&redacted).unwrap();
+    let fresh_hardened = Resolver::new(q.clone(), Config::from_json(&json!({"redactSecrets": true})).unwrap());
+    assert!(!fresh_hardened.load_discovery_cache(&open));
+    assert!(fresh_hardened.load_discovery_cache(&redacted));
+    assert!(found(&fresh_hardened, key).is_empty());
+    assert!(!Resolver::new(q.clone(), Config::default()).load_discovery_cache(&redacted));
+}

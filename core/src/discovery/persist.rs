@@ -69,10 +69,14 @@ impl<'a> Input<'a> {
     }
 }
 
-fn header(out: &mut Vec<u8>) {
+/// The file's header: what it is, its format, the library version, and
+/// whether its texts were indexed with credentials redacted (`redactSecrets`),
+/// so a resolver never uses an index built under the other setting.
+fn header(out: &mut Vec<u8>, redacted: bool) {
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
     put(out, env!("CARGO_PKG_VERSION").as_bytes());
+    out.push(u8::from(redacted));
 }
 
 impl Resolver {
@@ -81,7 +85,7 @@ impl Resolver {
     /// directory must exist. Never needed for correctness.
     pub fn save_discovery_cache(&self, path: &Path) -> std::io::Result<()> {
         let mut payload = Vec::new();
-        header(&mut payload);
+        header(&mut payload, self.config.hardening().redact_secrets);
         self.discovery.encode(&mut payload);
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -119,7 +123,7 @@ impl Resolver {
         // corrupted file fails here.
         let Ok(payload) = zstd::stream::decode_all(file) else { return false };
         let mut expected = Vec::new();
-        header(&mut expected);
+        header(&mut expected, self.config.hardening().redact_secrets);
         let Some(body) = payload.strip_prefix(expected.as_slice()) else { return false };
         let used = self.discovery.decode(&mut Input(body));
         if used {

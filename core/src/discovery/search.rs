@@ -6,6 +6,7 @@
 //! under its [`Fingerprint`], unless the host's session query answers the
 //! search itself ([`SessionQuery::search`](crate::SessionQuery::search)).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -266,6 +267,15 @@ pub(crate) fn with_projection<T>(
         SurfaceData::Conversation(c) => c.projection(),
     };
     Ok(f(projection))
+}
+
+/// `text` with its credentials redacted (`redactSecrets`), unchanged
+/// (and not copied) when it holds none.
+fn redacted(text: Cow<'_, str>) -> Cow<'_, str> {
+    match crate::harden::secrets::redact(&text) {
+        (_, 0) => text,
+        (clean, _) => Cow::Owned(clean.into_owned()),
+    }
 }
 
 /// How many surfaces are read and indexed at once.
@@ -619,6 +629,14 @@ impl Resolver {
     async fn indexed(&self, sessions: &[SessionHeader]) -> Vec<Arc<Doc>> {
         let fps = self.fingerprints(sessions).await;
         let titles = self.titles_under(sessions, &fps, INDEX_CONCURRENCY * 2).await;
+        // With `redactSecrets`, credentials are redacted before they are
+        // indexed: a search can neither find nor show them.
+        let redact = self.config.hardening().redact_secrets;
+        let titles: Vec<Option<String>> = if redact {
+            titles.into_iter().map(|t| t.map(|t| redacted(Cow::Owned(t)).into_owned())).collect()
+        } else {
+            titles
+        };
         let mut docs =
             self.discovery.docs.get_all(sessions.iter().map(|s| s.id.as_str()).zip(fps.iter().map(Option::as_ref)));
         let jobs: Vec<_> = docs
@@ -636,7 +654,10 @@ impl Resolver {
                                     let items = p
                                         .items
                                         .iter()
-                                        .map(|i| IndexedItem { text: i.text.decode().unwrap_or_default() })
+                                        .map(|i| {
+                                            let text = i.text.decode().unwrap_or_default();
+                                            IndexedItem { text: if redact { redacted(text) } else { text } }
+                                        })
                                         .collect();
                                     Doc::build(fp.clone(), title.clone(), items)
                                 })
