@@ -21,6 +21,7 @@ pub mod fs;
 pub mod lenient;
 pub mod multi;
 pub mod open;
+pub(crate) mod watch;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -62,6 +62,7 @@ pub(crate) struct SessionDir {
 }
 
 impl SessionDir {
+
     /// Reads the directory's entries (types from the listing where given).
     fn read(project: &OsString, session: &OsString, path: PathBuf) -> SessionDir {
         let mut dir = SessionDir { project: project.clone(), session: session.clone(), ..SessionDir::default() };
@@ -82,14 +83,14 @@ impl SessionDir {
     }
 
     /// The encodings of its canonical regular files (bit 0 raw, bit 1 zstd).
-    fn file_encodings(&self) -> u8 {
+    pub(crate) fn file_encodings(&self) -> u8 {
         self.candidates.iter().filter(|c| c.kind == EntryKind::File).fold(0, |m, c| m | encoding_bit(c.encoding))
     }
 
     /// The session's log under the root encoding `root` (`None`: the root
     /// has no log files, so any candidate is reported), or why it has none
     /// usable. `None` when the directory is not a session at all.
-    fn select(&self, root: Option<Encoding>) -> Option<Result<Found, RejectedLog>> {
+    pub(crate) fn select(&self, root: Option<Encoding>) -> Option<Result<Found, RejectedLog>> {
         if let Some(reason) = &self.error {
             let kind = RejectionKind::Io;
             return Some(Err(RejectedLog { path: self.path.clone(), reason: reason.clone(), kind }));
@@ -149,9 +150,15 @@ fn root_error(root: &Path, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("cannot read DSH sessions root {}: {e}", root.display()))
 }
 
-/// The project directories of the root, links and unreadable ones reported.
-fn projects(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<(OsString, PathBuf)>> {
+/// The project directories of the root, links and unreadable ones reported;
+/// `before_read` is called with each directory just before it is read.
+fn projects(
+    root: &Path,
+    before_read: &mut dyn FnMut(&Path),
+    rejected: &mut Vec<RejectedLog>,
+) -> io::Result<Vec<(OsString, PathBuf)>> {
     let mut out = Vec::new();
+    before_read(root);
     for entry in sorted_entries(root).map_err(|e| root_error(root, e))? {
         let path = root.join(&entry.name);
         match entry_kind(&path) {
@@ -168,11 +175,23 @@ fn projects(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<(OsS
     Ok(out)
 }
 
-/// Every session directory under the root, read, in path order; links and
-/// unreadable directories reported into `rejected` as they are met.
-fn session_dirs(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<Result<SessionDir, RejectedLog>>> {
+/// One entry of the walk: a session directory to read (project name,
+/// session name, path), or why an entry is not one.
+pub(crate) type Step = Result<(OsString, OsString, PathBuf), RejectedLog>;
+
+/// The session directories under the root, in path order, without reading
+/// them; links and unreadable directories of the root reported into
+/// `rejected`, those of project directories as failed steps.
+/// `before_read` is called with the root and each project directory just
+/// before it is read (where a watcher starts watching it).
+pub(crate) fn walk(
+    root: &Path,
+    before_read: &mut dyn FnMut(&Path),
+    rejected: &mut Vec<RejectedLog>,
+) -> io::Result<Vec<Step>> {
     let mut steps = Vec::new();
-    for (project, project_path) in projects(root, rejected)? {
+    for (project, project_path) in projects(root, before_read, rejected)? {
+        before_read(&project_path);
         let sessions = match sorted_entries(&project_path) {
             Ok(s) => s,
             Err(e) => {
@@ -197,36 +216,37 @@ fn session_dirs(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<
             }
         }
     }
-    // The session directories are read on several threads.
-    Ok(par_map(&steps, |step, _: &mut ()| match step {
-        Ok((project, session, path)) => Ok(SessionDir::read(project, session, path.clone())),
-        Err(r) => Err(r.clone()),
-    }))
+    Ok(steps)
 }
 
-/// Walks the root and returns the selected log of every session directory
-/// and the root's encoding, with rejections reported into `rejected` in
-/// path order. Fails when the root cannot be read or mixes encodings.
-pub(crate) fn discover(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<(Vec<Found>, Option<Encoding>)> {
-    let dirs = session_dirs(root, rejected)?;
-    let bits = dirs.iter().filter_map(|d| d.as_ref().ok()).fold(0, |m, d| m | d.file_encodings());
-    let encoding = root_encoding(root, bits)?;
-    let mut found = Vec::new();
-    for dir in dirs {
-        match dir.map(|d| d.select(encoding)) {
-            Ok(None) => {}
-            Ok(Some(Ok(f))) => found.push(f),
-            Ok(Some(Err(r))) | Err(r) => rejected.push(r),
-        }
-    }
-    Ok((found, encoding))
+/// Reads the session directories of `steps` on several threads.
+pub(crate) fn read_dirs(steps: &[&(OsString, OsString, PathBuf)]) -> Vec<SessionDir> {
+    par_map(steps, |(project, session, path), _: &mut ()| SessionDir::read(project, session, path.clone()))
 }
 
-/// The root's encoding by the same rule as [`discover`], reading only the
+/// Every session directory under the root, read, in path order; links and
+/// unreadable directories reported into `rejected` as they are met.
+fn session_dirs(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<Result<SessionDir, RejectedLog>>> {
+    let steps = walk(root, &mut |_| {}, rejected)?;
+    let dirs = read_dirs(&steps.iter().filter_map(|s| s.as_ref().ok()).collect::<Vec<_>>());
+    let mut dirs = dirs.into_iter();
+    Ok(steps.into_iter().map(|s| s.map(|_| dirs.next().expect("one read per step"))).collect())
+}
+
+/// The root's one encoding by the rule of the module docs, from its
+/// session directories (read); fails when they mix encodings.
+pub(crate) fn root_encoding_of<'a>(
+    root: &Path,
+    dirs: impl Iterator<Item = &'a SessionDir>,
+) -> io::Result<Option<Encoding>> {
+    root_encoding(root, dirs.fold(0, |m, d| m | d.file_encodings()))
+}
+
+/// The root's encoding by the same rule as a listing, reading only the
 /// session directories (no headers).
 pub(crate) fn check_root_encoding(root: &Path) -> io::Result<Option<Encoding>> {
     let dirs = session_dirs(root, &mut Vec::new())?;
-    root_encoding(root, dirs.iter().filter_map(|d| d.as_ref().ok()).fold(0, |m, d| m | d.file_encodings()))
+    root_encoding_of(root, dirs.iter().filter_map(|d| d.as_ref().ok()))
 }
 
 /// The selected logs of the session directories named after `id`, one per
@@ -239,7 +259,7 @@ pub(crate) fn candidates_for(
 ) -> io::Result<Vec<Result<Found, RejectedLog>>> {
     let session = OsString::from(session_dir_name(id));
     let mut out = Vec::new();
-    for (project, project_path) in projects(root, &mut Vec::new())? {
+    for (project, project_path) in projects(root, &mut |_| {}, &mut Vec::new())? {
         let path = project_path.join(&session);
         if entry_kind(&path).ok() != Some(EntryKind::Dir) {
             continue;

@@ -181,22 +181,37 @@ pub fn read_log_header(
     generation: Generation,
     scratch: &mut Option<ZstdScratch>,
 ) -> Result<Header, HeaderError> {
-    let opened = open_regular(path).and_then(|(file, identity)| match encoding {
-        Encoding::Raw => Ok(LineReader::raw_with_capacity(file, HEADER_READ_CHUNK)),
-        Encoding::Zstd => {
-            let reused = match scratch.take() {
-                Some(reused) => reused,
-                None => ZstdScratch::new()?,
-            };
-            Ok(LineReader::zstd_with(file, identity.size, reused, HEADER_CHUNK))
-        }
+    read_log_header_at(path, encoding, generation, scratch).and_then(|(_, header)| header)
+}
+
+/// [`read_log_header`], with the identity the log had when it was opened
+/// (before its header was read); the outer error is a log that could not
+/// be opened.
+pub(crate) fn read_log_header_at(
+    path: &Path,
+    encoding: Encoding,
+    generation: Generation,
+    scratch: &mut Option<ZstdScratch>,
+) -> Result<(crate::sources::FileIdentity, Result<Header, HeaderError>), HeaderError> {
+    let opened = open_regular(path).and_then(|(file, identity)| {
+        let reader = match encoding {
+            Encoding::Raw => LineReader::raw_with_capacity(file, HEADER_READ_CHUNK),
+            Encoding::Zstd => {
+                let reused = match scratch.take() {
+                    Some(reused) => reused,
+                    None => ZstdScratch::new()?,
+                };
+                LineReader::zstd_with(file, identity.size, reused, HEADER_CHUNK)
+            }
+        };
+        Ok((identity, reader))
     });
-    let mut reader = opened.map_err(|e| format!("cannot open: {e}"))?;
+    let (identity, mut reader) = opened.map_err(|e| format!("cannot open: {e}"))?;
     let header = read_header(&mut reader, generation);
     if let Some(reused) = reader.into_scratch() {
         *scratch = Some(reused);
     }
-    header
+    Ok((identity, header))
 }
 
 #[cfg(test)]

@@ -93,30 +93,31 @@ pub mod generation;
 pub mod header;
 mod kept;
 pub mod layout;
+mod listing;
 pub mod load;
 pub mod message;
 pub mod recovery;
 pub mod rows;
 pub mod title;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use crate::discovery::Fingerprint;
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
-use crate::sources::fs::{open_regular, par_map, FileIdentity};
+use crate::sources::fs::{open_regular, FileIdentity};
 use crate::sources::FileSource;
 
-use self::discover::{candidates_for, check_root_encoding, discover, path_matches, Found};
+use self::discover::{candidates_for, check_root_encoding, path_matches, Found};
 use self::header::{read_log_header, HeaderError};
 use self::layout::Encoding;
+use self::listing::{ListingCache, Snapshot};
 use self::load::load;
 
 /// A read-only session query over a DSH sessions root. Cheap to clone;
@@ -134,8 +135,8 @@ pub struct DshStore {
     root: Arc<PathBuf>,
     /// The last verdict on the root's encoding (see [`ROOT_CHECK_TTL`]).
     root_check: Arc<Mutex<Option<RootCheck>>>,
-    /// The log of each session of the last listing, for its fingerprint.
-    listed_logs: Arc<Mutex<HashMap<String, PathBuf>>>,
+    /// The last listing and what it was made of (see `listing.rs`).
+    listing: Arc<Mutex<ListingCache>>,
 }
 
 /// How long a verdict on the root's encoding is reused by reads of single
@@ -345,13 +346,35 @@ impl DshStore {
         Ok(DshStore {
             root: Arc::new(root.to_path_buf()),
             root_check: Arc::new(Mutex::new(None)),
-            listed_logs: Arc::default(),
+            listing: Arc::default(),
         })
     }
 
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Whether the store may watch its root for changes (the default: yes,
+    /// from its second listing on, where the system can; see
+    /// [`is_watching`](Self::is_watching)). Without watching every listing
+    /// walks the root and `lstat`s each log (a log whose identity did not
+    /// change is not opened again); a one-shot process, or a host that
+    /// knows its file system misses notifications, turns it off. The
+    /// setting is shared by the store's clones. `DSR_NO_WATCH=1` in the
+    /// environment turns it off for every store.
+    pub fn with_watching(self, enabled: bool) -> DshStore {
+        self.listing_cache().set_watching(enabled);
+        self
+    }
+
+    /// Whether the store watches its root now: a listing that finds no
+    /// queued change then answers from the last one, reading nothing. On
+    /// Linux, from the second listing on, unless turned off, the root is on
+    /// a network or user-space file system (NFS, SMB, FUSE, …), or the
+    /// kernel refused a watch (`fs.inotify.max_user_watches`).
+    pub fn is_watching(&self) -> bool {
+        self.listing_cache().is_watching()
     }
 
     fn remember_root_check(&self, verdict: Result<Option<Encoding>, StoreError>) {
@@ -375,6 +398,9 @@ impl DshStore {
     /// The root's encoding by the rule listing applies, from a recent
     /// verdict or a fresh walk of the session directories.
     fn root_encoding(&self) -> Result<Option<Encoding>, StoreError> {
+        if let Some(snapshot) = self.watched_snapshot() {
+            return Ok(snapshot.encoding);
+        }
         let recent = self.root_check.lock().ok().and_then(|m| m.clone()).filter(|c| c.at.elapsed() < ROOT_CHECK_TTL);
         if let Some(check) = recent {
             return check.verdict;
@@ -391,51 +417,33 @@ impl DshStore {
     /// and compressed logs (DSH refuses such a root); every per-log problem
     /// is reported in [`Listing::rejected`].
     pub fn list(&self) -> io::Result<Listing> {
-        let mut rejected = Vec::new();
-        let walked = discover(&self.root, &mut rejected);
-        self.remember_root_check(Self::root_verdict(&walked.as_ref().map(|(_, e)| *e).map_err(copy_error)));
-        let (found, _) = walked?;
-        let headers = par_map(&found, |f, scratch| read_log_header(&f.path, f.encoding, f.generation, scratch));
-        let mut seen: std::collections::HashMap<String, PathBuf> = std::collections::HashMap::new();
-        let mut sessions = Vec::new();
-        for (f, header) in found.into_iter().zip(headers) {
-            let header = match header.and_then(|h| path_matches(&f, &h).map(|()| h)) {
-                Ok(h) => h,
-                Err(e) => {
-                    let reason = e.message().to_owned();
-                    rejected.push(RejectedLog { path: f.path, reason, kind: e.into() });
-                    continue;
-                }
-            };
-            if let Some(first) = seen.get(&header.id) {
-                rejected.push(RejectedLog {
-                    path: f.path,
-                    reason: format!("duplicate session id, already listed from {}", first.display()),
-                    kind: RejectionKind::Invalid,
-                });
-                continue;
-            }
-            seen.insert(header.id.clone(), f.path.clone());
-            sessions.push(StoredSession {
-                header: SessionHeader { id: header.id, created_at: Number::from(header.created_at), cwd: header.cwd },
-                header_json: header.json,
-                path: f.path,
-                encoding: f.encoding,
-                generation: f.generation.number(),
-                superseded: f.superseded,
-            });
-        }
-        sessions.sort_by(|a, b| {
-            let (ca, cb) = (a.header.created_at.as_u64(), b.header.created_at.as_u64());
-            cb.cmp(&ca).then_with(|| a.header.id.cmp(&b.header.id))
-        });
-        Ok(Listing { sessions, rejected })
+        self.snapshot().map(|s| s.to_listing())
+    }
+
+    /// The listing as of now (see `listing.rs`: only what changed since the
+    /// last one is read again), renewing the verdict on the root.
+    fn snapshot(&self) -> io::Result<Arc<Snapshot>> {
+        let refreshed = self.listing_cache().refresh(&self.root);
+        self.remember_root_check(Self::root_verdict(&refreshed.as_ref().map(|s| s.encoding).map_err(copy_error)));
+        refreshed
+    }
+
+    fn listing_cache(&self) -> std::sync::MutexGuard<'_, ListingCache> {
+        self.listing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The last listing if a watcher vouches that nothing changed since.
+    fn watched_snapshot(&self) -> Option<Arc<Snapshot>> {
+        self.listing_cache().current_if_watched()
     }
 
     /// Finds the log of `id` by the rules of listing: under a root of one
     /// encoding, the first session directory, in path order, whose selected
     /// log has a valid header naming this id and that path.
     fn locate(&self, id: &str) -> Result<Found, StoreError> {
+        if let Some(listed) = self.watched_snapshot().and_then(|s| s.get(id).map(|l| l.found.clone())) {
+            return Ok(listed);
+        }
         let encoding = self.root_encoding()?;
         let io_err = |e: io::Error| StoreError::new(StoreErrorKind::Io, format!("cannot read DSH sessions root: {e}"));
         let mut last_reason = None;
@@ -508,25 +516,33 @@ impl DshStore {
 
 impl BlockingSessionQuery for DshStore {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
-        let listing = self.list().map_err(|e| HostError::new(e.to_string()))?;
-        let mut logs = self.listed_logs.lock().unwrap_or_else(|e| e.into_inner());
-        logs.clear();
-        logs.extend(listing.sessions.iter().map(|s| (s.header.id.clone(), s.path.clone())));
-        Ok(listing.sessions.into_iter().map(|s| s.header).collect())
+        self.snapshot().map(|s| s.headers()).map_err(|e| HostError::new(e.to_string()))
     }
 
     /// Each session's fingerprint is the identity (device, inode, size,
-    /// mtime) of its log: the one of the last listing (a discovery query
-    /// lists first), else the one a read would read now. A log that was
-    /// appended to, truncated, replaced or superseded by a newer
-    /// generation gets a new one; a session that cannot be found has none.
+    /// mtime) of its log as of now: from the last listing when a watcher
+    /// vouches that nothing changed since, else from an `lstat` of the log
+    /// that listing found (a log that is not listed: the one a read would
+    /// read now). A log that was appended to, truncated, replaced or
+    /// superseded by a newer generation gets a new one; a session that
+    /// cannot be found has none.
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
-        let logs = self.listed_logs.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let identity = |id: &String| match logs.get(id) {
-            Some(path) => std::fs::symlink_metadata(path).ok().map(|m| FileIdentity::of(&m)),
-            None => self.log_identity(id).ok(),
+        let watched = self.watched_snapshot();
+        let last = watched.clone().or_else(|| self.listing_cache().last());
+        let unlisted = |id: &String| self.log_identity(id).ok();
+        let identities: Vec<Option<FileIdentity>> = match &last {
+            Some(snapshot) => snapshot
+                .lookup(session_ids)
+                .zip(session_ids)
+                .map(|(listed, id)| match (listed, &watched) {
+                    (Some(l), Some(_)) => Some(l.identity),
+                    (Some(l), None) => std::fs::symlink_metadata(&l.session.path).ok().map(|m| FileIdentity::of(&m)),
+                    (None, _) => unlisted(id),
+                })
+                .collect(),
+            None => session_ids.iter().map(unlisted).collect(),
         };
-        Ok(Some(session_ids.iter().map(|id| identity(id).map(Fingerprint::from)).collect()))
+        Ok(Some(identities.into_iter().map(|i| i.map(Fingerprint::from)).collect()))
     }
 
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {

@@ -1,0 +1,420 @@
+//! The store's listing, kept between calls: what each session directory
+//! held and each log's header, so that a listing re-reads only what changed.
+//!
+//! - Without notifications (the first listing of a store, systems without
+//!   inotify, remote file systems, `DSR_NO_WATCH`): every listing walks the
+//!   root and reads every session directory, as the rules of `discover.rs`
+//!   say, but a log whose identity (device, inode, size, mtime: one `lstat`)
+//!   is the one its header was read under is not opened again.
+//! - With notifications (from the second listing on, see
+//!   [`DirWatcher`]): the root, the project directories and the session
+//!   directories are watched, each before it is read. A listing drains the
+//!   queued events first: none, and the last listing is the answer; events
+//!   in session directories, and only those directories are read again;
+//!   events in the root or a project directory (a session created, removed
+//!   or renamed), and the walk is redone, reusing every session directory
+//!   that had no event; an overflow, and everything is read again.
+//!
+//! Either way the answer is the one a fresh walk would give, rejections in
+//! the same order.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Number;
+
+use super::discover::{path_matches, read_dirs, root_encoding_of, walk, Found, SessionDir, Step};
+use super::header::{read_log_header_at, Header};
+use super::layout::Encoding;
+use super::{Listing, RejectedLog, RejectionKind, StoredSession};
+use crate::host::SessionHeader;
+use crate::sources::fs::{par_map, FileIdentity};
+use crate::sources::watch::{watching_allowed, Changes, DirWatcher};
+
+/// One listed session of a [`Snapshot`].
+#[derive(Debug)]
+pub(crate) struct Listed {
+    pub session: StoredSession,
+    /// Where its log was found.
+    pub found: Found,
+    /// The log's identity when its header was read (or last found unchanged).
+    pub identity: FileIdentity,
+}
+
+/// A listing as of its refresh.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    /// Newest `createdAt` first, equal `createdAt` by id.
+    pub sessions: Vec<Arc<Listed>>,
+    pub rejected: Vec<RejectedLog>,
+    pub encoding: Option<Encoding>,
+    by_id: OnceLock<HashMap<String, usize>>,
+}
+
+impl Snapshot {
+    /// The listing as the store's public [`Listing`].
+    pub(crate) fn to_listing(&self) -> Listing {
+        Listing { sessions: self.sessions.iter().map(|l| l.session.clone()).collect(), rejected: self.rejected.clone() }
+    }
+
+    /// The listed sessions' headers, in listing order.
+    pub(crate) fn headers(&self) -> Vec<SessionHeader> {
+        self.sessions.iter().map(|l| l.session.header.clone()).collect()
+    }
+
+    /// The listed session `id`.
+    pub(crate) fn get(&self, id: &str) -> Option<&Listed> {
+        let by_id = self
+            .by_id
+            .get_or_init(|| self.sessions.iter().enumerate().map(|(i, l)| (l.session.header.id.clone(), i)).collect());
+        by_id.get(id).map(|&i| &*self.sessions[i])
+    }
+
+    /// The listed session of each of `ids` (same order). Ids given in
+    /// listing order (as a resolver gives them) are matched by walking the
+    /// listing along; others are looked up.
+    pub(crate) fn lookup<'a>(&'a self, ids: &'a [String]) -> impl Iterator<Item = Option<&'a Listed>> + 'a {
+        let mut next = 0;
+        ids.iter().map(move |id| {
+            for (offset, l) in self.sessions[next.min(self.sessions.len())..].iter().take(2).enumerate() {
+                if l.session.header.id == *id {
+                    next += offset + 1;
+                    return Some(&**l);
+                }
+            }
+            self.get(id)
+        })
+    }
+}
+
+/// What one session directory gave under the root's encoding.
+#[derive(Clone, Debug)]
+enum Outcome {
+    /// Not a session directory (no canonical log name).
+    NotASession,
+    /// Its log could not be selected (a link, not a file, a newer generation).
+    Unselected(RejectedLog),
+    /// Its log's header was rejected.
+    BadHeader(RejectedLog),
+    Listed(Arc<Listed>),
+}
+
+/// A session directory as last read, and its outcome.
+struct Dir {
+    read: SessionDir,
+    /// `None` until worked out under the current encoding.
+    outcome: Option<Outcome>,
+}
+
+/// The last walk of the root: rejections at the root's level, the steps in
+/// path order, and for each step that is a session directory its last read.
+#[derive(Default)]
+struct Walked {
+    root_rejected: Vec<RejectedLog>,
+    steps: Vec<Step>,
+    /// One per step (`None` for a failed step).
+    dirs: Vec<Option<Dir>>,
+    /// The step of each session directory.
+    index: HashMap<PathBuf, usize>,
+}
+
+/// The state kept between listings of one store.
+#[derive(Default)]
+pub(crate) struct ListingCache {
+    /// Listings made so far (watching begins with the second).
+    listings: u64,
+    watcher: Option<DirWatcher>,
+    /// Watching is not possible or not wanted for this root.
+    no_watch: bool,
+    walked: Option<Walked>,
+    encoding: Option<Option<Encoding>>,
+    current: Option<Arc<Snapshot>>,
+    /// Changes drained by [`current_if_watched`](Self::current_if_watched)
+    /// and not yet read.
+    pending: Option<Changes>,
+}
+
+impl ListingCache {
+    /// The listing of `root` as of now.
+    pub(crate) fn refresh(&mut self, root: &Path) -> io::Result<Arc<Snapshot>> {
+        let drained = match (&mut self.watcher, &self.current) {
+            (Some(watcher), Some(_)) => watcher.drain(),
+            _ => Changes::Everything,
+        };
+        let mut changes = match self.pending.take() {
+            Some(pending) => pending.merge(drained),
+            None => drained,
+        };
+        if let (Changes::Nothing, Some(current)) = (&changes, &self.current) {
+            return Ok(current.clone());
+        }
+        self.listings += 1;
+        if self.watcher.is_none() && !self.no_watch && self.listings >= 2 {
+            match DirWatcher::new(root).filter(|_| watching_allowed()) {
+                Some(watcher) => self.watcher = Some(watcher),
+                None => self.no_watch = true,
+            }
+            changes = Changes::Everything;
+        }
+        self.current = None;
+        let snapshot = match self.rebuild(root, changes) {
+            Ok(s) => s,
+            Err(Refused) => {
+                // The kernel refused a watch: list without watching from now on.
+                self.watcher = None;
+                self.no_watch = true;
+                self.rebuild(root, Changes::Everything).map_err(|_| io::Error::other("watching was refused twice"))?
+            }
+        }?;
+        let snapshot = Arc::new(snapshot);
+        self.current = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    /// Allows or stops watching (stopping drops the watches).
+    pub(crate) fn set_watching(&mut self, enabled: bool) {
+        self.no_watch = !enabled;
+        if !enabled {
+            self.watcher = None;
+        }
+    }
+
+    /// Whether a watcher is active.
+    pub(crate) fn is_watching(&self) -> bool {
+        self.watcher.is_some()
+    }
+
+    /// The last listing made, current or not.
+    pub(crate) fn last(&self) -> Option<Arc<Snapshot>> {
+        self.current.clone()
+    }
+
+    /// The last listing, if a watcher vouches that it is still current
+    /// (drains the queued events; `None` when anything changed or nothing
+    /// is watched).
+    pub(crate) fn current_if_watched(&mut self) -> Option<Arc<Snapshot>> {
+        let watcher = self.watcher.as_mut()?;
+        let current = self.current.clone()?;
+        match watcher.drain() {
+            Changes::Nothing => Some(current),
+            changes => {
+                // Kept for the next refresh, which re-reads what changed.
+                self.pending = Some(self.pending.take().unwrap_or_default().merge(changes));
+                None
+            }
+        }
+    }
+
+    fn rebuild(&mut self, root: &Path, changes: Changes) -> Result<io::Result<Snapshot>, Refused> {
+        let (everything, dirty) = match changes {
+            Changes::Everything | Changes::Nothing => (true, Vec::new()),
+            Changes::Dirs(dirs) => (false, dirs),
+        };
+        // Without a watcher nothing is known to be unchanged: every session
+        // directory is read again (a log's header is still reused when its
+        // identity is the same).
+        let reread_all = everything || self.watcher.is_none();
+        let structural =
+            reread_all || self.walked.is_none() || dirty.iter().any(|d| d == root || d.parent() == Some(root));
+        if structural {
+            let mut root_rejected = Vec::new();
+            let mut refused = false;
+            let watcher = &mut self.watcher;
+            let walked = walk(
+                root,
+                &mut |dir| {
+                    if let Some(w) = watcher.as_mut() {
+                        refused |= !w.watch(dir);
+                    }
+                },
+                &mut root_rejected,
+            );
+            if refused {
+                return Err(Refused);
+            }
+            let steps = match walked {
+                Ok(steps) => steps,
+                Err(e) => {
+                    self.walked = None;
+                    return Ok(Err(e));
+                }
+            };
+            // Keep the reads of the session directories still there.
+            let mut old = self.walked.take().unwrap_or_default();
+            let mut index = HashMap::with_capacity(steps.len());
+            let dirs: Vec<Option<Dir>> = steps
+                .iter()
+                .enumerate()
+                .map(|(i, step)| {
+                    let (_, _, path) = step.as_ref().ok()?;
+                    index.insert(path.clone(), i);
+                    old.index.get(path).and_then(|&j| old.dirs.get_mut(j)).and_then(Option::take)
+                })
+                .collect();
+            if let Some(w) = self.watcher.as_mut() {
+                w.retain(|d| d == root || d.parent() == Some(root) || index.contains_key(d));
+            }
+            self.walked = Some(Walked { root_rejected, steps, dirs, index });
+        }
+        let walked = self.walked.as_mut().expect("walked above or before");
+        // The session directories to read: all, or those with events (an
+        // event names the directory or an entry in it) and new ones.
+        let mut to_read: Vec<usize> = Vec::new();
+        if reread_all {
+            to_read.extend(walked.steps.iter().enumerate().filter(|(_, s)| s.is_ok()).map(|(i, _)| i));
+        } else {
+            for d in &dirty {
+                for p in [Some(d.as_path()), d.parent()].into_iter().flatten() {
+                    if let Some(&i) = walked.index.get(p) {
+                        to_read.push(i);
+                    }
+                }
+            }
+            to_read.extend(
+                walked
+                    .steps
+                    .iter()
+                    .zip(&walked.dirs)
+                    .enumerate()
+                    .filter(|(_, (s, d))| s.is_ok() && d.is_none())
+                    .map(|(i, _)| i),
+            );
+            to_read.sort_unstable();
+            to_read.dedup();
+        }
+        let reads: Vec<&(_, _, PathBuf)> = to_read.iter().filter_map(|&i| walked.steps[i].as_ref().ok()).collect();
+        if let Some(w) = self.watcher.as_mut() {
+            for (_, _, path) in &reads {
+                if !w.watch(path) {
+                    return Err(Refused);
+                }
+            }
+        }
+        let read = read_dirs(&reads);
+        let mut fresh = vec![false; walked.steps.len()];
+        for (i, dir) in to_read.into_iter().zip(read) {
+            let previous = walked.dirs[i].take().and_then(|d| d.outcome);
+            walked.dirs[i] = Some(Dir { read: dir, outcome: previous });
+            fresh[i] = true;
+        }
+        let encoding_changed;
+        let encoding = match root_encoding_of(root, walked.dirs.iter().flatten().map(|d| &d.read)) {
+            Ok(e) => {
+                encoding_changed = self.encoding != Some(e);
+                self.encoding = Some(e);
+                e
+            }
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(Ok(assemble(walked, &fresh, encoding, encoding_changed)))
+    }
+}
+
+/// Works out the outcome of every directory that needs one (read now, or
+/// all when the root's encoding changed) and puts the listing together.
+fn assemble(walked: &mut Walked, fresh: &[bool], encoding: Option<Encoding>, encoding_changed: bool) -> Snapshot {
+    let mut reads: Vec<(usize, Found, Option<Arc<Listed>>)> = Vec::new();
+    for (i, dir) in walked.dirs.iter_mut().enumerate() {
+        let Some(dir) = dir else { continue };
+        if !(encoding_changed || fresh[i] || dir.outcome.is_none()) {
+            continue;
+        }
+        let previous = match dir.outcome.take() {
+            Some(Outcome::Listed(l)) => Some(l),
+            _ => None,
+        };
+        match dir.read.select(encoding) {
+            None => dir.outcome = Some(Outcome::NotASession),
+            Some(Err(r)) => dir.outcome = Some(Outcome::Unselected(r)),
+            Some(Ok(found)) => reads.push((i, found, previous)),
+        }
+    }
+    // Headers: reused when the log's identity is the one they were read
+    // under, else read (on several threads).
+    let outcomes = par_map(&reads, |(_, found, previous), scratch| {
+        if let Some(previous) = previous {
+            let now = std::fs::symlink_metadata(&found.path).ok().map(|m| FileIdentity::of(&m));
+            if previous.found.path == found.path && now == Some(previous.identity) {
+                return Outcome::Listed(previous.clone());
+            }
+        }
+        let read = read_log_header_at(&found.path, found.encoding, found.generation, scratch);
+        let checked = read
+            .and_then(|(identity, header)| Ok((identity, header.and_then(|h| path_matches(found, &h).map(|()| h))?)));
+        match checked {
+            Ok((identity, h)) => Outcome::Listed(Arc::new(listed(h, found.clone(), identity))),
+            Err(e) => Outcome::BadHeader(RejectedLog {
+                path: found.path.clone(),
+                reason: e.message().to_owned(),
+                kind: e.into(),
+            }),
+        }
+    });
+    for ((i, _, _), outcome) in reads.into_iter().zip(outcomes) {
+        if let Some(dir) = walked.dirs[i].as_mut() {
+            dir.outcome = Some(outcome);
+        }
+    }
+    // Rejections in the order a fresh walk gives them: the walk's and the
+    // selection's in path order, then the headers' and duplicate ids in
+    // path order.
+    let mut rejected = walked.root_rejected.clone();
+    let mut late = Vec::new();
+    let mut sessions: Vec<Arc<Listed>> = Vec::with_capacity(walked.steps.len());
+    let mut seen: HashMap<&str, &Path> = HashMap::with_capacity(walked.steps.len());
+    for (step, dir) in walked.steps.iter().zip(&walked.dirs) {
+        let outcome = match (step, dir) {
+            (Err(r), _) => {
+                rejected.push(r.clone());
+                continue;
+            }
+            (Ok(_), Some(dir)) => dir.outcome.as_ref().expect("worked out above"),
+            (Ok(_), None) => continue,
+        };
+        match outcome {
+            Outcome::NotASession => {}
+            Outcome::Unselected(r) => rejected.push(r.clone()),
+            Outcome::BadHeader(r) => late.push(r.clone()),
+            Outcome::Listed(l) => {
+                let id = l.session.header.id.as_str();
+                if let Some(first) = seen.get(id) {
+                    late.push(RejectedLog {
+                        path: l.session.path.clone(),
+                        reason: format!("duplicate session id, already listed from {}", first.display()),
+                        kind: RejectionKind::Invalid,
+                    });
+                    continue;
+                }
+                seen.insert(id, &l.session.path);
+                sessions.push(l.clone());
+            }
+        }
+    }
+    rejected.extend(late);
+    sessions.sort_by(|a, b| {
+        let (a, b) = (&a.session.header, &b.session.header);
+        let (ca, cb) = (a.created_at.as_u64(), b.created_at.as_u64());
+        cb.cmp(&ca).then_with(|| a.id.cmp(&b.id))
+    });
+    Snapshot { sessions, rejected, encoding, by_id: OnceLock::new() }
+}
+
+/// The kernel refused a watch.
+struct Refused;
+
+fn listed(header: Header, found: Found, identity: FileIdentity) -> Listed {
+    Listed {
+        session: StoredSession {
+            header: SessionHeader { id: header.id, created_at: Number::from(header.created_at), cwd: header.cwd },
+            header_json: header.json,
+            path: found.path.clone(),
+            encoding: found.encoding,
+            generation: found.generation.number(),
+            superseded: found.superseded.clone(),
+        },
+        found,
+        identity,
+    }
+}
