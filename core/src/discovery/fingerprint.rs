@@ -10,19 +10,59 @@
 /// The discovery caches of a [`Resolver`](crate::Resolver) key what they
 /// keep per session by it: a session whose fingerprint differs from the
 /// cached one is read again, and one without a fingerprint is never cached.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Fingerprint(Box<[u8]>);
+#[derive(Clone)]
+pub struct Fingerprint(Bytes);
+
+/// A fingerprint's bytes: short ones (a file identity, a version number)
+/// inline, so that fingerprinting thousands of sessions allocates nothing.
+#[derive(Clone)]
+enum Bytes {
+    Inline(u8, [u8; INLINE]),
+    Heap(Box<[u8]>),
+}
+
+const INLINE: usize = 48;
+
+impl PartialEq for Fingerprint {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Fingerprint {}
+
+impl std::hash::Hash for Fingerprint {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
+impl std::fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Fingerprint").field(&self.as_bytes()).finish()
+    }
+}
 
 impl Fingerprint {
     /// A fingerprint from arbitrary bytes (a host's own version string, a
     /// content hash, an etag).
     pub fn from_bytes(bytes: impl Into<Vec<u8>>) -> Self {
-        Fingerprint(bytes.into().into_boxed_slice())
+        Fingerprint::from_slice(&bytes.into())
+    }
+
+    fn from_slice(bytes: &[u8]) -> Self {
+        if bytes.len() <= INLINE {
+            let mut inline = [0; INLINE];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            Fingerprint(Bytes::Inline(bytes.len() as u8, inline))
+        } else {
+            Fingerprint(Bytes::Heap(bytes.into()))
+        }
     }
 
     /// A fingerprint from a version number.
     pub fn from_u64(version: u64) -> Self {
-        Fingerprint::from_bytes(version.to_le_bytes())
+        Fingerprint::from_slice(&version.to_le_bytes())
     }
 
     /// A fingerprint from a file's identity: device, inode, size and
@@ -30,12 +70,12 @@ impl Fingerprint {
     /// it). A replaced file (new inode), a truncated or appended one (new
     /// size) and one rewritten in place (new mtime) all differ.
     pub fn from_file_identity(device: u64, inode: u64, size: u64, mtime_ns: i128) -> Self {
-        let mut b = Vec::with_capacity(40);
-        b.extend_from_slice(&device.to_le_bytes());
-        b.extend_from_slice(&inode.to_le_bytes());
-        b.extend_from_slice(&size.to_le_bytes());
-        b.extend_from_slice(&mtime_ns.to_le_bytes());
-        Fingerprint::from_bytes(b)
+        let mut b = [0u8; 40];
+        b[..8].copy_from_slice(&device.to_le_bytes());
+        b[8..16].copy_from_slice(&inode.to_le_bytes());
+        b[16..24].copy_from_slice(&size.to_le_bytes());
+        b[24..].copy_from_slice(&mtime_ns.to_le_bytes());
+        Fingerprint::from_slice(&b)
     }
 
     /// The fingerprint of a file's metadata: [`from_file_identity`](Self::from_file_identity)
@@ -47,7 +87,10 @@ impl Fingerprint {
 
     /// The fingerprint's bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Bytes::Inline(len, bytes) => &bytes[..usize::from(*len)],
+            Bytes::Heap(bytes) => bytes,
+        }
     }
 }
 

@@ -152,12 +152,18 @@ impl Resolver {
                 .collect());
         }
         let filter = rank::Filter::new(filter);
-        let titles = self.cached_titles(&sessions, TITLE_CONCURRENCY).await;
-        let matched: Vec<Candidate> = sessions
+        let fps = self.fingerprints(&sessions).await;
+        let hardening = self.config.hardening();
+        let kept = self
+            .titles_where(&sessions, &fps, TITLE_CONCURRENCY, |s, title| {
+                let label = hardening.label_ref(title.unwrap_or(&s.id), &s.id);
+                filter.matches(&s.id, s.cwd.as_deref(), &label)
+            })
+            .await;
+        let mut sessions: Vec<Option<SessionHeader>> = sessions.into_iter().map(Some).collect();
+        let matched: Vec<Candidate> = kept
             .into_iter()
-            .zip(titles)
-            .map(|(s, t)| Candidate::from_header(s, t, &self.config, target))
-            .filter(|c| filter.matches(&c.session_id, c.cwd.as_deref(), &c.label))
+            .filter_map(|(i, t)| sessions[i].take().map(|s| Candidate::from_header(s, t, &self.config, target)))
             .collect();
         Ok(rank::ranked_by(matched, |c| c.cwd.as_deref(), target, limit))
     }

@@ -53,9 +53,39 @@ impl Filter {
     /// filtered listing tests every session: no allocation per field).
     fn within(&self, hay: &str) -> bool {
         if hay.is_ascii() && self.needle.is_ascii() {
-            let n = self.needle.as_bytes();
-            return n.is_empty() || hay.as_bytes().windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+            return within_ascii(hay.as_bytes(), self.needle.as_bytes());
         }
         hay.to_lowercase().contains(&self.needle)
+    }
+}
+
+/// Whether `hay` contains the lower-case ASCII `needle`, ignoring ASCII
+/// case: candidates for its first byte are found with `memchr2` (both
+/// cases), the rest compared in place.
+fn within_ascii(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else { return true };
+    if hay.len() < needle.len() {
+        return false;
+    }
+    let last_start = hay.len() - needle.len();
+    let candidates = memchr::memchr2_iter(first, first.to_ascii_uppercase(), &hay[..=last_start]);
+    candidates.into_iter().any(|at| hay[at + 1..at + needle.len()].eq_ignore_ascii_case(rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ascii_fast_path_agrees_with_lower_casing() {
+        let hays = ["", "a", "Alpha", "ALPHA beta", "xxka", "kA", "k", "the Kangaroo", "ak", "7-ka-7"];
+        let needles = ["", "a", "ka", "K", "alpha", "Alpha beta", "x", "-ka-", "zz"];
+        for hay in hays {
+            for needle in needles {
+                let filter = Filter::new(needle);
+                let expected = hay.to_lowercase().contains(&needle.to_lowercase());
+                assert_eq!(filter.within(hay), expected, "{hay:?} / {needle:?}");
+            }
+        }
     }
 }

@@ -145,23 +145,49 @@ impl Resolver {
         fps: &[Option<Fingerprint>],
         concurrency: usize,
     ) -> Vec<Option<String>> {
+        let mut titles: Vec<Option<String>> = vec![None; sessions.len()];
+        for (i, title) in self.titles_where(sessions, fps, concurrency, |_, _| true).await {
+            titles[i] = title;
+        }
+        titles
+    }
+
+    /// The index and latest title of each of `sessions` for which `keep`
+    /// (given the session and its title) holds, in order: cached titles
+    /// whose fingerprint is unchanged are tested under one lock without
+    /// being copied (a filtered listing tests every session, and keeps
+    /// few), the others read first (at most `concurrency` at once) and
+    /// cached under the fingerprint taken before the read. A failed read
+    /// counts as "no title" and is not cached.
+    pub(crate) async fn titles_where(
+        &self,
+        sessions: &[SessionHeader],
+        fps: &[Option<Fingerprint>],
+        concurrency: usize,
+        keep: impl Fn(&SessionHeader, Option<&str>) -> bool,
+    ) -> Vec<(usize, Option<String>)> {
         let cache = &self.discovery;
-        let mut titles: Vec<Option<Option<String>>> = {
+        let mut kept: Vec<(usize, Option<String>)> = Vec::new();
+        let mut missing: Vec<usize> = Vec::new();
+        {
             let cached = lock(&cache.titles);
-            sessions
-                .iter()
-                .zip(fps)
-                .map(|(s, fp)| {
-                    let (held, title) = cached.get(&s.id)?;
-                    (Some(held) == fp.as_ref()).then(|| title.clone())
-                })
-                .collect()
-        };
-        let jobs: Vec<_> = titles
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.is_none())
-            .map(|(i, _)| {
+            for (i, (s, fp)) in sessions.iter().zip(fps).enumerate() {
+                match cached.get(&s.id) {
+                    Some((held, title)) if Some(held) == fp.as_ref() => {
+                        if keep(s, title.as_deref()) {
+                            kept.push((i, title.clone()));
+                        }
+                    }
+                    _ => missing.push(i),
+                }
+            }
+        }
+        if missing.is_empty() {
+            return kept;
+        }
+        let jobs: Vec<_> = missing
+            .into_iter()
+            .map(|i| {
                 let id = sessions[i].id.clone();
                 let fp = fps[i].clone();
                 async move {
@@ -172,9 +198,8 @@ impl Resolver {
             })
             .collect();
         let read: Vec<(usize, Option<String>)> = stream::iter(jobs).buffered(concurrency.max(1)).collect().await;
-        for (i, title) in read {
-            titles[i] = Some(title);
-        }
-        titles.into_iter().map(Option::flatten).collect()
+        kept.extend(read.into_iter().filter(|(i, title)| keep(&sessions[*i], title.as_deref())));
+        kept.sort_unstable_by_key(|(i, _)| *i);
+        kept
     }
 }

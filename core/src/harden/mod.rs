@@ -48,9 +48,18 @@ impl Hardening {
     /// the first words of the session's first message), else unchanged.
     pub fn label(&self, label: String, session_id: &str) -> String {
         match (self.sanitize_labels, self.redact_secrets) {
-            (true, redact) => labels::sanitize_label_with(&label, session_id, redact),
-            (false, true) => secrets::redact(&label).0.into_owned(),
             (false, false) => label,
+            _ => self.label_ref(&label, session_id).into_owned(),
+        }
+    }
+
+    /// [`label`](Self::label) of a borrowed label: borrowed back when
+    /// nothing is on (no copy for a filter that tests every session).
+    pub fn label_ref<'a>(&self, label: &'a str, session_id: &str) -> std::borrow::Cow<'a, str> {
+        match (self.sanitize_labels, self.redact_secrets) {
+            (true, redact) => std::borrow::Cow::Owned(labels::sanitize_label_with(label, session_id, redact)),
+            (false, true) => secrets::redact(label).0,
+            (false, false) => std::borrow::Cow::Borrowed(label),
         }
     }
 }
