@@ -7,21 +7,19 @@
 //! size per session, default 150).
 //!
 //! Two sources over the same sessions: the embedded DSH store read from
-//! disk, wrapped so that it fingerprints each log by its metadata (device,
-//! inode, size, mtime: what the store will give once it implements
-//! `fingerprints`), and an in-memory query holding each session's title and
+//! disk (it fingerprints each log by its identity and, from its second
+//! listing on, watches the root; also timed without watching and without
+//! fingerprints), and an in-memory query holding each session's title and
 //! surface JSON (no listing cost: the resolver's own cost alone).
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_session_reference::store::DshStore;
 use dsh_session_reference::{
-    Config, Fingerprint, HostError, MemoryQuery, QueryFuture, Resolver, SearchOptions, SessionHeader, SessionQuery,
-    SurfaceData, Target,
+    Config, MemoryQuery, QueryFuture, Resolver, SearchOptions, SessionHeader, SessionQuery, SurfaceData, Target,
 };
 use serde_json::json;
 
@@ -170,39 +168,19 @@ fn append(log: &mut Log, lines: usize) {
     std::fs::OpenOptions::new().append(true).open(&log.path).unwrap().write_all(text.as_bytes()).unwrap();
 }
 
-/// The store, fingerprinting each listed log by its metadata.
-struct Stat {
-    store: DshStore,
-    paths: RwLock<HashMap<String, PathBuf>>,
-}
+/// The store without its fingerprints: every filtered query reads every
+/// title (what a query cost before the discovery caches).
+struct Plain(DshStore);
 
-impl SessionQuery for Stat {
+impl SessionQuery for Plain {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
-        Box::pin(async move {
-            let listing = self.store.list().map_err(|e| HostError::new(e.to_string()))?;
-            let mut paths = self.paths.write().unwrap();
-            paths.clear();
-            paths.extend(listing.sessions.iter().map(|s| (s.header.id.clone(), s.path.clone())));
-            Ok(listing.sessions.into_iter().map(|s| s.header).collect())
-        })
+        SessionQuery::list_sessions(&self.0)
     }
     fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
-        SessionQuery::read_title(&self.store, id)
+        SessionQuery::read_title(&self.0, id)
     }
     fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        SessionQuery::read_surface(&self.store, id)
-    }
-    fn fingerprints<'a>(&'a self, ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
-        Box::pin(async move {
-            let paths = self.paths.read().unwrap();
-            Ok(Some(
-                ids.iter()
-                    .map(|id| {
-                        paths.get(id).and_then(|p| std::fs::metadata(p).ok()).map(|m| Fingerprint::of_metadata(&m))
-                    })
-                    .collect(),
-            ))
-        })
+        SessionQuery::read_surface(&self.0, id)
     }
 }
 
@@ -238,36 +216,51 @@ fn main() {
     let reps = 15;
 
     // --- candidates through the store, with and without fingerprints
-    let plain = Resolver::new(Arc::new(store.clone()), Config::default());
+    let plain = Resolver::new(Arc::new(Plain(store.clone())), Config::default());
     let (_, uncached) = time(|| plain.candidates_blocking(&target, "ka", None, None).unwrap());
-    let stat = Arc::new(Stat { store: store.clone(), paths: RwLock::default() });
-    let r = Resolver::new(stat.clone(), Config::default());
+    // Two long-lived stores: the default (watching from its second listing
+    // on, where the system can) and one that walks and stats on every call.
+    let watched = DshStore::open(&root).unwrap();
+    let unwatched = DshStore::open(&root).unwrap().with_watching(false);
+    let r = Resolver::new(Arc::new(watched.clone()), Config::default());
+    let ru = Resolver::new(Arc::new(unwatched.clone()), Config::default());
     let (first_list, first) = time(|| r.candidates_blocking(&target, "ka", None, None).unwrap());
     assert_eq!(
         first_list,
         plain.candidates_blocking(&target, "ka", None, None).unwrap(),
         "the cache changes cost only"
     );
+    ru.candidates_blocking(&target, "ka", None, None).unwrap();
     let warm =
         median((0..reps).map(|_| time(|| r.candidates_blocking(&target, "ka", None, None).unwrap()).1).collect());
-    let (_, listing) = time(|| store.list().unwrap());
-    let appended = median(
-        (0..reps)
-            .map(|i| {
-                append(&mut logs[i * 7 % n], 100);
-                time(|| r.candidates_blocking(&target, "ka", None, None).unwrap()).1
-            })
-            .collect(),
+    let warm_unwatched =
+        median((0..reps).map(|_| time(|| ru.candidates_blocking(&target, "ka", None, None).unwrap()).1).collect());
+    let listing = median((0..reps).map(|_| time(|| watched.list().unwrap()).1).collect());
+    let (_, walk) = time(|| DshStore::open(&root).unwrap().list().unwrap());
+    let mut appended = Vec::new();
+    let mut appended_unwatched = Vec::new();
+    for i in 0..reps {
+        append(&mut logs[i * 7 % n], 100);
+        appended.push(time(|| r.candidates_blocking(&target, "ka", None, None).unwrap()).1);
+        appended_unwatched.push(time(|| ru.candidates_blocking(&target, "ka", None, None).unwrap()).1);
+    }
+    assert_eq!(
+        r.candidates_blocking(&target, "ka", None, None).unwrap(),
+        plain.candidates_blocking(&target, "ka", None, None).unwrap(),
+        "after the appends too"
     );
-    println!("candidates --query (DSH store, files):");
+    println!("candidates --query (DSH store, files; watching: {}):", watched.is_watching());
     println!(
         "  without fingerprints, every query: {} ({:.0} MB/s of logs)",
         ms(uncached),
         bytes as f64 / 1e6 / uncached.as_secs_f64()
     );
     println!("  first query (cold cache):        {} ({:.0} MB/s)", ms(first), bytes as f64 / 1e6 / first.as_secs_f64());
-    println!("  later, nothing changed (median): {}   of which the store's own listing: {}", ms(warm), ms(listing));
-    println!("  after one log gained 100 lines:  {}", ms(appended));
+    println!("  later, nothing changed (median): {}   (the listing alone: {})", ms(warm), ms(listing));
+    println!("  after one log gained 100 lines:  {}", ms(median(appended)));
+    println!("  unwatched store, nothing changed: {}", ms(warm_unwatched));
+    println!("  unwatched store, after an append: {}", ms(median(appended_unwatched)));
+    println!("  a fresh store's first listing (walk and header reads): {}", ms(walk));
 
     // --- the same sessions in memory: the resolver's own cost
     let mem = MemoryQuery::new();
