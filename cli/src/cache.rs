@@ -1,29 +1,47 @@
-//! `--cache`: the discovery caches of the resolver kept on disk between
+//! `--cache`: what the store and the resolver learn kept on disk between
 //! runs, under `$XDG_CACHE_HOME/dsh-session-reference/` (else
-//! `~/.cache/dsh-session-reference/`), one file per sessions root, never
-//! under the root itself. The store fingerprints each log by its identity
-//! (device, inode, size, mtime), so the file's entries are used only for
-//! logs that did not change.
+//! `~/.cache/dsh-session-reference/`), three files per sessions root, never
+//! under the root itself:
+//! - `listing-<root>.bin`: each session directory's entries and each log's
+//!   header, with their stamps (used only while a stamp is unchanged);
+//! - `titles-<root>.bin`: each session's latest title, by fingerprint
+//!   (device, inode, size, mtime of its log);
+//! - `index-<root>.bin`: the search index, by fingerprint (read by `search`
+//!   only, so `candidates --query` reads the two small files).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-/// The cache file of `root`, or why there is none.
-pub fn path_for(root: &Path) -> Result<PathBuf, String> {
-    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-            Some(home) => PathBuf::from(home).join(".cache"),
-            None => return Err("neither XDG_CACHE_HOME nor HOME is set".into()),
-        },
-    };
-    let dir = base.join("dsh-session-reference");
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
-    let base_real = base.canonicalize().unwrap_or(base);
-    if base_real.starts_with(&root) {
-        return Err(format!("the cache directory {} is inside the sessions root", dir.display()));
+/// The cache files of one sessions root.
+pub struct Files {
+    pub listing: PathBuf,
+    pub titles: PathBuf,
+    pub index: PathBuf,
+}
+
+impl Files {
+    /// The cache files of `root`, or why there are none.
+    pub fn for_root(root: &Path) -> Result<Files, String> {
+        let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+                Some(home) => PathBuf::from(home).join(".cache"),
+                None => return Err("neither XDG_CACHE_HOME nor HOME is set".into()),
+            },
+        };
+        let dir = base.join("dsh-session-reference");
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
+        let base_real = base.canonicalize().unwrap_or(base);
+        if base_real.starts_with(&root) {
+            return Err(format!("the cache directory {} is inside the sessions root", dir.display()));
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        root.hash(&mut h);
+        let key = format!("{:016x}", h.finish());
+        Ok(Files {
+            listing: dir.join(format!("listing-{key}.bin")),
+            titles: dir.join(format!("titles-{key}.bin")),
+            index: dir.join(format!("index-{key}.bin")),
+        })
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    root.hash(&mut h);
-    Ok(dir.join(format!("discovery-{:016x}.bin", h.finish())))
 }

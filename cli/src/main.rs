@@ -20,10 +20,13 @@ mod cache;
 use dsh_session_reference::sources::dsh::RejectionKind;
 use dsh_session_reference::sources::{default_specs, open_sources, MultiQuery, SourceKind, SourceSpec};
 use dsh_session_reference::{
-    block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DshStore, Error, ErrorCode,
-    Hardening, Prepared, Resolver, SearchOptions, SearchResult, SearchScope, SessionQuery, SurfaceData, Target,
+    block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DiscoveryCachePart, DshStore,
+    Error, ErrorCode, Hardening, Prepared, Resolver, SearchOptions, SearchResult, SearchScope, SessionQuery,
+    SurfaceData, Target,
 };
-use dsh_session_reference::{CompatConfig, DshCompat};
+use dsh_session_reference::{
+    BlockingSessionQuery, CompatConfig, DshCompat, Fingerprint, HostError, QueryFuture, SessionHeader,
+};
 use serde_json::{json, Map, Value};
 
 mod example;
@@ -248,8 +251,52 @@ fn read_failed(message: impl Into<String>) -> Failure {
 /// What the resolver reads: the DSH store alone (exactly as before any
 /// other source existed), or a view over several sources.
 enum Sources {
-    Dsh(DshStore),
+    /// A DSH root: the store, and the query the resolver reads it through.
+    Dsh(DshStore, Arc<OneListing>),
     Multi(Arc<MultiQuery>),
+}
+
+/// The store as the resolver of one command sees it: the listing the
+/// command made to find the target's cwd is the one the resolver's query
+/// uses (the command began before both), so a command lists the root once,
+/// and the fingerprints are the identities that listing saw (a title read
+/// after it is cached under an identity no newer than its content, so a
+/// later run reads it again if it changed). Reads go to the store.
+struct OneListing {
+    store: DshStore,
+    listed: std::sync::Mutex<Option<Vec<SessionHeader>>>,
+}
+
+impl OneListing {
+    fn new(store: &DshStore) -> Arc<OneListing> {
+        Arc::new(OneListing { store: store.clone(), listed: std::sync::Mutex::new(None) })
+    }
+
+    /// Lists the sessions now; the resolver's next listing is this one.
+    fn list_now(&self) -> Result<Vec<SessionHeader>, HostError> {
+        let headers = BlockingSessionQuery::list_sessions(&self.store)?;
+        *self.listed.lock().unwrap_or_else(|e| e.into_inner()) = Some(headers.clone());
+        Ok(headers)
+    }
+}
+
+impl SessionQuery for OneListing {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        match self.listed.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(headers) => Box::pin(async move { Ok(headers) }),
+            None => SessionQuery::list_sessions(&self.store),
+        }
+    }
+    fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
+        SessionQuery::read_title(&self.store, id)
+    }
+    fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        SessionQuery::read_surface(&self.store, id)
+    }
+    /// As of the command's one listing, which looked at every log.
+    fn fingerprints<'a>(&'a self, ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        Box::pin(async move { Ok(Some(self.store.fingerprints_as_listed(ids))) })
+    }
 }
 
 /// The sources, the resolver over them, and the output mode.
@@ -259,16 +306,23 @@ struct Ctx {
     json: bool,
     /// `--context-window`.
     context_window: Option<u64>,
-    /// The cache file (`--cache`, DSH store only).
-    cache: Option<PathBuf>,
+    /// The cache files (`--cache`, DSH store only).
+    cache: Option<cache::Files>,
 }
 
 impl Ctx {
     fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
-        Ctx::open(global, vec![SourceSpec::new(SourceKind::Dsh, root)], candidate_limit)
+        Ctx::open(global, vec![SourceSpec::new(SourceKind::Dsh, root)], candidate_limit, false)
     }
 
-    fn open(global: &Global, specs: Vec<SourceSpec>, candidate_limit: Option<u64>) -> CliResult<Ctx> {
+    /// The context over `specs`; with `--cache`, the search index is
+    /// loaded only when `needs_index`.
+    fn open(
+        global: &Global,
+        specs: Vec<SourceSpec>,
+        candidate_limit: Option<u64>,
+        needs_index: bool,
+    ) -> CliResult<Ctx> {
         let config = Config::new(global.max_references, candidate_limit, global.max_reference_bytes)?
             .with_hardening(global.hardening());
         let config = match &global.dsh_compat {
@@ -283,25 +337,34 @@ impl Ctx {
         let (json, context_window) = (global.json, global.context_window);
         if let [only] = specs.as_slice() {
             if only.kind == SourceKind::Dsh {
-                let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?;
+                // One command lists a few times at most: watching the root
+                // would cost more than it saves.
+                let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(false);
+                let query = OneListing::new(&store);
+                let resolver = Resolver::new(query.clone(), config);
+                let sources = Sources::Dsh(store.clone(), query);
                 if !global.cache {
-                    let resolver = Resolver::new(Arc::new(store.clone()), config);
-                    return Ok(Ctx { sources: Sources::Dsh(store), resolver, json, context_window, cache: None });
+                    return Ok(Ctx { sources, resolver, json, context_window, cache: None });
                 }
                 // The store fingerprints its logs, so the cache's entries
-                // count only for logs that did not change.
-                let resolver = Resolver::new(Arc::new(store.clone()), config);
-                let cache = match cache::path_for(&only.root) {
-                    Ok(path) => {
-                        resolver.load_discovery_cache(&path);
-                        Some(path)
+                // count only for logs that did not change; its listing
+                // cache is used only for directories and logs whose stamps
+                // did not change. The search index is read only by search.
+                let cache = match cache::Files::for_root(&only.root) {
+                    Ok(files) => {
+                        store.load_listing_cache(&files.listing);
+                        resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
+                        if needs_index {
+                            resolver.load_discovery_cache(DiscoveryCachePart::Index, &files.index);
+                        }
+                        Some(files)
                     }
                     Err(why) => {
                         eprintln!("warning: not caching: {why}");
                         None
                     }
                 };
-                return Ok(Ctx { sources: Sources::Dsh(store), resolver, json, context_window, cache });
+                return Ok(Ctx { sources, resolver, json, context_window, cache });
             }
         }
         if global.cache {
@@ -312,18 +375,26 @@ impl Ctx {
         Ok(Ctx { sources: Sources::Multi(multi), resolver, json, context_window, cache: None })
     }
 
-    /// Writes the cache file, when there is one (a failure only warns).
+    /// Writes the cache files that changed, when caching (a failure only warns).
     fn save_cache(&self) {
-        let Some(path) = &self.cache else { return };
-        if !self.resolver.discovery_cache_changed() && path.exists() {
+        let (Some(files), Sources::Dsh(store, _)) = (&self.cache, &self.sources) else { return };
+        if let Some(Err(e)) = files.listing.parent().map(std::fs::create_dir_all) {
+            eprintln!("warning: could not write the cache {}: {e}", files.listing.display());
             return;
         }
-        let saved = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| self.resolver.save_discovery_cache(path));
-        if let Err(e) = saved {
-            eprintln!("warning: could not write the cache {}: {e}", path.display());
+        let mut saved = Vec::new();
+        if store.listing_cache_changed() || !files.listing.exists() {
+            saved.push((&files.listing, store.save_listing_cache(&files.listing)));
+        }
+        for (part, path) in [(DiscoveryCachePart::Titles, &files.titles), (DiscoveryCachePart::Index, &files.index)] {
+            if self.resolver.discovery_cache_changed(part) {
+                saved.push((path, self.resolver.save_discovery_cache(part, path)));
+            }
+        }
+        for (path, result) in saved {
+            if let Err(e) = result {
+                eprintln!("warning: could not write the cache {}: {e}", path.display());
+            }
         }
     }
 
@@ -333,9 +404,8 @@ impl Ctx {
             return Ok(Target::new(args.target.clone(), args.cwd.clone()));
         }
         let headers = match &self.sources {
-            Sources::Dsh(store) => {
-                let listing = store.list().map_err(|e| read_failed(format!("listing sessions failed: {e}")))?;
-                listing.sessions.into_iter().map(|s| s.header).collect()
+            Sources::Dsh(_, query) => {
+                query.list_now().map_err(|e| read_failed(format!("listing sessions failed: {}", e.message())))?
             }
             Sources::Multi(multi) => block_on(multi.list_sessions())
                 .map_err(|e| read_failed(format!("listing sessions failed: {}", e.message())))?,
@@ -348,7 +418,7 @@ impl Ctx {
     /// wrote, and sources that could not be listed.
     fn notes(&self) {
         match &self.sources {
-            Sources::Dsh(store) => note_unsupported(store),
+            Sources::Dsh(store, _) => note_unsupported(store),
             Sources::Multi(multi) => {
                 let mut err = std::io::stderr().lock();
                 for status in multi.last_report() {
@@ -367,15 +437,18 @@ fn run(cli: Cli) -> CliResult {
     let sources = || chosen_sources(g, root());
     match &cli.command {
         Command::Candidates { target, query, limit } => {
-            let ctx = Ctx::open(g, sources(), None)?;
+            let ctx = Ctx::open(g, sources(), None, false)?;
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
             ctx.save_cache();
             print_candidates(&list, ctx.json);
             ctx.notes();
+            // The process ends here: its memory goes with it faster than
+            // the caches (thousands of sessions) are dropped one by one.
+            std::mem::forget(ctx);
         }
         Command::Search { target, query, limit, same_cwd } => {
-            let ctx = Ctx::open(g, sources(), None)?;
+            let ctx = Ctx::open(g, sources(), None, true)?;
             let target = ctx.target(target)?;
             let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
             let options = SearchOptions { limit: *limit, scope };
@@ -383,6 +456,7 @@ fn run(cli: Cli) -> CliResult {
             ctx.save_cache();
             print_search(&list, ctx.json);
             ctx.notes();
+            std::mem::forget(ctx);
         }
         Command::Prepare { target, message, stdin, prompt } => {
             let text = match (message, stdin) {
@@ -395,7 +469,7 @@ fn run(cli: Cli) -> CliResult {
                     s
                 }
             };
-            let ctx = Ctx::open(g, sources(), None)?;
+            let ctx = Ctx::open(g, sources(), None, false)?;
             let target = ctx.target(target)?;
             let prepared = prepare(&ctx, &target, &text)?;
             if *prompt {
@@ -407,7 +481,7 @@ fn run(cli: Cli) -> CliResult {
             }
         }
         Command::Show { id } => {
-            let ctx = Ctx::open(g, sources(), None)?;
+            let ctx = Ctx::open(g, sources(), None, false)?;
             show(&ctx, id)?;
         }
         Command::Uri { command: UriCommand::Encode { id } } => {
@@ -478,9 +552,9 @@ fn print_text_or_json(text: &str, as_json: bool) {
 /// Tells, on stderr, about sessions the store left out because a DSH newer
 /// than this reader wrote them (the other sessions were listed as usual).
 fn note_unsupported(store: &DshStore) {
-    let Ok(listing) = store.list() else { return };
+    let Some(rejected) = store.last_rejected() else { return };
     let mut err = std::io::stderr().lock();
-    for r in listing.rejected.iter().filter(|r| r.kind == RejectionKind::Unsupported) {
+    for r in rejected.iter().filter(|r| r.kind == RejectionKind::Unsupported) {
         let _ = writeln!(err, "note: not listed: {}: {}", display(&r.path.to_string_lossy()), r.reason);
     }
 }
@@ -555,7 +629,7 @@ fn print_prepared(prepared: &Prepared) {
 
 fn show(ctx: &Ctx, id: &str) -> CliResult {
     let surface = match &ctx.sources {
-        Sources::Dsh(store) => {
+        Sources::Dsh(store, _) => {
             SurfaceData::json(store.read_surface_json(id).map_err(|e| Failure(Error::read_failed(id, e.into())))?)
         }
         Sources::Multi(multi) => block_on(multi.read_surface(id)).map_err(|e| Failure(Error::read_failed(id, e)))?,
@@ -634,7 +708,7 @@ fn demo(ctx: &Ctx, bundled: bool) -> CliResult {
     }
     if bundled {
         println!("== Sessions root: the bundled example store (examples/sessions/) ==\n");
-    } else if let Sources::Dsh(store) = &ctx.sources {
+    } else if let Sources::Dsh(store, _) = &ctx.sources {
         println!("== Sessions root: {} ==\n", store.root().display());
     }
     println!("== Candidates for a new session in /home/dev/alpha ==\n");

@@ -657,17 +657,35 @@ fn the_cache_is_opt_in_and_never_changes_an_answer() {
         [args, &["--cache"]].concat()
     }
     assert_eq!(run_in(&with(&search)), expected_search);
-    let files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(files.len(), 1, "one cache file per root: {files:?}");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let names: Vec<String> =
+        files.iter().map(|f| f.file_name().unwrap().to_string_lossy().split('-').next().unwrap().to_owned()).collect();
+    assert_eq!(names, ["index", "listing", "titles"], "three cache files per root: {files:?}");
     assert_eq!(run_in(&with(&search)), expected_search, "warm");
     assert_eq!(run_in(&with(&cands)), expected_cands, "warm");
-    let bytes = std::fs::read(&files[0]).unwrap();
-    std::fs::write(&files[0], &bytes[..bytes.len() / 2]).unwrap();
-    assert_eq!(run_in(&with(&search)), expected_search, "a half-written cache is ignored");
-    std::fs::write(&files[0], b"garbage").unwrap();
-    assert_eq!(run_in(&with(&cands)), expected_cands, "a corrupted cache is ignored");
-    assert!(std::fs::read(&files[0]).unwrap() != b"garbage", "and rewritten");
-    let before = std::fs::read(&files[0]).unwrap();
+    // Each file half-written, then corrupted: ignored, the answer is the
+    // same, and it is written again.
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        std::fs::write(file, &bytes[..bytes.len() / 2]).unwrap();
+        assert_eq!(run_in(&with(&search)), expected_search, "a half-written {file:?} is ignored");
+        assert_eq!(run_in(&with(&cands)), expected_cands, "a half-written {file:?} is ignored");
+        std::fs::write(file, b"garbage").unwrap();
+        assert_eq!(run_in(&with(&cands)), expected_cands, "a corrupted {file:?} is ignored");
+        assert_eq!(run_in(&with(&search)), expected_search, "a corrupted {file:?} is ignored");
+        assert!(std::fs::read(file).unwrap() != b"garbage", "and rewritten");
+    }
+    // Another root's listing file in this root's place is ignored.
+    let other = fixtures().join("zstd").to_str().unwrap().to_owned();
+    let other_run = ["--root", other.as_str(), "candidates", "--target", "t", "--cache"];
+    run_in(&other_run);
+    let mut all: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    all.retain(|f| !files.contains(f) && f.to_string_lossy().contains("listing-"));
+    std::fs::copy(&all[0], &files[1]).unwrap();
+    assert_eq!(run_in(&with(&cands)), expected_cands, "another root's listing is ignored");
+    let before: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
     assert_eq!(run_in(&[&search[..], &["--cache", "--no-cache"]].concat()), expected_search);
-    assert_eq!(std::fs::read(&files[0]).unwrap(), before, "--no-cache (last) writes nothing");
+    let after: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    assert_eq!(after, before, "--no-cache (last) writes nothing");
 }

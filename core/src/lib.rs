@@ -83,7 +83,8 @@ pub use config::{
 pub use context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata, ReferenceStats};
 pub use conversation::{Conversation, ConversationItem};
 pub use discovery::{
-    Candidate, Fingerprint, MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
+    Candidate, DiscoveryCachePart, Fingerprint, MatchField, SearchIndexStats, SearchOptions, SearchRequest,
+    SearchResult, SearchScope,
 };
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use dsh_session_reference::projection::Role;
 use dsh_session_reference::{
-    format_mention, Blocking, BlockingSessionQuery, CancelToken, Config, Conversation, ConversationItem, ErrorCode,
-    Fingerprint, HostError, MatchField, MemoryQuery, QueryFuture, Resolver, SearchOptions, SearchRequest, SearchResult,
-    SearchScope, SessionHeader, SessionQuery, SurfaceData, Target,
+    format_mention, Blocking, BlockingSessionQuery, CancelToken, Config, Conversation, ConversationItem,
+    DiscoveryCachePart, ErrorCode, Fingerprint, HostError, MatchField, MemoryQuery, QueryFuture, Resolver,
+    SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery, SurfaceData, Target,
 };
 use serde_json::{json, Value};
 
@@ -429,33 +429,51 @@ fn a_session_whose_surface_fails_is_found_by_title_and_never_cached() {
 fn the_on_disk_cache_starts_warm_and_is_ignored_when_it_does_not_match() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("discovery.cache");
+    let index = dir.path().join("discovery.index");
     let p = Pair::new();
     for i in 0..10 {
         add(&p.mem, &format!("s{i}"), 1000 + i, Some("/work/a"), Some(&format!("Title {i}")), &[&format!("body {i}")]);
     }
     p.check("title", "body");
-    p.r.save_discovery_cache(&path).unwrap();
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(leftovers, ["discovery.cache"], "no temporary file is left behind");
+    p.r.save_discovery_cache(DiscoveryCachePart::Titles, &path).unwrap();
+    p.r.save_discovery_cache(DiscoveryCachePart::Index, &index).unwrap();
+    let mut leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    leftovers.sort();
+    assert_eq!(leftovers, ["discovery.cache", "discovery.index"], "no temporary file is left behind");
+    // Each part is refused in the other's place.
+    let r = Resolver::new(p.cached.clone(), Config::default());
+    assert!(!r.load_discovery_cache(DiscoveryCachePart::Index, &path));
+    assert!(!r.load_discovery_cache(DiscoveryCachePart::Titles, &index));
 
     // A fresh resolver over the same query starts warm: nothing is read.
     let warm = || {
         let r = Resolver::new(p.cached.clone(), Config::default());
-        (r.load_discovery_cache(&path), r)
+        let titles = r.load_discovery_cache(DiscoveryCachePart::Titles, &path);
+        assert!(r.load_discovery_cache(DiscoveryCachePart::Index, &index));
+        (titles, r)
     };
     let (used, r) = warm();
     assert!(used);
-    assert!(!r.discovery_cache_changed());
+    assert!(!r.discovery_cache_changed(DiscoveryCachePart::Titles));
     p.cached.take();
     assert_eq!(cands(&r, "title"), cands(&p.plain, "title"));
     assert_eq!(ids(&found(&r, "body 7")), ["s7"]);
     assert_eq!(p.cached.take(), (0, 0));
-    assert!(!r.discovery_cache_changed(), "everything came from the file");
+    for part in [DiscoveryCachePart::Titles, DiscoveryCachePart::Index] {
+        assert!(!r.discovery_cache_changed(part), "everything came from the files");
+    }
+    // Only titles: a filtered listing needs nothing else, and the index is
+    // not marked changed.
+    let r = Resolver::new(p.cached.clone(), Config::default());
+    assert!(r.load_discovery_cache(DiscoveryCachePart::Titles, &path));
+    assert_eq!(cands(&r, "title"), cands(&p.plain, "title"));
+    assert_eq!(p.cached.take(), (0, 0));
+    assert!(!r.discovery_cache_changed(DiscoveryCachePart::Index));
     // A session changed since the file was written is read again.
     p.mem.set_title("s2", Some("Changed".into()));
     let (_, r) = warm();
     assert_eq!(cands(&r, "changed")[0]["sessionId"], "s2");
-    assert!(r.discovery_cache_changed());
+    assert!(r.discovery_cache_changed(DiscoveryCachePart::Titles));
 
     let good = std::fs::read(&path).unwrap();
     let rejected = |bytes: &[u8], what: &str| {
@@ -473,9 +491,11 @@ fn the_on_disk_cache_starts_warm_and_is_ignored_when_it_does_not_match() {
     rejected(&good[..good.len() / 2], "a file written halfway");
     rejected(b"", "an empty file");
     rejected(b"not a cache at all", "a foreign file");
-    let mut other = b"DSRDISC\0".to_vec();
-    other.extend_from_slice(&99u32.to_le_bytes());
-    rejected(&zstd::bulk::compress(&other, 1).unwrap(), "a file of another format version");
+    for version in [1u32, 99] {
+        let mut other = b"DSRDISC\0".to_vec();
+        other.extend_from_slice(&version.to_le_bytes());
+        rejected(&zstd::bulk::compress(&other, 1).unwrap(), "a file of another format version");
+    }
     std::fs::remove_file(&path).unwrap();
     let (used, _) = warm();
     assert!(!used, "a missing file");
@@ -513,11 +533,12 @@ fn with_redact_secrets_search_neither_finds_nor_shows_a_credential() {
     // the other way round.
     let dir = tempfile::tempdir().unwrap();
     let (open, redacted) = (dir.path().join("plain.bin"), dir.path().join("redacted.bin"));
-    plain.save_discovery_cache(&open).unwrap();
-    hardened.save_discovery_cache(&redacted).unwrap();
+    let index = DiscoveryCachePart::Index;
+    plain.save_discovery_cache(index, &open).unwrap();
+    hardened.save_discovery_cache(index, &redacted).unwrap();
     let fresh_hardened = Resolver::new(q.clone(), Config::from_json(&json!({"redactSecrets": true})).unwrap());
-    assert!(!fresh_hardened.load_discovery_cache(&open));
-    assert!(fresh_hardened.load_discovery_cache(&redacted));
+    assert!(!fresh_hardened.load_discovery_cache(index, &open));
+    assert!(fresh_hardened.load_discovery_cache(index, &redacted));
     assert!(found(&fresh_hardened, key).is_empty());
-    assert!(!Resolver::new(q.clone(), Config::default()).load_discovery_cache(&redacted));
+    assert!(!Resolver::new(q.clone(), Config::default()).load_discovery_cache(index, &redacted));
 }

@@ -12,13 +12,14 @@ use crate::resolver::{cancellable, guarded, Resolver};
 use crate::uri::format_mention;
 
 mod fingerprint;
-mod persist;
+pub(crate) mod persist;
 mod rank;
 mod search;
 mod text;
 mod titles;
 
 pub use fingerprint::Fingerprint;
+pub use persist::DiscoveryCachePart;
 pub(crate) use search::with_projection;
 pub use search::{MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope};
 pub(crate) use titles::DiscoveryCache;

@@ -672,7 +672,7 @@ impl Resolver {
                         Err(_) => Arc::new(Doc::build(None, title, Vec::new())),
                     };
                     self.discovery.docs.put(&id, &doc);
-                    self.discovery.mark_changed();
+                    self.discovery.mark_index_changed();
                     (i, doc)
                 }
             })

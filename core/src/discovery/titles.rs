@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use futures::stream::{self, StreamExt};
 
 use super::fingerprint::Fingerprint;
+use super::persist::DiscoveryCachePart;
 use crate::host::SessionHeader;
 use crate::resolver::{guarded, Resolver};
 
@@ -23,9 +24,11 @@ use crate::resolver::{guarded, Resolver};
 pub(crate) struct DiscoveryCache {
     titles: Mutex<HashMap<String, (Fingerprint, Option<String>)>>,
     pub(crate) docs: super::text::DocCache,
-    /// Whether anything was read into or dropped from the caches since
-    /// they were created, loaded or saved.
-    pub(crate) changed: std::sync::atomic::AtomicBool,
+    /// Whether titles were read into or dropped from the cache since it
+    /// was created, loaded or saved.
+    titles_changed: std::sync::atomic::AtomicBool,
+    /// The same of the search index.
+    index_changed: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -47,43 +50,56 @@ impl DiscoveryCache {
         self.mark_changed();
     }
 
-    /// Appends every entry (see `persist.rs`).
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+    /// Appends every entry of `part` (see `persist.rs`).
+    pub(crate) fn encode(&self, part: DiscoveryCachePart, out: &mut Vec<u8>) {
         use super::persist::{put, put_opt};
-        let titles = lock(&self.titles);
-        out.extend_from_slice(&(titles.len() as u64).to_le_bytes());
-        for (id, (fp, title)) in titles.iter() {
-            put(out, id.as_bytes());
-            put(out, fp.as_bytes());
-            put_opt(out, title.as_deref().map(str::as_bytes));
+        match part {
+            DiscoveryCachePart::Titles => {
+                let titles = lock(&self.titles);
+                out.extend_from_slice(&(titles.len() as u64).to_le_bytes());
+                for (id, (fp, title)) in titles.iter() {
+                    put(out, id.as_bytes());
+                    put(out, fp.as_bytes());
+                    put_opt(out, title.as_deref().map(str::as_bytes));
+                }
+            }
+            DiscoveryCachePart::Index => self.docs.encode(out),
         }
-        drop(titles);
-        self.docs.encode(out);
     }
 
     /// Reads what [`encode`](Self::encode) wrote, all or nothing: whether
     /// it was used.
-    pub(crate) fn decode(&self, input: &mut super::persist::Input<'_>) -> bool {
-        let titles = (|| {
-            let n = input.u64()?;
-            let mut titles = Vec::new();
-            for _ in 0..n {
-                titles.push((input.string()?, input.fingerprint()?, input.opt_string()?));
+    pub(crate) fn decode(&self, part: DiscoveryCachePart, input: &mut super::persist::Input<'_>) -> bool {
+        match part {
+            DiscoveryCachePart::Titles => {
+                let titles = (|| {
+                    let n = input.u64()?;
+                    let mut titles = Vec::new();
+                    for _ in 0..n {
+                        titles.push((input.string()?, input.fingerprint()?, input.opt_string()?));
+                    }
+                    Some(titles)
+                })();
+                let Some(titles) = titles.filter(|_| input.0.is_empty()) else { return false };
+                let mut held = lock(&self.titles);
+                for (id, fp, title) in titles {
+                    held.insert(id, (fp, title));
+                }
             }
-            Some(titles)
-        })();
-        let Some(titles) = titles else { return false };
-        let Some(docs) = self.docs.decode(input) else { return false };
-        if !input.0.is_empty() {
-            return false;
+            DiscoveryCachePart::Index => {
+                let Some(docs) = self.docs.decode(input).filter(|_| input.0.is_empty()) else { return false };
+                self.docs.insert_all(docs);
+            }
         }
-        let mut held = lock(&self.titles);
-        for (id, fp, title) in titles {
-            held.insert(id, (fp, title));
-        }
-        drop(held);
-        self.docs.insert_all(docs);
         true
+    }
+
+    /// Whether `part` changed since it was created, loaded or saved.
+    pub(crate) fn changed(&self, part: DiscoveryCachePart) -> &std::sync::atomic::AtomicBool {
+        match part {
+            DiscoveryCachePart::Titles => &self.titles_changed,
+            DiscoveryCachePart::Index => &self.index_changed,
+        }
     }
 
     /// Forgets everything (the next query reads every session again).
@@ -93,12 +109,19 @@ impl DiscoveryCache {
         self.mark_changed();
     }
 
+    /// Marks the search index changed.
+    pub(crate) fn mark_index_changed(&self) {
+        self.index_changed.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Marks both parts changed.
     pub(crate) fn mark_changed(&self) {
-        self.changed.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.titles_changed.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.index_changed.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
-        self.mark_changed();
+        self.titles_changed.store(true, std::sync::atomic::Ordering::Relaxed);
         let mut titles = lock(&self.titles);
         match (fp, title) {
             (Some(fp), Some(title)) => {

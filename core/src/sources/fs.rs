@@ -116,12 +116,65 @@ impl FileIdentity {
     }
 }
 
+/// A file's identity and its status-change time (ctime, which also changes
+/// on `chmod`, `chown` and `link`): what a source compares to tell that a
+/// file or directory it read is still the one it read, permissions included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub id: FileIdentity,
+    /// Nanoseconds since the Unix epoch (0 where the system has no ctime).
+    pub ctime_ns: i128,
+}
+
+impl Stamp {
+    /// The stamp of the file `meta` describes.
+    pub(crate) fn of(meta: &fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        let ctime_ns = {
+            use std::os::unix::fs::MetadataExt;
+            i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec())
+        };
+        #[cfg(not(unix))]
+        let ctime_ns = 0;
+        Stamp { id: FileIdentity::of(meta), ctime_ns }
+    }
+
+    /// The stamp of the entry at `path`, without following a final link.
+    pub(crate) fn lstat(path: &Path) -> Option<Stamp> {
+        fs::symlink_metadata(path).ok().map(|m| Stamp::of(&m))
+    }
+
+    /// Whether a read made at `read_at_ns` (wall clock) of the entry with
+    /// this stamp can be trusted while the stamp stays the same: the entry
+    /// must have last changed well before the read, as timestamps are
+    /// coarse (a change in the same tick after the read would leave them
+    /// as they are; FAT counts in 2-second steps).
+    pub(crate) fn settled_before(&self, read_at_ns: i128) -> bool {
+        self.ctime_ns != 0
+            && self.ctime_ns + SETTLE_NS <= read_at_ns
+            && i128::try_from(self.id.mtime_ns).is_ok_and(|m| m + SETTLE_NS <= read_at_ns)
+    }
+}
+
+/// See [`Stamp::settled_before`].
+const SETTLE_NS: i128 = 3_000_000_000;
+
+/// The wall clock, nanoseconds since the Unix epoch.
+pub(crate) fn now_ns() -> i128 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
+}
+
 /// Opens a regular file for reading without following a final symbolic link
 /// (`O_NOFOLLOW` on Unix) and without blocking on a FIFO (`O_NONBLOCK`);
 /// anything but a regular file is refused. Returns the file and its
 /// identity. Callers check every directory above it (with [`entry_kind`])
 /// before joining its name, so no link below a root is ever followed.
 pub fn open_regular(path: &Path) -> io::Result<(File, FileIdentity)> {
+    open_stamped(path).map(|(file, stamp)| (file, stamp.id))
+}
+
+/// [`open_regular`], with the file's [`Stamp`].
+pub(crate) fn open_stamped(path: &Path) -> io::Result<(File, Stamp)> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -134,7 +187,7 @@ pub fn open_regular(path: &Path) -> io::Result<(File, FileIdentity)> {
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
-    Ok((file, FileIdentity::of(&meta)))
+    Ok((file, Stamp::of(&meta)))
 }
 
 /// Opens the regular file `root/parts[0]/…/parts[n-1]` for reading,

@@ -27,10 +27,10 @@ use super::layout::{
     parse_generation_file_name, project_dir_name, relative_generation_path, session_dir_name, Encoding,
 };
 use super::{RejectedLog, RejectionKind};
-use crate::sources::fs::{entry_kind, par_map, sorted_entries, EntryKind, LINK_REASON};
+use crate::sources::fs::{entry_kind, now_ns, par_map, sorted_entries, EntryKind, Stamp, LINK_REASON};
 
 /// One log selected by discovery, before its header is checked.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Found {
     pub project: OsString,
     pub session: OsString,
@@ -42,7 +42,7 @@ pub(crate) struct Found {
 }
 
 /// A canonical generation file name in a session directory.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Candidate {
     generation: u64,
     encoding: Encoding,
@@ -59,13 +59,23 @@ pub(crate) struct SessionDir {
     candidates: Vec<Candidate>,
     /// A failure to read the directory.
     error: Option<String>,
+    /// The directory's stamp, taken just before it was read (if it was).
+    stamp: Option<Stamp>,
+    /// When it was read (wall clock, ns).
+    read_at_ns: i128,
 }
 
 impl SessionDir {
-
-    /// Reads the directory's entries (types from the listing where given).
-    fn read(project: &OsString, session: &OsString, path: PathBuf) -> SessionDir {
-        let mut dir = SessionDir { project: project.clone(), session: session.clone(), ..SessionDir::default() };
+    /// Reads the directory's entries (types from the listing where given);
+    /// `stamp` is the directory's, taken just before.
+    fn read(project: &OsString, session: &OsString, path: PathBuf, stamp: Option<Stamp>) -> SessionDir {
+        let mut dir = SessionDir {
+            project: project.clone(),
+            session: session.clone(),
+            read_at_ns: now_ns(),
+            stamp,
+            ..SessionDir::default()
+        };
         match sorted_entries(&path) {
             Ok(entries) => {
                 for entry in entries {
@@ -80,6 +90,92 @@ impl SessionDir {
         }
         dir.path = path;
         dir
+    }
+
+    /// Whether this read still holds for a directory whose stamp is now
+    /// `now`: it was read without error, its stamp is the same, and it had
+    /// settled before the read (see [`Stamp::settled_before`]).
+    pub(crate) fn holds_for(&self, now: Option<Stamp>) -> bool {
+        self.error.is_none()
+            && now.is_some()
+            && self.stamp == now
+            && now.is_some_and(|s| s.settled_before(self.read_at_ns))
+    }
+
+    /// Appends the read (see `discovery/persist.rs`); `false`, and nothing
+    /// written, for names that are not UTF-8 or a failed read.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) -> bool {
+        use crate::discovery::persist::{put, put_stamp};
+        let names = [self.project.to_str(), self.session.to_str(), self.path.to_str()];
+        let (Some(stamp), None, [Some(project), Some(session), Some(path)]) = (self.stamp, &self.error, names) else {
+            return false;
+        };
+        if self.candidates.iter().any(|c| c.name.to_str().is_none()) {
+            return false;
+        }
+        put(out, project.as_bytes());
+        put(out, session.as_bytes());
+        put(out, path.as_bytes());
+        put_stamp(out, &stamp);
+        out.extend_from_slice(&self.read_at_ns.to_le_bytes());
+        out.extend_from_slice(&(self.candidates.len() as u64).to_le_bytes());
+        for c in &self.candidates {
+            out.extend_from_slice(&c.generation.to_le_bytes());
+            out.push(encoding_bit(c.encoding));
+            put(out, c.name.to_str().unwrap_or_default().as_bytes());
+            out.push(match c.kind {
+                EntryKind::Dir => 0,
+                EntryKind::File => 1,
+                EntryKind::Link => 2,
+                EntryKind::Other => 3,
+                EntryKind::Missing => 4,
+            });
+        }
+        true
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote.
+    pub(crate) fn decode(input: &mut crate::discovery::persist::Input<'_>) -> Option<SessionDir> {
+        let project = OsString::from(input.string()?);
+        let session = OsString::from(input.string()?);
+        let path = PathBuf::from(input.string()?);
+        let stamp = Some(input.stamp()?);
+        let read_at_ns = input.i128()?;
+        let n = input.u64()?;
+        let mut candidates = Vec::new();
+        for _ in 0..n {
+            let generation = input.u64()?;
+            let encoding = match input.take(1)?[0] {
+                1 => Encoding::Raw,
+                2 => Encoding::Zstd,
+                _ => return None,
+            };
+            let name = OsString::from(input.string()?);
+            let kind = match input.take(1)?[0] {
+                0 => EntryKind::Dir,
+                1 => EntryKind::File,
+                2 => EntryKind::Link,
+                3 => EntryKind::Other,
+                4 => EntryKind::Missing,
+                _ => return None,
+            };
+            // Only what a read would have kept.
+            if name.to_str().and_then(parse_generation_file_name) != Some((generation, encoding)) {
+                return None;
+            }
+            candidates.push(Candidate { generation, encoding, name, kind });
+        }
+        Some(SessionDir { project, session, path, candidates, error: None, stamp, read_at_ns })
+    }
+
+    /// The directory's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its project and session directory names.
+    pub(crate) fn names(&self) -> (&OsString, &OsString) {
+        (&self.project, &self.session)
     }
 
     /// The encodings of its canonical regular files (bit 0 raw, bit 1 zstd).
@@ -219,16 +315,24 @@ pub(crate) fn walk(
     Ok(steps)
 }
 
-/// Reads the session directories of `steps` on several threads.
-pub(crate) fn read_dirs(steps: &[&(OsString, OsString, PathBuf)]) -> Vec<SessionDir> {
-    par_map(steps, |(project, session, path), _: &mut ()| SessionDir::read(project, session, path.clone()))
+/// A session directory to read (project name, session name, path) and its
+/// stamp if one was taken before.
+pub(crate) type ToRead<'a> = (&'a (OsString, OsString, PathBuf), Option<Stamp>);
+
+/// Reads the session directories of `steps` on several threads, each with
+/// the stamp given (taken before) or, with `stamp`, one taken now.
+pub(crate) fn read_dirs(steps: &[ToRead<'_>], stamp: bool) -> Vec<SessionDir> {
+    par_map(steps, |((project, session, path), given), _: &mut ()| {
+        let taken = if stamp && given.is_none() { Stamp::lstat(path) } else { *given };
+        SessionDir::read(project, session, path.clone(), taken)
+    })
 }
 
 /// Every session directory under the root, read, in path order; links and
 /// unreadable directories reported into `rejected` as they are met.
 fn session_dirs(root: &Path, rejected: &mut Vec<RejectedLog>) -> io::Result<Vec<Result<SessionDir, RejectedLog>>> {
     let steps = walk(root, &mut |_| {}, rejected)?;
-    let dirs = read_dirs(&steps.iter().filter_map(|s| s.as_ref().ok()).collect::<Vec<_>>());
+    let dirs = read_dirs(&steps.iter().filter_map(|s| s.as_ref().ok()).map(|s| (s, None)).collect::<Vec<_>>(), false);
     let mut dirs = dirs.into_iter();
     Ok(steps.into_iter().map(|s| s.map(|_| dirs.next().expect("one read per step"))).collect())
 }
@@ -264,7 +368,7 @@ pub(crate) fn candidates_for(
         if entry_kind(&path).ok() != Some(EntryKind::Dir) {
             continue;
         }
-        if let Some(selected) = SessionDir::read(&project, &session, path).select(encoding) {
+        if let Some(selected) = SessionDir::read(&project, &session, path, None).select(encoding) {
             out.push(selected);
         }
     }

@@ -18,7 +18,6 @@ use super::frames::{LineRead, LineReader, ZstdScratch, HEADER_CHUNK};
 use super::generation::{unsupported_message, Generation, NEWEST_GENERATION};
 use super::layout::Encoding;
 use crate::config::MAX_SAFE_INTEGER;
-use crate::sources::fs::open_regular;
 
 /// The longest header line accepted, in bytes.
 pub const MAX_HEADER_BYTES: usize = 1 << 20;
@@ -184,7 +183,7 @@ pub fn read_log_header(
     read_log_header_at(path, encoding, generation, scratch).and_then(|(_, header)| header)
 }
 
-/// [`read_log_header`], with the identity the log had when it was opened
+/// [`read_log_header`], with the stamp the log had when it was opened
 /// (before its header was read); the outer error is a log that could not
 /// be opened.
 pub(crate) fn read_log_header_at(
@@ -192,8 +191,9 @@ pub(crate) fn read_log_header_at(
     encoding: Encoding,
     generation: Generation,
     scratch: &mut Option<ZstdScratch>,
-) -> Result<(crate::sources::FileIdentity, Result<Header, HeaderError>), HeaderError> {
-    let opened = open_regular(path).and_then(|(file, identity)| {
+) -> Result<(crate::sources::fs::Stamp, Result<Header, HeaderError>), HeaderError> {
+    let opened = crate::sources::fs::open_stamped(path).and_then(|(file, stamp)| {
+        let identity = stamp.id;
         let reader = match encoding {
             Encoding::Raw => LineReader::raw_with_capacity(file, HEADER_READ_CHUNK),
             Encoding::Zstd => {
@@ -204,7 +204,7 @@ pub(crate) fn read_log_header_at(
                 LineReader::zstd_with(file, identity.size, reused, HEADER_CHUNK)
             }
         };
-        Ok((identity, reader))
+        Ok((stamp, reader))
     });
     let (identity, mut reader) = opened.map_err(|e| format!("cannot open: {e}"))?;
     let header = read_header(&mut reader, generation);

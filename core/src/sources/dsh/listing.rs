@@ -26,11 +26,12 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Number;
 
 use super::discover::{path_matches, read_dirs, root_encoding_of, walk, Found, SessionDir, Step};
+use super::generation::Generation;
 use super::header::{read_log_header_at, Header};
 use super::layout::Encoding;
 use super::{Listing, RejectedLog, RejectionKind, StoredSession};
 use crate::host::SessionHeader;
-use crate::sources::fs::{par_map, FileIdentity};
+use crate::sources::fs::{par_map, Stamp};
 use crate::sources::watch::{watching_allowed, Changes, DirWatcher};
 
 /// One listed session of a [`Snapshot`].
@@ -39,8 +40,8 @@ pub(crate) struct Listed {
     pub session: StoredSession,
     /// Where its log was found.
     pub found: Found,
-    /// The log's identity when its header was read (or last found unchanged).
-    pub identity: FileIdentity,
+    /// The log's stamp when its header was read (or last found unchanged).
+    pub stamp: Stamp,
 }
 
 /// A listing as of its refresh.
@@ -134,6 +135,11 @@ pub(crate) struct ListingCache {
     /// Changes drained by [`current_if_watched`](Self::current_if_watched)
     /// and not yet read.
     pending: Option<Changes>,
+    /// Whether a directory or a header was read since the cache was
+    /// created, loaded or saved.
+    pub(crate) changed: bool,
+    /// Directory and header reads so far (for tests).
+    reads: (u64, u64),
 }
 
 impl ListingCache {
@@ -171,6 +177,115 @@ impl ListingCache {
         let snapshot = Arc::new(snapshot);
         self.current = Some(snapshot.clone());
         Ok(snapshot)
+    }
+
+    /// Appends what a later process needs to list without reading
+    /// unchanged directories and headers again: each session directory's
+    /// read and stamp, and its listed log's stamp and header.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        use crate::discovery::persist::{put, put_opt, put_stamp};
+        let Some(walked) = &self.walked else {
+            out.extend_from_slice(&0u64.to_le_bytes());
+            return;
+        };
+        let mut entries = Vec::new();
+        let mut count = 0u64;
+        for dir in walked.dirs.iter().flatten() {
+            let mut entry = Vec::new();
+            if !dir.read.encode(&mut entry) {
+                continue;
+            }
+            match &dir.outcome {
+                Some(Outcome::Listed(l)) if l.session.path.to_str().is_some() => {
+                    entry.push(1);
+                    let s = &l.session;
+                    put(&mut entry, s.path.to_str().unwrap_or_default().as_bytes());
+                    put_stamp(&mut entry, &l.stamp);
+                    entry.push(match s.encoding {
+                        Encoding::Raw => 1,
+                        Encoding::Zstd => 2,
+                    });
+                    entry.extend_from_slice(&s.generation.to_le_bytes());
+                    entry.extend_from_slice(&(s.superseded.len() as u64).to_le_bytes());
+                    for g in &s.superseded {
+                        entry.extend_from_slice(&g.to_le_bytes());
+                    }
+                    put(&mut entry, s.header.id.as_bytes());
+                    entry.extend_from_slice(&s.header.created_at.as_u64().unwrap_or(0).to_le_bytes());
+                    put_opt(&mut entry, s.header.cwd.as_deref().map(str::as_bytes));
+                    put(&mut entry, &serde_json::to_vec(&s.header_json).unwrap_or_default());
+                }
+                _ => entry.push(0),
+            }
+            entries.extend_from_slice(&entry);
+            count += 1;
+        }
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&entries);
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote, all or nothing, as the
+    /// reads of a previous walk: the next listing walks the root and uses
+    /// a directory's read only if its stamp is still the same, a header
+    /// only if its log's stamp is (see `discover.rs`). Whether it was used.
+    pub(crate) fn decode(&mut self, input: &mut crate::discovery::persist::Input<'_>) -> bool {
+        if self.walked.is_some() {
+            return false;
+        }
+        let decoded = (|| {
+            let n = input.u64()?;
+            let mut walked = Walked::default();
+            for i in 0..n {
+                let read = SessionDir::decode(input)?;
+                let outcome = match input.take(1)?[0] {
+                    0 => None,
+                    1 => {
+                        let path = PathBuf::from(input.string()?);
+                        let stamp = input.stamp()?;
+                        let encoding = match input.take(1)?[0] {
+                            1 => Encoding::Raw,
+                            2 => Encoding::Zstd,
+                            _ => return None,
+                        };
+                        let generation = Generation::new(input.u64()?)?;
+                        let mut superseded = Vec::new();
+                        for _ in 0..input.u64()? {
+                            superseded.push(input.u64()?);
+                        }
+                        let id = input.string()?;
+                        let created_at = input.u64()?;
+                        let cwd = input.opt_string()?;
+                        let json: serde_json::Map<String, serde_json::Value> =
+                            serde_json::from_slice(input.bytes()?).ok()?;
+                        let (project, session) = read.names();
+                        let found = Found {
+                            project: project.clone(),
+                            session: session.clone(),
+                            path,
+                            encoding,
+                            generation,
+                            superseded,
+                        };
+                        let header = Header { id, created_at, cwd, generation, json };
+                        Some(Outcome::Listed(Arc::new(listed(header, found, stamp))))
+                    }
+                    _ => return None,
+                };
+                let (project, session) = read.names();
+                walked.steps.push(Ok((project.clone(), session.clone(), read.path().to_path_buf())));
+                walked.index.insert(read.path().to_path_buf(), i as usize);
+                walked.dirs.push(Some(Dir { read, outcome }));
+            }
+            Some(walked)
+        })();
+        let Some(walked) = decoded else { return false };
+        if !input.0.is_empty() {
+            return false;
+        }
+        self.walked = Some(walked);
+        self.encoding = None;
+        self.current = None;
+        true
     }
 
     /// Allows or stops watching (stopping drops the watches).
@@ -259,10 +374,26 @@ impl ListingCache {
             self.walked = Some(Walked { root_rejected, steps, dirs, index });
         }
         let walked = self.walked.as_mut().expect("walked above or before");
-        // The session directories to read: all, or those with events (an
-        // event names the directory or an entry in it) and new ones.
+        let watched = self.watcher.is_some();
+        // The session directories to read: with a watcher, those with
+        // events (an event names the directory or an entry in it) and new
+        // ones, or all after an overflow; without one, every directory whose
+        // stamp says it may have changed since it was read.
         let mut to_read: Vec<usize> = Vec::new();
-        if reread_all {
+        let mut stamps: Vec<Option<Stamp>> = Vec::new();
+        let mut fresh = vec![false; walked.steps.len()];
+        if !watched {
+            let all: Vec<usize> = (0..walked.steps.len()).filter(|&i| walked.steps[i].is_ok()).collect();
+            let now =
+                par_map(&all, |&i, _: &mut ()| walked.steps[i].as_ref().ok().and_then(|(_, _, p)| Stamp::lstat(p)));
+            for (i, stamp) in all.into_iter().zip(now) {
+                fresh[i] = true;
+                if !walked.dirs[i].as_ref().is_some_and(|d| d.read.holds_for(stamp)) {
+                    to_read.push(i);
+                    stamps.push(stamp);
+                }
+            }
+        } else if reread_all {
             to_read.extend(walked.steps.iter().enumerate().filter(|(_, s)| s.is_ok()).map(|(i, _)| i));
         } else {
             for d in &dirty {
@@ -284,16 +415,19 @@ impl ListingCache {
             to_read.sort_unstable();
             to_read.dedup();
         }
-        let reads: Vec<&(_, _, PathBuf)> = to_read.iter().filter_map(|&i| walked.steps[i].as_ref().ok()).collect();
+        stamps.resize(to_read.len(), None);
+        let reads: Vec<(&(_, _, PathBuf), Option<Stamp>)> =
+            to_read.iter().zip(stamps).filter_map(|(&i, st)| Some((walked.steps[i].as_ref().ok()?, st))).collect();
         if let Some(w) = self.watcher.as_mut() {
-            for (_, _, path) in &reads {
+            for ((_, _, path), _) in &reads {
                 if !w.watch(path) {
                     return Err(Refused);
                 }
             }
         }
-        let read = read_dirs(&reads);
-        let mut fresh = vec![false; walked.steps.len()];
+        let read = read_dirs(&reads, !watched);
+        self.changed |= !read.is_empty();
+        self.reads.0 += read.len() as u64;
         for (i, dir) in to_read.into_iter().zip(read) {
             let previous = walked.dirs[i].take().and_then(|d| d.outcome);
             walked.dirs[i] = Some(Dir { read: dir, outcome: previous });
@@ -308,13 +442,22 @@ impl ListingCache {
             }
             Err(e) => return Ok(Err(e)),
         };
-        Ok(Ok(assemble(walked, &fresh, encoding, encoding_changed)))
+        let (snapshot, headers_read) = assemble(walked, &fresh, encoding, encoding_changed);
+        self.changed |= headers_read > 0;
+        self.reads.1 += headers_read;
+        Ok(Ok(snapshot))
     }
 }
 
 /// Works out the outcome of every directory that needs one (read now, or
 /// all when the root's encoding changed) and puts the listing together.
-fn assemble(walked: &mut Walked, fresh: &[bool], encoding: Option<Encoding>, encoding_changed: bool) -> Snapshot {
+/// Also returns how many headers were read.
+fn assemble(
+    walked: &mut Walked,
+    fresh: &[bool],
+    encoding: Option<Encoding>,
+    encoding_changed: bool,
+) -> (Snapshot, u64) {
     let mut reads: Vec<(usize, Found, Option<Arc<Listed>>)> = Vec::new();
     for (i, dir) in walked.dirs.iter_mut().enumerate() {
         let Some(dir) = dir else { continue };
@@ -333,13 +476,14 @@ fn assemble(walked: &mut Walked, fresh: &[bool], encoding: Option<Encoding>, enc
     }
     // Headers: reused when the log's identity is the one they were read
     // under, else read (on several threads).
+    let headers_read = std::sync::atomic::AtomicU64::new(0);
     let outcomes = par_map(&reads, |(_, found, previous), scratch| {
         if let Some(previous) = previous {
-            let now = std::fs::symlink_metadata(&found.path).ok().map(|m| FileIdentity::of(&m));
-            if previous.found.path == found.path && now == Some(previous.identity) {
+            if previous.found == *found && Stamp::lstat(&found.path) == Some(previous.stamp) {
                 return Outcome::Listed(previous.clone());
             }
         }
+        headers_read.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let read = read_log_header_at(&found.path, found.encoding, found.generation, scratch);
         let checked = read
             .and_then(|(identity, header)| Ok((identity, header.and_then(|h| path_matches(found, &h).map(|()| h))?)));
@@ -398,13 +542,13 @@ fn assemble(walked: &mut Walked, fresh: &[bool], encoding: Option<Encoding>, enc
         let (ca, cb) = (a.created_at.as_u64(), b.created_at.as_u64());
         cb.cmp(&ca).then_with(|| a.id.cmp(&b.id))
     });
-    Snapshot { sessions, rejected, encoding, by_id: OnceLock::new() }
+    (Snapshot { sessions, rejected, encoding, by_id: OnceLock::new() }, headers_read.into_inner())
 }
 
 /// The kernel refused a watch.
 struct Refused;
 
-fn listed(header: Header, found: Found, identity: FileIdentity) -> Listed {
+fn listed(header: Header, found: Found, stamp: Stamp) -> Listed {
     Listed {
         session: StoredSession {
             header: SessionHeader { id: header.id, created_at: Number::from(header.created_at), cwd: header.cwd },
@@ -415,6 +559,100 @@ fn listed(header: Header, found: Found, identity: FileIdentity) -> Listed {
             superseded: found.superseded.clone(),
         },
         found,
-        identity,
+        stamp,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy_dir(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+
+    fn fresh(root: &Path) -> Listing {
+        let mut cache = ListingCache::default();
+        cache.set_watching(false);
+        cache.refresh(root).unwrap().to_listing()
+    }
+
+    fn logs(listing: &Listing) -> Vec<PathBuf> {
+        listing.sessions.iter().map(|s| s.path.clone()).collect()
+    }
+
+    /// Without a watcher, a directory whose stamp did not change since it
+    /// settled is not read again, nor a header whose log's stamp did not;
+    /// a listing cache file carries that to another process. Every listing
+    /// equals a fresh one.
+    #[test]
+    fn unchanged_directories_and_headers_are_not_read_again_and_the_answer_is_the_same() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions"), root);
+        let mut cache = ListingCache::default();
+        cache.set_watching(false);
+        // Read right after the copy: nothing has settled, so a second listing
+        // reads every directory again (a change in the same timestamp tick
+        // would be invisible), though not the unchanged headers.
+        let first = cache.refresh(root).unwrap().to_listing();
+        let n = first.sessions.len() as u64;
+        assert!(n >= 4);
+        let before = cache.reads;
+        assert_eq!(cache.refresh(root).unwrap().to_listing(), first);
+        assert_eq!(cache.reads.1, before.1, "no header is read again");
+        assert!(cache.reads.0 >= before.0 + n, "unsettled directories are read again");
+        // Once settled, nothing is read.
+        std::thread::sleep(std::time::Duration::from_millis(3_200));
+        cache.refresh(root).unwrap();
+        let settled = cache.reads;
+        assert_eq!(cache.refresh(root).unwrap().to_listing(), first);
+        assert_eq!(cache.reads, settled, "nothing read for an unchanged root");
+        // An append: one header, no directory.
+        let all = logs(&first);
+        std::fs::OpenOptions::new().append(true).open(&all[0]).unwrap().write_all(b"\n").unwrap();
+        assert_eq!(cache.refresh(root).unwrap().to_listing(), fresh(root));
+        assert_eq!(cache.reads, (settled.0, settled.1 + 1));
+        // A file created in a session directory: that directory only.
+        let older = all[1].with_file_name("session.jsonl.tmp");
+        std::fs::write(&older, b"x").unwrap();
+        let before = cache.reads;
+        assert_eq!(cache.refresh(root).unwrap().to_listing(), fresh(root));
+        assert_eq!(cache.reads.0, before.0 + 1);
+        assert_eq!(cache.reads.1, before.1, "its log did not change");
+
+        // The cache file: another process lists without reading what is
+        // unchanged and settled, and reads what changed.
+        let mut payload = Vec::new();
+        cache.encode(&mut payload);
+        std::fs::write(&all[2], std::fs::read(&all[2]).unwrap()).unwrap();
+        let mut other = ListingCache::default();
+        other.set_watching(false);
+        assert!(other.decode(&mut crate::discovery::persist::Input(&payload)));
+        assert_eq!(other.refresh(root).unwrap().to_listing(), fresh(root));
+        // Read again: the two directories changed in the last seconds (not
+        // settled) and the rewritten log's header.
+        assert_eq!(other.reads.1, 1, "only the rewritten log's header");
+        assert!(other.reads.0 <= 2, "{:?}", other.reads);
+        // A listing cache decodes once, into a cache that has not listed.
+        assert!(!other.decode(&mut crate::discovery::persist::Input(&payload)));
+        // Truncated or padded: refused as a whole.
+        let mut third = ListingCache::default();
+        assert!(!third.decode(&mut crate::discovery::persist::Input(&payload[..payload.len() - 1])));
+        let mut padded = payload.clone();
+        padded.push(0);
+        assert!(!third.decode(&mut crate::discovery::persist::Input(&padded)));
+        assert!(third.decode(&mut crate::discovery::persist::Input(&payload)));
     }
 }

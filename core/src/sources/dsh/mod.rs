@@ -368,6 +368,75 @@ impl DshStore {
         self
     }
 
+    /// Writes what the store learned of its root (each session directory's
+    /// entries and each listed log's header, with the stamps they had when
+    /// read) to `path`, so that a later process (the command line) lists
+    /// without reading what did not change: one `lstat` per directory and
+    /// per log instead of a directory read and a header read. Written
+    /// through a temporary file renamed over `path` (its directory must
+    /// exist). Never needed for correctness.
+    pub fn save_listing_cache(&self, path: &Path) -> io::Result<()> {
+        let mut payload = Vec::new();
+        listing_cache_header(&mut payload, &self.root);
+        let mut cache = self.listing_cache();
+        cache.encode(&mut payload);
+        let written = crate::discovery::persist::write_file(path, &payload);
+        if written.is_ok() {
+            cache.changed = false;
+        }
+        written
+    }
+
+    /// Loads a file written by [`save_listing_cache`](Self::save_listing_cache)
+    /// for this root; returns whether it was used (`false` for a missing,
+    /// truncated, corrupted, other-root or other-version file, ignored as a
+    /// whole, or when the store has listed already). A directory's entries
+    /// from the file are used only while its stamp (device, inode, size,
+    /// mtime, ctime) is the one it had when it was read and it had not
+    /// changed in the seconds before that read (timestamps are coarse); a
+    /// header only while its log's stamp is the same. Everything else is
+    /// read as usual, so listings are the same with or without the file.
+    pub fn load_listing_cache(&self, path: &Path) -> bool {
+        let Some(payload) = crate::discovery::persist::read_file(path) else { return false };
+        let mut expected = Vec::new();
+        listing_cache_header(&mut expected, &self.root);
+        let Some(body) = payload.strip_prefix(expected.as_slice()) else { return false };
+        let mut cache = self.listing_cache();
+        let used = cache.decode(&mut crate::discovery::persist::Input(body));
+        if used {
+            cache.changed = false;
+        }
+        used
+    }
+
+    /// The fingerprints of `session_ids` as of the last listing, reading
+    /// nothing: each listed session's log identity when that listing looked
+    /// at it, `None` for a session it did not list (or before any listing).
+    /// For a caller that listed at the start of the work it is doing (a
+    /// command line run), where the fingerprints `SessionQuery` gives (as of
+    /// now) would cost one `lstat` per log more for the same answer.
+    pub fn fingerprints_as_listed(&self, session_ids: &[String]) -> Vec<Option<Fingerprint>> {
+        match self.listing_cache().last() {
+            Some(snapshot) => snapshot.lookup(session_ids).map(|l| l.map(|l| Fingerprint::from(l.stamp.id))).collect(),
+            None => vec![None; session_ids.len()],
+        }
+    }
+
+    /// Whether the store read a session directory or a header since it was
+    /// opened or its listing cache was last loaded or saved (so a process
+    /// that found everything unchanged need not write the file again).
+    pub fn listing_cache_changed(&self) -> bool {
+        self.listing_cache().changed
+    }
+
+    /// What the last call that listed (through [`list`](Self::list),
+    /// `list_sessions` or a resolver's query) found but did not list
+    /// ([`Listing::rejected`]), reading nothing; `None` before the first
+    /// listing or after a failed one.
+    pub fn last_rejected(&self) -> Option<Vec<RejectedLog>> {
+        self.listing_cache().last().map(|s| s.rejected.clone())
+    }
+
     /// Whether the store watches its root now: a listing that finds no
     /// queued change then answers from the last one, reading nothing. On
     /// Linux, from the second listing on, unless turned off, the root is on
@@ -535,7 +604,7 @@ impl BlockingSessionQuery for DshStore {
                 .lookup(session_ids)
                 .zip(session_ids)
                 .map(|(listed, id)| match (listed, &watched) {
-                    (Some(l), Some(_)) => Some(l.identity),
+                    (Some(l), Some(_)) => Some(l.stamp.id),
                     (Some(l), None) => std::fs::symlink_metadata(&l.session.path).ok().map(|m| FileIdentity::of(&m)),
                     (None, _) => unlisted(id),
                 })
@@ -564,6 +633,15 @@ impl FileSource for DshStore {
     fn identity(&self, session_id: &str) -> Result<FileIdentity, HostError> {
         self.log_identity(session_id).map_err(HostError::from)
     }
+}
+
+/// The header of a listing cache file: what it is, its layout, the library
+/// version and the root it describes.
+fn listing_cache_header(out: &mut Vec<u8>, root: &Path) {
+    out.extend_from_slice(b"DSRLIST\0");
+    out.extend_from_slice(&1u32.to_le_bytes());
+    crate::discovery::persist::put(out, env!("CARGO_PKG_VERSION").as_bytes());
+    crate::discovery::persist::put(out, root.as_os_str().as_encoded_bytes());
 }
 
 /// As a [`SessionQuery`] the store runs each read on tokio's blocking pool
