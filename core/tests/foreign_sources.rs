@@ -802,3 +802,76 @@ fn claude_code_titles_near_the_end_and_far_from_it() {
     assert_eq!(s.read_title("claude-code:far").unwrap().as_deref(), Some("Early rename"));
     assert_eq!(s.read_title("claude-code:near").unwrap().as_deref(), Some("New name"));
 }
+
+/// A long-lived Claude Code source keeps its listing (and, on Linux,
+/// watches its root): after every kind of change its listing, titles and a
+/// resolver's filtered candidates are those of a fresh source.
+fn claude_kept_agrees_after_changes(watching: bool) {
+    let root = claude_root(&[
+        (
+            "one",
+            lines(&[user("u1", None, 1, json!("first question")), asst("a1", Some("u1"), 2, "m1", text("answer"))]),
+        ),
+        ("two", lines(&[user("u1", None, 3, json!("second topic"))])),
+    ]);
+    let project = root.path().join("-work-p");
+    let kept = ClaudeCodeSource::open(root.path()).unwrap().with_watching(watching);
+    let resolver = Resolver::new(kept.clone().into_query(), Config::default());
+    let target = Target::new("someone", Some("/work/p".into()));
+    let agree = |what: &str| {
+        let fresh = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+        assert_eq!(kept.list().unwrap(), fresh.list().unwrap(), "listing after {what}");
+        let fresh_resolver = Resolver::new(fresh.clone().into_query(), Config::default());
+        for filter in ["", "o", "topic"] {
+            assert_eq!(
+                resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
+                fresh_resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
+                "candidates {filter:?} after {what}"
+            );
+        }
+        let ids: Vec<String> = fresh.list().unwrap().sessions.into_iter().map(|s| s.header.id).collect();
+        assert_eq!(
+            BlockingSessionQuery::fingerprints(&kept, &ids).unwrap(),
+            BlockingSessionQuery::fingerprints(&fresh, &ids).unwrap(),
+            "fingerprints after {what}"
+        );
+    };
+    agree("nothing");
+    agree("nothing, twice");
+    assert_eq!(kept.is_watching(), watching && cfg!(target_os = "linux") && std::env::var_os("DSR_NO_WATCH").is_none());
+    let append = |name: &str, v: serde_json::Value| {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new().append(true).open(project.join(name)).unwrap();
+        f.write_all(format!("{v}\n").as_bytes()).unwrap();
+    };
+    append("one.jsonl", json!({"type": "custom-title", "customTitle": "renamed topic", "sessionId": "s"}));
+    agree("a custom title appended");
+    std::fs::write(project.join("three.jsonl"), lines(&[user("u1", None, 5, json!("third topic"))])).unwrap();
+    agree("a new transcript");
+    let other = root.path().join("-work-q");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("four.jsonl"), lines(&[user("u1", None, 6, json!("fourth"))])).unwrap();
+    agree("a new project");
+    std::fs::write(project.join("two.jsonl"), lines(&[user("u1", None, 7, json!("rewritten topic"))])).unwrap();
+    agree("a rewritten transcript");
+    let tmp = project.join("one.jsonl.tmp");
+    std::fs::write(&tmp, lines(&[user("u1", None, 8, json!("replaced"))])).unwrap();
+    std::fs::rename(&tmp, project.join("one.jsonl")).unwrap();
+    agree("a replaced transcript");
+    std::fs::remove_file(project.join("three.jsonl")).unwrap();
+    agree("a deleted transcript");
+    std::fs::rename(other.join("four.jsonl"), project.join("five.jsonl")).unwrap();
+    agree("a transcript moved between projects");
+    std::fs::remove_dir(&other).unwrap();
+    agree("a deleted project");
+}
+
+#[test]
+fn a_kept_claude_code_source_agrees_with_a_fresh_one_watched() {
+    claude_kept_agrees_after_changes(true);
+}
+
+#[test]
+fn a_kept_claude_code_source_agrees_with_a_fresh_one_unwatched() {
+    claude_kept_agrees_after_changes(false);
+}

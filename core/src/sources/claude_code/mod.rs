@@ -66,18 +66,19 @@
 pub mod text;
 pub mod transcript;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::conversation::Conversation;
 use crate::discovery::Fingerprint;
 use crate::error::HostError;
 use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
 use crate::sources::foreign::{conversation, mtime_ms, read_error};
-use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
+use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
+use crate::sources::watch::{watching_allowed, Changes, DirWatcher};
 use crate::sources::FileSource;
 
 /// What every Claude Code session id starts with.
@@ -88,9 +89,38 @@ const FORMAT: &str = "Claude Code";
 
 /// A read-only session source over a Claude Code projects root. Cheap to
 /// clone; every method may run concurrently.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ClaudeCodeSource {
     root: Arc<PathBuf>,
+    /// What listings learned, kept between them.
+    kept: Arc<Mutex<Kept>>,
+}
+
+impl std::fmt::Debug for ClaudeCodeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeCodeSource").field("root", &self.root).finish()
+    }
+}
+
+/// A transcript's head as a listing read it: `createdAt` (or `None`), cwd,
+/// and the identity the file had when opened.
+type Head = (Option<u64>, Option<String>, FileIdentity);
+
+/// What a Claude Code source keeps between listings: each transcript's head
+/// under the stamp its file had before the read (a transcript whose stamp
+/// is unchanged is not opened again), and, on Linux from the second listing
+/// on, a watcher of the root and the project directories (see
+/// [`DirWatcher`]): no event since the last listing and it is the answer;
+/// events, and the directories are read again but only the transcripts
+/// they name (and new ones) are looked at.
+#[derive(Default)]
+struct Kept {
+    listings: u64,
+    watcher: Option<DirWatcher>,
+    no_watch: bool,
+    heads: HashMap<PathBuf, (Stamp, Head)>,
+    /// The last listing and each listed session's log identity.
+    last: Option<Arc<(Listing, HashMap<String, FileIdentity>)>>,
 }
 
 pub use crate::sources::foreign::{ListedSession, Listing};
@@ -106,14 +136,86 @@ impl ClaudeCodeSource {
     /// Opens a projects root (a directory; a link to one is fine).
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = super::open_root(root.as_ref(), FORMAT)?;
-        Ok(ClaudeCodeSource { root: Arc::new(root) })
+        Ok(ClaudeCodeSource { root: Arc::new(root), kept: Arc::default() })
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the source may watch its root (the default: yes, from its
+    /// second listing on, where the system can; `DSR_NO_WATCH=1` turns it
+    /// off for every source). Shared by the source's clones.
+    pub fn with_watching(self, enabled: bool) -> Self {
+        let mut kept = self.kept();
+        kept.no_watch = !enabled;
+        if !enabled {
+            kept.watcher = None;
+        }
+        drop(kept);
+        self
+    }
+
+    /// Whether the source watches its root now.
+    pub fn is_watching(&self) -> bool {
+        self.kept().watcher.is_some()
+    }
+
+    /// The last listing if a watcher vouches that nothing changed since.
+    fn watched_last(&self) -> Option<Arc<(Listing, HashMap<String, FileIdentity>)>> {
+        let mut kept = self.kept();
+        let last = kept.last.clone()?;
+        match kept.watcher.as_mut()?.drain() {
+            Changes::Nothing => Some(last),
+            _ => {
+                // The next listing reads again.
+                kept.last = None;
+                None
+            }
+        }
     }
 
     /// The transcripts under the root, with per-entry problems.
     pub fn list(&self) -> io::Result<Listing> {
+        self.listed().map(|l| l.0.clone())
+    }
+
+    /// The listing as of now, and each listed session's log identity.
+    fn listed(&self) -> io::Result<Arc<(Listing, HashMap<String, FileIdentity>)>> {
+        let mut kept = self.kept();
+        let kept = &mut *kept;
+        let changes = match (&mut kept.watcher, &kept.last) {
+            (Some(w), Some(last)) => match w.drain() {
+                Changes::Nothing => return Ok(last.clone()),
+                changes => changes,
+            },
+            _ => Changes::Everything,
+        };
+        kept.listings += 1;
+        if kept.watcher.is_none() && !kept.no_watch && kept.listings >= 2 {
+            match DirWatcher::new(&self.root).filter(|_| watching_allowed()) {
+                Some(w) => kept.watcher = Some(w),
+                None => kept.no_watch = true,
+            }
+        }
+        kept.last = None;
+        // With a watcher that saw every change since the last listing, only
+        // the transcripts it names are looked at again.
+        let trusted: Option<HashSet<PathBuf>> = match (&changes, kept.watcher.is_some()) {
+            (Changes::Dirs(dirs), true) => Some(dirs.iter().cloned().collect()),
+            _ => None,
+        };
+        let mut refused = false;
+        let mut watch = |dir: &Path| {
+            if let Some(w) = kept.watcher.as_mut() {
+                refused |= !w.watch(dir);
+            }
+        };
         let mut rejected = Vec::new();
         let mut found: Vec<(String, OsString, OsString)> = Vec::new();
         let mut seen = HashSet::new();
+        watch(&self.root);
+        let mut projects = Vec::new();
         for project in sorted_entries(&self.root)? {
             let dir = self.root.join(&project.name);
             match project.kind(&self.root)? {
@@ -124,6 +226,7 @@ impl ClaudeCodeSource {
                 }
                 _ => continue,
             }
+            watch(&dir);
             let entries = match sorted_entries(&dir) {
                 Ok(e) => e,
                 Err(e) => {
@@ -131,6 +234,7 @@ impl ClaudeCodeSource {
                     continue;
                 }
             };
+            projects.push(dir.clone());
             for entry in entries {
                 let Some(stem) = session_stem(&entry.name) else { continue };
                 let path = dir.join(&entry.name);
@@ -149,25 +253,59 @@ impl ClaudeCodeSource {
                 found.push((stem.to_owned(), project.name.clone(), entry.name.clone()));
             }
         }
-        let heads = par_map(&found, |(_, project, name), _: &mut ()| {
+        if refused {
+            // The kernel refused a watch: list without watching from now on.
+            kept.watcher = None;
+            kept.no_watch = true;
+        }
+        if let Some(w) = kept.watcher.as_mut() {
+            w.retain(|d| d == self.root.as_path() || projects.iter().any(|p| p == d));
+        }
+        let trusted = trusted.filter(|_| kept.watcher.is_some());
+        let heads_kept = &kept.heads;
+        let heads = par_map(&found, |(_, project, name), _: &mut ()| -> io::Result<(Option<Stamp>, Head)> {
+            let path = self.root.join(project).join(name);
+            let held = heads_kept.get(&path);
+            if let (Some(changed), Some((stamp, head))) = (&trusted, held) {
+                if !changed.contains(&path) {
+                    return Ok((Some(*stamp), head.clone()));
+                }
+            }
+            let stamp = Stamp::lstat(&path);
+            if let (Some(now), Some((was, head))) = (stamp, held) {
+                if now == *was {
+                    return Ok((Some(now), head.clone()));
+                }
+            }
             let (file, identity) = open_under(&self.root, &[project, name])?;
-            transcript::read_head(file).map(|h| (h, identity))
+            let (created, cwd) = transcript::read_head(file)?;
+            // Kept under the stamp taken before the read (none: not kept).
+            Ok((stamp, (created, cwd, identity)))
         });
         let mut sessions = Vec::with_capacity(found.len());
+        let mut identities = HashMap::with_capacity(found.len());
+        let mut heads_now = HashMap::with_capacity(found.len());
         for ((stem, project, name), head) in found.into_iter().zip(heads) {
             let path = self.root.join(&project).join(&name);
             match head {
-                Ok(((created, cwd), identity)) => {
-                    let created = created.unwrap_or_else(|| mtime_ms(&identity));
-                    let header = SessionHeader::new(format!("{PREFIX}{stem}"), created, cwd);
-                    sessions.push(ListedSession { header, path });
+                Ok((stamp, (created, cwd, identity))) => {
+                    let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
+                    let header = SessionHeader::new(format!("{PREFIX}{stem}"), created_at, cwd.clone());
+                    identities.insert(header.id.clone(), identity);
+                    sessions.push(ListedSession { header, path: path.clone() });
+                    if let Some(stamp) = stamp {
+                        heads_now.insert(path, (stamp, (created, cwd, identity)));
+                    }
                 }
                 Err(e) => rejected.push((path, e.to_string())),
             }
         }
+        kept.heads = heads_now;
         let mut listing = Listing { sessions, rejected };
         listing.sort();
-        Ok(listing)
+        let last = Arc::new((listing, identities));
+        kept.last = Some(last.clone());
+        Ok(last)
     }
 
     /// The transcript of `id` (with or without the prefix): the first
@@ -219,7 +357,9 @@ impl ClaudeCodeSource {
 
 impl BlockingSessionQuery for ClaudeCodeSource {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
-        Listing::headers(self.list(), FORMAT, &self.root)
+        self.listed()
+            .map(|l| l.0.sessions.iter().map(|s| s.header.clone()).collect())
+            .map_err(|e| HostError::new(format!("cannot list {FORMAT} sessions in {}: {e}", self.root.display())))
     }
 
     /// A `custom-title` near the end of the file is the title without
@@ -239,9 +379,30 @@ impl BlockingSessionQuery for ClaudeCodeSource {
     }
 
     /// The identity of each session's transcript (its title and
-    /// conversation come from that one file).
+    /// conversation come from that one file) as of now: from the last
+    /// listing when a watcher vouches that nothing changed since, else an
+    /// `lstat` of the file that listing found (one not listed: looked up).
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
-        Ok(Some(session_ids.iter().map(|id| self.identity(id).ok().map(Fingerprint::from)).collect()))
+        let watched = self.watched_last();
+        let last = watched.clone().or_else(|| self.kept().last.clone());
+        let paths: HashMap<&str, &Path> = match &last {
+            Some(l) if watched.is_none() => {
+                l.0.sessions.iter().map(|s| (s.header.id.as_str(), s.path.as_path())).collect()
+            }
+            _ => HashMap::new(),
+        };
+        let identity = |id: &String| -> Option<FileIdentity> {
+            if let (Some(l), Some(_)) = (&last, &watched) {
+                if let Some(i) = l.1.get(id) {
+                    return Some(*i);
+                }
+            }
+            match paths.get(id.as_str()) {
+                Some(path) => Stamp::lstat(path).map(|s| s.id),
+                None => self.identity(id).ok(),
+            }
+        };
+        Ok(Some(session_ids.iter().map(|id| identity(id).map(Fingerprint::from)).collect()))
     }
 }
 
