@@ -97,6 +97,7 @@ mod listing;
 pub mod load;
 pub mod message;
 pub mod recovery;
+mod resume;
 pub mod rows;
 pub mod title;
 
@@ -137,6 +138,8 @@ pub struct DshStore {
     root_check: Arc<Mutex<Option<RootCheck>>>,
     /// The last listing and what it was made of (see `listing.rs`).
     listing: Arc<Mutex<ListingCache>>,
+    /// Where title reads of each log stopped (see `resume.rs`).
+    resume: Arc<Mutex<resume::ResumeCache>>,
 }
 
 /// How long a verdict on the root's encoding is reused by reads of single
@@ -347,6 +350,7 @@ impl DshStore {
             root: Arc::new(root.to_path_buf()),
             root_check: Arc::new(Mutex::new(None)),
             listing: Arc::default(),
+            resume: Arc::default(),
         })
     }
 
@@ -470,11 +474,12 @@ impl DshStore {
     }
 
     /// The latest title of a session (`data.title` of its last
-    /// `session/title` event). Reads and validates the whole log, so a
-    /// damaged session fails here as its surface read does.
+    /// `session/title` event). Validates the whole log, so a damaged
+    /// session fails here as its surface read does; a log that only grew
+    /// since the last title read of it is read from where that read
+    /// stopped (see "Resumed reads" in the module docs).
     pub fn read_title(&self, id: &str) -> Result<Option<String>, StoreError> {
-        let found = self.locate(id)?;
-        Ok(load(&found, id, false)?.stats.title)
+        Ok(self.inspect(id)?.title)
     }
 
     /// The surface snapshot of a session as JSON text:
@@ -499,10 +504,12 @@ impl DshStore {
 
     /// Reads a session's whole log and reports what was kept: line and
     /// event counts, packed rows, frames, the torn tail, recovery closers,
-    /// the title and the surface seqs.
+    /// the title and the surface seqs. Resumed like
+    /// [`read_title`](Self::read_title), with the same result as a read
+    /// from the start.
     pub fn inspect(&self, id: &str) -> Result<LogStats, StoreError> {
         let found = self.locate(id)?;
-        Ok(load(&found, id, false)?.stats)
+        resume::read_stats(&self.resume, &found, id)
     }
 
     /// The identity of the log a read of `id` would read now.
