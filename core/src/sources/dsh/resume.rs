@@ -181,3 +181,7 @@ pub(crate) fn read_stats(cache: &Mutex<ResumeCache>, found: &Found, id: &str) ->
     }
     Ok(loaded.stats)
 }
+
+#[cfg(test)]
+#[path = "resume_tests.rs"]
+mod tests;
