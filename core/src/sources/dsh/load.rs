@@ -7,10 +7,11 @@
 //! of a cold load ([`recovery`](super::recovery)).
 //!
 //! The fold is resumable: everything a read carries from one line to the
-//! next is a [`Fold`], and a read can start from a [`ResumePoint`] (a fold
-//! and the byte offset where it stopped) instead of from the header. A
-//! full read and a resumed one run the same loop; what a resumed read may
-//! trust is decided in [`resume`](super::resume).
+//! next is a `Fold`, and a read can start from a `ResumePoint` (a fold and
+//! the byte offset where it stopped) instead of from the header. A full
+//! read and a resumed one run the same loop; when a read may resume is
+//! decided in `resume.rs` (see "Resumed reads" in the [store's
+//! docs](super)).
 
 use std::fs::{self, File};
 use std::io;

@@ -53,6 +53,21 @@
 //! a v3 replace marker in a v2 file, a packed row in a v2 file) fails to
 //! read, naming the problem.
 //!
+//! # Resumed reads
+//!
+//! A title read ([`DshStore::read_title`], and [`DshStore::inspect`]) of a
+//! log that only grew since the last one continues from where that read
+//! stopped: the end of the last complete line it folded (plain logs) or of
+//! the last complete frame (zstd logs), with the fold state it had there
+//! (`resume.rs`: seq expected, surface, open turn, title, counts). It
+//! does so only when the log is the same file (device and inode), is not
+//! smaller, has no older mtime, and still has the same 4 KiB just before
+//! that offset; otherwise, and after a read that failed, the log is read
+//! from the start. The result — title, stats, errors — is always what a
+//! read from the start gives. At most 128 logs' states, about 32 MiB in
+//! all (about 100 bytes per surface event), are kept, least recently used
+//! first out. Surface reads always read the whole log.
+//!
 //! # Damage
 //!
 //! - A torn tail (an unterminated last line of a plain log, an incomplete
@@ -84,7 +99,8 @@
 //! [`Listing::rejected`] and skipped; logs are opened with `O_NOFOLLOW` on
 //! Unix), and it opens only regular files. Memory stays bounded by the
 //! surface being returned plus one line (lines longer than
-//! [`frames::MAX_LINE_BYTES`] make a log unreadable).
+//! [`frames::MAX_LINE_BYTES`] make a log unreadable), plus the bounded
+//! states of resumed reads.
 
 pub mod discover;
 pub mod fold;
