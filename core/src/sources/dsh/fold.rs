@@ -124,7 +124,7 @@ struct Links {
 }
 
 /// The current surface: an ordered set of seqs.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Surface {
     links: SeqMap<Links>,
     head: Option<u64>,

@@ -18,7 +18,7 @@
 //! frame) costs one read.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
@@ -96,6 +96,31 @@ impl LineReader {
         LineReader::Raw { reader: BufReader::with_capacity(capacity, file), offset: 0 }
     }
 
+    /// A reader of a plain log that starts at `offset` (the end of a
+    /// complete line a previous read folded) instead of at the header.
+    pub(crate) fn raw_at(mut file: File, offset: u64) -> io::Result<Self> {
+        file.seek(SeekFrom::Start(offset))?;
+        Ok(LineReader::Raw { reader: BufReader::with_capacity(CHUNK, file), offset })
+    }
+
+    /// A reader of a zstd log that starts at `offset`, the end of a frame
+    /// that a previous read decoded up to a line boundary, after
+    /// `complete_frames` complete frames the last of which ended at
+    /// `complete_end`.
+    pub(crate) fn zstd_at(
+        file: File,
+        file_bytes: u64,
+        scratch: ZstdScratch,
+        offset: u64,
+        (complete_frames, complete_end): (u64, u64),
+    ) -> Self {
+        let mut frames = FrameReader::new(file, file_bytes, scratch, ZSTD_CHUNK);
+        frames.pos = offset;
+        frames.stats.complete_frames = complete_frames;
+        frames.stats.complete_end = complete_end;
+        LineReader::Zstd(Box::new(frames))
+    }
+
     /// A reader of a zstd log.
     pub fn zstd(file: File) -> io::Result<Self> {
         let file_bytes = file.metadata()?.len();
@@ -138,6 +163,7 @@ impl LineReader {
                 let outcome = read_line_limited(&mut **frames, buf, max)?;
                 Ok(match outcome {
                     LineRead::Line(_) => {
+                        frames.prev_line_end = frames.line_end;
                         frames.line_end += buf.len() as u64 + 1;
                         let strict = frames.committed_end.is_none_or(|end| frames.line_end <= end);
                         LineRead::Line(LineInfo { strict })
@@ -153,6 +179,45 @@ impl LineReader {
         match self {
             LineReader::Raw { .. } => None,
             LineReader::Zstd(frames) => Some(frames.stats),
+        }
+    }
+
+    /// The file being read.
+    pub(crate) fn file(&self) -> &File {
+        match self {
+            LineReader::Raw { reader, .. } => reader.get_ref(),
+            LineReader::Zstd(frames) => &frames.file,
+        }
+    }
+
+    /// Zstd logs: where a later read could start so as to see exactly the
+    /// lines after the last one given, if that is the end of a frame; with
+    /// the complete frames before it and where the last of them ends. At
+    /// the end of the log this is the end of the file when every frame was
+    /// complete and its text ended with a line, or the end of the complete
+    /// frames when the last frame is torn and the complete ones ended with
+    /// a line; otherwise `None`. Plain logs: `None` (see
+    /// [`raw_offset`](Self::raw_offset)).
+    pub(crate) fn frame_boundary_after_last_line(&self) -> Option<(u64, (u64, u64))> {
+        let LineReader::Zstd(frames) = self else { return None };
+        let at = match frames.committed_end {
+            Some(end) if end == frames.line_end => frames.stats.complete_end,
+            None if frames.frame.is_none() && frames.produced == frames.line_end => frames.pos,
+            _ => return None,
+        };
+        Some((at, (frames.stats.complete_frames, frames.stats.complete_end)))
+    }
+
+    /// Zstd logs: as [`frame_boundary_after_last_line`](Self::frame_boundary_after_last_line)
+    /// but for the point just before the last line given, when that line
+    /// is the first one read from a torn last frame.
+    pub(crate) fn frame_boundary_before_last_line(&self) -> Option<(u64, (u64, u64))> {
+        let LineReader::Zstd(frames) = self else { return None };
+        match frames.committed_end {
+            Some(end) if end == frames.prev_line_end => {
+                Some((frames.stats.complete_end, (frames.stats.complete_frames, frames.stats.complete_end)))
+            }
+            _ => None,
         }
     }
 
@@ -185,7 +250,7 @@ fn corrupt(offset: u64, why: impl std::fmt::Display) -> io::Error {
 }
 
 /// Reads from `offset` until `buf` is full or the file ends.
-fn read_at(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read_at(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match read_once_at(file, offset + filled as u64, &mut buf[filled..]) {
@@ -272,6 +337,8 @@ pub struct FrameReader {
     produced: u64,
     /// Decompressed bytes consumed as complete lines.
     line_end: u64,
+    /// `line_end` before the last line.
+    prev_line_end: u64,
 }
 
 impl FrameReader {
@@ -295,6 +362,7 @@ impl FrameReader {
             committed_end: None,
             produced: 0,
             line_end: 0,
+            prev_line_end: 0,
         }
     }
 

@@ -25,7 +25,7 @@ struct Entry {
 }
 
 /// Kept surface lines, by seq.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct KeptLines {
     arena: Vec<u8>,
     /// Every line in the arena, in arena order.
@@ -39,6 +39,13 @@ pub(crate) struct KeptLines {
 impl KeptLines {
     pub(crate) fn new() -> Self {
         KeptLines::default()
+    }
+
+    /// About how many bytes of memory the kept lines hold.
+    pub(crate) fn approx_bytes(&self) -> usize {
+        self.arena.capacity()
+            + self.entries.capacity() * std::mem::size_of::<Entry>()
+            + self.index.capacity() * (2 * std::mem::size_of::<usize>() + 1)
     }
 
     /// Keeps the line of event `seq` (which must not be kept already).

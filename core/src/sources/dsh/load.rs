@@ -5,35 +5,53 @@
 //! the generation ([`message`](super::message)); the latest title is
 //! remembered; and a log that ends inside a turn gets the recovery closers
 //! of a cold load ([`recovery`](super::recovery)).
+//!
+//! The fold is resumable: everything a read carries from one line to the
+//! next is a `Fold`, and a read can start from a `ResumePoint` (a fold and
+//! the byte offset where it stopped) instead of from the header. A full
+//! read and a resumed one run the same loop; when a read may resume is
+//! decided in `resume.rs` (see "Resumed reads" in the [store's
+//! docs](super)).
 
-use std::fs;
+use std::fs::{self, File};
 use std::io;
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use super::discover::Found;
 use super::fold::{Surface, SurfaceOp};
-use super::frames::{FrameStats, LineRead, LineReader, ZstdScratch, MAX_LINE_BYTES, ZSTD_CHUNK};
+use super::frames::{read_at, FrameStats, LineRead, LineReader, ZstdScratch, MAX_LINE_BYTES, ZSTD_CHUNK};
 use super::generation::Generation;
 use super::header::read_header;
 use super::kept::KeptLines;
 use super::layout::Encoding;
 use super::message::{check_facts, facts_of, CHECKED_TYPES};
 use super::recovery::TurnTracker;
+use super::resume::CHECK_BYTES;
 use super::rows::{may_be_turn_end, parse_row, Row, SeqRuns};
 use super::title::{title_of, TITLE_EVENT};
 use super::{LogStats, StoreError, StoreErrorKind, TornTail};
-use crate::sources::fs::open_regular;
+use crate::sources::fs::{open_regular, FileIdentity};
 
 /// The event type of a top-level streamed chunk (v0 and v1 only).
 const CHUNK_EVENT: &str = "assistant/chunk";
 
-fn line_reader(found: &Found) -> io::Result<LineReader> {
-    let (file, identity) = open_regular(&found.path)?;
-    match found.encoding {
-        Encoding::Raw => Ok(LineReader::raw(file)),
-        Encoding::Zstd => Ok(LineReader::zstd_with(file, identity.size, ZstdScratch::new()?, ZSTD_CHUNK)),
+fn corrupt_error(path: &Path, why: String) -> StoreError {
+    StoreError::new(StoreErrorKind::Corrupt, format!("corrupt session log {}: {why}", path.display()))
+}
+
+fn io_error(path: &Path, e: io::Error) -> StoreError {
+    if e.kind() == io::ErrorKind::InvalidData {
+        StoreError::new(StoreErrorKind::Corrupt, format!("{}: {e}", path.display()))
+    } else {
+        StoreError::new(StoreErrorKind::Io, format!("cannot read {}: {e}", path.display()))
     }
+}
+
+/// Opens the log of `found`, with the identity it has now.
+pub(crate) fn open_log(found: &Found) -> Result<(File, FileIdentity), StoreError> {
+    open_regular(&found.path).map_err(|e| io_error(&found.path, e))
 }
 
 /// Checks a stored `sourceEventSeqs` of the event `seq`: every run
@@ -101,6 +119,87 @@ pub(crate) struct Loaded {
     pub lines: KeptLines,
 }
 
+/// Everything the fold carries from one line to the next: the state after
+/// the last line it accepted. What a read finds after that line (a torn
+/// tail, a broken line and the lines after it) is never part of it.
+#[derive(Clone, Debug)]
+pub(crate) struct Fold {
+    header_json: Map<String, Value>,
+    surface: Surface,
+    keep_lines: bool,
+    lines: KeptLines,
+    turns: TurnTracker,
+    title: Option<String>,
+    /// The seq the next line must start with.
+    expected: u64,
+    /// Lines accepted, header included.
+    storage_lines: u64,
+    packed_rows: u64,
+    packed_members: u64,
+}
+
+impl Fold {
+    fn new(generation: Generation, header_json: Map<String, Value>, keep_lines: bool) -> Fold {
+        Fold {
+            header_json,
+            surface: Surface::for_generation(generation),
+            keep_lines,
+            lines: KeptLines::new(),
+            turns: TurnTracker::for_generation(generation),
+            title: None,
+            expected: 0,
+            storage_lines: 1,
+            packed_rows: 0,
+            packed_members: 0,
+        }
+    }
+
+    /// About how many bytes of memory the fold holds: the surface (one
+    /// hash-map node per surface event), the open tool calls, the title,
+    /// the header and the kept lines.
+    pub(crate) fn approx_bytes(&self) -> usize {
+        /// A seq, its two links and the hash map's slack per surface event.
+        const SURFACE_NODE_BYTES: usize = 96;
+        /// The header map (a handful of short keys and values).
+        const HEADER_BYTES: usize = 512;
+        std::mem::size_of::<Fold>()
+            + self.surface.len() * SURFACE_NODE_BYTES
+            + self.turns.open_call_bytes()
+            + self.title.as_ref().map_or(0, String::len)
+            + HEADER_BYTES
+            + self.lines.approx_bytes()
+    }
+}
+
+/// Where a read stopped, such that a later read of the same, longer file
+/// may continue from there and get what a full read of it gives.
+#[derive(Clone, Debug)]
+pub(crate) struct ResumePoint {
+    /// The byte offset of the file where the fold stopped: the end of the
+    /// last complete line it accepted (plain logs) or of the last frame
+    /// whose lines it folded (zstd logs).
+    pub offset: u64,
+    /// Zstd logs: complete frames before `offset`, and where the last of
+    /// them ends.
+    pub frames: Option<(u64, u64)>,
+    /// The fold there.
+    pub fold: Fold,
+    /// The last bytes of the file before `offset`, as this read saw them
+    /// (see [`bytes_before`]).
+    pub before: Vec<u8>,
+}
+
+/// The last [`CHECK_BYTES`] (or fewer) bytes of `file` before `offset`;
+/// `None` when they cannot all be read.
+pub(crate) fn bytes_before(file: &File, offset: u64) -> Option<Vec<u8>> {
+    let len = offset.min(CHECK_BYTES);
+    let mut buf = vec![0; len as usize];
+    match read_at(file, offset - len, &mut buf) {
+        Ok(n) if n as u64 == len => Some(buf),
+        _ => None,
+    }
+}
+
 /// Parses one line and checks that it comes where `expected` says; the
 /// error says why the line cannot be accepted there.
 fn check_line(line: &[u8], expected: u64) -> Result<Row<'_>, String> {
@@ -117,51 +216,86 @@ fn check_line(line: &[u8], expected: u64) -> Result<Row<'_>, String> {
 /// Reads a whole log once, streaming, and validates it (see the module
 /// docs). With `keep_lines`, the lines of surface events are kept.
 pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, StoreError> {
+    let (file, identity) = open_log(found)?;
+    read_log(found, id, file, identity.size, None, keep_lines, false).map(|(loaded, _)| loaded)
+}
+
+/// Reads the log of `found` from `file` (opened when its size was
+/// `file_bytes`): from the header, or from `from`, which must be a resume
+/// point of an earlier read of the same log that the file still begins
+/// with. With `want_resume`, also returns where a later read could resume,
+/// when there is such a point (see [`ResumePoint`]).
+pub(crate) fn read_log(
+    found: &Found,
+    id: &str,
+    file: File,
+    file_bytes: u64,
+    from: Option<ResumePoint>,
+    keep_lines: bool,
+    want_resume: bool,
+) -> Result<(Loaded, Option<ResumePoint>), StoreError> {
     let path = &found.path;
     let generation = found.generation;
-    let corrupt = |why: String| {
-        StoreError::new(StoreErrorKind::Corrupt, format!("corrupt session log {}: {why}", path.display()))
-    };
-    let io_error = |e: io::Error| {
-        if e.kind() == io::ErrorKind::InvalidData {
-            StoreError::new(StoreErrorKind::Corrupt, format!("{}: {e}", path.display()))
-        } else {
-            StoreError::new(StoreErrorKind::Io, format!("cannot read {}: {e}", path.display()))
+    // A fold that keeps lines is never kept for later.
+    let want_resume = want_resume && !keep_lines;
+    let corrupt = |why: String| corrupt_error(path, why);
+    let io_error = |e: io::Error| io_error(path, e);
+    let (mut reader, mut fold) = match from {
+        None => {
+            let mut reader = match found.encoding {
+                Encoding::Raw => LineReader::raw(file),
+                Encoding::Zstd => {
+                    LineReader::zstd_with(file, file_bytes, ZstdScratch::new().map_err(io_error)?, ZSTD_CHUNK)
+                }
+            };
+            let header = read_header(&mut reader, generation).map_err(|e| corrupt(e.message().to_owned()))?;
+            if header.id != id {
+                return Err(corrupt(format!("its header names session {}", crate::json::js_string(&header.id))));
+            }
+            (reader, Fold::new(generation, header.json, keep_lines))
+        }
+        Some(point) => {
+            let reader = match (found.encoding, point.frames) {
+                (Encoding::Zstd, Some(frames)) => {
+                    let scratch = ZstdScratch::new().map_err(io_error)?;
+                    LineReader::zstd_at(file, file_bytes, scratch, point.offset, frames)
+                }
+                _ => LineReader::raw_at(file, point.offset).map_err(io_error)?,
+            };
+            (reader, point.fold)
         }
     };
-    let mut reader = line_reader(found).map_err(io_error)?;
-    let header = read_header(&mut reader, generation).map_err(|e| corrupt(e.message().to_owned()))?;
-    if header.id != id {
-        return Err(corrupt(format!("its header names session {}", crate::json::js_string(&header.id))));
-    }
 
-    let mut surface = Surface::for_generation(generation);
     let surface_types = generation.surface_types();
-    let mut lines = KeptLines::new();
-    let mut turns = TurnTracker::for_generation(generation);
-    let mut title: Option<String> = None;
-    let mut expected: u64 = 0;
-    let mut storage_lines: u64 = 1;
-    let (mut packed_rows, mut packed_members) = (0u64, 0u64);
+    // What the read finds after the last accepted line: it counts in the
+    // stats but is never part of the fold.
+    let mut tail_lines: u64 = 0;
     let mut kept_raw_offset = reader.raw_offset();
     let mut torn_bytes = 0u64;
     let mut broke = false;
     let mut recovered_lines = 0u64;
+    // Zstd: the fold at the end of the complete frames, once a torn last
+    // frame gives lines.
+    let mut at_commit: Option<ResumePoint> = None;
     let mut buf = Vec::new();
     loop {
         let info = match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
             LineRead::Line(info) => info,
             LineRead::End { torn_bytes: t } => {
                 if t > 0 {
-                    storage_lines += 1;
+                    tail_lines += 1;
                 }
                 torn_bytes = t;
                 break;
             }
         };
-        storage_lines += 1;
-        let line_no = storage_lines;
-        let (row, mut why) = match check_line(&buf, expected) {
+        if want_resume && !info.strict && at_commit.is_none() {
+            if let Some((offset, frames)) = reader.frame_boundary_before_last_line() {
+                at_commit = Some(ResumePoint { offset, frames: Some(frames), fold: fold.clone(), before: Vec::new() });
+            }
+        }
+        let line_no = fold.storage_lines + 1;
+        let (row, mut why) = match check_line(&buf, fold.expected) {
             Ok(row) => (Some(row), None),
             Err(e) => (None, Some(e)),
         };
@@ -176,6 +310,7 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
             }
         }
         if let Some(why) = why {
+            tail_lines += 1;
             let why = format!("line {line_no}: {why}");
             if info.strict {
                 return Err(corrupt(format!("{why}, inside a complete frame")));
@@ -187,7 +322,7 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
                     LineRead::Line(_) if may_be_turn_end(&buf) => {
                         return Err(corrupt(format!("seq gap or bad line in committed region at {why}")));
                     }
-                    LineRead::Line(_) => storage_lines += 1,
+                    LineRead::Line(_) => tail_lines += 1,
                     LineRead::End { .. } => break,
                 }
             }
@@ -205,9 +340,9 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
                         "line {line_no}: a packed chunk row in a {generation} log (packed rows exist only in v0 and v1)"
                     )));
                 }
-                packed_rows += 1;
-                packed_members += members;
-                expected = expected.checked_add(members).ok_or_else(|| corrupt("seq overflow".into()))?;
+                fold.packed_rows += 1;
+                fold.packed_members += members;
+                fold.expected = fold.expected.checked_add(members).ok_or_else(|| corrupt("seq overflow".into()))?;
             }
             Row::Event { seq, kind, surface_op, source_seqs, extra_key, facts } => {
                 let eligible = surface_types.contains(&&*kind);
@@ -229,25 +364,26 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
                             None => facts_of(&kind, &buf).map_err(|e| corrupt(format!("line {line_no}: {e}")))?,
                         };
                         check_facts(generation, &kind, seq, &facts).map_err(corrupt)?;
-                        if kind == "assistant/message" && turns.tracks_advertised_calls() {
-                            turns.observe_advertised(&facts.tool_call_ids);
+                        if kind == "assistant/message" && fold.turns.tracks_advertised_calls() {
+                            fold.turns.observe_advertised(&facts.tool_call_ids);
                         }
                     }
-                    let removed = surface.apply_event(seq, &kind, op).map_err(corrupt)?;
-                    if keep_lines {
+                    let removed = fold.surface.apply_event(seq, &kind, op).map_err(corrupt)?;
+                    if fold.keep_lines {
                         for r in removed {
-                            lines.remove(r);
+                            fold.lines.remove(r);
                         }
-                        lines.insert(seq, &buf);
+                        fold.lines.insert(seq, &buf);
                     }
                 }
                 if let Some(t) = new_title {
-                    title = t;
+                    fold.title = t;
                 }
-                turns.observe(&kind, &buf);
-                expected += 1;
+                fold.turns.observe(&kind, &buf);
+                fold.expected += 1;
             }
         }
+        fold.storage_lines += 1;
         kept_raw_offset = reader.raw_offset();
     }
 
@@ -270,22 +406,50 @@ pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, 
         }
         _ => None,
     };
-    let closers = turns.closers();
-    let last_seq = expected.checked_sub(1);
+    let closers = fold.turns.closers();
+    let last_seq = fold.expected.checked_sub(1);
     let captured_through_seq = last_seq.map(|l| l + closers.len() as u64);
     let stats = LogStats {
         generation: generation.number(),
-        storage_lines,
-        decoded_events: expected,
+        storage_lines: fold.storage_lines + tail_lines,
+        decoded_events: fold.expected,
         last_seq,
-        packed_rows,
-        packed_members,
+        packed_rows: fold.packed_rows,
+        packed_members: fold.packed_members,
         complete_frames: frame_stats.map(|s| s.complete_frames),
         torn_tail,
         recovery_closers: closers.iter().map(|c| c.event_type()).collect(),
         captured_through_seq,
-        title,
-        surface_seqs: surface.seqs(),
+        title: fold.title.clone(),
+        surface_seqs: fold.surface.seqs(),
     };
-    Ok(Loaded { header_json: header.json, stats, lines })
+    // Where a later read may resume. A plain log: after the last accepted
+    // line, always (a torn tail or a broken line is read again from its
+    // start). A zstd log: at the end of the file when every frame was
+    // complete and its text ended with a line, else at the end of the
+    // complete frames when their text ended with a line; never inside a
+    // frame.
+    let boundary = if !want_resume {
+        None
+    } else if let Some(offset) = kept_raw_offset {
+        Some((offset, None))
+    } else if at_commit.is_none() && !broke {
+        reader.frame_boundary_after_last_line().map(|(offset, frames)| (offset, Some(frames)))
+    } else {
+        None
+    };
+    let (header_json, lines, resume) = match boundary {
+        Some((offset, frames)) => {
+            let header_json = fold.header_json.clone();
+            (header_json, KeptLines::new(), Some(ResumePoint { offset, frames, fold, before: Vec::new() }))
+        }
+        None => (fold.header_json, fold.lines, at_commit),
+    };
+    // The check bytes come from the file this read read, whatever happened
+    // to the path since.
+    let resume = resume.and_then(|mut point| {
+        point.before = bytes_before(reader.file(), point.offset)?;
+        Some(point)
+    });
+    Ok((Loaded { header_json, stats, lines }, resume))
 }

@@ -53,6 +53,21 @@
 //! a v3 replace marker in a v2 file, a packed row in a v2 file) fails to
 //! read, naming the problem.
 //!
+//! # Resumed reads
+//!
+//! A title read ([`DshStore::read_title`], and [`DshStore::inspect`]) of a
+//! log that only grew since the last one continues from where that read
+//! stopped: the end of the last complete line it folded (plain logs) or of
+//! the last complete frame (zstd logs), with the fold state it had there
+//! (`resume.rs`: seq expected, surface, open turn, title, counts). It
+//! does so only when the log is the same file (device and inode), is not
+//! smaller, has no older mtime, and still has the same 4 KiB just before
+//! that offset; otherwise, and after a read that failed, the log is read
+//! from the start. The result — title, stats, errors — is always what a
+//! read from the start gives. At most 128 logs' states, about 32 MiB in
+//! all (about 100 bytes per surface event), are kept, least recently used
+//! first out. Surface reads always read the whole log.
+//!
 //! # Damage
 //!
 //! - A torn tail (an unterminated last line of a plain log, an incomplete
@@ -84,7 +99,8 @@
 //! [`Listing::rejected`] and skipped; logs are opened with `O_NOFOLLOW` on
 //! Unix), and it opens only regular files. Memory stays bounded by the
 //! surface being returned plus one line (lines longer than
-//! [`frames::MAX_LINE_BYTES`] make a log unreadable).
+//! [`frames::MAX_LINE_BYTES`] make a log unreadable), plus the bounded
+//! states of resumed reads.
 
 pub mod discover;
 pub mod fold;
@@ -97,6 +113,7 @@ mod listing;
 pub mod load;
 pub mod message;
 pub mod recovery;
+mod resume;
 pub mod rows;
 pub mod title;
 
@@ -137,6 +154,8 @@ pub struct DshStore {
     root_check: Arc<Mutex<Option<RootCheck>>>,
     /// The last listing and what it was made of (see `listing.rs`).
     listing: Arc<Mutex<ListingCache>>,
+    /// Where title reads of each log stopped (see `resume.rs`).
+    resume: Arc<Mutex<resume::ResumeCache>>,
 }
 
 /// How long a verdict on the root's encoding is reused by reads of single
@@ -347,6 +366,7 @@ impl DshStore {
             root: Arc::new(root.to_path_buf()),
             root_check: Arc::new(Mutex::new(None)),
             listing: Arc::default(),
+            resume: Arc::default(),
         })
     }
 
@@ -539,11 +559,12 @@ impl DshStore {
     }
 
     /// The latest title of a session (`data.title` of its last
-    /// `session/title` event). Reads and validates the whole log, so a
-    /// damaged session fails here as its surface read does.
+    /// `session/title` event). Validates the whole log, so a damaged
+    /// session fails here as its surface read does; a log that only grew
+    /// since the last title read of it is read from where that read
+    /// stopped (see "Resumed reads" in the module docs).
     pub fn read_title(&self, id: &str) -> Result<Option<String>, StoreError> {
-        let found = self.locate(id)?;
-        Ok(load(&found, id, false)?.stats.title)
+        Ok(self.inspect(id)?.title)
     }
 
     /// The surface snapshot of a session as JSON text:
@@ -568,10 +589,12 @@ impl DshStore {
 
     /// Reads a session's whole log and reports what was kept: line and
     /// event counts, packed rows, frames, the torn tail, recovery closers,
-    /// the title and the surface seqs.
+    /// the title and the surface seqs. Resumed like
+    /// [`read_title`](Self::read_title), with the same result as a read
+    /// from the start.
     pub fn inspect(&self, id: &str) -> Result<LogStats, StoreError> {
         let found = self.locate(id)?;
-        Ok(load(&found, id, false)?.stats)
+        resume::read_stats(&self.resume, &found, id)
     }
 
     /// The identity of the log a read of `id` would read now.

@@ -39,7 +39,7 @@ impl Closer {
 }
 
 /// Tracks the open turn, step and tool calls while a log is read.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TurnTracker {
     turn_open: bool,
     step_open: bool,
@@ -57,6 +57,11 @@ impl TurnTracker {
     /// A tracker for a log of `generation`.
     pub fn for_generation(generation: Generation) -> Self {
         TurnTracker { advertised: generation >= Generation::V4, ..TurnTracker::default() }
+    }
+
+    /// About how many bytes the ids of the open calls hold.
+    pub(crate) fn open_call_bytes(&self) -> usize {
+        self.open_calls.iter().map(|c| c.capacity() + std::mem::size_of::<String>()).sum()
     }
 
     /// Whether [`observe_advertised`](Self::observe_advertised) must be fed.
