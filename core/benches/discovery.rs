@@ -17,9 +17,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
 use dsh_session_reference::store::DshStore;
 use dsh_session_reference::{
-    Config, MemoryQuery, QueryFuture, Resolver, SearchOptions, SessionHeader, SessionQuery, SurfaceData, Target,
+    Config, FileSource, MemoryQuery, QueryFuture, Resolver, SearchOptions, SessionHeader, SessionQuery, SurfaceData,
+    Target,
 };
 use serde_json::json;
 
@@ -168,6 +170,59 @@ fn append(log: &mut Log, lines: usize) {
     std::fs::OpenOptions::new().append(true).open(&log.path).unwrap().write_all(text.as_bytes()).unwrap();
 }
 
+/// A root of `n` Claude Code transcripts of about `kb` KB each, in 20
+/// project directories: user text, assistant text and tool use, a big tool
+/// result, and now and then a custom title.
+fn write_claude_root(root: &Path, n: usize, kb: usize) -> (Vec<PathBuf>, usize) {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let words = Words::new(&mut rng);
+    let mut paths = Vec::with_capacity(n);
+    let mut total = 0;
+    for i in 0..n {
+        let dir = root.join(format!("-work-q{}", i % 20));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (id, cwd) = (format!("c{i:05}"), format!("/work/q{}", i % 20));
+        let mut text = String::new();
+        let mut parent: Option<String> = None;
+        let mut t = 0u64;
+        while text.len() < kb * 1024 {
+            t += 1;
+            let ts = format!("2026-01-01T00:{:02}:{:02}.000Z", (t / 60) % 60, t % 60);
+            let (u, a, r) = (format!("u{t}"), format!("a{t}"), format!("r{t}"));
+            let tool = 2000 + rng.below(4000);
+            let rec = |uuid: &str, parent: Option<&str>, message: serde_json::Value| {
+                line(json!({"type": if message["role"] == "user" { "user" } else { "assistant" }, "uuid": uuid,
+                    "parentUuid": parent, "isSidechain": false, "cwd": cwd, "sessionId": id, "timestamp": ts,
+                    "message": message}))
+            };
+            text.push_str(&rec(&u, parent.as_deref(), json!({"role": "user", "content": words.text(&mut rng, 300)})));
+            text.push_str(&rec(
+                &a,
+                Some(&u),
+                json!({"id": format!("m{t}"), "role": "assistant", "model": "m",
+                "content": [{"type": "text", "text": words.text(&mut rng, 600)},
+                    {"type": "tool_use", "id": format!("t{t}"), "name": "Read", "input": {"file_path": "/x"}}]}),
+            ));
+            text.push_str(&rec(
+                &r,
+                Some(&a),
+                json!({"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": format!("t{t}"), "content": words.text(&mut rng, tool)}]}),
+            ));
+            if t % 7 == 1 {
+                text.push_str(&line(json!({"type": "custom-title", "customTitle": words.text(&mut rng, 30).trim(),
+                    "sessionId": id})));
+            }
+            parent = Some(r);
+        }
+        total += text.len();
+        let path = dir.join(format!("{id}.jsonl"));
+        std::fs::write(&path, &text).unwrap();
+        paths.push(path);
+    }
+    (paths, total)
+}
+
 /// The store without its fingerprints: every filtered query reads every
 /// title (what a query cost before the discovery caches).
 struct Plain(DshStore);
@@ -288,6 +343,50 @@ fn main() {
     println!("candidates --query (in memory):");
     println!("  later, nothing changed (median): {}", ms(warm_mem));
     println!("  after one session changed:       {}", ms(changed_mem));
+
+    // --- the same count of Claude Code transcripts
+    if std::env::var_os("DSR_BENCH_NO_FOREIGN").is_none() {
+        let croot = tempfile::tempdir().unwrap();
+        let ((cpaths, cbytes), took) = time(|| write_claude_root(croot.path(), n, kb));
+        println!(
+            "generated {n} Claude Code transcripts, {:.0} MB, in {:.1} s",
+            cbytes as f64 / 1e6,
+            took.as_secs_f64()
+        );
+        let source = ClaudeCodeSource::open(croot.path()).unwrap();
+        let rc = Resolver::new(source.clone().into_query(), Config::default());
+        let ctarget = Target::new("new-chat", Some("/work/q3".into()));
+        let (_, cfirst) = time(|| rc.candidates_blocking(&ctarget, "ka", None, None).unwrap());
+        rc.candidates_blocking(&ctarget, "ka", None, None).unwrap();
+        let cwarm =
+            median((0..reps).map(|_| time(|| rc.candidates_blocking(&ctarget, "ka", None, None).unwrap()).1).collect());
+        let cappended = median(
+            (0..reps)
+                .map(|i| {
+                    let mut f = std::fs::OpenOptions::new().append(true).open(&cpaths[i * 7 % n]).unwrap();
+                    for _ in 0..100 {
+                        f.write_all(b"{\"type\":\"system\",\"subtype\":\"note\",\"content\":\"x\"}\n").unwrap();
+                    }
+                    drop(f);
+                    time(|| rc.candidates_blocking(&ctarget, "ka", None, None).unwrap()).1
+                })
+                .collect(),
+        );
+        let fresh = Resolver::new(ClaudeCodeSource::open(croot.path()).unwrap().into_query(), Config::default());
+        assert_eq!(
+            rc.candidates_blocking(&ctarget, "ka", None, None).unwrap(),
+            fresh.candidates_blocking(&ctarget, "ka", None, None).unwrap(),
+            "the kept source agrees with a fresh one"
+        );
+        println!("candidates --query (Claude Code source, files; watching: {}):", source.is_watching());
+        println!(
+            "  first query (cold cache):        {} ({:.0} MB/s)",
+            ms(cfirst),
+            cbytes as f64 / 1e6 / cfirst.as_secs_f64()
+        );
+        println!("  later, nothing changed (median): {}", ms(cwarm));
+        println!("  after one transcript gained 100 lines: {}", ms(cappended));
+    }
 
     // --- search
     let opts = SearchOptions::default();
