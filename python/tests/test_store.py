@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -170,3 +172,34 @@ def test_dsh_compat_profiles_and_the_context_window() -> None:
         dsr.Resolver(s, dsh_compat="0.1.7", reference_context_fraction=2)
     with pytest.raises(TypeError):
         later.prepare({"id": "t"}, [], [], context_window=-1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_and_its_parent_both_see_changes(tmp_path: Path) -> None:
+    """A store watches its root from its second listing on; a forked child
+    must not share its parent's event queue (each would drain the other's
+    events and answer from a stale listing)."""
+    root = tmp_path / "sessions"
+    shutil.copytree(FIXTURES / "raw", root)
+    s = dsr.DshSessionStore(root)
+    before = [h["id"] for h in s.list_sessions()]
+    assert [h["id"] for h in s.list_sessions()] == before  # now watching (Linux)
+    header = {"type": "session", "version": 0, "id": "made-by-the-child", "createdAt": 1_900_000_000_000,
+              "cwd": "/work/forked", "delegationDepth": 0}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            session = root / "--work-forked--" / "made-by-the-child"
+            session.mkdir(parents=True)
+            (session / "session.jsonl").write_text(json.dumps(header) + "\n", encoding="utf-8")
+            ids = [h["id"] for h in s.list_sessions()]
+            os._exit(0 if ids == ["made-by-the-child", *before] else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child saw its own change"
+    assert [h["id"] for h in s.list_sessions()] == ["made-by-the-child", *before], "so does the parent"

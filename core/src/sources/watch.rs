@@ -86,6 +86,10 @@ mod imp {
         /// The root's device and inode when watching began.
         root_id: (u64, u64),
         root: PathBuf,
+        /// The process that made it: a forked child shares the instance's
+        /// queue with its parent (each would drain the other's events), so
+        /// the child must not use it.
+        pid: u32,
     }
 
     fn dir_id(path: &Path) -> Option<(u64, u64)> {
@@ -106,7 +110,20 @@ mod imp {
             }
             let root_id = dir_id(root)?;
             let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
-            Some(DirWatcher { fd, dirs: HashMap::new(), watches: HashMap::new(), root_id, root: root.to_path_buf() })
+            Some(DirWatcher {
+                fd,
+                dirs: HashMap::new(),
+                watches: HashMap::new(),
+                root_id,
+                root: root.to_path_buf(),
+                pid: std::process::id(),
+            })
+        }
+
+        /// Whether this process made the watcher (not a forked child, which
+        /// must drop it and start its own).
+        pub(crate) fn owned_here(&self) -> bool {
+            self.pid == std::process::id()
         }
 
         /// Starts watching `dir` (the root, a project or a session
@@ -161,7 +178,7 @@ mod imp {
 
         /// The changes queued since the last call, without blocking.
         pub(crate) fn drain(&mut self) -> Changes {
-            if dir_id(&self.root) != Some(self.root_id) {
+            if !self.owned_here() || dir_id(&self.root) != Some(self.root_id) {
                 return Changes::Everything;
             }
             let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
@@ -234,6 +251,9 @@ mod imp {
             false
         }
         pub(crate) fn retain(&mut self, _keep: impl Fn(&Path) -> bool) {}
+        pub(crate) fn owned_here(&self) -> bool {
+            false
+        }
         pub(crate) fn drain(&mut self) -> Changes {
             Changes::Everything
         }
@@ -241,3 +261,11 @@ mod imp {
 }
 
 pub(crate) use imp::DirWatcher;
+
+/// Drops a watcher a forked child inherited (it shares its parent's event
+/// queue); the source starts its own at its next listing.
+pub(crate) fn drop_inherited(watcher: &mut Option<DirWatcher>) {
+    if watcher.as_ref().is_some_and(|w| !w.owned_here()) {
+        *watcher = None;
+    }
+}

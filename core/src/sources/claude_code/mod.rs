@@ -78,7 +78,7 @@ use crate::error::HostError;
 use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
 use crate::sources::foreign::{conversation, mtime_ms, read_error};
 use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
-use crate::sources::watch::{watching_allowed, Changes, DirWatcher};
+use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 use crate::sources::FileSource;
 
 /// What every Claude Code session id starts with.
@@ -164,6 +164,7 @@ impl ClaudeCodeSource {
     /// The last listing if a watcher vouches that nothing changed since.
     fn watched_last(&self) -> Option<Arc<(Listing, HashMap<String, FileIdentity>)>> {
         let mut kept = self.kept();
+        drop_inherited(&mut kept.watcher);
         let last = kept.last.clone()?;
         match kept.watcher.as_mut()?.drain() {
             Changes::Nothing => Some(last),
@@ -184,6 +185,7 @@ impl ClaudeCodeSource {
     fn listed(&self) -> io::Result<Arc<(Listing, HashMap<String, FileIdentity>)>> {
         let mut kept = self.kept();
         let kept = &mut *kept;
+        drop_inherited(&mut kept.watcher);
         let changes = match (&mut kept.watcher, &kept.last) {
             (Some(w), Some(last)) => match w.drain() {
                 Changes::Nothing => return Ok(last.clone()),

@@ -32,7 +32,7 @@ use super::layout::Encoding;
 use super::{Listing, RejectedLog, RejectionKind, StoredSession};
 use crate::host::SessionHeader;
 use crate::sources::fs::{par_map, Stamp};
-use crate::sources::watch::{watching_allowed, Changes, DirWatcher};
+use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 
 /// One listed session of a [`Snapshot`].
 #[derive(Debug)]
@@ -145,6 +145,7 @@ pub(crate) struct ListingCache {
 impl ListingCache {
     /// The listing of `root` as of now.
     pub(crate) fn refresh(&mut self, root: &Path) -> io::Result<Arc<Snapshot>> {
+        drop_inherited(&mut self.watcher);
         let drained = match (&mut self.watcher, &self.current) {
             (Some(watcher), Some(_)) => watcher.drain(),
             _ => Changes::Everything,
@@ -310,6 +311,7 @@ impl ListingCache {
     /// (drains the queued events; `None` when anything changed or nothing
     /// is watched).
     pub(crate) fn current_if_watched(&mut self) -> Option<Arc<Snapshot>> {
+        drop_inherited(&mut self.watcher);
         let watcher = self.watcher.as_mut()?;
         let current = self.current.clone()?;
         match watcher.drain() {
