@@ -875,3 +875,69 @@ fn a_kept_claude_code_source_agrees_with_a_fresh_one_watched() {
 fn a_kept_claude_code_source_agrees_with_a_fresh_one_unwatched() {
     claude_kept_agrees_after_changes(false);
 }
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Codex fingerprints cover the rollout and `session_index.jsonl` (where a
+/// title may come from): a resolver caching under them agrees with one that
+/// caches nothing after a rollout grows and after the index renames one.
+#[test]
+fn codex_fingerprints_cover_the_rollout_and_the_index() {
+    let home = tempfile::tempdir().unwrap();
+    copy_tree(&fixtures().join("codex/daaain"), home.path());
+    let source = CodexSource::open(home.path()).unwrap();
+    let resolver = Resolver::new(source.clone().into_query(), Config::default());
+    let target = Target::new("someone", None);
+    let listing = source.list().unwrap();
+    let ids: Vec<String> = listing.sessions.iter().map(|s| s.header.id.clone()).collect();
+    assert!(ids.len() >= 2);
+    let fps = || BlockingSessionQuery::fingerprints(&source, &ids).unwrap().expect("fingerprints");
+    let before = fps();
+    assert!(before.iter().all(Option::is_some));
+    assert_eq!(fps(), before, "nothing changed");
+    let agree = |what: &str| {
+        let fresh = Resolver::new(CodexSource::open(home.path()).unwrap().into_query(), Config::default());
+        for filter in ["", "session", "renamed"] {
+            assert_eq!(
+                resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
+                fresh.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
+                "candidates {filter:?} after {what}"
+            );
+        }
+    };
+    agree("nothing");
+    // A rollout grows: its fingerprint only.
+    let grown = &listing.sessions[0];
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&grown.path).unwrap();
+        f.write_all(b"\n").unwrap();
+    }
+    let after = fps();
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(after[i] == before[i], *id != grown.header.id, "{id}");
+    }
+    agree("a grown rollout");
+    // The index renames a session: every fingerprint changes, and the new
+    // title is what candidates show.
+    let bare = ids[1].strip_prefix("codex:").unwrap();
+    let entry = json!({"id": bare, "thread_name": "renamed by the index", "updated_at": "2026-02-01T00:00:00Z"});
+    std::fs::write(home.path().join(codex::SESSION_INDEX), format!("{entry}\n")).unwrap();
+    let renamed = fps();
+    assert!(renamed.iter().zip(&after).all(|(a, b)| a != b), "the index is part of every fingerprint");
+    agree("a renamed session");
+    let found = resolver.candidates_blocking(&target, "renamed", None, None).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].session_id, ids[1]);
+}

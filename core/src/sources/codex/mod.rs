@@ -75,6 +75,7 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize;
 
 use crate::conversation::Conversation;
+use crate::discovery::Fingerprint;
 use crate::error::HostError;
 use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
 use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
@@ -333,6 +334,30 @@ impl BlockingSessionQuery for CodexSource {
 
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.conversation(session_id).map(SurfaceData::from)
+    }
+
+    /// A session's title may come from `session_index.jsonl` and the rest
+    /// from its rollout, so its fingerprint is both files' identities: the
+    /// rollout where the last listing found it (one `lstat`; a session not
+    /// listed is looked up) and the index's (any change of the index changes
+    /// every session's fingerprint, so each is read again: exact).
+    fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+        let index = crate::sources::fs::Stamp::lstat(&self.home.join(SESSION_INDEX));
+        let found = self.found.lock().map(|m| m.clone()).unwrap_or_default();
+        let fingerprint = |id: &String| {
+            let bare = id.strip_prefix(PREFIX).unwrap_or(id);
+            let rollout = match found.get(bare) {
+                Some(rel) => crate::sources::fs::Stamp::lstat(&self.path_of(rel)).map(|s| s.id),
+                None => self.identity(id).ok(),
+            }?;
+            let mut bytes = Fingerprint::from(rollout).as_bytes().to_vec();
+            match index {
+                Some(index) => bytes.extend_from_slice(Fingerprint::from(index.id).as_bytes()),
+                None => bytes.push(0),
+            }
+            Some(Fingerprint::from_bytes(bytes))
+        };
+        Ok(Some(session_ids.iter().map(fingerprint).collect()))
     }
 }
 
