@@ -353,6 +353,10 @@ pub unsafe extern "C" fn dsr_resolver_search(
 /// host needs no callbacks at all. `root` is `root_len` bytes of a path (on
 /// Unix any bytes; elsewhere UTF-8). A root that cannot be opened as a
 /// directory is `DSR_READ_FAILED`; configuration as for `dsr_resolver_new`.
+/// Keep the resolver for the life of the host: its store keeps its listing
+/// and, on Linux, watches the root (inotify, from the second listing on), so
+/// a query that finds nothing changed reads nothing; `DSR_NO_WATCH=1` in the
+/// environment turns watching off (docs/discovery.md).
 ///
 /// # Safety
 /// `root` is NULL or valid for `root_len` bytes; `config_json` is NULL or
