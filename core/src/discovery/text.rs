@@ -18,18 +18,49 @@ use memchr::memmem;
 
 use super::fingerprint::Fingerprint;
 
-/// Bloom filter bits per distinct trigram. With 3 probes, 4 bits give a
-/// false-positive rate of about 15% per trigram; a needle of n bytes has
-/// n-2 trigrams that must all hit, so a 7-byte word passes a session that
-/// does not hold it well under once in a thousand (trigrams are not
+/// Bloom filter bits per distinct key. With 3 probes, 4 bits give a
+/// false-positive rate of about 15% per key; a needle of n bytes has about
+/// n-2 keys that must all hit, so a 7-byte word passes a session that does
+/// not hold it well under once in a thousand (trigrams are not
 /// independent, so more in practice). Measured against the memory bound in
 /// BENCHMARKS.md.
-const BITS_PER_TRIGRAM: usize = 4;
+const BITS_PER_KEY: usize = 4;
 const PROBES: u64 = 3;
 /// zstd level of the stored text: fast to write, about 3x on prose.
 const ZSTD_LEVEL: i32 = 3;
 
-/// A Bloom filter over 24-bit trigram keys.
+/// Calls `f` with every filter key of a lower-cased text or needle
+/// (repeats included):
+///
+/// - every byte trigram without ASCII whitespace (the words of a query
+///   hold none, so trigrams across whitespace would only serve phrases,
+///   which they hardly filter: `a b` is in nearly every text);
+/// - every 5 bytes centred on a space (`ab cd`): two bytes of each word a
+///   phrase joins, which rule out a session holding the words apart.
+///
+/// A needle that occurs in a text has all its keys among the text's (its
+/// windows are the text's windows), so the filter never misses.
+fn keys(text: &[u8], mut f: impl FnMut(u64)) {
+    for w in text.windows(3) {
+        if !w.iter().any(u8::is_ascii_whitespace) {
+            f(trigram(w));
+        }
+    }
+    for w in text.windows(5) {
+        if w[2] == b' ' {
+            f(SPACED | (u64::from(w[0]) << 24) | (u64::from(w[1]) << 16) | (u64::from(w[3]) << 8) | u64::from(w[4]));
+        }
+    }
+}
+
+/// Trigram keys are below 2^24; keys around a space have this bit.
+const SPACED: u64 = 1 << 32;
+
+fn trigram(w: &[u8]) -> u64 {
+    (u64::from(w[0]) << 16) | (u64::from(w[1]) << 8) | u64::from(w[2])
+}
+
+/// A Bloom filter over the keys of [`keys`].
 pub(crate) struct Bloom {
     bits: Box<[u64]>,
 }
@@ -42,11 +73,11 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Bloom {
-    fn with_keys(keys: &[u32]) -> Bloom {
+    fn with_keys(keys: &[u64]) -> Bloom {
         if keys.is_empty() {
             return Bloom { bits: Box::new([]) };
         }
-        let words = (keys.len() * BITS_PER_TRIGRAM).div_ceil(64);
+        let words = (keys.len() * BITS_PER_KEY).div_ceil(64);
         let mut bits = vec![0u64; words].into_boxed_slice();
         let m = (words * 64) as u64;
         for &k in keys {
@@ -57,8 +88,8 @@ impl Bloom {
         Bloom { bits }
     }
 
-    fn probes(key: u32, m: u64) -> impl Iterator<Item = u64> {
-        let h = mix(u64::from(key) + 0x9e37_79b9_7f4a_7c15);
+    fn probes(key: u64, m: u64) -> impl Iterator<Item = u64> {
+        let h = mix(key + 0x9e37_79b9_7f4a_7c15);
         let (h1, h2) = (h, h.rotate_left(32) | 1);
         (0..PROBES).map(move |i| {
             let x = h1.wrapping_add(i.wrapping_mul(h2));
@@ -66,7 +97,7 @@ impl Bloom {
         })
     }
 
-    fn contains(&self, key: u32) -> bool {
+    fn contains(&self, key: u64) -> bool {
         if self.bits.is_empty() {
             return false;
         }
@@ -74,19 +105,17 @@ impl Bloom {
         Self::probes(key, m).all(|p| self.bits[(p / 64) as usize] & (1 << (p % 64)) != 0)
     }
 
-    /// Whether every trigram of `needle` (lower-cased bytes) may be present.
-    /// Always true for needles shorter than three bytes.
+    /// Whether every key of `needle` (lower-cased bytes) may be present.
+    /// Always true for a needle without keys (shorter than three bytes).
     pub(crate) fn may_contain(&self, needle: &[u8]) -> bool {
-        needle.windows(3).all(|w| self.contains(key(w)))
+        let mut all = true;
+        keys(needle, |k| all = all && self.contains(k));
+        all
     }
 
     fn bytes(&self) -> usize {
         self.bits.len() * 8
     }
-}
-
-fn key(w: &[u8]) -> u32 {
-    (u32::from(w[0]) << 16) | (u32::from(w[1]) << 8) | u32::from(w[2])
 }
 
 /// The case mapping every comparison of search uses: each character's
@@ -167,7 +196,8 @@ impl Doc {
         let total: usize = items.iter().map(|i| i.text.len()).sum();
         let mut text = String::with_capacity(total);
         let mut ends = Vec::with_capacity(items.len());
-        let mut keys: Vec<u32> = Vec::new();
+        let mut keys: Vec<u64> = Vec::new();
+        let mut spaced: Vec<u64> = Vec::new();
         SEEN.with(|seen| {
             let mut seen = seen.borrow_mut();
             if seen.is_empty() {
@@ -176,19 +206,25 @@ impl Doc {
             for item in &items {
                 text.push_str(&item.text);
                 ends.push(text.len());
-                for w in fold(&item.text).as_bytes().windows(3) {
-                    let k = key(w);
+                self::keys(fold(&item.text).as_bytes(), |k| {
+                    if k & SPACED != 0 {
+                        spaced.push(k);
+                        return;
+                    }
                     let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
                     if seen[word] & bit == 0 {
                         seen[word] |= bit;
                         keys.push(k);
                     }
-                }
+                });
             }
             for &k in &keys {
                 seen[(k >> 6) as usize] = 0;
             }
         });
+        spaced.sort_unstable();
+        spaced.dedup();
+        keys.extend(spaced);
         let bloom = Bloom::with_keys(&keys);
         let packed = if text.is_empty() {
             Vec::new()
@@ -417,6 +453,38 @@ mod tests {
         }
         assert!(!d.may_contain("zzzz"));
         assert_eq!(d.items(), vec!["Fix PR1137 before 发布版本".to_owned(), "naïve ÉCOLE".to_owned()]);
+    }
+
+    #[test]
+    fn the_filter_rules_out_a_phrase_whose_words_are_apart() {
+        let d = doc(&["the parser builds a tree", "cache keys", "the parser cache"]);
+        assert!(d.may_contain("parser cache"), "in the last message");
+        assert!(d.may_contain("tree"));
+        // The words are all there, never side by side; nor across the end
+        // of one message and the start of the next ("tree" + "cache").
+        for apart in ["builds tree", "tree cache", "cache tree", "keys parser"] {
+            assert!(!d.may_contain(apart), "{apart}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_substring_is_ever_ruled_out(
+            items in proptest::collection::vec("[ab \\nÉé发 ]{0,40}", 1..4),
+            pick in 0usize..4,
+            from in 0usize..40,
+            len in 0usize..12,
+        ) {
+            let texts: Vec<&str> = items.iter().map(String::as_str).collect();
+            let d = doc(&texts);
+            let folded = fold(texts[pick % texts.len()]).into_owned();
+            let chars: Vec<char> = folded.chars().collect();
+            let from = from.min(chars.len());
+            let needle: String = chars[from..(from + len).min(chars.len())].iter().collect();
+            if !needle.is_empty() && !d.ends.is_empty() {
+                proptest::prop_assert!(d.may_contain(&needle), "{needle:?} in {texts:?}");
+            }
+        }
     }
 
     #[test]
