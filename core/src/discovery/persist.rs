@@ -15,8 +15,10 @@ use super::fingerprint::Fingerprint;
 use crate::resolver::Resolver;
 
 const MAGIC: &[u8; 8] = b"DSRDISC\0";
-/// The payload layout; bumped on any change.
-const FORMAT: u32 = 1;
+/// The payload layout; bumped on any change (2: the index's zstd
+/// dictionaries, and filter keys around spaces instead of trigrams across
+/// whitespace, so a format-1 filter would miss phrases).
+const FORMAT: u32 = 2;
 
 /// Appends a length-prefixed byte string.
 pub(crate) fn put(out: &mut Vec<u8>, bytes: &[u8]) {

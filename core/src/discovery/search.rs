@@ -14,7 +14,7 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
-use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle};
+use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle, TRAIN_AT};
 use super::{rank, Candidate};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
@@ -649,6 +649,9 @@ impl Resolver {
                 async move {
                     let doc = match guarded(|| self.query.read_surface(&id)).await {
                         Ok(data) => {
+                            // The dictionary as it is now: trained during
+                            // this loop, the docs built after use it.
+                            let encoder = self.discovery.docs.encoder();
                             let built = tokio::task::spawn_blocking(move || {
                                 with_projection(&data, |p| {
                                     let items = p
@@ -659,17 +662,17 @@ impl Resolver {
                                             IndexedItem { text: if redact { redacted(text) } else { text } }
                                         })
                                         .collect();
-                                    Doc::build(fp.clone(), title.clone(), items)
+                                    Doc::build(fp.clone(), title.clone(), items, encoder.as_deref())
                                 })
-                                .unwrap_or_else(|_| Doc::build(None, title, Vec::new()))
+                                .unwrap_or_else(|_| Doc::build(None, title, Vec::new(), None))
                             })
                             .await;
                             match built {
                                 Ok(doc) => Arc::new(doc),
-                                Err(_) => Arc::new(Doc::build(None, None, Vec::new())),
+                                Err(_) => Arc::new(Doc::build(None, None, Vec::new(), None)),
                             }
                         }
-                        Err(_) => Arc::new(Doc::build(None, title, Vec::new())),
+                        Err(_) => Arc::new(Doc::build(None, title, Vec::new(), None)),
                     };
                     self.discovery.docs.put(&id, &doc);
                     self.discovery.mark_changed();
@@ -677,10 +680,33 @@ impl Resolver {
                 }
             })
             .collect();
-        let built: Vec<(usize, Arc<Doc>)> = stream::iter(jobs).buffered(INDEX_CONCURRENCY).collect().await;
-        for (i, doc) in built {
+        let any = !jobs.is_empty();
+        let mut built = stream::iter(jobs).buffered(INDEX_CONCURRENCY);
+        // Bytes built here without a dictionary: once they are enough to
+        // train one, it is trained before the rest are built, so a first
+        // build compresses nearly everything once, with it.
+        let mut plain = 0;
+        while let Some((i, doc)) = built.next().await {
+            if doc.undicted() {
+                plain += doc.text_bytes();
+                if plain >= TRAIN_AT {
+                    plain = 0;
+                    self.settle_index().await;
+                }
+            }
             docs[i] = Some(doc);
         }
-        docs.into_iter().map(|d| d.unwrap_or_else(|| Arc::new(Doc::build(None, None, Vec::new())))).collect()
+        if any {
+            self.settle_index().await;
+        }
+        docs.into_iter().map(|d| d.unwrap_or_else(|| Arc::new(Doc::build(None, None, Vec::new(), None)))).collect()
+    }
+
+    /// [`DocCache::settle`](super::text::DocCache::settle) on the blocking
+    /// pool: trains the index's dictionary when due and compresses with it
+    /// the docs built without it.
+    async fn settle_index(&self) {
+        let cache = Arc::clone(&self.discovery);
+        drop(tokio::task::spawn_blocking(move || cache.docs.settle()).await);
     }
 }

@@ -12,9 +12,11 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use memchr::memmem;
+use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
 
 use super::fingerprint::Fingerprint;
 
@@ -26,8 +28,90 @@ use super::fingerprint::Fingerprint;
 /// BENCHMARKS.md.
 const BITS_PER_KEY: usize = 4;
 const PROBES: u64 = 3;
-/// zstd level of the stored text: fast to write, about 3x on prose.
+/// zstd level of the stored text: fast to write and to read.
 const ZSTD_LEVEL: i32 = 3;
+/// The index trains its zstd dictionary once the texts compressed without
+/// one reach this much, on at most `TRAIN_SAMPLE` bytes of them, into a
+/// dictionary of `DICTIONARY_BYTES`.
+pub(crate) const TRAIN_AT: usize = 2 << 20;
+const TRAIN_SAMPLE: usize = 2 << 20;
+const DICTIONARY_BYTES: usize = 64 << 10;
+
+/// A zstd dictionary trained on a sample of the index's own texts, kept
+/// once per index: one session's text is small for zstd alone (a few tens
+/// of KB), and sessions share most of their vocabulary.
+pub(crate) struct Dictionary {
+    raw: Box<[u8]>,
+    decompress: DDict<'static>,
+}
+
+impl Dictionary {
+    /// A dictionary from its bytes (as trained, or read back from a cache
+    /// file); `None` if zstd rejects them.
+    fn new(raw: Box<[u8]>) -> Option<Dictionary> {
+        let decompress = DDict::try_create(&raw)?;
+        Some(Dictionary { raw, decompress })
+    }
+
+    fn train(samples: &[Vec<u8>]) -> Option<Dictionary> {
+        let raw = zstd::dict::from_samples(samples, DICTIONARY_BYTES).ok()?;
+        Dictionary::new(raw.into_boxed_slice())
+    }
+
+    /// Bytes it holds: its own, and zstd's digested form for reading.
+    fn bytes(&self) -> usize {
+        self.raw.len() + self.decompress.sizeof()
+    }
+}
+
+/// A dictionary digested for compression (its hash tables: several times
+/// the dictionary). Made for the docs being built and dropped with the
+/// last of them, not kept by the index: see [`DocCache::encoder`].
+pub(crate) struct Encoder {
+    dict: Arc<Dictionary>,
+    compress: CDict<'static>,
+}
+
+impl Encoder {
+    fn new(dict: &Arc<Dictionary>) -> Option<Encoder> {
+        Some(Encoder { dict: Arc::clone(dict), compress: CDict::try_create(&dict.raw, ZSTD_LEVEL)? })
+    }
+}
+
+/// `text` compressed, with `dict` if given.
+fn compress(text: &[u8], dict: Option<&Encoder>) -> Box<[u8]> {
+    if text.is_empty() {
+        return Box::default();
+    }
+    let packed = CONTEXTS.with(|c| {
+        let mut c = c.borrow_mut();
+        let cctx = c.0.as_mut()?;
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(text.len()));
+        match dict {
+            Some(d) => cctx.compress_using_cdict(&mut out, text, &d.compress),
+            None => cctx.compress(&mut out, text, ZSTD_LEVEL),
+        }
+        .ok()?;
+        Some(out)
+    });
+    // Compressing into a buffer of the bound cannot fail.
+    packed.map(Vec::into_boxed_slice).unwrap_or_default()
+}
+
+/// `packed` decompressed to exactly `len` bytes, with `dict` if given.
+fn decompress(packed: &[u8], len: usize, dict: Option<&Dictionary>) -> Option<Vec<u8>> {
+    CONTEXTS.with(|c| {
+        let mut c = c.borrow_mut();
+        let dctx = c.1.as_mut()?;
+        let mut out = Vec::with_capacity(len);
+        match dict {
+            Some(d) => dctx.decompress_using_ddict(&mut out, packed, &d.decompress),
+            None => dctx.decompress(&mut out, packed),
+        }
+        .ok()?;
+        (out.len() == len).then_some(out)
+    })
+}
 
 /// Calls `f` with every filter key of a lower-cased text or needle
 /// (repeats included):
@@ -61,6 +145,7 @@ fn trigram(w: &[u8]) -> u64 {
 }
 
 /// A Bloom filter over the keys of [`keys`].
+#[derive(Clone)]
 pub(crate) struct Bloom {
     bits: Box<[u64]>,
 }
@@ -171,6 +256,8 @@ pub(crate) struct Doc {
     pub(crate) title_folded: Option<String>,
     /// The projected item texts, concatenated and zstd-compressed.
     packed: Box<[u8]>,
+    /// The dictionary `packed` was compressed with.
+    dict: Option<Arc<Dictionary>>,
     /// The end offset of each item in the decompressed text.
     ends: Box<[usize]>,
     bloom: Bloom,
@@ -182,17 +269,25 @@ pub(crate) struct IndexedItem<'a> {
 }
 
 thread_local! {
-    /// The thread's zstd decompression context, reused by every search.
-    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-        const { std::cell::RefCell::new(None) };
+    /// The thread's zstd contexts, reused by every doc it builds or reads:
+    /// creating one per call (a large allocation, zeroed) cost more than
+    /// the decompression.
+    static CONTEXTS: std::cell::RefCell<(Option<CCtx<'static>>, Option<DCtx<'static>>)> =
+        std::cell::RefCell::new((CCtx::try_create(), DCtx::try_create()));
     /// One bit per possible trigram (2 MiB), to count distinct trigrams in
     /// linear time; cleared after each use through the keys it collected.
     static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Doc {
-    /// Indexes the items of one session.
-    pub(crate) fn build(fingerprint: Option<Fingerprint>, title: Option<String>, items: Vec<IndexedItem<'_>>) -> Doc {
+    /// Indexes the items of one session, compressing its text with the
+    /// encoder's dictionary if given.
+    pub(crate) fn build(
+        fingerprint: Option<Fingerprint>,
+        title: Option<String>,
+        items: Vec<IndexedItem<'_>>,
+        encoder: Option<&Encoder>,
+    ) -> Doc {
         let total: usize = items.iter().map(|i| i.text.len()).sum();
         let mut text = String::with_capacity(total);
         let mut ends = Vec::with_capacity(items.len());
@@ -226,14 +321,31 @@ impl Doc {
         spaced.dedup();
         keys.extend(spaced);
         let bloom = Bloom::with_keys(&keys);
-        let packed = if text.is_empty() {
-            Vec::new()
-        } else {
-            // Compressing a String held in memory cannot fail.
-            zstd::bulk::compress(text.as_bytes(), ZSTD_LEVEL).unwrap_or_default()
-        };
+        let packed = compress(text.as_bytes(), encoder);
+        let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
         let title_folded = title.as_deref().map(|t| fold(t).into_owned());
-        Doc { fingerprint, title, title_folded, packed: packed.into_boxed_slice(), ends: ends.into(), bloom }
+        Doc { fingerprint, title, title_folded, packed, dict, ends: ends.into(), bloom }
+    }
+
+    /// Whether its text is compressed without a dictionary.
+    pub(crate) fn undicted(&self) -> bool {
+        self.dict.is_none() && !self.packed.is_empty()
+    }
+
+    /// The same doc with its text compressed with the encoder's
+    /// dictionary; `None` if its text does not decompress (never: the
+    /// index wrote it).
+    fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
+        let text = decompress(&self.packed, self.text_bytes(), self.dict.as_deref())?;
+        Some(Doc {
+            fingerprint: self.fingerprint.clone(),
+            title: self.title.clone(),
+            title_folded: self.title_folded.clone(),
+            packed: compress(&text, Some(encoder)),
+            dict: Some(Arc::clone(&encoder.dict)),
+            ends: self.ends.clone(),
+            bloom: self.bloom.clone(),
+        })
     }
 
     /// Whether the body may hold `needle` (lower-cased).
@@ -244,15 +356,7 @@ impl Doc {
     /// The decompressed text of all items, and where each item ends in it.
     pub(crate) fn text(&self) -> (String, &[usize]) {
         let Some(&len) = self.ends.last() else { return (String::new(), &[]) };
-        // One decompression context per thread: creating one per call
-        // (a large allocation, zeroed) cost more than the decompression.
-        let text = DECOMPRESSOR.with(|d| {
-            let mut d = d.borrow_mut();
-            if d.is_none() {
-                *d = zstd::bulk::Decompressor::new().ok();
-            }
-            d.as_mut().and_then(|d| d.decompress(&self.packed, len).ok()).unwrap_or_default()
-        });
+        let text = decompress(&self.packed, len, self.dict.as_deref()).unwrap_or_default();
         match String::from_utf8(text) {
             Ok(text) if text.len() == len => (text, &self.ends),
             // Never: the index wrote this text itself.
@@ -325,10 +429,19 @@ pub(crate) fn original_offset(original: &str, folded_at: usize) -> usize {
     original.len()
 }
 
-/// The built docs of a resolver, by session id.
+/// The built docs of a resolver, by session id, and the dictionary new
+/// docs are compressed with.
 #[derive(Default)]
 pub(crate) struct DocCache {
     docs: RwLock<HashMap<String, Arc<Doc>>>,
+    dictionary: RwLock<Option<Arc<Dictionary>>>,
+    /// Held while training or recompressing (one at a time).
+    settling: Mutex<()>,
+    /// The encoder of the docs being built, while any is.
+    encoder: Mutex<std::sync::Weak<Encoder>>,
+    /// After a failed training: the text without dictionary to wait for
+    /// before trying again.
+    retry_at: AtomicUsize,
 }
 
 impl DocCache {
@@ -342,16 +455,122 @@ impl DocCache {
         wanted.map(|(id, fp)| docs.get(id).filter(|d| fp.is_some() && d.fingerprint.as_ref() == fp).cloned()).collect()
     }
 
-    /// Appends every kept doc (see `persist.rs`).
+    /// The dictionary to compress new docs with, once trained.
+    pub(crate) fn dictionary(&self) -> Option<Arc<Dictionary>> {
+        self.dictionary.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// An encoder for the current dictionary, if there is one: the one the
+    /// docs being built share, else a new one (a few hundred KB, digested in
+    /// well under a millisecond), dropped with the last doc built with it.
+    pub(crate) fn encoder(&self) -> Option<Arc<Encoder>> {
+        let dict = self.dictionary()?;
+        let mut shared = self.encoder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = shared.upgrade().filter(|e| Arc::ptr_eq(&e.dict, &dict)) {
+            return Some(e);
+        }
+        let e = Arc::new(Encoder::new(&dict)?);
+        *shared = Arc::downgrade(&e);
+        Some(e)
+    }
+
+    /// The kept docs compressed without a dictionary, by id (so that what
+    /// is sampled does not depend on the map's order).
+    fn undicted(&self) -> Vec<(String, Arc<Doc>)> {
+        let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<(String, Arc<Doc>)> =
+            docs.iter().filter(|(_, d)| d.undicted()).map(|(id, d)| (id.clone(), Arc::clone(d))).collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Trains the dictionary once the kept docs compressed without one
+    /// hold `TRAIN_AT` bytes of text, then compresses every such doc with
+    /// it (a doc replaced meanwhile is left alone). Blocking; returns at
+    /// once while another call is at it.
+    pub(crate) fn settle(&self) {
+        let Ok(_one) = self.settling.try_lock() else { return };
+        let undicted = self.undicted();
+        if undicted.is_empty() {
+            return;
+        }
+        if self.dictionary().is_none() {
+            {
+                let bytes: usize = undicted.iter().map(|(_, d)| d.text_bytes()).sum();
+                if bytes < TRAIN_AT.max(self.retry_at.load(Ordering::Relaxed)) {
+                    return;
+                }
+                let mut samples = Vec::new();
+                let mut sampled = 0;
+                for (_, d) in &undicted {
+                    if sampled >= TRAIN_SAMPLE {
+                        break;
+                    }
+                    if let Some(text) = decompress(&d.packed, d.text_bytes(), None) {
+                        sampled += text.len();
+                        samples.push(text);
+                    }
+                }
+                // Kept only if it saves more than it weighs, extrapolated
+                // from the sample to all of these texts; else tried again
+                // once they have doubled.
+                let pays = Dictionary::train(&samples).map(Arc::new).filter(|dict| {
+                    let Some(encoder) = Encoder::new(dict) else { return false };
+                    let (plain, packed): (usize, usize) = undicted
+                        .iter()
+                        .zip(&samples)
+                        .map(|((_, d), text)| (d.packed.len(), compress(text, Some(&encoder)).len()))
+                        .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
+                    plain.saturating_sub(packed) as f64 * bytes as f64 / sampled as f64 > dict.bytes() as f64
+                });
+                let Some(dict) = pays else {
+                    self.retry_at.store(bytes.saturating_mul(2), Ordering::Relaxed);
+                    return;
+                };
+                *self.dictionary.write().unwrap_or_else(|e| e.into_inner()) = Some(dict);
+            }
+        }
+        let Some(encoder) = self.encoder() else { return };
+        let redone: Vec<(String, Arc<Doc>, Doc)> = undicted
+            .into_iter()
+            .filter_map(|(id, old)| Some((id, Arc::clone(&old), old.with_dictionary(&encoder)?)))
+            .collect();
+        let mut docs = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        for (id, old, new) in redone {
+            if let Some(held) = docs.get_mut(&id) {
+                if Arc::ptr_eq(held, &old) {
+                    *held = Arc::new(new);
+                }
+            }
+        }
+    }
+
+    /// Appends every kept doc and the dictionaries they use (see
+    /// `persist.rs`): the dictionaries first (the one for new docs first of
+    /// all), then per doc the number of its dictionary (0: none).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         use super::persist::{put, put_opt};
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         let kept: Vec<(&String, &Arc<Doc>)> = docs.iter().filter(|(_, d)| d.fingerprint.is_some()).collect();
+        let mut dicts: Vec<Arc<Dictionary>> = self.dictionary().into_iter().collect();
+        for (_, d) in &kept {
+            if let Some(dict) = &d.dict {
+                if !dicts.iter().any(|x| Arc::ptr_eq(x, dict)) {
+                    dicts.push(Arc::clone(dict));
+                }
+            }
+        }
+        out.extend_from_slice(&(dicts.len() as u64).to_le_bytes());
+        for dict in &dicts {
+            put(out, &dict.raw);
+        }
         out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
         for (id, d) in kept {
             put(out, id.as_bytes());
             put(out, d.fingerprint.as_ref().map_or(&[][..], Fingerprint::as_bytes));
             put_opt(out, d.title.as_deref().map(str::as_bytes));
+            let dict = d.dict.as_ref().and_then(|x| dicts.iter().position(|y| Arc::ptr_eq(x, y))).map_or(0, |i| i + 1);
+            out.extend_from_slice(&(dict as u64).to_le_bytes());
             put(out, &d.packed);
             out.extend_from_slice(&(d.ends.len() as u64).to_le_bytes());
             for &e in d.ends.iter() {
@@ -368,12 +587,21 @@ impl DocCache {
     /// offsets must ascend, and a doc's text must decompress to exactly
     /// its last offset when it is searched (else it reads as empty).
     pub(crate) fn decode(&self, input: &mut super::persist::Input<'_>) -> Option<Vec<(String, Doc)>> {
+        let count = input.u64()?;
+        let mut dicts = Vec::new();
+        for _ in 0..count {
+            dicts.push(Arc::new(Dictionary::new(input.bytes()?.into())?));
+        }
         let n = input.u64()?;
         let mut out = Vec::new();
         for _ in 0..n {
             let id = input.string()?;
             let fingerprint = Some(input.fingerprint()?);
             let title = input.opt_string()?;
+            let dict = match usize::try_from(input.u64()?).ok()? {
+                0 => None,
+                i => Some(Arc::clone(dicts.get(i - 1)?)),
+            };
             let packed: Box<[u8]> = input.bytes()?.into();
             let count = usize::try_from(input.u64()?).ok()?;
             let mut ends = Vec::with_capacity(count.min(input.0.len() / 8));
@@ -390,13 +618,19 @@ impl DocCache {
             }
             let title_folded = title.as_deref().map(|t| fold(t).into_owned());
             let bloom = Bloom { bits: bits.into() };
-            out.push((id, Doc { fingerprint, title, title_folded, packed, ends: ends.into(), bloom }));
+            out.push((id, Doc { fingerprint, title, title_folded, packed, dict, ends: ends.into(), bloom }));
         }
         Some(out)
     }
 
-    /// Keeps every `(id, doc)`.
+    /// Keeps every `(id, doc)`; without a dictionary of its own yet, the
+    /// cache takes the one the first of them uses.
     pub(crate) fn insert_all(&self, docs: Vec<(String, Doc)>) {
+        let mut dictionary = self.dictionary.write().unwrap_or_else(|e| e.into_inner());
+        if dictionary.is_none() {
+            *dictionary = docs.iter().find_map(|(_, d)| d.dict.clone());
+        }
+        drop(dictionary);
         let mut held = self.docs.write().unwrap_or_else(|e| e.into_inner());
         for (id, doc) in docs {
             held.insert(id, Arc::new(doc));
@@ -422,17 +656,28 @@ impl DocCache {
         self.docs.write().unwrap_or_else(|e| e.into_inner()).retain(|id, _| keep(id));
     }
 
+    /// Forgets every doc and the dictionary (trained on them).
     pub(crate) fn clear(&self) {
         self.docs.write().unwrap_or_else(|e| e.into_inner()).clear();
+        *self.dictionary.write().unwrap_or_else(|e| e.into_inner()) = None;
+        self.retry_at.store(0, Ordering::Relaxed);
     }
 
     /// (sessions, projected text bytes, index bytes, of which filters) of
-    /// the kept docs.
+    /// the kept docs; the index bytes count each dictionary once.
     pub(crate) fn stats(&self) -> (usize, usize, usize, usize) {
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         let text = docs.values().map(|d| d.text_bytes()).sum();
         let filters = docs.values().map(|d| d.bloom.bytes()).sum();
-        let index = docs.values().map(|d| d.index_bytes()).sum::<usize>() + docs.keys().map(String::len).sum::<usize>();
+        let current = self.dictionary();
+        let mut dicts: Vec<&Arc<Dictionary>> =
+            docs.values().filter_map(|d| d.dict.as_ref()).chain(current.as_ref()).collect();
+        dicts.sort_unstable_by_key(|d| Arc::as_ptr(d));
+        dicts.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let dictionaries: usize = dicts.iter().map(|d| d.bytes()).sum();
+        let index = docs.values().map(|d| d.index_bytes()).sum::<usize>()
+            + docs.keys().map(String::len).sum::<usize>()
+            + dictionaries;
         (docs.len(), text, index, filters)
     }
 }
@@ -442,7 +687,7 @@ mod tests {
     use super::*;
 
     fn doc(texts: &[&str]) -> Doc {
-        Doc::build(None, None, texts.iter().map(|t| IndexedItem { text: Cow::Borrowed(*t) }).collect())
+        Doc::build(None, None, texts.iter().map(|t| IndexedItem { text: Cow::Borrowed(*t) }).collect(), None)
     }
 
     #[test]
@@ -484,6 +729,112 @@ mod tests {
             if !needle.is_empty() && !d.ends.is_empty() {
                 proptest::prop_assert!(d.may_contain(&needle), "{needle:?} in {texts:?}");
             }
+        }
+    }
+
+    /// `n` bytes of words drawn with a skew from a fixed vocabulary of
+    /// `vocabulary` random words (deterministic), so that texts share
+    /// their words as real sessions do.
+    fn prose(seed: u64, n: usize, vocabulary: usize) -> String {
+        let x = std::cell::Cell::new(0x9e37_79b9_7f4a_7c15_u64);
+        let next = || {
+            let mut v = x.get();
+            v ^= v << 13;
+            v ^= v >> 7;
+            v ^= v << 17;
+            x.set(v);
+            v as usize
+        };
+        let words: Vec<String> = (0..vocabulary)
+            .map(|_| {
+                (0..3 + next() % 7)
+                    .map(|_| char::from(b"etaoinshrdlucmfwypvbgkqjxz"[next() % 26 * (next() % 26) / 26]))
+                    .collect()
+            })
+            .collect();
+        // The same words for every text, each text its own draw of them.
+        x.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+        let mut out = String::new();
+        while out.len() < n {
+            out.push_str(&words[next() % vocabulary * (next() % vocabulary) / vocabulary]);
+            out.push(if next() % 9 == 0 { '\n' } else { ' ' });
+        }
+        out
+    }
+
+    /// 64 sessions of 8 messages, `vocabulary` words in all.
+    fn big_cache(vocabulary: usize) -> (DocCache, Vec<(String, Vec<String>)>) {
+        let cache = DocCache::default();
+        let mut texts = Vec::new();
+        for i in 0..64u64 {
+            let items: Vec<String> = (0..8).map(|j| prose(i * 8 + j + 1, 4200, vocabulary)).collect();
+            let doc = Doc::build(
+                Some(Fingerprint::from_u64(i)),
+                Some(format!("Title {i}")),
+                items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect(),
+                cache.encoder().as_deref(),
+            );
+            cache.put(&format!("s{i}"), &Arc::new(doc));
+            texts.push((format!("s{i}"), items));
+        }
+        (cache, texts)
+    }
+
+    fn held(cache: &DocCache, id: &str) -> Arc<Doc> {
+        Arc::clone(cache.docs.read().unwrap().get(id).unwrap())
+    }
+
+    #[test]
+    fn the_index_trains_a_dictionary_and_recompresses_what_it_held() {
+        let (cache, texts) = big_cache(5000);
+        let (_, text, before, _) = cache.stats();
+        assert!(text >= TRAIN_AT && cache.dictionary().is_none());
+        cache.settle();
+        let dict = cache.dictionary().expect("trained");
+        let (_, _, after, _) = cache.stats();
+        assert!(after < before, "{after} < {before}");
+        for (id, items) in &texts {
+            let doc = held(&cache, id);
+            assert!(doc.dict.as_ref().is_some_and(|d| Arc::ptr_eq(d, &dict)), "{id}");
+            assert_eq!(&doc.items(), items, "{id}");
+        }
+        // A doc built now uses it at once.
+        let encoder = cache.encoder();
+        let doc = Doc::build(None, None, vec![IndexedItem { text: Cow::Borrowed("re7 de14") }], encoder.as_deref());
+        assert!(!doc.undicted());
+        assert_eq!(doc.items(), ["re7 de14"]);
+    }
+
+    #[test]
+    fn a_dictionary_that_would_not_pay_for_itself_is_not_kept() {
+        // So few words that zstd alone finds them in each text.
+        let (cache, _) = big_cache(20);
+        cache.settle();
+        assert!(cache.dictionary().is_none());
+        assert!(cache.retry_at.load(Ordering::Relaxed) > 2 * TRAIN_AT, "tried again once the texts doubled");
+        cache.settle();
+        assert!(cache.dictionary().is_none());
+    }
+
+    #[test]
+    fn a_dictionary_survives_the_cache_file_round_trip() {
+        let (cache, texts) = big_cache(5000);
+        cache.settle();
+        let mut bytes = Vec::new();
+        cache.encode(&mut bytes);
+        let loaded = DocCache::default();
+        let docs = loaded.decode(&mut super::super::persist::Input(&bytes)).expect("well-formed");
+        loaded.insert_all(docs);
+        assert!(loaded.dictionary().is_some(), "adopted for the docs built next");
+        assert_eq!(loaded.stats(), cache.stats());
+        for (id, items) in &texts {
+            let (a, b) = (held(&cache, id), held(&loaded, id));
+            assert_eq!(&b.items(), items, "{id}");
+            assert_eq!(a.bloom.bits, b.bloom.bits, "{id}");
+        }
+        // Cut anywhere, the docs part is rejected, never half used.
+        for cut in [0, 8, 100, bytes.len() / 2, bytes.len() - 1] {
+            assert!(DocCache::default().decode(&mut super::super::persist::Input(&bytes[..cut])).is_none(), "{cut}");
         }
     }
 
