@@ -395,7 +395,7 @@ fn score(
         let cwd = s.cwd.as_deref().map(fold);
         let cwd = cwd.as_deref().unwrap_or("");
         let in_fields = |w: &str| title.contains(w) || id.contains(w) || cwd.contains(w);
-        if !query.words.iter().all(|w| in_fields(&w.text) || doc.may_contain(&w.text)) {
+        if !query.words.iter().all(|w| in_fields(&w.text) || doc.may_contain(w)) {
             continue;
         }
         let phrase = query.phrase.text.as_str();
@@ -405,7 +405,7 @@ fn score(
             (1, Some((MatchField::Id, s.id.clone())))
         } else if cwd.contains(phrase) {
             (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
-        } else if doc.may_contain(phrase) {
+        } else if doc.may_contain(&query.phrase) {
             (1, None)
         } else {
             (2, None)
@@ -686,16 +686,20 @@ impl Resolver {
         // train one, it is trained before the rest are built, so a first
         // build compresses nearly everything once, with it.
         let mut plain = 0;
+        // Held while building, so that every doc shares one encoder.
+        let mut encoder = any.then(|| self.discovery.docs.encoder()).flatten();
         while let Some((i, doc)) = built.next().await {
             if doc.undicted() {
                 plain += doc.text_bytes();
                 if plain >= TRAIN_AT {
                     plain = 0;
                     self.settle_index().await;
+                    encoder = self.discovery.docs.encoder();
                 }
             }
             docs[i] = Some(doc);
         }
+        drop(encoder);
         if any {
             self.settle_index().await;
         }

@@ -36,31 +36,75 @@ const ZSTD_LEVEL: i32 = 3;
 pub(crate) const TRAIN_AT: usize = 2 << 20;
 const TRAIN_SAMPLE: usize = 2 << 20;
 const DICTIONARY_BYTES: usize = 64 << 10;
+/// A key is common when at least this share of the sampled texts hold it,
+/// out of at least `COMMON_SAMPLES` of them.
+const COMMON: (usize, usize) = (9, 10);
+const COMMON_SAMPLES: usize = 20;
 
 /// A zstd dictionary trained on a sample of the index's own texts, kept
 /// once per index: one session's text is small for zstd alone (a few tens
 /// of KB), and sessions share most of their vocabulary.
+///
+/// With it come the filter keys nearly every sampled text holds (`COMMON`):
+/// they rule out almost nothing, so the filters of docs built with this
+/// dictionary leave them out and a query does not test them there (a
+/// third of the keys of a session on the bench).
 pub(crate) struct Dictionary {
+    /// Unique in the process, to tell dictionaries apart cheaply.
+    id: u64,
     raw: Box<[u8]>,
     decompress: DDict<'static>,
+    common: KeySet,
 }
 
 impl Dictionary {
-    /// A dictionary from its bytes (as trained, or read back from a cache
-    /// file); `None` if zstd rejects them.
-    fn new(raw: Box<[u8]>) -> Option<Dictionary> {
+    /// A dictionary from its bytes and common keys (as trained, or read
+    /// back from a cache file); `None` if zstd rejects the bytes or the
+    /// keys are not sorted.
+    fn new(raw: Box<[u8]>, common: Box<[u64]>) -> Option<Dictionary> {
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        if common.windows(2).any(|w| w[0] >= w[1]) {
+            return None;
+        }
         let decompress = DDict::try_create(&raw)?;
-        Some(Dictionary { raw, decompress })
+        let common = KeySet::new(&common);
+        Some(Dictionary { id: IDS.fetch_add(1, Ordering::Relaxed), raw, decompress, common })
     }
 
-    fn train(samples: &[Vec<u8>]) -> Option<Dictionary> {
-        let raw = zstd::dict::from_samples(samples, DICTIONARY_BYTES).ok()?;
-        Dictionary::new(raw.into_boxed_slice())
+    /// Trains one on sample texts (each with its items' ends); also
+    /// returns how many keys of the samples are common.
+    fn train(samples: &[(Vec<u8>, &[usize])]) -> Option<(Dictionary, usize)> {
+        let texts: Vec<&[u8]> = samples.iter().map(|(t, _)| t.as_slice()).collect();
+        let raw = zstd::dict::from_samples(&texts, DICTIONARY_BYTES).ok()?;
+        let mut common = Vec::new();
+        let mut left_out = 0;
+        if samples.len() >= COMMON_SAMPLES {
+            let mut counts: HashMap<u64, usize> = HashMap::new();
+            for (text, ends) in samples {
+                for k in distinct_keys(items_of(std::str::from_utf8(text).ok()?, ends), None).0 {
+                    *counts.entry(k).or_default() += 1;
+                }
+            }
+            let at_least = (samples.len() * COMMON.0).div_ceil(COMMON.1);
+            for (k, n) in counts {
+                if n >= at_least {
+                    common.push(k);
+                    left_out += n;
+                }
+            }
+            common.sort_unstable();
+        }
+        Some((Dictionary::new(raw.into_boxed_slice(), common.into())?, left_out))
     }
 
-    /// Bytes it holds: its own, and zstd's digested form for reading.
+    fn is_common(&self, key: u64) -> bool {
+        self.common.contains(key, hash(key))
+    }
+
+    /// Bytes it holds: its own, zstd's digested form for reading, and the
+    /// common keys.
     fn bytes(&self) -> usize {
-        self.raw.len() + self.decompress.sizeof()
+        self.raw.len() + self.decompress.sizeof() + self.common.bytes()
     }
 }
 
@@ -75,6 +119,59 @@ pub(crate) struct Encoder {
 impl Encoder {
     fn new(dict: &Arc<Dictionary>) -> Option<Encoder> {
         Some(Encoder { dict: Arc::clone(dict), compress: CDict::try_create(&dict.raw, ZSTD_LEVEL)? })
+    }
+}
+
+/// A set of filter keys (a dictionary's common keys): open addressing on
+/// their [`hash`], a few nanoseconds a lookup.
+struct KeySet {
+    slots: Box<[u64]>,
+}
+
+impl KeySet {
+    /// No key is this (keys are below 2^33).
+    const FREE: u64 = u64::MAX;
+
+    fn new(keys: &[u64]) -> KeySet {
+        if keys.is_empty() {
+            return KeySet { slots: Box::default() };
+        }
+        let mask = (keys.len() * 2).next_power_of_two() - 1;
+        let mut slots = vec![Self::FREE; mask + 1].into_boxed_slice();
+        for &k in keys {
+            let mut i = hash(k) as usize & mask;
+            while slots[i] != Self::FREE && slots[i] != k {
+                i = (i + 1) & mask;
+            }
+            slots[i] = k;
+        }
+        KeySet { slots }
+    }
+
+    /// Whether `key` (whose hash is `h`) is in the set.
+    fn contains(&self, key: u64, h: u64) -> bool {
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut i = h as usize & mask;
+        while let Some(&slot) = self.slots.get(i) {
+            if slot == key {
+                return true;
+            }
+            if slot == Self::FREE {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+        false
+    }
+
+    fn sorted(&self) -> Vec<u64> {
+        let mut keys: Vec<u64> = self.slots.iter().copied().filter(|&k| k != Self::FREE).collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    fn bytes(&self) -> usize {
+        self.slots.len() * 8
     }
 }
 
@@ -125,14 +222,22 @@ fn decompress(packed: &[u8], len: usize, dict: Option<&Dictionary>) -> Option<Ve
 /// A needle that occurs in a text has all its keys among the text's (its
 /// windows are the text's windows), so the filter never misses.
 fn keys(text: &[u8], mut f: impl FnMut(u64)) {
-    for w in text.windows(3) {
-        if !w.iter().any(u8::is_ascii_whitespace) {
-            f(trigram(w));
-        }
-    }
-    for w in text.windows(5) {
-        if w[2] == b' ' {
-            f(SPACED | (u64::from(w[0]) << 24) | (u64::from(w[1]) << 16) | (u64::from(w[3]) << 8) | u64::from(w[4]));
+    // The last three bytes, and how many of the last bytes are not
+    // whitespace.
+    let (mut last, mut clean) = (0u64, 0usize);
+    for (i, &b) in text.iter().enumerate() {
+        last = ((last << 8) | u64::from(b)) & 0xff_ffff;
+        if b.is_ascii_whitespace() {
+            clean = 0;
+            if b == b' ' && i >= 2 && i + 2 < text.len() {
+                let around = [text[i - 2], text[i - 1], text[i + 1], text[i + 2]];
+                f(SPACED | u64::from(u32::from_be_bytes(around)));
+            }
+        } else {
+            clean += 1;
+            if clean >= 3 {
+                f(last);
+            }
         }
     }
 }
@@ -140,14 +245,14 @@ fn keys(text: &[u8], mut f: impl FnMut(u64)) {
 /// Trigram keys are below 2^24; keys around a space have this bit.
 const SPACED: u64 = 1 << 32;
 
-fn trigram(w: &[u8]) -> u64 {
-    (u64::from(w[0]) << 16) | (u64::from(w[1]) << 8) | u64::from(w[2])
-}
-
 /// A Bloom filter over the keys of [`keys`].
-#[derive(Clone)]
 pub(crate) struct Bloom {
     bits: Box<[u64]>,
+}
+
+/// A key's hash, from which its probes are drawn.
+fn hash(key: u64) -> u64 {
+    mix(key + 0x9e37_79b9_7f4a_7c15)
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -158,23 +263,24 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Bloom {
-    fn with_keys(keys: &[u64]) -> Bloom {
+    /// A filter of the keys of [`distinct_keys`], sized by the distinct
+    /// ones.
+    fn with_keys((keys, again): (Vec<u64>, Vec<u64>)) -> Bloom {
         if keys.is_empty() {
             return Bloom { bits: Box::new([]) };
         }
         let words = (keys.len() * BITS_PER_KEY).div_ceil(64);
         let mut bits = vec![0u64; words].into_boxed_slice();
         let m = (words * 64) as u64;
-        for &k in keys {
-            for p in Self::probes(k, m) {
+        for h in keys.into_iter().chain(again).map(hash) {
+            for p in Self::probes(h, m) {
                 bits[(p / 64) as usize] |= 1 << (p % 64);
             }
         }
         Bloom { bits }
     }
 
-    fn probes(key: u64, m: u64) -> impl Iterator<Item = u64> {
-        let h = mix(key + 0x9e37_79b9_7f4a_7c15);
+    fn probes(h: u64, m: u64) -> impl Iterator<Item = u64> {
         let (h1, h2) = (h, h.rotate_left(32) | 1);
         (0..PROBES).map(move |i| {
             let x = h1.wrapping_add(i.wrapping_mul(h2));
@@ -182,20 +288,13 @@ impl Bloom {
         })
     }
 
-    fn contains(&self, key: u64) -> bool {
+    /// Whether the key of this [`hash`] may be present.
+    fn contains(&self, h: u64) -> bool {
         if self.bits.is_empty() {
             return false;
         }
         let m = (self.bits.len() * 64) as u64;
-        Self::probes(key, m).all(|p| self.bits[(p / 64) as usize] & (1 << (p % 64)) != 0)
-    }
-
-    /// Whether every key of `needle` (lower-cased bytes) may be present.
-    /// Always true for a needle without keys (shorter than three bytes).
-    pub(crate) fn may_contain(&self, needle: &[u8]) -> bool {
-        let mut all = true;
-        keys(needle, |k| all = all && self.contains(k));
-        all
+        Self::probes(h, m).all(|p| self.bits[(p / 64) as usize] & (1 << (p % 64)) != 0)
     }
 
     fn bytes(&self) -> usize {
@@ -246,6 +345,95 @@ fn caseless(c: char) -> bool {
     matches!(c, '\u{3000}'..='\u{9fff}' | '\u{ac00}'..='\u{d7a3}')
 }
 
+/// The items of a doc's text, by their ends.
+fn items_of<'a>(text: &'a str, ends: &'a [usize]) -> impl Iterator<Item = &'a str> + Clone {
+    let mut start = 0;
+    ends.iter().map(move |&end| {
+        let item = text.get(start..end).unwrap_or_default();
+        start = end;
+        item
+    })
+}
+
+/// The filter keys of the lower-cased items (a key never spans two
+/// items, as a match never does) less the common keys of `dict`, each
+/// once; and the keys around spaces that may be repeats (their slot in a
+/// bitmap was taken), which the filter sets again but does not count when
+/// it is sized.
+fn distinct_keys<'a>(items: impl Iterator<Item = &'a str> + Clone, dict: Option<&Dictionary>) -> (Vec<u64>, Vec<u64>) {
+    let (mut keys, mut again) = (Vec::new(), Vec::new());
+    // About 8 slots per key around a space (one per byte), at most 2^20.
+    let bytes: usize = items.clone().map(str::len).sum();
+    let shift = 64 - bytes.clamp(1 << 9, 1 << 20).next_power_of_two().trailing_zeros();
+    let spaced_slot = |k: u64| (k & 0xffff_ffff).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift;
+    SEEN.with(|seen| {
+        let seen = &mut *seen.borrow_mut();
+        if seen.trigrams.is_empty() {
+            seen.trigrams.resize(1 << 18, 0);
+            seen.spaced.resize(1 << 14, 0);
+        }
+        // The common trigrams are marked seen already: they are skipped
+        // at the cost of the test every trigram takes anyway.
+        let id = dict.map_or(0, |d| d.id);
+        if seen.common_of != id {
+            for &k in &seen.common {
+                seen.trigrams[(k >> 6) as usize] &= !(1 << (k & 63));
+            }
+            seen.common = dict.map(|d| d.common.sorted()).unwrap_or_default();
+            seen.common.retain(|&k| k & SPACED == 0);
+            for &k in &seen.common {
+                seen.trigrams[(k >> 6) as usize] |= 1 << (k & 63);
+            }
+            seen.common_of = id;
+        }
+        let (trigrams, spaced) = (&mut seen.trigrams, &mut seen.spaced);
+        for item in items {
+            self::keys(fold(item).as_bytes(), |k| {
+                if k & SPACED == 0 {
+                    let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
+                    if trigrams[word] & bit == 0 {
+                        trigrams[word] |= bit;
+                        keys.push(k);
+                    }
+                    return;
+                }
+                if dict.is_some_and(|d| d.is_common(k)) {
+                    return;
+                }
+                let at = spaced_slot(k);
+                let (word, bit) = ((at >> 6) as usize, 1u64 << (at & 63));
+                if spaced[word] & bit == 0 {
+                    spaced[word] |= bit;
+                    keys.push(k);
+                } else {
+                    again.push(k);
+                }
+            });
+        }
+        for &k in &keys {
+            match k & SPACED {
+                0 => trigrams[(k >> 6) as usize] &= !(1 << (k & 63)),
+                _ => spaced[(spaced_slot(k) >> 6) as usize] = 0,
+            }
+        }
+    });
+    (keys, again)
+}
+
+/// The scratch of [`distinct_keys`], per thread.
+#[derive(Default)]
+struct Seen {
+    /// One bit per possible trigram (2 MiB).
+    trigrams: Vec<u64>,
+    /// Up to 2^20 bits for the keys around spaces (one per byte of the
+    /// text, so that it stays in cache for a small one).
+    spaced: Vec<u64>,
+    /// The common trigrams marked in `trigrams`, and the id of their
+    /// dictionary (0: none).
+    common: Vec<u64>,
+    common_of: u64,
+}
+
 /// The indexed body of one session.
 pub(crate) struct Doc {
     /// The fingerprint it was built under (`None`: built for one query).
@@ -274,9 +462,10 @@ thread_local! {
     /// the decompression.
     static CONTEXTS: std::cell::RefCell<(Option<CCtx<'static>>, Option<DCtx<'static>>)> =
         std::cell::RefCell::new((CCtx::try_create(), DCtx::try_create()));
-    /// One bit per possible trigram (2 MiB), to count distinct trigrams in
-    /// linear time; cleared after each use through the keys it collected.
-    static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Bitmaps to find the distinct keys of a text in linear time, left
+    /// clear after each use (but for the common trigrams of the last
+    /// dictionary used) through the keys they collected.
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::default());
 }
 
 impl Doc {
@@ -291,36 +480,11 @@ impl Doc {
         let total: usize = items.iter().map(|i| i.text.len()).sum();
         let mut text = String::with_capacity(total);
         let mut ends = Vec::with_capacity(items.len());
-        let mut keys: Vec<u64> = Vec::new();
-        let mut spaced: Vec<u64> = Vec::new();
-        SEEN.with(|seen| {
-            let mut seen = seen.borrow_mut();
-            if seen.is_empty() {
-                seen.resize(1 << 18, 0);
-            }
-            for item in &items {
-                text.push_str(&item.text);
-                ends.push(text.len());
-                self::keys(fold(&item.text).as_bytes(), |k| {
-                    if k & SPACED != 0 {
-                        spaced.push(k);
-                        return;
-                    }
-                    let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
-                    if seen[word] & bit == 0 {
-                        seen[word] |= bit;
-                        keys.push(k);
-                    }
-                });
-            }
-            for &k in &keys {
-                seen[(k >> 6) as usize] = 0;
-            }
-        });
-        spaced.sort_unstable();
-        spaced.dedup();
-        keys.extend(spaced);
-        let bloom = Bloom::with_keys(&keys);
+        for item in &items {
+            text.push_str(&item.text);
+            ends.push(text.len());
+        }
+        let bloom = Bloom::with_keys(distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict)));
         let packed = compress(text.as_bytes(), encoder);
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
         let title_folded = title.as_deref().map(|t| fold(t).into_owned());
@@ -333,10 +497,12 @@ impl Doc {
     }
 
     /// The same doc with its text compressed with the encoder's
-    /// dictionary; `None` if its text does not decompress (never: the
-    /// index wrote it).
+    /// dictionary, and its filter without the dictionary's common keys;
+    /// `None` if its text does not decompress (never: the index wrote it).
     fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
         let text = decompress(&self.packed, self.text_bytes(), self.dict.as_deref())?;
+        let items = items_of(std::str::from_utf8(&text).ok()?, &self.ends);
+        let keys = distinct_keys(items, Some(&encoder.dict));
         Some(Doc {
             fingerprint: self.fingerprint.clone(),
             title: self.title.clone(),
@@ -344,13 +510,15 @@ impl Doc {
             packed: compress(&text, Some(encoder)),
             dict: Some(Arc::clone(&encoder.dict)),
             ends: self.ends.clone(),
-            bloom: self.bloom.clone(),
+            bloom: Bloom::with_keys(keys),
         })
     }
 
-    /// Whether the body may hold `needle` (lower-cased).
-    pub(crate) fn may_contain(&self, needle: &str) -> bool {
-        !self.ends.is_empty() && self.bloom.may_contain(needle.as_bytes())
+    /// Whether the body may hold `needle`: every key of it that this
+    /// doc's filter was built with may be present. Always true for a needle
+    /// without such keys (shorter than three bytes, or only common keys).
+    pub(crate) fn may_contain(&self, needle: &Needle) -> bool {
+        !self.ends.is_empty() && needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| self.bloom.contains(h)))
     }
 
     /// The decompressed text of all items, and where each item ends in it.
@@ -399,12 +567,38 @@ impl Doc {
 pub(crate) struct Needle {
     pub(crate) text: String,
     finder: memmem::Finder<'static>,
+    /// Its distinct filter keys.
+    keys: Box<[u64]>,
+    /// The hashes of its keys a doc's filter is tested with, per
+    /// dictionary (by id; 0: none, every key), made on first use.
+    hashes: std::cell::RefCell<Vec<(u64, Box<[u64]>)>>,
 }
 
 impl Needle {
     pub(crate) fn new(text: String) -> Needle {
         let finder = memmem::Finder::new(text.as_bytes()).into_owned();
-        Needle { text, finder }
+        let mut keys = Vec::new();
+        self::keys(text.as_bytes(), |k| keys.push(k));
+        keys.sort_unstable();
+        keys.dedup();
+        Needle { text, finder, keys: keys.into(), hashes: Default::default() }
+    }
+
+    /// Runs `f` on the hashes of the keys a filter built with `dict` holds
+    /// if the needle is there: all of them, less the dictionary's common
+    /// keys (which such a filter leaves out).
+    fn with_hashes<T>(&self, dict: Option<&Dictionary>, f: impl FnOnce(&[u64]) -> T) -> T {
+        let id = dict.map_or(0, |d| d.id);
+        let mut memo = self.hashes.borrow_mut();
+        let at = match memo.iter().position(|(i, _)| *i == id) {
+            Some(at) => at,
+            None => {
+                let kept = self.keys.iter().filter(|&&k| dict.is_none_or(|d| !d.is_common(k))).map(|&k| hash(k));
+                memo.push((id, kept.collect()));
+                memo.len() - 1
+            }
+        };
+        f(&memo[at].1)
     }
 
     /// The first occurrence in `folded`.
@@ -508,22 +702,25 @@ impl DocCache {
                     }
                     if let Some(text) = decompress(&d.packed, d.text_bytes(), None) {
                         sampled += text.len();
-                        samples.push(text);
+                        samples.push((text, &d.ends[..]));
                     }
                 }
                 // Kept only if it saves more than it weighs, extrapolated
                 // from the sample to all of these texts; else tried again
                 // once they have doubled.
-                let pays = Dictionary::train(&samples).map(Arc::new).filter(|dict| {
+                // (Compressed text and filter bits saved.)
+                let trained = Dictionary::train(&samples).map(|(dict, n)| (Arc::new(dict), n));
+                let pays = trained.filter(|(dict, left_out)| {
                     let Some(encoder) = Encoder::new(dict) else { return false };
                     let (plain, packed): (usize, usize) = undicted
                         .iter()
                         .zip(&samples)
-                        .map(|((_, d), text)| (d.packed.len(), compress(text, Some(&encoder)).len()))
+                        .map(|((_, d), (text, _))| (d.packed.len(), compress(text, Some(&encoder)).len()))
                         .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
-                    plain.saturating_sub(packed) as f64 * bytes as f64 / sampled as f64 > dict.bytes() as f64
+                    let saved = plain.saturating_sub(packed) + left_out * BITS_PER_KEY / 8;
+                    saved as f64 * bytes as f64 / sampled as f64 > dict.bytes() as f64
                 });
-                let Some(dict) = pays else {
+                let Some((dict, _)) = pays else {
                     self.retry_at.store(bytes.saturating_mul(2), Ordering::Relaxed);
                     return;
                 };
@@ -563,6 +760,11 @@ impl DocCache {
         out.extend_from_slice(&(dicts.len() as u64).to_le_bytes());
         for dict in &dicts {
             put(out, &dict.raw);
+            let common = dict.common.sorted();
+            out.extend_from_slice(&(common.len() as u64).to_le_bytes());
+            for &k in &common {
+                out.extend_from_slice(&k.to_le_bytes());
+            }
         }
         out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
         for (id, d) in kept {
@@ -590,7 +792,13 @@ impl DocCache {
         let count = input.u64()?;
         let mut dicts = Vec::new();
         for _ in 0..count {
-            dicts.push(Arc::new(Dictionary::new(input.bytes()?.into())?));
+            let raw: Box<[u8]> = input.bytes()?.into();
+            let n = usize::try_from(input.u64()?).ok()?;
+            let mut common = Vec::with_capacity(n.min(input.0.len() / 8));
+            for _ in 0..n {
+                common.push(input.u64()?);
+            }
+            dicts.push(Arc::new(Dictionary::new(raw, common.into())?));
         }
         let n = input.u64()?;
         let mut out = Vec::new();
@@ -686,6 +894,10 @@ impl DocCache {
 mod tests {
     use super::*;
 
+    fn may(d: &Doc, needle: &str) -> bool {
+        d.may_contain(&Needle::new(needle.to_owned()))
+    }
+
     fn doc(texts: &[&str]) -> Doc {
         Doc::build(None, None, texts.iter().map(|t| IndexedItem { text: Cow::Borrowed(*t) }).collect(), None)
     }
@@ -694,21 +906,21 @@ mod tests {
     fn the_filter_never_misses_a_substring() {
         let d = doc(&["Fix PR1137 before 发布版本", "naïve ÉCOLE"]);
         for n in ["pr1137", "1137", "发布", "版本", "école", "naïve", "fix pr", "e 发"] {
-            assert!(d.may_contain(n), "{n}");
+            assert!(may(&d, n), "{n}");
         }
-        assert!(!d.may_contain("zzzz"));
+        assert!(!may(&d, "zzzz"));
         assert_eq!(d.items(), vec!["Fix PR1137 before 发布版本".to_owned(), "naïve ÉCOLE".to_owned()]);
     }
 
     #[test]
     fn the_filter_rules_out_a_phrase_whose_words_are_apart() {
         let d = doc(&["the parser builds a tree", "cache keys", "the parser cache"]);
-        assert!(d.may_contain("parser cache"), "in the last message");
-        assert!(d.may_contain("tree"));
+        assert!(may(&d, "parser cache"), "in the last message");
+        assert!(may(&d, "tree"));
         // The words are all there, never side by side; nor across the end
         // of one message and the start of the next ("tree" + "cache").
         for apart in ["builds tree", "tree cache", "cache tree", "keys parser"] {
-            assert!(!d.may_contain(apart), "{apart}");
+            assert!(!may(&d, apart), "{apart}");
         }
     }
 
@@ -727,7 +939,7 @@ mod tests {
             let from = from.min(chars.len());
             let needle: String = chars[from..(from + len).min(chars.len())].iter().collect();
             if !needle.is_empty() && !d.ends.is_empty() {
-                proptest::prop_assert!(d.may_contain(&needle), "{needle:?} in {texts:?}");
+                proptest::prop_assert!(may(&d, &needle), "{needle:?} in {texts:?}");
             }
         }
     }
@@ -793,11 +1005,29 @@ mod tests {
         let dict = cache.dictionary().expect("trained");
         let (_, _, after, _) = cache.stats();
         assert!(after < before, "{after} < {before}");
+        assert!(!dict.common.sorted().is_empty(), "keys nearly every text holds");
         for (id, items) in &texts {
             let doc = held(&cache, id);
             assert!(doc.dict.as_ref().is_some_and(|d| Arc::ptr_eq(d, &dict)), "{id}");
             assert_eq!(&doc.items(), items, "{id}");
+            // Its filter left the common keys out, and still never misses.
+            for item in items {
+                let words: Vec<&str> = item.split(' ').collect();
+                for n in [words[3], &item[10..30], &words[5..8].join(" "), item.as_str()] {
+                    assert!(may(&doc, n.trim()), "{n:?} in {id}");
+                }
+            }
         }
+        // A word of common trigrams only passes every filter untested; one
+        // that is nowhere is still ruled out.
+        let common: Vec<u64> = dict.common.sorted();
+        let word: String = common
+            .iter()
+            .find(|&&k| k & SPACED == 0 && k.to_be_bytes()[5..].iter().all(u8::is_ascii_lowercase))
+            .map(|&k| k.to_be_bytes()[5..].iter().map(|&b| char::from(b)).collect())
+            .unwrap();
+        assert!(texts.iter().all(|(id, _)| may(&held(&cache, id), &word)), "{word}");
+        assert!(texts.iter().all(|(id, _)| !may(&held(&cache, id), "qqqzzzxx")));
         // A doc built now uses it at once.
         let encoder = cache.encoder();
         let doc = Doc::build(None, None, vec![IndexedItem { text: Cow::Borrowed("re7 de14") }], encoder.as_deref());
