@@ -390,7 +390,7 @@ fn score(
         if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(Error::cancelled());
         }
-        let title = doc.title_folded.as_deref().unwrap_or("");
+        let title = doc.title_folded();
         let id = fold(&s.id);
         let cwd = s.cwd.as_deref().map(fold);
         let cwd = cwd.as_deref().unwrap_or("");
@@ -453,7 +453,7 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
     let mut folded_text = String::with_capacity(text.len());
     let mut spans: Vec<(&str, std::ops::Range<usize>)> = Vec::with_capacity(ends.len());
     let mut start = 0;
-    for &end in ends {
+    for &end in &ends {
         let item = text.get(start..end).unwrap_or_default();
         let from = folded_text.len();
         fold_into(item, &mut folded_text);
@@ -471,7 +471,7 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
     }
     // Scattered words: each must be somewhere; the best message holds the
     // most distinct words (the first of those).
-    let title = doc.title_folded.as_deref().unwrap_or("");
+    let title = doc.title_folded();
     let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
     let mut best: Option<(usize, usize, usize)> = None; // (count, item, first hit)
     let mut found = vec![false; query.words.len()];

@@ -38,7 +38,7 @@ const TRAIN_SAMPLE: usize = 2 << 20;
 const DICTIONARY_BYTES: usize = 64 << 10;
 /// A key is common when at least this share of the sampled texts hold it,
 /// out of at least `COMMON_SAMPLES` of them.
-const COMMON: (usize, usize) = (9, 10);
+const COMMON: (usize, usize) = (8, 10);
 const COMMON_SAMPLES: usize = 20;
 
 /// A zstd dictionary trained on a sample of the index's own texts, kept
@@ -73,7 +73,7 @@ impl Dictionary {
 
     /// Trains one on sample texts (each with its items' ends); also
     /// returns how many keys of the samples are common.
-    fn train(samples: &[(Vec<u8>, &[usize])]) -> Option<(Dictionary, usize)> {
+    fn train(samples: &[(Vec<u8>, Vec<usize>)]) -> Option<(Dictionary, usize)> {
         let texts: Vec<&[u8]> = samples.iter().map(|(t, _)| t.as_slice()).collect();
         let raw = zstd::dict::from_samples(&texts, DICTIONARY_BYTES).ok()?;
         let mut common = Vec::new();
@@ -440,15 +440,57 @@ pub(crate) struct Doc {
     pub(crate) fingerprint: Option<Fingerprint>,
     /// The session's latest title, read under the same fingerprint.
     pub(crate) title: Option<String>,
-    /// The title lower-cased.
-    pub(crate) title_folded: Option<String>,
+    /// The title lower-cased, when that is not the title itself.
+    title_folded: Option<Box<str>>,
     /// The projected item texts, concatenated and zstd-compressed.
     packed: Box<[u8]>,
     /// The dictionary `packed` was compressed with.
     dict: Option<Arc<Dictionary>>,
-    /// The end offset of each item in the decompressed text.
-    ends: Box<[usize]>,
+    /// The byte length of each item, LEB128 (a byte or two each).
+    lengths: Box<[u8]>,
+    /// Their sum: the length of the decompressed text.
+    len: usize,
     bloom: Bloom,
+}
+
+/// Item lengths from ascending end offsets, LEB128.
+fn encode_lengths(ends: &[usize]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(ends.len() * 2);
+    let mut start = 0;
+    for &end in ends {
+        let mut n = end - start;
+        start = end;
+        while n >= 0x80 {
+            out.push(n as u8 | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    out.into_boxed_slice()
+}
+
+/// The end offsets of what [`encode_lengths`] wrote; `None` if malformed.
+fn decode_lengths(bytes: &[u8]) -> Option<Vec<usize>> {
+    let mut ends = Vec::with_capacity(bytes.len());
+    let (mut end, mut n, mut shift) = (0usize, 0usize, 0u32);
+    for &b in bytes {
+        n |= usize::from(b & 0x7f).checked_shl(shift).filter(|v| v >> shift == usize::from(b & 0x7f))?;
+        shift += 7;
+        if b & 0x80 == 0 {
+            end = end.checked_add(n)?;
+            ends.push(end);
+            (n, shift) = (0, 0);
+        }
+    }
+    (shift == 0).then_some(ends)
+}
+
+/// The lower-cased title, kept only when it differs.
+fn folded_title(title: Option<&str>) -> Option<Box<str>> {
+    match fold(title?) {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(t) => (title != Some(t.as_str())).then(|| t.into_boxed_str()),
+    }
 }
 
 /// One projected item's text, as the index is given it.
@@ -487,8 +529,19 @@ impl Doc {
         let bloom = Bloom::with_keys(distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict)));
         let packed = compress(text.as_bytes(), encoder);
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
-        let title_folded = title.as_deref().map(|t| fold(t).into_owned());
-        Doc { fingerprint, title, title_folded, packed, dict, ends: ends.into(), bloom }
+        let title_folded = folded_title(title.as_deref());
+        let lengths = encode_lengths(&ends);
+        Doc { fingerprint, title, title_folded, packed, dict, lengths, len: text.len(), bloom }
+    }
+
+    /// The title lower-cased (`""` without one).
+    pub(crate) fn title_folded(&self) -> &str {
+        self.title_folded.as_deref().or(self.title.as_deref()).unwrap_or("")
+    }
+
+    /// Where each item ends in the decompressed text.
+    pub(crate) fn ends(&self) -> Vec<usize> {
+        decode_lengths(&self.lengths).unwrap_or_default()
     }
 
     /// Whether its text is compressed without a dictionary.
@@ -501,7 +554,8 @@ impl Doc {
     /// `None` if its text does not decompress (never: the index wrote it).
     fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
         let text = decompress(&self.packed, self.text_bytes(), self.dict.as_deref())?;
-        let items = items_of(std::str::from_utf8(&text).ok()?, &self.ends);
+        let ends = self.ends();
+        let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
         let keys = distinct_keys(items, Some(&encoder.dict));
         Some(Doc {
             fingerprint: self.fingerprint.clone(),
@@ -509,7 +563,8 @@ impl Doc {
             title_folded: self.title_folded.clone(),
             packed: compress(&text, Some(encoder)),
             dict: Some(Arc::clone(&encoder.dict)),
-            ends: self.ends.clone(),
+            lengths: self.lengths.clone(),
+            len: self.len,
             bloom: Bloom::with_keys(keys),
         })
     }
@@ -518,17 +573,21 @@ impl Doc {
     /// doc's filter was built with may be present. Always true for a needle
     /// without such keys (shorter than three bytes, or only common keys).
     pub(crate) fn may_contain(&self, needle: &Needle) -> bool {
-        !self.ends.is_empty() && needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| self.bloom.contains(h)))
+        !self.lengths.is_empty()
+            && needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| self.bloom.contains(h)))
     }
 
     /// The decompressed text of all items, and where each item ends in it.
-    pub(crate) fn text(&self) -> (String, &[usize]) {
-        let Some(&len) = self.ends.last() else { return (String::new(), &[]) };
-        let text = decompress(&self.packed, len, self.dict.as_deref()).unwrap_or_default();
+    pub(crate) fn text(&self) -> (String, Vec<usize>) {
+        let ends = self.ends();
+        if ends.last() != Some(&self.len) {
+            return (String::new(), Vec::new());
+        }
+        let text = decompress(&self.packed, self.len, self.dict.as_deref()).unwrap_or_default();
         match String::from_utf8(text) {
-            Ok(text) if text.len() == len => (text, &self.ends),
+            Ok(text) if text.len() == self.len => (text, ends),
             // Never: the index wrote this text itself.
-            _ => (String::new(), &[]),
+            _ => (String::new(), Vec::new()),
         }
     }
 
@@ -537,8 +596,8 @@ impl Doc {
     pub(crate) fn items(&self) -> Vec<String> {
         let (text, ends) = self.text();
         let mut start = 0;
-        ends.iter()
-            .map(|&end| {
+        ends.into_iter()
+            .map(|end| {
                 let item = text[start..end].to_owned();
                 start = end;
                 item
@@ -548,18 +607,20 @@ impl Doc {
 
     /// Bytes of the projected text it covers.
     pub(crate) fn text_bytes(&self) -> usize {
-        self.ends.last().copied().unwrap_or(0)
+        self.len
     }
 
-    /// Bytes the index holds for it (compressed text, offsets, filter,
-    /// title).
+    /// Bytes the index holds for it: compressed text, item lengths, filter,
+    /// titles, fingerprint, the doc itself and its reference count.
     pub(crate) fn index_bytes(&self) -> usize {
         self.packed.len()
-            + self.ends.len() * std::mem::size_of::<usize>()
+            + self.lengths.len()
             + self.bloom.bytes()
-            + self.title.as_ref().map_or(0, String::len)
-            + self.title_folded.as_ref().map_or(0, String::len)
+            + self.title.as_ref().map_or(0, String::capacity)
+            + self.title_folded.as_ref().map_or(0, |t| t.len())
+            + self.fingerprint.as_ref().map_or(0, |f| f.as_bytes().len())
             + std::mem::size_of::<Doc>()
+            + 2 * std::mem::size_of::<usize>()
     }
 }
 
@@ -702,7 +763,7 @@ impl DocCache {
                     }
                     if let Some(text) = decompress(&d.packed, d.text_bytes(), None) {
                         sampled += text.len();
-                        samples.push((text, &d.ends[..]));
+                        samples.push((text, d.ends()));
                     }
                 }
                 // Kept only if it saves more than it weighs, extrapolated
@@ -774,10 +835,7 @@ impl DocCache {
             let dict = d.dict.as_ref().and_then(|x| dicts.iter().position(|y| Arc::ptr_eq(x, y))).map_or(0, |i| i + 1);
             out.extend_from_slice(&(dict as u64).to_le_bytes());
             put(out, &d.packed);
-            out.extend_from_slice(&(d.ends.len() as u64).to_le_bytes());
-            for &e in d.ends.iter() {
-                out.extend_from_slice(&(e as u64).to_le_bytes());
-            }
+            put(out, &d.lengths);
             out.extend_from_slice(&(d.bloom.bits.len() as u64).to_le_bytes());
             for &w in d.bloom.bits.iter() {
                 out.extend_from_slice(&w.to_le_bytes());
@@ -785,9 +843,9 @@ impl DocCache {
         }
     }
 
-    /// Reads what [`encode`](Self::encode) wrote; `None` if malformed. The
-    /// offsets must ascend, and a doc's text must decompress to exactly
-    /// its last offset when it is searched (else it reads as empty).
+    /// Reads what [`encode`](Self::encode) wrote; `None` if malformed. A
+    /// doc's text must decompress to exactly the sum of its item lengths
+    /// when it is searched (else it reads as empty).
     pub(crate) fn decode(&self, input: &mut super::persist::Input<'_>) -> Option<Vec<(String, Doc)>> {
         let count = input.u64()?;
         let mut dicts = Vec::new();
@@ -811,22 +869,16 @@ impl DocCache {
                 i => Some(Arc::clone(dicts.get(i - 1)?)),
             };
             let packed: Box<[u8]> = input.bytes()?.into();
-            let count = usize::try_from(input.u64()?).ok()?;
-            let mut ends = Vec::with_capacity(count.min(input.0.len() / 8));
-            for _ in 0..count {
-                ends.push(usize::try_from(input.u64()?).ok()?);
-            }
-            if ends.windows(2).any(|w| w[0] > w[1]) {
-                return None;
-            }
+            let lengths: Box<[u8]> = input.bytes()?.into();
+            let len = decode_lengths(&lengths)?.last().copied().unwrap_or(0);
             let words = usize::try_from(input.u64()?).ok()?;
             let mut bits = Vec::with_capacity(words.min(input.0.len() / 8));
             for _ in 0..words {
                 bits.push(input.u64()?);
             }
-            let title_folded = title.as_deref().map(|t| fold(t).into_owned());
+            let title_folded = folded_title(title.as_deref());
             let bloom = Bloom { bits: bits.into() };
-            out.push((id, Doc { fingerprint, title, title_folded, packed, dict, ends: ends.into(), bloom }));
+            out.push((id, Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom }));
         }
         Some(out)
     }
@@ -883,8 +935,12 @@ impl DocCache {
         dicts.sort_unstable_by_key(|d| Arc::as_ptr(d));
         dicts.dedup_by(|a, b| Arc::ptr_eq(a, b));
         let dictionaries: usize = dicts.iter().map(|d| d.bytes()).sum();
+        // The table's slots (an id and a pointer, and a control byte, each)
+        // and the ids' bytes.
+        let table = docs.capacity() * (std::mem::size_of::<(String, Arc<Doc>)>() + 1);
         let index = docs.values().map(|d| d.index_bytes()).sum::<usize>()
-            + docs.keys().map(String::len).sum::<usize>()
+            + docs.keys().map(String::capacity).sum::<usize>()
+            + table
             + dictionaries;
         (docs.len(), text, index, filters)
     }
@@ -938,7 +994,7 @@ mod tests {
             let chars: Vec<char> = folded.chars().collect();
             let from = from.min(chars.len());
             let needle: String = chars[from..(from + len).min(chars.len())].iter().collect();
-            if !needle.is_empty() && !d.ends.is_empty() {
+            if !needle.is_empty() && !d.lengths.is_empty() {
                 proptest::prop_assert!(may(&d, &needle), "{needle:?} in {texts:?}");
             }
         }
@@ -1066,6 +1122,17 @@ mod tests {
         for cut in [0, 8, 100, bytes.len() / 2, bytes.len() - 1] {
             assert!(DocCache::default().decode(&mut super::super::persist::Input(&bytes[..cut])).is_none(), "{cut}");
         }
+    }
+
+    #[test]
+    fn item_lengths_round_trip_and_reject_a_cut_number() {
+        for ends in [vec![], vec![0], vec![0, 0, 5, 205, 70_205, 70_205, 1 << 40]] {
+            assert_eq!(decode_lengths(&encode_lengths(&ends)).as_deref(), Some(&ends[..]));
+        }
+        assert_eq!(decode_lengths(&[0x85]), None);
+        assert_eq!(decode_lengths(&[0xff; 11]), None);
+        let d = doc(&["", "a", "", "bc"]);
+        assert_eq!(d.items(), ["", "a", "", "bc"]);
     }
 
     #[test]
