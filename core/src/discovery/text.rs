@@ -320,7 +320,7 @@ pub(crate) fn fold(text: &str) -> Cow<'_, str> {
 pub(crate) fn fold_into(text: &str, out: &mut String) {
     let mut rest = text;
     while !rest.is_empty() {
-        let ascii = rest.bytes().position(|b| b >= 0x80).unwrap_or(rest.len());
+        let ascii = ascii_len(rest.as_bytes());
         let start = out.len();
         out.push_str(&rest[..ascii]);
         out[start..].make_ascii_lowercase();
@@ -338,6 +338,19 @@ pub(crate) fn fold_into(text: &str, out: &mut String) {
             rest = chars.as_str();
         }
     }
+}
+
+/// The length of the ASCII prefix of `bytes`, found 8 bytes at a time.
+fn ascii_len(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let word = u64::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]]);
+        if word & 0x8080_8080_8080_8080 != 0 {
+            break;
+        }
+        n += 8;
+    }
+    n + bytes[n..].iter().position(|&b| b >= 0x80).unwrap_or(bytes.len() - n)
 }
 
 /// CJK and Hangul: no case, copied as they are.
