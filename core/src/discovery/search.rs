@@ -394,18 +394,18 @@ fn score(
         let id = fold(&s.id);
         let cwd = s.cwd.as_deref().map(fold);
         let cwd = cwd.as_deref().unwrap_or("");
-        let in_fields = |w: &str| title.contains(w) || id.contains(w) || cwd.contains(w);
-        if !query.words.iter().all(|w| in_fields(&w.text) || doc.may_contain(w)) {
+        let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(cwd);
+        if !query.words.iter().all(|w| in_fields(w) || doc.may_contain(w)) {
             continue;
         }
-        let phrase = query.phrase.text.as_str();
-        let (tier, settled) = if title.contains(phrase) {
+        let phrase = &query.phrase;
+        let (tier, settled) = if phrase.is_in(title) {
             (0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or("")))))
-        } else if id.contains(phrase) {
+        } else if phrase.is_in(&id) {
             (1, Some((MatchField::Id, s.id.clone())))
-        } else if cwd.contains(phrase) {
+        } else if phrase.is_in(cwd) {
             (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
-        } else if doc.may_contain(&query.phrase) {
+        } else if doc.may_contain(phrase) {
             (1, None)
         } else {
             (2, None)
@@ -460,19 +460,27 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
         spans.push((item, from..folded_text.len()));
         start = end;
     }
+    // A needle in no message is not in the text of them all (one search
+    // each, where most prospects the filter let through end).
+    let title = doc.title_folded();
+    let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
+    let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
+    if !query.words.iter().all(|w| w.is_in(&folded_text) || in_fields(w)) {
+        return None;
+    }
     let items: Vec<&str> = spans.iter().map(|(item, _)| *item).collect();
     let folded: Vec<&str> = spans.iter().map(|(_, r)| &folded_text[r.clone()]).collect();
-    for (i, (text, f)) in items.iter().zip(&folded).enumerate() {
-        if let Some(pos) = query.phrase.find(f) {
-            let snippet = snippet(text, original_offset(text, pos));
-            let key = Key { tier: 1, ..key };
-            return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
+    if query.phrase.is_in(&folded_text) {
+        for (i, (text, f)) in items.iter().zip(&folded).enumerate() {
+            if let Some(pos) = query.phrase.find(f) {
+                let snippet = snippet(text, original_offset(text, pos));
+                let key = Key { tier: 1, ..key };
+                return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
+            }
         }
     }
     // Scattered words: each must be somewhere; the best message holds the
     // most distinct words (the first of those).
-    let title = doc.title_folded();
-    let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
     let mut best: Option<(usize, usize, usize)> = None; // (count, item, first hit)
     let mut found = vec![false; query.words.len()];
     for (i, f) in folded.iter().enumerate() {
@@ -489,7 +497,6 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
             best = Some((count, i, first));
         }
     }
-    let in_fields = |w: &Needle| title.contains(&w.text) || id.contains(&w.text) || cwd.contains(&w.text);
     if !query.words.iter().zip(&found).all(|(w, f)| *f || in_fields(w)) {
         return None;
     }
@@ -498,10 +505,10 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
         Some((_, i, first)) => {
             (MatchField::Message, snippet(items[i], original_offset(items[i], first)), Some(i as u64))
         }
-        None if query.words.iter().any(|w| title.contains(&w.text)) => {
+        None if query.words.iter().any(|w| w.is_in(title)) => {
             (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
         }
-        None if query.words.iter().any(|w| id.contains(&w.text)) => (MatchField::Id, s.id.clone(), None),
+        None if query.words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
         None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
     };
     Some(Hit { key, at, field, snippet, message_index })
