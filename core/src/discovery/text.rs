@@ -37,7 +37,7 @@ const ZSTD_LEVEL: i32 = 3;
 /// one reach this much, on at most `TRAIN_SAMPLE` bytes of them, into a
 /// dictionary of `DICTIONARY_BYTES`.
 pub(crate) const TRAIN_AT: usize = 2 << 20;
-const TRAIN_SAMPLE: usize = 2 << 20;
+const TRAIN_SAMPLE: usize = 1 << 20;
 const DICTIONARY_BYTES: usize = 64 << 10;
 /// A key is common when at least this share of the sampled texts hold it,
 /// out of at least `COMMON_SAMPLES` of them.
@@ -82,7 +82,7 @@ impl Dictionary {
         let mut common = Vec::new();
         let mut left_out = 0;
         if samples.len() >= COMMON_SAMPLES {
-            let mut counts: HashMap<u64, usize> = HashMap::new();
+            let mut counts: HashMap<u64, usize, std::hash::BuildHasherDefault<MixHasher>> = HashMap::default();
             for (text, ends) in samples {
                 for k in distinct_keys(items_of(std::str::from_utf8(text).ok()?, ends), None).0 {
                     *counts.entry(k).or_default() += 1;
@@ -122,6 +122,25 @@ pub(crate) struct Encoder {
 impl Encoder {
     fn new(dict: &Arc<Dictionary>) -> Option<Encoder> {
         Some(Encoder { dict: Arc::clone(dict), compress: CDict::try_create(&dict.raw, ZSTD_LEVEL)? })
+    }
+}
+
+/// Hashes a filter key (a `u64`) with [`mix`], for the tables counting
+/// them.
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = mix(self.0 ^ u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, key: u64) {
+        self.0 = mix(self.0 ^ key);
+    }
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
