@@ -242,10 +242,10 @@ pub struct SearchIndexStats {
     /// Bytes of projected text they cover.
     pub text_bytes: usize,
     /// Bytes the index holds for them (compressed text, filters, titles,
-    /// ids).
+    /// ids, fingerprints, and its compression dictionary once).
     pub index_bytes: usize,
-    /// Of `index_bytes`, the trigram filters (the rest is mostly the
-    /// compressed text).
+    /// Of `index_bytes`, the filters (the rest is mostly the compressed
+    /// text).
     pub filter_bytes: usize,
     /// Titles in the title cache.
     pub titles: usize,
