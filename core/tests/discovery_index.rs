@@ -491,7 +491,7 @@ fn the_on_disk_cache_starts_warm_and_is_ignored_when_it_does_not_match() {
     rejected(&good[..good.len() / 2], "a file written halfway");
     rejected(b"", "an empty file");
     rejected(b"not a cache at all", "a foreign file");
-    for version in [1u32, 99] {
+    for version in [1u32, 2, 99] {
         let mut other = b"DSRDISC\0".to_vec();
         other.extend_from_slice(&version.to_le_bytes());
         rejected(&zstd::bulk::compress(&other, 1).unwrap(), "a file of another format version");
@@ -541,4 +541,116 @@ fn with_redact_secrets_search_neither_finds_nor_shows_a_credential() {
     assert!(fresh_hardened.load_discovery_cache(index, &redacted));
     assert!(found(&fresh_hardened, key).is_empty());
     assert!(!Resolver::new(q.clone(), Config::default()).load_discovery_cache(index, &redacted));
+}
+
+/// `n` bytes of words drawn with a skew from 5,000 random ones
+/// (deterministic), so that sessions share their vocabulary as real ones
+/// do and the index trains its compression dictionary.
+fn prose(seed: u64, n: usize) -> String {
+    let x = std::cell::Cell::new(0x9e37_79b9_7f4a_7c15_u64);
+    let next = || {
+        let mut v = x.get();
+        v ^= v << 13;
+        v ^= v >> 7;
+        v ^= v << 17;
+        x.set(v);
+        v as usize
+    };
+    let words: Vec<String> = (0..5000)
+        .map(|_| {
+            (0..3 + next() % 7)
+                .map(|_| char::from(b"etaoinshrdlucmfwypvbgkqjxz"[next() % 26 * (next() % 26) / 26]))
+                .collect()
+        })
+        .collect();
+    // The same words for every text, each text its own draw of them.
+    x.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let mut out = String::new();
+    while out.len() < n {
+        out.push_str(&words[next() % 5000 * (next() % 5000) / 5000]);
+        out.push(if next() % 9 == 0 { '\n' } else { ' ' });
+    }
+    out
+}
+
+/// 48 sessions of 10 messages (2.4 MB of text, enough for the index to
+/// train its dictionary), with a few known texts among them.
+fn large(p: &Pair) {
+    for i in 0..48u64 {
+        let mut texts: Vec<String> = (0..10).map(|j| prose(i * 10 + j, 5000)).collect();
+        match i {
+            // A phrase split across two messages: its words, apart.
+            3 => {
+                texts[4].push_str(" the search");
+                texts[5].insert_str(0, "Index works ");
+            }
+            7 => texts[2].push_str(" the Search Index works, also 发布版本 here"),
+            11 => texts[9].push_str(" ÉCOLE naïve, PR1137"),
+            _ => {}
+        }
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let cwd = if i % 3 == 0 { "/work/a" } else { "/work/b" };
+        add(&p.mem, &format!("s{i:02}"), 1000 + i, Some(cwd), Some(&format!("Session {i}")), &texts);
+    }
+}
+
+#[test]
+fn a_large_index_answers_exactly_as_an_uncached_search_and_survives_the_cache_file() {
+    let p = Pair::new();
+    large(&p);
+    let queries = ["search index", "search index works", "index works", "发布", "école", "1137", "the", "session 4"];
+    for q in queries {
+        p.check("", q);
+    }
+    // The phrase split across messages is found as words apart, after the
+    // session holding it whole.
+    let hits = found(&p.r, "search index");
+    assert_eq!(ids(&hits)[..2], ["s07", "s03"]);
+    assert_eq!((hits[1].field, hits[1].message_index), (MatchField::Message, Some(4)));
+    let stats = p.r.search_index_stats();
+    assert_eq!(stats.sessions, 48);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("discovery.cache");
+    let titles = dir.path().join("titles.cache");
+    p.r.save_discovery_cache(DiscoveryCachePart::Index, &path).unwrap();
+    p.r.save_discovery_cache(DiscoveryCachePart::Titles, &titles).unwrap();
+    let r = Resolver::new(p.cached.clone(), Config::default());
+    assert!(r.load_discovery_cache(DiscoveryCachePart::Index, &path));
+    assert!(r.load_discovery_cache(DiscoveryCachePart::Titles, &titles));
+    assert_eq!(r.search_index_stats(), stats, "the dictionary came back with the texts");
+    p.cached.take();
+    for q in queries {
+        let a: Vec<Value> = found(&r, q).iter().map(SearchResult::to_json).collect();
+        let b: Vec<Value> = found(&p.plain, q).iter().map(SearchResult::to_json).collect();
+        assert_eq!(a, b, "{q:?} from the file");
+    }
+    assert_eq!(p.cached.take(), (0, 0), "nothing read again");
+    // A session changed since is built with the loaded dictionary.
+    p.mem.set_surface("s05", conversation("s05", Some("/work/b"), &["a new text about the search index"]));
+    let fresh = found(&r, "new text about");
+    assert_eq!(ids(&fresh), ["s05"]);
+    assert_eq!(fresh[0].snippet, "a new text about the search index");
+
+    // Files of the formats before (1: no dictionaries, trigrams across
+    // whitespace; 2: both parts in one file) are ignored as a whole, and
+    // everything is read again.
+    let payload = zstd::stream::decode_all(std::fs::File::open(&path).unwrap()).unwrap();
+    for version in [1u32, 2] {
+        let mut older = payload.clone();
+        older[8..12].copy_from_slice(&version.to_le_bytes());
+        let mut file = Vec::new();
+        let mut encoder = zstd::stream::Encoder::new(&mut file, 1).unwrap();
+        encoder.include_checksum(true).unwrap();
+        std::io::Write::write_all(&mut encoder, &older).unwrap();
+        encoder.finish().unwrap();
+        std::fs::write(&path, &file).unwrap();
+        let r = Resolver::new(p.cached.clone(), Config::default());
+        assert!(!r.load_discovery_cache(DiscoveryCachePart::Index, &path), "a format-{version} file");
+        p.cached.take();
+        let a: Vec<Value> = found(&r, "search index").iter().map(SearchResult::to_json).collect();
+        let b: Vec<Value> = found(&p.plain, "search index").iter().map(SearchResult::to_json).collect();
+        assert_eq!(a, b);
+        assert_eq!(p.cached.take().1, 48, "rebuilt from the sessions");
+    }
 }

@@ -15,8 +15,11 @@ use super::fingerprint::Fingerprint;
 use crate::resolver::Resolver;
 
 const MAGIC: &[u8; 8] = b"DSRDISC\0";
-/// The payload layout; bumped on any change.
-const FORMAT: u32 = 2;
+/// The payload layout; bumped on any change (2: the index's zstd
+/// dictionaries, and filter keys around spaces instead of trigrams across
+/// whitespace, so a format-1 filter would miss phrases; 3: titles and the
+/// index in files of their own, the part named in the header).
+const FORMAT: u32 = 3;
 
 /// Appends a length-prefixed byte string.
 pub(crate) fn put(out: &mut Vec<u8>, bytes: &[u8]) {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
-use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle};
+use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle, TRAIN_AT};
 use super::{rank, Candidate};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
@@ -242,10 +242,10 @@ pub struct SearchIndexStats {
     /// Bytes of projected text they cover.
     pub text_bytes: usize,
     /// Bytes the index holds for them (compressed text, filters, titles,
-    /// ids).
+    /// ids, fingerprints, and its compression dictionary once).
     pub index_bytes: usize,
-    /// Of `index_bytes`, the trigram filters (the rest is mostly the
-    /// compressed text).
+    /// Of `index_bytes`, the filters (the rest is mostly the compressed
+    /// text).
     pub filter_bytes: usize,
     /// Titles in the title cache.
     pub titles: usize,
@@ -390,20 +390,20 @@ fn score(
         if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(Error::cancelled());
         }
-        let title = doc.title_folded.as_deref().unwrap_or("");
+        let title = doc.title_folded();
         let id = fold(&s.id);
         let cwd = s.cwd.as_deref().map(fold);
         let cwd = cwd.as_deref().unwrap_or("");
-        let in_fields = |w: &str| title.contains(w) || id.contains(w) || cwd.contains(w);
-        if !query.words.iter().all(|w| in_fields(&w.text) || doc.may_contain(&w.text)) {
+        let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(cwd);
+        if !query.words.iter().all(|w| in_fields(w) || doc.may_contain(w)) {
             continue;
         }
-        let phrase = query.phrase.text.as_str();
-        let (tier, settled) = if title.contains(phrase) {
+        let phrase = &query.phrase;
+        let (tier, settled) = if phrase.is_in(title) {
             (0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or("")))))
-        } else if id.contains(phrase) {
+        } else if phrase.is_in(&id) {
             (1, Some((MatchField::Id, s.id.clone())))
-        } else if cwd.contains(phrase) {
+        } else if phrase.is_in(cwd) {
             (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
         } else if doc.may_contain(phrase) {
             (1, None)
@@ -453,26 +453,34 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
     let mut folded_text = String::with_capacity(text.len());
     let mut spans: Vec<(&str, std::ops::Range<usize>)> = Vec::with_capacity(ends.len());
     let mut start = 0;
-    for &end in ends {
+    for &end in &ends {
         let item = text.get(start..end).unwrap_or_default();
         let from = folded_text.len();
         fold_into(item, &mut folded_text);
         spans.push((item, from..folded_text.len()));
         start = end;
     }
+    // A needle in no message is not in the text of them all (one search
+    // each, where most prospects the filter let through end).
+    let title = doc.title_folded();
+    let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
+    let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
+    if !query.words.iter().all(|w| w.is_in(&folded_text) || in_fields(w)) {
+        return None;
+    }
     let items: Vec<&str> = spans.iter().map(|(item, _)| *item).collect();
     let folded: Vec<&str> = spans.iter().map(|(_, r)| &folded_text[r.clone()]).collect();
-    for (i, (text, f)) in items.iter().zip(&folded).enumerate() {
-        if let Some(pos) = query.phrase.find(f) {
-            let snippet = snippet(text, original_offset(text, pos));
-            let key = Key { tier: 1, ..key };
-            return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
+    if query.phrase.is_in(&folded_text) {
+        for (i, (text, f)) in items.iter().zip(&folded).enumerate() {
+            if let Some(pos) = query.phrase.find(f) {
+                let snippet = snippet(text, original_offset(text, pos));
+                let key = Key { tier: 1, ..key };
+                return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
+            }
         }
     }
     // Scattered words: each must be somewhere; the best message holds the
     // most distinct words (the first of those).
-    let title = doc.title_folded.as_deref().unwrap_or("");
-    let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
     let mut best: Option<(usize, usize, usize)> = None; // (count, item, first hit)
     let mut found = vec![false; query.words.len()];
     for (i, f) in folded.iter().enumerate() {
@@ -489,7 +497,6 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
             best = Some((count, i, first));
         }
     }
-    let in_fields = |w: &Needle| title.contains(&w.text) || id.contains(&w.text) || cwd.contains(&w.text);
     if !query.words.iter().zip(&found).all(|(w, f)| *f || in_fields(w)) {
         return None;
     }
@@ -498,10 +505,10 @@ fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> O
         Some((_, i, first)) => {
             (MatchField::Message, snippet(items[i], original_offset(items[i], first)), Some(i as u64))
         }
-        None if query.words.iter().any(|w| title.contains(&w.text)) => {
+        None if query.words.iter().any(|w| w.is_in(title)) => {
             (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
         }
-        None if query.words.iter().any(|w| id.contains(&w.text)) => (MatchField::Id, s.id.clone(), None),
+        None if query.words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
         None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
     };
     Some(Hit { key, at, field, snippet, message_index })
@@ -649,6 +656,9 @@ impl Resolver {
                 async move {
                     let doc = match guarded(|| self.query.read_surface(&id)).await {
                         Ok(data) => {
+                            // The dictionary as it is now: trained during
+                            // this loop, the docs built after use it.
+                            let encoder = self.discovery.docs.encoder();
                             let built = tokio::task::spawn_blocking(move || {
                                 with_projection(&data, |p| {
                                     let items = p
@@ -659,17 +669,17 @@ impl Resolver {
                                             IndexedItem { text: if redact { redacted(text) } else { text } }
                                         })
                                         .collect();
-                                    Doc::build(fp.clone(), title.clone(), items)
+                                    Doc::build(fp.clone(), title.clone(), items, encoder.as_deref())
                                 })
-                                .unwrap_or_else(|_| Doc::build(None, title, Vec::new()))
+                                .unwrap_or_else(|_| Doc::build(None, title, Vec::new(), None))
                             })
                             .await;
                             match built {
                                 Ok(doc) => Arc::new(doc),
-                                Err(_) => Arc::new(Doc::build(None, None, Vec::new())),
+                                Err(_) => Arc::new(Doc::build(None, None, Vec::new(), None)),
                             }
                         }
-                        Err(_) => Arc::new(Doc::build(None, title, Vec::new())),
+                        Err(_) => Arc::new(Doc::build(None, title, Vec::new(), None)),
                     };
                     self.discovery.docs.put(&id, &doc);
                     self.discovery.mark_index_changed();
@@ -677,10 +687,37 @@ impl Resolver {
                 }
             })
             .collect();
-        let built: Vec<(usize, Arc<Doc>)> = stream::iter(jobs).buffered(INDEX_CONCURRENCY).collect().await;
-        for (i, doc) in built {
+        let any = !jobs.is_empty();
+        let mut built = stream::iter(jobs).buffered(INDEX_CONCURRENCY);
+        // Bytes built here without a dictionary: once they are enough to
+        // train one, it is trained before the rest are built, so a first
+        // build compresses nearly everything once, with it.
+        let mut plain = 0;
+        // Held while building, so that every doc shares one encoder.
+        let mut encoder = any.then(|| self.discovery.docs.encoder()).flatten();
+        while let Some((i, doc)) = built.next().await {
+            if doc.undicted() {
+                plain += doc.text_bytes();
+                if plain >= TRAIN_AT {
+                    plain = 0;
+                    self.settle_index().await;
+                    encoder = self.discovery.docs.encoder();
+                }
+            }
             docs[i] = Some(doc);
         }
-        docs.into_iter().map(|d| d.unwrap_or_else(|| Arc::new(Doc::build(None, None, Vec::new())))).collect()
+        drop(encoder);
+        if any {
+            self.settle_index().await;
+        }
+        docs.into_iter().map(|d| d.unwrap_or_else(|| Arc::new(Doc::build(None, None, Vec::new(), None)))).collect()
+    }
+
+    /// [`DocCache::settle`](super::text::DocCache::settle) on the blocking
+    /// pool: trains the index's dictionary when due and compresses with it
+    /// the docs built without it.
+    async fn settle_index(&self) {
+        let cache = Arc::clone(&self.discovery);
+        drop(tokio::task::spawn_blocking(move || cache.docs.settle()).await);
     }
 }

@@ -1,37 +1,280 @@
 //! The built-in full-text index: per session, its projected text
-//! compressed (zstd) and a Bloom filter of the byte trigrams of its
-//! lower-cased text. A query first tests every session's filter (a few
-//! probes each, no decompression), then verifies the survivors on their
-//! decompressed text, so every answer is exact; the filter only decides
-//! what is worth decompressing.
+//! compressed (zstd, with a dictionary the index trains on its own texts)
+//! and a Bloom filter of keys of its lower-cased text: byte trigrams
+//! without whitespace, and the five bytes around each space. A query first
+//! tests every session's filter (a few probes each, no decompression),
+//! then verifies the survivors on their decompressed text, so every answer
+//! is exact; the filter only decides what is worth decompressing.
 //!
 //! Matching is on `str::to_lowercase` (Unicode default case mapping) and
 //! plain substrings, so CJK text needs no tokenizer and `1137` is found
-//! inside `PR1137`. Trigrams are of UTF-8 bytes; a needle shorter than
-//! three bytes cannot be filtered and every session is verified.
+//! inside `PR1137`. Keys are of UTF-8 bytes; a needle without any (shorter
+//! than three bytes, or only of keys nearly every session holds) cannot be
+//! filtered and every session is verified.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use memchr::memmem;
+use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
 
 use super::fingerprint::Fingerprint;
 
-/// Bloom filter bits per distinct trigram. With 3 probes, 4 bits give a
-/// false-positive rate of about 15% per trigram; a needle of n bytes has
-/// n-2 trigrams that must all hit, so a 7-byte word passes a session that
-/// does not hold it well under once in a thousand (trigrams are not
-/// independent, so more in practice). Measured against the memory bound in
-/// BENCHMARKS.md.
-const BITS_PER_TRIGRAM: usize = 4;
+/// Bloom filter bits per distinct key. With 3 probes, 4 bits give a
+/// false-positive rate of about 15% per key; a needle of n bytes has about
+/// n-2 keys that must all hit, so a 7-byte word passes a session that does
+/// not hold it well under once in a thousand (trigrams are not
+/// independent, so more in practice). Measured against the memory bound
+/// (docs/discovery.md): 3 bits and 2 probes saved 3.7% of the projected
+/// text, and verified three times as many sessions for `PR1137`.
+const BITS_PER_KEY: usize = 4;
 const PROBES: u64 = 3;
-/// zstd level of the stored text: fast to write, about 3x on prose.
+/// zstd level of the stored text: fast to write and to read.
 const ZSTD_LEVEL: i32 = 3;
+/// The index trains its zstd dictionary once the texts compressed without
+/// one reach this much, on at most `TRAIN_SAMPLE` bytes of them, into a
+/// dictionary of `DICTIONARY_BYTES`.
+pub(crate) const TRAIN_AT: usize = 2 << 20;
+const TRAIN_SAMPLE: usize = 1 << 20;
+const DICTIONARY_BYTES: usize = 64 << 10;
+/// A key is common when at least this share of the sampled texts hold it,
+/// out of at least `COMMON_SAMPLES` of them.
+const COMMON: (usize, usize) = (8, 10);
+const COMMON_SAMPLES: usize = 20;
 
-/// A Bloom filter over 24-bit trigram keys.
+/// A zstd dictionary trained on a sample of the index's own texts, kept
+/// once per index: one session's text is small for zstd alone (a few tens
+/// of KB), and sessions share most of their vocabulary.
+///
+/// With it come the filter keys nearly every sampled text holds (`COMMON`):
+/// they rule out almost nothing, so the filters of docs built with this
+/// dictionary leave them out and a query does not test them there (a
+/// third of the keys of a session on the bench).
+pub(crate) struct Dictionary {
+    /// Unique in the process, to tell dictionaries apart cheaply.
+    id: u64,
+    raw: Box<[u8]>,
+    decompress: DDict<'static>,
+    common: KeySet,
+}
+
+impl Dictionary {
+    /// A dictionary from its bytes and common keys (as trained, or read
+    /// back from a cache file); `None` if zstd rejects the bytes or the
+    /// keys are not sorted.
+    fn new(raw: Box<[u8]>, common: Box<[u64]>) -> Option<Dictionary> {
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        if common.windows(2).any(|w| w[0] >= w[1]) {
+            return None;
+        }
+        let decompress = DDict::try_create(&raw)?;
+        let common = KeySet::new(&common);
+        Some(Dictionary { id: IDS.fetch_add(1, Ordering::Relaxed), raw, decompress, common })
+    }
+
+    /// Trains one on sample texts (each with its items' ends); also
+    /// returns how many keys of the samples are common.
+    fn train(samples: &[(Vec<u8>, Vec<usize>)]) -> Option<(Dictionary, usize)> {
+        let texts: Vec<&[u8]> = samples.iter().map(|(t, _)| t.as_slice()).collect();
+        let raw = zstd::dict::from_samples(&texts, DICTIONARY_BYTES).ok()?;
+        let mut common = Vec::new();
+        let mut left_out = 0;
+        if samples.len() >= COMMON_SAMPLES {
+            let mut counts: HashMap<u64, usize, std::hash::BuildHasherDefault<MixHasher>> = HashMap::default();
+            for (text, ends) in samples {
+                for k in distinct_keys(items_of(std::str::from_utf8(text).ok()?, ends), None).0 {
+                    *counts.entry(k).or_default() += 1;
+                }
+            }
+            let at_least = (samples.len() * COMMON.0).div_ceil(COMMON.1);
+            for (k, n) in counts {
+                if n >= at_least {
+                    common.push(k);
+                    left_out += n;
+                }
+            }
+            common.sort_unstable();
+        }
+        Some((Dictionary::new(raw.into_boxed_slice(), common.into())?, left_out))
+    }
+
+    fn is_common(&self, key: u64) -> bool {
+        self.common.contains(key, hash(key))
+    }
+
+    /// Bytes it holds: its own, zstd's digested form for reading, and the
+    /// common keys.
+    fn bytes(&self) -> usize {
+        self.raw.len() + self.decompress.sizeof() + self.common.bytes()
+    }
+}
+
+/// A dictionary digested for compression (its hash tables: several times
+/// the dictionary). Made for the docs being built and dropped with the
+/// last of them, not kept by the index: see [`DocCache::encoder`].
+pub(crate) struct Encoder {
+    dict: Arc<Dictionary>,
+    compress: CDict<'static>,
+}
+
+impl Encoder {
+    fn new(dict: &Arc<Dictionary>) -> Option<Encoder> {
+        Some(Encoder { dict: Arc::clone(dict), compress: CDict::try_create(&dict.raw, ZSTD_LEVEL)? })
+    }
+}
+
+/// Hashes a filter key (a `u64`) with [`mix`], for the tables counting
+/// them.
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = mix(self.0 ^ u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, key: u64) {
+        self.0 = mix(self.0 ^ key);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A set of filter keys (a dictionary's common keys): open addressing on
+/// their [`hash`], a few nanoseconds a lookup.
+struct KeySet {
+    slots: Box<[u64]>,
+}
+
+impl KeySet {
+    /// No key is this (keys are below 2^33).
+    const FREE: u64 = u64::MAX;
+
+    fn new(keys: &[u64]) -> KeySet {
+        if keys.is_empty() {
+            return KeySet { slots: Box::default() };
+        }
+        let mask = (keys.len() * 2).next_power_of_two() - 1;
+        let mut slots = vec![Self::FREE; mask + 1].into_boxed_slice();
+        for &k in keys {
+            let mut i = hash(k) as usize & mask;
+            while slots[i] != Self::FREE && slots[i] != k {
+                i = (i + 1) & mask;
+            }
+            slots[i] = k;
+        }
+        KeySet { slots }
+    }
+
+    /// Whether `key` (whose hash is `h`) is in the set.
+    fn contains(&self, key: u64, h: u64) -> bool {
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut i = h as usize & mask;
+        while let Some(&slot) = self.slots.get(i) {
+            if slot == key {
+                return true;
+            }
+            if slot == Self::FREE {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+        false
+    }
+
+    fn sorted(&self) -> Vec<u64> {
+        let mut keys: Vec<u64> = self.slots.iter().copied().filter(|&k| k != Self::FREE).collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    fn bytes(&self) -> usize {
+        self.slots.len() * 8
+    }
+}
+
+/// `text` compressed, with `dict` if given.
+fn compress(text: &[u8], dict: Option<&Encoder>) -> Box<[u8]> {
+    if text.is_empty() {
+        return Box::default();
+    }
+    let packed = CONTEXTS.with(|c| {
+        let mut c = c.borrow_mut();
+        let cctx = c.0.as_mut()?;
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(text.len()));
+        match dict {
+            Some(d) => cctx.compress_using_cdict(&mut out, text, &d.compress),
+            None => cctx.compress(&mut out, text, ZSTD_LEVEL),
+        }
+        .ok()?;
+        Some(out)
+    });
+    // Compressing into a buffer of the bound cannot fail.
+    packed.map(Vec::into_boxed_slice).unwrap_or_default()
+}
+
+/// `packed` decompressed to exactly `len` bytes, with `dict` if given.
+fn decompress(packed: &[u8], len: usize, dict: Option<&Dictionary>) -> Option<Vec<u8>> {
+    CONTEXTS.with(|c| {
+        let mut c = c.borrow_mut();
+        let dctx = c.1.as_mut()?;
+        let mut out = Vec::with_capacity(len);
+        match dict {
+            Some(d) => dctx.decompress_using_ddict(&mut out, packed, &d.decompress),
+            None => dctx.decompress(&mut out, packed),
+        }
+        .ok()?;
+        (out.len() == len).then_some(out)
+    })
+}
+
+/// Calls `f` with every filter key of a lower-cased text or needle
+/// (repeats included):
+///
+/// - every byte trigram without ASCII whitespace (the words of a query
+///   hold none, so trigrams across whitespace would only serve phrases,
+///   which they hardly filter: `a b` is in nearly every text);
+/// - every 5 bytes centred on a space (`ab cd`): two bytes of each word a
+///   phrase joins, which rule out a session holding the words apart.
+///
+/// A needle that occurs in a text has all its keys among the text's (its
+/// windows are the text's windows), so the filter never misses.
+fn keys(text: &[u8], mut f: impl FnMut(u64)) {
+    // The last three bytes, and how many of the last bytes are not
+    // whitespace.
+    let (mut last, mut clean) = (0u64, 0usize);
+    for (i, &b) in text.iter().enumerate() {
+        last = ((last << 8) | u64::from(b)) & 0xff_ffff;
+        if b.is_ascii_whitespace() {
+            clean = 0;
+            if b == b' ' && i >= 2 && i + 2 < text.len() {
+                let around = [text[i - 2], text[i - 1], text[i + 1], text[i + 2]];
+                f(SPACED | u64::from(u32::from_be_bytes(around)));
+            }
+        } else {
+            clean += 1;
+            if clean >= 3 {
+                f(last);
+            }
+        }
+    }
+}
+
+/// Trigram keys are below 2^24; keys around a space have this bit.
+const SPACED: u64 = 1 << 32;
+
+/// A Bloom filter over the keys of [`keys`].
 pub(crate) struct Bloom {
     bits: Box<[u64]>,
+}
+
+/// A key's hash, from which its probes are drawn.
+fn hash(key: u64) -> u64 {
+    mix(key + 0x9e37_79b9_7f4a_7c15)
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -42,23 +285,24 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Bloom {
-    fn with_keys(keys: &[u32]) -> Bloom {
+    /// A filter of the keys of [`distinct_keys`], sized by the distinct
+    /// ones.
+    fn with_keys((keys, again): (Vec<u64>, Vec<u64>)) -> Bloom {
         if keys.is_empty() {
             return Bloom { bits: Box::new([]) };
         }
-        let words = (keys.len() * BITS_PER_TRIGRAM).div_ceil(64);
+        let words = (keys.len() * BITS_PER_KEY).div_ceil(64);
         let mut bits = vec![0u64; words].into_boxed_slice();
         let m = (words * 64) as u64;
-        for &k in keys {
-            for p in Self::probes(k, m) {
+        for h in keys.into_iter().chain(again).map(hash) {
+            for p in Self::probes(h, m) {
                 bits[(p / 64) as usize] |= 1 << (p % 64);
             }
         }
         Bloom { bits }
     }
 
-    fn probes(key: u32, m: u64) -> impl Iterator<Item = u64> {
-        let h = mix(u64::from(key) + 0x9e37_79b9_7f4a_7c15);
+    fn probes(h: u64, m: u64) -> impl Iterator<Item = u64> {
         let (h1, h2) = (h, h.rotate_left(32) | 1);
         (0..PROBES).map(move |i| {
             let x = h1.wrapping_add(i.wrapping_mul(h2));
@@ -66,27 +310,18 @@ impl Bloom {
         })
     }
 
-    fn contains(&self, key: u32) -> bool {
+    /// Whether the key of this [`hash`] may be present.
+    fn contains(&self, h: u64) -> bool {
         if self.bits.is_empty() {
             return false;
         }
         let m = (self.bits.len() * 64) as u64;
-        Self::probes(key, m).all(|p| self.bits[(p / 64) as usize] & (1 << (p % 64)) != 0)
-    }
-
-    /// Whether every trigram of `needle` (lower-cased bytes) may be present.
-    /// Always true for needles shorter than three bytes.
-    pub(crate) fn may_contain(&self, needle: &[u8]) -> bool {
-        needle.windows(3).all(|w| self.contains(key(w)))
+        Self::probes(h, m).all(|p| self.bits[(p / 64) as usize] & (1 << (p % 64)) != 0)
     }
 
     fn bytes(&self) -> usize {
         self.bits.len() * 8
     }
-}
-
-fn key(w: &[u8]) -> u32 {
-    (u32::from(w[0]) << 16) | (u32::from(w[1]) << 8) | u32::from(w[2])
 }
 
 /// The case mapping every comparison of search uses: each character's
@@ -107,7 +342,7 @@ pub(crate) fn fold(text: &str) -> Cow<'_, str> {
 pub(crate) fn fold_into(text: &str, out: &mut String) {
     let mut rest = text;
     while !rest.is_empty() {
-        let ascii = rest.bytes().position(|b| b >= 0x80).unwrap_or(rest.len());
+        let ascii = ascii_len(rest.as_bytes());
         let start = out.len();
         out.push_str(&rest[..ascii]);
         out[start..].make_ascii_lowercase();
@@ -127,9 +362,111 @@ pub(crate) fn fold_into(text: &str, out: &mut String) {
     }
 }
 
+/// The length of the ASCII prefix of `bytes`, found 8 bytes at a time.
+fn ascii_len(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let word = u64::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7]]);
+        if word & 0x8080_8080_8080_8080 != 0 {
+            break;
+        }
+        n += 8;
+    }
+    n + bytes[n..].iter().position(|&b| b >= 0x80).unwrap_or(bytes.len() - n)
+}
+
 /// CJK and Hangul: no case, copied as they are.
 fn caseless(c: char) -> bool {
     matches!(c, '\u{3000}'..='\u{9fff}' | '\u{ac00}'..='\u{d7a3}')
+}
+
+/// The items of a doc's text, by their ends.
+fn items_of<'a>(text: &'a str, ends: &'a [usize]) -> impl Iterator<Item = &'a str> + Clone {
+    let mut start = 0;
+    ends.iter().map(move |&end| {
+        let item = text.get(start..end).unwrap_or_default();
+        start = end;
+        item
+    })
+}
+
+/// The filter keys of the lower-cased items (a key never spans two
+/// items, as a match never does) less the common keys of `dict`, each
+/// once; and the keys around spaces that may be repeats (their slot in a
+/// bitmap was taken), which the filter sets again but does not count when
+/// it is sized.
+fn distinct_keys<'a>(items: impl Iterator<Item = &'a str> + Clone, dict: Option<&Dictionary>) -> (Vec<u64>, Vec<u64>) {
+    let (mut keys, mut again) = (Vec::new(), Vec::new());
+    // About 8 slots per key around a space (one per byte), at most 2^20.
+    let bytes: usize = items.clone().map(str::len).sum();
+    let shift = 64 - bytes.clamp(1 << 9, 1 << 20).next_power_of_two().trailing_zeros();
+    let spaced_slot = |k: u64| (k & 0xffff_ffff).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift;
+    SEEN.with(|seen| {
+        let seen = &mut *seen.borrow_mut();
+        if seen.trigrams.is_empty() {
+            seen.trigrams.resize(1 << 18, 0);
+            seen.spaced.resize(1 << 14, 0);
+        }
+        // The common trigrams are marked seen already: they are skipped
+        // at the cost of the test every trigram takes anyway.
+        let id = dict.map_or(0, |d| d.id);
+        if seen.common_of != id {
+            for &k in &seen.common {
+                seen.trigrams[(k >> 6) as usize] &= !(1 << (k & 63));
+            }
+            seen.common = dict.map(|d| d.common.sorted()).unwrap_or_default();
+            seen.common.retain(|&k| k & SPACED == 0);
+            for &k in &seen.common {
+                seen.trigrams[(k >> 6) as usize] |= 1 << (k & 63);
+            }
+            seen.common_of = id;
+        }
+        let (trigrams, spaced) = (&mut seen.trigrams, &mut seen.spaced);
+        for item in items {
+            self::keys(fold(item).as_bytes(), |k| {
+                if k & SPACED == 0 {
+                    let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
+                    if trigrams[word] & bit == 0 {
+                        trigrams[word] |= bit;
+                        keys.push(k);
+                    }
+                    return;
+                }
+                if dict.is_some_and(|d| d.is_common(k)) {
+                    return;
+                }
+                let at = spaced_slot(k);
+                let (word, bit) = ((at >> 6) as usize, 1u64 << (at & 63));
+                if spaced[word] & bit == 0 {
+                    spaced[word] |= bit;
+                    keys.push(k);
+                } else {
+                    again.push(k);
+                }
+            });
+        }
+        for &k in &keys {
+            match k & SPACED {
+                0 => trigrams[(k >> 6) as usize] &= !(1 << (k & 63)),
+                _ => spaced[(spaced_slot(k) >> 6) as usize] = 0,
+            }
+        }
+    });
+    (keys, again)
+}
+
+/// The scratch of [`distinct_keys`], per thread.
+#[derive(Default)]
+struct Seen {
+    /// One bit per possible trigram (2 MiB).
+    trigrams: Vec<u64>,
+    /// Up to 2^20 bits for the keys around spaces (one per byte of the
+    /// text, so that it stays in cache for a small one).
+    spaced: Vec<u64>,
+    /// The common trigrams marked in `trigrams`, and the id of their
+    /// dictionary (0: none).
+    common: Vec<u64>,
+    common_of: u64,
 }
 
 /// The indexed body of one session.
@@ -138,13 +475,57 @@ pub(crate) struct Doc {
     pub(crate) fingerprint: Option<Fingerprint>,
     /// The session's latest title, read under the same fingerprint.
     pub(crate) title: Option<String>,
-    /// The title lower-cased.
-    pub(crate) title_folded: Option<String>,
+    /// The title lower-cased, when that is not the title itself.
+    title_folded: Option<Box<str>>,
     /// The projected item texts, concatenated and zstd-compressed.
     packed: Box<[u8]>,
-    /// The end offset of each item in the decompressed text.
-    ends: Box<[usize]>,
+    /// The dictionary `packed` was compressed with.
+    dict: Option<Arc<Dictionary>>,
+    /// The byte length of each item, LEB128 (a byte or two each).
+    lengths: Box<[u8]>,
+    /// Their sum: the length of the decompressed text.
+    len: usize,
     bloom: Bloom,
+}
+
+/// Item lengths from ascending end offsets, LEB128.
+fn encode_lengths(ends: &[usize]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(ends.len() * 2);
+    let mut start = 0;
+    for &end in ends {
+        let mut n = end - start;
+        start = end;
+        while n >= 0x80 {
+            out.push(n as u8 | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    out.into_boxed_slice()
+}
+
+/// The end offsets of what [`encode_lengths`] wrote; `None` if malformed.
+fn decode_lengths(bytes: &[u8]) -> Option<Vec<usize>> {
+    let mut ends = Vec::with_capacity(bytes.len());
+    let (mut end, mut n, mut shift) = (0usize, 0usize, 0u32);
+    for &b in bytes {
+        n |= usize::from(b & 0x7f).checked_shl(shift).filter(|v| v >> shift == usize::from(b & 0x7f))?;
+        shift += 7;
+        if b & 0x80 == 0 {
+            end = end.checked_add(n)?;
+            ends.push(end);
+            (n, shift) = (0, 0);
+        }
+    }
+    (shift == 0).then_some(ends)
+}
+
+/// The lower-cased title, kept only when it differs.
+fn folded_title(title: Option<&str>) -> Option<Box<str>> {
+    match fold(title?) {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(t) => (title != Some(t.as_str())).then(|| t.into_boxed_str()),
+    }
 }
 
 /// One projected item's text, as the index is given it.
@@ -153,74 +534,95 @@ pub(crate) struct IndexedItem<'a> {
 }
 
 thread_local! {
-    /// The thread's zstd decompression context, reused by every search.
-    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-        const { std::cell::RefCell::new(None) };
-    /// One bit per possible trigram (2 MiB), to count distinct trigrams in
-    /// linear time; cleared after each use through the keys it collected.
-    static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The thread's zstd contexts, reused by every doc it builds or reads:
+    /// creating one per call (a large allocation, zeroed) cost more than
+    /// the decompression.
+    static CONTEXTS: std::cell::RefCell<(Option<CCtx<'static>>, Option<DCtx<'static>>)> =
+        std::cell::RefCell::new((CCtx::try_create(), DCtx::try_create()));
+    /// Bitmaps to find the distinct keys of a text in linear time, left
+    /// clear after each use (but for the common trigrams of the last
+    /// dictionary used) through the keys they collected.
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::default());
 }
 
 impl Doc {
-    /// Indexes the items of one session.
-    pub(crate) fn build(fingerprint: Option<Fingerprint>, title: Option<String>, items: Vec<IndexedItem<'_>>) -> Doc {
+    /// Indexes the items of one session, compressing its text with the
+    /// encoder's dictionary if given.
+    pub(crate) fn build(
+        fingerprint: Option<Fingerprint>,
+        title: Option<String>,
+        items: Vec<IndexedItem<'_>>,
+        encoder: Option<&Encoder>,
+    ) -> Doc {
         let total: usize = items.iter().map(|i| i.text.len()).sum();
         let mut text = String::with_capacity(total);
         let mut ends = Vec::with_capacity(items.len());
-        let mut keys: Vec<u32> = Vec::new();
-        SEEN.with(|seen| {
-            let mut seen = seen.borrow_mut();
-            if seen.is_empty() {
-                seen.resize(1 << 18, 0);
-            }
-            for item in &items {
-                text.push_str(&item.text);
-                ends.push(text.len());
-                for w in fold(&item.text).as_bytes().windows(3) {
-                    let k = key(w);
-                    let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
-                    if seen[word] & bit == 0 {
-                        seen[word] |= bit;
-                        keys.push(k);
-                    }
-                }
-            }
-            for &k in &keys {
-                seen[(k >> 6) as usize] = 0;
-            }
-        });
-        let bloom = Bloom::with_keys(&keys);
-        let packed = if text.is_empty() {
-            Vec::new()
-        } else {
-            // Compressing a String held in memory cannot fail.
-            zstd::bulk::compress(text.as_bytes(), ZSTD_LEVEL).unwrap_or_default()
-        };
-        let title_folded = title.as_deref().map(|t| fold(t).into_owned());
-        Doc { fingerprint, title, title_folded, packed: packed.into_boxed_slice(), ends: ends.into(), bloom }
+        for item in &items {
+            text.push_str(&item.text);
+            ends.push(text.len());
+        }
+        let bloom = Bloom::with_keys(distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict)));
+        let packed = compress(text.as_bytes(), encoder);
+        let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
+        let title_folded = folded_title(title.as_deref());
+        let lengths = encode_lengths(&ends);
+        Doc { fingerprint, title, title_folded, packed, dict, lengths, len: text.len(), bloom }
     }
 
-    /// Whether the body may hold `needle` (lower-cased).
-    pub(crate) fn may_contain(&self, needle: &str) -> bool {
-        !self.ends.is_empty() && self.bloom.may_contain(needle.as_bytes())
+    /// The title lower-cased (`""` without one).
+    pub(crate) fn title_folded(&self) -> &str {
+        self.title_folded.as_deref().or(self.title.as_deref()).unwrap_or("")
+    }
+
+    /// Where each item ends in the decompressed text.
+    pub(crate) fn ends(&self) -> Vec<usize> {
+        decode_lengths(&self.lengths).unwrap_or_default()
+    }
+
+    /// Whether its text is compressed without a dictionary.
+    pub(crate) fn undicted(&self) -> bool {
+        self.dict.is_none() && !self.packed.is_empty()
+    }
+
+    /// The same doc with its text compressed with the encoder's
+    /// dictionary, and its filter without the dictionary's common keys;
+    /// `None` if its text does not decompress (never: the index wrote it).
+    fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
+        let text = decompress(&self.packed, self.text_bytes(), self.dict.as_deref())?;
+        let ends = self.ends();
+        let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
+        let keys = distinct_keys(items, Some(&encoder.dict));
+        Some(Doc {
+            fingerprint: self.fingerprint.clone(),
+            title: self.title.clone(),
+            title_folded: self.title_folded.clone(),
+            packed: compress(&text, Some(encoder)),
+            dict: Some(Arc::clone(&encoder.dict)),
+            lengths: self.lengths.clone(),
+            len: self.len,
+            bloom: Bloom::with_keys(keys),
+        })
+    }
+
+    /// Whether the body may hold `needle`: every key of it that this
+    /// doc's filter was built with may be present. Always true for a needle
+    /// without such keys (shorter than three bytes, or only common keys).
+    pub(crate) fn may_contain(&self, needle: &Needle) -> bool {
+        !self.lengths.is_empty()
+            && needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| self.bloom.contains(h)))
     }
 
     /// The decompressed text of all items, and where each item ends in it.
-    pub(crate) fn text(&self) -> (String, &[usize]) {
-        let Some(&len) = self.ends.last() else { return (String::new(), &[]) };
-        // One decompression context per thread: creating one per call
-        // (a large allocation, zeroed) cost more than the decompression.
-        let text = DECOMPRESSOR.with(|d| {
-            let mut d = d.borrow_mut();
-            if d.is_none() {
-                *d = zstd::bulk::Decompressor::new().ok();
-            }
-            d.as_mut().and_then(|d| d.decompress(&self.packed, len).ok()).unwrap_or_default()
-        });
+    pub(crate) fn text(&self) -> (String, Vec<usize>) {
+        let ends = self.ends();
+        if ends.last() != Some(&self.len) {
+            return (String::new(), Vec::new());
+        }
+        let text = decompress(&self.packed, self.len, self.dict.as_deref()).unwrap_or_default();
         match String::from_utf8(text) {
-            Ok(text) if text.len() == len => (text, &self.ends),
+            Ok(text) if text.len() == self.len => (text, ends),
             // Never: the index wrote this text itself.
-            _ => (String::new(), &[]),
+            _ => (String::new(), Vec::new()),
         }
     }
 
@@ -229,8 +631,8 @@ impl Doc {
     pub(crate) fn items(&self) -> Vec<String> {
         let (text, ends) = self.text();
         let mut start = 0;
-        ends.iter()
-            .map(|&end| {
+        ends.into_iter()
+            .map(|end| {
                 let item = text[start..end].to_owned();
                 start = end;
                 item
@@ -240,18 +642,20 @@ impl Doc {
 
     /// Bytes of the projected text it covers.
     pub(crate) fn text_bytes(&self) -> usize {
-        self.ends.last().copied().unwrap_or(0)
+        self.len
     }
 
-    /// Bytes the index holds for it (compressed text, offsets, filter,
-    /// title).
+    /// Bytes the index holds for it: compressed text, item lengths, filter,
+    /// titles, fingerprint, the doc itself and its reference count.
     pub(crate) fn index_bytes(&self) -> usize {
         self.packed.len()
-            + self.ends.len() * std::mem::size_of::<usize>()
+            + self.lengths.len()
             + self.bloom.bytes()
-            + self.title.as_ref().map_or(0, String::len)
-            + self.title_folded.as_ref().map_or(0, String::len)
+            + self.title.as_ref().map_or(0, String::capacity)
+            + self.title_folded.as_ref().map_or(0, |t| t.len())
+            + self.fingerprint.as_ref().map_or(0, |f| f.as_bytes().len())
             + std::mem::size_of::<Doc>()
+            + 2 * std::mem::size_of::<usize>()
     }
 }
 
@@ -259,17 +663,48 @@ impl Doc {
 pub(crate) struct Needle {
     pub(crate) text: String,
     finder: memmem::Finder<'static>,
+    /// Its distinct filter keys.
+    keys: Box<[u64]>,
+    /// The hashes of its keys a doc's filter is tested with, per
+    /// dictionary (by id; 0: none, every key), made on first use.
+    hashes: std::cell::RefCell<Vec<(u64, Box<[u64]>)>>,
 }
 
 impl Needle {
     pub(crate) fn new(text: String) -> Needle {
         let finder = memmem::Finder::new(text.as_bytes()).into_owned();
-        Needle { text, finder }
+        let mut keys = Vec::new();
+        self::keys(text.as_bytes(), |k| keys.push(k));
+        keys.sort_unstable();
+        keys.dedup();
+        Needle { text, finder, keys: keys.into(), hashes: Default::default() }
+    }
+
+    /// Runs `f` on the hashes of the keys a filter built with `dict` holds
+    /// if the needle is there: all of them, less the dictionary's common
+    /// keys (which such a filter leaves out).
+    fn with_hashes<T>(&self, dict: Option<&Dictionary>, f: impl FnOnce(&[u64]) -> T) -> T {
+        let id = dict.map_or(0, |d| d.id);
+        let mut memo = self.hashes.borrow_mut();
+        let at = match memo.iter().position(|(i, _)| *i == id) {
+            Some(at) => at,
+            None => {
+                let kept = self.keys.iter().filter(|&&k| dict.is_none_or(|d| !d.is_common(k))).map(|&k| hash(k));
+                memo.push((id, kept.collect()));
+                memo.len() - 1
+            }
+        };
+        f(&memo[at].1)
     }
 
     /// The first occurrence in `folded`.
     pub(crate) fn find(&self, folded: &str) -> Option<usize> {
         self.finder.find(folded.as_bytes())
+    }
+
+    /// Whether it occurs in `folded`.
+    pub(crate) fn is_in(&self, folded: &str) -> bool {
+        self.find(folded).is_some()
     }
 }
 
@@ -289,10 +724,19 @@ pub(crate) fn original_offset(original: &str, folded_at: usize) -> usize {
     original.len()
 }
 
-/// The built docs of a resolver, by session id.
+/// The built docs of a resolver, by session id, and the dictionary new
+/// docs are compressed with.
 #[derive(Default)]
 pub(crate) struct DocCache {
     docs: RwLock<HashMap<String, Arc<Doc>>>,
+    dictionary: RwLock<Option<Arc<Dictionary>>>,
+    /// Held while training or recompressing (one at a time).
+    settling: Mutex<()>,
+    /// The encoder of the docs being built, while any is.
+    encoder: Mutex<std::sync::Weak<Encoder>>,
+    /// After a failed training: the text without dictionary to wait for
+    /// before trying again.
+    retry_at: AtomicUsize,
 }
 
 impl DocCache {
@@ -306,21 +750,132 @@ impl DocCache {
         wanted.map(|(id, fp)| docs.get(id).filter(|d| fp.is_some() && d.fingerprint.as_ref() == fp).cloned()).collect()
     }
 
-    /// Appends every kept doc (see `persist.rs`).
+    /// The dictionary to compress new docs with, once trained.
+    pub(crate) fn dictionary(&self) -> Option<Arc<Dictionary>> {
+        self.dictionary.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// An encoder for the current dictionary, if there is one: the one the
+    /// docs being built share, else a new one (a few hundred KB, digested in
+    /// well under a millisecond), dropped with the last doc built with it.
+    pub(crate) fn encoder(&self) -> Option<Arc<Encoder>> {
+        let dict = self.dictionary()?;
+        let mut shared = self.encoder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = shared.upgrade().filter(|e| Arc::ptr_eq(&e.dict, &dict)) {
+            return Some(e);
+        }
+        let e = Arc::new(Encoder::new(&dict)?);
+        *shared = Arc::downgrade(&e);
+        Some(e)
+    }
+
+    /// The kept docs compressed without a dictionary, by id (so that what
+    /// is sampled does not depend on the map's order).
+    fn undicted(&self) -> Vec<(String, Arc<Doc>)> {
+        let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<(String, Arc<Doc>)> =
+            docs.iter().filter(|(_, d)| d.undicted()).map(|(id, d)| (id.clone(), Arc::clone(d))).collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Trains the dictionary once the kept docs compressed without one
+    /// hold `TRAIN_AT` bytes of text, then compresses every such doc with
+    /// it (a doc replaced meanwhile is left alone). Blocking; returns at
+    /// once while another call is at it.
+    pub(crate) fn settle(&self) {
+        let Ok(_one) = self.settling.try_lock() else { return };
+        let undicted = self.undicted();
+        if undicted.is_empty() {
+            return;
+        }
+        if self.dictionary().is_none() {
+            {
+                let bytes: usize = undicted.iter().map(|(_, d)| d.text_bytes()).sum();
+                if bytes < TRAIN_AT.max(self.retry_at.load(Ordering::Relaxed)) {
+                    return;
+                }
+                let mut samples = Vec::new();
+                let mut sampled = 0;
+                for (_, d) in &undicted {
+                    if sampled >= TRAIN_SAMPLE {
+                        break;
+                    }
+                    if let Some(text) = decompress(&d.packed, d.text_bytes(), None) {
+                        sampled += text.len();
+                        samples.push((text, d.ends()));
+                    }
+                }
+                // Kept only if it saves more than it weighs, extrapolated
+                // from the sample to all of these texts; else tried again
+                // once they have doubled.
+                // (Compressed text and filter bits saved.)
+                let trained = Dictionary::train(&samples).map(|(dict, n)| (Arc::new(dict), n));
+                let pays = trained.filter(|(dict, left_out)| {
+                    let Some(encoder) = Encoder::new(dict) else { return false };
+                    let (plain, packed): (usize, usize) = undicted
+                        .iter()
+                        .zip(&samples)
+                        .map(|((_, d), (text, _))| (d.packed.len(), compress(text, Some(&encoder)).len()))
+                        .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
+                    let saved = plain.saturating_sub(packed) + left_out * BITS_PER_KEY / 8;
+                    saved as f64 * bytes as f64 / sampled as f64 > dict.bytes() as f64
+                });
+                let Some((dict, _)) = pays else {
+                    self.retry_at.store(bytes.saturating_mul(2), Ordering::Relaxed);
+                    return;
+                };
+                *self.dictionary.write().unwrap_or_else(|e| e.into_inner()) = Some(dict);
+            }
+        }
+        let Some(encoder) = self.encoder() else { return };
+        let redone: Vec<(String, Arc<Doc>, Doc)> = undicted
+            .into_iter()
+            .filter_map(|(id, old)| Some((id, Arc::clone(&old), old.with_dictionary(&encoder)?)))
+            .collect();
+        let mut docs = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        for (id, old, new) in redone {
+            if let Some(held) = docs.get_mut(&id) {
+                if Arc::ptr_eq(held, &old) {
+                    *held = Arc::new(new);
+                }
+            }
+        }
+    }
+
+    /// Appends every kept doc and the dictionaries they use (see
+    /// `persist.rs`): the dictionaries first (the one for new docs first of
+    /// all), then per doc the number of its dictionary (0: none).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         use super::persist::{put, put_opt};
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         let kept: Vec<(&String, &Arc<Doc>)> = docs.iter().filter(|(_, d)| d.fingerprint.is_some()).collect();
+        let mut dicts: Vec<Arc<Dictionary>> = self.dictionary().into_iter().collect();
+        for (_, d) in &kept {
+            if let Some(dict) = &d.dict {
+                if !dicts.iter().any(|x| Arc::ptr_eq(x, dict)) {
+                    dicts.push(Arc::clone(dict));
+                }
+            }
+        }
+        out.extend_from_slice(&(dicts.len() as u64).to_le_bytes());
+        for dict in &dicts {
+            put(out, &dict.raw);
+            let common = dict.common.sorted();
+            out.extend_from_slice(&(common.len() as u64).to_le_bytes());
+            for &k in &common {
+                out.extend_from_slice(&k.to_le_bytes());
+            }
+        }
         out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
         for (id, d) in kept {
             put(out, id.as_bytes());
             put(out, d.fingerprint.as_ref().map_or(&[][..], Fingerprint::as_bytes));
             put_opt(out, d.title.as_deref().map(str::as_bytes));
+            let dict = d.dict.as_ref().and_then(|x| dicts.iter().position(|y| Arc::ptr_eq(x, y))).map_or(0, |i| i + 1);
+            out.extend_from_slice(&(dict as u64).to_le_bytes());
             put(out, &d.packed);
-            out.extend_from_slice(&(d.ends.len() as u64).to_le_bytes());
-            for &e in d.ends.iter() {
-                out.extend_from_slice(&(e as u64).to_le_bytes());
-            }
+            put(out, &d.lengths);
             out.extend_from_slice(&(d.bloom.bits.len() as u64).to_le_bytes());
             for &w in d.bloom.bits.iter() {
                 out.extend_from_slice(&w.to_le_bytes());
@@ -328,39 +883,54 @@ impl DocCache {
         }
     }
 
-    /// Reads what [`encode`](Self::encode) wrote; `None` if malformed. The
-    /// offsets must ascend, and a doc's text must decompress to exactly
-    /// its last offset when it is searched (else it reads as empty).
+    /// Reads what [`encode`](Self::encode) wrote; `None` if malformed. A
+    /// doc's text must decompress to exactly the sum of its item lengths
+    /// when it is searched (else it reads as empty).
     pub(crate) fn decode(&self, input: &mut super::persist::Input<'_>) -> Option<Vec<(String, Doc)>> {
+        let count = input.u64()?;
+        let mut dicts = Vec::new();
+        for _ in 0..count {
+            let raw: Box<[u8]> = input.bytes()?.into();
+            let n = usize::try_from(input.u64()?).ok()?;
+            let mut common = Vec::with_capacity(n.min(input.0.len() / 8));
+            for _ in 0..n {
+                common.push(input.u64()?);
+            }
+            dicts.push(Arc::new(Dictionary::new(raw, common.into())?));
+        }
         let n = input.u64()?;
         let mut out = Vec::new();
         for _ in 0..n {
             let id = input.string()?;
             let fingerprint = Some(input.fingerprint()?);
             let title = input.opt_string()?;
+            let dict = match usize::try_from(input.u64()?).ok()? {
+                0 => None,
+                i => Some(Arc::clone(dicts.get(i - 1)?)),
+            };
             let packed: Box<[u8]> = input.bytes()?.into();
-            let count = usize::try_from(input.u64()?).ok()?;
-            let mut ends = Vec::with_capacity(count.min(input.0.len() / 8));
-            for _ in 0..count {
-                ends.push(usize::try_from(input.u64()?).ok()?);
-            }
-            if ends.windows(2).any(|w| w[0] > w[1]) {
-                return None;
-            }
+            let lengths: Box<[u8]> = input.bytes()?.into();
+            let len = decode_lengths(&lengths)?.last().copied().unwrap_or(0);
             let words = usize::try_from(input.u64()?).ok()?;
             let mut bits = Vec::with_capacity(words.min(input.0.len() / 8));
             for _ in 0..words {
                 bits.push(input.u64()?);
             }
-            let title_folded = title.as_deref().map(|t| fold(t).into_owned());
+            let title_folded = folded_title(title.as_deref());
             let bloom = Bloom { bits: bits.into() };
-            out.push((id, Doc { fingerprint, title, title_folded, packed, ends: ends.into(), bloom }));
+            out.push((id, Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom }));
         }
         Some(out)
     }
 
-    /// Keeps every `(id, doc)`.
+    /// Keeps every `(id, doc)`; without a dictionary of its own yet, the
+    /// cache takes the one the first of them uses.
     pub(crate) fn insert_all(&self, docs: Vec<(String, Doc)>) {
+        let mut dictionary = self.dictionary.write().unwrap_or_else(|e| e.into_inner());
+        if dictionary.is_none() {
+            *dictionary = docs.iter().find_map(|(_, d)| d.dict.clone());
+        }
+        drop(dictionary);
         let mut held = self.docs.write().unwrap_or_else(|e| e.into_inner());
         for (id, doc) in docs {
             held.insert(id, Arc::new(doc));
@@ -386,17 +956,32 @@ impl DocCache {
         self.docs.write().unwrap_or_else(|e| e.into_inner()).retain(|id, _| keep(id));
     }
 
+    /// Forgets every doc and the dictionary (trained on them).
     pub(crate) fn clear(&self) {
         self.docs.write().unwrap_or_else(|e| e.into_inner()).clear();
+        *self.dictionary.write().unwrap_or_else(|e| e.into_inner()) = None;
+        self.retry_at.store(0, Ordering::Relaxed);
     }
 
     /// (sessions, projected text bytes, index bytes, of which filters) of
-    /// the kept docs.
+    /// the kept docs; the index bytes count each dictionary once.
     pub(crate) fn stats(&self) -> (usize, usize, usize, usize) {
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         let text = docs.values().map(|d| d.text_bytes()).sum();
         let filters = docs.values().map(|d| d.bloom.bytes()).sum();
-        let index = docs.values().map(|d| d.index_bytes()).sum::<usize>() + docs.keys().map(String::len).sum::<usize>();
+        let current = self.dictionary();
+        let mut dicts: Vec<&Arc<Dictionary>> =
+            docs.values().filter_map(|d| d.dict.as_ref()).chain(current.as_ref()).collect();
+        dicts.sort_unstable_by_key(|d| Arc::as_ptr(d));
+        dicts.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let dictionaries: usize = dicts.iter().map(|d| d.bytes()).sum();
+        // The table's slots (an id and a pointer, and a control byte, each)
+        // and the ids' bytes.
+        let table = docs.capacity() * (std::mem::size_of::<(String, Arc<Doc>)>() + 1);
+        let index = docs.values().map(|d| d.index_bytes()).sum::<usize>()
+            + docs.keys().map(String::capacity).sum::<usize>()
+            + table
+            + dictionaries;
         (docs.len(), text, index, filters)
     }
 }
@@ -405,18 +990,189 @@ impl DocCache {
 mod tests {
     use super::*;
 
+    fn may(d: &Doc, needle: &str) -> bool {
+        d.may_contain(&Needle::new(needle.to_owned()))
+    }
+
     fn doc(texts: &[&str]) -> Doc {
-        Doc::build(None, None, texts.iter().map(|t| IndexedItem { text: Cow::Borrowed(*t) }).collect())
+        Doc::build(None, None, texts.iter().map(|t| IndexedItem { text: Cow::Borrowed(*t) }).collect(), None)
     }
 
     #[test]
     fn the_filter_never_misses_a_substring() {
         let d = doc(&["Fix PR1137 before 发布版本", "naïve ÉCOLE"]);
         for n in ["pr1137", "1137", "发布", "版本", "école", "naïve", "fix pr", "e 发"] {
-            assert!(d.may_contain(n), "{n}");
+            assert!(may(&d, n), "{n}");
         }
-        assert!(!d.may_contain("zzzz"));
+        assert!(!may(&d, "zzzz"));
         assert_eq!(d.items(), vec!["Fix PR1137 before 发布版本".to_owned(), "naïve ÉCOLE".to_owned()]);
+    }
+
+    #[test]
+    fn the_filter_rules_out_a_phrase_whose_words_are_apart() {
+        let d = doc(&["the parser builds a tree", "cache keys", "the parser cache"]);
+        assert!(may(&d, "parser cache"), "in the last message");
+        assert!(may(&d, "tree"));
+        // The words are all there, never side by side; nor across the end
+        // of one message and the start of the next ("tree" + "cache").
+        for apart in ["builds tree", "tree cache", "cache tree", "keys parser"] {
+            assert!(!may(&d, apart), "{apart}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_substring_is_ever_ruled_out(
+            items in proptest::collection::vec("[ab \\nÉé发 ]{0,40}", 1..4),
+            pick in 0usize..4,
+            from in 0usize..40,
+            len in 0usize..12,
+        ) {
+            let texts: Vec<&str> = items.iter().map(String::as_str).collect();
+            let d = doc(&texts);
+            let folded = fold(texts[pick % texts.len()]).into_owned();
+            let chars: Vec<char> = folded.chars().collect();
+            let from = from.min(chars.len());
+            let needle: String = chars[from..(from + len).min(chars.len())].iter().collect();
+            if !needle.is_empty() && !d.lengths.is_empty() {
+                proptest::prop_assert!(may(&d, &needle), "{needle:?} in {texts:?}");
+            }
+        }
+    }
+
+    /// `n` bytes of words drawn with a skew from a fixed vocabulary of
+    /// `vocabulary` random words (deterministic), so that texts share
+    /// their words as real sessions do.
+    fn prose(seed: u64, n: usize, vocabulary: usize) -> String {
+        let x = std::cell::Cell::new(0x9e37_79b9_7f4a_7c15_u64);
+        let next = || {
+            let mut v = x.get();
+            v ^= v << 13;
+            v ^= v >> 7;
+            v ^= v << 17;
+            x.set(v);
+            v as usize
+        };
+        let words: Vec<String> = (0..vocabulary)
+            .map(|_| {
+                (0..3 + next() % 7)
+                    .map(|_| char::from(b"etaoinshrdlucmfwypvbgkqjxz"[next() % 26 * (next() % 26) / 26]))
+                    .collect()
+            })
+            .collect();
+        // The same words for every text, each text its own draw of them.
+        x.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+        let mut out = String::new();
+        while out.len() < n {
+            out.push_str(&words[next() % vocabulary * (next() % vocabulary) / vocabulary]);
+            out.push(if next() % 9 == 0 { '\n' } else { ' ' });
+        }
+        out
+    }
+
+    /// 64 sessions of 8 messages, `vocabulary` words in all.
+    fn big_cache(vocabulary: usize) -> (DocCache, Vec<(String, Vec<String>)>) {
+        let cache = DocCache::default();
+        let mut texts = Vec::new();
+        for i in 0..64u64 {
+            let items: Vec<String> = (0..8).map(|j| prose(i * 8 + j + 1, 4200, vocabulary)).collect();
+            let doc = Doc::build(
+                Some(Fingerprint::from_u64(i)),
+                Some(format!("Title {i}")),
+                items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect(),
+                cache.encoder().as_deref(),
+            );
+            cache.put(&format!("s{i}"), &Arc::new(doc));
+            texts.push((format!("s{i}"), items));
+        }
+        (cache, texts)
+    }
+
+    fn held(cache: &DocCache, id: &str) -> Arc<Doc> {
+        Arc::clone(cache.docs.read().unwrap().get(id).unwrap())
+    }
+
+    #[test]
+    fn the_index_trains_a_dictionary_and_recompresses_what_it_held() {
+        let (cache, texts) = big_cache(5000);
+        let (_, text, before, _) = cache.stats();
+        assert!(text >= TRAIN_AT && cache.dictionary().is_none());
+        cache.settle();
+        let dict = cache.dictionary().expect("trained");
+        let (_, _, after, _) = cache.stats();
+        assert!(after < before, "{after} < {before}");
+        assert!(!dict.common.sorted().is_empty(), "keys nearly every text holds");
+        for (id, items) in &texts {
+            let doc = held(&cache, id);
+            assert!(doc.dict.as_ref().is_some_and(|d| Arc::ptr_eq(d, &dict)), "{id}");
+            assert_eq!(&doc.items(), items, "{id}");
+            // Its filter left the common keys out, and still never misses.
+            for item in items {
+                let words: Vec<&str> = item.split(' ').collect();
+                for n in [words[3], &item[10..30], &words[5..8].join(" "), item.as_str()] {
+                    assert!(may(&doc, n.trim()), "{n:?} in {id}");
+                }
+            }
+        }
+        // A word of common trigrams only passes every filter untested; one
+        // that is nowhere is still ruled out.
+        let common: Vec<u64> = dict.common.sorted();
+        let word: String = common
+            .iter()
+            .find(|&&k| k & SPACED == 0 && k.to_be_bytes()[5..].iter().all(u8::is_ascii_lowercase))
+            .map(|&k| k.to_be_bytes()[5..].iter().map(|&b| char::from(b)).collect())
+            .unwrap();
+        assert!(texts.iter().all(|(id, _)| may(&held(&cache, id), &word)), "{word}");
+        assert!(texts.iter().all(|(id, _)| !may(&held(&cache, id), "qqqzzzxx")));
+        // A doc built now uses it at once.
+        let encoder = cache.encoder();
+        let doc = Doc::build(None, None, vec![IndexedItem { text: Cow::Borrowed("re7 de14") }], encoder.as_deref());
+        assert!(!doc.undicted());
+        assert_eq!(doc.items(), ["re7 de14"]);
+    }
+
+    #[test]
+    fn a_dictionary_that_would_not_pay_for_itself_is_not_kept() {
+        // So few words that zstd alone finds them in each text.
+        let (cache, _) = big_cache(20);
+        cache.settle();
+        assert!(cache.dictionary().is_none());
+        assert!(cache.retry_at.load(Ordering::Relaxed) > 2 * TRAIN_AT, "tried again once the texts doubled");
+        cache.settle();
+        assert!(cache.dictionary().is_none());
+    }
+
+    #[test]
+    fn a_dictionary_survives_the_cache_file_round_trip() {
+        let (cache, texts) = big_cache(5000);
+        cache.settle();
+        let mut bytes = Vec::new();
+        cache.encode(&mut bytes);
+        let loaded = DocCache::default();
+        let docs = loaded.decode(&mut super::super::persist::Input(&bytes)).expect("well-formed");
+        loaded.insert_all(docs);
+        assert!(loaded.dictionary().is_some(), "adopted for the docs built next");
+        assert_eq!(loaded.stats(), cache.stats());
+        for (id, items) in &texts {
+            let (a, b) = (held(&cache, id), held(&loaded, id));
+            assert_eq!(&b.items(), items, "{id}");
+            assert_eq!(a.bloom.bits, b.bloom.bits, "{id}");
+        }
+        // Cut anywhere, the docs part is rejected, never half used.
+        for cut in [0, 8, 100, bytes.len() / 2, bytes.len() - 1] {
+            assert!(DocCache::default().decode(&mut super::super::persist::Input(&bytes[..cut])).is_none(), "{cut}");
+        }
+    }
+
+    #[test]
+    fn item_lengths_round_trip_and_reject_a_cut_number() {
+        for ends in [vec![], vec![0], vec![0, 0, 5, 205, 70_205, 70_205, 1 << 40]] {
+            assert_eq!(decode_lengths(&encode_lengths(&ends)).as_deref(), Some(&ends[..]));
+        }
+        assert_eq!(decode_lengths(&[0x85]), None);
+        assert_eq!(decode_lengths(&[0xff; 11]), None);
+        let d = doc(&["", "a", "", "bc"]);
+        assert_eq!(d.items(), ["", "a", "", "bc"]);
     }
 
     #[test]
