@@ -180,6 +180,13 @@ pub struct ListedSession {
     pub path: PathBuf,
 }
 
+/// The order of a foreign listing: newest `createdAt` first, equal times
+/// by id.
+pub(crate) fn listing_order(a: &SessionHeader, b: &SessionHeader) -> std::cmp::Ordering {
+    let (x, y) = (a.created_at.as_u64(), b.created_at.as_u64());
+    y.cmp(&x).then_with(|| a.id.cmp(&b.id))
+}
+
 /// The listing of a foreign source.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Listing {
@@ -194,10 +201,7 @@ impl Listing {
     /// Puts the sessions in listing order: newest `createdAt` first, equal
     /// times by id.
     pub fn sort(&mut self) {
-        self.sessions.sort_by(|a, b| {
-            let (x, y) = (a.header.created_at.as_u64(), b.header.created_at.as_u64());
-            y.cmp(&x).then_with(|| a.header.id.cmp(&b.header.id))
-        });
+        self.sessions.sort_by(|a, b| listing_order(&a.header, &b.header));
     }
 
     /// A source's `list_sessions`: the headers, or the error naming the root.

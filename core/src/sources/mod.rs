@@ -35,6 +35,27 @@ pub use self::open::{
     default_specs, open_source, open_sources, report_json, specs_from_json, surface_json_bytes, SourceKind, SourceSpec,
 };
 
+/// The position in a listing of each of `ids` (same order): ids given in
+/// listing order (as a resolver gives them, the target left out) are
+/// matched by walking the listing along, without hashing; others are
+/// looked up with `find`.
+pub(crate) fn positions_in_order<'a>(
+    len: usize,
+    id_at: impl Fn(usize) -> &'a str + 'a,
+    ids: &'a [String],
+    find: impl Fn(&str) -> Option<usize> + 'a,
+) -> impl Iterator<Item = Option<usize>> + 'a {
+    let mut next = 0;
+    ids.iter().map(move |id| {
+        let from = next;
+        if let Some(at) = (from..(from + 2).min(len)).find(|&at| id_at(at) == id.as_str()) {
+            next = at + 1;
+            return Some(at);
+        }
+        find(id)
+    })
+}
+
 /// Checks that `root` is a readable directory (a link to one is fine: the
 /// root is the one link a source follows) and returns it.
 pub(crate) fn open_root(root: &Path, format: &str) -> std::io::Result<std::path::PathBuf> {

@@ -76,10 +76,10 @@ use crate::conversation::Conversation;
 use crate::discovery::Fingerprint;
 use crate::error::HostError;
 use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
-use crate::sources::foreign::{conversation, mtime_ms, read_error};
+use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error};
 use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
-use crate::sources::FileSource;
+use crate::sources::{positions_in_order, FileSource};
 
 /// What every Claude Code session id starts with.
 pub const PREFIX: &str = "claude-code:";
@@ -119,8 +119,37 @@ struct Kept {
     watcher: Option<DirWatcher>,
     no_watch: bool,
     heads: HashMap<PathBuf, (Stamp, Head)>,
-    /// The last listing and each listed session's log identity.
-    last: Option<Arc<(Listing, HashMap<String, FileIdentity>)>>,
+    /// The last listing.
+    last: Option<Arc<Snap>>,
+    /// Changes drained by a fingerprint call and not yet read.
+    pending: Option<Changes>,
+}
+
+/// A listing and each listed session's transcript identity (same order).
+struct Snap {
+    listing: Listing,
+    identities: Vec<FileIdentity>,
+    by_id: std::sync::OnceLock<HashMap<String, usize>>,
+}
+
+impl Snap {
+    /// From listed sessions and their identities, put in listing order.
+    fn new(mut pairs: Vec<(ListedSession, FileIdentity)>, rejected: Vec<(PathBuf, String)>) -> Snap {
+        pairs.sort_by(|a, b| listing_order(&a.0.header, &b.0.header));
+        let (sessions, identities) = pairs.into_iter().unzip();
+        Snap { listing: Listing { sessions, rejected }, identities, by_id: Default::default() }
+    }
+
+    /// The position of each of `ids` in the listing.
+    fn positions<'a>(&'a self, ids: &'a [String]) -> impl Iterator<Item = Option<usize>> + 'a {
+        let sessions = &self.listing.sessions;
+        let find = |id: &str| {
+            let by_id =
+                self.by_id.get_or_init(|| sessions.iter().enumerate().map(|(i, s)| (s.header.id.clone(), i)).collect());
+            by_id.get(id).copied()
+        };
+        positions_in_order(sessions.len(), |i| sessions[i].header.id.as_str(), ids, find)
+    }
 }
 
 pub use crate::sources::foreign::{ListedSession, Listing};
@@ -162,37 +191,89 @@ impl ClaudeCodeSource {
     }
 
     /// The last listing if a watcher vouches that nothing changed since.
-    fn watched_last(&self) -> Option<Arc<(Listing, HashMap<String, FileIdentity>)>> {
+    fn watched_last(&self) -> Option<Arc<Snap>> {
         let mut kept = self.kept();
         drop_inherited(&mut kept.watcher);
         let last = kept.last.clone()?;
         match kept.watcher.as_mut()?.drain() {
-            Changes::Nothing => Some(last),
-            _ => {
-                // The next listing reads again.
-                kept.last = None;
+            Changes::Nothing if kept.pending.is_none() => Some(last),
+            changes => {
+                // Kept for the next listing, which reads what changed.
+                kept.pending = Some(kept.pending.take().unwrap_or_default().merge(changes));
                 None
             }
         }
     }
 
+    /// The last listing with the transcripts `dirs` names read again, when
+    /// that is all that changed: each is a listed transcript, still a
+    /// regular file (or the project directory holding it). `None` when
+    /// anything else changed (the root, a new, removed, renamed or rejected
+    /// entry): the walk is redone.
+    fn updated_in_place(&self, kept: &mut Kept, last: &Snap, dirs: &[PathBuf]) -> Option<Snap> {
+        let root = self.root.as_path();
+        let mut changed = Vec::new();
+        for d in dirs {
+            if d == root {
+                return None;
+            }
+            if d.parent() == Some(root) {
+                // A project directory: the event names the entry too.
+                continue;
+            }
+            changed.push(last.listing.sessions.iter().position(|s| s.path == *d)?);
+        }
+        if changed.is_empty() {
+            return None;
+        }
+        let mut pairs: Vec<(ListedSession, FileIdentity)> =
+            last.listing.sessions.iter().cloned().zip(last.identities.iter().copied()).collect();
+        for i in changed {
+            let path = pairs[i].0.path.clone();
+            let meta = std::fs::symlink_metadata(&path).ok().filter(|m| m.file_type().is_file())?;
+            let stamp = Stamp::of(&meta);
+            if kept.heads.get(&path).is_some_and(|(held, _)| *held == stamp) {
+                continue;
+            }
+            let (project, name) = (path.parent()?.file_name()?, path.file_name()?);
+            let (file, identity) = open_under(root, &[project, name]).ok()?;
+            let (created, cwd) = transcript::read_head(file).ok()?;
+            let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
+            let header = SessionHeader::new(pairs[i].0.header.id.clone(), created_at, cwd.clone());
+            pairs[i] = (ListedSession { header, path: path.clone() }, identity);
+            kept.heads.insert(path, (stamp, (created, cwd, identity)));
+        }
+        Some(Snap::new(pairs, last.listing.rejected.clone()))
+    }
+
     /// The transcripts under the root, with per-entry problems.
     pub fn list(&self) -> io::Result<Listing> {
-        self.listed().map(|l| l.0.clone())
+        self.listed().map(|l| l.listing.clone())
     }
 
     /// The listing as of now, and each listed session's log identity.
-    fn listed(&self) -> io::Result<Arc<(Listing, HashMap<String, FileIdentity>)>> {
+    fn listed(&self) -> io::Result<Arc<Snap>> {
         let mut kept = self.kept();
         let kept = &mut *kept;
         drop_inherited(&mut kept.watcher);
-        let changes = match (&mut kept.watcher, &kept.last) {
-            (Some(w), Some(last)) => match w.drain() {
-                Changes::Nothing => return Ok(last.clone()),
-                changes => changes,
-            },
+        let drained = match (&mut kept.watcher, &kept.last) {
+            (Some(w), Some(_)) => w.drain(),
             _ => Changes::Everything,
         };
+        let changes = match kept.pending.take() {
+            Some(pending) => pending.merge(drained),
+            None => drained,
+        };
+        if let (Changes::Nothing, Some(last)) = (&changes, &kept.last) {
+            return Ok(last.clone());
+        }
+        if let (Changes::Dirs(dirs), Some(last), true) = (&changes, kept.last.clone(), kept.watcher.is_some()) {
+            if let Some(updated) = self.updated_in_place(kept, &last, dirs) {
+                let updated = Arc::new(updated);
+                kept.last = Some(updated.clone());
+                return Ok(updated);
+            }
+        }
         kept.listings += 1;
         if kept.watcher.is_none() && !kept.no_watch && kept.listings >= 2 {
             match DirWatcher::new(&self.root).filter(|_| watching_allowed()) {
@@ -284,8 +365,7 @@ impl ClaudeCodeSource {
             // Kept under the stamp taken before the read (none: not kept).
             Ok((stamp, (created, cwd, identity)))
         });
-        let mut sessions = Vec::with_capacity(found.len());
-        let mut identities = HashMap::with_capacity(found.len());
+        let mut pairs = Vec::with_capacity(found.len());
         let mut heads_now = HashMap::with_capacity(found.len());
         for ((stem, project, name), head) in found.into_iter().zip(heads) {
             let path = self.root.join(&project).join(&name);
@@ -293,8 +373,7 @@ impl ClaudeCodeSource {
                 Ok((stamp, (created, cwd, identity))) => {
                     let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
                     let header = SessionHeader::new(format!("{PREFIX}{stem}"), created_at, cwd.clone());
-                    identities.insert(header.id.clone(), identity);
-                    sessions.push(ListedSession { header, path: path.clone() });
+                    pairs.push((ListedSession { header, path: path.clone() }, identity));
                     if let Some(stamp) = stamp {
                         heads_now.insert(path, (stamp, (created, cwd, identity)));
                     }
@@ -303,9 +382,7 @@ impl ClaudeCodeSource {
             }
         }
         kept.heads = heads_now;
-        let mut listing = Listing { sessions, rejected };
-        listing.sort();
-        let last = Arc::new((listing, identities));
+        let last = Arc::new(Snap::new(pairs, rejected));
         kept.last = Some(last.clone());
         Ok(last)
     }
@@ -360,7 +437,7 @@ impl ClaudeCodeSource {
 impl BlockingSessionQuery for ClaudeCodeSource {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
         self.listed()
-            .map(|l| l.0.sessions.iter().map(|s| s.header.clone()).collect())
+            .map(|l| l.listing.sessions.iter().map(|s| s.header.clone()).collect())
             .map_err(|e| HostError::new(format!("cannot list {FORMAT} sessions in {}: {e}", self.root.display())))
     }
 
@@ -386,25 +463,15 @@ impl BlockingSessionQuery for ClaudeCodeSource {
     /// `lstat` of the file that listing found (one not listed: looked up).
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
         let watched = self.watched_last();
-        let last = watched.clone().or_else(|| self.kept().last.clone());
-        let paths: HashMap<&str, &Path> = match &last {
-            Some(l) if watched.is_none() => {
-                l.0.sessions.iter().map(|s| (s.header.id.as_str(), s.path.as_path())).collect()
-            }
-            _ => HashMap::new(),
+        let Some(last) = watched.clone().or_else(|| self.kept().last.clone()) else {
+            return Ok(Some(session_ids.iter().map(|id| self.identity(id).ok().map(Fingerprint::from)).collect()));
         };
-        let identity = |id: &String| -> Option<FileIdentity> {
-            if let (Some(l), Some(_)) = (&last, &watched) {
-                if let Some(i) = l.1.get(id) {
-                    return Some(*i);
-                }
-            }
-            match paths.get(id.as_str()) {
-                Some(path) => Stamp::lstat(path).map(|s| s.id),
-                None => self.identity(id).ok(),
-            }
-        };
-        Ok(Some(session_ids.iter().map(|id| identity(id).map(Fingerprint::from)).collect()))
+        let identities = last.positions(session_ids).zip(session_ids).map(|(at, id)| match (at, &watched) {
+            (Some(i), Some(_)) => Some(last.identities[i]),
+            (Some(i), None) => Stamp::lstat(&last.listing.sessions[i].path).map(|s| s.id),
+            (None, _) => self.identity(id).ok(),
+        });
+        Ok(Some(identities.map(|i| i.map(Fingerprint::from)).collect()))
     }
 }
 

@@ -32,6 +32,7 @@ use super::layout::Encoding;
 use super::{Listing, RejectedLog, RejectionKind, StoredSession};
 use crate::host::SessionHeader;
 use crate::sources::fs::{par_map, Stamp};
+use crate::sources::positions_in_order;
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 
 /// One listed session of a [`Snapshot`].
@@ -67,26 +68,22 @@ impl Snapshot {
 
     /// The listed session `id`.
     pub(crate) fn get(&self, id: &str) -> Option<&Listed> {
+        self.position(id).map(|i| &*self.sessions[i])
+    }
+
+    fn position(&self, id: &str) -> Option<usize> {
         let by_id = self
             .by_id
             .get_or_init(|| self.sessions.iter().enumerate().map(|(i, l)| (l.session.header.id.clone(), i)).collect());
-        by_id.get(id).map(|&i| &*self.sessions[i])
+        by_id.get(id).copied()
     }
 
-    /// The listed session of each of `ids` (same order). Ids given in
-    /// listing order (as a resolver gives them) are matched by walking the
-    /// listing along; others are looked up.
+    /// The listed session of each of `ids` (same order; see
+    /// [`positions_in_order`]).
     pub(crate) fn lookup<'a>(&'a self, ids: &'a [String]) -> impl Iterator<Item = Option<&'a Listed>> + 'a {
-        let mut next = 0;
-        ids.iter().map(move |id| {
-            for (offset, l) in self.sessions[next.min(self.sessions.len())..].iter().take(2).enumerate() {
-                if l.session.header.id == *id {
-                    next += offset + 1;
-                    return Some(&**l);
-                }
-            }
-            self.get(id)
-        })
+        let id_at = |i: usize| self.sessions[i].session.header.id.as_str();
+        positions_in_order(self.sessions.len(), id_at, ids, |id| self.position(id))
+            .map(|i| i.map(|i| &*self.sessions[i]))
     }
 }
 
