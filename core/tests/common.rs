@@ -55,3 +55,24 @@ impl Rng {
         self.next_u64() % n
     }
 }
+
+/// Copies the directory tree `from` to `to` (created), files and directories only.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A temporary copy of `examples/sessions`.
+pub fn example_root() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions"), tmp.path());
+    tmp
+}

@@ -2,6 +2,8 @@
 //! conversation, title, cwd and id pinned, and a crafted case for every
 //! projection rule and every kind of damage.
 
+mod common;
+use common::copy_dir;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -876,26 +878,13 @@ fn a_kept_claude_code_source_agrees_with_a_fresh_one_unwatched() {
     claude_kept_agrees_after_changes(false);
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// Codex fingerprints cover the rollout and `session_index.jsonl` (where a
 /// title may come from): a resolver caching under them agrees with one that
 /// caches nothing after a rollout grows and after the index renames one.
 #[test]
 fn codex_fingerprints_cover_the_rollout_and_the_index() {
     let home = tempfile::tempdir().unwrap();
-    copy_tree(&fixtures().join("codex/daaain"), home.path());
+    copy_dir(&fixtures().join("codex/daaain"), home.path());
     let source = CodexSource::open(home.path()).unwrap();
     let resolver = Resolver::new(source.clone().into_query(), Config::default());
     let target = Target::new("someone", None);

@@ -2,30 +2,12 @@
 //! a log that changes gets a new fingerprint, one that does not keeps it,
 //! and a title read through a resolver is not repeated for an unchanged log.
 
+mod common;
+use common::example_root;
 use std::io::Write as _;
-use std::path::Path;
 use std::sync::Arc;
 
 use dsh_session_reference::{block_on, Config, DshStore, Resolver, SessionQuery, Target};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn example_root() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions"), tmp.path());
-    tmp
-}
 
 #[test]
 fn a_changed_log_gets_a_new_fingerprint_and_an_unchanged_one_keeps_its_own() {

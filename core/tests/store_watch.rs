@@ -3,30 +3,13 @@
 //! listing, its reads and a resolver's filtered candidates over it are
 //! exactly those of a store opened afresh. Both with watching and without.
 
+mod common;
+use common::{copy_dir, example_root};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_session_reference::{Config, DshStore, Resolver, Target};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn example_root() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions"), tmp.path());
-    tmp
-}
 
 fn first_line(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap().lines().next().unwrap().to_owned()
