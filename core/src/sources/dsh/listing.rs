@@ -115,7 +115,8 @@ struct Walked {
     /// One per step (`None` for a failed step).
     dirs: Vec<Option<Dir>>,
     /// The step of each session directory.
-    index: HashMap<PathBuf, usize>,
+    /// (Keyed by the path's bytes: hashing a `Path` walks its components.)
+    index: HashMap<std::ffi::OsString, usize>,
 }
 
 /// The state kept between listings of one store.
@@ -271,7 +272,7 @@ impl ListingCache {
                 };
                 let (project, session) = read.names();
                 walked.steps.push(Ok((project.clone(), session.clone(), read.path().to_path_buf())));
-                walked.index.insert(read.path().to_path_buf(), i as usize);
+                walked.index.insert(read.path().as_os_str().to_owned(), i as usize);
                 walked.dirs.push(Some(Dir { read, outcome }));
             }
             Some(walked)
@@ -363,12 +364,12 @@ impl ListingCache {
                 .enumerate()
                 .map(|(i, step)| {
                     let (_, _, path) = step.as_ref().ok()?;
-                    index.insert(path.clone(), i);
-                    old.index.get(path).and_then(|&j| old.dirs.get_mut(j)).and_then(Option::take)
+                    index.insert(path.as_os_str().to_owned(), i);
+                    old.index.get(path.as_os_str()).and_then(|&j| old.dirs.get_mut(j)).and_then(Option::take)
                 })
                 .collect();
             if let Some(w) = self.watcher.as_mut() {
-                w.retain(|d| d == root || d.parent() == Some(root) || index.contains_key(d));
+                w.retain(|d| d == root || d.parent() == Some(root) || index.contains_key(d.as_os_str()));
             }
             self.walked = Some(Walked { root_rejected, steps, dirs, index });
         }
@@ -397,7 +398,7 @@ impl ListingCache {
         } else {
             for d in &dirty {
                 for p in [Some(d.as_path()), d.parent()].into_iter().flatten() {
-                    if let Some(&i) = walked.index.get(p) {
+                    if let Some(&i) = walked.index.get(p.as_os_str()) {
                         to_read.push(i);
                     }
                 }
