@@ -18,6 +18,7 @@ mod search;
 mod text;
 mod titles;
 
+pub(crate) use fingerprint::no_fingerprints;
 pub use fingerprint::Fingerprint;
 pub use persist::DiscoveryCachePart;
 pub(crate) use search::with_projection;

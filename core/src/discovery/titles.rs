@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use futures::stream::{self, StreamExt};
 
-use super::fingerprint::Fingerprint;
+use super::fingerprint::{no_fingerprints, Fingerprint};
 use super::persist::DiscoveryCachePart;
 use crate::host::SessionHeader;
 use crate::resolver::{guarded, Resolver};
@@ -147,7 +147,7 @@ impl Resolver {
         let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
         match guarded(|| self.query.fingerprints(&ids)).await {
             Ok(Some(fps)) if fps.len() == ids.len() => fps,
-            _ => vec![None; ids.len()],
+            _ => no_fingerprints(ids.len()),
         }
     }
 

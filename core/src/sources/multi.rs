@@ -150,7 +150,7 @@ impl SessionQuery for MultiQuery {
                 e.query.fingerprints(ids).await.ok().flatten()
             });
             let answers = futures::future::join_all(asked).await;
-            let mut out: Vec<Option<Fingerprint>> = vec![None; session_ids.len()];
+            let mut out: Vec<Option<Fingerprint>> = crate::discovery::no_fingerprints(session_ids.len());
             for ((positions, _), answer) in by_source.iter().zip(answers) {
                 let Some(prints) = answer else { continue };
                 for (&at, print) in positions.iter().zip(prints) {

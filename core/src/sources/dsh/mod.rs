@@ -438,7 +438,7 @@ impl DshStore {
     pub fn fingerprints_as_listed(&self, session_ids: &[String]) -> Vec<Option<Fingerprint>> {
         match self.listing_cache().last() {
             Some(snapshot) => snapshot.lookup(session_ids).map(|l| l.map(|l| Fingerprint::from(l.stamp.id))).collect(),
-            None => vec![None; session_ids.len()],
+            None => crate::discovery::no_fingerprints(session_ids.len()),
         }
     }
 
