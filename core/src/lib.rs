@@ -45,6 +45,7 @@
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+pub(crate) mod cache_file;
 pub mod cancel;
 pub mod compat;
 pub mod config;

@@ -12,7 +12,7 @@ use crate::resolver::{cancellable, guarded, Resolver};
 use crate::uri::format_mention;
 
 mod fingerprint;
-pub(crate) mod persist;
+mod persist;
 mod rank;
 mod search;
 mod text;

@@ -847,7 +847,7 @@ impl DocCache {
     /// `persist.rs`): the dictionaries first (the one for new docs first of
     /// all), then per doc the number of its dictionary (0: none).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        use super::persist::{put, put_opt};
+        use crate::cache_file::{put, put_opt};
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         let kept: Vec<(&String, &Arc<Doc>)> = docs.iter().filter(|(_, d)| d.fingerprint.is_some()).collect();
         let mut dicts: Vec<Arc<Dictionary>> = self.dictionary().into_iter().collect();
@@ -886,7 +886,7 @@ impl DocCache {
     /// Reads what [`encode`](Self::encode) wrote; `None` if malformed. A
     /// doc's text must decompress to exactly the sum of its item lengths
     /// when it is searched (else it reads as empty).
-    pub(crate) fn decode(&self, input: &mut super::persist::Input<'_>) -> Option<Vec<(String, Doc)>> {
+    pub(crate) fn decode(&self, input: &mut crate::cache_file::Input<'_>) -> Option<Vec<(String, Doc)>> {
         let count = input.u64()?;
         let mut dicts = Vec::new();
         for _ in 0..count {
@@ -1149,7 +1149,7 @@ mod tests {
         let mut bytes = Vec::new();
         cache.encode(&mut bytes);
         let loaded = DocCache::default();
-        let docs = loaded.decode(&mut super::super::persist::Input(&bytes)).expect("well-formed");
+        let docs = loaded.decode(&mut crate::cache_file::Input(&bytes)).expect("well-formed");
         loaded.insert_all(docs);
         assert!(loaded.dictionary().is_some(), "adopted for the docs built next");
         assert_eq!(loaded.stats(), cache.stats());
@@ -1160,7 +1160,7 @@ mod tests {
         }
         // Cut anywhere, the docs part is rejected, never half used.
         for cut in [0, 8, 100, bytes.len() / 2, bytes.len() - 1] {
-            assert!(DocCache::default().decode(&mut super::super::persist::Input(&bytes[..cut])).is_none(), "{cut}");
+            assert!(DocCache::default().decode(&mut crate::cache_file::Input(&bytes[..cut])).is_none(), "{cut}");
         }
     }
 

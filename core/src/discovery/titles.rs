@@ -52,7 +52,7 @@ impl DiscoveryCache {
 
     /// Appends every entry of `part` (see `persist.rs`).
     pub(crate) fn encode(&self, part: DiscoveryCachePart, out: &mut Vec<u8>) {
-        use super::persist::{put, put_opt};
+        use crate::cache_file::{put, put_opt};
         match part {
             DiscoveryCachePart::Titles => {
                 let titles = lock(&self.titles);
@@ -69,7 +69,7 @@ impl DiscoveryCache {
 
     /// Reads what [`encode`](Self::encode) wrote, all or nothing: whether
     /// it was used.
-    pub(crate) fn decode(&self, part: DiscoveryCachePart, input: &mut super::persist::Input<'_>) -> bool {
+    pub(crate) fn decode(&self, part: DiscoveryCachePart, input: &mut crate::cache_file::Input<'_>) -> bool {
         match part {
             DiscoveryCachePart::Titles => {
                 let titles = (|| {

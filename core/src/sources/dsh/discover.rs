@@ -105,7 +105,7 @@ impl SessionDir {
     /// Appends the read (see `discovery/persist.rs`); `false`, and nothing
     /// written, for names that are not UTF-8 or a failed read.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) -> bool {
-        use crate::discovery::persist::{put, put_stamp};
+        use crate::cache_file::{put, put_stamp};
         let names = [self.project.to_str(), self.session.to_str(), self.path.to_str()];
         let (Some(stamp), None, [Some(project), Some(session), Some(path)]) = (self.stamp, &self.error, names) else {
             return false;
@@ -135,7 +135,7 @@ impl SessionDir {
     }
 
     /// Reads what [`encode`](Self::encode) wrote.
-    pub(crate) fn decode(input: &mut crate::discovery::persist::Input<'_>) -> Option<SessionDir> {
+    pub(crate) fn decode(input: &mut crate::cache_file::Input<'_>) -> Option<SessionDir> {
         let project = OsString::from(input.string()?);
         let session = OsString::from(input.string()?);
         let path = PathBuf::from(input.string()?);

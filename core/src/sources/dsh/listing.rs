@@ -182,7 +182,7 @@ impl ListingCache {
     /// unchanged directories and headers again: each session directory's
     /// read and stamp, and its listed log's stamp and header.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        use crate::discovery::persist::{put, put_opt, put_stamp};
+        use crate::cache_file::{put, put_opt, put_stamp};
         let Some(walked) = &self.walked else {
             out.extend_from_slice(&0u64.to_le_bytes());
             return;
@@ -227,7 +227,7 @@ impl ListingCache {
     /// reads of a previous walk: the next listing walks the root and uses
     /// a directory's read only if its stamp is still the same, a header
     /// only if its log's stamp is (see `discover.rs`). Whether it was used.
-    pub(crate) fn decode(&mut self, input: &mut crate::discovery::persist::Input<'_>) -> bool {
+    pub(crate) fn decode(&mut self, input: &mut crate::cache_file::Input<'_>) -> bool {
         if self.walked.is_some() {
             return false;
         }
@@ -639,20 +639,20 @@ mod tests {
         std::fs::write(&all[2], std::fs::read(&all[2]).unwrap()).unwrap();
         let mut other = ListingCache::default();
         other.set_watching(false);
-        assert!(other.decode(&mut crate::discovery::persist::Input(&payload)));
+        assert!(other.decode(&mut crate::cache_file::Input(&payload)));
         assert_eq!(other.refresh(root).unwrap().to_listing(), fresh(root));
         // Read again: the two directories changed in the last seconds (not
         // settled) and the rewritten log's header.
         assert_eq!(other.reads.1, 1, "only the rewritten log's header");
         assert!(other.reads.0 <= 2, "{:?}", other.reads);
         // A listing cache decodes once, into a cache that has not listed.
-        assert!(!other.decode(&mut crate::discovery::persist::Input(&payload)));
+        assert!(!other.decode(&mut crate::cache_file::Input(&payload)));
         // Truncated or padded: refused as a whole.
         let mut third = ListingCache::default();
-        assert!(!third.decode(&mut crate::discovery::persist::Input(&payload[..payload.len() - 1])));
+        assert!(!third.decode(&mut crate::cache_file::Input(&payload[..payload.len() - 1])));
         let mut padded = payload.clone();
         padded.push(0);
-        assert!(!third.decode(&mut crate::discovery::persist::Input(&padded)));
-        assert!(third.decode(&mut crate::discovery::persist::Input(&payload)));
+        assert!(!third.decode(&mut crate::cache_file::Input(&padded)));
+        assert!(third.decode(&mut crate::cache_file::Input(&payload)));
     }
 }

@@ -400,7 +400,7 @@ impl DshStore {
         listing_cache_header(&mut payload, &self.root);
         let mut cache = self.listing_cache();
         cache.encode(&mut payload);
-        let written = crate::discovery::persist::write_file(path, &payload);
+        let written = crate::cache_file::write_file(path, &payload);
         if written.is_ok() {
             cache.changed = false;
         }
@@ -417,12 +417,12 @@ impl DshStore {
     /// header only while its log's stamp is the same. Everything else is
     /// read as usual, so listings are the same with or without the file.
     pub fn load_listing_cache(&self, path: &Path) -> bool {
-        let Some(payload) = crate::discovery::persist::read_file(path) else { return false };
+        let Some(payload) = crate::cache_file::read_file(path) else { return false };
         let mut expected = Vec::new();
         listing_cache_header(&mut expected, &self.root);
         let Some(body) = payload.strip_prefix(expected.as_slice()) else { return false };
         let mut cache = self.listing_cache();
-        let used = cache.decode(&mut crate::discovery::persist::Input(body));
+        let used = cache.decode(&mut crate::cache_file::Input(body));
         if used {
             cache.changed = false;
         }
@@ -628,7 +628,7 @@ impl BlockingSessionQuery for DshStore {
                 .zip(session_ids)
                 .map(|(listed, id)| match (listed, &watched) {
                     (Some(l), Some(_)) => Some(l.stamp.id),
-                    (Some(l), None) => std::fs::symlink_metadata(&l.session.path).ok().map(|m| FileIdentity::of(&m)),
+                    (Some(l), None) => crate::sources::fs::Stamp::lstat(&l.session.path).map(|s| s.id),
                     (None, _) => unlisted(id),
                 })
                 .collect(),
@@ -661,10 +661,8 @@ impl FileSource for DshStore {
 /// The header of a listing cache file: what it is, its layout, the library
 /// version and the root it describes.
 fn listing_cache_header(out: &mut Vec<u8>, root: &Path) {
-    out.extend_from_slice(b"DSRLIST\0");
-    out.extend_from_slice(&1u32.to_le_bytes());
-    crate::discovery::persist::put(out, env!("CARGO_PKG_VERSION").as_bytes());
-    crate::discovery::persist::put(out, root.as_os_str().as_encoded_bytes());
+    crate::cache_file::header(out, b"DSRLIST\0", 1);
+    crate::cache_file::put(out, root.as_os_str().as_encoded_bytes());
 }
 
 /// As a [`SessionQuery`] the store runs each read on tokio's blocking pool
