@@ -22,7 +22,7 @@ use dsh_session_reference::sources::{default_specs, open_sources, MultiQuery, So
 use dsh_session_reference::{
     block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, Config, DiscoveryCachePart, DshStore,
     Error, ErrorCode, Hardening, Prepared, Resolver, SearchOptions, SearchResult, SearchScope, SessionQuery,
-    SurfaceData, Target,
+    SharedListing, SurfaceData, Target,
 };
 use dsh_session_reference::{
     BlockingSessionQuery, CompatConfig, DshCompat, Fingerprint, HostError, QueryFuture, SessionHeader,
@@ -264,7 +264,7 @@ enum Sources {
 /// later run reads it again if it changed). Reads go to the store.
 struct OneListing {
     store: DshStore,
-    listed: std::sync::Mutex<Option<Vec<SessionHeader>>>,
+    listed: std::sync::Mutex<Option<SharedListing>>,
 }
 
 impl OneListing {
@@ -273,18 +273,31 @@ impl OneListing {
     }
 
     /// Lists the sessions now; the resolver's next listing is this one.
-    fn list_now(&self) -> Result<Vec<SessionHeader>, HostError> {
-        let headers = BlockingSessionQuery::list_sessions(&self.store)?;
-        *self.listed.lock().unwrap_or_else(|e| e.into_inner()) = Some(headers.clone());
-        Ok(headers)
+    fn list_now(&self) -> Result<SharedListing, HostError> {
+        let listed = BlockingSessionQuery::shared_listing(&self.store)?
+            .ok_or_else(|| HostError::new("the DSH store gave no listing"))?;
+        *self.listed.lock().unwrap_or_else(|e| e.into_inner()) = Some(listed.clone());
+        Ok(listed)
+    }
+
+    /// The listing [`list_now`](Self::list_now) made, once.
+    fn take(&self) -> Option<SharedListing> {
+        self.listed.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
 impl SessionQuery for OneListing {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
-        match self.listed.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(headers) => Box::pin(async move { Ok(headers) }),
+        match self.take() {
+            Some(listed) => Box::pin(async move { Ok(listed.sessions().to_vec()) }),
             None => SessionQuery::list_sessions(&self.store),
+        }
+    }
+    /// The command's one listing, with the identities it saw.
+    fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
+        match self.take() {
+            Some(listed) => Box::pin(async move { Ok(Some(listed)) }),
+            None => SessionQuery::shared_listing(&self.store),
         }
     }
     fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
@@ -403,14 +416,17 @@ impl Ctx {
         if args.cwd.is_some() {
             return Ok(Target::new(args.target.clone(), args.cwd.clone()));
         }
-        let headers = match &self.sources {
+        let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
+        let cwd = match &self.sources {
             Sources::Dsh(_, query) => {
-                query.list_now().map_err(|e| read_failed(format!("listing sessions failed: {}", e.message())))?
+                let listed = query.list_now().map_err(failed)?;
+                listed.sessions().iter().find(|h| h.id == args.target).and_then(|h| h.cwd.clone())
             }
-            Sources::Multi(multi) => block_on(multi.list_sessions())
-                .map_err(|e| read_failed(format!("listing sessions failed: {}", e.message())))?,
+            Sources::Multi(multi) => {
+                let headers = block_on(multi.list_sessions()).map_err(failed)?;
+                headers.into_iter().find(|h| h.id == args.target).and_then(|h| h.cwd)
+            }
         };
-        let cwd = headers.into_iter().find(|h| h.id == args.target).and_then(|h| h.cwd);
         Ok(Target::new(args.target.clone(), cwd))
     }
 

@@ -166,6 +166,40 @@ impl From<String> for SurfaceData {
     }
 }
 
+/// A listing shared rather than copied, with each listed session's
+/// [`Fingerprint`] as of that listing (same order, same length): what a
+/// source that keeps its listing in memory gives
+/// [`SessionQuery::shared_listing`], so that a query with nothing changed
+/// copies nothing (an `@` menu queries on every keystroke).
+#[derive(Clone, Debug)]
+pub struct SharedListing {
+    sessions: Arc<[SessionHeader]>,
+    fingerprints: Arc<[Option<Fingerprint>]>,
+}
+
+impl SharedListing {
+    /// A listing and its fingerprints; `None` when their lengths differ.
+    pub fn new(sessions: Arc<[SessionHeader]>, fingerprints: Arc<[Option<Fingerprint>]>) -> Option<SharedListing> {
+        (sessions.len() == fingerprints.len()).then_some(SharedListing { sessions, fingerprints })
+    }
+
+    /// The sessions, in the host's listing order.
+    pub fn sessions(&self) -> &[SessionHeader] {
+        &self.sessions
+    }
+
+    /// The fingerprint of each session, in the same order.
+    pub fn fingerprints(&self) -> &[Option<Fingerprint>] {
+        &self.fingerprints
+    }
+
+    /// Whether both share their sessions and fingerprints (the same listing,
+    /// not only an equal one).
+    pub fn ptr_eq(&self, other: &SharedListing) -> bool {
+        Arc::ptr_eq(&self.sessions, &other.sessions) && Arc::ptr_eq(&self.fingerprints, &other.fingerprints)
+    }
+}
+
 /// The host-implemented session query (docs/contract.md §9). The library calls it from
 /// its own tasks, possibly concurrently (reads of distinct sources run in
 /// parallel), and never reads any other state.
@@ -189,6 +223,16 @@ pub trait SessionQuery: Send + Sync {
     /// must change whenever the session's title or surface may have.
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let _ = session_ids;
+        Box::pin(async { Ok(None) })
+    }
+    /// Optional, for sources that keep their listing: the listing and every
+    /// listed session's fingerprint in one answer, shared rather than
+    /// copied, or `None` (the default) to have discovery call
+    /// [`list_sessions`](Self::list_sessions) and
+    /// [`fingerprints`](Self::fingerprints). Its sessions must be what
+    /// `list_sessions` would answer now, and its fingerprints what
+    /// `fingerprints` would, taken no later than the listing.
+    fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
         Box::pin(async { Ok(None) })
     }
     /// Optional search implemented by the host (its own full-text index, a
@@ -215,6 +259,9 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         (**self).fingerprints(session_ids)
     }
+    fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
+        (**self).shared_listing()
+    }
     fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
         (**self).search(request)
     }
@@ -235,6 +282,11 @@ pub trait BlockingSessionQuery: Send + Sync + 'static {
     /// for all the sessions it needs.
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
         let _ = session_ids;
+        Ok(None)
+    }
+    /// Optional shared listing with fingerprints, as
+    /// [`SessionQuery::shared_listing`] (default: `None`).
+    fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
         Ok(None)
     }
     /// Optional host search, as [`SessionQuery::search`] (default: `None`,
@@ -291,6 +343,9 @@ impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let ids = session_ids.to_vec();
         on_blocking_pool(&self.0, move |q| q.fingerprints(&ids))
+    }
+    fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
+        on_blocking_pool(&self.0, |q| q.shared_listing())
     }
     fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
         let request = request.clone();

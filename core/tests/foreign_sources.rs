@@ -837,6 +837,12 @@ fn claude_kept_agrees_after_changes(watching: bool) {
             BlockingSessionQuery::fingerprints(&fresh, &ids).unwrap(),
             "fingerprints after {what}"
         );
+        // The shared listing is the listing with those fingerprints.
+        let shared = BlockingSessionQuery::shared_listing(&kept).unwrap().unwrap();
+        let headers: Vec<_> = fresh.list().unwrap().sessions.into_iter().map(|s| s.header).collect();
+        assert_eq!(shared.sessions(), &headers[..], "shared listing after {what}");
+        let fps = BlockingSessionQuery::fingerprints(&fresh, &ids).unwrap().unwrap();
+        assert_eq!(shared.fingerprints(), &fps[..], "shared fingerprints after {what}");
     };
     agree("nothing");
     agree("nothing, twice");

@@ -9,7 +9,50 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_session_reference::{Config, DshStore, Resolver, Target};
+use dsh_session_reference::{
+    BlockingSessionQuery, Config, DshStore, Fingerprint, QueryFuture, Resolver, SearchOptions, SessionHeader,
+    SessionQuery, SurfaceData, Target,
+};
+
+/// The store without its shared listing: what discovery does with any
+/// other source (`list_sessions`, then `fingerprints` of what it needs).
+struct Plain(DshStore);
+
+impl SessionQuery for Plain {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        SessionQuery::list_sessions(&self.0)
+    }
+    fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
+        SessionQuery::read_title(&self.0, id)
+    }
+    fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        SessionQuery::read_surface(&self.0, id)
+    }
+    fn fingerprints<'a>(&'a self, ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
+        SessionQuery::fingerprints(&self.0, ids)
+    }
+}
+
+/// The store's shared listing is its `list_sessions` with its
+/// `fingerprints`, and a watched store with nothing changed shares the
+/// same one again.
+fn shared_listing_agrees(kept: &DshStore, what: &str) {
+    let Ok(Some(shared)) = BlockingSessionQuery::shared_listing(kept) else {
+        assert!(kept.list().is_err(), "a store shares its listing whenever it can list ({what})");
+        return;
+    };
+    let listed = BlockingSessionQuery::list_sessions(kept).unwrap();
+    assert_eq!(shared.sessions(), &listed[..], "shared listing after {what}");
+    let ids: Vec<String> = listed.iter().map(|s| s.id.clone()).collect();
+    let fps = BlockingSessionQuery::fingerprints(kept, &ids).unwrap().unwrap();
+    assert_eq!(shared.fingerprints(), &fps[..], "shared fingerprints after {what}");
+    let again = BlockingSessionQuery::shared_listing(kept).unwrap().unwrap();
+    if kept.is_watching() {
+        assert!(again.ptr_eq(&shared), "nothing changed: the same listing is shared ({what})");
+    } else {
+        assert_eq!(again.sessions(), shared.sessions());
+    }
+}
 
 fn first_line(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap().lines().next().unwrap().to_owned()
@@ -68,6 +111,18 @@ fn agree(kept: &DshStore, resolver: &Resolver, root: &Path, what: &str) {
         let fresh_c = fresh_resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
         assert_eq!(kept_c, fresh_c, "candidates {filter:?} after {what}");
     }
+    shared_listing_agrees(kept, what);
+    // A source without a shared listing gets the same answers.
+    let plain = Resolver::new(Arc::new(Plain(kept.clone())), Config::default());
+    for filter in ["", "e"] {
+        let shared_c = resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
+        let plain_c = plain.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
+        assert_eq!(shared_c, plain_c, "candidates {filter:?} without the shared listing after {what}");
+    }
+    let options = SearchOptions::default();
+    let shared_s = resolver.search_blocking(&target, "e", &options, None).map_err(|e| e.to_string());
+    let plain_s = plain.search_blocking(&target, "e", &options, None).map_err(|e| e.to_string());
+    assert_eq!(shared_s, plain_s, "search without the shared listing after {what}");
     if let Ok(listing) = b {
         for s in listing.sessions {
             let id = &s.header.id;

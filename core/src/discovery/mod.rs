@@ -8,10 +8,11 @@ use crate::cancel::CancelToken;
 use crate::config::{Config, MAX_SAFE_INTEGER};
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{SessionHeader, Target};
-use crate::resolver::{cancellable, guarded, Resolver};
+use crate::resolver::{cancellable, Resolver};
 use crate::uri::format_mention;
 
 mod fingerprint;
+mod listed;
 mod persist;
 mod rank;
 mod search;
@@ -52,15 +53,15 @@ impl Candidate {
     /// title (the label is the id when it has none).
     /// With `sanitizeLabels` the label is cleaned; the later `dshCompat`
     /// profiles add their fields for `target`.
-    fn from_header(s: SessionHeader, title: Option<String>, config: &Config, target: &Target) -> Self {
+    fn from_header(s: &SessionHeader, title: Option<String>, config: &Config, target: &Target) -> Self {
         let label = config.hardening().label(title.unwrap_or_else(|| s.id.clone()), &s.id);
         let (same_workspace, display_title) =
             config.compat().candidate_fields(s.cwd.as_deref(), target.cwd.as_deref(), &label);
         Candidate {
-            session_id: s.id,
+            session_id: s.id.clone(),
             label,
-            cwd: s.cwd,
-            created_at: s.created_at,
+            cwd: s.cwd.clone(),
+            created_at: s.created_at.clone(),
             mention: None,
             same_workspace,
             display_title,
@@ -140,13 +141,18 @@ impl Resolver {
     }
 
     async fn list_candidates_inner(&self, target: &Target, filter: &str, limit: usize) -> Result<Vec<Candidate>> {
-        let sessions = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
-        self.discovery.retain_listed(&sessions);
-        let sessions: Vec<SessionHeader> = sessions.into_iter().filter(|s| s.id != target.id).collect();
+        let listed = self.listed().await?;
+        self.discovery.retain_listed(listed.sessions());
+        let others = listed.positions(|s| s.id != target.id);
+        let all = listed.sessions();
         if filter.is_empty() {
             // Without a filter only the kept sessions' titles are read.
-            let sessions = rank::ranked(sessions, target, limit);
-            let titles = self.cached_titles(&sessions, sessions.len()).await;
+            let mut kept = others;
+            kept.sort_by_key(|&i| rank::rank(all[i].cwd.as_deref(), target));
+            kept.truncate(limit);
+            let fps = listed.fingerprints_at(self, &kept).await;
+            let sessions = listed.at(&kept);
+            let titles = self.titles_under(&sessions, &fps, sessions.len()).await;
             return Ok(sessions
                 .into_iter()
                 .zip(titles)
@@ -154,7 +160,8 @@ impl Resolver {
                 .collect());
         }
         let filter = rank::Filter::new(filter);
-        let fps = self.fingerprints(&sessions).await;
+        let fps = listed.fingerprints_at(self, &others).await;
+        let sessions = listed.at(&others);
         let hardening = self.config.hardening();
         let kept = self
             .titles_where(&sessions, &fps, TITLE_CONCURRENCY, |s, title| {
@@ -162,11 +169,8 @@ impl Resolver {
                 filter.matches(&s.id, s.cwd.as_deref(), &label)
             })
             .await;
-        let mut sessions: Vec<Option<SessionHeader>> = sessions.into_iter().map(Some).collect();
-        let matched: Vec<Candidate> = kept
-            .into_iter()
-            .filter_map(|(i, t)| sessions[i].take().map(|s| Candidate::from_header(s, t, &self.config, target)))
-            .collect();
+        let matched: Vec<Candidate> =
+            kept.into_iter().map(|(i, t)| Candidate::from_header(sessions[i], t, &self.config, target)).collect();
         Ok(rank::ranked_by(matched, |c| c.cwd.as_deref(), target, limit))
     }
 }

@@ -3,7 +3,7 @@
 //! sort, so the host's listing order breaks ties; the filter is a
 //! case-insensitive substring of the id, the cwd or the label.
 
-use crate::host::{SessionHeader, Target};
+use crate::host::Target;
 
 /// The rank of a session with `cwd` for `target`.
 pub(crate) fn rank(cwd: Option<&str>, target: &Target) -> u8 {
@@ -24,11 +24,6 @@ pub(crate) fn ranked_by<T>(
     items.sort_by_key(|item| rank(cwd(item), target));
     items.truncate(limit);
     items
-}
-
-/// Listed sessions sorted by rank (stable) and cut at `limit`.
-pub(crate) fn ranked(sessions: Vec<SessionHeader>, target: &Target, limit: usize) -> Vec<SessionHeader> {
-    ranked_by(sessions, |s| s.cwd.as_deref(), target, limit)
 }
 
 /// A non-empty search text, lower-cased once.

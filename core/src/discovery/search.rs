@@ -15,7 +15,7 @@ use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
 use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle, TRAIN_AT};
-use super::{rank, Candidate};
+use super::{rank, Candidate, Fingerprint};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{SessionHeader, SurfaceData, Target};
@@ -593,18 +593,19 @@ impl Resolver {
             }
         }
         let Some(query) = Query::parse(&request.query) else { return Ok(Vec::new()) };
-        let listed = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
-        self.discovery.retain_listed(&listed);
+        let listed = self.listed().await?;
+        self.discovery.retain_listed(listed.sessions());
         let target = &request.target;
-        let sessions: Vec<SessionHeader> = listed
-            .into_iter()
-            .filter(|s| s.id != target.id)
-            .filter(|s| match request.scope {
-                SearchScope::All => true,
-                SearchScope::SameCwd => target.cwd.is_some() && s.cwd == target.cwd,
-            })
-            .collect();
-        let docs = self.indexed(&sessions).await;
+        let picked = listed.positions(|s| {
+            s.id != target.id
+                && match request.scope {
+                    SearchScope::All => true,
+                    SearchScope::SameCwd => target.cwd.is_some() && s.cwd == target.cwd,
+                }
+        });
+        let fps = listed.fingerprints_at(self, &picked).await;
+        let sessions: Vec<SessionHeader> = listed.at(&picked).into_iter().cloned().collect();
+        let docs = self.indexed(&sessions, fps).await;
         let token = cancel.cloned();
         let target2 = target.clone();
         let config = self.config;
@@ -615,7 +616,7 @@ impl Resolver {
                     .map(|h| {
                         let s = &sessions[h.at];
                         let doc = &docs[h.at];
-                        let candidate = Candidate::from_header(s.clone(), doc.title.clone(), &config, &target2);
+                        let candidate = Candidate::from_header(s, doc.title.clone(), &config, &target2);
                         SearchResult {
                             candidate: candidate.with_mention(),
                             snippet: h.snippet,
@@ -629,12 +630,11 @@ impl Resolver {
         work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?
     }
 
-    /// The doc of every session (same order): cached under an unchanged
-    /// fingerprint, else built from its title and surface. A surface that
+    /// The doc of every session (same order), whose fingerprints are `fps`:
+    /// cached under an unchanged fingerprint, else built from its title and surface. A surface that
     /// cannot be read gives a doc without body (searched by title, id and
     /// cwd) that is not kept.
-    async fn indexed(&self, sessions: &[SessionHeader]) -> Vec<Arc<Doc>> {
-        let fps = self.fingerprints(sessions).await;
+    async fn indexed(&self, sessions: &[SessionHeader], fps: Vec<Option<Fingerprint>>) -> Vec<Arc<Doc>> {
         let titles = self.titles_under(sessions, &fps, INDEX_CONCURRENCY * 2).await;
         // With `redactSecrets`, credentials are redacted before they are
         // indexed: a search can neither find nor show them.

@@ -9,6 +9,7 @@
 //! without a fingerprint is never cached; a failed read is never cached;
 //! entries of sessions no longer listed are dropped.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -143,28 +144,22 @@ impl Resolver {
     /// The fingerprint of every session in `sessions` (same order), as the
     /// source gives them; all `None` when it gives none, fails, or answers
     /// with a list of the wrong length.
-    pub(crate) async fn fingerprints(&self, sessions: &[SessionHeader]) -> Vec<Option<Fingerprint>> {
-        let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+    pub(crate) async fn fingerprints<S: Borrow<SessionHeader>>(&self, sessions: &[S]) -> Vec<Option<Fingerprint>> {
+        let ids: Vec<String> = sessions.iter().map(|s| s.borrow().id.clone()).collect();
         match guarded(|| self.query.fingerprints(&ids)).await {
             Ok(Some(fps)) if fps.len() == ids.len() => fps,
             _ => no_fingerprints(ids.len()),
         }
     }
 
-    /// The latest titles of `sessions` (same order): cached ones whose
-    /// fingerprint is unchanged, the others read (at most `concurrency` at
-    /// once) and cached under the fingerprint taken before the read. A
-    /// failed read counts as "no title" and is not cached.
-    pub(crate) async fn cached_titles(&self, sessions: &[SessionHeader], concurrency: usize) -> Vec<Option<String>> {
-        let fps = self.fingerprints(sessions).await;
-        self.titles_under(sessions, &fps, concurrency).await
-    }
-
-    /// [`cached_titles`](Self::cached_titles) with the fingerprints taken.
-    /// Cached titles are taken under one lock; only the others become reads.
-    pub(crate) async fn titles_under(
+    /// The latest titles of `sessions` (same order), whose fingerprints
+    /// are `fps`: cached ones whose fingerprint is unchanged (taken under
+    /// one lock), the others read (at most `concurrency` at once) and
+    /// cached under the fingerprint taken before the read. A failed read
+    /// counts as "no title" and is not cached.
+    pub(crate) async fn titles_under<S: Borrow<SessionHeader>>(
         &self,
-        sessions: &[SessionHeader],
+        sessions: &[S],
         fps: &[Option<Fingerprint>],
         concurrency: usize,
     ) -> Vec<Option<String>> {
@@ -182,9 +177,9 @@ impl Resolver {
     /// few), the others read first (at most `concurrency` at once) and
     /// cached under the fingerprint taken before the read. A failed read
     /// counts as "no title" and is not cached.
-    pub(crate) async fn titles_where(
+    pub(crate) async fn titles_where<S: Borrow<SessionHeader>>(
         &self,
-        sessions: &[SessionHeader],
+        sessions: &[S],
         fps: &[Option<Fingerprint>],
         concurrency: usize,
         keep: impl Fn(&SessionHeader, Option<&str>) -> bool,
@@ -195,6 +190,7 @@ impl Resolver {
         {
             let cached = lock(&cache.titles);
             for (i, (s, fp)) in sessions.iter().zip(fps).enumerate() {
+                let s = s.borrow();
                 match cached.get(&s.id) {
                     Some((held, title)) if Some(held) == fp.as_ref() => {
                         if keep(s, title.as_deref()) {
@@ -211,7 +207,7 @@ impl Resolver {
         let jobs: Vec<_> = missing
             .into_iter()
             .map(|i| {
-                let id = sessions[i].id.clone();
+                let id = sessions[i].borrow().id.clone();
                 let fp = fps[i].clone();
                 async move {
                     let read = guarded(|| self.query.read_title(&id)).await.ok();
@@ -221,7 +217,7 @@ impl Resolver {
             })
             .collect();
         let read: Vec<(usize, Option<String>)> = stream::iter(jobs).buffered(concurrency.max(1)).collect().await;
-        kept.extend(read.into_iter().filter(|(i, title)| keep(&sessions[*i], title.as_deref())));
+        kept.extend(read.into_iter().filter(|(i, title)| keep(sessions[*i].borrow(), title.as_deref())));
         kept.sort_unstable_by_key(|(i, _)| *i);
         kept
     }

@@ -75,7 +75,7 @@ use std::sync::{Arc, Mutex};
 use crate::conversation::Conversation;
 use crate::discovery::Fingerprint;
 use crate::error::HostError;
-use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
+use crate::host::{BlockingSessionQuery, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error};
 use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
@@ -130,6 +130,8 @@ struct Snap {
     listing: Listing,
     identities: Vec<FileIdentity>,
     by_id: std::sync::OnceLock<HashMap<String, usize>>,
+    /// The headers and identities as one shared listing, made once.
+    shared: std::sync::OnceLock<SharedListing>,
 }
 
 impl Snap {
@@ -137,7 +139,25 @@ impl Snap {
     fn new(mut pairs: Vec<(ListedSession, FileIdentity)>, rejected: Vec<(PathBuf, String)>) -> Snap {
         pairs.sort_by(|a, b| listing_order(&a.0.header, &b.0.header));
         let (sessions, identities) = pairs.into_iter().unzip();
-        Snap { listing: Listing { sessions, rejected }, identities, by_id: Default::default() }
+        Snap {
+            listing: Listing { sessions, rejected },
+            identities,
+            by_id: Default::default(),
+            shared: Default::default(),
+        }
+    }
+
+    /// The headers and each transcript's fingerprint as of this listing,
+    /// made on first use and shared by every caller.
+    fn shared(&self) -> SharedListing {
+        self.shared
+            .get_or_init(|| {
+                let headers: Arc<[SessionHeader]> = self.listing.sessions.iter().map(|s| s.header.clone()).collect();
+                let fps: Arc<[Option<Fingerprint>]> =
+                    self.identities.iter().map(|&i| Some(Fingerprint::from(i))).collect();
+                SharedListing::new(headers, fps).expect("one identity per session")
+            })
+            .clone()
     }
 
     /// The position of each of `ids` in the listing.
@@ -249,6 +269,12 @@ impl ClaudeCodeSource {
     /// The transcripts under the root, with per-entry problems.
     pub fn list(&self) -> io::Result<Listing> {
         self.listed().map(|l| l.listing.clone())
+    }
+
+    /// [`listed`](Self::listed) with its error as the host interface gives it.
+    fn listed_for_host(&self) -> Result<Arc<Snap>, HostError> {
+        self.listed()
+            .map_err(|e| HostError::new(format!("cannot list {FORMAT} sessions in {}: {e}", self.root.display())))
     }
 
     /// The listing as of now, and each listed session's log identity.
@@ -436,9 +462,14 @@ impl ClaudeCodeSource {
 
 impl BlockingSessionQuery for ClaudeCodeSource {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
-        self.listed()
-            .map(|l| l.listing.sessions.iter().map(|s| s.header.clone()).collect())
-            .map_err(|e| HostError::new(format!("cannot list {FORMAT} sessions in {}: {e}", self.root.display())))
+        self.listed_for_host().map(|l| l.listing.sessions.iter().map(|s| s.header.clone()).collect())
+    }
+
+    /// The listing with each transcript's identity as that listing saw it
+    /// (an unwatched listing `lstat`s every transcript), shared while
+    /// nothing changes.
+    fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
+        self.listed_for_host().map(|l| Some(l.shared()))
     }
 
     /// A `custom-title` near the end of the file is the title without

@@ -30,7 +30,8 @@ use super::generation::Generation;
 use super::header::{read_log_header_at, Header};
 use super::layout::Encoding;
 use super::{Listing, RejectedLog, RejectionKind, StoredSession};
-use crate::host::SessionHeader;
+use crate::discovery::Fingerprint;
+use crate::host::{SessionHeader, SharedListing};
 use crate::sources::fs::{par_map, Stamp};
 use crate::sources::positions_in_order;
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
@@ -53,6 +54,8 @@ pub(crate) struct Snapshot {
     pub rejected: Vec<RejectedLog>,
     pub encoding: Option<Encoding>,
     by_id: OnceLock<HashMap<String, usize>>,
+    /// The headers and fingerprints as one shared listing, made once.
+    shared: OnceLock<SharedListing>,
 }
 
 impl Snapshot {
@@ -64,6 +67,18 @@ impl Snapshot {
     /// The listed sessions' headers, in listing order.
     pub(crate) fn headers(&self) -> Vec<SessionHeader> {
         self.sessions.iter().map(|l| l.session.header.clone()).collect()
+    }
+
+    /// The headers and each log's fingerprint (its stamp's identity, as
+    /// of this listing), made on first use and shared by every caller.
+    pub(crate) fn shared(&self) -> SharedListing {
+        self.shared
+            .get_or_init(|| {
+                let fps: Arc<[Option<Fingerprint>]> =
+                    self.sessions.iter().map(|l| Some(Fingerprint::from(l.stamp.id))).collect();
+                SharedListing::new(self.headers().into(), fps).expect("one fingerprint per session")
+            })
+            .clone()
     }
 
     /// The listed session `id`.
@@ -542,7 +557,10 @@ fn assemble(
         let (ca, cb) = (a.created_at.as_u64(), b.created_at.as_u64());
         cb.cmp(&ca).then_with(|| a.id.cmp(&b.id))
     });
-    (Snapshot { sessions, rejected, encoding, by_id: OnceLock::new() }, headers_read.into_inner())
+    (
+        Snapshot { sessions, rejected, encoding, by_id: OnceLock::new(), shared: OnceLock::new() },
+        headers_read.into_inner(),
+    )
 }
 
 /// The kernel refused a watch.

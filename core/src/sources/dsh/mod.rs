@@ -127,7 +127,9 @@ use serde_json::{Map, Value};
 
 use crate::discovery::Fingerprint;
 use crate::error::HostError;
-use crate::host::{Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use crate::host::{
+    Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData,
+};
 use crate::sources::fs::{open_regular, FileIdentity};
 use crate::sources::FileSource;
 
@@ -637,6 +639,14 @@ impl BlockingSessionQuery for DshStore {
         Ok(Some(identities.into_iter().map(|i| i.map(Fingerprint::from)).collect()))
     }
 
+    /// The listing as `list_sessions` gives it, with the fingerprints that
+    /// listing saw (each log's identity when it was listed: an unwatched
+    /// listing `lstat`s every log, a watched one vouches for the identities
+    /// it holds), shared while nothing changes.
+    fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
+        self.snapshot().map(|s| Some(s.shared())).map_err(|e| HostError::new(e.to_string()))
+    }
+
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
         DshStore::read_title(self, session_id).map_err(HostError::from)
     }
@@ -686,5 +696,10 @@ impl SessionQuery for DshStore {
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let blocking = Blocking::new(self.clone());
         Box::pin(async move { SessionQuery::fingerprints(&blocking, session_ids).await })
+    }
+
+    fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::shared_listing(&blocking).await })
     }
 }
