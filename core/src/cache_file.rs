@@ -104,6 +104,9 @@ pub(crate) fn write_file(path: &Path, payload: &[u8]) -> std::io::Result<()> {
         let file = std::fs::File::create(&tmp)?;
         let mut encoder = zstd::stream::Encoder::new(file, 1)?;
         encoder.include_checksum(true)?;
+        // The frame records its size, so a reader decompresses into one
+        // buffer of that size.
+        encoder.set_pledged_src_size(Some(payload.len() as u64))?;
         encoder.write_all(payload)?;
         encoder.finish()?.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -116,8 +119,20 @@ pub(crate) fn write_file(path: &Path, payload: &[u8]) -> std::io::Result<()> {
 
 /// The payload of a file [`write_file`] wrote, or `None` when it is
 /// missing, truncated or corrupted (the frame's checksum is verified at its
-/// end).
+/// end). The frame's recorded size is the buffer's (a frame without one,
+/// or one claiming more than [`MAX_RATIO`] times the file, is decoded as a
+/// stream, growing as it goes).
 pub(crate) fn read_file(path: &Path) -> Option<Vec<u8>> {
-    let file = std::fs::File::open(path).ok()?;
-    zstd::stream::decode_all(file).ok()
+    let packed = std::fs::read(path).ok()?;
+    match zstd::zstd_safe::get_frame_content_size(&packed).ok()? {
+        Some(size) if size <= (packed.len() as u64).saturating_mul(MAX_RATIO) => {
+            let size = usize::try_from(size).ok()?;
+            zstd::bulk::decompress(&packed, size).ok().filter(|payload| payload.len() == size)
+        }
+        _ => zstd::stream::decode_all(packed.as_slice()).ok(),
+    }
 }
+
+/// The most a cache file's payload is trusted to outweigh the file before
+/// its buffer is allocated (ours compress 3 to 10 times).
+const MAX_RATIO: u64 = 256;

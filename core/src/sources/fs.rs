@@ -156,6 +156,80 @@ impl Stamp {
     }
 }
 
+/// `lstat`s of entries below the project directories of a root: on Linux
+/// each relative to its project directory, opened once (`O_PATH`), so the
+/// kernel walks one or two names instead of the whole path (a listing
+/// without notifications `lstat`s every session directory and every log);
+/// elsewhere, or when that fails, by the full path. Either way the stamp
+/// is the one [`Stamp::lstat`] gives.
+pub(crate) struct StatUnder {
+    #[cfg(target_os = "linux")]
+    dirs: std::collections::HashMap<std::ffi::OsString, rustix::fd::OwnedFd>,
+}
+
+impl StatUnder {
+    /// Opens the project directories `projects` of `root`.
+    pub(crate) fn open<'a>(root: &Path, projects: impl Iterator<Item = &'a std::ffi::OsStr>) -> StatUnder {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{openat, Mode, OFlags, CWD};
+            let mut dirs = std::collections::HashMap::new();
+            for project in projects {
+                if dirs.contains_key(project) {
+                    continue;
+                }
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                if let Ok(fd) = openat(CWD, root.join(project), flags, Mode::empty()) {
+                    dirs.insert(project.to_owned(), fd);
+                }
+            }
+            StatUnder { dirs }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (root, projects);
+            StatUnder {}
+        }
+    }
+
+    /// The stamp of `full`, the entry `rel` below the project directory
+    /// `project`, without following a final link.
+    pub(crate) fn lstat(&self, project: &std::ffi::OsStr, rel: &Path, full: &Path) -> Option<Stamp> {
+        #[cfg(target_os = "linux")]
+        if let Some(dir) = self.dirs.get(project) {
+            use rustix::fs::{statx, AtFlags, StatxFlags};
+            if let Ok(st) = statx(dir, rel, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::BASIC_STATS) {
+                let wanted = StatxFlags::MTIME | StatxFlags::CTIME | StatxFlags::INO | StatxFlags::SIZE;
+                if StatxFlags::from_bits_retain(st.stx_mask).contains(wanted) {
+                    return Some(Stamp::of_statx(&st));
+                }
+            }
+        }
+        let _ = (project, rel);
+        Stamp::lstat(full)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Stamp {
+    /// The stamp of what `statx` reported, as [`Stamp::of`] makes it from
+    /// the same call through the standard library.
+    fn of_statx(st: &rustix::fs::Statx) -> Stamp {
+        let ns = |t: &rustix::fs::StatxTimestamp| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+        let mtime = ns(&st.stx_mtime);
+        Stamp {
+            id: FileIdentity {
+                dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+                inode: st.stx_ino,
+                size: st.stx_size,
+                // A time before the epoch counts as none, as in `FileIdentity::of`.
+                mtime_ns: u128::try_from(mtime).unwrap_or(0),
+            },
+            ctime_ns: ns(&st.stx_ctime),
+        }
+    }
+}
+
 /// See [`Stamp::settled_before`].
 const SETTLE_NS: i128 = 3_000_000_000;
 
@@ -343,5 +417,26 @@ mod tests {
         assert!(open_regular(dir.path()).is_err());
         let names: Vec<_> = sorted_entries(dir.path()).unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(names, vec![OsString::from("f")]);
+    }
+
+    #[test]
+    fn stamps_under_a_project_directory_are_the_full_path_stamps() {
+        let root = tempfile::tempdir().unwrap();
+        let session = root.path().join("proj").join("sess");
+        fs::create_dir_all(&session).unwrap();
+        fs::write(session.join("log"), b"abc").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("log", session.join("link")).unwrap();
+        let under = StatUnder::open(root.path(), [std::ffi::OsStr::new("proj")].into_iter());
+        for rel in ["sess", "sess/log", "sess/link", "sess/missing"] {
+            let full = root.path().join("proj").join(rel);
+            let stamp = under.lstat("proj".as_ref(), Path::new(rel), &full);
+            assert_eq!(stamp, Stamp::lstat(&full), "{rel}");
+            assert_eq!(stamp.is_some(), rel != "sess/missing", "{rel}");
+        }
+        // A project it did not open: the full path.
+        let other = root.path().join("other");
+        fs::create_dir_all(&other).unwrap();
+        assert_eq!(under.lstat("other".as_ref(), Path::new("."), &other), Stamp::lstat(&other));
     }
 }

@@ -23,7 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use serde_json::Number;
+use serde_json::{Map, Number, Value};
 
 use super::discover::{path_matches, read_dirs, root_encoding_of, walk, Found, SessionDir, Step};
 use super::generation::Generation;
@@ -32,18 +32,68 @@ use super::layout::Encoding;
 use super::{Listing, RejectedLog, RejectionKind, StoredSession};
 use crate::discovery::Fingerprint;
 use crate::host::{SessionHeader, SharedListing};
-use crate::sources::fs::{par_map, Stamp};
+use crate::sources::fs::{par_map, Stamp, StatUnder};
 use crate::sources::positions_in_order;
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 
 /// One listed session of a [`Snapshot`].
 #[derive(Debug)]
 pub(crate) struct Listed {
-    pub session: StoredSession,
+    /// `{id, createdAt, cwd}` as the resolver sees it.
+    pub header: SessionHeader,
+    /// The header line without `type`.
+    json: HeaderJson,
     /// Where its log was found.
     pub found: Found,
     /// The log's stamp when its header was read (or last found unchanged).
     pub stamp: Stamp,
+}
+
+/// A listed log's header line without `type`: parsed when read from the
+/// log, kept as text when it came from a listing cache file (parsed when
+/// first needed: a command that only ranks sessions never needs it).
+#[derive(Debug)]
+enum HeaderJson {
+    Parsed(Map<String, Value>),
+    Text(Box<[u8]>, OnceLock<Map<String, Value>>),
+}
+
+impl Listed {
+    /// The header line without `type`, key order kept.
+    pub(crate) fn header_json(&self) -> &Map<String, Value> {
+        match &self.json {
+            HeaderJson::Parsed(map) => map,
+            // The text was checked to be a JSON object when the cache file
+            // was read, so it parses.
+            HeaderJson::Text(text, parsed) => parsed.get_or_init(|| serde_json::from_slice(text).unwrap_or_default()),
+        }
+    }
+
+    /// The header line's text, as a listing cache file keeps it.
+    fn header_json_text(&self) -> Vec<u8> {
+        match &self.json {
+            HeaderJson::Parsed(map) => serde_json::to_vec(map).unwrap_or_default(),
+            HeaderJson::Text(text, _) => text.to_vec(),
+        }
+    }
+
+    /// The session as the store's public [`Listing`] gives it.
+    pub(crate) fn session(&self) -> StoredSession {
+        StoredSession {
+            header: self.header.clone(),
+            header_json: self.header_json().clone(),
+            path: self.found.path.clone(),
+            encoding: self.found.encoding,
+            generation: self.found.generation.number(),
+            superseded: self.found.superseded.clone(),
+        }
+    }
+}
+
+/// Whether `text` is one JSON object (what a cache file's header text must
+/// be), checked without building it.
+fn is_json_object(text: &[u8]) -> bool {
+    text.first() == Some(&b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok()
 }
 
 /// A listing as of its refresh.
@@ -61,12 +111,12 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// The listing as the store's public [`Listing`].
     pub(crate) fn to_listing(&self) -> Listing {
-        Listing { sessions: self.sessions.iter().map(|l| l.session.clone()).collect(), rejected: self.rejected.clone() }
+        Listing { sessions: self.sessions.iter().map(|l| l.session()).collect(), rejected: self.rejected.clone() }
     }
 
     /// The listed sessions' headers, in listing order.
     pub(crate) fn headers(&self) -> Vec<SessionHeader> {
-        self.sessions.iter().map(|l| l.session.header.clone()).collect()
+        self.sessions.iter().map(|l| l.header.clone()).collect()
     }
 
     /// The headers and each log's fingerprint (its stamp's identity, as
@@ -89,14 +139,14 @@ impl Snapshot {
     fn position(&self, id: &str) -> Option<usize> {
         let by_id = self
             .by_id
-            .get_or_init(|| self.sessions.iter().enumerate().map(|(i, l)| (l.session.header.id.clone(), i)).collect());
+            .get_or_init(|| self.sessions.iter().enumerate().map(|(i, l)| (l.header.id.clone(), i)).collect());
         by_id.get(id).copied()
     }
 
     /// The listed session of each of `ids` (same order; see
     /// [`positions_in_order`]).
     pub(crate) fn lookup<'a>(&'a self, ids: &'a [String]) -> impl Iterator<Item = Option<&'a Listed>> + 'a {
-        let id_at = |i: usize| self.sessions[i].session.header.id.as_str();
+        let id_at = |i: usize| self.sessions[i].header.id.as_str();
         positions_in_order(self.sessions.len(), id_at, ids, |id| self.position(id))
             .map(|i| i.map(|i| &*self.sessions[i]))
     }
@@ -210,24 +260,24 @@ impl ListingCache {
                 continue;
             }
             match &dir.outcome {
-                Some(Outcome::Listed(l)) if l.session.path.to_str().is_some() => {
+                Some(Outcome::Listed(l)) if l.found.path.to_str().is_some() => {
                     entry.push(1);
-                    let s = &l.session;
-                    put(&mut entry, s.path.to_str().unwrap_or_default().as_bytes());
+                    let f = &l.found;
+                    put(&mut entry, f.path.to_str().unwrap_or_default().as_bytes());
                     put_stamp(&mut entry, &l.stamp);
-                    entry.push(match s.encoding {
+                    entry.push(match f.encoding {
                         Encoding::Raw => 1,
                         Encoding::Zstd => 2,
                     });
-                    entry.extend_from_slice(&s.generation.to_le_bytes());
-                    entry.extend_from_slice(&(s.superseded.len() as u64).to_le_bytes());
-                    for g in &s.superseded {
+                    entry.extend_from_slice(&f.generation.number().to_le_bytes());
+                    entry.extend_from_slice(&(f.superseded.len() as u64).to_le_bytes());
+                    for g in &f.superseded {
                         entry.extend_from_slice(&g.to_le_bytes());
                     }
-                    put(&mut entry, s.header.id.as_bytes());
-                    entry.extend_from_slice(&s.header.created_at.as_u64().unwrap_or(0).to_le_bytes());
-                    put_opt(&mut entry, s.header.cwd.as_deref().map(str::as_bytes));
-                    put(&mut entry, &serde_json::to_vec(&s.header_json).unwrap_or_default());
+                    put(&mut entry, l.header.id.as_bytes());
+                    entry.extend_from_slice(&l.header.created_at.as_u64().unwrap_or(0).to_le_bytes());
+                    put_opt(&mut entry, l.header.cwd.as_deref().map(str::as_bytes));
+                    put(&mut entry, &l.header_json_text());
                 }
                 _ => entry.push(0),
             }
@@ -269,8 +319,11 @@ impl ListingCache {
                         let id = input.string()?;
                         let created_at = input.u64()?;
                         let cwd = input.opt_string()?;
-                        let json: serde_json::Map<String, serde_json::Value> =
-                            serde_json::from_slice(input.bytes()?).ok()?;
+                        let json = input.bytes()?;
+                        if !is_json_object(json) {
+                            return None;
+                        }
+                        let json = HeaderJson::Text(json.into(), OnceLock::new());
                         let (project, session) = read.names();
                         let found = Found {
                             project: project.clone(),
@@ -280,8 +333,8 @@ impl ListingCache {
                             generation,
                             superseded,
                         };
-                        let header = Header { id, created_at, cwd, generation, json };
-                        Some(Outcome::Listed(Arc::new(listed(header, found, stamp))))
+                        let header = SessionHeader { id, created_at: Number::from(created_at), cwd };
+                        Some(Outcome::Listed(Arc::new(Listed { header, json, found, stamp })))
                     }
                     _ => return None,
                 };
@@ -397,10 +450,17 @@ impl ListingCache {
         let mut to_read: Vec<usize> = Vec::new();
         let mut stamps: Vec<Option<Stamp>> = Vec::new();
         let mut fresh = vec![false; walked.steps.len()];
-        if !watched {
+        // Without a watcher every directory and log is `lstat`ed, relative
+        // to its project directory.
+        let under = (!watched).then(|| {
+            StatUnder::open(root, walked.steps.iter().filter_map(|s| s.as_ref().ok()).map(|(p, _, _)| p.as_os_str()))
+        });
+        if let Some(under) = &under {
             let all: Vec<usize> = (0..walked.steps.len()).filter(|&i| walked.steps[i].is_ok()).collect();
-            let now =
-                par_map(&all, |&i, _: &mut ()| walked.steps[i].as_ref().ok().and_then(|(_, _, p)| Stamp::lstat(p)));
+            let now = par_map(&all, |&i, _: &mut ()| {
+                let (project, session, path) = walked.steps[i].as_ref().ok()?;
+                under.lstat(project, Path::new(session), path)
+            });
             for (i, stamp) in all.into_iter().zip(now) {
                 fresh[i] = true;
                 if !walked.dirs[i].as_ref().is_some_and(|d| d.read.holds_for(stamp)) {
@@ -457,7 +517,7 @@ impl ListingCache {
             }
             Err(e) => return Ok(Err(e)),
         };
-        let (snapshot, headers_read) = assemble(walked, &fresh, encoding, encoding_changed);
+        let (snapshot, headers_read) = assemble(walked, &fresh, encoding, encoding_changed, under.as_ref());
         self.changed |= headers_read > 0;
         self.reads.1 += headers_read;
         Ok(Ok(snapshot))
@@ -465,13 +525,15 @@ impl ListingCache {
 }
 
 /// Works out the outcome of every directory that needs one (read now, or
-/// all when the root's encoding changed) and puts the listing together.
-/// Also returns how many headers were read.
+/// all when the root's encoding changed) and puts the listing together
+/// (logs `lstat`ed through `under` when given). Also returns how many
+/// headers were read.
 fn assemble(
     walked: &mut Walked,
     fresh: &[bool],
     encoding: Option<Encoding>,
     encoding_changed: bool,
+    under: Option<&StatUnder>,
 ) -> (Snapshot, u64) {
     let mut reads: Vec<(usize, Found, Option<Arc<Listed>>)> = Vec::new();
     for (i, dir) in walked.dirs.iter_mut().enumerate() {
@@ -494,7 +556,13 @@ fn assemble(
     let headers_read = std::sync::atomic::AtomicU64::new(0);
     let outcomes = par_map(&reads, |(_, found, previous), scratch| {
         if let Some(previous) = previous {
-            if previous.found == *found && Stamp::lstat(&found.path) == Some(previous.stamp) {
+            let now = match (under, found.path.file_name()) {
+                (Some(under), Some(name)) => {
+                    under.lstat(&found.project, &Path::new(&found.session).join(name), &found.path)
+                }
+                _ => Stamp::lstat(&found.path),
+            };
+            if previous.found == *found && now == Some(previous.stamp) {
                 return Outcome::Listed(previous.clone());
             }
         }
@@ -537,23 +605,23 @@ fn assemble(
             Outcome::Unselected(r) => rejected.push(r.clone()),
             Outcome::BadHeader(r) => late.push(r.clone()),
             Outcome::Listed(l) => {
-                let id = l.session.header.id.as_str();
+                let id = l.header.id.as_str();
                 if let Some(first) = seen.get(id) {
                     late.push(RejectedLog {
-                        path: l.session.path.clone(),
+                        path: l.found.path.clone(),
                         reason: format!("duplicate session id, already listed from {}", first.display()),
                         kind: RejectionKind::Invalid,
                     });
                     continue;
                 }
-                seen.insert(id, &l.session.path);
+                seen.insert(id, &l.found.path);
                 sessions.push(l.clone());
             }
         }
     }
     rejected.extend(late);
     sessions.sort_by(|a, b| {
-        let (a, b) = (&a.session.header, &b.session.header);
+        let (a, b) = (&a.header, &b.header);
         let (ca, cb) = (a.created_at.as_u64(), b.created_at.as_u64());
         cb.cmp(&ca).then_with(|| a.id.cmp(&b.id))
     });
@@ -568,14 +636,8 @@ struct Refused;
 
 fn listed(header: Header, found: Found, stamp: Stamp) -> Listed {
     Listed {
-        session: StoredSession {
-            header: SessionHeader { id: header.id, created_at: Number::from(header.created_at), cwd: header.cwd },
-            header_json: header.json,
-            path: found.path.clone(),
-            encoding: found.encoding,
-            generation: found.generation.number(),
-            superseded: found.superseded.clone(),
-        },
+        header: SessionHeader { id: header.id, created_at: Number::from(header.created_at), cwd: header.cwd },
+        json: HeaderJson::Parsed(header.json),
         found,
         stamp,
     }
@@ -672,5 +734,19 @@ mod tests {
         padded.push(0);
         assert!(!third.decode(&mut crate::cache_file::Input(&padded)));
         assert!(third.decode(&mut crate::cache_file::Input(&payload)));
+    }
+
+    #[test]
+    fn a_cached_header_text_must_be_one_json_object() {
+        for (text, ok) in [
+            (&b"{}"[..], true),
+            (b"{\"id\":\"a\"}", true),
+            (b"[1]", false),
+            (b"{", false),
+            (b"{} {}", false),
+            (b"", false),
+        ] {
+            assert_eq!(is_json_object(text), ok, "{:?}", String::from_utf8_lossy(text));
+        }
     }
 }

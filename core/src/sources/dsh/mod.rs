@@ -630,7 +630,7 @@ impl BlockingSessionQuery for DshStore {
                 .zip(session_ids)
                 .map(|(listed, id)| match (listed, &watched) {
                     (Some(l), Some(_)) => Some(l.stamp.id),
-                    (Some(l), None) => crate::sources::fs::Stamp::lstat(&l.session.path).map(|s| s.id),
+                    (Some(l), None) => crate::sources::fs::Stamp::lstat(&l.found.path).map(|s| s.id),
                     (None, _) => unlisted(id),
                 })
                 .collect(),
