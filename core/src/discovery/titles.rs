@@ -75,7 +75,9 @@ impl DiscoveryCache {
             DiscoveryCachePart::Titles => {
                 let titles = (|| {
                     let n = input.u64()?;
-                    let mut titles = Vec::new();
+                    // An entry takes at least 17 bytes: room for what the input can hold.
+                    let mut titles =
+                        Vec::with_capacity(usize::try_from(n).unwrap_or(usize::MAX).min(input.0.len() / 17));
                     for _ in 0..n {
                         titles.push((input.string()?, input.fingerprint()?, input.opt_string()?));
                     }
@@ -83,6 +85,7 @@ impl DiscoveryCache {
                 })();
                 let Some(titles) = titles.filter(|_| input.0.is_empty()) else { return false };
                 let mut held = lock(&self.titles);
+                held.reserve(titles.len());
                 for (id, fp, title) in titles {
                     held.insert(id, (fp, title));
                 }

@@ -298,7 +298,15 @@ impl ListingCache {
         }
         let decoded = (|| {
             let n = input.u64()?;
-            let mut walked = Walked::default();
+            // Room for what the input can hold (an entry takes more than
+            // 64 bytes), not for what a corrupted count says.
+            let room = usize::try_from(n).unwrap_or(usize::MAX).min(input.0.len() / 64);
+            let mut walked = Walked {
+                steps: Vec::with_capacity(room),
+                dirs: Vec::with_capacity(room),
+                index: HashMap::with_capacity(room),
+                ..Walked::default()
+            };
             for i in 0..n {
                 let read = SessionDir::decode(input)?;
                 let outcome = match input.take(1)?[0] {
