@@ -8,7 +8,7 @@ use std::sync::RwLock;
 
 use crate::discovery::Fingerprint;
 use crate::error::HostError;
-use crate::host::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use crate::host::{QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData};
 
 #[derive(Default)]
 struct Inner {
@@ -20,12 +20,19 @@ struct Inner {
     /// are drawn from only grows, so no two states share a version.
     versions: HashMap<String, u64>,
     clock: u64,
+    /// The listing with every version, shared until the next change.
+    shared: Option<SharedListing>,
 }
 
 impl Inner {
     fn touch(&mut self, id: &str) {
         self.clock += 1;
         self.versions.insert(id.to_owned(), self.clock);
+        self.shared = None;
+    }
+
+    fn version(&self, id: &str) -> Fingerprint {
+        Fingerprint::from_u64(self.versions.get(id).copied().unwrap_or(0))
     }
 }
 
@@ -146,10 +153,27 @@ impl SessionQuery for MemoryQuery {
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let inner = self.read();
-        let fps = session_ids
-            .iter()
-            .map(|id| Some(Fingerprint::from_u64(inner.versions.get(id).copied().unwrap_or(0))))
-            .collect();
+        let fps = session_ids.iter().map(|id| Some(inner.version(id))).collect();
         Box::pin(async move { Ok(Some(fps)) })
+    }
+
+    /// The listing with every session's version, made once per change.
+    fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
+        let listed = {
+            let mut inner = self.write();
+            match (&inner.listing_failure, &inner.shared) {
+                (Some(e), _) => Err(e.clone()),
+                (None, Some(shared)) => Ok(shared.clone()),
+                (None, None) => {
+                    let fps: std::sync::Arc<[Option<Fingerprint>]> =
+                        inner.sessions.iter().map(|s| Some(inner.version(&s.id))).collect();
+                    let shared =
+                        SharedListing::new(inner.sessions.as_slice().into(), fps).expect("one fingerprint per session");
+                    inner.shared = Some(shared.clone());
+                    Ok(shared)
+                }
+            }
+        };
+        Box::pin(async move { listed.map(Some) })
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use dsh_session_reference::projection::Role;
 use dsh_session_reference::{
-    format_mention, Blocking, BlockingSessionQuery, CancelToken, Config, Conversation, ConversationItem,
+    block_on, format_mention, Blocking, BlockingSessionQuery, CancelToken, Config, Conversation, ConversationItem,
     DiscoveryCachePart, ErrorCode, Fingerprint, HostError, MatchField, MemoryQuery, QueryFuture, Resolver,
     SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery, SurfaceData, Target,
 };
@@ -653,4 +653,33 @@ fn a_large_index_answers_exactly_as_an_uncached_search_and_survives_the_cache_fi
         assert_eq!(a, b);
         assert_eq!(p.cached.take().1, 48, "rebuilt from the sessions");
     }
+}
+
+/// `MemoryQuery` shares its listing with every version until a change, and
+/// that listing is always its `list_sessions` with its `fingerprints`.
+#[test]
+fn the_memory_query_shares_its_listing_until_it_changes() {
+    let q = MemoryQuery::new();
+    let agree = |q: &MemoryQuery, what: &str| {
+        let shared = block_on(q.shared_listing()).unwrap().unwrap();
+        let listed = block_on(q.list_sessions()).unwrap();
+        let ids: Vec<String> = listed.iter().map(|s| s.id.clone()).collect();
+        let fps = block_on(q.fingerprints(&ids)).unwrap().unwrap();
+        assert_eq!(shared.sessions(), &listed[..], "{what}");
+        assert_eq!(shared.fingerprints(), &fps[..], "{what}");
+        shared
+    };
+    q.add_session(SessionHeader::new("a", 1u64, None));
+    q.add_session(SessionHeader::new("b", 2u64, Some("/w".into())));
+    let first = agree(&q, "two sessions");
+    assert!(agree(&q, "unchanged").ptr_eq(&first), "nothing changed: the same listing");
+    q.set_title("a", Some("renamed".into()));
+    let retitled = agree(&q, "a title set");
+    assert!(!retitled.ptr_eq(&first));
+    assert_ne!(retitled.fingerprints()[0], first.fingerprints()[0], "a's version moved");
+    assert_eq!(retitled.fingerprints()[1], first.fingerprints()[1], "b's did not");
+    q.remove_session("b");
+    assert_eq!(agree(&q, "b removed").sessions().len(), 1);
+    q.fail_listing("down");
+    assert!(block_on(q.shared_listing()).is_err(), "a failing listing fails shared too");
 }
