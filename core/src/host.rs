@@ -171,7 +171,7 @@ impl From<String> for SurfaceData {
 /// source that keeps its listing in memory gives
 /// [`SessionQuery::shared_listing`], so that a query with nothing changed
 /// copies nothing (an `@` menu queries on every keystroke).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SharedListing {
     sessions: Arc<[SessionHeader]>,
     fingerprints: Arc<[Option<Fingerprint>]>,
@@ -231,7 +231,8 @@ pub trait SessionQuery: Send + Sync {
     /// [`list_sessions`](Self::list_sessions) and
     /// [`fingerprints`](Self::fingerprints). Its sessions must be what
     /// `list_sessions` would answer now, and its fingerprints what
-    /// `fingerprints` would, taken no later than the listing.
+    /// `fingerprints` would answer for them now (discovery reads titles and
+    /// texts only after this call, and caches them under these).
     fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
         Box::pin(async { Ok(None) })
     }

@@ -720,6 +720,12 @@ fn one_view_over_every_source_prepares_each() {
     }
     let report = multi.last_report();
     assert_eq!(report.iter().map(|r| r.outcome.clone()).collect::<Vec<_>>(), vec![Ok(dsh_ids.len()), Ok(6), Ok(4)]);
+    // Every source shares its listing, so the view does: the same sessions,
+    // each with the fingerprint of the source that holds it.
+    let shared = block_on(multi.shared_listing()).unwrap().expect("every source shares its listing");
+    assert_eq!(shared.sessions(), &list[..]);
+    let ids: Vec<String> = list.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(shared.fingerprints(), &block_on(multi.fingerprints(&ids)).unwrap().unwrap()[..]);
     let resolver = Resolver::new(Arc::new(multi), Config::default());
     let target = Target::new("new", Some("/work".into()));
     let refs = [

@@ -108,3 +108,85 @@ fn fingerprints_come_from_the_source_that_holds_each_session() {
     let after = dsh_session_reference::block_on(multi.fingerprints(&ids)).unwrap().unwrap();
     assert_eq!((after[0] == got[0], after[1] == got[1], after[2] == got[2]), (true, false, true));
 }
+
+/// A resolver over the view with its shared listing hidden: what discovery
+/// does without one (`list_sessions`, then `fingerprints`).
+struct Plain(Arc<MultiQuery>);
+
+impl SessionQuery for Plain {
+    fn list_sessions(&self) -> dsh_session_reference::QueryFuture<'_, Vec<SessionHeader>> {
+        self.0.list_sessions()
+    }
+    fn read_title<'a>(&'a self, id: &'a str) -> dsh_session_reference::QueryFuture<'a, Option<String>> {
+        self.0.read_title(id)
+    }
+    fn read_surface<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> dsh_session_reference::QueryFuture<'a, dsh_session_reference::SurfaceData> {
+        self.0.read_surface(id)
+    }
+    fn fingerprints<'a>(
+        &'a self,
+        ids: &'a [String],
+    ) -> dsh_session_reference::QueryFuture<'a, Option<Vec<Option<dsh_session_reference::Fingerprint>>>> {
+        self.0.fingerprints(ids)
+    }
+}
+
+#[test]
+fn the_shared_listing_is_the_merged_listing_with_each_sources_fingerprints() {
+    use dsh_session_reference::block_on;
+    let (d, c) = (dsh(), codex());
+    let multi = Arc::new(MultiQuery::new().with_source("dsh", "", d.clone()).with_source("codex", "codex:", c.clone()));
+    let agree = |what: &str| {
+        let shared = block_on(multi.shared_listing()).unwrap().unwrap();
+        let listed = block_on(multi.list_sessions()).unwrap();
+        assert_eq!(shared.sessions(), &listed[..], "{what}");
+        let ids: Vec<String> = listed.iter().map(|s| s.id.clone()).collect();
+        let fps = block_on(multi.fingerprints(&ids)).unwrap().unwrap();
+        for (i, id) in ids.iter().enumerate() {
+            if id == "codex:not-really" {
+                // Listed by dsh, read through codex: no fingerprint, read afresh.
+                assert_eq!(shared.fingerprints()[i], None, "{what}");
+            } else {
+                assert_eq!(shared.fingerprints()[i], fps[i], "{id} {what}");
+            }
+        }
+        // And a resolver answers the same with it as without it.
+        let target = Target::new("t", Some("/w".into()));
+        let with = Resolver::new(multi.clone(), Config::default());
+        let without = Resolver::new(Arc::new(Plain(multi.clone())), Config::default());
+        for filter in ["", "title", "codex"] {
+            assert_eq!(
+                with.candidates_blocking(&target, filter, None, None).unwrap(),
+                without.candidates_blocking(&target, filter, None, None).unwrap(),
+                "{filter:?} {what}"
+            );
+        }
+        let options = dsh_session_reference::SearchOptions::default();
+        assert_eq!(
+            with.search_blocking(&target, "dsh", &options, None).unwrap(),
+            without.search_blocking(&target, "dsh", &options, None).unwrap(),
+            "search {what}"
+        );
+        shared
+    };
+    let first = agree("at first");
+    assert!(block_on(multi.shared_listing()).unwrap().unwrap().ptr_eq(&first), "nothing changed: shared again");
+    c.set_title("codex:b", Some("new".into()));
+    let after = agree("after a change in one source");
+    assert!(!after.ptr_eq(&first));
+    // A failing source is reported, the others still shared.
+    c.fail_listing("unreadable");
+    let partial = block_on(multi.shared_listing()).unwrap().unwrap();
+    assert_eq!(ids(partial.sessions()), vec!["d-new", "codex:not-really", "d-old"]);
+    assert!(multi.last_report()[1].outcome.as_ref().unwrap_err().contains("unreadable"));
+    d.fail_listing("gone");
+    assert_eq!(block_on(multi.shared_listing()).unwrap_err().message(), "dsh: gone; codex: unreadable");
+    // A source without a shared listing: the view has none either.
+    d.clear_listing_failure();
+    let with_plain =
+        MultiQuery::new().with_source("dsh", "", d).with_source("other", "o:", Arc::new(Plain(multi.clone())));
+    assert!(block_on(with_plain.shared_listing()).unwrap().is_none());
+}

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::discovery::Fingerprint;
 use crate::error::HostError;
-use crate::host::{QueryFuture, SessionHeader, SessionQuery, SurfaceData};
+use crate::host::{QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData};
 
 struct Entry {
     name: String,
@@ -35,6 +35,9 @@ pub struct SourceStatus {
 pub struct MultiQuery {
     entries: Vec<Entry>,
     report: Mutex<Vec<SourceStatus>>,
+    /// The last merged shared listing and the sources' listings it was
+    /// merged from (`None` for a source that failed to list).
+    merged: Mutex<Option<(Vec<Option<SharedListing>>, SharedListing)>>,
 }
 
 impl std::fmt::Debug for MultiQuery {
@@ -89,36 +92,105 @@ fn created(h: &SessionHeader) -> f64 {
     h.created_at.as_f64().unwrap_or(0.0)
 }
 
+/// The listings merged newest first (stable: equal times keep source
+/// order, then each source's order), or why none could be made: the
+/// per-source report, and an error when every source failed.
+fn merge<T>(
+    entries: &[Entry],
+    lists: Vec<Result<T, HostError>>,
+    len: impl Fn(&T) -> usize,
+) -> (Vec<SourceStatus>, Result<Vec<Option<T>>, HostError>) {
+    let mut report = Vec::with_capacity(lists.len());
+    let mut failures = Vec::new();
+    let mut kept = Vec::with_capacity(lists.len());
+    for (entry, list) in entries.iter().zip(lists) {
+        match list {
+            Ok(list) => {
+                report.push(SourceStatus { name: entry.name.clone(), outcome: Ok(len(&list)) });
+                kept.push(Some(list));
+            }
+            Err(e) => {
+                failures.push(format!("{}: {}", entry.name, e.message()));
+                report.push(SourceStatus { name: entry.name.clone(), outcome: Err(e.message().to_owned()) });
+                kept.push(None);
+            }
+        }
+    }
+    if kept.iter().all(Option::is_none) && !failures.is_empty() {
+        return (report, Err(HostError::new(failures.join("; "))));
+    }
+    (report, Ok(kept))
+}
+
+/// The positions of `lists`' sessions merged newest first (stable, as
+/// [`merge`] says): (list, position in it).
+fn merged_order(lists: &[&[SessionHeader]]) -> Vec<(usize, usize)> {
+    let mut all: Vec<(usize, usize)> =
+        lists.iter().enumerate().flat_map(|(l, list)| (0..list.len()).map(move |i| (l, i))).collect();
+    all.sort_by(|&(la, ia), &(lb, ib)| created(&lists[lb][ib]).total_cmp(&created(&lists[la][ia])));
+    all
+}
+
 impl SessionQuery for MultiQuery {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
         Box::pin(async move {
             let lists = futures::future::join_all(self.entries.iter().map(|e| e.query.list_sessions())).await;
-            let mut report = Vec::with_capacity(lists.len());
-            let mut merged = Vec::new();
-            let mut failures = Vec::new();
-            for (entry, list) in self.entries.iter().zip(lists) {
-                match list {
-                    Ok(list) => {
-                        report.push(SourceStatus { name: entry.name.clone(), outcome: Ok(list.len()) });
-                        merged.push(list);
-                    }
-                    Err(e) => {
-                        failures.push(format!("{}: {}", entry.name, e.message()));
-                        report.push(SourceStatus { name: entry.name.clone(), outcome: Err(e.message().to_owned()) });
-                    }
-                }
-            }
+            let (report, merged) = merge(&self.entries, lists, Vec::len);
             *self.report.lock().unwrap_or_else(|e| e.into_inner()) = report;
-            if merged.is_empty() && !failures.is_empty() {
-                return Err(HostError::new(failures.join("; ")));
-            }
+            let mut merged: Vec<Vec<SessionHeader>> = merged?.into_iter().flatten().collect();
             if merged.len() == 1 {
                 return Ok(merged.pop().unwrap_or_default());
             }
-            let mut all: Vec<SessionHeader> = merged.into_iter().flatten().collect();
-            // Stable: equal times keep source order, then each source's order.
-            all.sort_by(|a, b| created(b).total_cmp(&created(a)));
-            Ok(all)
+            let views: Vec<&[SessionHeader]> = merged.iter().map(Vec::as_slice).collect();
+            Ok(merged_order(&views).into_iter().map(|(l, i)| views[l][i].clone()).collect())
+        })
+    }
+
+    /// The sources' shared listings merged as [`list_sessions`](Self::list_sessions)
+    /// merges listings, when every source gives one (else `None`, and
+    /// discovery lists and fingerprints as with any source). A session
+    /// whose reads go to another source (an id with that source's prefix)
+    /// gets no fingerprint, so it is read afresh. While no source's listing
+    /// changed, the merged one is shared again.
+    fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
+        Box::pin(async move {
+            let lists = futures::future::join_all(self.entries.iter().map(|e| e.query.shared_listing())).await;
+            if lists.iter().any(|l| matches!(l, Ok(None))) {
+                return Ok(None);
+            }
+            let lists: Vec<Result<SharedListing, HostError>> =
+                lists.into_iter().map(|l| l.map(Option::unwrap_or_default)).collect();
+            let (report, kept) = merge(&self.entries, lists, |l| l.sessions().len());
+            *self.report.lock().unwrap_or_else(|e| e.into_inner()) = report;
+            let kept = kept?;
+            let mut last = self.merged.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((from, merged)) = last.as_ref() {
+                let same = |a: &Option<SharedListing>, b: &Option<SharedListing>| match (a, b) {
+                    (Some(a), Some(b)) => a.ptr_eq(b),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if from.len() == kept.len() && from.iter().zip(&kept).all(|(a, b)| same(a, b)) {
+                    return Ok(Some(merged.clone()));
+                }
+            }
+            let sources: Vec<(usize, &SharedListing)> =
+                kept.iter().enumerate().filter_map(|(e, l)| l.as_ref().map(|l| (e, l))).collect();
+            let views: Vec<&[SessionHeader]> = sources.iter().map(|(_, l)| l.sessions()).collect();
+            let order = merged_order(&views);
+            let routed_here =
+                |l: usize, id: &str| self.route(id).is_ok_and(|entry| std::ptr::eq(entry, &self.entries[sources[l].0]));
+            let headers: Arc<[SessionHeader]> = order.iter().map(|&(l, i)| views[l][i].clone()).collect();
+            let fps: Arc<[Option<Fingerprint>]> = order
+                .iter()
+                .map(|&(l, i)| {
+                    let fp = &sources[l].1.fingerprints()[i];
+                    fp.clone().filter(|_| routed_here(l, &views[l][i].id))
+                })
+                .collect();
+            let merged = SharedListing::new(headers, fps).expect("one fingerprint per session");
+            *last = Some((kept, merged.clone()));
+            Ok(Some(merged))
         })
     }
 

@@ -77,7 +77,7 @@ use serde::Deserialize;
 use crate::conversation::Conversation;
 use crate::discovery::Fingerprint;
 use crate::error::HostError;
-use crate::host::{BlockingSessionQuery, SessionHeader, SurfaceData};
+use crate::host::{BlockingSessionQuery, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
 use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::sources::lenient::LStr;
@@ -326,6 +326,16 @@ impl CodexSource {
 impl BlockingSessionQuery for CodexSource {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
         Listing::headers(self.list(), FORMAT, &self.home)
+    }
+
+    /// The listing with every session's fingerprint (so a view over
+    /// several sources can share its merged listing): a Codex listing reads
+    /// every rollout's head, next to which one `lstat` per rollout is small.
+    fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
+        let sessions = self.list_sessions()?;
+        let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+        let fps = self.fingerprints(&ids)?.unwrap_or_else(|| crate::discovery::no_fingerprints(ids.len()));
+        Ok(SharedListing::new(sessions.into(), fps.into()))
     }
 
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
