@@ -95,7 +95,7 @@ impl<'a> Input<'a> {
         Some(crate::sources::fs::Stamp { id, ctime_ns: self.i128()? })
     }
     pub(crate) fn fingerprint(&mut self) -> Option<Fingerprint> {
-        Some(Fingerprint::from_bytes(self.bytes()?))
+        Some(Fingerprint::from_slice(self.bytes()?))
     }
 }
 

@@ -581,17 +581,24 @@ fn encode_lengths(ends: &[usize]) -> Box<[u8]> {
 /// The end offsets of what [`encode_lengths`] wrote; `None` if malformed.
 fn decode_lengths(bytes: &[u8]) -> Option<Vec<usize>> {
     let mut ends = Vec::with_capacity(bytes.len());
+    each_end(bytes, |end| ends.push(end))?;
+    Some(ends)
+}
+
+/// Calls `f` with each end offset of what [`encode_lengths`] wrote; the
+/// last end (0 without any), or `None` if malformed.
+fn each_end(bytes: &[u8], mut f: impl FnMut(usize)) -> Option<usize> {
     let (mut end, mut n, mut shift) = (0usize, 0usize, 0u32);
     for &b in bytes {
         n |= usize::from(b & 0x7f).checked_shl(shift).filter(|v| v >> shift == usize::from(b & 0x7f))?;
         shift += 7;
         if b & 0x80 == 0 {
             end = end.checked_add(n)?;
-            ends.push(end);
+            f(end);
             (n, shift) = (0, 0);
         }
     }
-    (shift == 0).then_some(ends)
+    (shift == 0).then_some(end)
 }
 
 /// The lower-cased title, kept only when it differs.
@@ -1026,7 +1033,7 @@ impl DocCache {
                 i => Some(Arc::clone(dicts.get(i - 1)?)),
             };
             let lengths: Box<[u8]> = input.bytes()?.into();
-            let len = decode_lengths(&lengths)?.last().copied().unwrap_or(0);
+            let len = each_end(&lengths, |_| {})?;
             let (offset, stored, checksum) = (input.u64()?, usize::try_from(input.u64()?).ok()?, input.u64()?);
             // Within the stored texts, and empty exactly when the text is.
             if offset.checked_add(stored as u64)? > texts.len() || (stored == 0) != (len == 0) {
@@ -1068,6 +1075,7 @@ impl DocCache {
         }
         drop(dictionary);
         let mut held = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        held.reserve(docs.len());
         for (id, doc) in docs {
             held.insert(id, Arc::new(doc));
         }
