@@ -1288,10 +1288,7 @@ mod tests {
 
     #[test]
     fn a_dictionary_survives_the_cache_file_round_trip() {
-        let (cache, texts) = big_cache(5000);
-        cache.settle();
-        let dir = tempfile::tempdir().unwrap();
-        let (loaded, path) = through_file(&cache, dir.path(), "index.bin");
+        let RoundTrip { cache, texts, dir, loaded, path } = round_trip();
         assert!(loaded.dictionary().is_some(), "adopted for the docs built next");
         assert_eq!(loaded.stats(), cache.stats(), "texts left in the file count as held");
         for (id, items) in &texts {
@@ -1309,6 +1306,25 @@ mod tests {
         // So is one pointing past the stored texts.
         let (_, short) = crate::cache_file::open_in_place(&write(&cache, dir.path(), "short.bin", 1), HEAD).unwrap();
         assert!(DocCache::default().decode(directory, &short).is_none(), "texts cut short");
+    }
+
+    /// A settled [`big_cache`] written to an index file and loaded back.
+    struct RoundTrip {
+        cache: DocCache,
+        texts: Vec<(String, Vec<String>)>,
+        /// The file's directory, removed when dropped.
+        dir: tempfile::TempDir,
+        loaded: DocCache,
+        path: std::path::PathBuf,
+    }
+
+    /// A [`RoundTrip`] through `index.bin` in a new directory.
+    fn round_trip() -> RoundTrip {
+        let (cache, texts) = big_cache(5000);
+        cache.settle();
+        let dir = tempfile::tempdir().unwrap();
+        let (loaded, path) = through_file(&cache, dir.path(), "index.bin");
+        RoundTrip { cache, texts, dir, loaded, path }
     }
 
     /// The head the unit tests write their index files with.
@@ -1335,10 +1351,7 @@ mod tests {
 
     #[test]
     fn a_stored_text_that_does_not_check_is_unreadable_never_empty() {
-        let (cache, texts) = big_cache(5000);
-        cache.settle();
-        let dir = tempfile::tempdir().unwrap();
-        let (loaded, path) = through_file(&cache, dir.path(), "index.bin");
+        let RoundTrip { texts, dir, loaded, path, .. } = round_trip();
         // Flip the last byte of the file: the end of one stored text.
         let mut bytes = std::fs::read(&path).unwrap();
         *bytes.last_mut().unwrap() ^= 0x01;
@@ -1372,10 +1385,7 @@ mod tests {
 
     #[test]
     fn saving_after_loading_writes_the_stored_texts_back() {
-        let (cache, texts) = big_cache(5000);
-        cache.settle();
-        let dir = tempfile::tempdir().unwrap();
-        let (loaded, first) = through_file(&cache, dir.path(), "index.bin");
+        let RoundTrip { cache, texts, dir, loaded, path: first } = round_trip();
         // Rewritten over its own path: the new file is read from the old
         // one's handle, then replaces it.
         let (again, second) = through_file(&loaded, dir.path(), "index.bin");
