@@ -7,7 +7,10 @@
 //! - `titles-<root>.bin`: each session's latest title, by fingerprint
 //!   (device, inode, size, mtime of its log);
 //! - `index-<root>.bin`: the search index, by fingerprint (read by `search`
-//!   only, so `candidates --query` reads the two small files).
+//!   only, so `candidates --query` reads the two small files). It is read
+//!   in place: loading reads its checksummed directory (filters, titles,
+//!   where each compressed text is), and a search reads from the file only
+//!   the texts of the sessions it verifies (`docs/discovery.md`).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};

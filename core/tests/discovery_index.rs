@@ -633,26 +633,153 @@ fn a_large_index_answers_exactly_as_an_uncached_search_and_survives_the_cache_fi
     assert_eq!(fresh[0].snippet, "a new text about the search index");
 
     // Files of the formats before (1: no dictionaries, trigrams across
-    // whitespace; 2: both parts in one file) are ignored as a whole, and
-    // everything is read again.
-    let payload = zstd::stream::decode_all(std::fs::File::open(&path).unwrap()).unwrap();
-    for version in [1u32, 2] {
-        let mut older = payload.clone();
+    // whitespace; 2: both parts in one file; 3: the index in one zstd
+    // frame, decoded whole) are ignored as a whole, and everything is read
+    // and indexed again; so is this file's layout under their numbers, and
+    // their zstd framing.
+    let good = std::fs::read(&path).unwrap();
+    for version in [1u32, 2, 3] {
+        let mut older = good.clone();
         older[8..12].copy_from_slice(&version.to_le_bytes());
-        let mut file = Vec::new();
-        let mut encoder = zstd::stream::Encoder::new(&mut file, 1).unwrap();
+        let mut framed = Vec::new();
+        let mut encoder = zstd::stream::Encoder::new(&mut framed, 1).unwrap();
         encoder.include_checksum(true).unwrap();
         std::io::Write::write_all(&mut encoder, &older).unwrap();
         encoder.finish().unwrap();
-        std::fs::write(&path, &file).unwrap();
-        let r = Resolver::new(p.cached.clone(), Config::default());
-        assert!(!r.load_discovery_cache(DiscoveryCachePart::Index, &path), "a format-{version} file");
-        p.cached.take();
-        let a: Vec<Value> = found(&r, "search index").iter().map(SearchResult::to_json).collect();
-        let b: Vec<Value> = found(&p.plain, "search index").iter().map(SearchResult::to_json).collect();
-        assert_eq!(a, b);
-        assert_eq!(p.cached.take().1, 48, "rebuilt from the sessions");
+        for file in [older, framed] {
+            std::fs::write(&path, &file).unwrap();
+            let r = Resolver::new(p.cached.clone(), Config::default());
+            assert!(!r.load_discovery_cache(DiscoveryCachePart::Index, &path), "a format-{version} file");
+            p.cached.take();
+            let a: Vec<Value> = found(&r, "search index").iter().map(SearchResult::to_json).collect();
+            let b: Vec<Value> = found(&p.plain, "search index").iter().map(SearchResult::to_json).collect();
+            assert_eq!(a, b);
+            assert_eq!(p.cached.take().1, 48, "rebuilt from the sessions");
+        }
     }
+    std::fs::write(&path, &good).unwrap();
+    assert!(Resolver::new(p.cached.clone(), Config::default()).load_discovery_cache(DiscoveryCachePart::Index, &path));
+}
+
+/// Where an index file's directory and its stored texts start: after the
+/// header (magic, format, library version, part, `redactSecrets`) and the
+/// lengths and checksum (three numbers).
+fn index_layout(file: &[u8]) -> (usize, usize) {
+    let head = 8 + 4 + 8 + env!("CARGO_PKG_VERSION").len() + 2;
+    let directory = u64::from_le_bytes(file[head..head + 8].try_into().unwrap()) as usize;
+    (head + 24, head + 24 + directory)
+}
+
+/// Writes `bytes` to `path` as the cache does: to a temporary file renamed
+/// over it (a process holding the old file keeps the old one).
+fn replace(path: &Path, bytes: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[test]
+fn the_index_file_is_read_in_place_and_a_damaged_text_is_never_a_wrong_answer() {
+    let p = Pair::new();
+    large(&p);
+    p.check("", "the");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.bin");
+    p.r.save_discovery_cache(DiscoveryCachePart::Index, &path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let (directory, texts) = index_layout(&good);
+    assert!(directory < texts && texts < good.len());
+    assert!(good.len() - texts > 2 * (texts - directory), "the texts are most of the file");
+    // Every session verified on its text ("the" rules out none; the limit
+    // is above their number), so a damaged text cannot go unnoticed.
+    let queries = ["the", "search index", "1137", "发布", "session 4"];
+    let every = SearchOptions { limit: Some(100), ..Default::default() };
+    let same = |r: &Resolver, what: &str| {
+        for q in queries {
+            let a: Vec<Value> =
+                r.search_blocking(&target(), q, &every, None).unwrap().iter().map(SearchResult::to_json).collect();
+            let b: Vec<Value> = p
+                .plain
+                .search_blocking(&target(), q, &every, None)
+                .unwrap()
+                .iter()
+                .map(SearchResult::to_json)
+                .collect();
+            assert_eq!(a, b, "{what}: {q:?}");
+        }
+    };
+    let load = |bytes: &[u8]| {
+        replace(&path, bytes);
+        let r = Resolver::new(p.cached.clone(), Config::default());
+        let used = r.load_discovery_cache(DiscoveryCachePart::Index, &path);
+        p.cached.take();
+        (used, r)
+    };
+    let surfaces = || p.cached.take().1;
+
+    let (used, r) = load(&good);
+    assert!(used);
+    same(&r, "intact");
+    assert_eq!(surfaces(), 0, "every text read from the file");
+
+    // A byte flipped in the directory (its start, middle, end): the file
+    // is ignored, every session indexed again.
+    for at in [directory + 3, (directory + texts) / 2, texts - 1] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x20;
+        let (used, r) = load(&bad);
+        assert!(!used, "directory byte {at}");
+        same(&r, "a damaged directory");
+        assert_eq!(surfaces(), 48);
+    }
+
+    // A byte flipped in the first stored text: the file is used, that one
+    // session is indexed again from its source, the answers are the same;
+    // the index changed, and saved again it is whole.
+    let mut bad = good.clone();
+    bad[texts + 10] ^= 0x20;
+    let (used, r) = load(&bad);
+    assert!(used, "the directory is intact");
+    same(&r, "a damaged text");
+    assert_eq!(surfaces(), 1, "only the damaged session");
+    assert!(r.discovery_cache_changed(DiscoveryCachePart::Index));
+    r.save_discovery_cache(DiscoveryCachePart::Index, &path).unwrap();
+    let r = Resolver::new(p.cached.clone(), Config::default());
+    assert!(r.load_discovery_cache(DiscoveryCachePart::Index, &path));
+    p.cached.take();
+    same(&r, "saved after the repair");
+    assert_eq!(surfaces(), 0);
+
+    // Truncated inside the stored texts: ignored as a whole.
+    let (used, r) = load(&good[..texts + 100]);
+    assert!(!used, "a truncated file");
+    same(&r, "a truncated file");
+    assert_eq!(surfaces(), 48);
+
+    // Truncated after it was loaded: the texts it lost are read from
+    // their sessions again.
+    let (used, r) = load(&good);
+    assert!(used);
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len((texts + 100) as u64).unwrap();
+    same(&r, "truncated under a loaded index");
+    assert!(surfaces() >= 47, "every text past the cut");
+
+    // Replaced on disk after it was loaded (another process saved, or
+    // wrote garbage): the loaded resolver keeps reading the file it opened.
+    let (used, r) = load(&good);
+    assert!(used);
+    replace(&path, b"not an index at all");
+    same(&r, "replaced after loading");
+    assert_eq!(surfaces(), 0, "read from the old file");
+    // Saved after loading, while its texts are still in the old file: they
+    // are written back, and a new resolver reads them from the new file.
+    r.save_discovery_cache(DiscoveryCachePart::Index, &path).unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), good.len() as u64);
+    let r = Resolver::new(p.cached.clone(), Config::default());
+    assert!(r.load_discovery_cache(DiscoveryCachePart::Index, &path));
+    p.cached.take();
+    same(&r, "saved after loading");
+    assert_eq!(surfaces(), 0);
 }
 
 /// `MemoryQuery` shares its listing with every version until a change, and

@@ -50,7 +50,9 @@ impl Fingerprint {
         Fingerprint::from_slice(&bytes.into())
     }
 
-    fn from_slice(bytes: &[u8]) -> Self {
+    /// [`from_bytes`](Self::from_bytes) without taking the bytes (no copy
+    /// for a short fingerprint).
+    pub(crate) fn from_slice(bytes: &[u8]) -> Self {
         if bytes.len() <= INLINE {
             let mut inline = [0; INLINE];
             inline[..bytes.len()].copy_from_slice(bytes);

@@ -1,22 +1,33 @@
 //! The discovery caches on disk, so that a short-lived process (the
-//! command line) starts warm, in the framing of [`crate::cache_file`]: a
-//! file that is missing, truncated, corrupted, from another version of the
-//! library, of the other part or malformed in any way is ignored as a
-//! whole, never partly used. What it holds is keyed by fingerprints like
-//! the caches in memory, so an entry for a session that changed since is
-//! never used.
+//! command line) starts warm: a file that is missing, truncated, corrupted,
+//! from another version of the library, of the other part or malformed in
+//! any way is ignored as a whole, never partly used. What it holds is keyed
+//! by fingerprints like the caches in memory, so an entry for a session
+//! that changed since is never used.
+//!
+//! The titles are one zstd frame ([`crate::cache_file::write_file`]). The
+//! search index is read in place ([`crate::cache_file::write_in_place`]):
+//! loading it reads only its checksummed directory (ids, fingerprints,
+//! titles, dictionaries, item lengths, filters, and where each compressed
+//! text is with its checksum); the texts stay in the file, read when a
+//! search verifies their session. A text that cannot be read back, does
+//! not match its checksum or does not decompress to its length makes its
+//! session indexed again from its source before the search answers
+//! (`search.rs`), so a damaged text is never a wrong answer.
 
 use std::path::Path;
 
-use crate::cache_file::{read_file, write_file, Input};
+use crate::cache_file::{open_in_place, read_file, write_file, write_in_place, Input};
 use crate::resolver::Resolver;
 
 const MAGIC: &[u8; 8] = b"DSRDISC\0";
 /// The payload layout; bumped on any change (2: the index's zstd
 /// dictionaries, and filter keys around spaces instead of trigrams across
 /// whitespace, so a format-1 filter would miss phrases; 3: titles and the
-/// index in files of their own, the part named in the header).
-const FORMAT: u32 = 3;
+/// index in files of their own, the part named in the header; 4: the index
+/// read in place, uncompressed, its texts out of its checksummed
+/// directory).
+const FORMAT: u32 = 4;
 
 /// The file's header: what it is, its format, the library version, the
 /// part it holds, and whether its texts were indexed with credentials redacted (`redactSecrets`),
@@ -53,10 +64,18 @@ impl Resolver {
     /// must exist), so a concurrent reader sees the old file or the new
     /// one. Never needed for correctness.
     pub fn save_discovery_cache(&self, part: DiscoveryCachePart, path: &Path) -> std::io::Result<()> {
-        let mut payload = Vec::new();
-        header(&mut payload, part, self.config.hardening().redact_secrets);
-        self.discovery.encode(part, &mut payload);
-        let written = write_file(path, &payload);
+        let mut head = Vec::new();
+        header(&mut head, part, self.config.hardening().redact_secrets);
+        let written = match part {
+            DiscoveryCachePart::Titles => {
+                self.discovery.encode_titles(&mut head);
+                write_file(path, &head)
+            }
+            DiscoveryCachePart::Index => {
+                let (directory, texts) = self.discovery.docs.encode();
+                write_in_place(path, &head, &directory, &texts)
+            }
+        };
         if written.is_ok() {
             self.discovery.changed(part).store(false, std::sync::atomic::Ordering::Relaxed);
         }
@@ -77,11 +96,20 @@ impl Resolver {
     /// under the other `redactSecrets` setting, which is ignored as a whole.
     /// Its entries count only for sessions whose fingerprint is unchanged.
     pub fn load_discovery_cache(&self, part: DiscoveryCachePart, path: &Path) -> bool {
-        let Some(payload) = read_file(path) else { return false };
         let mut expected = Vec::new();
         header(&mut expected, part, self.config.hardening().redact_secrets);
-        let Some(body) = payload.strip_prefix(expected.as_slice()) else { return false };
-        let used = self.discovery.decode(part, &mut Input(body));
+        let used = match part {
+            DiscoveryCachePart::Titles => read_file(path).is_some_and(|payload| {
+                payload
+                    .strip_prefix(expected.as_slice())
+                    .is_some_and(|body| self.discovery.decode_titles(&mut Input(body)))
+            }),
+            DiscoveryCachePart::Index => {
+                let docs =
+                    open_in_place(path, &expected).and_then(|(dir, texts)| self.discovery.docs.decode(dir, &texts));
+                docs.map(|docs| self.discovery.docs.insert_all(docs)).is_some()
+            }
+        };
         if used {
             self.discovery.changed(part).store(false, std::sync::atomic::Ordering::Relaxed);
         }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
-use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle, TRAIN_AT};
+use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle, Unreadable, TRAIN_AT};
 use super::{rank, Candidate, Fingerprint};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
@@ -242,7 +242,11 @@ pub struct SearchIndexStats {
     /// Bytes of projected text they cover.
     pub text_bytes: usize,
     /// Bytes the index holds for them (compressed text, filters, titles,
-    /// ids, fingerprints, and its compression dictionary once).
+    /// ids, fingerprints, and its compression dictionary once). The
+    /// compressed text of a session loaded from a cache file stays in the
+    /// file, read when a search verifies it; it is counted here all the
+    /// same, so the figure is the index's size whether it was built or
+    /// loaded (its memory is then that much less).
     pub index_bytes: usize,
     /// Of `index_bytes`, the filters (the rest is mostly the compressed
     /// text).
@@ -375,6 +379,14 @@ fn whole(text: &str) -> String {
     snippet(text, 0)
 }
 
+/// What [`score`] found: the hits, and the sessions (by index) whose
+/// stored text it could not read; when there are any, the hits may miss
+/// those sessions and must not be used.
+struct Scored {
+    hits: Vec<Hit>,
+    unreadable: Vec<usize>,
+}
+
 /// Scores every session against the query, verifying on the text only
 /// the prospects that can still enter the top `limit`.
 fn score(
@@ -384,7 +396,7 @@ fn score(
     target: &Target,
     limit: usize,
     cancel: Option<&CancelToken>,
-) -> Result<Vec<Hit>> {
+) -> Result<Scored> {
     let mut prospects = Vec::new();
     for (at, (s, doc)) in sessions.iter().zip(docs).enumerate() {
         if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
@@ -420,6 +432,7 @@ fn score(
     }
     prospects.sort_by_key(|p| p.key);
     let mut hits: Vec<Hit> = Vec::new();
+    let mut unreadable = Vec::new();
     let mut best: BinaryHeap<Key> = BinaryHeap::new();
     for p in prospects {
         if best.len() >= limit && best.peek().is_some_and(|worst| *worst < p.key) {
@@ -430,7 +443,13 @@ fn score(
         }
         let hit = match p.settled {
             Some((field, snippet)) => Some(Hit { key: p.key, at: p.at, field, snippet, message_index: None }),
-            None => verify(query, &sessions[p.at], &docs[p.at], p.key, p.at),
+            None => match verify(query, &sessions[p.at], &docs[p.at], p.key, p.at) {
+                Ok(hit) => hit,
+                Err(Unreadable) => {
+                    unreadable.push(p.at);
+                    None
+                }
+            },
         };
         if let Some(hit) = hit {
             best.push(hit.key);
@@ -442,18 +461,32 @@ fn score(
     }
     hits.sort_by_key(|h| h.key);
     hits.truncate(limit);
-    Ok(hits)
+    Ok(Scored { hits, unreadable })
 }
 
 /// The exact tier and best hit of a prospect, from its decompressed text;
-/// `None` when the filter let through a session that does not match.
-fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
-    let (text, ends) = doc.text();
+/// `None` when the filter let through a session that does not match;
+/// [`Unreadable`] when its stored text cannot be read.
+fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Result<Option<Hit>, Unreadable> {
+    let (text, ends) = doc.text()?;
+    Ok(verify_text(query, s, doc, &text, &ends, key, at))
+}
+
+/// [`verify`] on the doc's text and item ends.
+fn verify_text(
+    query: &Query,
+    s: &SessionHeader,
+    doc: &Doc,
+    text: &str,
+    ends: &[usize],
+    key: Key,
+    at: usize,
+) -> Option<Hit> {
     // Every item lower-cased into one buffer (one allocation per session).
     let mut folded_text = String::with_capacity(text.len());
     let mut spans: Vec<(&str, std::ops::Range<usize>)> = Vec::with_capacity(ends.len());
     let mut start = 0;
-    for &end in &ends {
+    for &end in ends {
         let item = text.get(start..end).unwrap_or_default();
         let from = folded_text.len();
         fold_into(item, &mut folded_text);
@@ -604,38 +637,74 @@ impl Resolver {
                 }
         });
         let fps = listed.fingerprints_at(self, &picked).await;
-        let sessions: Vec<SessionHeader> = listed.at(&picked).into_iter().cloned().collect();
-        let docs = self.indexed(&sessions, fps).await;
-        let token = cancel.cloned();
-        let target2 = target.clone();
-        let config = self.config;
-        let work = tokio::task::spawn_blocking(move || {
-            let hits = score(&query, &sessions, &docs, &target2, limit, token.as_ref())?;
-            Ok::<_, Error>(
-                hits.into_iter()
-                    .map(|h| {
-                        let s = &sessions[h.at];
-                        let doc = &docs[h.at];
-                        let candidate = Candidate::from_header(s, doc.title.clone(), &config, &target2);
-                        SearchResult {
-                            candidate: candidate.with_mention(),
-                            snippet: h.snippet,
-                            field: h.field,
-                            message_index: h.message_index,
-                        }
-                    })
-                    .collect(),
-            )
-        });
-        work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?
+        let sessions: Arc<Vec<SessionHeader>> = Arc::new(listed.at(&picked).into_iter().cloned().collect());
+        let (docs, hits) = self.scored(query, &sessions, &fps, target, limit, cancel).await?;
+        Ok(hits
+            .into_iter()
+            .map(|h| {
+                let (s, doc) = (&sessions[h.at], &docs[h.at]);
+                let candidate = Candidate::from_header(s, doc.title.clone(), &self.config, target);
+                SearchResult {
+                    candidate: candidate.with_mention(),
+                    snippet: h.snippet,
+                    field: h.field,
+                    message_index: h.message_index,
+                }
+            })
+            .collect())
+    }
+
+    /// The doc of every session (whose fingerprints are `fps`) and the hits
+    /// among them: indexed, then
+    /// scored on the blocking pool. When some docs loaded from a cache file
+    /// could not read their stored text (gone, damaged, not what it was
+    /// recorded as), those docs are dropped, their sessions indexed again
+    /// from their source and the search run again, so they are never
+    /// missed; each round leaves fewer docs read from a file (docs built
+    /// here are never unreadable), so it ends.
+    async fn scored(
+        &self,
+        mut query: Query,
+        sessions: &Arc<Vec<SessionHeader>>,
+        fps: &[Option<Fingerprint>],
+        target: &Target,
+        limit: usize,
+        cancel: Option<&CancelToken>,
+    ) -> Result<(Arc<Vec<Arc<Doc>>>, Vec<Hit>)> {
+        loop {
+            let docs = Arc::new(self.indexed(sessions, fps).await);
+            let (s, d, t, token) = (Arc::clone(sessions), Arc::clone(&docs), target.clone(), cancel.cloned());
+            let work = tokio::task::spawn_blocking(move || {
+                let scored = score(&query, &s, &d, &t, limit, token.as_ref());
+                (query, scored)
+            });
+            let (back, scored) = work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?;
+            let Scored { hits, unreadable } = scored?;
+            if unreadable.is_empty() {
+                return Ok((docs, hits));
+            }
+            query = back;
+            self.evict_unreadable(sessions, &docs, &unreadable);
+        }
+    }
+
+    /// Drops from the index the docs of `sessions` at `unreadable` (still
+    /// held, not rebuilt since), so the next [`indexed`](Self::indexed)
+    /// builds them again from their source.
+    fn evict_unreadable(&self, sessions: &[SessionHeader], docs: &[Arc<Doc>], unreadable: &[usize]) {
+        for &i in unreadable {
+            if self.discovery.docs.evict(&sessions[i].id, &docs[i]) {
+                self.discovery.mark_index_changed();
+            }
+        }
     }
 
     /// The doc of every session (same order), whose fingerprints are `fps`:
     /// cached under an unchanged fingerprint, else built from its title and surface. A surface that
     /// cannot be read gives a doc without body (searched by title, id and
     /// cwd) that is not kept.
-    async fn indexed(&self, sessions: &[SessionHeader], fps: Vec<Option<Fingerprint>>) -> Vec<Arc<Doc>> {
-        let titles = self.titles_under(sessions, &fps, INDEX_CONCURRENCY * 2).await;
+    async fn indexed(&self, sessions: &[SessionHeader], fps: &[Option<Fingerprint>]) -> Vec<Arc<Doc>> {
+        let titles = self.titles_under(sessions, fps, INDEX_CONCURRENCY * 2).await;
         // With `redactSecrets`, credentials are redacted before they are
         // indexed: a search can neither find nor show them.
         let redact = self.config.hardening().redact_secrets;

@@ -21,6 +21,7 @@ use memchr::memmem;
 use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
 
 use super::fingerprint::Fingerprint;
+use crate::cache_file::StoredTexts;
 
 /// Bloom filter bits per distinct key. With 3 probes, 4 bits give a
 /// false-positive rate of about 15% per key; a needle of n bytes has about
@@ -267,9 +268,20 @@ fn keys(text: &[u8], mut f: impl FnMut(u64)) {
 /// Trigram keys are below 2^24; keys around a space have this bit.
 const SPACED: u64 = 1 << 32;
 
-/// A Bloom filter over the keys of [`keys`].
+/// A Bloom filter over the keys of [`keys`]: `m` bits in bytes, bit `p` at
+/// bit `p % 8` of byte `p / 8` (the layout of little-endian 64-bit words,
+/// as the cache file stores it), `m` a multiple of 64.
 pub(crate) struct Bloom {
-    bits: Box<[u64]>,
+    bits: Bits,
+}
+
+/// Where a filter's bytes are.
+enum Bits {
+    /// Its own (every filter built in this process).
+    Held(Box<[u8]>),
+    /// A range of the directory of the cache file it was loaded from,
+    /// shared by every doc loaded with it (no copy per doc).
+    Shared { directory: Arc<Vec<u8>>, start: usize, len: usize },
 }
 
 /// A key's hash, from which its probes are drawn.
@@ -289,17 +301,25 @@ impl Bloom {
     /// ones.
     fn with_keys((keys, again): (Vec<u64>, Vec<u64>)) -> Bloom {
         if keys.is_empty() {
-            return Bloom { bits: Box::new([]) };
+            return Bloom { bits: Bits::Held(Box::new([])) };
         }
         let words = (keys.len() * BITS_PER_KEY).div_ceil(64);
-        let mut bits = vec![0u64; words].into_boxed_slice();
+        let mut bits = vec![0u8; words * 8].into_boxed_slice();
         let m = (words * 64) as u64;
         for h in keys.into_iter().chain(again).map(hash) {
             for p in Self::probes(h, m) {
-                bits[(p / 64) as usize] |= 1 << (p % 64);
+                bits[(p / 8) as usize] |= 1 << (p % 8);
             }
         }
-        Bloom { bits }
+        Bloom { bits: Bits::Held(bits) }
+    }
+
+    /// Its bytes, wherever they are.
+    fn bits(&self) -> &[u8] {
+        match &self.bits {
+            Bits::Held(bits) => bits,
+            Bits::Shared { directory, start, len } => directory.get(*start..start + len).unwrap_or_default(),
+        }
     }
 
     fn probes(h: u64, m: u64) -> impl Iterator<Item = u64> {
@@ -312,15 +332,16 @@ impl Bloom {
 
     /// Whether the key of this [`hash`] may be present.
     fn contains(&self, h: u64) -> bool {
-        if self.bits.is_empty() {
+        let bits = self.bits();
+        if bits.is_empty() {
             return false;
         }
-        let m = (self.bits.len() * 64) as u64;
-        Self::probes(h, m).all(|p| self.bits[(p / 64) as usize] & (1 << (p % 64)) != 0)
+        let m = (bits.len() * 8) as u64;
+        Self::probes(h, m).all(|p| bits[(p / 8) as usize] & (1 << (p % 8)) != 0)
     }
 
     fn bytes(&self) -> usize {
-        self.bits.len() * 8
+        self.bits().len()
     }
 }
 
@@ -478,7 +499,7 @@ pub(crate) struct Doc {
     /// The title lower-cased, when that is not the title itself.
     title_folded: Option<Box<str>>,
     /// The projected item texts, concatenated and zstd-compressed.
-    packed: Box<[u8]>,
+    packed: Packed,
     /// The dictionary `packed` was compressed with.
     dict: Option<Arc<Dictionary>>,
     /// The byte length of each item, LEB128 (a byte or two each).
@@ -486,6 +507,59 @@ pub(crate) struct Doc {
     /// Their sum: the length of the decompressed text.
     len: usize,
     bloom: Bloom,
+}
+
+/// Where a doc's compressed text is.
+enum Packed {
+    /// In memory (every doc built in this process).
+    Held(Box<[u8]>),
+    /// In the cache file the doc was loaded from, read when it is needed.
+    Stored(Box<Stored>),
+}
+
+/// A compressed text left in the cache file it was loaded from.
+struct Stored {
+    texts: Arc<StoredTexts>,
+    /// Where it is among the file's stored texts, and its length.
+    offset: u64,
+    len: usize,
+    /// Its [`text_checksum`].
+    checksum: u64,
+}
+
+/// A doc's stored text could not be read back from its cache file, or did
+/// not match its checksum or its recorded length: the doc must be dropped
+/// and its session indexed again from its source, never searched as if
+/// its text were empty.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Unreadable;
+
+/// The checksum the index file keeps of a doc's compressed text, seeded
+/// with the length the text decompresses to.
+fn text_checksum(packed: &[u8], len: usize) -> u64 {
+    crate::cache_file::checksum(len as u64, packed)
+}
+
+impl Packed {
+    /// The length of the compressed text.
+    fn len(&self) -> usize {
+        match self {
+            Packed::Held(bytes) => bytes.len(),
+            Packed::Stored(stored) => stored.len,
+        }
+    }
+
+    /// The compressed text: borrowed when held, else read from the file
+    /// and checked against its checksum (`len`: what it decompresses to).
+    fn bytes(&self, len: usize) -> Result<Cow<'_, [u8]>, Unreadable> {
+        match self {
+            Packed::Held(bytes) => Ok(Cow::Borrowed(bytes)),
+            Packed::Stored(s) => match s.texts.read(s.offset, s.len) {
+                Ok(bytes) if text_checksum(&bytes, len) == s.checksum => Ok(Cow::Owned(bytes)),
+                _ => Err(Unreadable),
+            },
+        }
+    }
 }
 
 /// Item lengths from ascending end offsets, LEB128.
@@ -507,17 +581,24 @@ fn encode_lengths(ends: &[usize]) -> Box<[u8]> {
 /// The end offsets of what [`encode_lengths`] wrote; `None` if malformed.
 fn decode_lengths(bytes: &[u8]) -> Option<Vec<usize>> {
     let mut ends = Vec::with_capacity(bytes.len());
+    each_end(bytes, |end| ends.push(end))?;
+    Some(ends)
+}
+
+/// Calls `f` with each end offset of what [`encode_lengths`] wrote; the
+/// last end (0 without any), or `None` if malformed.
+fn each_end(bytes: &[u8], mut f: impl FnMut(usize)) -> Option<usize> {
     let (mut end, mut n, mut shift) = (0usize, 0usize, 0u32);
     for &b in bytes {
         n |= usize::from(b & 0x7f).checked_shl(shift).filter(|v| v >> shift == usize::from(b & 0x7f))?;
         shift += 7;
         if b & 0x80 == 0 {
             end = end.checked_add(n)?;
-            ends.push(end);
+            f(end);
             (n, shift) = (0, 0);
         }
     }
-    (shift == 0).then_some(ends)
+    (shift == 0).then_some(end)
 }
 
 /// The lower-cased title, kept only when it differs.
@@ -566,7 +647,7 @@ impl Doc {
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
         let title_folded = folded_title(title.as_deref());
         let lengths = encode_lengths(&ends);
-        Doc { fingerprint, title, title_folded, packed, dict, lengths, len: text.len(), bloom }
+        Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len: text.len(), bloom }
     }
 
     /// The title lower-cased (`""` without one).
@@ -581,14 +662,21 @@ impl Doc {
 
     /// Whether its text is compressed without a dictionary.
     pub(crate) fn undicted(&self) -> bool {
-        self.dict.is_none() && !self.packed.is_empty()
+        self.dict.is_none() && self.packed.len() > 0
+    }
+
+    /// Whether its compressed text is in a cache file rather than in
+    /// memory.
+    pub(crate) fn is_stored(&self) -> bool {
+        matches!(self.packed, Packed::Stored(_))
     }
 
     /// The same doc with its text compressed with the encoder's
     /// dictionary, and its filter without the dictionary's common keys;
-    /// `None` if its text does not decompress (never: the index wrote it).
+    /// `None` if its text cannot be read (a stored one) or does not
+    /// decompress (never: the index wrote it).
     fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
-        let text = decompress(&self.packed, self.text_bytes(), self.dict.as_deref())?;
+        let text = self.decompressed()?;
         let ends = self.ends();
         let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
         let keys = distinct_keys(items, Some(&encoder.dict));
@@ -596,7 +684,7 @@ impl Doc {
             fingerprint: self.fingerprint.clone(),
             title: self.title.clone(),
             title_folded: self.title_folded.clone(),
-            packed: compress(&text, Some(encoder)),
+            packed: Packed::Held(compress(&text, Some(encoder))),
             dict: Some(Arc::clone(&encoder.dict)),
             lengths: self.lengths.clone(),
             len: self.len,
@@ -612,24 +700,34 @@ impl Doc {
             && needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| self.bloom.contains(h)))
     }
 
+    /// Its text decompressed to exactly its length, `None` if it cannot
+    /// be read or does not decompress to that.
+    fn decompressed(&self) -> Option<Vec<u8>> {
+        decompress(&self.packed.bytes(self.len).ok()?, self.len, self.dict.as_deref())
+    }
+
     /// The decompressed text of all items, and where each item ends in it.
-    pub(crate) fn text(&self) -> (String, Vec<usize>) {
+    /// [`Unreadable`] for a stored text that cannot be read back, does not
+    /// match its checksum or does not decompress to its length: the doc
+    /// cannot tell whether the session matches.
+    pub(crate) fn text(&self) -> Result<(String, Vec<usize>), Unreadable> {
         let ends = self.ends();
         if ends.last() != Some(&self.len) {
-            return (String::new(), Vec::new());
+            // No item (a doc built without a body): nothing to read.
+            return Ok((String::new(), Vec::new()));
         }
-        let text = decompress(&self.packed, self.len, self.dict.as_deref()).unwrap_or_default();
-        match String::from_utf8(text) {
-            Ok(text) if text.len() == self.len => (text, ends),
-            // Never: the index wrote this text itself.
-            _ => (String::new(), Vec::new()),
+        match self.decompressed().map(String::from_utf8) {
+            Some(Ok(text)) => Ok((text, ends)),
+            _ if self.is_stored() => Err(Unreadable),
+            // Never: this process compressed the text itself.
+            _ => Ok((String::new(), Vec::new())),
         }
     }
 
     /// The decompressed item texts.
     #[cfg(test)]
     pub(crate) fn items(&self) -> Vec<String> {
-        let (text, ends) = self.text();
+        let (text, ends) = self.text().expect("readable");
         let mut start = 0;
         ends.into_iter()
             .map(|end| {
@@ -646,7 +744,10 @@ impl Doc {
     }
 
     /// Bytes the index holds for it: compressed text, item lengths, filter,
-    /// titles, fingerprint, the doc itself and its reference count.
+    /// titles, fingerprint, the doc itself and its reference count. A text
+    /// left in the cache file the doc was loaded from counts as if held
+    /// (the index's size is the same in memory and after a round trip
+    /// through the file; what it keeps in memory is that much less).
     pub(crate) fn index_bytes(&self) -> usize {
         self.packed.len()
             + self.lengths.len()
@@ -801,7 +902,7 @@ impl DocCache {
                     if sampled >= TRAIN_SAMPLE {
                         break;
                     }
-                    if let Some(text) = decompress(&d.packed, d.text_bytes(), None) {
+                    if let Some(text) = d.decompressed() {
                         sampled += text.len();
                         samples.push((text, d.ends()));
                     }
@@ -843,24 +944,41 @@ impl DocCache {
         }
     }
 
-    /// Appends every kept doc and the dictionaries they use (see
-    /// `persist.rs`): the dictionaries first (the one for new docs first of
-    /// all), then per doc the number of its dictionary (0: none).
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+    /// The index file's directory and stored texts (see `persist.rs` and
+    /// [`crate::cache_file::write_in_place`]) of every kept doc. The
+    /// directory holds the dictionaries the docs use (the one for new docs
+    /// first of all: its raw bytes, its common keys), then per doc its id,
+    /// fingerprint, title, the number of its dictionary (0: none), its item
+    /// lengths, where its compressed text is among the stored texts (offset,
+    /// length, [`text_checksum`]) and its filter's bytes. A doc whose text
+    /// is stored in the file it was loaded from is written with the bytes
+    /// read back from it (the old file stays readable through its handle
+    /// after a newer one is renamed over its path); one whose text cannot
+    /// be read back or does not check is left out, to be indexed again.
+    pub(crate) fn encode(&self) -> (Vec<u8>, Vec<u8>) {
         use crate::cache_file::{put, put_opt};
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
-        let kept: Vec<(&String, &Arc<Doc>)> = docs.iter().filter(|(_, d)| d.fingerprint.is_some()).collect();
         let mut dicts: Vec<Arc<Dictionary>> = self.dictionary().into_iter().collect();
-        for (_, d) in &kept {
+        let mut texts = Vec::new();
+        let mut kept = Vec::with_capacity(docs.len());
+        for (id, d) in docs.iter().filter(|(_, d)| d.fingerprint.is_some()) {
+            let Ok(packed) = d.packed.bytes(d.len) else { continue };
+            let checksum = match &d.packed {
+                Packed::Stored(stored) => stored.checksum,
+                Packed::Held(_) => text_checksum(&packed, d.len),
+            };
+            kept.push((id, d, texts.len() as u64, packed.len(), checksum));
+            texts.extend_from_slice(&packed);
             if let Some(dict) = &d.dict {
                 if !dicts.iter().any(|x| Arc::ptr_eq(x, dict)) {
                     dicts.push(Arc::clone(dict));
                 }
             }
         }
+        let mut out = Vec::new();
         out.extend_from_slice(&(dicts.len() as u64).to_le_bytes());
         for dict in &dicts {
-            put(out, &dict.raw);
+            put(&mut out, &dict.raw);
             let common = dict.common.sorted();
             out.extend_from_slice(&(common.len() as u64).to_le_bytes());
             for &k in &common {
@@ -868,25 +986,31 @@ impl DocCache {
             }
         }
         out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
-        for (id, d) in kept {
-            put(out, id.as_bytes());
-            put(out, d.fingerprint.as_ref().map_or(&[][..], Fingerprint::as_bytes));
-            put_opt(out, d.title.as_deref().map(str::as_bytes));
+        for (id, d, offset, len, checksum) in kept {
+            put(&mut out, id.as_bytes());
+            put(&mut out, d.fingerprint.as_ref().map_or(&[][..], Fingerprint::as_bytes));
+            put_opt(&mut out, d.title.as_deref().map(str::as_bytes));
             let dict = d.dict.as_ref().and_then(|x| dicts.iter().position(|y| Arc::ptr_eq(x, y))).map_or(0, |i| i + 1);
             out.extend_from_slice(&(dict as u64).to_le_bytes());
-            put(out, &d.packed);
-            put(out, &d.lengths);
-            out.extend_from_slice(&(d.bloom.bits.len() as u64).to_le_bytes());
-            for &w in d.bloom.bits.iter() {
-                out.extend_from_slice(&w.to_le_bytes());
+            put(&mut out, &d.lengths);
+            for n in [offset, len as u64, checksum] {
+                out.extend_from_slice(&n.to_le_bytes());
             }
+            put(&mut out, d.bloom.bits());
         }
+        (out, texts)
     }
 
-    /// Reads what [`encode`](Self::encode) wrote; `None` if malformed. A
-    /// doc's text must decompress to exactly the sum of its item lengths
-    /// when it is searched (else it reads as empty).
-    pub(crate) fn decode(&self, input: &mut crate::cache_file::Input<'_>) -> Option<Vec<(String, Doc)>> {
+    /// Reads the directory [`encode`](Self::encode) wrote (already checked
+    /// against its checksum), every doc's text left among `texts`; `None`
+    /// if malformed in any way (so the file is ignored as a whole). The
+    /// filters stay in the directory, shared by the docs; each doc's text
+    /// must still match its checksum and decompress to exactly the sum of
+    /// its item lengths when it is read ([`Doc::text`]).
+    pub(crate) fn decode(&self, directory: Vec<u8>, texts: &Arc<StoredTexts>) -> Option<Vec<(String, Doc)>> {
+        let directory = Arc::new(directory);
+        let total = directory.len();
+        let mut input = crate::cache_file::Input(&directory);
         let count = input.u64()?;
         let mut dicts = Vec::new();
         for _ in 0..count {
@@ -898,8 +1022,8 @@ impl DocCache {
             }
             dicts.push(Arc::new(Dictionary::new(raw, common.into())?));
         }
-        let n = input.u64()?;
-        let mut out = Vec::new();
+        let n = usize::try_from(input.u64()?).ok()?;
+        let mut out = Vec::with_capacity(n.min(input.0.len() / 64));
         for _ in 0..n {
             let id = input.string()?;
             let fingerprint = Some(input.fingerprint()?);
@@ -908,19 +1032,38 @@ impl DocCache {
                 0 => None,
                 i => Some(Arc::clone(dicts.get(i - 1)?)),
             };
-            let packed: Box<[u8]> = input.bytes()?.into();
             let lengths: Box<[u8]> = input.bytes()?.into();
-            let len = decode_lengths(&lengths)?.last().copied().unwrap_or(0);
-            let words = usize::try_from(input.u64()?).ok()?;
-            let mut bits = Vec::with_capacity(words.min(input.0.len() / 8));
-            for _ in 0..words {
-                bits.push(input.u64()?);
+            let len = each_end(&lengths, |_| {})?;
+            let (offset, stored, checksum) = (input.u64()?, usize::try_from(input.u64()?).ok()?, input.u64()?);
+            // Within the stored texts, and empty exactly when the text is.
+            if offset.checked_add(stored as u64)? > texts.len() || (stored == 0) != (len == 0) {
+                return None;
             }
+            let packed = match stored {
+                0 => Packed::Held(Box::default()),
+                _ => Packed::Stored(Box::new(Stored { texts: Arc::clone(texts), offset, len: stored, checksum })),
+            };
+            let bits = input.bytes()?.len();
+            if bits % 8 != 0 {
+                return None;
+            }
+            let start = total - input.0.len() - bits;
+            let bloom = Bloom { bits: Bits::Shared { directory: Arc::clone(&directory), start, len: bits } };
             let title_folded = folded_title(title.as_deref());
-            let bloom = Bloom { bits: bits.into() };
             out.push((id, Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom }));
         }
-        Some(out)
+        input.0.is_empty().then_some(out)
+    }
+
+    /// Drops the doc held for `id` if it is `doc` (not one built since):
+    /// whether it was dropped.
+    pub(crate) fn evict(&self, id: &str, doc: &Arc<Doc>) -> bool {
+        let mut docs = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        let held = docs.get(id).is_some_and(|d| Arc::ptr_eq(d, doc));
+        if held {
+            docs.remove(id);
+        }
+        held
     }
 
     /// Keeps every `(id, doc)`; without a dictionary of its own yet, the
@@ -932,6 +1075,7 @@ impl DocCache {
         }
         drop(dictionary);
         let mut held = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        held.reserve(docs.len());
         for (id, doc) in docs {
             held.insert(id, Arc::new(doc));
         }
@@ -1144,23 +1288,113 @@ mod tests {
 
     #[test]
     fn a_dictionary_survives_the_cache_file_round_trip() {
-        let (cache, texts) = big_cache(5000);
-        cache.settle();
-        let mut bytes = Vec::new();
-        cache.encode(&mut bytes);
-        let loaded = DocCache::default();
-        let docs = loaded.decode(&mut crate::cache_file::Input(&bytes)).expect("well-formed");
-        loaded.insert_all(docs);
+        let RoundTrip { cache, texts, dir, loaded, path } = round_trip();
         assert!(loaded.dictionary().is_some(), "adopted for the docs built next");
-        assert_eq!(loaded.stats(), cache.stats());
+        assert_eq!(loaded.stats(), cache.stats(), "texts left in the file count as held");
         for (id, items) in &texts {
             let (a, b) = (held(&cache, id), held(&loaded, id));
+            assert!(b.is_stored() && !a.is_stored(), "{id}");
             assert_eq!(&b.items(), items, "{id}");
-            assert_eq!(a.bloom.bits, b.bloom.bits, "{id}");
+            assert_eq!(a.bloom.bits(), b.bloom.bits(), "{id}");
         }
-        // Cut anywhere, the docs part is rejected, never half used.
-        for cut in [0, 8, 100, bytes.len() / 2, bytes.len() - 1] {
-            assert!(DocCache::default().decode(&mut crate::cache_file::Input(&bytes[..cut])).is_none(), "{cut}");
+        // Cut anywhere, the directory is rejected, never half used.
+        let (directory, _) = cache.encode();
+        let (_, stored) = crate::cache_file::open_in_place(&path, HEAD).unwrap();
+        for cut in [0, 8, 100, directory.len() / 2, directory.len() - 1] {
+            assert!(DocCache::default().decode(directory[..cut].to_vec(), &stored).is_none(), "{cut}");
+        }
+        // So is one pointing past the stored texts.
+        let (_, short) = crate::cache_file::open_in_place(&write(&cache, dir.path(), "short.bin", 1), HEAD).unwrap();
+        assert!(DocCache::default().decode(directory, &short).is_none(), "texts cut short");
+    }
+
+    /// A settled [`big_cache`] written to an index file and loaded back.
+    struct RoundTrip {
+        cache: DocCache,
+        texts: Vec<(String, Vec<String>)>,
+        /// The file's directory, removed when dropped.
+        dir: tempfile::TempDir,
+        loaded: DocCache,
+        path: std::path::PathBuf,
+    }
+
+    /// A [`RoundTrip`] through `index.bin` in a new directory.
+    fn round_trip() -> RoundTrip {
+        let (cache, texts) = big_cache(5000);
+        cache.settle();
+        let dir = tempfile::tempdir().unwrap();
+        let (loaded, path) = through_file(&cache, dir.path(), "index.bin");
+        RoundTrip { cache, texts, dir, loaded, path }
+    }
+
+    /// The head the unit tests write their index files with.
+    const HEAD: &[u8] = b"TESTHEAD";
+
+    /// Writes `cache` to `name` in `dir`, its stored texts less their last
+    /// `cut` bytes: the file's path.
+    fn write(cache: &DocCache, dir: &std::path::Path, name: &str, cut: usize) -> std::path::PathBuf {
+        let path = dir.join(name);
+        let (directory, texts) = cache.encode();
+        crate::cache_file::write_in_place(&path, HEAD, &directory, &texts[..texts.len() - cut]).unwrap();
+        path
+    }
+
+    /// `cache` saved to `name` in `dir` and loaded into a new cache: that
+    /// cache and the file's path.
+    fn through_file(cache: &DocCache, dir: &std::path::Path, name: &str) -> (DocCache, std::path::PathBuf) {
+        let path = write(cache, dir, name, 0);
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).expect("well-formed");
+        let loaded = DocCache::default();
+        loaded.insert_all(loaded.decode(directory, &stored).expect("well-formed"));
+        (loaded, path)
+    }
+
+    #[test]
+    fn a_stored_text_that_does_not_check_is_unreadable_never_empty() {
+        let RoundTrip { texts, dir, loaded, path, .. } = round_trip();
+        // Flip the last byte of the file: the end of one stored text.
+        let mut bytes = std::fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 0x01;
+        let tmp = dir.path().join("tmp");
+        std::fs::write(&tmp, &bytes).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).expect("the directory is intact");
+        let damaged = DocCache::default();
+        damaged.insert_all(damaged.decode(directory, &stored).unwrap());
+        let unreadable: Vec<&String> =
+            texts.iter().map(|(id, _)| id).filter(|id| held(&damaged, id).text().is_err()).collect();
+        assert_eq!(unreadable.len(), 1, "exactly the doc whose text was hit");
+        // The cache loaded before the file was rewritten reads the old
+        // file through its handle (a new inode took the path).
+        for (id, items) in &texts {
+            assert_eq!(&held(&loaded, id).items(), items, "{id}");
+        }
+        // Truncated under a loaded cache: the texts past the cut are
+        // unreadable, never empty.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(bytes.len() as u64 - 100).unwrap();
+        assert!(texts.iter().any(|(id, _)| held(&damaged, id).text() == Err(Unreadable)));
+        // Saving skips the unreadable docs; the rest round-trip.
+        let (again, _) = through_file(&damaged, dir.path(), "again.bin");
+        assert!(again.len() < texts.len());
+        for (id, items) in &texts {
+            if let Some(doc) = again.docs.read().unwrap().get(id) {
+                assert_eq!(&doc.items(), items, "{id}");
+            }
+        }
+    }
+
+    #[test]
+    fn saving_after_loading_writes_the_stored_texts_back() {
+        let RoundTrip { cache, texts, dir, loaded, path: first } = round_trip();
+        // Rewritten over its own path: the new file is read from the old
+        // one's handle, then replaces it.
+        let (again, second) = through_file(&loaded, dir.path(), "index.bin");
+        assert_eq!(first, second);
+        assert_eq!(again.stats(), cache.stats());
+        for (id, items) in &texts {
+            assert_eq!(&held(&loaded, id).items(), items, "{id}: the first load still reads its file");
+            assert_eq!(&held(&again, id).items(), items, "{id}");
+            assert_eq!(held(&again, id).bloom.bits(), held(&cache, id).bloom.bits(), "{id}");
         }
     }
 

@@ -51,49 +51,35 @@ impl DiscoveryCache {
         self.mark_changed();
     }
 
-    /// Appends every entry of `part` (see `persist.rs`).
-    pub(crate) fn encode(&self, part: DiscoveryCachePart, out: &mut Vec<u8>) {
+    /// Appends every title entry (see `persist.rs`).
+    pub(crate) fn encode_titles(&self, out: &mut Vec<u8>) {
         use crate::cache_file::{put, put_opt};
-        match part {
-            DiscoveryCachePart::Titles => {
-                let titles = lock(&self.titles);
-                out.extend_from_slice(&(titles.len() as u64).to_le_bytes());
-                for (id, (fp, title)) in titles.iter() {
-                    put(out, id.as_bytes());
-                    put(out, fp.as_bytes());
-                    put_opt(out, title.as_deref().map(str::as_bytes));
-                }
-            }
-            DiscoveryCachePart::Index => self.docs.encode(out),
+        let titles = lock(&self.titles);
+        out.extend_from_slice(&(titles.len() as u64).to_le_bytes());
+        for (id, (fp, title)) in titles.iter() {
+            put(out, id.as_bytes());
+            put(out, fp.as_bytes());
+            put_opt(out, title.as_deref().map(str::as_bytes));
         }
     }
 
-    /// Reads what [`encode`](Self::encode) wrote, all or nothing: whether
-    /// it was used.
-    pub(crate) fn decode(&self, part: DiscoveryCachePart, input: &mut crate::cache_file::Input<'_>) -> bool {
-        match part {
-            DiscoveryCachePart::Titles => {
-                let titles = (|| {
-                    let n = input.u64()?;
-                    // An entry takes at least 17 bytes: room for what the input can hold.
-                    let mut titles =
-                        Vec::with_capacity(usize::try_from(n).unwrap_or(usize::MAX).min(input.0.len() / 17));
-                    for _ in 0..n {
-                        titles.push((input.string()?, input.fingerprint()?, input.opt_string()?));
-                    }
-                    Some(titles)
-                })();
-                let Some(titles) = titles.filter(|_| input.0.is_empty()) else { return false };
-                let mut held = lock(&self.titles);
-                held.reserve(titles.len());
-                for (id, fp, title) in titles {
-                    held.insert(id, (fp, title));
-                }
+    /// Reads what [`encode_titles`](Self::encode_titles) wrote, all or
+    /// nothing: whether it was used.
+    pub(crate) fn decode_titles(&self, input: &mut crate::cache_file::Input<'_>) -> bool {
+        let titles = (|| {
+            let n = input.u64()?;
+            // An entry takes at least 17 bytes: room for what the input can hold.
+            let mut titles = Vec::with_capacity(usize::try_from(n).unwrap_or(usize::MAX).min(input.0.len() / 17));
+            for _ in 0..n {
+                titles.push((input.string()?, input.fingerprint()?, input.opt_string()?));
             }
-            DiscoveryCachePart::Index => {
-                let Some(docs) = self.docs.decode(input).filter(|_| input.0.is_empty()) else { return false };
-                self.docs.insert_all(docs);
-            }
+            Some(titles)
+        })();
+        let Some(titles) = titles.filter(|_| input.0.is_empty()) else { return false };
+        let mut held = lock(&self.titles);
+        held.reserve(titles.len());
+        for (id, fp, title) in titles {
+            held.insert(id, (fp, title));
         }
         true
     }
