@@ -29,7 +29,11 @@ impl Listed {
 
     /// The positions of the sessions for which `keep` holds, in order.
     pub(crate) fn positions(&self, keep: impl Fn(&SessionHeader) -> bool) -> Vec<usize> {
-        self.sessions().iter().enumerate().filter(|(_, s)| keep(s)).map(|(i, _)| i).collect()
+        // Sized once: a growing list of 10,000 would pass glibc's mmap
+        // threshold and fault in fresh pages on every query.
+        let mut at = Vec::with_capacity(self.sessions().len());
+        at.extend(self.sessions().iter().enumerate().filter(|(_, s)| keep(s)).map(|(i, _)| i));
+        at
     }
 
     /// The sessions at `at`.
@@ -39,11 +43,31 @@ impl Listed {
     }
 
     /// The fingerprints of the sessions at `at` (same order): the listing's
-    /// when it came with them, else asked of the source for these sessions.
-    pub(crate) async fn fingerprints_at(&self, resolver: &Resolver, at: &[usize]) -> Vec<Option<Fingerprint>> {
+    /// when it came with them (borrowed, nothing copied), else asked of the
+    /// source for these sessions.
+    pub(crate) async fn fingerprints_at<'a>(&'a self, resolver: &Resolver, at: &'a [usize]) -> Fingerprints<'a> {
         match self {
-            Listed::Shared(l) => at.iter().map(|&i| l.fingerprints()[i].clone()).collect(),
-            Listed::Owned(_) => resolver.fingerprints(&self.at(at)).await,
+            Listed::Shared(l) => Fingerprints::Shared { all: l.fingerprints(), at },
+            Listed::Owned(_) => Fingerprints::Owned(resolver.fingerprints(&self.at(at)).await),
+        }
+    }
+}
+
+/// The fingerprints of the sessions a query works on, by their position
+/// among them.
+pub(crate) enum Fingerprints<'a> {
+    /// A shared listing's, for the sessions at `at` in it.
+    Shared { all: &'a [Option<Fingerprint>], at: &'a [usize] },
+    /// As the source answered.
+    Owned(Vec<Option<Fingerprint>>),
+}
+
+impl Fingerprints<'_> {
+    /// The fingerprint of the `i`th session, if it has one.
+    pub(crate) fn get(&self, i: usize) -> Option<&Fingerprint> {
+        match self {
+            Fingerprints::Shared { all, at } => at.get(i).and_then(|&j| all.get(j)).and_then(Option::as_ref),
+            Fingerprints::Owned(fps) => fps.get(i).and_then(Option::as_ref),
         }
     }
 }

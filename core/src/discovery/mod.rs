@@ -147,9 +147,7 @@ impl Resolver {
         let all = listed.sessions();
         if filter.is_empty() {
             // Without a filter only the kept sessions' titles are read.
-            let mut kept = others;
-            kept.sort_by_key(|&i| rank::rank(all[i].cwd.as_deref(), target));
-            kept.truncate(limit);
+            let kept = rank::ranked_by(others, |&i| rank::rank(all[i].cwd.as_deref(), target), limit);
             let fps = listed.fingerprints_at(self, &kept).await;
             let sessions = listed.at(&kept);
             let titles = self.titles_under(&sessions, &fps, sessions.len()).await;
@@ -169,8 +167,9 @@ impl Resolver {
                 filter.matches(&s.id, s.cwd.as_deref(), &label)
             })
             .await;
-        let matched: Vec<Candidate> =
-            kept.into_iter().map(|(i, t)| Candidate::from_header(sessions[i], t, &self.config, target)).collect();
-        Ok(rank::ranked_by(matched, |c| c.cwd.as_deref(), target, limit))
+        // Ranked and cut before the candidates are made (the rank is the
+        // session's cwd's): thousands may match, the limit keeps a few.
+        let kept = rank::ranked_by(kept, |(i, _)| rank::rank(sessions[*i].cwd.as_deref(), target), limit);
+        Ok(kept.into_iter().map(|(i, t)| Candidate::from_header(sessions[i], t, &self.config, target)).collect())
     }
 }

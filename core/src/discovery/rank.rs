@@ -14,14 +14,10 @@ pub(crate) fn rank(cwd: Option<&str>, target: &Target) -> u8 {
     }
 }
 
-/// `items` sorted by rank (stable) and cut at `limit`.
-pub(crate) fn ranked_by<T>(
-    mut items: Vec<T>,
-    cwd: impl Fn(&T) -> Option<&str>,
-    target: &Target,
-    limit: usize,
-) -> Vec<T> {
-    items.sort_by_key(|item| rank(cwd(item), target));
+/// `items` sorted by rank (stable: the listing order breaks ties) and cut
+/// at `limit`; `rank_of` gives an item's [`rank`].
+pub(crate) fn ranked_by<T>(mut items: Vec<T>, rank_of: impl Fn(&T) -> u8, limit: usize) -> Vec<T> {
+    items.sort_by_key(|item| rank_of(item));
     items.truncate(limit);
     items
 }

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
+use super::listed::Fingerprints;
 use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle, Unreadable, TRAIN_AT};
-use super::{rank, Candidate, Fingerprint};
+use super::{rank, Candidate};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{SessionHeader, SurfaceData, Target};
@@ -666,7 +667,7 @@ impl Resolver {
         &self,
         mut query: Query,
         sessions: &Arc<Vec<SessionHeader>>,
-        fps: &[Option<Fingerprint>],
+        fps: &Fingerprints<'_>,
         target: &Target,
         limit: usize,
         cancel: Option<&CancelToken>,
@@ -703,7 +704,7 @@ impl Resolver {
     /// cached under an unchanged fingerprint, else built from its title and surface. A surface that
     /// cannot be read gives a doc without body (searched by title, id and
     /// cwd) that is not kept.
-    async fn indexed(&self, sessions: &[SessionHeader], fps: &[Option<Fingerprint>]) -> Vec<Arc<Doc>> {
+    async fn indexed(&self, sessions: &[SessionHeader], fps: &Fingerprints<'_>) -> Vec<Arc<Doc>> {
         let titles = self.titles_under(sessions, fps, INDEX_CONCURRENCY * 2).await;
         // With `redactSecrets`, credentials are redacted before they are
         // indexed: a search can neither find nor show them.
@@ -714,14 +715,14 @@ impl Resolver {
             titles
         };
         let mut docs =
-            self.discovery.docs.get_all(sessions.iter().map(|s| s.id.as_str()).zip(fps.iter().map(Option::as_ref)));
+            self.discovery.docs.get_all(sessions.iter().enumerate().map(|(i, s)| (s.id.as_str(), fps.get(i))));
         let jobs: Vec<_> = docs
             .iter()
             .enumerate()
             .filter(|(_, d)| d.is_none())
             .map(|(i, _)| {
                 let id = sessions[i].id.clone();
-                let (fp, title) = (fps[i].clone(), titles[i].clone());
+                let (fp, title) = (fps.get(i).cloned(), titles[i].clone());
                 async move {
                     let doc = match guarded(|| self.query.read_surface(&id)).await {
                         Ok(data) => {

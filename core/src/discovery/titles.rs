@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use futures::stream::{self, StreamExt};
 
 use super::fingerprint::{no_fingerprints, Fingerprint};
+use super::listed::Fingerprints;
 use super::persist::DiscoveryCachePart;
 use crate::host::SessionHeader;
 use crate::resolver::{guarded, Resolver};
@@ -149,7 +150,7 @@ impl Resolver {
     pub(crate) async fn titles_under<S: Borrow<SessionHeader>>(
         &self,
         sessions: &[S],
-        fps: &[Option<Fingerprint>],
+        fps: &Fingerprints<'_>,
         concurrency: usize,
     ) -> Vec<Option<String>> {
         let mut titles: Vec<Option<String>> = vec![None; sessions.len()];
@@ -169,7 +170,7 @@ impl Resolver {
     pub(crate) async fn titles_where<S: Borrow<SessionHeader>>(
         &self,
         sessions: &[S],
-        fps: &[Option<Fingerprint>],
+        fps: &Fingerprints<'_>,
         concurrency: usize,
         keep: impl Fn(&SessionHeader, Option<&str>) -> bool,
     ) -> Vec<(usize, Option<String>)> {
@@ -178,10 +179,10 @@ impl Resolver {
         let mut missing: Vec<usize> = Vec::new();
         {
             let cached = lock(&cache.titles);
-            for (i, (s, fp)) in sessions.iter().zip(fps).enumerate() {
+            for (i, s) in sessions.iter().enumerate() {
                 let s = s.borrow();
                 match cached.get(&s.id) {
-                    Some((held, title)) if Some(held) == fp.as_ref() => {
+                    Some((held, title)) if Some(held) == fps.get(i) => {
                         if keep(s, title.as_deref()) {
                             kept.push((i, title.clone()));
                         }
@@ -197,7 +198,7 @@ impl Resolver {
             .into_iter()
             .map(|i| {
                 let id = sessions[i].borrow().id.clone();
-                let fp = fps[i].clone();
+                let fp = fps.get(i).cloned();
                 async move {
                     let read = guarded(|| self.query.read_title(&id)).await.ok();
                     cache.store_title(&id, fp, read.clone());
