@@ -15,16 +15,6 @@ use dsh_session_reference::harden::invisible::is_invisible;
 use dsh_session_reference::harden::secrets::redact;
 use dsh_session_reference::json::stringify;
 use dsh_session_reference::projection::project_json;
-// mimalloc for the command line alone (the library and its SDKs keep their
-// host's allocator): a warm `--cache` run builds and drops hundreds of
-// thousands of small strings and tables in one short process, where glibc's
-// malloc and free (with its consolidation of freed chunks) took about a
-// fifth of the time. With mimalloc,
-// `candidates --query` and `search` over 10,000 sessions take about a
-// third less (BENCHMARKS.md).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod cache;
 
 use dsh_session_reference::sources::dsh::RejectionKind;
