@@ -5,7 +5,9 @@
 //! - `listing-<root>.bin`: each session directory's entries and each log's
 //!   header, with their stamps (used only while a stamp is unchanged);
 //! - `titles-<root>.bin`: each session's latest title, by fingerprint
-//!   (device, inode, size, mtime of its log);
+//!   (device, inode, size, mtime of its log), read and written by
+//!   `candidates --query` (not by `search`: the index holds each indexed
+//!   session's title under the same fingerprint);
 //! - `index-<root>.bin`: the search index, by fingerprint (read by `search`
 //!   only, so `candidates --query` reads the two small files). It is read
 //!   in place: loading reads its checksummed directory (filters, titles,

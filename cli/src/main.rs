@@ -321,6 +321,10 @@ struct Ctx {
     context_window: Option<u64>,
     /// The cache files (`--cache`, DSH store only).
     cache: Option<cache::Files>,
+    /// Whether the titles file is left alone (`search`: each indexed
+    /// session's title is in the index, under the same fingerprint, so a
+    /// warm search reads no title; it would write back only the few it read).
+    skip_titles: bool,
 }
 
 impl Ctx {
@@ -329,7 +333,8 @@ impl Ctx {
     }
 
     /// The context over `specs`; with `--cache`, the search index is
-    /// loaded only when `needs_index`.
+    /// loaded only when `needs_index`, and then the titles file is neither
+    /// read nor written.
     fn open(
         global: &Global,
         specs: Vec<SourceSpec>,
@@ -357,7 +362,7 @@ impl Ctx {
                 let resolver = Resolver::new(query.clone(), config);
                 let sources = Sources::Dsh(store.clone(), query);
                 if !global.cache {
-                    return Ok(Ctx { sources, resolver, json, context_window, cache: None });
+                    return Ok(Ctx { sources, resolver, json, context_window, cache: None, skip_titles: needs_index });
                 }
                 // The store fingerprints its logs, so the cache's entries
                 // count only for logs that did not change; its listing
@@ -366,9 +371,10 @@ impl Ctx {
                 let cache = match cache::Files::for_root(&only.root) {
                     Ok(files) => {
                         store.load_listing_cache(&files.listing);
-                        resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
                         if needs_index {
                             resolver.load_discovery_cache(DiscoveryCachePart::Index, &files.index);
+                        } else {
+                            resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
                         }
                         Some(files)
                     }
@@ -377,7 +383,7 @@ impl Ctx {
                         None
                     }
                 };
-                return Ok(Ctx { sources, resolver, json, context_window, cache });
+                return Ok(Ctx { sources, resolver, json, context_window, cache, skip_titles: needs_index });
             }
         }
         if global.cache {
@@ -385,7 +391,14 @@ impl Ctx {
         }
         let multi = Arc::new(open_sources(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
         let resolver = Resolver::new(multi.clone(), config);
-        Ok(Ctx { sources: Sources::Multi(multi), resolver, json, context_window, cache: None })
+        Ok(Ctx {
+            sources: Sources::Multi(multi),
+            resolver,
+            json,
+            context_window,
+            cache: None,
+            skip_titles: needs_index,
+        })
     }
 
     /// Writes the cache files that changed, when caching (a failure only warns).
@@ -400,6 +413,9 @@ impl Ctx {
             saved.push((&files.listing, store.save_listing_cache(&files.listing)));
         }
         for (part, path) in [(DiscoveryCachePart::Titles, &files.titles), (DiscoveryCachePart::Index, &files.index)] {
+            if part == DiscoveryCachePart::Titles && self.skip_titles {
+                continue;
+            }
             if self.resolver.discovery_cache_changed(part) {
                 saved.push((path, self.resolver.save_discovery_cache(part, path)));
             }

@@ -1,7 +1,7 @@
 //! Every `dsh-session-ref` command, its exit codes and its `--json` output,
 //! checked against the DSH fixture roots and their `expected.json`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use dsh_session_reference::format_mention;
@@ -656,13 +656,25 @@ fn the_cache_is_opt_in_and_never_changes_an_answer() {
     fn with<'a>(args: &[&'a str]) -> Vec<&'a str> {
         [args, &["--cache"]].concat()
     }
+    let names = |dir: &Path| -> (Vec<PathBuf>, Vec<String>) {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        let names = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().split('-').next().unwrap().to_owned())
+            .collect();
+        (files, names)
+    };
+    // `search` keeps the listing and the index (the index holds each
+    // session's title); `candidates --query` the listing and the titles.
     assert_eq!(run_in(&with(&search)), expected_search);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let names: Vec<String> =
-        files.iter().map(|f| f.file_name().unwrap().to_string_lossy().split('-').next().unwrap().to_owned()).collect();
-    assert_eq!(names, ["index", "listing", "titles"], "three cache files per root: {files:?}");
+    assert_eq!(names(&dir).1, ["index", "listing"], "search writes no titles file");
+    assert_eq!(run_in(&with(&cands)), expected_cands);
+    let (files, three) = names(&dir);
+    assert_eq!(three, ["index", "listing", "titles"], "three cache files per root: {files:?}");
+    let titles = std::fs::read(&files[2]).unwrap();
     assert_eq!(run_in(&with(&search)), expected_search, "warm");
+    assert_eq!(std::fs::read(&files[2]).unwrap(), titles, "search leaves the titles file alone");
     assert_eq!(run_in(&with(&cands)), expected_cands, "warm");
     // Each file half-written, then corrupted: ignored, the answer is the
     // same, and it is written again.

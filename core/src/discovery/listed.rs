@@ -60,6 +60,8 @@ pub(crate) enum Fingerprints<'a> {
     Shared { all: &'a [Option<Fingerprint>], at: &'a [usize] },
     /// As the source answered.
     Owned(Vec<Option<Fingerprint>>),
+    /// Those of another list's sessions at `at`.
+    Of(&'a Fingerprints<'a>, &'a [usize]),
 }
 
 impl Fingerprints<'_> {
@@ -68,6 +70,7 @@ impl Fingerprints<'_> {
         match self {
             Fingerprints::Shared { all, at } => at.get(i).and_then(|&j| all.get(j)).and_then(Option::as_ref),
             Fingerprints::Owned(fps) => fps.get(i).and_then(Option::as_ref),
+            Fingerprints::Of(of, at) => at.get(i).and_then(|&j| of.get(j)),
         }
     }
 }

@@ -705,7 +705,18 @@ impl Resolver {
     /// cannot be read gives a doc without body (searched by title, id and
     /// cwd) that is not kept.
     async fn indexed(&self, sessions: &[SessionHeader], fps: &Fingerprints<'_>) -> Vec<Arc<Doc>> {
-        let titles = self.titles_under(sessions, fps, INDEX_CONCURRENCY * 2).await;
+        let mut docs =
+            self.discovery.docs.get_all(sessions.iter().enumerate().map(|(i, s)| (s.id.as_str(), fps.get(i))));
+        // Titles only of the sessions to index: a kept doc holds the title
+        // read under the same fingerprint.
+        let missing: Vec<usize> = docs.iter().enumerate().filter(|(_, d)| d.is_none()).map(|(i, _)| i).collect();
+        let titles = self
+            .titles_under(
+                &missing.iter().map(|&i| &sessions[i]).collect::<Vec<_>>(),
+                &Fingerprints::Of(fps, &missing),
+                INDEX_CONCURRENCY * 2,
+            )
+            .await;
         // With `redactSecrets`, credentials are redacted before they are
         // indexed: a search can neither find nor show them.
         let redact = self.config.hardening().redact_secrets;
@@ -714,15 +725,15 @@ impl Resolver {
         } else {
             titles
         };
-        let mut docs =
-            self.discovery.docs.get_all(sessions.iter().enumerate().map(|(i, s)| (s.id.as_str(), fps.get(i))));
-        let jobs: Vec<_> = docs
+        let jobs: Vec<_> = missing
             .iter()
-            .enumerate()
-            .filter(|(_, d)| d.is_none())
-            .map(|(i, _)| {
+            .zip(titles)
+            .map(|(&i, title)| {
                 let id = sessions[i].id.clone();
-                let (fp, title) = (fps.get(i).cloned(), titles[i].clone());
+                // A doc whose title could not be read is not kept (its
+                // title is read again next time, as a failed read is never
+                // cached).
+                let fp = fps.get(i).filter(|fp| self.discovery.holds_title(&id, fp)).cloned();
                 async move {
                     let doc = match guarded(|| self.query.read_surface(&id)).await {
                         Ok(data) => {

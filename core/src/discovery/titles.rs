@@ -124,6 +124,12 @@ impl DiscoveryCache {
         }
     }
 
+    /// Whether the title of `id` is cached under `fp` (after a read: the
+    /// read succeeded).
+    pub(crate) fn holds_title(&self, id: &str, fp: &Fingerprint) -> bool {
+        lock(&self.titles).get(id).is_some_and(|(held, _)| held == fp)
+    }
+
     /// Number of cached titles (for tests and statistics).
     pub(crate) fn title_count(&self) -> usize {
         lock(&self.titles).len()
