@@ -259,7 +259,8 @@ enum Sources {
 /// The store as the resolver of one command sees it: the listing the
 /// command made to find the target's cwd is the one the resolver's query
 /// uses (the command began before both), so a command lists the root once,
-/// and the fingerprints are the identities that listing saw (a title read
+/// and the fingerprints are the identities that listing saw, handed over
+/// with it as the store's shared listing (a title read
 /// after it is cached under an identity no newer than its content, so a
 /// later run reads it again if it changed). Reads go to the store.
 struct OneListing {
@@ -306,9 +307,8 @@ impl SessionQuery for OneListing {
     fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
         SessionQuery::read_surface(&self.store, id)
     }
-    /// As of the command's one listing, which looked at every log.
     fn fingerprints<'a>(&'a self, ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
-        Box::pin(async move { Ok(Some(self.store.fingerprints_as_listed(ids))) })
+        SessionQuery::fingerprints(&self.store, ids)
     }
 }
 

@@ -9,7 +9,6 @@
 //! without a fingerprint is never cached; a failed read is never cached;
 //! entries of sessions no longer listed are dropped.
 
-use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -140,8 +139,8 @@ impl Resolver {
     /// The fingerprint of every session in `sessions` (same order), as the
     /// source gives them; all `None` when it gives none, fails, or answers
     /// with a list of the wrong length.
-    pub(crate) async fn fingerprints<S: Borrow<SessionHeader>>(&self, sessions: &[S]) -> Vec<Option<Fingerprint>> {
-        let ids: Vec<String> = sessions.iter().map(|s| s.borrow().id.clone()).collect();
+    pub(crate) async fn fingerprints(&self, sessions: &[&SessionHeader]) -> Vec<Option<Fingerprint>> {
+        let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
         match guarded(|| self.query.fingerprints(&ids)).await {
             Ok(Some(fps)) if fps.len() == ids.len() => fps,
             _ => no_fingerprints(ids.len()),
@@ -153,9 +152,9 @@ impl Resolver {
     /// one lock), the others read (at most `concurrency` at once) and
     /// cached under the fingerprint taken before the read. A failed read
     /// counts as "no title" and is not cached.
-    pub(crate) async fn titles_under<S: Borrow<SessionHeader>>(
+    pub(crate) async fn titles_under(
         &self,
-        sessions: &[S],
+        sessions: &[&SessionHeader],
         fps: &Fingerprints<'_>,
         concurrency: usize,
     ) -> Vec<Option<String>> {
@@ -173,9 +172,9 @@ impl Resolver {
     /// few), the others read first (at most `concurrency` at once) and
     /// cached under the fingerprint taken before the read. A failed read
     /// counts as "no title" and is not cached.
-    pub(crate) async fn titles_where<S: Borrow<SessionHeader>>(
+    pub(crate) async fn titles_where(
         &self,
-        sessions: &[S],
+        sessions: &[&SessionHeader],
         fps: &Fingerprints<'_>,
         concurrency: usize,
         keep: impl Fn(&SessionHeader, Option<&str>) -> bool,
@@ -186,7 +185,6 @@ impl Resolver {
         {
             let cached = lock(&cache.titles);
             for (i, s) in sessions.iter().enumerate() {
-                let s = s.borrow();
                 match cached.get(&s.id) {
                     Some((held, title)) if Some(held) == fps.get(i) => {
                         if keep(s, title.as_deref()) {
@@ -203,7 +201,7 @@ impl Resolver {
         let jobs: Vec<_> = missing
             .into_iter()
             .map(|i| {
-                let id = sessions[i].borrow().id.clone();
+                let id = sessions[i].id.clone();
                 let fp = fps.get(i).cloned();
                 async move {
                     let read = guarded(|| self.query.read_title(&id)).await.ok();
@@ -213,7 +211,7 @@ impl Resolver {
             })
             .collect();
         let read: Vec<(usize, Option<String>)> = stream::iter(jobs).buffered(concurrency.max(1)).collect().await;
-        kept.extend(read.into_iter().filter(|(i, title)| keep(sessions[*i].borrow(), title.as_deref())));
+        kept.extend(read.into_iter().filter(|(i, title)| keep(sessions[*i], title.as_deref())));
         kept.sort_unstable_by_key(|(i, _)| *i);
         kept
     }

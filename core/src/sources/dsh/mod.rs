@@ -431,19 +431,6 @@ impl DshStore {
         used
     }
 
-    /// The fingerprints of `session_ids` as of the last listing, reading
-    /// nothing: each listed session's log identity when that listing looked
-    /// at it, `None` for a session it did not list (or before any listing).
-    /// For a caller that listed at the start of the work it is doing (a
-    /// command line run), where the fingerprints `SessionQuery` gives (as of
-    /// now) would cost one `lstat` per log more for the same answer.
-    pub fn fingerprints_as_listed(&self, session_ids: &[String]) -> Vec<Option<Fingerprint>> {
-        match self.listing_cache().last() {
-            Some(snapshot) => snapshot.lookup(session_ids).map(|l| l.map(|l| Fingerprint::from(l.stamp.id))).collect(),
-            None => crate::discovery::no_fingerprints(session_ids.len()),
-        }
-    }
-
     /// Whether the store read a session directory or a header since it was
     /// opened or its listing cache was last loaded or saved (so a process
     /// that found everything unchanged need not write the file again).
