@@ -76,3 +76,29 @@ pub fn example_root() -> tempfile::TempDir {
     copy_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions"), tmp.path());
     tmp
 }
+
+/// A session query with its shared listing hidden: what discovery does
+/// with a source that has none (`list_sessions`, then `fingerprints` of
+/// what it needs). Tests compare answers through it with the source's own.
+pub struct Unshared<Q>(pub Q);
+
+impl<Q: dsh_session_reference::SessionQuery> dsh_session_reference::SessionQuery for Unshared<Q> {
+    fn list_sessions(&self) -> dsh_session_reference::QueryFuture<'_, Vec<dsh_session_reference::SessionHeader>> {
+        self.0.list_sessions()
+    }
+    fn read_title<'a>(&'a self, id: &'a str) -> dsh_session_reference::QueryFuture<'a, Option<String>> {
+        self.0.read_title(id)
+    }
+    fn read_surface<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> dsh_session_reference::QueryFuture<'a, dsh_session_reference::SurfaceData> {
+        self.0.read_surface(id)
+    }
+    fn fingerprints<'a>(
+        &'a self,
+        ids: &'a [String],
+    ) -> dsh_session_reference::QueryFuture<'a, Option<Vec<Option<dsh_session_reference::Fingerprint>>>> {
+        self.0.fingerprints(ids)
+    }
+}

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+mod common;
+use common::Unshared;
+
 use dsh_session_reference::sources::MultiQuery;
 use dsh_session_reference::{Config, MemoryQuery, Resolver, SessionHeader, SessionQuery, Target};
 use serde_json::json;
@@ -109,31 +112,6 @@ fn fingerprints_come_from_the_source_that_holds_each_session() {
     assert_eq!((after[0] == got[0], after[1] == got[1], after[2] == got[2]), (true, false, true));
 }
 
-/// A resolver over the view with its shared listing hidden: what discovery
-/// does without one (`list_sessions`, then `fingerprints`).
-struct Plain(Arc<MultiQuery>);
-
-impl SessionQuery for Plain {
-    fn list_sessions(&self) -> dsh_session_reference::QueryFuture<'_, Vec<SessionHeader>> {
-        self.0.list_sessions()
-    }
-    fn read_title<'a>(&'a self, id: &'a str) -> dsh_session_reference::QueryFuture<'a, Option<String>> {
-        self.0.read_title(id)
-    }
-    fn read_surface<'a>(
-        &'a self,
-        id: &'a str,
-    ) -> dsh_session_reference::QueryFuture<'a, dsh_session_reference::SurfaceData> {
-        self.0.read_surface(id)
-    }
-    fn fingerprints<'a>(
-        &'a self,
-        ids: &'a [String],
-    ) -> dsh_session_reference::QueryFuture<'a, Option<Vec<Option<dsh_session_reference::Fingerprint>>>> {
-        self.0.fingerprints(ids)
-    }
-}
-
 #[test]
 fn the_shared_listing_is_the_merged_listing_with_each_sources_fingerprints() {
     use dsh_session_reference::block_on;
@@ -156,7 +134,7 @@ fn the_shared_listing_is_the_merged_listing_with_each_sources_fingerprints() {
         // And a resolver answers the same with it as without it.
         let target = Target::new("t", Some("/w".into()));
         let with = Resolver::new(multi.clone(), Config::default());
-        let without = Resolver::new(Arc::new(Plain(multi.clone())), Config::default());
+        let without = Resolver::new(Arc::new(Unshared(multi.clone())), Config::default());
         for filter in ["", "title", "codex"] {
             assert_eq!(
                 with.candidates_blocking(&target, filter, None, None).unwrap(),
@@ -187,6 +165,6 @@ fn the_shared_listing_is_the_merged_listing_with_each_sources_fingerprints() {
     // A source without a shared listing: the view has none either.
     d.clear_listing_failure();
     let with_plain =
-        MultiQuery::new().with_source("dsh", "", d).with_source("other", "o:", Arc::new(Plain(multi.clone())));
+        MultiQuery::new().with_source("dsh", "", d).with_source("other", "o:", Arc::new(Unshared(multi.clone())));
     assert!(block_on(with_plain.shared_listing()).unwrap().is_none());
 }

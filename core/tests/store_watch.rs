@@ -4,34 +4,12 @@
 //! exactly those of a store opened afresh. Both with watching and without.
 
 mod common;
-use common::{copy_dir, example_root};
+use common::{copy_dir, example_root, Unshared};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_session_reference::{
-    BlockingSessionQuery, Config, DshStore, Fingerprint, QueryFuture, Resolver, SearchOptions, SessionHeader,
-    SessionQuery, SurfaceData, Target,
-};
-
-/// The store without its shared listing: what discovery does with any
-/// other source (`list_sessions`, then `fingerprints` of what it needs).
-struct Plain(DshStore);
-
-impl SessionQuery for Plain {
-    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
-        SessionQuery::list_sessions(&self.0)
-    }
-    fn read_title<'a>(&'a self, id: &'a str) -> QueryFuture<'a, Option<String>> {
-        SessionQuery::read_title(&self.0, id)
-    }
-    fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        SessionQuery::read_surface(&self.0, id)
-    }
-    fn fingerprints<'a>(&'a self, ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
-        SessionQuery::fingerprints(&self.0, ids)
-    }
-}
+use dsh_session_reference::{BlockingSessionQuery, Config, DshStore, Resolver, SearchOptions, Target};
 
 /// The store's shared listing is its `list_sessions` with its
 /// `fingerprints`, and a watched store with nothing changed shares the
@@ -113,7 +91,7 @@ fn agree(kept: &DshStore, resolver: &Resolver, root: &Path, what: &str) {
     }
     shared_listing_agrees(kept, what);
     // A source without a shared listing gets the same answers.
-    let plain = Resolver::new(Arc::new(Plain(kept.clone())), Config::default());
+    let plain = Resolver::new(Arc::new(Unshared(kept.clone())), Config::default());
     for filter in ["", "e"] {
         let shared_c = resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
         let plain_c = plain.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
