@@ -10,9 +10,10 @@
 //!   session's title under the same fingerprint);
 //! - `index-<root>.bin`: the search index, by fingerprint (read by `search`
 //!   only, so `candidates --query` reads the two small files). It is read
-//!   in place: loading reads its checksummed directory (filters, titles,
-//!   where each compressed text is), and a search reads from the file only
-//!   the texts of the sessions it verifies (`docs/discovery.md`).
+//!   in place: loading reads its checksummed directory (titles, where
+//!   each filter and compressed text is), and a search reads from the file
+//!   the filters, in one sweep, and the texts of the sessions it verifies
+//!   (`docs/discovery.md`).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};

@@ -325,6 +325,9 @@ struct Ctx {
     /// session's title is in the index, under the same fingerprint, so a
     /// warm search reads no title; it would write back only the few it read).
     skip_titles: bool,
+    /// The search index being loaded from its cache file on its own
+    /// thread, while the command lists the root (see [`Ctx::index_loaded`]).
+    loading: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Ctx {
@@ -362,20 +365,40 @@ impl Ctx {
                 let resolver = Resolver::new(query.clone(), config);
                 let sources = Sources::Dsh(store.clone(), query);
                 if !global.cache {
-                    return Ok(Ctx { sources, resolver, json, context_window, cache: None, skip_titles: needs_index });
+                    let skip_titles = needs_index;
+                    return Ok(Ctx {
+                        sources,
+                        resolver,
+                        json,
+                        context_window,
+                        cache: None,
+                        skip_titles,
+                        loading: None,
+                    });
                 }
                 // The store fingerprints its logs, so the cache's entries
                 // count only for logs that did not change; its listing
                 // cache is used only for directories and logs whose stamps
                 // did not change. The search index is read only by search.
+                let mut loading = None;
                 let cache = match cache::Files::for_root(&only.root) {
                     Ok(files) => {
-                        store.load_listing_cache(&files.listing);
                         if needs_index {
-                            resolver.load_discovery_cache(DiscoveryCachePart::Index, &files.index);
+                            // The index file is read on its own thread while
+                            // the store lists the root (the two share nothing);
+                            // the search waits for it.
+                            let (resolver, path) = (resolver.clone(), files.index.clone());
+                            let load = move || {
+                                resolver.load_discovery_cache(DiscoveryCachePart::Index, &path);
+                            };
+                            match std::thread::Builder::new().name("index-load".into()).spawn(load.clone()) {
+                                Ok(handle) => loading = Some(handle),
+                                Err(_) => load(),
+                            }
                         } else {
                             resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
                         }
+                        store.load_listing_cache(&files.listing);
                         Some(files)
                     }
                     Err(why) => {
@@ -383,7 +406,8 @@ impl Ctx {
                         None
                     }
                 };
-                return Ok(Ctx { sources, resolver, json, context_window, cache, skip_titles: needs_index });
+                let skip_titles = needs_index;
+                return Ok(Ctx { sources, resolver, json, context_window, cache, skip_titles, loading });
             }
         }
         if global.cache {
@@ -398,7 +422,17 @@ impl Ctx {
             context_window,
             cache: None,
             skip_titles: needs_index,
+            loading: None,
         })
+    }
+
+    /// Waits for the search index to be loaded from its cache file, if it
+    /// is being loaded (a load that panicked leaves the index as it was:
+    /// empty, or partly filled and then every session is checked again).
+    fn index_loaded(&mut self) {
+        if let Some(handle) = self.loading.take() {
+            drop(handle.join());
+        }
     }
 
     /// Writes the cache files that changed, when caching (a failure only warns).
@@ -480,8 +514,9 @@ fn run(cli: Cli) -> CliResult {
             std::mem::forget(ctx);
         }
         Command::Search { target, query, limit, same_cwd } => {
-            let ctx = Ctx::open(g, sources(), None, true)?;
+            let mut ctx = Ctx::open(g, sources(), None, true)?;
             let target = ctx.target(target)?;
+            ctx.index_loaded();
             let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
             let options = SearchOptions { limit: *limit, scope };
             let list = ctx.resolver.search_blocking(&target, query, &options, None)?;

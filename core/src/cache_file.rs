@@ -230,13 +230,20 @@ impl StoredTexts {
     /// they lie outside it or the file cannot give them (it was truncated
     /// since, say). Their checksum is the caller's to test.
     pub(crate) fn read(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(offset, len, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// [`read`](Self::read) into `buf` (resized to `len`; a buffer reused
+    /// across reads is not allocated and faulted in again each time).
+    pub(crate) fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> std::io::Result<()> {
         let end = offset.checked_add(len as u64).filter(|&end| end <= self.len);
         let Some(at) = end.and_then(|_| self.base.checked_add(offset)) else {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "outside the stored texts"));
         };
-        let mut buf = vec![0u8; len];
-        read_exact_at(&self.file, &mut buf, at)?;
-        Ok(buf)
+        buf.resize(len, 0);
+        read_exact_at(&self.file, buf, at)
     }
 
     /// The length of the region.

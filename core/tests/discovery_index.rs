@@ -661,9 +661,10 @@ fn a_large_index_answers_exactly_as_an_uncached_search_and_survives_the_cache_fi
     assert!(Resolver::new(p.cached.clone(), Config::default()).load_discovery_cache(DiscoveryCachePart::Index, &path));
 }
 
-/// Where an index file's directory and its stored texts start: after the
-/// header (magic, format, library version, part, `redactSecrets`) and the
-/// lengths and checksum (three numbers).
+/// Where an index file's directory and its stored region (every filter,
+/// then every text) start: after the header (magic, format, library
+/// version, part, `redactSecrets`) and the lengths and checksum (three
+/// numbers).
 fn index_layout(file: &[u8]) -> (usize, usize) {
     let head = 8 + 4 + 8 + env!("CARGO_PKG_VERSION").len() + 2;
     let directory = u64::from_le_bytes(file[head..head + 8].try_into().unwrap()) as usize;
@@ -689,7 +690,7 @@ fn the_index_file_is_read_in_place_and_a_damaged_text_is_never_a_wrong_answer() 
     let good = std::fs::read(&path).unwrap();
     let (directory, texts) = index_layout(&good);
     assert!(directory < texts && texts < good.len());
-    assert!(good.len() - texts > 2 * (texts - directory), "the texts are most of the file");
+    assert!(good.len() - texts > 2 * (texts - directory), "the filters and texts are most of the file");
     // Every session verified on its text ("the" rules out none; the limit
     // is above their number), so a damaged text cannot go unnoticed.
     let queries = ["the", "search index", "1137", "发布", "session 4"];
@@ -733,22 +734,25 @@ fn the_index_file_is_read_in_place_and_a_damaged_text_is_never_a_wrong_answer() 
         assert_eq!(surfaces(), 48);
     }
 
-    // A byte flipped in the first stored text: the file is used, that one
-    // session is indexed again from its source, the answers are the same;
-    // the index changed, and saved again it is whole.
-    let mut bad = good.clone();
-    bad[texts + 10] ^= 0x20;
-    let (used, r) = load(&bad);
-    assert!(used, "the directory is intact");
-    same(&r, "a damaged text");
-    assert_eq!(surfaces(), 1, "only the damaged session");
-    assert!(r.discovery_cache_changed(DiscoveryCachePart::Index));
-    r.save_discovery_cache(DiscoveryCachePart::Index, &path).unwrap();
-    let r = Resolver::new(p.cached.clone(), Config::default());
-    assert!(r.load_discovery_cache(DiscoveryCachePart::Index, &path));
-    p.cached.take();
-    same(&r, "saved after the repair");
-    assert_eq!(surfaces(), 0);
+    // A byte flipped in the first stored filter, or in the last stored
+    // text (the file's last byte): the file is used, that one session is
+    // indexed again from its source, the answers are the same; the index
+    // changed, and saved again it is whole.
+    for (at, what) in [(texts + 10, "a damaged filter"), (good.len() - 1, "a damaged text")] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x20;
+        let (used, r) = load(&bad);
+        assert!(used, "{what}: the directory is intact");
+        same(&r, what);
+        assert_eq!(surfaces(), 1, "{what}: only the damaged session");
+        assert!(r.discovery_cache_changed(DiscoveryCachePart::Index));
+        r.save_discovery_cache(DiscoveryCachePart::Index, &path).unwrap();
+        let r = Resolver::new(p.cached.clone(), Config::default());
+        assert!(r.load_discovery_cache(DiscoveryCachePart::Index, &path));
+        p.cached.take();
+        same(&r, "saved after the repair");
+        assert_eq!(surfaces(), 0);
+    }
 
     // Truncated inside the stored texts: ignored as a whole.
     let (used, r) = load(&good[..texts + 100]);
@@ -756,8 +760,8 @@ fn the_index_file_is_read_in_place_and_a_damaged_text_is_never_a_wrong_answer() 
     same(&r, "a truncated file");
     assert_eq!(surfaces(), 48);
 
-    // Truncated after it was loaded: the texts it lost are read from
-    // their sessions again.
+    // Truncated after it was loaded: the sessions whose filters or texts
+    // it lost are indexed from their sessions again.
     let (used, r) = load(&good);
     assert!(used);
     std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len((texts + 100) as u64).unwrap();

@@ -8,12 +8,15 @@
 //! The titles are one zstd frame ([`crate::cache_file::write_file`]). The
 //! search index is read in place ([`crate::cache_file::write_in_place`]):
 //! loading it reads only its checksummed directory (ids, fingerprints,
-//! titles, dictionaries, item lengths, filters, and where each compressed
-//! text is with its checksum); the texts stay in the file, read when a
-//! search verifies their session. A text that cannot be read back, does
-//! not match its checksum or does not decompress to its length makes its
-//! session indexed again from its source before the search answers
-//! (`search.rs`), so a damaged text is never a wrong answer.
+//! titles, dictionaries, item lengths, and where each filter and each
+//! compressed text is, with its checksum); the filters and texts stay in
+//! the file. A search reads the filters in one sweep through a reused
+//! buffer (kept in memory from a process's second search on) and the
+//! texts of the sessions it verifies. A filter or text that cannot be read
+//! back or does not match its checksum (or a text that does not
+//! decompress to its length) makes its session indexed again from its
+//! source before the search answers (`search.rs`), so damage is never a
+//! wrong answer.
 
 use std::path::Path;
 
@@ -26,8 +29,9 @@ const MAGIC: &[u8; 8] = b"DSRDISC\0";
 /// whitespace, so a format-1 filter would miss phrases; 3: titles and the
 /// index in files of their own, the part named in the header; 4: the index
 /// read in place, uncompressed, its texts out of its checksummed
-/// directory).
-const FORMAT: u32 = 4;
+/// directory; 5: its filters out of the directory too, each with its
+/// checksum, all of them before the texts).
+const FORMAT: u32 = 5;
 
 /// The file's header: what it is, its format, the library version, the
 /// part it holds, and whether its texts were indexed with credentials redacted (`redactSecrets`),

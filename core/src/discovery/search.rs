@@ -15,7 +15,7 @@ use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value};
 
 use super::listed::Fingerprints;
-use super::text::{fold, fold_into, original_offset, Doc, IndexedItem, Needle, Unreadable, TRAIN_AT};
+use super::text::{fold, fold_into, original_offset, Doc, FilterPass, IndexedItem, Needle, Unreadable, TRAIN_AT};
 use super::{rank, Candidate};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
@@ -396,9 +396,15 @@ fn score(
     docs: &[Arc<Doc>],
     target: &Target,
     limit: usize,
+    keep_filters: bool,
     cancel: Option<&CancelToken>,
 ) -> Result<Scored> {
+    // The needles the filters are tested with: the words, then the phrase.
+    let needles: Vec<&Needle> = query.words.iter().chain([&query.phrase]).collect();
+    let phrase_at = needles.len() - 1;
+    let filters = FilterPass::new(docs, &needles, keep_filters);
     let mut prospects = Vec::new();
+    let mut unreadable = Vec::new();
     for (at, (s, doc)) in sessions.iter().zip(docs).enumerate() {
         if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(Error::cancelled());
@@ -408,8 +414,18 @@ fn score(
         let cwd = s.cwd.as_deref().map(fold);
         let cwd = cwd.as_deref().unwrap_or("");
         let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(cwd);
-        if !query.words.iter().all(|w| in_fields(w) || doc.may_contain(w)) {
-            continue;
+        let passed = query
+            .words
+            .iter()
+            .enumerate()
+            .try_fold(true, |all, (j, w)| Ok::<_, Unreadable>(all && (in_fields(w) || filters.may(at, j)?)));
+        match passed {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(Unreadable) => {
+                unreadable.push(at);
+                continue;
+            }
         }
         let phrase = &query.phrase;
         let (tier, settled) = if phrase.is_in(title) {
@@ -418,7 +434,8 @@ fn score(
             (1, Some((MatchField::Id, s.id.clone())))
         } else if phrase.is_in(cwd) {
             (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
-        } else if doc.may_contain(phrase) {
+        } else if filters.may(at, phrase_at).unwrap_or(true) {
+            // (Its filter was readable for the words, so for the phrase.)
             (1, None)
         } else {
             (2, None)
@@ -433,7 +450,6 @@ fn score(
     }
     prospects.sort_by_key(|p| p.key);
     let mut hits: Vec<Hit> = Vec::new();
-    let mut unreadable = Vec::new();
     let mut best: BinaryHeap<Key> = BinaryHeap::new();
     for p in prospects {
         if best.len() >= limit && best.peek().is_some_and(|worst| *worst < p.key) {
@@ -675,8 +691,9 @@ impl Resolver {
         loop {
             let docs = Arc::new(self.indexed(sessions, fps).await);
             let (s, d, t, token) = (Arc::clone(sessions), Arc::clone(&docs), target.clone(), cancel.cloned());
+            let keep = self.discovery.docs.keeps_filters();
             let work = tokio::task::spawn_blocking(move || {
-                let scored = score(&query, &s, &d, &t, limit, token.as_ref());
+                let scored = score(&query, &s, &d, &t, limit, keep, token.as_ref());
                 (query, scored)
             });
             let (back, scored) = work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?;

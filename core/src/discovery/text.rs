@@ -279,9 +279,19 @@ pub(crate) struct Bloom {
 enum Bits {
     /// Its own (every filter built in this process).
     Held(Box<[u8]>),
-    /// A range of the directory of the cache file it was loaded from,
-    /// shared by every doc loaded with it (no copy per doc).
-    Shared { directory: Arc<Vec<u8>>, start: usize, len: usize },
+    /// In the cache file the doc was loaded from, among its stored texts:
+    /// read by each search that tests it ([`FilterPass`]), in file order
+    /// through one reused buffer, so a process that loads the index and
+    /// searches once never holds every filter; kept in memory from the
+    /// second search of the process on.
+    Stored(Box<StoredBits>),
+}
+
+/// A filter left in the cache file its doc was loaded from.
+struct StoredBits {
+    at: Stored,
+    /// Its bytes once a search kept them.
+    kept: std::sync::OnceLock<Box<[u8]>>,
 }
 
 /// A key's hash, from which its probes are drawn.
@@ -314,11 +324,21 @@ impl Bloom {
         Bloom { bits: Bits::Held(bits) }
     }
 
-    /// Its bytes, wherever they are.
-    fn bits(&self) -> &[u8] {
+    /// Its bytes if they are in memory.
+    fn held(&self) -> Option<&[u8]> {
         match &self.bits {
-            Bits::Held(bits) => bits,
-            Bits::Shared { directory, start, len } => directory.get(*start..start + len).unwrap_or_default(),
+            Bits::Held(bits) => Some(bits),
+            Bits::Stored(stored) => stored.kept.get().map(|b| &**b),
+        }
+    }
+
+    /// Its bytes, wherever they are: read back from the cache file (and
+    /// checked against their checksum) when not in memory.
+    fn bits(&self) -> Result<Cow<'_, [u8]>, Unreadable> {
+        match (&self.bits, self.held()) {
+            (_, Some(bits)) => Ok(Cow::Borrowed(bits)),
+            (Bits::Stored(stored), None) => stored.at.read(filter_seed(stored.at.len)).map(Cow::Owned),
+            (Bits::Held(_), None) => unreachable!("a held filter is in memory"),
         }
     }
 
@@ -330,9 +350,9 @@ impl Bloom {
         })
     }
 
-    /// Whether the key of this [`hash`] may be present.
-    fn contains(&self, h: u64) -> bool {
-        let bits = self.bits();
+    /// Whether the key of this [`hash`] may be present in the filter of
+    /// these bytes.
+    fn contains(bits: &[u8], h: u64) -> bool {
         if bits.is_empty() {
             return false;
         }
@@ -340,9 +360,19 @@ impl Bloom {
         Self::probes(h, m).all(|p| bits[(p / 8) as usize] & (1 << (p % 8)) != 0)
     }
 
+    /// The length of its bytes, wherever they are.
     fn bytes(&self) -> usize {
-        self.bits().len()
+        match &self.bits {
+            Bits::Held(bits) => bits.len(),
+            Bits::Stored(stored) => stored.at.len,
+        }
     }
+}
+
+/// The seed of a stored filter's checksum: its length, marked apart from a
+/// text's (seeded with the length it decompresses to).
+fn filter_seed(len: usize) -> u64 {
+    len as u64 ^ 0xf11e_0000_0000_0000
 }
 
 /// The case mapping every comparison of search uses: each character's
@@ -517,14 +547,26 @@ enum Packed {
     Stored(Box<Stored>),
 }
 
-/// A compressed text left in the cache file it was loaded from.
+/// A compressed text or a filter left in the cache file its doc was
+/// loaded from.
 struct Stored {
     texts: Arc<StoredTexts>,
     /// Where it is among the file's stored texts, and its length.
     offset: u64,
     len: usize,
-    /// Its [`text_checksum`].
+    /// Its checksum ([`text_checksum`], or seeded with [`filter_seed`]).
     checksum: u64,
+}
+
+impl Stored {
+    /// Its bytes read back from the file, if they match their checksum
+    /// (seeded with `seed`).
+    fn read(&self, seed: u64) -> Result<Vec<u8>, Unreadable> {
+        match self.texts.read(self.offset, self.len) {
+            Ok(bytes) if crate::cache_file::checksum(seed, &bytes) == self.checksum => Ok(bytes),
+            _ => Err(Unreadable),
+        }
+    }
 }
 
 /// A doc's stored text could not be read back from its cache file, or did
@@ -554,10 +596,7 @@ impl Packed {
     fn bytes(&self, len: usize) -> Result<Cow<'_, [u8]>, Unreadable> {
         match self {
             Packed::Held(bytes) => Ok(Cow::Borrowed(bytes)),
-            Packed::Stored(s) => match s.texts.read(s.offset, s.len) {
-                Ok(bytes) if text_checksum(&bytes, len) == s.checksum => Ok(Cow::Owned(bytes)),
-                _ => Err(Unreadable),
-            },
+            Packed::Stored(s) => s.read(len as u64).map(Cow::Owned),
         }
     }
 }
@@ -695,9 +734,21 @@ impl Doc {
     /// Whether the body may hold `needle`: every key of it that this
     /// doc's filter was built with may be present. Always true for a needle
     /// without such keys (shorter than three bytes, or only common keys).
-    pub(crate) fn may_contain(&self, needle: &Needle) -> bool {
-        !self.lengths.is_empty()
-            && needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| self.bloom.contains(h)))
+    /// [`Unreadable`] for a stored filter that cannot be read back or does
+    /// not match its checksum. (A search tests many docs through a
+    /// [`FilterPass`] instead.)
+    #[cfg(test)]
+    pub(crate) fn may_contain(&self, needle: &Needle) -> Result<bool, Unreadable> {
+        if self.lengths.is_empty() {
+            return Ok(false);
+        }
+        Ok(self.may_contain_in(&self.bloom.bits()?, needle))
+    }
+
+    /// [`may_contain`](Self::may_contain) with its filter's bytes `bits`
+    /// (of a doc with a body).
+    fn may_contain_in(&self, bits: &[u8], needle: &Needle) -> bool {
+        needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| Bloom::contains(bits, h)))
     }
 
     /// Its text decompressed to exactly its length, `None` if it cannot
@@ -809,6 +860,111 @@ impl Needle {
     }
 }
 
+/// What the filters of one search's docs say of its needles. A filter in
+/// memory is tested when asked. The stored ones (docs loaded from a cache
+/// file) are read up front, in file order, in reads of about [`PASS_READ`]
+/// bytes through one reused buffer, each checked against its checksum and
+/// tested against every needle: a process that loads the index and
+/// searches once reads them at the speed of a copy and never holds them
+/// all. With `keep`, the bytes read are kept in memory for later searches.
+pub(crate) struct FilterPass<'a> {
+    docs: &'a [Arc<Doc>],
+    needles: &'a [&'a Needle],
+    /// Per doc and needle: [`UNTESTED`] (a filter in memory: test it when
+    /// asked), [`MAY`], [`NOT`] or [`UNREADABLE`].
+    verdicts: Vec<u8>,
+}
+
+const UNTESTED: u8 = 0;
+const MAY: u8 = 1;
+const NOT: u8 = 2;
+const UNREADABLE: u8 = 3;
+/// About how many bytes of stored filters one read of a [`FilterPass`]
+/// takes in (more when one filter is bigger).
+const PASS_READ: usize = if cfg!(test) { 16 << 10 } else { 1 << 20 };
+/// The gap between two wanted filters up to which one read spans both.
+const PASS_GAP: u64 = 64 << 10;
+
+impl<'a> FilterPass<'a> {
+    /// The verdicts of the stored filters of `docs` on `needles`.
+    pub(crate) fn new(docs: &'a [Arc<Doc>], needles: &'a [&'a Needle], keep: bool) -> FilterPass<'a> {
+        let n = needles.len();
+        let mut verdicts = vec![UNTESTED; docs.len() * n];
+        // The stored filters not in memory, by file and then by offset.
+        let mut stored: Vec<(usize, &StoredBits)> = docs
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| !d.lengths.is_empty())
+            .filter_map(|(i, d)| match &d.bloom.bits {
+                Bits::Stored(b) if b.kept.get().is_none() => Some((i, &**b)),
+                _ => None,
+            })
+            .collect();
+        stored.sort_unstable_by_key(|(_, b)| (Arc::as_ptr(&b.at.texts), b.at.offset));
+        let mut buf = Vec::new();
+        let mut rest = stored.as_slice();
+        while let Some(((_, first), _)) = rest.split_first() {
+            // One read: filters of the same file, each starting within
+            // `PASS_GAP` of where the last ended, up to about `PASS_READ`.
+            let start = first.at.offset;
+            let mut end = start.saturating_add(first.at.len as u64);
+            let mut take = 1;
+            for (_, b) in &rest[1..] {
+                let b_end = b.at.offset.saturating_add(b.at.len as u64);
+                if !Arc::ptr_eq(&b.at.texts, &first.at.texts)
+                    || b.at.offset < end
+                    || b.at.offset - end > PASS_GAP
+                    || b_end - start > PASS_READ as u64
+                {
+                    break;
+                }
+                end = b_end;
+                take += 1;
+            }
+            let (run, later) = rest.split_at(take);
+            rest = later;
+            let read =
+                usize::try_from(end - start).ok().and_then(|len| first.at.texts.read_into(start, len, &mut buf).ok());
+            for &(i, b) in run {
+                let at = (b.at.offset - start) as usize;
+                let bits = read
+                    .and(buf.get(at..at + b.at.len))
+                    .filter(|bits| crate::cache_file::checksum(filter_seed(b.at.len), bits) == b.at.checksum);
+                let row = &mut verdicts[i * n..(i + 1) * n];
+                let Some(bits) = bits else {
+                    row.fill(UNREADABLE);
+                    continue;
+                };
+                for (v, needle) in row.iter_mut().zip(needles) {
+                    *v = if docs[i].may_contain_in(bits, needle) { MAY } else { NOT };
+                }
+                if keep {
+                    drop(b.kept.set(bits.into()));
+                }
+            }
+        }
+        FilterPass { docs, needles, verdicts }
+    }
+
+    /// Whether doc `at` may hold needle `needle` (an index into the needles
+    /// the pass was made with); [`Unreadable`] when its stored filter
+    /// could not be read back or did not match its checksum.
+    pub(crate) fn may(&self, at: usize, needle: usize) -> Result<bool, Unreadable> {
+        match self.verdicts[at * self.needles.len() + needle] {
+            MAY => Ok(true),
+            NOT => Ok(false),
+            UNREADABLE => Err(Unreadable),
+            _ => {
+                let doc = &self.docs[at];
+                if doc.lengths.is_empty() {
+                    return Ok(false);
+                }
+                Ok(doc.may_contain_in(&doc.bloom.bits()?, self.needles[needle]))
+            }
+        }
+    }
+}
+
 /// The byte offset in `original` of the character whose lower-cased form
 /// starts at `folded_at` in `fold(original)`.
 pub(crate) fn original_offset(original: &str, folded_at: usize) -> usize {
@@ -838,6 +994,8 @@ pub(crate) struct DocCache {
     /// After a failed training: the text without dictionary to wait for
     /// before trying again.
     retry_at: AtomicUsize,
+    /// Searches that tested the filters so far ([`Self::keeps_filters`]).
+    filter_passes: AtomicUsize,
 }
 
 impl DocCache {
@@ -849,6 +1007,15 @@ impl DocCache {
     ) -> Vec<Option<Arc<Doc>>> {
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         wanted.map(|(id, fp)| docs.get(id).filter(|d| fp.is_some() && d.fingerprint.as_ref() == fp).cloned()).collect()
+    }
+
+    /// Whether the search about to test the filters keeps the stored ones
+    /// it reads in memory ([`FilterPass`]): from the second search on. A
+    /// process that loads the index to search once (the command line)
+    /// reads them and lets them go; a long-lived one holds them after its
+    /// second search, and reads them no more.
+    pub(crate) fn keeps_filters(&self) -> bool {
+        self.filter_passes.fetch_add(1, Ordering::Relaxed) >= 1
     }
 
     /// The dictionary to compress new docs with, once trained.
@@ -944,36 +1111,39 @@ impl DocCache {
         }
     }
 
-    /// The index file's directory and stored texts (see `persist.rs` and
+    /// The index file's directory and stored region (see `persist.rs` and
     /// [`crate::cache_file::write_in_place`]) of every kept doc. The
     /// directory holds the dictionaries the docs use (the one for new docs
     /// first of all: its raw bytes, its common keys), then per doc its id,
     /// fingerprint, title, the number of its dictionary (0: none), its item
-    /// lengths, where its compressed text is among the stored texts (offset,
-    /// length, [`text_checksum`]) and its filter's bytes. A doc whose text
-    /// is stored in the file it was loaded from is written with the bytes
-    /// read back from it (the old file stays readable through its handle
-    /// after a newer one is renamed over its path); one whose text cannot
-    /// be read back or does not check is left out, to be indexed again.
+    /// lengths, and where its compressed text and its filter are in the
+    /// stored region (offset, length, checksum: [`text_checksum`], or
+    /// seeded with [`filter_seed`]). The region holds every filter, then
+    /// every text, so that a search reads the filters in one sweep. A doc
+    /// whose text or filter is stored in the file it was loaded from is
+    /// written with the bytes read back from it (the old file stays
+    /// readable through its handle after a newer one is renamed over its
+    /// path); one whose bytes cannot be read back or do not check is left
+    /// out, to be indexed again.
     pub(crate) fn encode(&self) -> (Vec<u8>, Vec<u8>) {
         use crate::cache_file::{put, put_opt};
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         let mut dicts: Vec<Arc<Dictionary>> = self.dictionary().into_iter().collect();
-        let mut texts = Vec::new();
         let mut kept = Vec::with_capacity(docs.len());
         for (id, d) in docs.iter().filter(|(_, d)| d.fingerprint.is_some()) {
-            let Ok(packed) = d.packed.bytes(d.len) else { continue };
-            let checksum = match &d.packed {
-                Packed::Stored(stored) => stored.checksum,
-                Packed::Held(_) => text_checksum(&packed, d.len),
-            };
-            kept.push((id, d, texts.len() as u64, packed.len(), checksum));
-            texts.extend_from_slice(&packed);
+            let (Ok(packed), Ok(bits)) = (d.packed.bytes(d.len), d.bloom.bits()) else { continue };
             if let Some(dict) = &d.dict {
                 if !dicts.iter().any(|x| Arc::ptr_eq(x, dict)) {
                     dicts.push(Arc::clone(dict));
                 }
             }
+            kept.push((id, d, packed, bits));
+        }
+        let filters: usize = kept.iter().map(|(_, _, _, bits)| bits.len()).sum();
+        let texts: usize = kept.iter().map(|(_, _, packed, _)| packed.len()).sum();
+        let mut stored = Vec::with_capacity(filters + texts);
+        for (_, _, _, bits) in &kept {
+            stored.extend_from_slice(bits);
         }
         let mut out = Vec::new();
         out.extend_from_slice(&(dicts.len() as u64).to_le_bytes());
@@ -986,30 +1156,36 @@ impl DocCache {
             }
         }
         out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
-        for (id, d, offset, len, checksum) in kept {
+        let mut filter_at = 0u64;
+        for (id, d, packed, bits) in &kept {
             put(&mut out, id.as_bytes());
             put(&mut out, d.fingerprint.as_ref().map_or(&[][..], Fingerprint::as_bytes));
             put_opt(&mut out, d.title.as_deref().map(str::as_bytes));
             let dict = d.dict.as_ref().and_then(|x| dicts.iter().position(|y| Arc::ptr_eq(x, y))).map_or(0, |i| i + 1);
             out.extend_from_slice(&(dict as u64).to_le_bytes());
             put(&mut out, &d.lengths);
-            for n in [offset, len as u64, checksum] {
+            let text_sum = match &d.packed {
+                Packed::Stored(s) => s.checksum,
+                Packed::Held(_) => text_checksum(packed, d.len),
+            };
+            let filter_sum = crate::cache_file::checksum(filter_seed(bits.len()), bits);
+            for n in [stored.len() as u64, packed.len() as u64, text_sum, filter_at, bits.len() as u64, filter_sum] {
                 out.extend_from_slice(&n.to_le_bytes());
             }
-            put(&mut out, d.bloom.bits());
+            stored.extend_from_slice(packed);
+            filter_at += bits.len() as u64;
         }
-        (out, texts)
+        (out, stored)
     }
 
     /// Reads the directory [`encode`](Self::encode) wrote (already checked
-    /// against its checksum), every doc's text left among `texts`; `None`
-    /// if malformed in any way (so the file is ignored as a whole). The
-    /// filters stay in the directory, shared by the docs; each doc's text
-    /// must still match its checksum and decompress to exactly the sum of
-    /// its item lengths when it is read ([`Doc::text`]).
-    pub(crate) fn decode(&self, directory: Vec<u8>, texts: &Arc<StoredTexts>) -> Option<Vec<(String, Doc)>> {
-        let directory = Arc::new(directory);
-        let total = directory.len();
+    /// against its checksum), every doc's text and filter left in the
+    /// stored region `stored`; `None` if malformed in any way (so the file
+    /// is ignored as a whole). Each doc's text must still match its
+    /// checksum and decompress to exactly the sum of its item lengths when
+    /// it is read ([`Doc::text`]), and its filter match its checksum when a
+    /// search reads it ([`FilterPass`]).
+    pub(crate) fn decode(&self, directory: Vec<u8>, stored: &Arc<StoredTexts>) -> Option<Vec<(String, Doc)>> {
         let mut input = crate::cache_file::Input(&directory);
         let count = input.u64()?;
         let mut dicts = Vec::new();
@@ -1024,6 +1200,16 @@ impl DocCache {
         }
         let n = usize::try_from(input.u64()?).ok()?;
         let mut out = Vec::with_capacity(n.min(input.0.len() / 64));
+        // A region of the stored texts, checked to lie within them.
+        let region = |input: &mut crate::cache_file::Input<'_>| -> Option<Stored> {
+            let (offset, len, checksum) = (input.u64()?, usize::try_from(input.u64()?).ok()?, input.u64()?);
+            (offset.checked_add(len as u64)? <= stored.len()).then(|| Stored {
+                texts: Arc::clone(stored),
+                offset,
+                len,
+                checksum,
+            })
+        };
         for _ in 0..n {
             let id = input.string()?;
             let fingerprint = Some(input.fingerprint()?);
@@ -1034,23 +1220,25 @@ impl DocCache {
             };
             let lengths: Box<[u8]> = input.bytes()?.into();
             let len = each_end(&lengths, |_| {})?;
-            let (offset, stored, checksum) = (input.u64()?, usize::try_from(input.u64()?).ok()?, input.u64()?);
-            // Within the stored texts, and empty exactly when the text is.
-            if offset.checked_add(stored as u64)? > texts.len() || (stored == 0) != (len == 0) {
+            let text = region(&mut input)?;
+            // Empty exactly when the text is.
+            if (text.len == 0) != (len == 0) {
                 return None;
             }
-            let packed = match stored {
+            let packed = match text.len {
                 0 => Packed::Held(Box::default()),
-                _ => Packed::Stored(Box::new(Stored { texts: Arc::clone(texts), offset, len: stored, checksum })),
+                _ => Packed::Stored(Box::new(text)),
             };
-            let bits = input.bytes()?.len();
-            if bits % 8 != 0 {
+            let filter = region(&mut input)?;
+            if filter.len % 8 != 0 {
                 return None;
             }
-            let start = total - input.0.len() - bits;
-            let bloom = Bloom { bits: Bits::Shared { directory: Arc::clone(&directory), start, len: bits } };
+            let bits = match filter.len {
+                0 => Bits::Held(Box::default()),
+                _ => Bits::Stored(Box::new(StoredBits { at: filter, kept: std::sync::OnceLock::new() })),
+            };
             let title_folded = folded_title(title.as_deref());
-            out.push((id, Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom }));
+            out.push((id, Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom: Bloom { bits } }));
         }
         input.0.is_empty().then_some(out)
     }
@@ -1135,7 +1323,7 @@ mod tests {
     use super::*;
 
     fn may(d: &Doc, needle: &str) -> bool {
-        d.may_contain(&Needle::new(needle.to_owned()))
+        d.may_contain(&Needle::new(needle.to_owned())).expect("readable")
     }
 
     fn doc(texts: &[&str]) -> Doc {
@@ -1379,6 +1567,67 @@ mod tests {
         for (id, items) in &texts {
             if let Some(doc) = again.docs.read().unwrap().get(id) {
                 assert_eq!(&doc.items(), items, "{id}");
+            }
+        }
+    }
+
+    /// A search's pass over stored filters says what the held filters say,
+    /// for every doc and needle; it keeps them only when asked; a damaged
+    /// stored filter is unreadable (that doc alone), never "no".
+    #[test]
+    fn a_filter_pass_over_stored_filters_agrees_with_the_held_ones() {
+        let RoundTrip { cache, texts, dir, loaded, path } = round_trip();
+        let ids: Vec<&String> = texts.iter().map(|(id, _)| id).collect();
+        let words = ["the", "qxz", "alpha", "ab cd", "zzzzzz"];
+        let mut needles: Vec<Needle> = words.iter().map(|w| Needle::new((*w).to_owned())).collect();
+        // And words that are in some texts and not in others.
+        needles.extend(texts.iter().take(6).map(|(_, items)| Needle::new(fold(&items[0][..12]).into_owned())));
+        let needles: Vec<&Needle> = needles.iter().collect();
+        let held_docs: Vec<Arc<Doc>> = ids.iter().map(|id| held(&cache, id)).collect();
+        let stored_docs: Vec<Arc<Doc>> = ids.iter().map(|id| held(&loaded, id)).collect();
+        let verdicts = |pass: &FilterPass<'_>| -> Vec<Result<bool, Unreadable>> {
+            (0..ids.len()).flat_map(|i| (0..needles.len()).map(move |j| (i, j))).map(|(i, j)| pass.may(i, j)).collect()
+        };
+        let expected = verdicts(&FilterPass::new(&held_docs, &needles, false));
+        assert!(expected.contains(&Ok(true)) && expected.contains(&Ok(false)));
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, false)), expected);
+        assert!(stored_docs.iter().all(|d| d.bloom.held().is_none() || d.lengths.is_empty()), "not kept");
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, true)), expected);
+        assert!(stored_docs.iter().all(|d| d.bloom.held().is_some()), "kept");
+        // Kept, they are tested in memory, even with the file emptied.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, false)), expected);
+
+        // One byte of the third filter in the file flipped: that doc's
+        // verdicts are all unreadable, the others' unchanged.
+        let path = write(&cache, dir.path(), "index.bin", 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).unwrap();
+        let docs = DocCache::default().decode(directory, &stored).unwrap();
+        let mut filters: Vec<(u64, &str)> = docs
+            .iter()
+            .filter_map(|(id, d)| match &d.bloom.bits {
+                Bits::Stored(b) => Some((b.at.offset, id.as_str())),
+                Bits::Held(_) => None,
+            })
+            .collect();
+        filters.sort_unstable();
+        let (offset, hit) = filters[2];
+        let region = bytes.len() - stored.len() as usize;
+        bytes[region + offset as usize + 3] ^= 0x08;
+        std::fs::write(&path, &bytes).unwrap();
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).unwrap();
+        let damaged = DocCache::default();
+        damaged.insert_all(damaged.decode(directory, &stored).unwrap());
+        let damaged_docs: Vec<Arc<Doc>> = ids.iter().map(|id| held(&damaged, id)).collect();
+        let got = verdicts(&FilterPass::new(&damaged_docs, &needles, true));
+        for (i, id) in ids.iter().enumerate() {
+            let (a, b) = (&got[i * needles.len()..][..needles.len()], &expected[i * needles.len()..][..needles.len()]);
+            if id.as_str() == hit {
+                assert!(a.iter().all(|v| *v == Err(Unreadable)), "{id}");
+                assert!(damaged_docs[i].bloom.held().is_none(), "a damaged filter is not kept");
+            } else {
+                assert_eq!(a, b, "{id}");
             }
         }
     }
