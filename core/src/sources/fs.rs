@@ -355,13 +355,26 @@ where
     S: Default,
     F: Fn(&T, &mut S) -> R + Sync,
 {
+    par_map_by(items, BATCH, f)
+}
+
+/// [`par_map`] with `batch` items per batch (1 for items that are each
+/// much work, like reading a directory of hundreds of entries).
+pub(crate) fn par_map_by<T, R, S, F>(items: &[T], batch: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    S: Default,
+    F: Fn(&T, &mut S) -> R + Sync,
+{
+    let batch = batch.max(1);
     let run = |batch: &[T], state: &mut S| -> Vec<R> { batch.iter().map(|item| f(item, state)).collect() };
     // More threads than cores: a header read may block on the disk.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_mul(2).min(4);
-    if threads < 2 || items.len() < 2 * BATCH {
+    if threads < 2 || items.len() < 2 * batch {
         return run(items, &mut S::default());
     }
-    let batches: Vec<&[T]> = items.chunks(BATCH).collect();
+    let batches: Vec<&[T]> = items.chunks(batch).collect();
     let next = AtomicUsize::new(0);
     let work = || {
         let mut state = S::default();

@@ -27,7 +27,7 @@ use super::layout::{
     parse_generation_file_name, project_dir_name, relative_generation_path, session_dir_name, Encoding,
 };
 use super::{RejectedLog, RejectionKind};
-use crate::sources::fs::{entry_kind, now_ns, par_map, sorted_entries, EntryKind, Stamp, LINK_REASON};
+use crate::sources::fs::{entry_kind, now_ns, par_map, par_map_by, sorted_entries, EntryKind, Stamp, LINK_REASON};
 
 /// One log selected by discovery, before its header is checked.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,6 +217,26 @@ impl SessionDir {
     }
 }
 
+impl SessionDir {
+    /// Whether `found` is what [`select`](Self::select) gives under the
+    /// root encoding `found.encoding` (checked without building it).
+    pub(crate) fn selects(&self, found: &Found) -> bool {
+        if self.error.is_some() || found.project != self.project || found.session != self.session {
+            return false;
+        }
+        let mine = |c: &&Candidate| c.encoding == found.encoding;
+        let Some(best) = self.candidates.iter().filter(mine).max_by_key(|c| c.generation) else { return false };
+        let mut older = self.candidates.iter().filter(mine).map(|c| c.generation).filter(|g| *g != best.generation);
+        best.kind == EntryKind::File
+            && best.generation == found.generation.number()
+            && found.path.parent() == Some(self.path.as_path())
+            && found.path.file_name() == Some(best.name.as_os_str())
+            && found.superseded.len() == older.clone().count()
+            && found.superseded.is_sorted()
+            && older.all(|g| found.superseded.binary_search(&g).is_ok())
+    }
+}
+
 fn encoding_bit(e: Encoding) -> u8 {
     match e {
         Encoding::Raw => 1,
@@ -285,10 +305,16 @@ pub(crate) fn walk(
     before_read: &mut dyn FnMut(&Path),
     rejected: &mut Vec<RejectedLog>,
 ) -> io::Result<Vec<Step>> {
-    let mut steps = Vec::new();
-    for (project, project_path) in projects(root, before_read, rejected)? {
-        before_read(&project_path);
-        let sessions = match sorted_entries(&project_path) {
+    let projects = projects(root, before_read, rejected)?;
+    for (_, project_path) in &projects {
+        before_read(project_path);
+    }
+    // The project directories are read on several threads (hundreds of
+    // entries each), their steps put together in order.
+    let read = par_map_by(&projects, 1, |(_, project_path), _: &mut ()| sorted_entries(project_path));
+    let mut steps = Vec::with_capacity(read.iter().map(|r| r.as_ref().map_or(1, Vec::len)).sum());
+    for ((project, project_path), sessions) in projects.into_iter().zip(read) {
+        let sessions = match sessions {
             Ok(s) => s,
             Err(e) => {
                 let reason = format!("cannot read directory: {e}");
@@ -388,5 +414,48 @@ pub(crate) fn path_matches(found: &Found, header: &Header) -> Result<(), HeaderE
             header.cwd.as_deref().map_or_else(|| "none".to_owned(), crate::json::js_string),
             relative_generation_path(&header.id, header.cwd.as_deref(), found.generation.number(), found.encoding)
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `selects` agrees with `select` and refuses any other log: the
+    /// listing trusts a cache file's log of a directory whose read holds
+    /// only when it passes.
+    #[test]
+    fn a_log_is_selected_exactly_when_select_gives_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("proj").join("sess");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["session.jsonl", "session.v3.jsonl", "session.v2.jsonl", "session.lock"] {
+            std::fs::write(dir.join(name), b"{}\n").unwrap();
+        }
+        let (project, session) = (OsString::from("proj"), OsString::from("sess"));
+        let read = SessionDir::read(&project, &session, dir.clone(), None);
+        let found = read.select(Some(Encoding::Raw)).unwrap().unwrap();
+        assert_eq!(found.generation.number(), 3);
+        assert_eq!(found.superseded, [0, 2], "session.jsonl is generation 0");
+        assert!(read.selects(&found));
+        let changed = |f: &dyn Fn(&mut Found)| {
+            let mut other = found.clone();
+            f(&mut other);
+            read.selects(&other)
+        };
+        assert!(!changed(&|f| f.path = dir.join("session.v2.jsonl")));
+        assert!(!changed(&|f| f.path = tmp.path().join("session.v3.jsonl")));
+        assert!(!changed(&|f| f.generation = Generation::new(2).unwrap()));
+        assert!(!changed(&|f| f.superseded = vec![0]));
+        assert!(!changed(&|f| f.superseded = vec![2, 0]));
+        assert!(!changed(&|f| f.superseded = vec![0, 2, 2]));
+        assert!(!changed(&|f| f.project = OsString::from("other")));
+        assert!(!changed(&|f| f.session = OsString::from("other")));
+        assert!(!changed(&|f| f.encoding = Encoding::Zstd));
+        // Not a regular file: never selected as a log.
+        std::fs::remove_file(dir.join("session.v3.jsonl")).unwrap();
+        std::fs::create_dir(dir.join("session.v3.jsonl")).unwrap();
+        let read = SessionDir::read(&project, &session, dir.clone(), None);
+        assert!(!read.selects(&found));
     }
 }

@@ -176,12 +176,53 @@ struct Dir {
 #[derive(Default)]
 struct Walked {
     root_rejected: Vec<RejectedLog>,
+    /// Empty when read from a cache file ([`ListingCache::decode`]): the
+    /// listing after that walks the root, as every first listing does.
     steps: Vec<Step>,
-    /// One per step (`None` for a failed step).
+    /// One per step (`None` for a failed step); the reads a cache file
+    /// held, in walk order, when the steps are empty.
     dirs: Vec<Option<Dir>>,
-    /// The step of each session directory.
+    /// The step of each session directory, made when first needed (only
+    /// a watcher's events name directories by path).
     /// (Keyed by the path's bytes: hashing a `Path` walks its components.)
-    index: HashMap<std::ffi::OsString, usize>,
+    index: OnceLock<HashMap<std::ffi::OsString, usize>>,
+}
+
+impl Walked {
+    /// The step of the session directory at `path`.
+    fn step_of(&self, path: &Path) -> Option<usize> {
+        let index = self.index.get_or_init(|| {
+            let paths = self.steps.iter().enumerate().filter_map(|(i, s)| Some((i, &s.as_ref().ok()?.2)));
+            paths.map(|(i, path)| (path.as_os_str().to_owned(), i)).collect()
+        });
+        index.get(path.as_os_str()).copied()
+    }
+
+    /// Takes out the read of each session directory of `steps` that this
+    /// walk holds (`None` for the others), matched by project and session
+    /// name: both walks list them in the same order (names in byte order),
+    /// so one merge pass matches them all. (A read out of that order, from
+    /// a cache file, is not matched: that directory is read again.)
+    fn take_reads(&mut self, steps: &[Step]) -> Vec<Option<Dir>> {
+        use std::cmp::Ordering;
+        let mut old = self.dirs.iter_mut().filter(|d| d.is_some()).peekable();
+        steps
+            .iter()
+            .map(|step| {
+                let (project, session, path) = step.as_ref().ok()?;
+                let key = (project.as_encoded_bytes(), session.as_encoded_bytes());
+                while let Some(Some(dir)) = old.peek() {
+                    let (p, s) = dir.read.names();
+                    match (p.as_encoded_bytes(), s.as_encoded_bytes()).cmp(&key) {
+                        Ordering::Less => drop(old.next()),
+                        Ordering::Equal if dir.read.path() == path => return old.next().and_then(Option::take),
+                        Ordering::Equal | Ordering::Greater => return None,
+                    }
+                }
+                None
+            })
+            .collect()
+    }
 }
 
 /// The state kept between listings of one store.
@@ -301,13 +342,8 @@ impl ListingCache {
             // Room for what the input can hold (an entry takes more than
             // 64 bytes), not for what a corrupted count says.
             let room = usize::try_from(n).unwrap_or(usize::MAX).min(input.0.len() / 64);
-            let mut walked = Walked {
-                steps: Vec::with_capacity(room),
-                dirs: Vec::with_capacity(room),
-                index: HashMap::with_capacity(room),
-                ..Walked::default()
-            };
-            for i in 0..n {
+            let mut walked = Walked { dirs: Vec::with_capacity(room), ..Walked::default() };
+            for _ in 0..n {
                 let read = SessionDir::decode(input)?;
                 let outcome = match input.take(1)?[0] {
                     0 => None,
@@ -341,14 +377,17 @@ impl ListingCache {
                             generation,
                             superseded,
                         };
+                        // What the directory's read selects, as a listing
+                        // relies on (it does not select again a log of a
+                        // directory whose read still holds).
+                        if !read.selects(&found) {
+                            return None;
+                        }
                         let header = SessionHeader { id, created_at: Number::from(created_at), cwd };
                         Some(Outcome::Listed(Arc::new(Listed { header, json, found, stamp })))
                     }
                     _ => return None,
                 };
-                let (project, session) = read.names();
-                walked.steps.push(Ok((project.clone(), session.clone(), read.path().to_path_buf())));
-                walked.index.insert(read.path().as_os_str().to_owned(), i as usize);
                 walked.dirs.push(Some(Dir { read, outcome }));
             }
             Some(walked)
@@ -407,8 +446,11 @@ impl ListingCache {
         // directory is read again (a log's header is still reused when its
         // identity is the same).
         let reread_all = everything || self.watcher.is_none();
-        let structural =
-            reread_all || self.walked.is_none() || dirty.iter().any(|d| d == root || d.parent() == Some(root));
+        // (After a cache file was read, the root is walked: its reads are
+        // not steps of a walk yet.)
+        let structural = reread_all
+            || self.walked.as_ref().is_none_or(|w| w.steps.len() != w.dirs.len())
+            || dirty.iter().any(|d| d == root || d.parent() == Some(root));
         if structural {
             let mut root_rejected = Vec::new();
             let mut refused = false;
@@ -433,21 +475,12 @@ impl ListingCache {
                 }
             };
             // Keep the reads of the session directories still there.
-            let mut old = self.walked.take().unwrap_or_default();
-            let mut index = HashMap::with_capacity(steps.len());
-            let dirs: Vec<Option<Dir>> = steps
-                .iter()
-                .enumerate()
-                .map(|(i, step)| {
-                    let (_, _, path) = step.as_ref().ok()?;
-                    index.insert(path.as_os_str().to_owned(), i);
-                    old.index.get(path.as_os_str()).and_then(|&j| old.dirs.get_mut(j)).and_then(Option::take)
-                })
-                .collect();
+            let dirs = self.walked.take().unwrap_or_default().take_reads(&steps);
+            let walked = Walked { root_rejected, steps, dirs, index: OnceLock::new() };
             if let Some(w) = self.watcher.as_mut() {
-                w.retain(|d| d == root || d.parent() == Some(root) || index.contains_key(d.as_os_str()));
+                w.retain(|d| d == root || d.parent() == Some(root) || walked.step_of(d).is_some());
             }
-            self.walked = Some(Walked { root_rejected, steps, dirs, index });
+            self.walked = Some(walked);
         }
         let walked = self.walked.as_mut().expect("walked above or before");
         let watched = self.watcher.is_some();
@@ -481,7 +514,7 @@ impl ListingCache {
         } else {
             for d in &dirty {
                 for p in [Some(d.as_path()), d.parent()].into_iter().flatten() {
-                    if let Some(&i) = walked.index.get(p.as_os_str()) {
+                    if let Some(i) = walked.step_of(p) {
                         to_read.push(i);
                     }
                 }
@@ -511,10 +544,12 @@ impl ListingCache {
         let read = read_dirs(&reads, !watched);
         self.changed |= !read.is_empty();
         self.reads.0 += read.len() as u64;
+        let mut reread = vec![false; walked.steps.len()];
         for (i, dir) in to_read.into_iter().zip(read) {
             let previous = walked.dirs[i].take().and_then(|d| d.outcome);
             walked.dirs[i] = Some(Dir { read: dir, outcome: previous });
             fresh[i] = true;
+            reread[i] = true;
         }
         let encoding_changed;
         let encoding = match root_encoding_of(root, walked.dirs.iter().flatten().map(|d| &d.read)) {
@@ -525,25 +560,30 @@ impl ListingCache {
             }
             Err(e) => return Ok(Err(e)),
         };
-        let (snapshot, headers_read) = assemble(walked, &fresh, encoding, encoding_changed, under.as_ref());
+        let (snapshot, headers_read) = assemble(walked, &fresh, &reread, encoding, encoding_changed, under.as_ref());
         self.changed |= headers_read > 0;
         self.reads.1 += headers_read;
         Ok(Ok(snapshot))
     }
 }
 
-/// Works out the outcome of every directory that needs one (read now, or
-/// all when the root's encoding changed) and puts the listing together
-/// (logs `lstat`ed through `under` when given). Also returns how many
-/// headers were read.
+/// Works out the outcome of every directory that needs one (`fresh`: read
+/// now (`reread`) or `lstat`ed, or all when the root's encoding changed)
+/// and puts the listing together (logs `lstat`ed through `under` when
+/// given). Also returns how many headers were read.
 fn assemble(
     walked: &mut Walked,
     fresh: &[bool],
+    reread: &[bool],
     encoding: Option<Encoding>,
     encoding_changed: bool,
     under: Option<&StatUnder>,
 ) -> (Snapshot, u64) {
-    let mut reads: Vec<(usize, Found, Option<Arc<Listed>>)> = Vec::new();
+    // The log of each directory to look at: selected again, or (`None`)
+    // the one it listed, when its read still holds and selects that log
+    // under the root's encoding (a listed log is the read's selection under
+    // the log's own encoding: see `decode`).
+    let mut reads: Vec<(usize, Option<Found>, Option<Arc<Listed>>)> = Vec::new();
     for (i, dir) in walked.dirs.iter_mut().enumerate() {
         let Some(dir) = dir else { continue };
         if !(encoding_changed || fresh[i] || dir.outcome.is_none()) {
@@ -553,16 +593,25 @@ fn assemble(
             Some(Outcome::Listed(l)) => Some(l),
             _ => None,
         };
+        if let Some(l) = previous.as_ref().filter(|l| !reread[i] && Some(l.found.encoding) == encoding) {
+            reads.push((i, None, Some(l.clone())));
+            continue;
+        }
         match dir.read.select(encoding) {
             None => dir.outcome = Some(Outcome::NotASession),
             Some(Err(r)) => dir.outcome = Some(Outcome::Unselected(r)),
-            Some(Ok(found)) => reads.push((i, found, previous)),
+            Some(Ok(found)) => reads.push((i, Some(found), previous)),
         }
     }
     // Headers: reused when the log's identity is the one they were read
     // under, else read (on several threads).
     let headers_read = std::sync::atomic::AtomicU64::new(0);
     let outcomes = par_map(&reads, |(_, found, previous), scratch| {
+        let found = match (found, previous) {
+            (Some(found), _) => found,
+            (None, Some(previous)) => &previous.found,
+            (None, None) => unreachable!("a log not selected again is a listed one"),
+        };
         if let Some(previous) = previous {
             let now = match (under, found.path.file_name()) {
                 (Some(under), Some(name)) => {
@@ -719,6 +768,16 @@ mod tests {
         assert_eq!(cache.refresh(root).unwrap().to_listing(), fresh(root));
         assert_eq!(cache.reads.0, before.0 + 1);
         assert_eq!(cache.reads.1, before.1, "its log did not change");
+        // A newer generation beside a settled log: that directory is read
+        // again and its log selected again (never the older one kept).
+        // (A plain log's lines under a generation-2 name: its header is
+        // rejected, and the session with it.)
+        let newer = all[3].with_file_name("session.v2.jsonl");
+        std::fs::copy(&all[3], &newer).unwrap();
+        let now = cache.refresh(root).unwrap().to_listing();
+        assert_eq!(now, fresh(root));
+        assert!(!logs(&now).contains(&all[3]), "the older generation is no longer the log");
+        assert!(now.rejected.iter().any(|r| r.path == newer), "{:?}", now.rejected);
 
         // The cache file: another process lists without reading what is
         // unchanged and settled, and reads what changed.
@@ -729,10 +788,11 @@ mod tests {
         other.set_watching(false);
         assert!(other.decode(&mut crate::cache_file::Input(&payload)));
         assert_eq!(other.refresh(root).unwrap().to_listing(), fresh(root));
-        // Read again: the two directories changed in the last seconds (not
-        // settled) and the rewritten log's header.
-        assert_eq!(other.reads.1, 1, "only the rewritten log's header");
-        assert!(other.reads.0 <= 2, "{:?}", other.reads);
+        // Read again: the three directories changed in the last seconds
+        // (not settled), the rewritten log's header, and the rejected
+        // header (a rejection is not kept in the file).
+        assert_eq!(other.reads.1, 2, "only the rewritten log's header and the rejected one");
+        assert!(other.reads.0 <= 3, "{:?}", other.reads);
         // A listing cache decodes once, into a cache that has not listed.
         assert!(!other.decode(&mut crate::cache_file::Input(&payload)));
         // Truncated or padded: refused as a whole.
