@@ -188,6 +188,11 @@ impl SharedListing {
         &self.sessions
     }
 
+    /// The sessions, shared.
+    pub(crate) fn shared_sessions(&self) -> Arc<[SessionHeader]> {
+        Arc::clone(&self.sessions)
+    }
+
     /// The fingerprint of each session, in the same order.
     pub fn fingerprints(&self) -> &[Option<Fingerprint>] {
         &self.fingerprints

@@ -5,6 +5,8 @@
 //! and fingerprinted as before (fingerprints asked only for the sessions a
 //! query needs).
 
+use std::sync::Arc;
+
 use super::fingerprint::Fingerprint;
 use crate::error::{Error, Result};
 use crate::host::{SessionHeader, SharedListing};
@@ -13,7 +15,7 @@ use crate::resolver::{guarded, Resolver};
 /// The sessions a discovery query works on.
 pub(crate) enum Listed {
     /// Listed by `list_sessions`, fingerprints to be asked for.
-    Owned(Vec<SessionHeader>),
+    Owned(Arc<[SessionHeader]>),
     /// Shared by the source with every fingerprint.
     Shared(SharedListing),
 }
@@ -24,6 +26,14 @@ impl Listed {
         match self {
             Listed::Owned(s) => s,
             Listed::Shared(l) => l.sessions(),
+        }
+    }
+
+    /// Every listed session, shared (nothing copied).
+    pub(crate) fn shared_sessions(&self) -> Arc<[SessionHeader]> {
+        match self {
+            Listed::Owned(s) => Arc::clone(s),
+            Listed::Shared(l) => l.shared_sessions(),
         }
     }
 
@@ -84,6 +94,6 @@ impl Resolver {
             return Ok(Listed::Shared(shared));
         }
         let sessions = guarded(|| self.query.list_sessions()).await.map_err(Error::list_failed)?;
-        Ok(Listed::Owned(sessions))
+        Ok(Listed::Owned(sessions.into()))
     }
 }

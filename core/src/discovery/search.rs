@@ -380,6 +380,21 @@ fn whole(text: &str) -> String {
     snippet(text, 0)
 }
 
+/// The sessions a search looks at: their positions in the listing, which
+/// is shared (with the blocking pool too), so no header is copied.
+#[derive(Clone)]
+struct Picked {
+    all: Arc<[SessionHeader]>,
+    at: Arc<[usize]>,
+}
+
+impl Picked {
+    /// The picked sessions, in order.
+    fn refs(&self) -> Vec<&SessionHeader> {
+        self.at.iter().map(|&i| &self.all[i]).collect()
+    }
+}
+
 /// What [`score`] found: the hits, and the sessions (by index) whose
 /// stored text it could not read; when there are any, the hits may miss
 /// those sessions and must not be used.
@@ -392,7 +407,7 @@ struct Scored {
 /// the prospects that can still enter the top `limit`.
 fn score(
     query: &Query,
-    sessions: &[SessionHeader],
+    sessions: &[&SessionHeader],
     docs: &[Arc<Doc>],
     target: &Target,
     limit: usize,
@@ -460,7 +475,7 @@ fn score(
         }
         let hit = match p.settled {
             Some((field, snippet)) => Some(Hit { key: p.key, at: p.at, field, snippet, message_index: None }),
-            None => match verify(query, &sessions[p.at], &docs[p.at], p.key, p.at) {
+            None => match verify(query, sessions[p.at], &docs[p.at], p.key, p.at) {
                 Ok(hit) => hit,
                 Err(Unreadable) => {
                     unreadable.push(p.at);
@@ -653,9 +668,10 @@ impl Resolver {
                     SearchScope::SameCwd => target.cwd.is_some() && s.cwd == target.cwd,
                 }
         });
-        let fps = listed.fingerprints_at(self, &picked).await;
-        let sessions: Arc<Vec<SessionHeader>> = Arc::new(listed.at(&picked).into_iter().cloned().collect());
-        let (docs, hits) = self.scored(query, &sessions, &fps, target, limit, cancel).await?;
+        let picked = Picked { all: listed.shared_sessions(), at: picked.into() };
+        let fps = listed.fingerprints_at(self, &picked.at).await;
+        let sessions = picked.refs();
+        let (docs, hits) = self.scored(query, &picked, &fps, target, limit, cancel).await?;
         Ok(hits
             .into_iter()
             .map(|h| {
@@ -682,18 +698,18 @@ impl Resolver {
     async fn scored(
         &self,
         mut query: Query,
-        sessions: &Arc<Vec<SessionHeader>>,
+        picked: &Picked,
         fps: &Fingerprints<'_>,
         target: &Target,
         limit: usize,
         cancel: Option<&CancelToken>,
     ) -> Result<(Arc<Vec<Arc<Doc>>>, Vec<Hit>)> {
         loop {
-            let docs = Arc::new(self.indexed(sessions, fps).await);
-            let (s, d, t, token) = (Arc::clone(sessions), Arc::clone(&docs), target.clone(), cancel.cloned());
+            let docs = Arc::new(self.indexed(&picked.refs(), fps).await);
+            let (p, d, t, token) = (picked.clone(), Arc::clone(&docs), target.clone(), cancel.cloned());
             let keep = self.discovery.docs.keeps_filters();
             let work = tokio::task::spawn_blocking(move || {
-                let scored = score(&query, &s, &d, &t, limit, keep, token.as_ref());
+                let scored = score(&query, &p.refs(), &d, &t, limit, keep, token.as_ref());
                 (query, scored)
             });
             let (back, scored) = work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?;
@@ -702,14 +718,14 @@ impl Resolver {
                 return Ok((docs, hits));
             }
             query = back;
-            self.evict_unreadable(sessions, &docs, &unreadable);
+            self.evict_unreadable(&picked.refs(), &docs, &unreadable);
         }
     }
 
     /// Drops from the index the docs of `sessions` at `unreadable` (still
     /// held, not rebuilt since), so the next [`indexed`](Self::indexed)
     /// builds them again from their source.
-    fn evict_unreadable(&self, sessions: &[SessionHeader], docs: &[Arc<Doc>], unreadable: &[usize]) {
+    fn evict_unreadable(&self, sessions: &[&SessionHeader], docs: &[Arc<Doc>], unreadable: &[usize]) {
         for &i in unreadable {
             if self.discovery.docs.evict(&sessions[i].id, &docs[i]) {
                 self.discovery.mark_index_changed();
@@ -721,7 +737,7 @@ impl Resolver {
     /// cached under an unchanged fingerprint, else built from its title and surface. A surface that
     /// cannot be read gives a doc without body (searched by title, id and
     /// cwd) that is not kept.
-    async fn indexed(&self, sessions: &[SessionHeader], fps: &Fingerprints<'_>) -> Vec<Arc<Doc>> {
+    async fn indexed(&self, sessions: &[&SessionHeader], fps: &Fingerprints<'_>) -> Vec<Arc<Doc>> {
         let mut docs =
             self.discovery.docs.get_all(sessions.iter().enumerate().map(|(i, s)| (s.id.as_str(), fps.get(i))));
         // Titles only of the sessions to index: a kept doc holds the title
@@ -729,7 +745,7 @@ impl Resolver {
         let missing: Vec<usize> = docs.iter().enumerate().filter(|(_, d)| d.is_none()).map(|(i, _)| i).collect();
         let titles = self
             .titles_under(
-                &missing.iter().map(|&i| &sessions[i]).collect::<Vec<_>>(),
+                &missing.iter().map(|&i| sessions[i]).collect::<Vec<_>>(),
                 &Fingerprints::Of(fps, &missing),
                 INDEX_CONCURRENCY * 2,
             )
