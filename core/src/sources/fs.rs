@@ -400,7 +400,13 @@ where
         }
     });
     let mut state = S::default();
-    results.into_iter().zip(&batches).flat_map(|(r, batch)| r.unwrap_or_else(|| run(batch, &mut state))).collect()
+    // Sized once (a growing list of thousands of results is copied and
+    // faulted in anew at each doubling).
+    let mut out = Vec::with_capacity(items.len());
+    for (r, batch) in results.into_iter().zip(&batches) {
+        out.extend(r.unwrap_or_else(|| run(batch, &mut state)));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -180,8 +180,9 @@ struct Walked {
     /// listing after that walks the root, as every first listing does.
     steps: Vec<Step>,
     /// One per step (`None` for a failed step); the reads a cache file
-    /// held, in walk order, when the steps are empty.
-    dirs: Vec<Option<Dir>>,
+    /// held, in walk order, when the steps are empty. (Boxed: a walk moves
+    /// every read into a list of its own, so the list holds pointers.)
+    dirs: Vec<Option<Box<Dir>>>,
     /// The step of each session directory, made when first needed (only
     /// a watcher's events name directories by path).
     /// (Keyed by the path's bytes: hashing a `Path` walks its components.)
@@ -203,7 +204,7 @@ impl Walked {
     /// name: both walks list them in the same order (names in byte order),
     /// so one merge pass matches them all. (A read out of that order, from
     /// a cache file, is not matched: that directory is read again.)
-    fn take_reads(&mut self, steps: &[Step]) -> Vec<Option<Dir>> {
+    fn take_reads(&mut self, steps: &[Step]) -> Vec<Option<Box<Dir>>> {
         use std::cmp::Ordering;
         let mut old = self.dirs.iter_mut().filter(|d| d.is_some()).peekable();
         steps
@@ -388,7 +389,7 @@ impl ListingCache {
                     }
                     _ => return None,
                 };
-                walked.dirs.push(Some(Dir { read, outcome }));
+                walked.dirs.push(Some(Box::new(Dir { read, outcome })));
             }
             Some(walked)
         })();
@@ -547,7 +548,7 @@ impl ListingCache {
         let mut reread = vec![false; walked.steps.len()];
         for (i, dir) in to_read.into_iter().zip(read) {
             let previous = walked.dirs[i].take().and_then(|d| d.outcome);
-            walked.dirs[i] = Some(Dir { read: dir, outcome: previous });
+            walked.dirs[i] = Some(Box::new(Dir { read: dir, outcome: previous }));
             fresh[i] = true;
             reread[i] = true;
         }
