@@ -1185,7 +1185,7 @@ impl DocCache {
     /// checksum and decompress to exactly the sum of its item lengths when
     /// it is read ([`Doc::text`]), and its filter match its checksum when a
     /// search reads it ([`FilterPass`]).
-    pub(crate) fn decode(&self, directory: Vec<u8>, stored: &Arc<StoredTexts>) -> Option<Vec<(String, Doc)>> {
+    pub(crate) fn decode(&self, directory: Vec<u8>, stored: &Arc<StoredTexts>) -> Option<Vec<(String, Arc<Doc>)>> {
         let mut input = crate::cache_file::Input(&directory);
         let count = input.u64()?;
         let mut dicts = Vec::new();
@@ -1238,7 +1238,8 @@ impl DocCache {
                 _ => Bits::Stored(Box::new(StoredBits { at: filter, kept: std::sync::OnceLock::new() })),
             };
             let title_folded = folded_title(title.as_deref());
-            out.push((id, Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom: Bloom { bits } }));
+            let doc = Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom: Bloom { bits } };
+            out.push((id, Arc::new(doc)));
         }
         input.0.is_empty().then_some(out)
     }
@@ -1256,7 +1257,7 @@ impl DocCache {
 
     /// Keeps every `(id, doc)`; without a dictionary of its own yet, the
     /// cache takes the one the first of them uses.
-    pub(crate) fn insert_all(&self, docs: Vec<(String, Doc)>) {
+    pub(crate) fn insert_all(&self, docs: Vec<(String, Arc<Doc>)>) {
         let mut dictionary = self.dictionary.write().unwrap_or_else(|e| e.into_inner());
         if dictionary.is_none() {
             *dictionary = docs.iter().find_map(|(_, d)| d.dict.clone());
@@ -1264,9 +1265,7 @@ impl DocCache {
         drop(dictionary);
         let mut held = self.docs.write().unwrap_or_else(|e| e.into_inner());
         held.reserve(docs.len());
-        for (id, doc) in docs {
-            held.insert(id, Arc::new(doc));
-        }
+        held.extend(docs);
     }
 
     /// Number of kept docs.
