@@ -142,7 +142,9 @@ impl SessionDir {
         let stamp = Some(input.stamp()?);
         let read_at_ns = input.i128()?;
         let n = input.u64()?;
-        let mut candidates = Vec::new();
+        // Sized once (one or two names, nearly always), for what the input
+        // can hold (a candidate takes more than 16 bytes).
+        let mut candidates = Vec::with_capacity(usize::try_from(n).unwrap_or(usize::MAX).min(input.0.len() / 16));
         for _ in 0..n {
             let generation = input.u64()?;
             let encoding = match input.take(1)?[0] {
