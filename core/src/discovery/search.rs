@@ -396,8 +396,8 @@ impl Picked {
 }
 
 /// What [`score`] found: the hits, and the sessions (by index) whose
-/// stored text it could not read; when there are any, the hits may miss
-/// those sessions and must not be used.
+/// stored filter or text it could not read; when there are any, the hits
+/// may miss those sessions and must not be used.
 struct Scored {
     hits: Vec<Hit>,
     unreadable: Vec<usize>,
@@ -690,8 +690,8 @@ impl Resolver {
     /// The doc of every session (whose fingerprints are `fps`) and the hits
     /// among them: indexed, then
     /// scored on the blocking pool. When some docs loaded from a cache file
-    /// could not read their stored text (gone, damaged, not what it was
-    /// recorded as), those docs are dropped, their sessions indexed again
+    /// could not read their stored filter or text (gone, damaged, not what
+    /// it was recorded as), those docs are dropped, their sessions indexed again
     /// from their source and the search run again, so they are never
     /// missed; each round leaves fewer docs read from a file (docs built
     /// here are never unreadable), so it ends.

@@ -569,10 +569,10 @@ impl Stored {
     }
 }
 
-/// A doc's stored text could not be read back from its cache file, or did
-/// not match its checksum or its recorded length: the doc must be dropped
-/// and its session indexed again from its source, never searched as if
-/// its text were empty.
+/// A doc's stored text or filter could not be read back from its cache
+/// file, or did not match its checksum (or the text its recorded length):
+/// the doc must be dropped and its session indexed again from its source,
+/// never searched as if its text were empty or its filter ruled it out.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Unreadable;
 
