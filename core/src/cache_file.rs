@@ -9,9 +9,10 @@
 //! The search index is too large to decode whole on every start, so its
 //! file is read in place instead ([`write_in_place`], [`open_in_place`]):
 //! the same header, uncompressed, then a small checksummed *directory*
-//! read at once, then a region of stored texts the directory points into,
-//! each fetched on demand ([`StoredTexts::read`]) and checked against its
-//! own checksum by its user.
+//! read at once, then a region of stored texts (the index's filters and
+//! compressed texts) the directory points into, each fetched on demand
+//! ([`StoredTexts::read`], [`StoredTexts::read_into`]) and checked against
+//! its own checksum by its user.
 
 use std::io::Write;
 use std::path::Path;

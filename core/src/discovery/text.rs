@@ -325,6 +325,7 @@ impl Bloom {
     }
 
     /// Its bytes if they are in memory.
+    #[cfg(test)]
     fn held(&self) -> Option<&[u8]> {
         match &self.bits {
             Bits::Held(bits) => Some(bits),
@@ -335,10 +336,12 @@ impl Bloom {
     /// Its bytes, wherever they are: read back from the cache file (and
     /// checked against their checksum) when not in memory.
     fn bits(&self) -> Result<Cow<'_, [u8]>, Unreadable> {
-        match (&self.bits, self.held()) {
-            (_, Some(bits)) => Ok(Cow::Borrowed(bits)),
-            (Bits::Stored(stored), None) => stored.at.read(filter_seed(stored.at.len)).map(Cow::Owned),
-            (Bits::Held(_), None) => unreachable!("a held filter is in memory"),
+        match &self.bits {
+            Bits::Held(bits) => Ok(Cow::Borrowed(bits)),
+            Bits::Stored(stored) => match stored.kept.get() {
+                Some(bits) => Ok(Cow::Borrowed(bits)),
+                None => stored.at.read(filter_checksum).map(Cow::Owned),
+            },
         }
     }
 
@@ -369,10 +372,11 @@ impl Bloom {
     }
 }
 
-/// The seed of a stored filter's checksum: its length, marked apart from a
-/// text's (seeded with the length it decompresses to).
-fn filter_seed(len: usize) -> u64 {
-    len as u64 ^ 0xf11e_0000_0000_0000
+/// The checksum the index file keeps of a filter's bytes, seeded with
+/// their length marked apart from a text's seed (the length it
+/// decompresses to, [`text_checksum`]).
+fn filter_checksum(bits: &[u8]) -> u64 {
+    crate::cache_file::checksum(bits.len() as u64 ^ 0xf11e_0000_0000_0000, bits)
 }
 
 /// The case mapping every comparison of search uses: each character's
@@ -554,16 +558,16 @@ struct Stored {
     /// Where it is among the file's stored texts, and its length.
     offset: u64,
     len: usize,
-    /// Its checksum ([`text_checksum`], or seeded with [`filter_seed`]).
+    /// Its checksum ([`text_checksum`] or [`filter_checksum`]).
     checksum: u64,
 }
 
 impl Stored {
-    /// Its bytes read back from the file, if they match their checksum
-    /// (seeded with `seed`).
-    fn read(&self, seed: u64) -> Result<Vec<u8>, Unreadable> {
+    /// Its bytes read back from the file, if they match its checksum (as
+    /// `sum` computes it).
+    fn read(&self, sum: impl Fn(&[u8]) -> u64) -> Result<Vec<u8>, Unreadable> {
         match self.texts.read(self.offset, self.len) {
-            Ok(bytes) if crate::cache_file::checksum(seed, &bytes) == self.checksum => Ok(bytes),
+            Ok(bytes) if sum(&bytes) == self.checksum => Ok(bytes),
             _ => Err(Unreadable),
         }
     }
@@ -596,7 +600,7 @@ impl Packed {
     fn bytes(&self, len: usize) -> Result<Cow<'_, [u8]>, Unreadable> {
         match self {
             Packed::Held(bytes) => Ok(Cow::Borrowed(bytes)),
-            Packed::Stored(s) => s.read(len as u64).map(Cow::Owned),
+            Packed::Stored(s) => s.read(|bytes| text_checksum(bytes, len)).map(Cow::Owned),
         }
     }
 }
@@ -927,9 +931,7 @@ impl<'a> FilterPass<'a> {
                 usize::try_from(end - start).ok().and_then(|len| first.at.texts.read_into(start, len, &mut buf).ok());
             for &(i, b) in run {
                 let at = (b.at.offset - start) as usize;
-                let bits = read
-                    .and(buf.get(at..at + b.at.len))
-                    .filter(|bits| crate::cache_file::checksum(filter_seed(b.at.len), bits) == b.at.checksum);
+                let bits = read.and(buf.get(at..at + b.at.len)).filter(|bits| filter_checksum(bits) == b.at.checksum);
                 let row = &mut verdicts[i * n..(i + 1) * n];
                 let Some(bits) = bits else {
                     row.fill(UNREADABLE);
@@ -1117,8 +1119,8 @@ impl DocCache {
     /// first of all: its raw bytes, its common keys), then per doc its id,
     /// fingerprint, title, the number of its dictionary (0: none), its item
     /// lengths, and where its compressed text and its filter are in the
-    /// stored region (offset, length, checksum: [`text_checksum`], or
-    /// seeded with [`filter_seed`]). The region holds every filter, then
+    /// stored region (offset, length, checksum: [`text_checksum`],
+    /// [`filter_checksum`]). The region holds every filter, then
     /// every text, so that a search reads the filters in one sweep. A doc
     /// whose text or filter is stored in the file it was loaded from is
     /// written with the bytes read back from it (the old file stays
@@ -1168,7 +1170,7 @@ impl DocCache {
                 Packed::Stored(s) => s.checksum,
                 Packed::Held(_) => text_checksum(packed, d.len),
             };
-            let filter_sum = crate::cache_file::checksum(filter_seed(bits.len()), bits);
+            let filter_sum = filter_checksum(bits);
             for n in [stored.len() as u64, packed.len() as u64, text_sum, filter_at, bits.len() as u64, filter_sum] {
                 out.extend_from_slice(&n.to_le_bytes());
             }
