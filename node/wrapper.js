@@ -76,16 +76,33 @@ function jsonArgument(value, name) {
   return text
 }
 
-function targetArgument(target) {
+function requireTarget(target) {
   if (target === null || typeof target !== 'object' || Array.isArray(target)) {
     throw invalidArgument(`target must be an object {id, cwd?}, not ${describe(target)}`)
   }
-  return jsonArgument(target, 'target')
 }
 
-function arrayArgument(value, name) {
+function requireArray(value, name) {
   if (!Array.isArray(value)) throw invalidArgument(`${name} must be an array, not ${describe(value)}`)
-  return jsonArgument(value, name)
+}
+
+/**
+ * One operation's request as the JSON text the native side reads in one
+ * call (the core's request readers). `required` names the parts that must
+ * serialize to a value; a part that cannot be serialized is named in the
+ * error.
+ */
+function requestArgument(request, required) {
+  for (const name of required) {
+    const type = typeof request[name]
+    if (type === 'undefined' || type === 'function' || type === 'symbol') jsonArgument(request[name], name)
+  }
+  try {
+    return JSON.stringify(request)
+  } catch (error) {
+    for (const name of Object.keys(request)) jsonArgument(request[name], name)
+    throw invalidArgument(`the request is not JSON-serializable: ${error.message}`)
+  }
 }
 
 function signalOf(options) {
@@ -365,23 +382,28 @@ class SessionReferenceResolver {
     const signal = signalOf(options)
     const window = options == null ? undefined : options.contextWindow
     if (window != null && typeof window !== 'number') throw new TypeError('options.contextWindow must be a number')
-    const args = [targetArgument(target), jsonArgument(content, 'content'), arrayArgument(references, 'references')]
-    return runNative(signal, (handle) => this.#native.prepare(...args, window ?? null, handle), preparedOf)
+    requireTarget(target)
+    requireArray(references, 'references')
+    const request = requestArgument({ target, content, references, contextWindow: window ?? null }, ['target', 'content'])
+    return runNative(signal, (handle) => this.#native.prepare(request, handle), preparedOf)
   }
 
   /** Rewrites mentions in user messages and inserts their context messages. */
   async prepareMessages(target, messages, options) {
     const signal = signalOf(options)
-    const args = [targetArgument(target), arrayArgument(messages, 'messages')]
-    return runNative(signal, (handle) => this.#native.prepareMessages(...args, handle), preparedOf)
+    requireTarget(target)
+    requireArray(messages, 'messages')
+    const request = requestArgument({ target, messages }, ['target'])
+    return runNative(signal, (handle) => this.#native.prepareMessages(request, handle), preparedOf)
   }
 
   /** Discovery: sessions other than the target, ranked and filtered. */
   async listCandidates(target, query = '', limit = undefined, options = undefined) {
     const signal = signalOf(options)
-    const json = targetArgument(target)
+    requireTarget(target)
     requireString(query, 'query')
-    return runNative(signal, (handle) => this.#native.listCandidates(json, query, limit, handle))
+    const request = requestArgument({ target, query }, ['target'])
+    return runNative(signal, (handle) => this.#native.candidates(request, limit, false, handle))
   }
 
   /**
@@ -395,9 +417,10 @@ class SessionReferenceResolver {
       limit = undefined
     }
     const signal = signalOf(options)
-    const json = targetArgument(target)
+    requireTarget(target)
     requireString(query, 'query')
-    return runNative(signal, (handle) => this.#native.candidates(json, query, limit, handle))
+    const request = requestArgument({ target, query }, ['target'])
+    return runNative(signal, (handle) => this.#native.candidates(request, limit, true, handle))
   }
 
   /**
@@ -407,14 +430,15 @@ class SessionReferenceResolver {
    */
   async search(target, query, options = undefined) {
     const signal = signalOf(options)
-    const json = targetArgument(target)
+    requireTarget(target)
     requireString(query, 'query')
     const limit = options == null ? undefined : options.limit === null ? undefined : options.limit
     const scope = options == null || options.scope == null ? undefined : options.scope
     if (scope !== undefined && typeof scope !== 'string') {
       throw invalidArgument(`options.scope must be 'all' or 'cwd', not ${describe(scope)}`)
     }
-    return runNative(signal, (handle) => this.#native.search(json, query, limit, scope, handle))
+    const request = requestArgument({ target, query, scope }, ['target'])
+    return runNative(signal, (handle) => this.#native.search(request, limit, handle))
   }
 }
 

@@ -255,11 +255,15 @@ fn show_prints_the_projected_conversation() {
     assert_eq!(got["sessionId"], "compaction-recovery");
     assert_eq!(got["cwd"], "/home/dev/alpha");
     assert_eq!(got["capturedThroughSeq"], 30);
-    let conv = got["conversation"].as_array().unwrap();
+    // The core's shape (`SessionConversation::to_json`), labeled with the
+    // session's latest title as discovery labels it.
+    let conv = got["messages"].as_array().unwrap();
     assert_eq!(conv.len(), 2);
-    assert_eq!(conv[1], json!({"role": "assistant", "text": "COMPACTION RECOVERED"}));
+    assert_eq!(conv[0]["checkpoint"], true);
+    assert_eq!(conv[1], json!({"index": 1, "role": "assistant", "text": "COMPACTION RECOVERED", "checkpoint": false}));
     let keys: Vec<&String> = got.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["sessionId", "label", "cwd", "capturedThroughSeq", "conversation"]);
+    assert_eq!(keys, ["sessionId", "label", "cwd", "capturedThroughSeq", "messages"]);
+    assert_eq!(got["label"], "Establish a durable compaction premise");
     let out = run(&["--root", &raw_root(), "show", "compaction-recovery"]);
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("[user (compaction checkpoint)]"), "{}", out.stdout);
@@ -511,9 +515,10 @@ fn sources_of_every_kind_list_and_show() {
     let shown = ok_json(&[&all[..], &["show", "claude-code:dag_compact_after_rewind", "--json"]].concat());
     assert_eq!(shown["cwd"], "/tmp");
     assert_eq!(shown["capturedThroughSeq"], 11);
-    assert_eq!(shown["conversation"][2], json!({"role": "assistant", "text": "Final answer"}));
+    assert_eq!(shown["messages"][2]["role"], "assistant");
+    assert_eq!(shown["messages"][2]["text"], "Final answer");
     let shown = ok_json(&[&all[..], &["show", "codex:11111111-1111-4111-8111-111111111111", "--json"]].concat());
-    assert_eq!(shown["conversation"][1]["text"], "The synthetic files are alpha.txt and beta.txt.");
+    assert_eq!(shown["messages"][1]["text"], "The synthetic files are alpha.txt and beta.txt.");
     // DSH ids read exactly as with --root.
     let via_sources = run(&[&all[..], &["show", "multi-turn"]].concat());
     let via_root = run(&["--root", &raw_root(), "show", "multi-turn"]);

@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
-use dsh_session_reference::store::DshStore;
+use dsh_session_reference::sources::dsh::DshStore;
 use dsh_session_reference::{
-    Config, FileSource, MemoryQuery, QueryFuture, Resolver, SearchOptions, SessionHeader, SessionQuery, SurfaceData,
-    Target,
+    block_on, CandidateOptions, Config, FileSource, MemoryQuery, QueryFuture, Resolver, SearchOptions, SessionHeader,
+    SessionQuery, SurfaceData, Target,
 };
 use serde_json::json;
 
@@ -272,36 +272,44 @@ fn main() {
 
     // --- candidates through the store, with and without fingerprints
     let plain = Resolver::new(Arc::new(Plain(store.clone())), Config::default());
-    let (_, uncached) = time(|| plain.candidates_blocking(&target, "ka", None, None).unwrap());
+    let (_, uncached) = time(|| block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
     // Two long-lived stores: the default (watching from its second listing
     // on, where the system can) and one that walks and stats on every call.
     let watched = DshStore::open(&root).unwrap();
     let unwatched = DshStore::open(&root).unwrap().with_watching(false);
     let r = Resolver::new(Arc::new(watched.clone()), Config::default());
     let ru = Resolver::new(Arc::new(unwatched.clone()), Config::default());
-    let (first_list, first) = time(|| r.candidates_blocking(&target, "ka", None, None).unwrap());
+    let (first_list, first) =
+        time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
     assert_eq!(
         first_list,
-        plain.candidates_blocking(&target, "ka", None, None).unwrap(),
+        block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
         "the cache changes cost only"
     );
-    ru.candidates_blocking(&target, "ka", None, None).unwrap();
-    let warm =
-        median((0..reps).map(|_| time(|| r.candidates_blocking(&target, "ka", None, None).unwrap()).1).collect());
-    let warm_unwatched =
-        median((0..reps).map(|_| time(|| ru.candidates_blocking(&target, "ka", None, None).unwrap()).1).collect());
+    block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap();
+    let warm = median(
+        (0..reps)
+            .map(|_| time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
+            .collect(),
+    );
+    let warm_unwatched = median(
+        (0..reps)
+            .map(|_| time(|| block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
+            .collect(),
+    );
     let listing = median((0..reps).map(|_| time(|| watched.list().unwrap()).1).collect());
     let (_, walk) = time(|| DshStore::open(&root).unwrap().list().unwrap());
     let mut appended = Vec::new();
     let mut appended_unwatched = Vec::new();
     for i in 0..reps {
         append(&mut logs[i * 7 % n], 100);
-        appended.push(time(|| r.candidates_blocking(&target, "ka", None, None).unwrap()).1);
-        appended_unwatched.push(time(|| ru.candidates_blocking(&target, "ka", None, None).unwrap()).1);
+        appended.push(time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1);
+        appended_unwatched
+            .push(time(|| block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1);
     }
     assert_eq!(
-        r.candidates_blocking(&target, "ka", None, None).unwrap(),
-        plain.candidates_blocking(&target, "ka", None, None).unwrap(),
+        block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
+        block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
         "after the appends too"
     );
     println!("candidates --query (DSH store, files; watching: {}):", watched.is_watching());
@@ -328,15 +336,18 @@ fn main() {
     }
     let mem = Arc::new(mem);
     let rm = Resolver::new(mem.clone(), Config::default());
-    rm.candidates_blocking(&target, "ka", None, None).unwrap();
-    let warm_mem =
-        median((0..reps).map(|_| time(|| rm.candidates_blocking(&target, "ka", None, None).unwrap()).1).collect());
+    block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap();
+    let warm_mem = median(
+        (0..reps)
+            .map(|_| time(|| block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
+            .collect(),
+    );
     let changed_mem = median(
         (0..reps)
             .map(|i| {
                 let id = &listed.sessions[i * 11 % n].header.id;
                 mem.set_title(id.clone(), Some(format!("renamed {i}")));
-                time(|| rm.candidates_blocking(&target, "ka", None, None).unwrap()).1
+                time(|| block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1
             })
             .collect(),
     );
@@ -356,10 +367,15 @@ fn main() {
         let source = ClaudeCodeSource::open(croot.path()).unwrap();
         let rc = Resolver::new(source.clone().into_query(), Config::default());
         let ctarget = Target::new("new-chat", Some("/work/q3".into()));
-        let (_, cfirst) = time(|| rc.candidates_blocking(&ctarget, "ka", None, None).unwrap());
-        rc.candidates_blocking(&ctarget, "ka", None, None).unwrap();
-        let cwarm =
-            median((0..reps).map(|_| time(|| rc.candidates_blocking(&ctarget, "ka", None, None).unwrap()).1).collect());
+        let (_, cfirst) = time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap());
+        block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap();
+        let cwarm = median(
+            (0..reps)
+                .map(|_| {
+                    time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap()).1
+                })
+                .collect(),
+        );
         let cappended = median(
             (0..reps)
                 .map(|i| {
@@ -368,14 +384,14 @@ fn main() {
                         f.write_all(b"{\"type\":\"system\",\"subtype\":\"note\",\"content\":\"x\"}\n").unwrap();
                     }
                     drop(f);
-                    time(|| rc.candidates_blocking(&ctarget, "ka", None, None).unwrap()).1
+                    time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap()).1
                 })
                 .collect(),
         );
         let fresh = Resolver::new(ClaudeCodeSource::open(croot.path()).unwrap().into_query(), Config::default());
         assert_eq!(
-            rc.candidates_blocking(&ctarget, "ka", None, None).unwrap(),
-            fresh.candidates_blocking(&ctarget, "ka", None, None).unwrap(),
+            block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap(),
+            block_on(fresh.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap(),
             "the kept source agrees with a fresh one"
         );
         println!("candidates --query (Claude Code source, files; watching: {}):", source.is_watching());
@@ -390,7 +406,7 @@ fn main() {
 
     // --- search
     let opts = SearchOptions::default();
-    let (_, build) = time(|| rm.search_blocking(&target, "alphamarker", &opts, None).unwrap());
+    let (_, build) = time(|| block_on(rm.search(&target, "alphamarker", &opts, None)).unwrap());
     let stats = rm.search_index_stats();
     println!("search (in memory):");
     println!(
@@ -427,7 +443,7 @@ fn main() {
         let t = median(
             (0..reps)
                 .map(|_| {
-                    let (res, t) = time(|| rm.search_blocking(&target, q.as_str(), &opts, None).unwrap());
+                    let (res, t) = time(|| block_on(rm.search(&target, q.as_str(), &opts, None)).unwrap());
                     found = res.len();
                     t
                 })
@@ -435,8 +451,8 @@ fn main() {
         );
         println!("  warm, {what} {q:?}: {} median ({found} results)", ms(t));
     }
-    let (_, sbuild) = time(|| r.search_blocking(&target, "alphamarker", &opts, None).unwrap());
+    let (_, sbuild) = time(|| block_on(r.search(&target, "alphamarker", &opts, None)).unwrap());
     let swarm =
-        median((0..reps).map(|_| time(|| r.search_blocking(&target, "PR1137", &opts, None).unwrap()).1).collect());
+        median((0..reps).map(|_| time(|| block_on(r.search(&target, "PR1137", &opts, None)).unwrap()).1).collect());
     println!("search (DSH store, files): first {:.2} s, warm \"PR1137\" {} median", sbuild.as_secs_f64(), ms(swarm));
 }

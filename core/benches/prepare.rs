@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_session_reference::{Config, Hardening, MemoryQuery, Resolver, SurfaceData, Target, MAX_SAFE_INTEGER};
+use dsh_session_reference::{
+    block_on, Config, Hardening, MemoryQuery, PrepareOptions, Resolver, SurfaceData, Target, MAX_SAFE_INTEGER,
+};
 use serde::de::IgnoredAny;
 use serde_json::json;
 
@@ -214,7 +216,7 @@ fn prepare(bytes: &Arc<Vec<u8>>, budget: u64, reps: usize, with_baseline: bool) 
     let content = json!([{"type": "text", "text": "go"}]);
     let refs = [json!({"sessionId": "big"})];
     let once = || {
-        let p = resolver.prepare_blocking(&target, &content, &refs, None).unwrap();
+        let p = block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
         assert!(p.additional_context.is_some());
     };
     once();
@@ -241,7 +243,7 @@ fn prepare_hardened(bytes: &Arc<Vec<u8>>, reps: usize) -> (Sample, Sample) {
     let content = json!([{"type": "text", "text": "go"}]);
     let refs = [json!({"sessionId": "big"})];
     let once = |r: &Resolver| {
-        let p = r.prepare_blocking(&target, &content, &refs, None).unwrap();
+        let p = block_on(r.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
         assert!(p.additional_context.is_some());
     };
     let mut hardened = || once(&on);

@@ -12,9 +12,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use dsh_session_reference::fs::{open_regular, BoundedLines};
 use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
 use dsh_session_reference::sources::codex::CodexSource;
-use dsh_session_reference::sources::fs::{open_regular, BoundedLines};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, SessionQuery};
 use serde_json::json;

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use dsh_session_reference::store::DshStore;
+use dsh_session_reference::sources::dsh::DshStore;
 use serde_json::json;
 
 fn line(v: serde_json::Value) -> String {

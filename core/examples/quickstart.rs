@@ -5,7 +5,10 @@
 
 use std::sync::Arc;
 
-use dsh_session_reference::{format_mention, parse_text, Config, MemoryQuery, Resolver, SessionHeader, Target};
+use dsh_session_reference::{
+    block_on, format_mention, parse_text, CandidateOptions, Config, MemoryQuery, PrepareOptions, Resolver,
+    SessionHeader, Target,
+};
 use serde_json::json;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let target = Target::new("new-chat", Some("/srv/app".into()));
 
     // 2. Discovery: what the user can mention.
-    let candidates = resolver.candidates_blocking(&target, "storage", None, None)?;
+    let candidates = block_on(resolver.candidates(&target, "storage", &CandidateOptions::default(), None))?;
     for c in &candidates {
         println!("candidate: {}  {}", c.label, c.mention.as_deref().unwrap_or(""));
     }
@@ -43,8 +46,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let parsed = parse_text(&text)?;
     let references: Vec<_> =
         parsed.references.iter().map(|r| json!({"sessionId": r.session_id, "label": r.label})).collect();
-    let prepared =
-        resolver.prepare_blocking(&target, &json!([{"type": "text", "text": parsed.text}]), &references, None)?;
+    let prepared = block_on(resolver.prepare(
+        &target,
+        &json!([{"type": "text", "text": parsed.text}]),
+        &references,
+        &PrepareOptions::default(),
+        None,
+    ))?;
     println!("\nmessage: {}", prepared.content[0]["text"]);
     let context = prepared.additional_context.expect("one reference gives one context message");
     println!("\ncontext ({}):\n{}", context.source.references[0].to_json(), context.prompt);

@@ -17,7 +17,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::discovery::Fingerprint;
+use crate::host::Fingerprint;
 
 /// Appends what every cache file's payload starts with: its magic, its
 /// layout number and the library version.
@@ -45,7 +45,7 @@ pub(crate) fn put_opt(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
 }
 
 /// Appends a file's stamp (identity and ctime).
-pub(crate) fn put_stamp(out: &mut Vec<u8>, stamp: &crate::sources::fs::Stamp) {
+pub(crate) fn put_stamp(out: &mut Vec<u8>, stamp: &crate::fs::Stamp) {
     let id = stamp.id;
     out.extend_from_slice(&id.dev.to_le_bytes());
     out.extend_from_slice(&id.inode.to_le_bytes());
@@ -86,14 +86,14 @@ impl<'a> Input<'a> {
     pub(crate) fn i128(&mut self) -> Option<i128> {
         Some(i128::from_le_bytes(self.take(16)?.try_into().ok()?))
     }
-    pub(crate) fn stamp(&mut self) -> Option<crate::sources::fs::Stamp> {
-        let id = crate::sources::FileIdentity {
+    pub(crate) fn stamp(&mut self) -> Option<crate::fs::Stamp> {
+        let id = crate::fs::FileIdentity {
             dev: self.u64()?,
             inode: self.u64()?,
             size: self.u64()?,
             mtime_ns: u128::from_le_bytes(self.take(16)?.try_into().ok()?),
         };
-        Some(crate::sources::fs::Stamp { id, ctime_ns: self.i128()? })
+        Some(crate::fs::Stamp { id, ctime_ns: self.i128()? })
     }
     pub(crate) fn fingerprint(&mut self) -> Option<Fingerprint> {
         Some(Fingerprint::from_slice(self.bytes()?))

@@ -69,6 +69,14 @@ pub struct ReferenceMetadata {
 }
 
 impl ReferenceMetadata {
+    /// Sets `capturedFormatVersion` (written after `label`) in each
+    /// reference, as the later `dshCompat` profiles have it (`None`: no key).
+    pub(crate) fn set_captured_format_version(&mut self, version: Option<u64>) {
+        for r in &mut self.references {
+            r.captured_format_version = version;
+        }
+    }
+
     /// The metadata of rendered sources, paired with their `(id, label)`
     /// references in order.
     pub(crate) fn new(refs: &[(&str, &str)], sources: &[RenderedSource]) -> Self {

@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use dsh_session_reference::{Config, MemoryQuery, Resolver, SessionHeader, Target};
+//! use dsh_session_reference::{block_on, Config, MemoryQuery, PrepareOptions, Resolver, SessionHeader, Target};
 //! use serde_json::json;
 //!
 //! let query = MemoryQuery::new();
@@ -30,10 +30,10 @@
 //! }));
 //! let resolver = Resolver::new(Arc::new(query), Config::default());
 //! let target = Target::new("new-chat", Some("/work".into()));
-//! let prepared = resolver
-//!     .prepare_blocking(&target, &json!([{"type": "text", "text": "as decided"}]),
-//!                       &[json!({"sessionId": "design"})], None)
-//!     .unwrap();
+//! let content = json!([{"type": "text", "text": "as decided"}]);
+//! let references = [json!({"sessionId": "design"})];
+//! let prepared =
+//!     block_on(resolver.prepare(&target, &content, &references, &PrepareOptions::default(), None)).unwrap();
 //! let context = prepared.additional_context.unwrap();
 //! assert!(context.prompt.contains(r#""text":"Use \u003ctabs>?""#));
 //! ```
@@ -45,16 +45,40 @@
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
-pub(crate) mod cache_file;
+// The layers of the core, lowest first. A module imports only from its own
+// floor and the floors below it (`crate::` paths, and nothing through the
+// crate root's re-exports); `core/tests/layering.rs` checks every module's
+// code against this list, and a new module must be given its floor here.
+//
+// layers:
+//   json cancel runtime          bytes: JSON readers and writers, cancellation, the runtime
+//   error                        the error type and its codes
+//   fs harden                    safe file access; the hardened mode's primitives
+//   config                       configuration, the dshCompat profiles
+//   projection                   the surface grammar -> projected items
+//   conversation retention       pre-projected conversations; the byte budget
+//   prompt                       one source under its budget; the prompt envelope
+//   context uri                  the typed results; URIs and mentions
+//   host                         the host interface and every word it speaks
+//   cache_file memory            cache-file framing; the in-memory session query
+//   index                        the full-text index engine
+//   sources                      readers of session logs on disk
+//   resolver                     the service: preparation and discovery
+//   store                        legacy aliases
+// end layers
+
+#[doc(hidden)]
+pub mod cache_file;
 pub mod cancel;
-pub mod compat;
 pub mod config;
 pub mod context;
 pub mod conversation;
-pub mod discovery;
 pub mod error;
+#[doc(hidden)]
+pub mod fs;
 pub mod harden;
 pub mod host;
+pub(crate) mod index;
 pub mod json;
 pub mod memory;
 pub mod projection;
@@ -75,27 +99,62 @@ pub mod query {
     pub use crate::host::*;
 }
 
+/// The compatibility profiles under their old module.
+#[deprecated(
+    since = "0.2.0",
+    note = "split by job: the profiles are in `config` and at the crate root, the omissions section in `prompt`"
+)]
+pub mod compat {
+    pub use crate::config::{CompatConfig, DshCompat, DEFAULT_REFERENCE_CONTEXT_FRACTION};
+    pub use crate::prompt::{FullSnapshotNotice, OMISSIONS_HEADER};
+}
+
+/// Discovery's types under their old module.
+#[deprecated(since = "0.2.0", note = "the types are in `host` (the words of the host interface) and at the crate root")]
+pub mod discovery {
+    pub use crate::host::{
+        Candidate, Fingerprint, MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
+    };
+    pub use crate::resolver::DiscoveryCachePart;
+}
+
+/// What the project's own fronts (the C ABI, Python, Node, the command
+/// line) need beyond the API at the crate root: the requests they read in
+/// one call, the config keys, and the JSON helpers that keep their bytes
+/// identical to the core's. Outside users may use it; it changes with the
+/// fronts.
+pub mod wire {
+    pub use crate::config::{positive_safe_integer, KEYS as CONFIG_KEYS};
+    pub use crate::conversation::snapshot_from_request;
+    pub use crate::harden::{HARDENED_KEY, HARDENING_KEYS, REDACTED_SECRETS_KEY};
+    pub use crate::json::{parse_js, string_len, stringify, MAX_PARSE_DEPTH};
+    pub use crate::resolver::request::{
+        context_window_from_json, limit_from_json, scope_from_json, CandidatesRequest, PrepareMessagesRequest,
+        PrepareRequest, RequestError, SearchArgs,
+    };
+}
+
 pub use cancel::CancelToken;
-pub use compat::{CompatConfig, DshCompat};
 pub use config::{
-    candidate_limit_from_json, Config, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES,
-    MAX_SAFE_INTEGER,
+    candidate_limit_from_json, CompatConfig, Config, DshCompat, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES,
+    MAX_REFERENCES, MAX_SAFE_INTEGER,
 };
 pub use context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata, ReferenceStats};
 pub use conversation::{Conversation, ConversationItem};
-pub use discovery::{
-    Candidate, DiscoveryCachePart, Fingerprint, MatchField, SearchIndexStats, SearchOptions, SearchRequest,
-    SearchResult, SearchScope,
-};
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;
 pub use host::{
-    Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedBytes, SharedListing, SurfaceData,
-    Target,
+    Blocking, BlockingSessionQuery, Candidate, Fingerprint, MatchField, PinnedListing, QueryFuture, SearchIndexStats,
+    SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery, SharedBytes, SharedListing,
+    SurfaceData, Target,
 };
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
-pub use resolver::{normalize_references, Reference, Resolver};
+pub use prompt::FullSnapshotNotice;
+pub use resolver::{
+    normalize_references, CandidateOptions, DiscoveryCachePart, PrepareOptions, Reference, Resolver,
+    SessionConversation, SessionMessage,
+};
 pub use runtime::{block_on, runtime};
 pub use sources::dsh::DshStore;
 pub use sources::FileSource;

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use crate::discovery::Fingerprint;
 use crate::error::HostError;
+use crate::host::Fingerprint;
 use crate::host::{QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData};
 
 #[derive(Default)]

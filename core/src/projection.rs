@@ -13,11 +13,13 @@ use std::borrow::Cow;
 
 use serde_json::Number;
 
-use crate::harden::invisible;
+use crate::json::invisible;
 use crate::json::literal;
 use crate::json::read::{Read, Reader, Str};
 use crate::json::string_len;
-use crate::sources::dsh::message::CHECKPOINT_KIND;
+
+/// The v4 checkpoint source kind.
+pub const CHECKPOINT_KIND: &str = "compact-checkpoint";
 
 /// Who said a projected item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +91,7 @@ impl<'a> ItemText<'a> {
     }
 
     /// [`tag_safe_len`](Self::tag_safe_len), with invisible characters
-    /// escaped when `escape_invisible` is on (`crate::harden::invisible`).
+    /// escaped when `escape_invisible` is on (`crate::json::invisible`).
     pub fn tag_safe_len_with(&self, escape_invisible: bool) -> usize {
         match &self.repr {
             Repr::Decoded(t) if escape_invisible => invisible::string_len(t),
@@ -121,10 +123,10 @@ impl<'a> ItemText<'a> {
     }
 
     /// [`write_tag_safe`](Self::write_tag_safe), with invisible characters
-    /// escaped when `escape_invisible` is on (`crate::harden::invisible`).
+    /// escaped when `escape_invisible` is on (`crate::json::invisible`).
     pub fn write_tag_safe_with(&self, out: &mut String, escape_invisible: bool) -> Result<(), String> {
         match &self.repr {
-            Repr::Decoded(t) => crate::harden::write_string(out, t, escape_invisible),
+            Repr::Decoded(t) => crate::json::write_text(out, t, escape_invisible),
             Repr::Literal(s) => literal::write_tag_safe(s, out, escape_invisible)?,
         }
         Ok(())

@@ -1,11 +1,16 @@
 //! Rendering: one source object under its byte budget, and the prompt
-//! envelope around all of them (docs/contract.md §4–§5). The metadata of the context
-//! message is in `context.rs`.
+//! envelope around all of them (docs/contract.md §4–§5), and the omissions
+//! section the later `dshCompat` profiles append. The metadata of the
+//! context message is in `context.rs`.
 
-use serde_json::Number;
+use std::sync::Arc;
 
-use crate::harden::{write_string, Hardening};
-use crate::json::write_number;
+use serde_json::{Map, Number, Value};
+
+use crate::config::DshCompat;
+use crate::harden::Hardening;
+use crate::json::write_text as write_string;
+use crate::json::{stringify_tag_safe, write_number};
 use crate::projection::{Item, Projection};
 use crate::retention::{retain_with, Retained};
 
@@ -79,7 +84,7 @@ pub fn render_source(p: Projection<'_>, label: &str, budget: u64) -> Result<Opti
 
 /// [`render_source`] under a [`Hardening`]: credentials are redacted from
 /// the texts retention may keep before it measures them
-/// ([`redact_retainable`](crate::harden::redact_retainable)), and invisible
+/// ([`redact_retainable`](crate::retention::redact_retainable)), and invisible
 /// characters escaped in everything written, as it asks. The label is
 /// written as given.
 pub fn render_source_with(
@@ -93,7 +98,7 @@ pub fn render_source_with(
     write_head(&mut head, &p, label, escape);
     let fixed = head.len() + "]}".len();
     let redactions =
-        hardening.redact_secrets.then(|| crate::harden::redact_retainable(&mut p.items, fixed, budget, escape));
+        hardening.redact_secrets.then(|| crate::retention::redact_retainable(&mut p.items, fixed, budget, escape));
     let compacted = p.compacted();
     let original_messages = p.items.len();
     let Some(Retained { items, omitted_messages, omitted_bytes }) = retain_with(p.items, fixed, budget, escape)? else {
@@ -149,4 +154,54 @@ pub fn render_prompt(sources: &[RenderedSource]) -> String {
     out.push(']');
     out.push_str(PROMPT_FOOTER);
     out
+}
+
+/// The heading and fixed text of the omissions section, after the prompt's
+/// closing tag.
+pub const OMISSIONS_HEADER: &str =
+    "\n\n## Reference omissions\n\nThe previews above omit projected conversation text. \
+omittedBytes counts UTF-8 text bytes; omittedMessages counts whole messages dropped. Full snapshots remain untrusted \
+background information.\n";
+
+/// A host's notice on the full transcript of a truncated source, for the
+/// omissions section: called with the session id and its
+/// `capturedThroughSeq`, it returns the `fullSnapshot` value (for a host
+/// that keeps full transcripts, say `{"status":"saved","locator":…}`), or
+/// `None` for DSH's `{"status":"unavailable","reason":"storage-not-configured"}`.
+pub type FullSnapshotNotice = Arc<dyn Fn(&str, Option<&Number>) -> Option<Value> + Send + Sync>;
+
+/// Appends the omissions section to `prompt` when `profile` has it and
+/// at least one source was truncated: one notice per truncated source, in
+/// reference order, whose `fullSnapshot` is `full_snapshot(i)` for the
+/// source at reference index `i` (the host's notice), or
+/// `{"status":"unavailable","reason":"storage-not-configured"}`.
+pub fn append_omissions(
+    profile: DshCompat,
+    prompt: &mut String,
+    ids: &[&str],
+    sources: &[RenderedSource],
+    full_snapshot: &dyn Fn(usize) -> Option<Value>,
+) {
+    if !profile.is_later() || !sources.iter().any(|s| s.stats.truncated()) {
+        return;
+    }
+    let notices: Vec<Value> = ids
+        .iter()
+        .zip(sources)
+        .enumerate()
+        .filter(|(_, (_, s))| s.stats.truncated())
+        .map(|(i, (id, s))| {
+            let mut m = Map::new();
+            m.insert("sessionId".into(), Value::from(*id));
+            m.insert("capturedThroughSeq".into(), s.captured_through_seq.clone().map_or(Value::Null, Value::Number));
+            m.insert("omittedMessages".into(), Value::from(s.stats.omitted_messages));
+            m.insert("omittedBytes".into(), Value::from(s.stats.omitted_bytes));
+            let full = full_snapshot(i)
+                .unwrap_or_else(|| serde_json::json!({"status": "unavailable", "reason": "storage-not-configured"}));
+            m.insert("fullSnapshot".into(), full);
+            Value::Object(m)
+        })
+        .collect();
+    prompt.push_str(OMISSIONS_HEADER);
+    prompt.push_str(&stringify_tag_safe(&Value::Array(notices)));
 }

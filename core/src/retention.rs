@@ -125,7 +125,7 @@ pub fn retain<'a>(items: Vec<Item<'a>>, fixed: usize, budget: u64) -> Result<Opt
 }
 
 /// [`retain`], measuring texts as they are written with invisible characters
-/// escaped when `escape_invisible` is on (`crate::harden::invisible`).
+/// escaped when `escape_invisible` is on (`crate::json::invisible`).
 pub fn retain_with<'a>(
     items: Vec<Item<'a>>,
     fixed: usize,
@@ -214,4 +214,75 @@ pub fn retain_with<'a>(
         omitted_bytes += cut.iter().map(|c| *c as u64).sum::<u64>();
     }
     Ok(Some(Retained { items: retained, omitted_messages, omitted_bytes }))
+}
+
+/// Redacts the credentials of one item's text in place; returns how many
+/// were replaced. A literal that certainly holds none is not decoded; a text
+/// that cannot be decoded (a lone surrogate) is left as it is: retention
+/// fails the source if it keeps it, and drops it otherwise.
+fn redact_item(item: &mut Item<'_>) -> u32 {
+    if item.text.json_literal().is_some_and(|lit| !crate::harden::secrets::may_hold_secret(lit)) {
+        return 0;
+    }
+    let Ok(text) = item.text.decode() else { return 0 };
+    let (redacted, n) = crate::harden::secrets::redact(&text);
+    if n > 0 {
+        let owned = redacted.into_owned();
+        item.text = ItemText::decoded(owned.into());
+    }
+    n as u32
+}
+
+/// What [`redact_retainable`] replaced, per item.
+#[derive(Debug)]
+pub struct Redactions {
+    /// Credentials replaced in each item's text (0 for texts not scanned).
+    counts: Vec<u32>,
+    /// Whether retention may drop the item (neither a checkpoint nor the newest).
+    droppable: Vec<bool>,
+}
+
+impl Redactions {
+    /// The credentials replaced in the texts retention kept, given how many
+    /// items it dropped: retention drops the oldest droppable items
+    /// (`docs/contract.md` §4), so those are the ones left out.
+    pub fn retained(&self, omitted_messages: usize) -> u64 {
+        let mut dropped = 0;
+        let mut total = 0u64;
+        for (&n, &droppable) in self.counts.iter().zip(&self.droppable) {
+            if droppable && dropped < omitted_messages {
+                dropped += 1;
+            } else {
+                total += u64::from(n);
+            }
+        }
+        total
+    }
+}
+
+/// Redacts, before retention, the credentials of every text that retention
+/// may keep under `budget`: every checkpoint and the newest item (never
+/// dropped), and the other items from the newest back to the first whose
+/// redacted size takes the total over the budget. Retention measures no
+/// other text (it keeps a run of the newest items and stops at the first
+/// that does not fit, its total being at least the sum counted here), so
+/// the budget applies to redacted texts, and older texts, which the budget
+/// drops unread, are never decoded: on a large session this is most of
+/// them. `fixed` is the size of the source object without its items.
+pub fn redact_retainable(items: &mut [Item<'_>], fixed: usize, budget: u64, escape_invisible: bool) -> Redactions {
+    let n = items.len();
+    let droppable: Vec<bool> = items.iter().enumerate().map(|(i, item)| i + 1 < n && !item.checkpoint).collect();
+    let mut counts = vec![0u32; n];
+    let mut total = fixed as u64;
+    for i in (0..n).rev() {
+        let within = total <= budget;
+        if within || !droppable[i] {
+            counts[i] = redact_item(&mut items[i]);
+        }
+        if within {
+            let len = items[i].text.tag_safe_len_with(escape_invisible);
+            total += item_size(&items[i], len) as u64 + 1;
+        }
+    }
+    Redactions { counts, droppable }
 }

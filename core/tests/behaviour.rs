@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_session_reference::{
-    encode_uri, format_mention, Blocking, BlockingSessionQuery, CancelToken, Config, ErrorCode, HostError, MemoryQuery,
-    QueryFuture, Resolver, SessionHeader, SessionQuery, SurfaceData, Target,
+    block_on, encode_uri, format_mention, Blocking, BlockingSessionQuery, CancelToken, CandidateOptions, Config,
+    ErrorCode, HostError, MemoryQuery, PrepareOptions, QueryFuture, Resolver, SessionHeader, SessionQuery, SurfaceData,
+    Target,
 };
 use serde_json::{json, Value};
 
@@ -88,8 +89,14 @@ fn a_read_that_never_returns_is_cancelled_promptly() {
     let (resolver, _) = scripted();
     let cancel = cancelled_after(100);
     let t = Instant::now();
-    let err =
-        resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["hang"]), Some(&cancel)).unwrap_err();
+    let err = block_on(resolver.prepare(
+        &Target::new("t", None),
+        &content(),
+        &refs(&["hang"]),
+        &PrepareOptions::default(),
+        Some(&cancel),
+    ))
+    .unwrap_err();
     assert_eq!(err.code(), ErrorCode::Cancelled);
     assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
 }
@@ -116,9 +123,10 @@ fn a_blocking_host_read_that_never_returns_is_cancelled_promptly() {
         let t = Instant::now();
         let target = Target::new("t", None);
         let err = if call == 0 {
-            resolver.prepare_blocking(&target, &content(), &refs(&["a"]), Some(&cancel)).unwrap_err()
+            block_on(resolver.prepare(&target, &content(), &refs(&["a"]), &PrepareOptions::default(), Some(&cancel)))
+                .unwrap_err()
         } else {
-            resolver.candidates_blocking(&target, "", None, Some(&cancel)).unwrap_err()
+            block_on(resolver.candidates(&target, "", &CandidateOptions::default(), Some(&cancel))).unwrap_err()
         };
         assert_eq!(err.code(), ErrorCode::Cancelled);
         assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
@@ -130,11 +138,25 @@ fn an_already_cancelled_token_wins_before_any_read() {
     let (resolver, host) = scripted();
     let cancel = CancelToken::new();
     cancel.cancel();
-    let err = resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["a"]), Some(&cancel)).unwrap_err();
+    let err = block_on(resolver.prepare(
+        &Target::new("t", None),
+        &content(),
+        &refs(&["a"]),
+        &PrepareOptions::default(),
+        Some(&cancel),
+    ))
+    .unwrap_err();
     assert_eq!(err.code(), ErrorCode::Cancelled);
     assert_eq!(host.started.load(Ordering::SeqCst), 0);
     // Validation still comes first: an invalid reference is reported as such.
-    let err = resolver.prepare_blocking(&Target::new("t", None), &content(), &[json!(1)], Some(&cancel)).unwrap_err();
+    let err = block_on(resolver.prepare(
+        &Target::new("t", None),
+        &content(),
+        &[json!(1)],
+        &PrepareOptions::default(),
+        Some(&cancel),
+    ))
+    .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidReference);
 }
 
@@ -142,9 +164,14 @@ fn an_already_cancelled_token_wins_before_any_read() {
 fn three_slow_reads_run_concurrently() {
     let (resolver, host) = scripted();
     let t = Instant::now();
-    let prepared = resolver
-        .prepare_blocking(&Target::new("t", None), &content(), &refs(&["slow-1", "slow-2", "slow-3"]), None)
-        .unwrap();
+    let prepared = block_on(resolver.prepare(
+        &Target::new("t", None),
+        &content(),
+        &refs(&["slow-1", "slow-2", "slow-3"]),
+        &PrepareOptions::default(),
+        None,
+    ))
+    .unwrap();
     let elapsed = t.elapsed();
     assert_eq!(host.started.load(Ordering::SeqCst), 3);
     assert!(elapsed < Duration::from_millis(800), "three 300 ms reads took {elapsed:?}");
@@ -170,7 +197,14 @@ fn blocking_host_reads_run_in_parallel() {
     }
     let resolver = Resolver::new(Arc::new(Blocking::new(Sleepy)), Config::default());
     let t = Instant::now();
-    resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["a", "b", "c"]), None).unwrap();
+    block_on(resolver.prepare(
+        &Target::new("t", None),
+        &content(),
+        &refs(&["a", "b", "c"]),
+        &PrepareOptions::default(),
+        None,
+    ))
+    .unwrap();
     assert!(t.elapsed() < Duration::from_millis(800), "took {:?}", t.elapsed());
 }
 
@@ -178,8 +212,14 @@ fn blocking_host_reads_run_in_parallel() {
 fn a_failed_read_fails_fast_even_when_another_read_hangs() {
     let (resolver, _) = scripted();
     let t = Instant::now();
-    let err =
-        resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["hang", "fail"]), None).unwrap_err();
+    let err = block_on(resolver.prepare(
+        &Target::new("t", None),
+        &content(),
+        &refs(&["hang", "fail"]),
+        &PrepareOptions::default(),
+        None,
+    ))
+    .unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("disk on fire"), "{}", err.message());
     assert_eq!(err.host_error().unwrap().message(), "disk on fire");
@@ -209,9 +249,10 @@ fn cancellation_racing_a_failing_read_reports_cancelled() {
         let resolver = Resolver::new(Arc::new(CancelThenFail(cancel.clone())), Config::default());
         let target = Target::new("t", None);
         let err = if call == 0 {
-            resolver.prepare_blocking(&target, &content(), &refs(&["a"]), Some(&cancel)).unwrap_err()
+            block_on(resolver.prepare(&target, &content(), &refs(&["a"]), &PrepareOptions::default(), Some(&cancel)))
+                .unwrap_err()
         } else {
-            resolver.candidates_blocking(&target, "", None, Some(&cancel)).unwrap_err()
+            block_on(resolver.candidates(&target, "", &CandidateOptions::default(), Some(&cancel))).unwrap_err()
         };
         assert_eq!(err.code(), ErrorCode::Cancelled);
     }
@@ -219,9 +260,14 @@ fn cancellation_racing_a_failing_read_reports_cancelled() {
     // The read fails at ~100 ms; cancel well before.
     for delay in [30u64, 60] {
         let cancel = cancelled_after(delay);
-        let err = resolver
-            .prepare_blocking(&Target::new("t", None), &content(), &refs(&["fail", "slow-x"]), Some(&cancel))
-            .unwrap_err();
+        let err = block_on(resolver.prepare(
+            &Target::new("t", None),
+            &content(),
+            &refs(&["fail", "slow-x"]),
+            &PrepareOptions::default(),
+            Some(&cancel),
+        ))
+        .unwrap_err();
         assert_eq!(err.code(), ErrorCode::Cancelled, "cancelled at {delay} ms");
     }
 }
@@ -233,9 +279,12 @@ fn errors_leave_no_partial_output_and_budget_errors_follow_read_errors() {
     query.fail_surface("gone", "deleted");
     let resolver = Resolver::new(Arc::new(query), Config::new(None, None, Some(20)).unwrap());
     let target = Target::new("t", None);
-    let err = resolver.prepare_blocking(&target, &content(), &refs(&["big", "gone"]), None).unwrap_err();
+    let err =
+        block_on(resolver.prepare(&target, &content(), &refs(&["big", "gone"]), &PrepareOptions::default(), None))
+            .unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
-    let err = resolver.prepare_blocking(&target, &content(), &refs(&["big"]), None).unwrap_err();
+    let err =
+        block_on(resolver.prepare(&target, &content(), &refs(&["big"]), &PrepareOptions::default(), None)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::BudgetExceeded);
 }
 
@@ -261,7 +310,14 @@ fn malformed_snapshots_are_read_failures() {
     );
     let resolver = Resolver::new(Arc::new(query), Config::default());
     for id in ["text", "shape", "events", "content", "trailing", "deep"] {
-        let err = resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&[id]), None).unwrap_err();
+        let err = block_on(resolver.prepare(
+            &Target::new("t", None),
+            &content(),
+            &refs(&[id]),
+            &PrepareOptions::default(),
+            None,
+        ))
+        .unwrap_err();
         assert_eq!(err.code(), ErrorCode::ReadFailed, "{id}: {err}");
     }
 }
@@ -276,7 +332,14 @@ fn deep_nesting_in_skipped_data_is_read_without_recursion() {
         "source":{{"kind":"user"}}}}}}]}}"#
     )));
     let resolver = Resolver::new(Arc::new(query), Config::default());
-    let p = resolver.prepare_blocking(&Target::new("t", None), &content(), &refs(&["deep"]), None).unwrap();
+    let p = block_on(resolver.prepare(
+        &Target::new("t", None),
+        &content(),
+        &refs(&["deep"]),
+        &PrepareOptions::default(),
+        None,
+    ))
+    .unwrap();
     assert!(p.additional_context.unwrap().into_json()["content"][0]["text"]
         .as_str()
         .unwrap()
@@ -290,8 +353,20 @@ fn json_bytes_and_values_give_the_same_prompt() {
     a.set_surface("s", s.clone());
     b.set_surface("s", SurfaceData::from(serde_json::to_vec(&s).unwrap()));
     let target = Target::new("t", None);
-    let pa = Resolver::new(Arc::new(a), Config::default()).prepare_blocking(&target, &content(), &refs(&["s"]), None);
-    let pb = Resolver::new(Arc::new(b), Config::default()).prepare_blocking(&target, &content(), &refs(&["s"]), None);
+    let pa = block_on(Resolver::new(Arc::new(a), Config::default()).prepare(
+        &target,
+        &content(),
+        &refs(&["s"]),
+        &PrepareOptions::default(),
+        None,
+    ));
+    let pb = block_on(Resolver::new(Arc::new(b), Config::default()).prepare(
+        &target,
+        &content(),
+        &refs(&["s"]),
+        &PrepareOptions::default(),
+        None,
+    ));
     let (pa, pb) =
         (pa.unwrap().additional_context.unwrap().into_json(), pb.unwrap().additional_context.unwrap().into_json());
     assert_eq!(pa["content"], pb["content"]);
@@ -316,12 +391,12 @@ fn prepare_messages_keeps_order_ids_and_untouched_messages() {
                "content": [{"type": "text", "text": format!("{} and {}", encode_uri("b"), encode_uri("a"))}]}),
     ];
     let before = messages.clone();
-    let out: Vec<Value> = resolver
-        .prepare_messages_blocking(&Target::new("t", None), &messages, None)
-        .unwrap()
-        .into_iter()
-        .map(Value::from)
-        .collect();
+    let out: Vec<Value> =
+        block_on(resolver.prepare_messages(&Target::new("t", None), &messages, &PrepareOptions::default(), None))
+            .unwrap()
+            .into_iter()
+            .map(Value::from)
+            .collect();
     assert_eq!(messages, before, "the caller's messages are not mutated");
     let ids: Vec<&str> = out.iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 6);
@@ -338,12 +413,14 @@ fn prepare_messages_keeps_order_ids_and_untouched_messages() {
     // A malformed mention fails the whole call.
     let bad = vec![json!({"id": "x", "source": {"kind": "user"},
                           "content": [{"type": "text", "text": "@[x](dsh-session:)"}]})];
-    let err = resolver.prepare_messages_blocking(&Target::new("t", None), &bad, None).unwrap_err();
+    let err = block_on(resolver.prepare_messages(&Target::new("t", None), &bad, &PrepareOptions::default(), None))
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidReference);
     // A self reference inside a message fails too.
     let selfref = vec![json!({"id": "x", "source": {"kind": "user"},
                               "content": [{"type": "text", "text": encode_uri("t")}]})];
-    let err = resolver.prepare_messages_blocking(&Target::new("t", None), &selfref, None).unwrap_err();
+    let err = block_on(resolver.prepare_messages(&Target::new("t", None), &selfref, &PrepareOptions::default(), None))
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::SelfReference);
 }
 
@@ -354,7 +431,9 @@ fn the_callers_content_is_copied_not_mutated() {
     let resolver = Resolver::new(Arc::new(query), Config::default());
     let content = json!([{"type": "text", "text": "go", "extra": {"k": [1, 2]}}]);
     let before = content.clone();
-    let prepared = resolver.prepare_blocking(&Target::new("t", None), &content, &refs(&["a"]), None).unwrap();
+    let prepared =
+        block_on(resolver.prepare(&Target::new("t", None), &content, &refs(&["a"]), &PrepareOptions::default(), None))
+            .unwrap();
     assert_eq!(content, before);
     assert_eq!(prepared.content, content);
     let json = prepared.into_json();
@@ -376,11 +455,18 @@ fn candidate_listing_fails_with_the_host_reason_and_honours_cancel() {
         }
     }
     let resolver = Resolver::new(Arc::new(NoList), Config::default());
-    let err = resolver.candidates_blocking(&Target::new("t", None), "", None, None).unwrap_err();
+    let err =
+        block_on(resolver.candidates(&Target::new("t", None), "", &CandidateOptions::default(), None)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("index unavailable"));
     assert_eq!(err.host_error().map(|h| h.message()), Some("index unavailable"));
-    let err = resolver.list_candidates_blocking(&Target::new("t", None), "", Some(0), None).unwrap_err();
+    let err = block_on(resolver.candidates(
+        &Target::new("t", None),
+        "",
+        &CandidateOptions::default().with_limit(Some(0)).without_mentions(),
+        None,
+    ))
+    .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidReference);
 }
 
@@ -417,7 +503,8 @@ fn time_prepare(n: usize) -> Duration {
     let mut best = Duration::MAX;
     for _ in 0..5 {
         let t = Instant::now();
-        let p = resolver.prepare_blocking(&target, &content(), &refs(&["big"]), None).unwrap();
+        let p =
+            block_on(resolver.prepare(&target, &content(), &refs(&["big"]), &PrepareOptions::default(), None)).unwrap();
         best = best.min(t.elapsed());
         let r = &p.additional_context.unwrap().into_json()["source"]["references"][0];
         assert_eq!(r["originalMessages"], n);
@@ -453,10 +540,11 @@ fn a_panicking_host_is_a_read_failure_not_a_crash() {
     }
     let resolver = Resolver::new(Arc::new(Panics), Config::default());
     let target = Target::new("t", None);
-    let err = resolver.prepare_blocking(&target, &content(), &refs(&["a"]), None).unwrap_err();
+    let err =
+        block_on(resolver.prepare(&target, &content(), &refs(&["a"]), &PrepareOptions::default(), None)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("panicked"), "{}", err.message());
-    let err = resolver.candidates_blocking(&target, "", None, None).unwrap_err();
+    let err = block_on(resolver.candidates(&target, "", &CandidateOptions::default(), None)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
 }
 
@@ -476,14 +564,19 @@ fn resolver_futures_are_send_and_spawnable() {
     let resolver = Resolver::new(Arc::new(query), Config::default());
     let target = Target::new("t", None);
     let (r, t) = (resolver.clone(), target.clone());
-    let prepare = spawnable(async move { r.prepare(&t, &content(), &refs(&["a"]), None).await });
+    let prepare =
+        spawnable(async move { r.prepare(&t, &content(), &refs(&["a"]), &PrepareOptions::default(), None).await });
     let (r, t) = (resolver.clone(), target.clone());
-    let messages = spawnable(async move { r.prepare_messages(&t, &[json!({"source": {"kind": "user"}})], None).await });
+    let messages = spawnable(async move {
+        r.prepare_messages(&t, &[json!({"source": {"kind": "user"}})], &PrepareOptions::default(), None).await
+    });
     let (r, t) = (resolver.clone(), target.clone());
-    let list = spawnable(async move { r.list_candidates(&t, "A", Some(5), None).await });
+    let list = spawnable(async move {
+        r.candidates(&t, "A", &CandidateOptions::default().with_limit(Some(5)).without_mentions(), None).await
+    });
     let (r, t) = (resolver.clone(), target.clone());
-    let candidates = spawnable(async move { r.candidates(&t, "", None, None).await });
-    dsh_session_reference::block_on(async {
+    let candidates = spawnable(async move { r.candidates(&t, "", &CandidateOptions::default(), None).await });
+    block_on(async {
         assert!(prepare.await.unwrap().unwrap().additional_context.is_some());
         assert_eq!(messages.await.unwrap().unwrap().len(), 1);
         assert_eq!(list.await.unwrap().unwrap().len(), 1);

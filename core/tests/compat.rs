@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use dsh_session_reference::compat::{CompatConfig, DshCompat, OMISSIONS_HEADER};
-use dsh_session_reference::{Config, ErrorCode, MemoryQuery, Resolver, SessionHeader, Target};
+use dsh_session_reference::{
+    block_on, CandidateOptions, Config, ErrorCode, MemoryQuery, PrepareOptions, Resolver, SessionHeader, Target,
+};
 use serde_json::{json, Value};
 
 fn query() -> Arc<MemoryQuery> {
@@ -31,7 +33,14 @@ fn resolver(config: Value) -> Resolver {
 
 fn prepare(r: &Resolver, ids: &[&str], window: Option<u64>) -> (String, Value) {
     let refs: Vec<Value> = ids.iter().map(|id| json!({"sessionId": id})).collect();
-    let p = r.prepare_for_context_window_blocking(&Target::new("t", None), &json!([]), &refs, window, None).unwrap();
+    let p = block_on(r.prepare(
+        &Target::new("t", None),
+        &json!([]),
+        &refs,
+        &PrepareOptions::default().with_context_window(window),
+        None,
+    ))
+    .unwrap();
     let ctx = p.additional_context.unwrap();
     (ctx.prompt, ctx.source.to_json())
 }
@@ -177,7 +186,7 @@ fn candidates_gain_same_workspace_and_display_title() {
         q.add_session(SessionHeader::new("b", 4u64, None));
         q.set_title("a", Some("Title A".into()));
         let r = Resolver::new(Arc::new(q), Config::from_json(&config).unwrap());
-        let list = r.candidates_blocking(&target, "", None, None).unwrap();
+        let list = block_on(r.candidates(&target, "", &CandidateOptions::default(), None)).unwrap();
         list.iter().map(|c| serde_json::to_string(&c.to_json()).unwrap()).collect::<Vec<_>>().join("\n")
     };
     assert_eq!(

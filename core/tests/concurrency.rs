@@ -13,8 +13,8 @@ use std::thread;
 use std::time::Duration;
 
 use dsh_session_reference::{
-    context, encode_uri, format_mention, CancelToken, Config, ErrorCode, HostError, QueryFuture, Resolver,
-    SessionHeader, SessionQuery, SurfaceData, Target,
+    block_on, context, encode_uri, format_mention, CancelToken, CandidateOptions, Config, ErrorCode, HostError,
+    PrepareOptions, QueryFuture, Resolver, SessionHeader, SessionQuery, SurfaceData, Target,
 };
 use serde_json::{json, Value};
 
@@ -164,17 +164,22 @@ fn run(resolver: &Resolver, op: &Op, cancel: Option<&CancelToken>) -> Result<Val
     let out = match op {
         Op::Prepare(ids) => {
             let refs: Vec<Value> = ids.iter().map(|id| json!({"sessionId": id})).collect();
-            resolver.prepare_blocking(&target, &content, &refs, cancel).map(|p| p.into_json())
+            block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), cancel))
+                .map(|p| p.into_json())
         }
         Op::PrepareMessages(ids) => {
-            resolver.prepare_messages_blocking(&target, &messages(ids), cancel).map(context::messages_into_json)
+            block_on(resolver.prepare_messages(&target, &messages(ids), &PrepareOptions::default(), cancel))
+                .map(context::messages_into_json)
         }
-        Op::Candidates(q) => resolver
-            .candidates_blocking(&target, q, None, cancel)
+        Op::Candidates(q) => block_on(resolver.candidates(&target, q, &CandidateOptions::default(), cancel))
             .map(|l| Value::from(l.iter().map(|c| c.to_json()).collect::<Vec<_>>())),
-        Op::ListCandidates(q, limit) => resolver
-            .list_candidates_blocking(&target, q, Some(*limit), cancel)
-            .map(|l| Value::from(l.iter().map(|c| c.to_json()).collect::<Vec<_>>())),
+        Op::ListCandidates(q, limit) => block_on(resolver.candidates(
+            &target,
+            q,
+            &CandidateOptions::default().with_limit(Some(*limit)).without_mentions(),
+            cancel,
+        ))
+        .map(|l| Value::from(l.iter().map(|c| c.to_json()).collect::<Vec<_>>())),
     };
     out.map(without_context_ids).map_err(|e| e.code())
 }

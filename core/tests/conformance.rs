@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use common::{canonical, vectors};
 use dsh_session_reference::{
-    candidate_limit_from_json, decode_uri, encode_uri, format_mention, json::parse_js, parse_text, stringify_tag_safe,
-    stringify_tag_safe_text, Config, Error, MemoryQuery, Resolver, SessionHeader, SurfaceData, Target,
+    block_on, candidate_limit_from_json, decode_uri, encode_uri, format_mention, json::parse_js, parse_text,
+    stringify_tag_safe, stringify_tag_safe_text, CandidateOptions, Config, Error, MemoryQuery, PrepareOptions,
+    Resolver, SessionHeader, SurfaceData, Target,
 };
 use serde_json::{json, Value};
 
@@ -129,7 +130,7 @@ fn prepare_vectors() {
         let resolver = Resolver::new(Arc::new(query), config);
         let target = Target::new(case["targetId"].as_str().unwrap(), None);
         let refs = case["references"].as_array().unwrap();
-        let got = resolver.prepare_blocking(&target, &content, refs, None);
+        let got = block_on(resolver.prepare(&target, &content, refs, &PrepareOptions::default(), None));
         if let Some(err) = expected.get("error") {
             assert_eq!(code(got), err.as_str().unwrap(), "{name}");
             continue;
@@ -184,7 +185,13 @@ fn candidates_vectors() {
         let q = case["query"].as_str().unwrap();
         let got = match case.get("limit") {
             Some(limit) => candidate_limit_from_json(limit).and_then(|l| {
-                resolver.list_candidates_blocking(&target, q, Some(l), None).map(|list| {
+                block_on(resolver.candidates(
+                    &target,
+                    q,
+                    &CandidateOptions::default().with_limit(Some(l)).without_mentions(),
+                    None,
+                ))
+                .map(|list| {
                     list.into_iter()
                         .map(|mut c| {
                             c.mention = Some(format_mention(&c.session_id, Some(&c.label)));
@@ -193,7 +200,7 @@ fn candidates_vectors() {
                         .collect::<Vec<_>>()
                 })
             }),
-            None => resolver.candidates_blocking(&target, q, None, None),
+            None => block_on(resolver.candidates(&target, q, &CandidateOptions::default(), None)),
         };
         if let Some(err) = expected.get("error") {
             assert_eq!(code(got), err.as_str().unwrap(), "{name}");

@@ -9,7 +9,8 @@ use dsh_session_reference::conversation::{from_anthropic_messages, from_openai_m
 use dsh_session_reference::projection::Role;
 use dsh_session_reference::prompt::{PROMPT_FOOTER, PROMPT_HEADER};
 use dsh_session_reference::{
-    Config, Conversation, ConversationItem, ErrorCode, MemoryQuery, Resolver, SessionHeader, SurfaceData, Target,
+    block_on, Config, Conversation, ConversationItem, ErrorCode, MemoryQuery, PrepareOptions, Resolver, SessionHeader,
+    SurfaceData, Target,
 };
 use serde_json::{json, Value};
 
@@ -22,9 +23,14 @@ fn resolver_with(surface: SurfaceData, max_bytes: Option<u64>) -> Resolver {
 
 fn prompt_of(surface: SurfaceData, max_bytes: Option<u64>) -> Result<(String, Value), ErrorCode> {
     let r = resolver_with(surface, max_bytes);
-    let p = r
-        .prepare_blocking(&Target::new("t", None), &json!("go"), &[json!({"sessionId": "src", "label": "L"})], None)
-        .map_err(|e| e.code())?;
+    let p = block_on(r.prepare(
+        &Target::new("t", None),
+        &json!("go"),
+        &[json!({"sessionId": "src", "label": "L"})],
+        &PrepareOptions::default(),
+        None,
+    ))
+    .map_err(|e| e.code())?;
     let ctx = p.additional_context.unwrap();
     let meta = ctx.source.references[0].to_json();
     Ok((ctx.prompt, meta))

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use dsh_session_reference::projection::Role;
 use dsh_session_reference::{
-    block_on, format_mention, Blocking, BlockingSessionQuery, CancelToken, Config, Conversation, ConversationItem,
-    DiscoveryCachePart, ErrorCode, Fingerprint, HostError, MatchField, MemoryQuery, QueryFuture, Resolver,
-    SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery, SurfaceData, Target,
+    block_on, format_mention, Blocking, BlockingSessionQuery, CancelToken, CandidateOptions, Config, Conversation,
+    ConversationItem, DiscoveryCachePart, ErrorCode, Fingerprint, HostError, MatchField, MemoryQuery, QueryFuture,
+    Resolver, SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery, SurfaceData,
+    Target,
 };
 use serde_json::{json, Value};
 
@@ -79,11 +80,15 @@ fn target() -> Target {
 
 /// Candidates as JSON, for comparing two resolvers.
 fn cands(r: &Resolver, filter: &str) -> Vec<Value> {
-    r.candidates_blocking(&target(), filter, None, None).unwrap().iter().map(|c| c.to_json()).collect()
+    block_on(r.candidates(&target(), filter, &CandidateOptions::default(), None))
+        .unwrap()
+        .iter()
+        .map(|c| c.to_json())
+        .collect()
 }
 
 fn found(r: &Resolver, query: &str) -> Vec<SearchResult> {
-    r.search_blocking(&target(), query, &SearchOptions::default(), None).unwrap()
+    block_on(r.search(&target(), query, &SearchOptions::default(), None)).unwrap()
 }
 
 fn ids(results: &[SearchResult]) -> Vec<&str> {
@@ -321,12 +326,12 @@ fn search_ranks_title_phrase_scattered_then_cwd_and_recency() {
     assert_eq!(results[2].message_index, Some(1));
     assert_eq!(results[4].message_index, Some(1), "the message with most words, first of those");
     let limited =
-        r.search_blocking(&target(), "title index", &SearchOptions { limit: Some(2), ..Default::default() }, None);
+        block_on(r.search(&target(), "title index", &SearchOptions { limit: Some(2), ..Default::default() }, None));
     assert_eq!(ids(&limited.unwrap()), ["in-title", "phrase-new"]);
     let scoped = SearchOptions { scope: SearchScope::SameCwd, ..Default::default() };
-    let scoped = r.search_blocking(&target(), "title index", &scoped, None).unwrap();
+    let scoped = block_on(r.search(&target(), "title index", &scoped, None)).unwrap();
     assert_eq!(ids(&scoped), ["phrase-new", "phrase-old", "scattered"]);
-    let bad = r.search_blocking(&target(), "x", &SearchOptions { limit: Some(0), ..Default::default() }, None);
+    let bad = block_on(r.search(&target(), "x", &SearchOptions { limit: Some(0), ..Default::default() }, None));
     assert_eq!(bad.unwrap_err().code(), ErrorCode::InvalidReference);
 }
 
@@ -375,7 +380,8 @@ fn a_host_search_replaces_the_built_in_index() {
         json!({"sessionId": "pg-1", "label": "From Postgres", "createdAt": 5,
         "mention": format_mention("pg-1", Some("From Postgres")), "snippet": "anything", "field": "message", "messageIndex": 3})
     );
-    let one = r.search_blocking(&target(), "q", &SearchOptions { limit: Some(1), ..Default::default() }, None).unwrap();
+    let one =
+        block_on(r.search(&target(), "q", &SearchOptions { limit: Some(1), ..Default::default() }, None)).unwrap();
     assert_eq!(ids(&one), ["pg-1"]);
 }
 
@@ -406,10 +412,10 @@ fn search_cancellation_is_prompt() {
         c2.cancel();
     });
     let started = std::time::Instant::now();
-    let err = r.search_blocking(&target(), "x", &SearchOptions::default(), Some(&cancel)).unwrap_err();
+    let err = block_on(r.search(&target(), "x", &SearchOptions::default(), Some(&cancel))).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Cancelled);
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
-    let err = r.search_blocking(&target(), "x", &SearchOptions::default(), Some(&cancel)).unwrap_err();
+    let err = block_on(r.search(&target(), "x", &SearchOptions::default(), Some(&cancel))).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Cancelled, "an already cancelled token");
 }
 
@@ -698,10 +704,8 @@ fn the_index_file_is_read_in_place_and_a_damaged_text_is_never_a_wrong_answer() 
     let same = |r: &Resolver, what: &str| {
         for q in queries {
             let a: Vec<Value> =
-                r.search_blocking(&target(), q, &every, None).unwrap().iter().map(SearchResult::to_json).collect();
-            let b: Vec<Value> = p
-                .plain
-                .search_blocking(&target(), q, &every, None)
+                block_on(r.search(&target(), q, &every, None)).unwrap().iter().map(SearchResult::to_json).collect();
+            let b: Vec<Value> = block_on(p.plain.search(&target(), q, &every, None))
                 .unwrap()
                 .iter()
                 .map(SearchResult::to_json)

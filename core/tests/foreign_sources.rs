@@ -11,7 +11,8 @@ use dsh_session_reference::sources::claude_code::{self, ClaudeCodeSource};
 use dsh_session_reference::sources::codex::{self, CodexSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{
-    block_on, BlockingSessionQuery, Config, ConversationItem, FileSource, Resolver, SessionQuery, Target,
+    block_on, BlockingSessionQuery, CandidateOptions, Config, ConversationItem, FileSource, PrepareOptions, Resolver,
+    SessionQuery, Target,
 };
 use serde_json::json;
 
@@ -733,7 +734,7 @@ fn one_view_over_every_source_prepares_each() {
         json!({"sessionId": "codex:11111111-1111-4111-8111-111111111111"}),
         json!({"sessionId": dsh_ids[0]}),
     ];
-    let p = resolver.prepare_blocking(&target, &json!("compare"), &refs, None).unwrap();
+    let p = block_on(resolver.prepare(&target, &json!("compare"), &refs, &PrepareOptions::default(), None)).unwrap();
     let prompt = p.additional_context.unwrap().prompt;
     assert!(prompt.contains("Final answer") && prompt.contains("alpha.txt and beta.txt"), "{prompt}");
     assert!(!prompt.contains("Second attempt") && !prompt.contains("SYNTHETIC_ENCRYPTED"), "{prompt}");
@@ -741,10 +742,10 @@ fn one_view_over_every_source_prepares_each() {
     // through the store alone.
     let alone = Resolver::new(Arc::new(dsh_only), Config::default());
     let one = [json!({"sessionId": dsh_ids[0]})];
-    let a = alone.prepare_blocking(&target, &json!("x"), &one, None).unwrap();
+    let a = block_on(alone.prepare(&target, &json!("x"), &one, &PrepareOptions::default(), None)).unwrap();
     specs.truncate(1);
     let view = Resolver::new(Arc::new(open_sources(&specs).unwrap()), Config::default());
-    let b = view.prepare_blocking(&target, &json!("x"), &one, None).unwrap();
+    let b = block_on(view.prepare(&target, &json!("x"), &one, &PrepareOptions::default(), None)).unwrap();
     let context = |p: &dsh_session_reference::Prepared| {
         let c = p.additional_context.as_ref().unwrap();
         (c.prompt.clone(), c.source.to_json())
@@ -832,8 +833,10 @@ fn claude_kept_agrees_after_changes(watching: bool) {
         let fresh_resolver = Resolver::new(fresh.clone().into_query(), Config::default());
         for filter in ["", "o", "topic"] {
             assert_eq!(
-                resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
-                fresh_resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
+                block_on(resolver.candidates(&target, filter, &CandidateOptions::default(), None))
+                    .map_err(|e| e.to_string()),
+                block_on(fresh_resolver.candidates(&target, filter, &CandidateOptions::default(), None))
+                    .map_err(|e| e.to_string()),
                 "candidates {filter:?} after {what}"
             );
         }
@@ -911,8 +914,10 @@ fn codex_fingerprints_cover_the_rollout_and_the_index() {
         let fresh = Resolver::new(CodexSource::open(home.path()).unwrap().into_query(), Config::default());
         for filter in ["", "session", "renamed"] {
             assert_eq!(
-                resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
-                fresh.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
+                block_on(resolver.candidates(&target, filter, &CandidateOptions::default(), None))
+                    .map_err(|e| e.to_string()),
+                block_on(fresh.candidates(&target, filter, &CandidateOptions::default(), None))
+                    .map_err(|e| e.to_string()),
                 "candidates {filter:?} after {what}"
             );
         }
@@ -938,7 +943,7 @@ fn codex_fingerprints_cover_the_rollout_and_the_index() {
     let renamed = fps();
     assert!(renamed.iter().zip(&after).all(|(a, b)| a != b), "the index is part of every fingerprint");
     agree("a renamed session");
-    let found = resolver.candidates_blocking(&target, "renamed", None, None).unwrap();
+    let found = block_on(resolver.candidates(&target, "renamed", &CandidateOptions::default(), None)).unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].session_id, ids[1]);
 }

@@ -17,8 +17,8 @@ use dsh_session_reference::json::string_len;
 use dsh_session_reference::projection::project_json;
 use dsh_session_reference::prompt::{PROMPT_FOOTER, PROMPT_HEADER};
 use dsh_session_reference::{
-    decode_uri, parse_text, parse_text_with, stringify_tag_safe, Config, ErrorCode, MemoryQuery, Resolver,
-    SessionQuery, Target,
+    block_on, decode_uri, parse_text, parse_text_with, stringify_tag_safe, CandidateOptions, Config, ErrorCode,
+    MemoryQuery, PrepareOptions, Resolver, SessionQuery, Target,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
@@ -352,11 +352,20 @@ fn hardened_candidates_have_clean_labels_and_exact_mentions() {
     let spec = red_team::spec();
     let target = Target::new(red_team::TARGET, Some(red_team::TARGET_CWD.into()));
     for host in [memory(&spec), dsh()] {
-        let plain =
-            Resolver::new(host.clone(), Config::default()).candidates_blocking(&target, "", None, None).unwrap();
-        let hard = Resolver::new(host, Config::from_json(&json!({"hardened": true})).unwrap())
-            .candidates_blocking(&target, "", None, None)
-            .unwrap();
+        let plain = block_on(Resolver::new(host.clone(), Config::default()).candidates(
+            &target,
+            "",
+            &CandidateOptions::default(),
+            None,
+        ))
+        .unwrap();
+        let hard = block_on(Resolver::new(host, Config::from_json(&json!({"hardened": true})).unwrap()).candidates(
+            &target,
+            "",
+            &CandidateOptions::default(),
+            None,
+        ))
+        .unwrap();
         assert_eq!(plain.len(), red_team::sessions(&spec).len());
         assert!(plain.iter().any(|c| c.label.chars().any(is_invisible)), "the plain mode shows titles as written");
         for (p, h) in plain.iter().zip(&hard) {
@@ -401,7 +410,13 @@ fn every_budget_holds_when_hardened() {
         let mut fitted = 0;
         for budget in (150..2_500).step_by(7) {
             let config = Config::from_json(&json!({"hardened": true, "maxReferenceBytes": budget})).unwrap();
-            match Resolver::new(host.clone(), config).prepare_blocking(&target, &content, &refs, None) {
+            match block_on(Resolver::new(host.clone(), config).prepare(
+                &target,
+                &content,
+                &refs,
+                &PrepareOptions::default(),
+                None,
+            )) {
                 Ok(p) => {
                     let ctx = p.additional_context.unwrap().into_json();
                     let sources = prompt_sources(ctx["content"][0]["text"].as_str().unwrap());
@@ -533,9 +548,14 @@ fn a_snapshot_spelled_with_escapes_or_raw_gives_the_same_hardened_prompt() {
         let q = MemoryQuery::new();
         q.set_surface("s\u{200b}1", dsh_session_reference::SurfaceData::Json(Arc::new(bytes)));
         let config = Config::from_json(&json!({"hardened": true, "maxReferenceBytes": budget})).unwrap();
-        let p = Resolver::new(Arc::new(q), config)
-            .prepare_blocking(&Target::new("t", None), &json!([]), &[json!({"sessionId": "s\u{200b}1"})], None)
-            .unwrap();
+        let p = block_on(Resolver::new(Arc::new(q), config).prepare(
+            &Target::new("t", None),
+            &json!([]),
+            &[json!({"sessionId": "s\u{200b}1"})],
+            &PrepareOptions::default(),
+            None,
+        ))
+        .unwrap();
         let ctx = p.additional_context.unwrap().into_json();
         let prompt = ctx["content"][0]["text"].as_str().unwrap().to_owned();
         assert!(!prompt.chars().any(is_invisible) && !prompt.contains("AKIA"), "{prompt}");
@@ -713,7 +733,7 @@ proptest! {
         let config = Config::new(None, None, Some(budget)).unwrap().with_hardening(hardening);
         let r = Resolver::new(Arc::new(q), config);
         let refs = [json!({"sessionId": "s", "label": title})];
-        match r.prepare_blocking(&Target::new("t", None), &json!([]), &refs, None) {
+        match block_on(r.prepare(&Target::new("t", None), &json!([]), &refs, &PrepareOptions::default(), None)) {
             Ok(p) => {
                 let ctx = p.additional_context.unwrap().into_json();
                 let prompt = ctx["content"][0]["text"].as_str().unwrap();

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use dsh_session_reference::prompt::{PROMPT_FOOTER, PROMPT_HEADER};
 use dsh_session_reference::{
-    stringify_tag_safe, Blocking, BlockingSessionQuery, CancelToken, Config, ErrorCode, HostError, MemoryQuery,
-    QueryFuture, Resolver, SessionHeader, SessionQuery, SurfaceData, Target,
+    block_on, stringify_tag_safe, Blocking, BlockingSessionQuery, CancelToken, CandidateOptions, Config, ErrorCode,
+    HostError, MemoryQuery, PrepareOptions, QueryFuture, Resolver, SessionHeader, SessionQuery, SurfaceData, Target,
 };
 use serde_json::{json, Value};
 
@@ -121,11 +121,13 @@ fn blocking(mode: Mode) -> (Resolver, Arc<Gate>) {
 #[test]
 fn failing_blocking_reads_are_read_failures_that_keep_the_hosts_reason() {
     let (resolver, _) = blocking(Mode::Fail);
-    let err = resolver.prepare_blocking(&target(), &content(), &refs(&["a", "b"]), None).unwrap_err();
+    let err = block_on(resolver.prepare(&target(), &content(), &refs(&["a", "b"]), &PrepareOptions::default(), None))
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("surface: disk on fire"), "{}", err.message());
     assert_eq!(err.host_error().map(HostError::message), Some("surface: disk on fire"));
-    let err = resolver.list_candidates_blocking(&target(), "x", None, None).unwrap_err();
+    let err = block_on(resolver.candidates(&target(), "x", &CandidateOptions::default().without_mentions(), None))
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("list: disk on fire"), "{}", err.message());
 }
@@ -134,17 +136,14 @@ fn failing_blocking_reads_are_read_failures_that_keep_the_hosts_reason() {
 fn panicking_blocking_hosts_are_read_failures_not_crashes() {
     for mode in [Mode::Panic, Mode::PanicWithAnyPayload] {
         let (resolver, _) = blocking(mode);
-        let err = resolver.prepare_blocking(&target(), &content(), &refs(&["a"]), None).unwrap_err();
+        let err = block_on(resolver.prepare(&target(), &content(), &refs(&["a"]), &PrepareOptions::default(), None))
+            .unwrap_err();
         assert_eq!(err.code(), ErrorCode::ReadFailed, "{err}");
         assert!(err.message().contains("panicked"), "{}", err.message());
-        let err = resolver.candidates_blocking(&target(), "", None, None).unwrap_err();
+        let err = block_on(resolver.candidates(&target(), "", &CandidateOptions::default(), None)).unwrap_err();
         assert_eq!(err.code(), ErrorCode::ReadFailed, "{err}");
-        let err = resolver.prepare_messages_blocking(
-            &target(),
-            &[json!({"id": "m", "role": "user", "source": {"kind": "user"},
-                     "content": [{"type": "text", "text": format!("see {}", dsh_session_reference::encode_uri("a"))}]})],
-            None,
-        );
+        let err = block_on(resolver.prepare_messages(&target(), &[json!({"id": "m", "role": "user", "source": {"kind": "user"},
+                     "content": [{"type": "text", "text": format!("see {}", dsh_session_reference::encode_uri("a"))}]})], &PrepareOptions::default(), None));
         assert_eq!(err.unwrap_err().code(), ErrorCode::ReadFailed);
     }
 }
@@ -169,7 +168,7 @@ fn a_panicking_title_read_falls_back_to_the_id() {
     }
     let resolver = Resolver::new(Arc::new(Blocking::new(TitlesPanic)), Config::default());
     for query in ["", "a"] {
-        let got = resolver.candidates_blocking(&target(), query, None, None).unwrap();
+        let got = block_on(resolver.candidates(&target(), query, &CandidateOptions::default(), None)).unwrap();
         let labels: Vec<(&str, &str)> = got.iter().map(|c| (c.session_id.as_str(), c.label.as_str())).collect();
         if query.is_empty() {
             assert_eq!(labels, [("b", "B title"), ("a", "a")]);
@@ -198,8 +197,9 @@ fn an_async_host_that_panics_when_called_is_a_read_failure() {
     let resolver = Resolver::new(Arc::new(PanicsOnCall), Config::default());
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         (
-            resolver.prepare_blocking(&target(), &content(), &refs(&["a"]), None).map(|_| ()),
-            resolver.candidates_blocking(&target(), "", None, None).map(|_| ()),
+            block_on(resolver.prepare(&target(), &content(), &refs(&["a"]), &PrepareOptions::default(), None))
+                .map(|_| ()),
+            block_on(resolver.candidates(&target(), "", &CandidateOptions::default(), None)).map(|_| ()),
         )
     }));
     let (prepare, candidates) = outcome.expect("a host panic unwound through the resolver into its caller");
@@ -234,10 +234,14 @@ fn non_json_and_wrongly_shaped_snapshots_are_read_failures() {
     let resolver = Resolver::new(Arc::new(query), Config::default());
     for id in ids {
         // Paired with a good source: one bad snapshot fails the whole call.
-        let err = resolver.prepare_blocking(&target(), &content(), &refs(&["good", id]), None).unwrap_err();
+        let err =
+            block_on(resolver.prepare(&target(), &content(), &refs(&["good", id]), &PrepareOptions::default(), None))
+                .unwrap_err();
         assert_eq!(err.code(), ErrorCode::ReadFailed, "{id}: {err}");
     }
-    assert!(resolver.prepare_blocking(&target(), &content(), &refs(&["good"]), None).is_ok());
+    assert!(
+        block_on(resolver.prepare(&target(), &content(), &refs(&["good"]), &PrepareOptions::default(), None)).is_ok()
+    );
 }
 
 /// A lone surrogate escape in a text that retention keeps cannot become a
@@ -256,9 +260,11 @@ fn lone_surrogates_in_texts_are_read_failures_only_when_kept() {
     query.set_surface("kept", SurfaceData::from(doc(r"a\ud800b")));
     query.set_surface("dropped", SurfaceData::from(doc(&format!(r"\ud800{}", "x".repeat(500)))));
     let resolver = Resolver::new(Arc::new(query), Config::new(None, None, Some(200)).unwrap());
-    let err = resolver.prepare_blocking(&target(), &content(), &refs(&["kept"]), None).unwrap_err();
+    let err = block_on(resolver.prepare(&target(), &content(), &refs(&["kept"]), &PrepareOptions::default(), None))
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed, "{err}");
-    let ok = resolver.prepare_blocking(&target(), &content(), &refs(&["dropped"]), None).unwrap();
+    let ok = block_on(resolver.prepare(&target(), &content(), &refs(&["dropped"]), &PrepareOptions::default(), None))
+        .unwrap();
     let src = &sources_of(&ok.additional_context.unwrap().into_json())[0];
     assert_eq!(src["conversation"], json!([{"role": "user", "text": "last"}]));
 }
@@ -288,7 +294,8 @@ fn a_100_mb_snapshot_gives_a_context_within_budget() {
     let budget = 65_536u64;
     let resolver = Resolver::new(Arc::new(query), Config::default());
     let started = Instant::now();
-    let p = resolver.prepare_blocking(&target(), &content(), &refs(&["big"]), None).unwrap();
+    let p =
+        block_on(resolver.prepare(&target(), &content(), &refs(&["big"]), &PrepareOptions::default(), None)).unwrap();
     let elapsed = started.elapsed();
     let ctx = p.additional_context.unwrap().into_json();
     let src = &sources_of(&ctx)[0];
@@ -410,7 +417,13 @@ fn ten_thousand_levels_of_nesting_never_overflow_the_stack() {
             let out: Vec<(String, Result<Value, ErrorCode>)> = ids
                 .iter()
                 .map(|id| {
-                    let r = resolver.prepare_blocking(&target(), &content(), &refs(&[id]), None);
+                    let r = block_on(resolver.prepare(
+                        &target(),
+                        &content(),
+                        &refs(&[id]),
+                        &PrepareOptions::default(),
+                        None,
+                    ));
                     (id.to_string(), r.map(|p| p.additional_context.unwrap().into_json()).map_err(|e| e.code()))
                 })
                 .collect();
@@ -451,8 +464,14 @@ fn a_snapshot_for_another_session_shows_its_own_id_in_the_prompt() {
     let query = MemoryQuery::new();
     query.set_surface("asked", snapshot("answered", &["hello"]));
     let resolver = Resolver::new(Arc::new(query), Config::default());
-    let p =
-        resolver.prepare_blocking(&target(), &content(), &[json!({"sessionId": "asked", "label": "L"})], None).unwrap();
+    let p = block_on(resolver.prepare(
+        &target(),
+        &content(),
+        &[json!({"sessionId": "asked", "label": "L"})],
+        &PrepareOptions::default(),
+        None,
+    ))
+    .unwrap();
     let ctx = p.additional_context.unwrap().into_json();
     let src = &sources_of(&ctx)[0];
     assert_eq!(src["sessionId"], "answered");
@@ -471,21 +490,36 @@ fn hung_blocking_hosts_are_cancelled_in_every_operation() {
             "prepare",
             Box::new({
                 let r = resolver.clone();
-                move |c| r.prepare_blocking(&target(), &content(), &refs(&["a", "b"]), Some(c)).unwrap_err().code()
+                move |c| {
+                    block_on(r.prepare(&target(), &content(), &refs(&["a", "b"]), &PrepareOptions::default(), Some(c)))
+                        .unwrap_err()
+                        .code()
+                }
             }),
         ),
         (
             "candidates",
             Box::new({
                 let r = resolver.clone();
-                move |c| r.candidates_blocking(&target(), "", None, Some(c)).unwrap_err().code()
+                move |c| {
+                    block_on(r.candidates(&target(), "", &CandidateOptions::default(), Some(c))).unwrap_err().code()
+                }
             }),
         ),
         (
             "list_candidates",
             Box::new({
                 let r = resolver.clone();
-                move |c| r.list_candidates_blocking(&target(), "q", Some(3), Some(c)).unwrap_err().code()
+                move |c| {
+                    block_on(r.candidates(
+                        &target(),
+                        "q",
+                        &CandidateOptions::default().with_limit(Some(3)).without_mentions(),
+                        Some(c),
+                    ))
+                    .unwrap_err()
+                    .code()
+                }
             }),
         ),
     ];
@@ -521,7 +555,9 @@ fn hung_blocking_hosts_are_cancelled_in_every_operation() {
     let titles = Resolver::new(Arc::new(Blocking::new(TitlesHang(gate.clone()))), Config::default());
     let cancel = CancelToken::new();
     let c = cancel.clone();
-    let handle = thread::spawn(move || titles.list_candidates_blocking(&target(), "s1", None, Some(&c)));
+    let handle = thread::spawn(move || {
+        block_on(titles.candidates(&target(), "s1", &CandidateOptions::default().without_mentions(), Some(&c)))
+    });
     while gate.waiting.load(Ordering::SeqCst) == 0 {
         thread::sleep(Duration::from_millis(5));
     }
@@ -582,7 +618,7 @@ fn listing_100_000_sessions_gives_correct_candidates() {
     let label = |i: usize| title_of(&format!("s{i}")).ok().flatten().unwrap_or_else(|| format!("s{i}"));
 
     // Empty query: the first 50 after ranking; only their titles are read.
-    let got = resolver.candidates_blocking(&target(), "", None, None).unwrap();
+    let got = block_on(resolver.candidates(&target(), "", &CandidateOptions::default(), None)).unwrap();
     let mut want: Vec<usize> = (0..N).collect();
     want.sort_by_key(|&i| rank(i));
     want.truncate(50);
@@ -604,7 +640,13 @@ fn listing_100_000_sessions_gives_correct_candidates() {
     // case-insensitively (Unicode lower-casing), ranked, cut at the limit.
     host.titles_read.store(0, Ordering::Relaxed);
     let query = "topic 42 äö";
-    let got = resolver.list_candidates_blocking(&target(), query, Some(1_000), None).unwrap();
+    let got = block_on(resolver.candidates(
+        &target(),
+        query,
+        &CandidateOptions::default().with_limit(Some(1_000)).without_mentions(),
+        None,
+    ))
+    .unwrap();
     let mut want: Vec<usize> = (0..N).filter(|&i| label(i).to_lowercase().contains(query)).collect();
     want.sort_by_key(|&i| rank(i));
     want.truncate(1_000);
@@ -615,7 +657,13 @@ fn listing_100_000_sessions_gives_correct_candidates() {
     assert_eq!(host.titles_read.load(Ordering::Relaxed), N, "every listed session but the target");
     assert!(!host.saw_target.load(Ordering::Relaxed), "the target is never a candidate");
 
-    let got = resolver.list_candidates_blocking(&target(), "/P3", Some(u64::MAX >> 11), None).unwrap();
+    let got = block_on(resolver.candidates(
+        &target(),
+        "/P3",
+        &CandidateOptions::default().with_limit(Some(u64::MAX >> 11)).without_mentions(),
+        None,
+    ))
+    .unwrap();
     assert_eq!(got.len(), (0..N).filter(|&i| cwd_of(i).is_some_and(|c| c.contains("/p3"))).count());
 }
 
@@ -685,10 +733,10 @@ fn the_store_never_changes_its_root() {
             let _ = store.inspect(id);
         }
         let resolver = Resolver::new(Arc::new(store), Config::new(None, None, Some(1_000)).unwrap());
-        assert!(resolver.candidates_blocking(&target(), "", None, None).is_ok());
-        let _ = resolver.candidates_blocking(&target(), "a", None, None);
+        assert!(block_on(resolver.candidates(&target(), "", &CandidateOptions::default(), None)).is_ok());
+        let _ = block_on(resolver.candidates(&target(), "a", &CandidateOptions::default(), None));
         for id in &ids {
-            let _ = resolver.prepare_blocking(&target(), &content(), &refs(&[id]), None);
+            let _ = block_on(resolver.prepare(&target(), &content(), &refs(&[id]), &PrepareOptions::default(), None));
         }
     }
     assert!(before == tree(copy.path()), "the store changed its root");

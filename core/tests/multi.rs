@@ -8,7 +8,9 @@ mod common;
 use common::Unshared;
 
 use dsh_session_reference::sources::MultiQuery;
-use dsh_session_reference::{Config, MemoryQuery, Resolver, SessionHeader, SessionQuery, Target};
+use dsh_session_reference::{
+    block_on, CandidateOptions, Config, MemoryQuery, PrepareOptions, Resolver, SessionHeader, SessionQuery, Target,
+};
 use serde_json::json;
 
 fn surface(id: &str, text: &str) -> serde_json::Value {
@@ -43,7 +45,7 @@ fn ids(list: &[SessionHeader]) -> Vec<&str> {
 #[test]
 fn listings_merge_newest_first_and_reads_route_by_prefix() {
     let multi = MultiQuery::new().with_source("dsh", "", dsh()).with_source("codex", "codex:", codex());
-    let list = dsh_session_reference::block_on(multi.list_sessions()).unwrap();
+    let list = block_on(multi.list_sessions()).unwrap();
     // Equal createdAt (30): source order first.
     assert_eq!(ids(&list), vec!["d-new", "codex:a", "codex:b", "codex:not-really", "d-old"]);
     let report = multi.last_report();
@@ -52,12 +54,18 @@ fn listings_merge_newest_first_and_reads_route_by_prefix() {
     let resolver = Resolver::new(Arc::new(multi), Config::default());
     let target = Target::new("t", None);
     let refs = [json!({"sessionId": "codex:a"}), json!({"sessionId": "d-old"})];
-    let p = resolver.prepare_blocking(&target, &json!("x"), &refs, None).unwrap();
+    let p = block_on(resolver.prepare(&target, &json!("x"), &refs, &PrepareOptions::default(), None)).unwrap();
     let prompt = p.additional_context.unwrap().prompt;
     assert!(prompt.contains("codex codex:a") && prompt.contains("dsh d-old"), "{prompt}");
     // A DSH id that looks like another source's is shadowed by it: the read
     // goes to codex, which does not have it.
-    let err = resolver.prepare_blocking(&target, &json!("x"), &[json!({"sessionId": "codex:not-really"})], None);
+    let err = block_on(resolver.prepare(
+        &target,
+        &json!("x"),
+        &[json!({"sessionId": "codex:not-really"})],
+        &PrepareOptions::default(),
+        None,
+    ));
     assert!(err.unwrap_err().message().contains("codex:not-really"));
 }
 
@@ -67,7 +75,7 @@ fn a_failing_source_is_reported_and_the_others_still_list() {
     broken.fail_listing("permission denied");
     let multi =
         MultiQuery::new().with_source("dsh", "", dsh()).with_source("claude-code", "claude-code:", Arc::new(broken));
-    let list = dsh_session_reference::block_on(multi.list_sessions()).unwrap();
+    let list = block_on(multi.list_sessions()).unwrap();
     assert_eq!(ids(&list), vec!["d-new", "codex:not-really", "d-old"]);
     let report = multi.last_report();
     assert_eq!(report[0].outcome, Ok(3));
@@ -76,7 +84,7 @@ fn a_failing_source_is_reported_and_the_others_still_list() {
     let a = MemoryQuery::new();
     a.fail_listing("gone");
     let only = MultiQuery::new().with_source("codex", "codex:", Arc::new(a));
-    let err = dsh_session_reference::block_on(only.list_sessions()).unwrap_err();
+    let err = block_on(only.list_sessions()).unwrap_err();
     assert_eq!(err.message(), "codex: gone");
 }
 
@@ -86,12 +94,12 @@ fn a_view_of_one_source_is_that_source() {
     let direct = resolver_of(dsh());
     let viewed = resolver_of(Arc::new(MultiQuery::new().with_source("dsh", "", dsh())));
     let target = Target::new("t", Some("/w".into()));
-    let a = direct.candidates_blocking(&target, "", None, None).unwrap();
-    let b = viewed.candidates_blocking(&target, "", None, None).unwrap();
+    let a = block_on(direct.candidates(&target, "", &CandidateOptions::default(), None)).unwrap();
+    let b = block_on(viewed.candidates(&target, "", &CandidateOptions::default(), None)).unwrap();
     assert_eq!(a, b);
     let refs = [json!({"sessionId": "d-new"})];
-    let pa = direct.prepare_blocking(&target, &json!("x"), &refs, None).unwrap();
-    let pb = viewed.prepare_blocking(&target, &json!("x"), &refs, None).unwrap();
+    let pa = block_on(direct.prepare(&target, &json!("x"), &refs, &PrepareOptions::default(), None)).unwrap();
+    let pb = block_on(viewed.prepare(&target, &json!("x"), &refs, &PrepareOptions::default(), None)).unwrap();
     assert_eq!(pa.additional_context.unwrap().prompt, pb.additional_context.unwrap().prompt);
 }
 
@@ -100,15 +108,13 @@ fn fingerprints_come_from_the_source_that_holds_each_session() {
     let (d, c) = (dsh(), codex());
     let multi = MultiQuery::new().with_source("dsh", "", d.clone()).with_source("codex", "codex:", c.clone());
     let ids: Vec<String> = ["codex:a", "d-new", "codex:b"].iter().map(|s| s.to_string()).collect();
-    let direct = |q: &MemoryQuery, id: &str| {
-        dsh_session_reference::block_on(q.fingerprints(&[id.to_owned()])).unwrap().unwrap()[0].clone()
-    };
-    let got = dsh_session_reference::block_on(multi.fingerprints(&ids)).unwrap().unwrap();
+    let direct = |q: &MemoryQuery, id: &str| block_on(q.fingerprints(&[id.to_owned()])).unwrap().unwrap()[0].clone();
+    let got = block_on(multi.fingerprints(&ids)).unwrap().unwrap();
     assert_eq!(got, vec![direct(&c, "codex:a"), direct(&d, "d-new"), direct(&c, "codex:b")]);
     assert!(got.iter().all(Option::is_some));
     // A change in one source changes only its sessions' fingerprints.
     d.set_title("d-new", Some("renamed".into()));
-    let after = dsh_session_reference::block_on(multi.fingerprints(&ids)).unwrap().unwrap();
+    let after = block_on(multi.fingerprints(&ids)).unwrap().unwrap();
     assert_eq!((after[0] == got[0], after[1] == got[1], after[2] == got[2]), (true, false, true));
 }
 
@@ -137,15 +143,15 @@ fn the_shared_listing_is_the_merged_listing_with_each_sources_fingerprints() {
         let without = Resolver::new(Arc::new(Unshared(multi.clone())), Config::default());
         for filter in ["", "title", "codex"] {
             assert_eq!(
-                with.candidates_blocking(&target, filter, None, None).unwrap(),
-                without.candidates_blocking(&target, filter, None, None).unwrap(),
+                block_on(with.candidates(&target, filter, &CandidateOptions::default(), None)).unwrap(),
+                block_on(without.candidates(&target, filter, &CandidateOptions::default(), None)).unwrap(),
                 "{filter:?} {what}"
             );
         }
         let options = dsh_session_reference::SearchOptions::default();
         assert_eq!(
-            with.search_blocking(&target, "dsh", &options, None).unwrap(),
-            without.search_blocking(&target, "dsh", &options, None).unwrap(),
+            block_on(with.search(&target, "dsh", &options, None)).unwrap(),
+            block_on(without.search(&target, "dsh", &options, None)).unwrap(),
             "search {what}"
         );
         shared

@@ -12,8 +12,8 @@ use dsh_session_reference::json::parse_js;
 use dsh_session_reference::prompt::{PROMPT_FOOTER, PROMPT_HEADER};
 use dsh_session_reference::retention::truncate_head_tail;
 use dsh_session_reference::{
-    decode_uri, encode_uri, format_mention, parse_text, stringify_tag_safe, Config, ErrorCode, MemoryQuery, Resolver,
-    SurfaceData, Target,
+    block_on, decode_uri, encode_uri, format_mention, parse_text, stringify_tag_safe, Config, ErrorCode, MemoryQuery,
+    PrepareOptions, Resolver, SurfaceData, Target,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
@@ -314,7 +314,8 @@ fn prepare_and_check(srcs: &[Source], budget: u64) -> Result<(), TestCaseError> 
         })
         .collect();
     let content = json!([{"type": "text", "text": "see above"}]);
-    let result = resolver.prepare_blocking(&Target::new("target", None), &content, &refs, None);
+    let result =
+        block_on(resolver.prepare(&Target::new("target", None), &content, &refs, &PrepareOptions::default(), None));
     let projections: Vec<_> = srcs.iter().map(|s| oracle_projection(&s.events)).collect();
     let labels: Vec<&str> = srcs.iter().map(|s| s.label.as_deref().unwrap_or(&s.id)).collect();
     let too_big: Vec<bool> = srcs

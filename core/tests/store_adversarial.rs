@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use dsh_session_reference::store::layout::{project_dir_name, session_dir_name};
 use dsh_session_reference::store::{DshStore, StoreErrorKind};
-use dsh_session_reference::{Config, ErrorCode, Resolver, Target};
+use dsh_session_reference::{block_on, Config, ErrorCode, PrepareOptions, Resolver, Target};
 use serde_json::{json, Value};
 
 fn header(id: &str, created_at: u64, cwd: Option<&str>) -> String {
@@ -357,8 +357,14 @@ fn a_100_mb_log_reads_in_bounded_time_and_memory() {
     // Only the surface is held: about 1 KB per message, not the whole log.
     assert!(surface.len() < 1 << 20, "{}", surface.len());
     let resolver = Resolver::new(Arc::new(store), Config::default());
-    let prepared =
-        resolver.prepare_blocking(&Target::new("t", None), &json!("go"), &[json!({"sessionId": "big"})], None).unwrap();
+    let prepared = block_on(resolver.prepare(
+        &Target::new("t", None),
+        &json!("go"),
+        &[json!({"sessionId": "big"})],
+        &PrepareOptions::default(),
+        None,
+    ))
+    .unwrap();
     assert!(prepared.additional_context.is_some());
     assert!(started.elapsed() < Duration::from_secs(300));
 }
@@ -404,14 +410,21 @@ fn reads_run_in_parallel_through_the_resolver() {
     let store = DshStore::open(tmp.path()).unwrap();
     let resolver = Resolver::new(Arc::new(store), Config::default());
     let refs: Vec<Value> = (0..3).map(|i| json!({"sessionId": format!("s{i}")})).collect();
-    let prepared = resolver.prepare_blocking(&Target::new("t", None), &json!("go"), &refs, None).unwrap();
+    let prepared =
+        block_on(resolver.prepare(&Target::new("t", None), &json!("go"), &refs, &PrepareOptions::default(), None))
+            .unwrap();
     let text = prepared.additional_context.unwrap().prompt;
     for i in 0..3 {
         assert!(text.contains(&format!("hello from s{i}")));
     }
-    let err = resolver
-        .prepare_blocking(&Target::new("t", None), &json!("go"), &[json!({"sessionId": "missing"})], None)
-        .unwrap_err();
+    let err = block_on(resolver.prepare(
+        &Target::new("t", None),
+        &json!("go"),
+        &[json!({"sessionId": "missing"})],
+        &PrepareOptions::default(),
+        None,
+    ))
+    .unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
 }
 

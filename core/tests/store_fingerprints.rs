@@ -7,7 +7,7 @@ use common::example_root;
 use std::io::Write as _;
 use std::sync::Arc;
 
-use dsh_session_reference::{block_on, Config, DshStore, Resolver, SessionQuery, Target};
+use dsh_session_reference::{block_on, CandidateOptions, Config, DshStore, Resolver, SessionQuery, Target};
 
 #[test]
 fn a_changed_log_gets_a_new_fingerprint_and_an_unchanged_one_keeps_its_own() {
@@ -41,11 +41,15 @@ fn filtered_candidates_through_the_store_agree_with_a_fresh_resolver_after_a_cha
     let resolver = Resolver::new(Arc::new(store.clone()), Config::default());
     let target = Target::new("someone-else", None);
     let fresh = |query: &str| {
-        Resolver::new(Arc::new(DshStore::open(tmp.path()).unwrap()), Config::default())
-            .candidates_blocking(&target, query, None, None)
-            .unwrap()
+        block_on(Resolver::new(Arc::new(DshStore::open(tmp.path()).unwrap()), Config::default()).candidates(
+            &target,
+            query,
+            &CandidateOptions::default(),
+            None,
+        ))
+        .unwrap()
     };
-    assert_eq!(resolver.candidates_blocking(&target, "e", None, None).unwrap(), fresh("e"));
+    assert_eq!(block_on(resolver.candidates(&target, "e", &CandidateOptions::default(), None)).unwrap(), fresh("e"));
     // A log gains a newer title: the long-lived resolver sees it at once.
     let listed = store.list().unwrap().sessions;
     let s = &listed[0];
@@ -57,7 +61,7 @@ fn filtered_candidates_through_the_store_agree_with_a_fresh_resolver_after_a_cha
     let mut f = std::fs::OpenOptions::new().append(true).open(&s.path).unwrap();
     f.write_all(line.as_bytes()).unwrap();
     drop(f);
-    let cached = resolver.candidates_blocking(&target, "brand new", None, None).unwrap();
+    let cached = block_on(resolver.candidates(&target, "brand new", &CandidateOptions::default(), None)).unwrap();
     assert_eq!(cached, fresh("brand new"));
     assert_eq!(cached.len(), 1, "{cached:?}");
     assert_eq!(cached[0].label, "A brand new title");

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use dsh_session_reference::store::{DshStore, StoreErrorKind};
-use dsh_session_reference::{Config, ErrorCode, Resolver, SessionQuery, Target};
+use dsh_session_reference::{
+    block_on, CandidateOptions, Config, ErrorCode, PrepareOptions, Resolver, SessionQuery, Target,
+};
 use serde_json::{json, Value};
 
 fn fixtures_dir() -> PathBuf {
@@ -164,7 +166,13 @@ fn prepare_matches_expected_for_every_config() {
             for s in r["sessions"].as_array().unwrap() {
                 let id = s["sessionId"].as_str().unwrap();
                 let exp = &s["prepare"][name];
-                let got = resolver.prepare_blocking(&target, &content, &[json!({"sessionId": id})], None);
+                let got = block_on(resolver.prepare(
+                    &target,
+                    &content,
+                    &[json!({"sessionId": id})],
+                    &PrepareOptions::default(),
+                    None,
+                ));
                 if let Some(code) = exp["error"].as_str() {
                     let err = got.unwrap_err();
                     assert_eq!(err.code(), ErrorCode::from_wire(code).unwrap(), "{root} {id} {name}");
@@ -195,7 +203,7 @@ fn candidates_match_expected() {
             let config = Config::new(None, case["candidateLimit"].as_u64(), None).unwrap();
             let resolver = Resolver::new(Arc::clone(&store), config);
             let query = case["query"].as_str().unwrap();
-            let got = resolver.candidates_blocking(&target, query, None, None).unwrap();
+            let got = block_on(resolver.candidates(&target, query, &CandidateOptions::default(), None)).unwrap();
             let got: Vec<Value> = got.iter().map(|c| c.to_json()).collect();
             assert_eq!(Value::from(got), case["expected"], "{root} query {query:?}");
             cases += 1;
@@ -247,18 +255,18 @@ fn damaged_sessions_are_still_listed_and_never_hide_others() {
 
     let resolver = Resolver::new(Arc::new(store), Config::default());
     let target = Target::new("t", Some("/home/dev/alpha".into()));
-    let candidates = resolver.candidates_blocking(&target, "", None, None).unwrap();
+    let candidates = block_on(resolver.candidates(&target, "", &CandidateOptions::default(), None)).unwrap();
     let labels: Vec<&str> = candidates.iter().map(|c| c.label.as_str()).collect();
     // The damaged session's title read fails, so its label is its id.
     assert_eq!(labels, vec!["compaction-recovery", "Reply with exactly the word:", "First use the read tool"]);
-    let err = resolver
-        .prepare_blocking(
-            &target,
-            &json!("x"),
-            &[json!({"sessionId": "multi-turn"}), json!({"sessionId": "compaction-recovery"})],
-            None,
-        )
-        .unwrap_err();
+    let err = block_on(resolver.prepare(
+        &target,
+        &json!("x"),
+        &[json!({"sessionId": "multi-turn"}), json!({"sessionId": "compaction-recovery"})],
+        &PrepareOptions::default(),
+        None,
+    ))
+    .unwrap_err();
     assert_eq!(err.code(), ErrorCode::ReadFailed);
     assert!(err.message().contains("compaction-recovery"));
 }

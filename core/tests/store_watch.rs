@@ -9,7 +9,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_session_reference::{BlockingSessionQuery, Config, DshStore, Resolver, SearchOptions, Target};
+use dsh_session_reference::{
+    block_on, BlockingSessionQuery, CandidateOptions, Config, DshStore, Resolver, SearchOptions, Target,
+};
 
 /// The store's shared listing is its `list_sessions` with its
 /// `fingerprints`, and a watched store with nothing changed shares the
@@ -85,21 +87,25 @@ fn agree(kept: &DshStore, resolver: &Resolver, root: &Path, what: &str) {
     let target = Target::new("someone-else", Some("/home/dev/alpha".into()));
     let fresh_resolver = Resolver::new(Arc::new(fresh.clone()), Config::default());
     for filter in ["", "e", "renamed"] {
-        let kept_c = resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
-        let fresh_c = fresh_resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
+        let kept_c = block_on(resolver.candidates(&target, filter, &CandidateOptions::default(), None))
+            .map_err(|e| e.to_string());
+        let fresh_c = block_on(fresh_resolver.candidates(&target, filter, &CandidateOptions::default(), None))
+            .map_err(|e| e.to_string());
         assert_eq!(kept_c, fresh_c, "candidates {filter:?} after {what}");
     }
     shared_listing_agrees(kept, what);
     // A source without a shared listing gets the same answers.
     let plain = Resolver::new(Arc::new(Unshared(kept.clone())), Config::default());
     for filter in ["", "e"] {
-        let shared_c = resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
-        let plain_c = plain.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string());
+        let shared_c = block_on(resolver.candidates(&target, filter, &CandidateOptions::default(), None))
+            .map_err(|e| e.to_string());
+        let plain_c =
+            block_on(plain.candidates(&target, filter, &CandidateOptions::default(), None)).map_err(|e| e.to_string());
         assert_eq!(shared_c, plain_c, "candidates {filter:?} without the shared listing after {what}");
     }
     let options = SearchOptions::default();
-    let shared_s = resolver.search_blocking(&target, "e", &options, None).map_err(|e| e.to_string());
-    let plain_s = plain.search_blocking(&target, "e", &options, None).map_err(|e| e.to_string());
+    let shared_s = block_on(resolver.search(&target, "e", &options, None)).map_err(|e| e.to_string());
+    let plain_s = block_on(plain.search(&target, "e", &options, None)).map_err(|e| e.to_string());
     assert_eq!(shared_s, plain_s, "search without the shared listing after {what}");
     if let Ok(listing) = b {
         for s in listing.sessions {

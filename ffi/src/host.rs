@@ -249,7 +249,7 @@ impl BlockingSessionQuery for CHost {
 
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
         let Some(f) = self.vtable.fingerprints else { return Ok(None) };
-        let request = dsh_session_reference::json::stringify(&Value::from(session_ids.to_vec()));
+        let request = dsh_session_reference::wire::stringify(&Value::from(session_ids.to_vec()));
         let Some(bytes) = self.call_with_id(f, &request)? else { return Ok(None) };
         let value = json_reply("fingerprints", bytes)?;
         Fingerprint::list_from_json(&value).map(Some).map_err(|e| HostError::new(format!("the host's {e}")))
@@ -257,7 +257,7 @@ impl BlockingSessionQuery for CHost {
 
     fn search(&self, request: &SearchRequest) -> Result<Option<Vec<SearchResult>>, HostError> {
         let Some(f) = self.vtable.search else { return Ok(None) };
-        let request = dsh_session_reference::json::stringify(&request.to_json());
+        let request = dsh_session_reference::wire::stringify(&request.to_json());
         let Some(bytes) = self.call_with_id(f, &request)? else { return Ok(None) };
         let value = json_reply("search", bytes)?;
         SearchResult::list_from_json(&value).map(Some).map_err(|e| HostError::new(format!("the host's search: {e}")))
@@ -267,7 +267,7 @@ impl BlockingSessionQuery for CHost {
 /// A callback's JSON output, parsed as `JSON.parse` would.
 fn json_reply(what: &str, bytes: Vec<u8>) -> Result<Value, HostError> {
     let text = utf8(what, bytes)?;
-    dsh_session_reference::json::parse_js(&text)
+    dsh_session_reference::wire::parse_js(&text)
         .map_err(|e| HostError::new(format!("the host's {what} is not JSON: {e}")))
 }
 

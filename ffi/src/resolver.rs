@@ -3,11 +3,11 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use dsh_session_reference::json::stringify;
-use dsh_session_reference::{
-    candidate_limit_from_json, context, Blocking, CancelToken, Config, Resolver, SearchOptions, SessionQuery, Target,
+use dsh_session_reference::wire::{
+    stringify, CandidatesRequest, PrepareMessagesRequest, PrepareRequest, RequestError, SearchArgs,
 };
-use serde_json::{Map, Value};
+use dsh_session_reference::{block_on, context, Blocking, CancelToken, Config, Resolver, SessionQuery};
+use serde_json::Value;
 
 use crate::cancel::dsr_cancel;
 use crate::error::{dsr_error, dsr_status, guard, guard_value, Failure};
@@ -119,7 +119,7 @@ unsafe fn run(
     out_json: *mut *mut c_char,
     out_len: *mut usize,
     err: *mut *mut dsr_error,
-    op: impl FnOnce(&Resolver, &Map<String, Value>, Option<&CancelToken>) -> Result<Value, Failure>,
+    op: impl FnOnce(&Resolver, Value, Option<&CancelToken>) -> Result<Value, Failure>,
 ) -> dsr_status {
     // SAFETY: every pointer per the operation's contract.
     unsafe {
@@ -128,8 +128,9 @@ unsafe fn run(
             let resolver = resolver.as_ref().ok_or_else(|| Failure::misuse(format!("{func}: `resolver` is NULL")))?;
             out_arg(func, "out_json", out_json)?;
             let request = json_arg(func, "request_json", request_json, request_len)?;
-            let request =
-                request.as_object().ok_or_else(|| Failure::misuse(format!("{func}: the request must be an object")))?;
+            if !request.is_object() {
+                return Err(Failure::misuse(format!("{func}: the request must be an object")));
+            }
             if tokio::runtime::Handle::try_current().is_ok() {
                 return Err(Failure::misuse(format!(
                     "{func}: called from inside a host callback (or a tokio runtime); call it from your own thread"
@@ -143,31 +144,12 @@ unsafe fn run(
     }
 }
 
-fn target_of(func: &str, request: &Map<String, Value>) -> Result<Target, Failure> {
-    let value = request.get("target").ok_or_else(|| Failure::misuse(format!("{func}: the request has no `target`")))?;
-    Target::from_json(value).map_err(|e| Failure::misuse(format!("{func}: {e}")))
-}
-
-fn array_of<'a>(func: &str, request: &'a Map<String, Value>, key: &str) -> Result<&'a [Value], Failure> {
-    match request.get(key) {
-        Some(Value::Array(items)) => Ok(items),
-        Some(_) => Err(Failure::misuse(format!("{func}: the request's `{key}` must be an array"))),
-        None => Err(Failure::misuse(format!("{func}: the request has no `{key}`"))),
-    }
-}
-
-fn query_of<'a>(func: &str, request: &'a Map<String, Value>) -> Result<&'a str, Failure> {
-    match request.get("query") {
-        None | Some(Value::Null) => Ok(""),
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(Failure::misuse(format!("{func}: the request's `query` must be a string"))),
-    }
-}
-
-fn limit_of(request: &Map<String, Value>) -> Result<Option<u64>, Failure> {
-    match request.get("limit") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => Ok(Some(candidate_limit_from_json(v)?)),
+/// A request the core's reader refused, as this ABI reports it: a shape
+/// error is the caller's misuse, a refused value its contract error.
+fn refused(func: &str) -> impl Fn(RequestError) -> Failure + '_ {
+    move |e| match e {
+        RequestError::Shape(m) => Failure::misuse(format!("{func}: {m}")),
+        RequestError::Contract(e) => e.into(),
     }
 }
 
@@ -202,18 +184,10 @@ pub unsafe extern "C" fn dsr_resolver_prepare(
     // SAFETY: forwarded contract.
     unsafe {
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
-            let target = target_of(F, req)?;
-            let content =
-                req.get("content").ok_or_else(|| Failure::misuse(format!("{F}: the request has no `content`")))?;
-            let references = array_of(F, req, "references")?;
-            let window =
-                match req.get("contextWindow") {
-                    None | Some(Value::Null) => None,
-                    Some(v) => Some(dsh_session_reference::config::positive_safe_integer(v).ok_or_else(|| {
-                        Failure::misuse(format!("{F}: `contextWindow` must be a positive safe integer"))
-                    })?),
-                };
-            Ok(r.prepare_for_context_window_blocking(&target, content, references, window, cancel)?.into_json())
+            let request = PrepareRequest::from_json(req).map_err(refused(F))?;
+            let prepared =
+                block_on(r.prepare(&request.target, &request.content, &request.references, &request.options, cancel))?;
+            Ok(prepared.into_json())
         })
     }
 }
@@ -240,9 +214,9 @@ pub unsafe extern "C" fn dsr_resolver_prepare_messages(
     // SAFETY: forwarded contract.
     unsafe {
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
-            let target = target_of(F, req)?;
-            let messages = array_of(F, req, "messages")?;
-            Ok(context::messages_into_json(r.prepare_messages_blocking(&target, messages, cancel)?))
+            let request = PrepareMessagesRequest::from_json(req).map_err(refused(F))?;
+            let prepared = block_on(r.prepare_messages(&request.target, &request.messages, &request.options, cancel))?;
+            Ok(context::messages_into_json(prepared))
         })
     }
 }
@@ -269,10 +243,8 @@ pub unsafe extern "C" fn dsr_resolver_list_candidates(
     // SAFETY: forwarded contract.
     unsafe {
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
-            let target = target_of(F, req)?;
-            let query = query_of(F, req)?;
-            let limit = limit_of(req)?;
-            let list = r.list_candidates_blocking(&target, query, limit, cancel)?;
+            let request = CandidatesRequest::from_json(req, false).map_err(refused(F))?;
+            let list = block_on(r.candidates(&request.target, &request.query, &request.options, cancel))?;
             Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
         })
     }
@@ -298,8 +270,8 @@ pub unsafe extern "C" fn dsr_resolver_candidates(
     // SAFETY: forwarded contract.
     unsafe {
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
-            let target = target_of(F, req)?;
-            let list = r.candidates_blocking(&target, query_of(F, req)?, limit_of(req)?, cancel)?;
+            let request = CandidatesRequest::from_json(req, true).map_err(refused(F))?;
+            let list = block_on(r.candidates(&request.target, &request.query, &request.options, cancel))?;
             Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
         })
     }
@@ -337,9 +309,8 @@ pub unsafe extern "C" fn dsr_resolver_search(
     // SAFETY: forwarded contract.
     unsafe {
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
-            let target = target_of(F, req)?;
-            let options = SearchOptions::from_json(&Value::Object(req.clone()))?;
-            let list = r.search_blocking(&target, query_of(F, req)?, &options, cancel)?;
+            let request = SearchArgs::from_json(req).map_err(refused(F))?;
+            let list = block_on(r.search(&request.target, &request.query, &request.options, cancel))?;
             Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
         })
     }

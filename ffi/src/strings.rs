@@ -50,7 +50,7 @@ pub(crate) unsafe fn str_arg<'a>(func: &str, name: &str, ptr: *const c_char, len
 pub(crate) unsafe fn json_arg(func: &str, name: &str, ptr: *const c_char, len: usize) -> Result<Value, Failure> {
     // SAFETY: forwarded contract.
     let text = unsafe { str_arg(func, name, ptr, len) }?;
-    dsh_session_reference::json::parse_js(text)
+    dsh_session_reference::wire::parse_js(text)
         .map_err(|e| Failure::misuse(format!("{func}: `{name}` is not JSON: {e}")))
 }
 

@@ -122,7 +122,7 @@ pub unsafe extern "C" fn dsr_parse_text(
     unsafe {
         text_fn(F, out, out_len, err, || {
             let parsed = parse_text(str_arg(F, "text", text, text_len)?)?;
-            Ok(dsh_session_reference::json::stringify(&parsed.to_json()))
+            Ok(dsh_session_reference::wire::stringify(&parsed.to_json()))
         })
     }
 }
@@ -177,11 +177,11 @@ pub unsafe extern "C" fn dsr_conversation_snapshot(
     // SAFETY: per the contract.
     unsafe {
         text_fn(F, out, out_len, err, || {
-            let request = dsh_session_reference::json::parse_js(str_arg(F, "request_json", request_json, request_len)?)
+            let request = dsh_session_reference::wire::parse_js(str_arg(F, "request_json", request_json, request_len)?)
                 .map_err(|e| Failure::misuse(format!("{F}: the request is not JSON: {e}")))?;
-            let snapshot = dsh_session_reference::conversation::snapshot_from_request(&request)
+            let snapshot = dsh_session_reference::wire::snapshot_from_request(&request)
                 .map_err(|e| Failure::misuse(format!("{F}: {e}")))?;
-            Ok(dsh_session_reference::json::stringify(&snapshot))
+            Ok(dsh_session_reference::wire::stringify(&snapshot))
         })
     }
 }

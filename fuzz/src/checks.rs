@@ -11,14 +11,14 @@ use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_session_reference::json::parse_js;
 use dsh_session_reference::projection::{project_json, Role};
 use dsh_session_reference::prompt::{render_prompt, render_source, PROMPT_FOOTER, PROMPT_HEADER};
-use dsh_session_reference::store::layout::{relative_log_path, Encoding};
-use dsh_session_reference::store::StoreErrorKind;
+use dsh_session_reference::sources::dsh::layout::{relative_log_path, Encoding};
+use dsh_session_reference::sources::dsh::StoreErrorKind;
+use dsh_session_reference::wire::parse_js;
 use dsh_session_reference::{
-    decode_uri, encode_uri, format_mention, parse_text, stringify_tag_safe, stringify_tag_safe_text, Config, DshStore,
-    ErrorCode, Resolver, Target,
+    block_on, decode_uri, encode_uri, format_mention, parse_text, stringify_tag_safe, stringify_tag_safe_text,
+    CandidateOptions, Config, DshStore, ErrorCode, PrepareOptions, Resolver, Target,
 };
 use serde_json::Value;
 
@@ -300,13 +300,19 @@ fn store_in(root: &Path, mode: StoreMode, body: &[u8], torn: bool) {
     let resolver = Resolver::new(Arc::new(store), Config::new(None, None, Some(2_000)).expect("a valid config"));
     let target = Target::new("\u{0}fuzz-target", None);
     for sid in ids.iter().filter(|sid| **sid != target.id) {
-        let r =
-            resolver.prepare_blocking(&target, &Value::Array(vec![]), &[serde_json::json!({"sessionId": sid})], None);
+        let r = block_on(resolver.prepare(
+            &target,
+            &Value::Array(vec![]),
+            &[serde_json::json!({"sessionId": sid})],
+            &PrepareOptions::default(),
+            None,
+        ));
         if let Err(e) = r {
             assert!(matches!(e.code(), ErrorCode::ReadFailed | ErrorCode::BudgetExceeded), "{e}");
         }
     }
-    let _ = resolver.candidates_blocking(&target, "", None, None).expect("listing a readable root succeeds");
+    let _ = block_on(resolver.candidates(&target, "", &CandidateOptions::default(), None))
+        .expect("listing a readable root succeeds");
 }
 
 /// The body of one fuzz target.

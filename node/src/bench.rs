@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use dsh_session_reference::json::parse_js;
-use dsh_session_reference::{Config, MemoryQuery, Resolver, SurfaceData, Target};
+use dsh_session_reference::wire::parse_js;
+use dsh_session_reference::{block_on, Config, MemoryQuery, PrepareOptions, Resolver, SurfaceData, Target};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
@@ -53,7 +53,8 @@ pub fn bench_prepare_rust(
     let mut times = Vec::with_capacity(iterations as usize);
     for i in 0..=iterations {
         let started = Instant::now();
-        let prepared = resolver.prepare_blocking(&target, &content, &references, None).map_err(crate::to_napi_error)?;
+        let prepared = block_on(resolver.prepare(&target, &content, &references, &PrepareOptions::default(), None))
+            .map_err(crate::to_napi_error)?;
         let elapsed = started.elapsed();
         std::hint::black_box(&prepared);
         drop(prepared);

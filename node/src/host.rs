@@ -13,7 +13,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use dsh_session_reference::json::stringify;
+use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{
     Fingerprint, HostError, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SurfaceData,
 };
@@ -285,7 +285,7 @@ async fn optional_json(
 ) -> std::result::Result<Option<Value>, HostError> {
     match call(f, stringify(arg)).await? {
         HostValue::Nothing => Ok(None),
-        HostValue::Text(json) => dsh_session_reference::json::parse_js(&json)
+        HostValue::Text(json) => dsh_session_reference::wire::parse_js(&json)
             .map(Some)
             .map_err(|e| HostError::new(format!("{method} returned an invalid value: {e}"))),
         HostValue::Bytes(_) => Err(HostError::new(format!("{method} returned bytes, not JSON text"))),

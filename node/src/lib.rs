@@ -50,7 +50,7 @@ pub const DEFAULT_MAX_REFERENCE_BYTES: u32 = core::DEFAULT_MAX_REFERENCE_BYTES a
 /// The metadata key, in each `source.references` entry, that counts the
 /// credentials redacted from that source (present only with `redactSecrets`).
 #[napi(js_name = "REDACTED_SECRETS_KEY")]
-pub const REDACTED_SECRETS_KEY: &str = core::harden::REDACTED_SECRETS_KEY;
+pub const REDACTED_SECRETS_KEY: &str = core::wire::REDACTED_SECRETS_KEY;
 
 /// A library error as a napi error whose JavaScript `code` is the stable
 /// contract code (docs/contract.md §8.2; e.g. `SESSION_REFERENCE_INVALID_REFERENCE`).
@@ -128,7 +128,7 @@ pub fn stringify_tag_safe_json_text(json: String) -> Result<String, &'static str
 /// Messages of the wrong shape throw with code `ERR_INVALID_ARG_TYPE`.
 #[napi(js_name = "conversationSnapshotJson")]
 pub fn conversation_snapshot_json(request: String) -> Result<String, &'static str> {
-    let request = core::json::parse_js(&request).map_err(|e| Error::new(INVALID_ARGUMENT, e))?;
-    let snapshot = core::conversation::snapshot_from_request(&request).map_err(|e| Error::new(INVALID_ARGUMENT, e))?;
-    Ok(core::json::stringify(&snapshot))
+    let request = core::wire::parse_js(&request).map_err(|e| Error::new(INVALID_ARGUMENT, e))?;
+    let snapshot = core::wire::snapshot_from_request(&request).map_err(|e| Error::new(INVALID_ARGUMENT, e))?;
+    Ok(core::wire::stringify(&snapshot))
 }

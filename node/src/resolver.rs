@@ -3,7 +3,7 @@
 //!
 //! Every async method validates its arguments on the JavaScript thread,
 //! spawns the core's future on the library's own tokio runtime
-//! ([`dsh_session_reference::runtime`]) — never on the libuv pool, which a
+//! ([`core::runtime`]) — never on the libuv pool, which a
 //! host using `fs.promises` needs for itself — and returns a Promise that a
 //! deferred settles from that runtime. The Promise resolves to the result as
 //! JSON text (with prepared prompts apart, see [`PreparedParts`]), or to a
@@ -21,9 +21,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
+use core::wire::{
+    parse_js, stringify, CandidatesRequest, PrepareMessagesRequest, PrepareRequest, RequestError, SearchArgs,
+};
+use core::{CancelToken, Config, Resolver, SessionQuery, Target};
 use dsh_session_reference as core;
-use dsh_session_reference::json::{parse_js, stringify};
-use dsh_session_reference::{CancelToken, Config, Resolver, SessionQuery, Target};
 use futures::FutureExt;
 use napi::bindgen_prelude::*;
 use napi::{Env, JsDeferred, ValueType};
@@ -139,8 +141,7 @@ pub fn config_from_js(config: Option<Unknown<'_>>) -> Result<std::result::Result
     // SAFETY: `get_type` just reported an object, so it can be viewed as one.
     let object: Object = unsafe { config.cast() }?;
     let mut map = serde_json::Map::new();
-    let keys = ["maxReferences", "candidateLimit", "maxReferenceBytes", "dshCompat", "referenceContextFraction"];
-    for key in keys.into_iter().chain([core::harden::HARDENED_KEY]).chain(core::harden::HARDENING_KEYS) {
+    for key in core::wire::CONFIG_KEYS {
         let value: Unknown = object.get_named_property(key)?;
         let json = if key == "dshCompat" && value.get_type()? == ValueType::String {
             // SAFETY: the value was just checked to be a string.
@@ -160,15 +161,16 @@ fn parse_arg(what: &str, json: &str) -> std::result::Result<Value, NativeFailure
     parse_js(json).map_err(|e| NativeFailure::misuse(format!("{what} is not JSON: {e}")))
 }
 
-fn parse_target(json: &str) -> std::result::Result<Target, NativeFailure> {
-    Target::from_json(&parse_arg("target", json)?).map_err(NativeFailure::misuse)
-}
-
-fn parse_array(what: &str, json: &str) -> std::result::Result<Vec<Value>, NativeFailure> {
-    match parse_arg(what, json)? {
-        Value::Array(items) => Ok(items),
-        _ => Err(NativeFailure::misuse(format!("{what} must be an array"))),
-    }
+/// A request the wrapper sent as JSON text, read with the core's reader:
+/// a shape error is a misuse, a refused value its contract error.
+fn request<T>(
+    json: &str,
+    read: impl FnOnce(Value) -> std::result::Result<T, RequestError>,
+) -> std::result::Result<T, NativeFailure> {
+    read(parse_arg("request", json)?).map_err(|e| match e {
+        RequestError::Shape(m) => NativeFailure::misuse(m),
+        RequestError::Contract(e) => e.into(),
+    })
 }
 
 /// The settled value of a native operation's Promise: its result (JSON
@@ -494,38 +496,28 @@ impl NativeResolver {
         Ok(NativeResolver { resolver, host: Some((query, read_surface_ref)) })
     }
 
-    /// `prepare(target, content, references, contextWindow)`: `{content}` or
-    /// `{content, additionalContext}` as [`PreparedParts`] (the prompt
-    /// apart). Arguments are JSON text. Small work whose snapshots the host
-    /// returned as plain values settles at once (see [`INLINE_BYTES`]);
-    /// otherwise the result is a Promise.
+    /// `prepare(request)`: the request `{target, content, references,
+    /// contextWindow?}` as JSON text; `{content}` or `{content,
+    /// additionalContext}` as [`PreparedParts`] (the prompt apart). Small
+    /// work whose snapshots the host returned as plain values settles at
+    /// once (see [`INLINE_BYTES`]); otherwise the result is a Promise.
     #[napi(ts_return_type = "PreparedParts | NativeFailure | Promise<PreparedParts | NativeFailure>")]
     pub fn prepare<'env>(
         &self,
         env: &'env Env,
-        target: String,
-        content: String,
-        references: String,
-        context_window: Option<f64>,
+        request_json: String,
         cancel: Option<&CancelHandle>,
     ) -> Result<Either<Settled<PreparedParts>, Object<'env>>> {
-        let window = match context_window {
-            None => Ok(None),
-            Some(w) => core::config::positive_safe_integer(&serde_json::json!(w))
-                .map(Some)
-                .ok_or_else(|| NativeFailure::misuse("contextWindow must be a positive safe integer")),
-        };
-        let args = parse_target(&target)
-            .and_then(|t| Ok((t, parse_arg("content", &content)?, parse_array("references", &references)?, window?)));
-        let (target, content, references, window) = match args {
-            Ok(args) => args,
-            Err(failure) => return Ok(Either::A(Either::B(failure))),
-        };
+        let PrepareRequest { target, content, references, options } =
+            match request(&request_json, PrepareRequest::from_json) {
+                Ok(request) => request,
+                Err(failure) => return Ok(Either::A(Either::B(failure))),
+            };
         let handle = cancel;
         let cancel = token(cancel);
         let (resolver, plan, refs) = self.for_prepare(env, &target, &references, cancel.as_ref())?;
         let work = async move {
-            let prepared = resolver.prepare_planned_for(content, refs?, window, cancel.as_ref()).await?;
+            let prepared = resolver.prepare_planned(content, refs?, &options, cancel.as_ref()).await?;
             Ok(PreparedParts::of_prepared(prepared))
         };
         match plan {
@@ -565,123 +557,87 @@ impl NativeResolver {
         }
     }
 
-    /// `prepareMessages(target, messages)`: resolves to the rewritten
-    /// message list as [`PreparedParts`] (the context prompts apart).
+    /// `prepareMessages(request)`: the request `{target, messages}` as JSON
+    /// text; resolves to the rewritten message list as [`PreparedParts`]
+    /// (the context prompts apart).
     #[napi(ts_return_type = "Promise<PreparedParts | NativeFailure>")]
     pub fn prepare_messages<'env>(
         &self,
         env: &'env Env,
-        target: String,
-        messages: String,
+        request_json: String,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'env>> {
-        let args = parse_target(&target).and_then(|t| Ok((t, parse_array("messages", &messages)?)));
-        let (target, messages) = match args {
-            Ok(args) => args,
-            Err(failure) => return settled(env, failure),
-        };
+        let PrepareMessagesRequest { target, messages, options } =
+            match request(&request_json, PrepareMessagesRequest::from_json) {
+                Ok(request) => request,
+                Err(failure) => return settled(env, failure),
+            };
         let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
         spawn(env, async move {
-            let out = resolver.prepare_messages(&target, &messages, cancel.as_ref()).await?;
+            let out = resolver.prepare_messages(&target, &messages, &options, cancel.as_ref()).await?;
             PreparedParts::of_messages(out)
         })
     }
 
-    /// `listCandidates(target, query, limit?)`: resolves to the JSON text of
-    /// the candidate array. `limit` is any JavaScript value: `undefined` takes
-    /// the configured limit, anything but a positive safe integer fails with
+    /// `candidates(request, limit, mentions)`: the request `{target,
+    /// query}` as JSON text; resolves to the JSON text of the candidate
+    /// array, each candidate with its mention when `mentions` is true (the
+    /// wrapper's `candidates`) and without it when false (its
+    /// `listCandidates`). `limit` is the JavaScript value as the caller gave
+    /// it (JSON cannot tell `undefined` from `NaN`): `undefined` takes the
+    /// configured limit, anything but a positive safe integer fails with
     /// `SESSION_REFERENCE_INVALID_REFERENCE`.
     #[napi(
-        ts_args_type = "target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null",
-        ts_return_type = "Promise<string | NativeFailure>"
-    )]
-    pub fn list_candidates<'env>(
-        &self,
-        env: &'env Env,
-        target: String,
-        query: String,
-        limit: Unknown<'_>,
-        cancel: Option<&CancelHandle>,
-    ) -> Result<Object<'env>> {
-        let target = match parse_target(&target) {
-            Ok(t) => t,
-            Err(failure) => return settled(env, failure),
-        };
-        let limit = match limit_from_js(limit)? {
-            Ok(limit) => limit,
-            Err(e) => return settled(env, e.into()),
-        };
-        let resolver = Arc::clone(&self.resolver);
-        let cancel = token(cancel);
-        spawn(env, async move {
-            let list = resolver.list_candidates(&target, &query, limit, cancel.as_ref()).await?;
-            Ok(stringify(&Value::Array(list.iter().map(core::Candidate::to_json).collect())))
-        })
-    }
-
-    /// `candidates(target, query, limit?)`: like `listCandidates`, each
-    /// candidate with its mention; resolves to the JSON text of the array.
-    #[napi(
-        ts_args_type = "target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null",
+        ts_args_type = "request: string, limit: number | undefined, mentions: boolean, cancel?: CancelHandle | null",
         ts_return_type = "Promise<string | NativeFailure>"
     )]
     pub fn candidates<'env>(
         &self,
         env: &'env Env,
-        target: String,
-        query: String,
+        request_json: String,
         limit: Unknown<'_>,
+        mentions: bool,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'env>> {
-        let target = match parse_target(&target) {
-            Ok(t) => t,
-            Err(failure) => return settled(env, failure),
-        };
-        let limit = match limit_from_js(limit)? {
-            Ok(limit) => limit,
+        let CandidatesRequest { target, query, options } =
+            match request(&request_json, |v| CandidatesRequest::from_json(v, mentions)) {
+                Ok(request) => request,
+                Err(failure) => return settled(env, failure),
+            };
+        let options = match limit_from_js(limit)? {
+            Ok(limit) => options.with_limit(limit),
             Err(e) => return settled(env, e.into()),
         };
         let resolver = Arc::clone(&self.resolver);
         let cancel = token(cancel);
         spawn(env, async move {
-            let list = resolver.candidates(&target, &query, limit, cancel.as_ref()).await?;
+            let list = resolver.candidates(&target, &query, &options, cancel.as_ref()).await?;
             Ok(stringify(&Value::Array(list.iter().map(core::Candidate::to_json).collect())))
         })
     }
 
-    /// `search(target, query, limit?, scope?)`: full-text search; resolves
-    /// to the JSON text of the result array. `limit` as for `candidates`;
-    /// `scope` is `"all"` (default) or `"cwd"`, anything else fails with
-    /// `SESSION_REFERENCE_INVALID_REFERENCE`.
+    /// `search(request, limit)`: the request `{target, query, scope?}` as
+    /// JSON text (`scope` is `"all"`, the default, or `"cwd"`; anything else
+    /// fails with `SESSION_REFERENCE_INVALID_REFERENCE`); `limit` as for
+    /// `candidates`. Resolves to the JSON text of the result array.
     #[napi(
-        ts_args_type = "target: string, query: string, limit: number | undefined, scope: string | undefined | null, \
-                        cancel?: CancelHandle | null",
+        ts_args_type = "request: string, limit: number | undefined, cancel?: CancelHandle | null",
         ts_return_type = "Promise<string | NativeFailure>"
     )]
     pub fn search<'env>(
         &self,
         env: &'env Env,
-        target: String,
-        query: String,
+        request_json: String,
         limit: Unknown<'_>,
-        scope: Option<String>,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'env>> {
-        let target = match parse_target(&target) {
-            Ok(t) => t,
+        let SearchArgs { target, query, options } = match request(&request_json, SearchArgs::from_json) {
+            Ok(request) => request,
             Err(failure) => return settled(env, failure),
         };
-        let limit = match limit_from_js(limit)? {
-            Ok(limit) => limit,
-            Err(e) => return settled(env, e.into()),
-        };
-        let mut request = serde_json::Map::new();
-        if let Some(scope) = scope {
-            request.insert("scope".into(), Value::from(scope));
-        }
-        let options = match core::SearchOptions::from_json(&Value::Object(request)) {
-            Ok(o) => core::SearchOptions { limit, ..o },
+        let options = match limit_from_js(limit)? {
+            Ok(limit) => core::SearchOptions { limit, ..options },
             Err(e) => return settled(env, e.into()),
         };
         let resolver = Arc::clone(&self.resolver);

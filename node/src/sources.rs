@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use dsh_session_reference::json::{parse_js, stringify};
 use dsh_session_reference::sources::{open_sources, report_json, specs_from_json, surface_json_bytes, MultiQuery};
+use dsh_session_reference::wire::{parse_js, stringify};
 use dsh_session_reference::{Config, ErrorCode, SessionQuery};
 use napi::bindgen_prelude::*;
 use napi::Env;

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use dsh_session_reference::json::stringify;
-use dsh_session_reference::store::StoredSession;
+use dsh_session_reference::sources::dsh::StoredSession;
+use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{Config, DshStore, ErrorCode, SessionQuery, SurfaceData};
 use napi::bindgen_prelude::*;
 use napi::Env;

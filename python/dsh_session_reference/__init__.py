@@ -131,6 +131,19 @@ class Resolver(_NativeResolver):
         )
         return result
 
+    def list_candidates(
+        self,
+        target: Target,
+        query: str = "",
+        limit: Optional[int] = None,
+        *,
+        cancel: Optional[CancelToken] = None,
+    ) -> List[Candidate]:
+        """Sessions the target may reference, ranked and filtered, at most
+        ``limit``: :meth:`candidates` without the ``"mention"`` of each item
+        (``mentions=False``). Releases the GIL while it runs."""
+        return self.candidates(target, query, limit, cancel=cancel, mentions=False)
+
     async def list_candidates_async(
         self,
         target: Target,
@@ -140,10 +153,7 @@ class Resolver(_NativeResolver):
         cancel: Optional[CancelToken] = None,
     ) -> List[Candidate]:
         """The ``async`` twin of :meth:`list_candidates`."""
-        result: List[Candidate] = await _bridge.call(
-            self._start_list_candidates, target, query, limit, cancel=cancel
-        )
-        return result
+        return await self.candidates_async(target, query, limit, cancel=cancel, mentions=False)
 
     async def search_async(
         self,
@@ -167,10 +177,11 @@ class Resolver(_NativeResolver):
         limit: Optional[int] = None,
         *,
         cancel: Optional[CancelToken] = None,
+        mentions: bool = True,
     ) -> List[Candidate]:
         """The ``async`` twin of :meth:`candidates`."""
         result: List[Candidate] = await _bridge.call(
-            self._start_candidates, target, query, limit, cancel=cancel
+            self._start_candidates, target, query, limit, mentions, cancel=cancel
         )
         return result
 

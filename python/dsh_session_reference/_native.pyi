@@ -240,17 +240,6 @@ class Resolver:
         """Rewrites mentions in user messages and inserts each message's context
         message after it. Releases the GIL while it runs."""
 
-    def list_candidates(
-        self,
-        target: Target,
-        query: str = "",
-        limit: Optional[int] = None,
-        *,
-        cancel: Optional[CancelToken] = None,
-    ) -> List[Candidate]:
-        """Sessions the target may reference, ranked and filtered, at most
-        ``limit``. Releases the GIL while it runs."""
-
     def candidates(
         self,
         target: Target,
@@ -258,10 +247,12 @@ class Resolver:
         limit: Optional[int] = None,
         *,
         cancel: Optional[CancelToken] = None,
+        mentions: bool = True,
     ) -> List[Candidate]:
-        """``list_candidates()`` with each item's ``"mention"``: at most
-        ``limit`` (default: ``candidate_limit``). Releases the GIL while it
-        runs."""
+        """Sessions the target may reference, ranked by cwd and filtered by
+        ``query``, at most ``limit`` (default: ``candidate_limit``), each with
+        its ``"mention"`` unless ``mentions=False`` (what
+        ``list_candidates()`` gives). Releases the GIL while it runs."""
 
     def search(
         self,
@@ -312,21 +303,12 @@ class Resolver:
         event_loop: Any,
         done: Callable[[bool, Any], None],
     ) -> None: ...
-    def _start_list_candidates(
-        self,
-        target: Target,
-        query: str,
-        limit: Optional[int],
-        cancel: Optional[CancelToken],
-        token: CancelToken,
-        event_loop: Any,
-        done: Callable[[bool, Any], None],
-    ) -> None: ...
     def _start_candidates(
         self,
         target: Target,
         query: str,
         limit: Optional[int],
+        mentions: bool,
         cancel: Optional[CancelToken],
         token: CancelToken,
         event_loop: Any,

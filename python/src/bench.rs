@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use dsh_session_reference::{Config, MemoryQuery, Resolver, SurfaceData, Target};
+use dsh_session_reference::{Config, MemoryQuery, PrepareOptions, Resolver, SurfaceData, Target};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use serde_json::json;
@@ -43,7 +43,8 @@ pub fn bench_prepare_rust(
         runtime().block_on(async {
             let started = Instant::now();
             for _ in 0..iterations {
-                let prepared = resolver.prepare(&target, &content, &references, None).await?;
+                let prepared =
+                    resolver.prepare(&target, &content, &references, &PrepareOptions::default(), None).await?;
                 std::hint::black_box(&prepared);
             }
             Ok::<_, dsh_session_reference::Error>(started.elapsed().as_secs_f64())

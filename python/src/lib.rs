@@ -102,7 +102,7 @@ fn conversation_snapshot<'py>(
         request.insert("capturedThroughSeq".into(), seq.into());
     }
     request.insert("messages".into(), to_json(messages, "messages")?);
-    let snapshot = dsh_session_reference::conversation::snapshot_from_request(&serde_json::Value::Object(request))
+    let snapshot = dsh_session_reference::wire::snapshot_from_request(&serde_json::Value::Object(request))
         .map_err(PyValueError::new_err)?;
     to_py(py, &snapshot)
 }
@@ -119,7 +119,7 @@ fn _wait_for_library_threads(py: Python<'_>, timeout: f64) -> bool {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("REDACTED_SECRETS_KEY", dsh_session_reference::harden::REDACTED_SECRETS_KEY)?;
+    m.add("REDACTED_SECRETS_KEY", dsh_session_reference::wire::REDACTED_SECRETS_KEY)?;
     m.add_function(wrap_pyfunction!(encode_uri, m)?)?;
     m.add_function(wrap_pyfunction!(decode_uri, m)?)?;
     m.add_function(wrap_pyfunction!(format_mention, m)?)?;

@@ -53,10 +53,9 @@ impl CancelToken {
 /// One call, with its inputs already converted (so that misuse raises
 /// before any work starts).
 enum Job {
-    Prepare { target: Target, content: Value, references: Vec<Value>, context_window: Option<u64> },
+    Prepare { target: Target, content: Value, references: Vec<Value>, options: core::PrepareOptions },
     Messages { target: Target, messages: Vec<Value> },
-    List { target: Target, query: String, limit: Option<u64> },
-    Candidates { target: Target, query: String, limit: Option<u64> },
+    Candidates { target: Target, query: String, options: core::CandidateOptions },
     Search { target: Target, query: String, options: core::SearchOptions },
 }
 
@@ -64,36 +63,37 @@ impl Job {
     /// The call as a `Send` future on the runtime.
     fn run(self, resolver: core::Resolver, token: core::CancelToken) -> BoxFuture<core::Result<Value>> {
         match self {
-            Job::Prepare { target, content, references, context_window } => Box::pin(async move {
-                let prepared =
-                    resolver.prepare_for_context_window(&target, &content, &references, context_window, Some(&token));
-                Ok(prepared.await?.into_json())
+            Job::Prepare { target, content, references, options } => Box::pin(async move {
+                let prepared = resolver.prepare(&target, &content, &references, &options, Some(&token)).await?;
+                Ok(prepared.into_json())
             }),
             Job::Messages { target, messages } => Box::pin(async move {
-                Ok(core::context::messages_into_json(
-                    resolver.prepare_messages(&target, &messages, Some(&token)).await?,
-                ))
+                let options = core::PrepareOptions::default();
+                let prepared = resolver.prepare_messages(&target, &messages, &options, Some(&token)).await?;
+                Ok(core::context::messages_into_json(prepared))
             }),
-            Job::List { target, query, limit } => Box::pin(async move {
-                Ok(candidate_list(resolver.list_candidates(&target, &query, limit, Some(&token)).await?))
+            Job::Candidates { target, query, options } => Box::pin(async move {
+                let list = resolver.candidates(&target, &query, &options, Some(&token)).await?;
+                Ok(Value::Array(list.iter().map(core::Candidate::to_json).collect()))
             }),
             Job::Search { target, query, options } => Box::pin(async move {
                 let found = resolver.search(&target, &query, &options, Some(&token)).await?;
                 Ok(Value::Array(found.iter().map(core::SearchResult::to_json).collect()))
             }),
-            Job::Candidates { target, query, limit } => {
-                Box::pin(
-                    async move { Ok(candidate_list(resolver.candidates(&target, &query, limit, Some(&token)).await?)) },
-                )
-            }
         }
     }
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-fn candidate_list(list: Vec<core::Candidate>) -> Value {
-    Value::Array(list.iter().map(core::Candidate::to_json).collect())
+/// The options of one discovery query: `mentions=False` is `list_candidates()`.
+fn candidate_options(limit: Option<u64>, mentions: bool) -> core::CandidateOptions {
+    let options = core::CandidateOptions::default().with_limit(limit);
+    if mentions {
+        options
+    } else {
+        options.without_mentions()
+    }
 }
 
 fn target_arg(obj: &Bound<'_, PyAny>) -> PyResult<Target> {
@@ -200,10 +200,8 @@ impl Resolver {
 /// profiles); anything else is a `TypeError`.
 fn context_window_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
     let Some(v) = value.filter(|v| !v.is_none()) else { return Ok(None) };
-    let n = to_json(v, "context_window")?;
-    dsh_session_reference::config::positive_safe_integer(&n)
-        .map(Some)
-        .ok_or_else(|| PyTypeError::new_err("context_window must be a positive integer or None"))
+    core::wire::context_window_from_json(Some(&to_json(v, "context_window")?))
+        .map_err(|_| PyTypeError::new_err("context_window must be a positive integer or None"))
 }
 
 #[pymethods]
@@ -232,18 +230,19 @@ impl Resolver {
         reference_context_fraction: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut wire = Map::new();
-        let [redact_key, escape_key, sanitize_key] = dsh_session_reference::harden::HARDENING_KEYS;
-        for (key, value) in [
-            ("maxReferences", max_references),
-            ("maxReferenceBytes", max_reference_bytes),
-            ("candidateLimit", candidate_limit),
-            (dsh_session_reference::harden::HARDENED_KEY, hardened),
-            (redact_key, redact_secrets),
-            (escape_key, escape_invisible),
-            (sanitize_key, sanitize_labels),
-            ("dshCompat", dsh_compat),
-            ("referenceContextFraction", reference_context_fraction),
-        ] {
+        // The keyword arguments in the order of the core's config keys.
+        let values = [
+            max_references,
+            max_reference_bytes,
+            candidate_limit,
+            hardened,
+            redact_secrets,
+            escape_invisible,
+            sanitize_labels,
+            dsh_compat,
+            reference_context_fraction,
+        ];
+        for (key, value) in core::wire::CONFIG_KEYS.into_iter().zip(values) {
             if let Some(v) = value {
                 wire.insert(key.into(), to_json(&v, key)?);
             }
@@ -335,7 +334,7 @@ impl Resolver {
             target: target_arg(target)?,
             content: to_json(content, "content")?,
             references: sequence_arg(references, "references")?,
-            context_window: context_window_arg(context_window.as_ref())?,
+            options: core::PrepareOptions::default().with_context_window(context_window_arg(context_window.as_ref())?),
         };
         self.blocking(py, job, cancel)
     }
@@ -358,24 +357,10 @@ impl Resolver {
 
     /// Sessions the target may reference: ranked by cwd, filtered by `query`
     /// (case-insensitive, on id, cwd and title), at most `limit` (default:
-    /// `candidate_limit`). Items: `{"sessionId", "label", "cwd"?, "createdAt"}`.
-    /// Releases the GIL while it runs.
-    #[pyo3(signature = (target, query="", limit=None, *, cancel=None))]
-    fn list_candidates<'py>(
-        &self,
-        py: Python<'py>,
-        target: &Bound<'py, PyAny>,
-        query: &str,
-        limit: Option<&Bound<'py, PyAny>>,
-        cancel: Option<PyRef<'_, CancelToken>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let job = Job::List { target: target_arg(target)?, query: query.to_owned(), limit: limit_arg(py, limit)? };
-        self.blocking(py, job, cancel)
-    }
-
-    /// `list_candidates()`, each item with its `"mention"`. Releases the GIL
-    /// while it runs.
-    #[pyo3(signature = (target, query="", limit=None, *, cancel=None))]
+    /// `candidate_limit`). Items: `{"sessionId", "label", "cwd"?,
+    /// "createdAt", "mention"}`; with `mentions=False` without `"mention"`
+    /// (what `list_candidates()` gives). Releases the GIL while it runs.
+    #[pyo3(signature = (target, query="", limit=None, *, cancel=None, mentions=true))]
     fn candidates<'py>(
         &self,
         py: Python<'py>,
@@ -383,9 +368,13 @@ impl Resolver {
         query: &str,
         limit: Option<&Bound<'py, PyAny>>,
         cancel: Option<PyRef<'_, CancelToken>>,
+        mentions: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let job =
-            Job::Candidates { target: target_arg(target)?, query: query.to_owned(), limit: limit_arg(py, limit)? };
+        let job = Job::Candidates {
+            target: target_arg(target)?,
+            query: query.to_owned(),
+            options: candidate_options(limit_arg(py, limit)?, mentions),
+        };
         self.blocking(py, job, cancel)
     }
 
@@ -446,7 +435,7 @@ impl Resolver {
             target: target_arg(target)?,
             content: to_json(content, "content")?,
             references: sequence_arg(references, "references")?,
-            context_window: context_window_arg(context_window.as_ref())?,
+            options: core::PrepareOptions::default().with_context_window(context_window_arg(context_window.as_ref())?),
         };
         self.start(py, job, cancel, token, event_loop, done);
         Ok(())
@@ -469,25 +458,6 @@ impl Resolver {
         Ok(())
     }
 
-    /// Starts `list_candidates` for an asyncio caller.
-    #[allow(clippy::too_many_arguments)]
-    fn _start_list_candidates(
-        &self,
-        py: Python<'_>,
-        target: &Bound<'_, PyAny>,
-        query: &Bound<'_, PyAny>,
-        limit: Option<&Bound<'_, PyAny>>,
-        cancel: Option<PyRef<'_, CancelToken>>,
-        token: PyRef<'_, CancelToken>,
-        event_loop: Bound<'_, PyAny>,
-        done: Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let job =
-            Job::List { target: target_arg(target)?, query: string_arg(query, "query")?, limit: limit_arg(py, limit)? };
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
-    }
-
     /// Starts `candidates` for an asyncio caller.
     #[allow(clippy::too_many_arguments)]
     fn _start_candidates(
@@ -496,6 +466,7 @@ impl Resolver {
         target: &Bound<'_, PyAny>,
         query: &Bound<'_, PyAny>,
         limit: Option<&Bound<'_, PyAny>>,
+        mentions: bool,
         cancel: Option<PyRef<'_, CancelToken>>,
         token: PyRef<'_, CancelToken>,
         event_loop: Bound<'_, PyAny>,
@@ -504,7 +475,7 @@ impl Resolver {
         let job = Job::Candidates {
             target: target_arg(target)?,
             query: string_arg(query, "query")?,
-            limit: limit_arg(py, limit)?,
+            options: candidate_options(limit_arg(py, limit)?, mentions),
         };
         self.start(py, job, cancel, token, event_loop, done);
         Ok(())

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use dsh_session_reference::store::{DshStore, StoreError, StoreErrorKind, StoredSession};
+use dsh_session_reference::sources::dsh::{DshStore, StoreError, StoreErrorKind, StoredSession};
 use pyo3::exceptions::{PyLookupError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

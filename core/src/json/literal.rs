@@ -4,8 +4,8 @@
 //! through here; [`tag_safe_len`] counts the same bytes without writing them.
 
 use super::bytes::{find2, unicode_escape, HEX};
+use super::invisible::{self, Piece, Pieces};
 use super::read::Str;
-use crate::harden::invisible::{self, Piece, Pieces};
 
 /// Bytes of the tag-safe form of the literal `s`, quotes included (with
 /// invisible characters escaped when `escape_invisible` is on).

@@ -8,9 +8,12 @@
 //! - `literal`: the transcoder from a JSON string literal of the input to the
 //!   tag-safe form of its text;
 //! - `bytes`: the byte classifiers and escape tables they share, and the
-//!   core's only `unsafe` code.
+//!   core's only `unsafe` code;
+//! - `invisible`: the escapes of invisible, bidirectional and tag
+//!   characters that the hardened mode's `escapeInvisible` writes.
 
 pub(crate) mod bytes;
+pub mod invisible;
 pub(crate) mod literal;
 mod parse_js;
 pub(crate) mod read;
@@ -22,3 +25,14 @@ pub use write::{
     js_string, string_len, stringify, stringify_tag_safe, stringify_tag_safe_text, write_f64, write_number,
     write_string, write_value,
 };
+
+/// Appends `s` as a tag-safe JSON string literal, with invisible characters
+/// escaped as `\uXXXX` when `escape_invisible` is on (the hardened mode's
+/// `escapeInvisible`; see [`invisible`]).
+pub fn write_text(out: &mut String, s: &str, escape_invisible: bool) {
+    if escape_invisible {
+        invisible::write_string(out, s);
+    } else {
+        write_string(out, s, true);
+    }
+}

@@ -1,6 +1,6 @@
 //! The resolver: the service a host holds. It reads through the host's
 //! [`SessionQuery`] and runs preparation (`prepare.rs`: references, reads,
-//! retention and framing) and discovery (`crate::discovery`: candidates).
+//! retention and framing) and discovery (`discovery/`: candidates and search).
 //! Here: the type, its guards around host calls, cancellation, and the
 //! blocking facade.
 
@@ -9,18 +9,22 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use serde_json::Value;
 
 use crate::cancel::CancelToken;
 use crate::config::Config;
-use crate::context::{Prepared, PreparedMessage};
-use crate::discovery::Candidate;
 use crate::error::{Error, HostError, Result};
-use crate::host::{QueryFuture, SessionQuery, Target};
+use crate::host::{QueryFuture, SessionQuery};
 
+mod deprecated;
+mod discovery;
 mod prepare;
+pub mod request;
+mod session;
 
+pub use discovery::{CandidateOptions, DiscoveryCachePart};
+pub use prepare::PrepareOptions;
 pub use prepare::{normalize_references, Reference};
+pub use session::{SessionConversation, SessionMessage};
 
 /// Calls a host method and awaits its future, turning a panic in either the
 /// call or the future into a host error, so that a misbehaving host can
@@ -52,18 +56,30 @@ pub(crate) async fn cancellable<T>(cancel: Option<&CancelToken>, work: impl Futu
 /// and prepares bounded, tag-safe snapshots. Cheap to clone and shareable
 /// between threads; every method may run concurrently.
 ///
+/// Each operation takes one options struct ([`PrepareOptions`],
+/// [`CandidateOptions`], [`SearchOptions`](crate::host::SearchOptions)).
 /// The `async` methods need a tokio runtime with the time and blocking
-/// pools (any multi-threaded runtime, or [`crate::runtime()`]); the
-/// `*_blocking` twins run on the library's own runtime and must not be called
-/// from inside a tokio runtime.
+/// pools (any multi-threaded runtime, or [`crate::runtime()`]). A caller
+/// that blocks runs any of them on the library's own runtime with the one
+/// blocking facade, [`block_on`](crate::runtime::block_on), which must not
+/// be called from inside a tokio runtime:
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use dsh_session_reference::{block_on, CandidateOptions, Config, MemoryQuery, Resolver, Target};
+/// let resolver = Resolver::new(Arc::new(MemoryQuery::new()), Config::default());
+/// let target = Target::new("new-chat", None);
+/// let list = block_on(resolver.candidates(&target, "", &CandidateOptions::default(), None)).unwrap();
+/// assert!(list.is_empty());
+/// ```
 #[derive(Clone)]
 pub struct Resolver {
     pub(crate) query: Arc<dyn SessionQuery>,
     pub(crate) config: Config,
-    /// The host's own `fullSnapshot` notices ([`crate::compat`]).
-    pub(crate) notice: Option<crate::compat::FullSnapshotNotice>,
+    /// The host's own `fullSnapshot` notices (the later `dshCompat` profiles).
+    pub(crate) notice: Option<crate::prompt::FullSnapshotNotice>,
     /// Titles and indexed texts kept between discovery queries (shared by clones).
-    pub(crate) discovery: Arc<crate::discovery::DiscoveryCache>,
+    pub(crate) discovery: Arc<discovery::DiscoveryCache>,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -76,6 +92,21 @@ impl Resolver {
     /// A resolver over `query` with a validated configuration.
     pub fn new(query: Arc<dyn SessionQuery>, config: Config) -> Self {
         Resolver { query, config, notice: None, discovery: Arc::default() }
+    }
+
+    /// This resolver's configuration and discovery caches over another
+    /// session query that serves the same sessions (a front that wraps one
+    /// host object anew for each call, e.g. to bind it to the caller's event
+    /// loop, keeps one cache this way).
+    pub fn with_session_query(&self, query: Arc<dyn SessionQuery>) -> Resolver {
+        Resolver { query, config: self.config, notice: self.notice.clone(), discovery: Arc::clone(&self.discovery) }
+    }
+
+    /// This resolver with the host's own `fullSnapshot` notices for the
+    /// omissions section of the later `dshCompat` profiles.
+    pub fn with_full_snapshot_notice(mut self, notice: crate::prompt::FullSnapshotNotice) -> Self {
+        self.notice = Some(notice);
+        self
     }
 
     /// The configuration.
@@ -92,48 +123,5 @@ impl Resolver {
     #[deprecated(since = "0.2.0", note = "renamed to `session_query`: \"query\" is the search text elsewhere")]
     pub fn query(&self) -> &Arc<dyn SessionQuery> {
         &self.query
-    }
-
-    /// [`prepare`](Self::prepare) on the library's runtime, blocking the caller.
-    pub fn prepare_blocking(
-        &self,
-        target: &Target,
-        content: &Value,
-        references: &[Value],
-        cancel: Option<&CancelToken>,
-    ) -> Result<Prepared> {
-        crate::runtime::block_on(self.prepare(target, content, references, cancel))
-    }
-
-    /// [`prepare_messages`](Self::prepare_messages) on the library's runtime, blocking the caller.
-    pub fn prepare_messages_blocking(
-        &self,
-        target: &Target,
-        messages: &[Value],
-        cancel: Option<&CancelToken>,
-    ) -> Result<Vec<PreparedMessage>> {
-        crate::runtime::block_on(self.prepare_messages(target, messages, cancel))
-    }
-
-    /// [`list_candidates`](Self::list_candidates) on the library's runtime, blocking the caller.
-    pub fn list_candidates_blocking(
-        &self,
-        target: &Target,
-        filter: &str,
-        limit: Option<u64>,
-        cancel: Option<&CancelToken>,
-    ) -> Result<Vec<Candidate>> {
-        crate::runtime::block_on(self.list_candidates(target, filter, limit, cancel))
-    }
-
-    /// [`candidates`](Self::candidates) on the library's runtime, blocking the caller.
-    pub fn candidates_blocking(
-        &self,
-        target: &Target,
-        filter: &str,
-        limit: Option<u64>,
-        cancel: Option<&CancelToken>,
-    ) -> Result<Vec<Candidate>> {
-        crate::runtime::block_on(self.candidates(target, filter, limit, cancel))
     }
 }

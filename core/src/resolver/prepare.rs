@@ -12,7 +12,7 @@ use crate::context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadat
 use crate::error::{Error, ErrorCode, Result};
 use crate::harden::Hardening;
 use crate::host::{SurfaceData, Target};
-use crate::prompt::{render_prompt, render_source_with, RenderedSource};
+use crate::prompt::{append_omissions, render_prompt, render_source_with, RenderedSource};
 use crate::uri::{parse_text_with, ParsedReference};
 
 /// With several references, snapshots at least this large are projected on
@@ -31,6 +31,28 @@ pub struct Reference {
     pub session_id: String,
     /// The label (the id when none was given).
     pub label: String,
+}
+
+/// Options of one preparation ([`Resolver::prepare`],
+/// [`Resolver::prepare_planned`], [`Resolver::prepare_messages`]). The
+/// default changes nothing: every byte is the reference's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PrepareOptions {
+    /// The model's context window in tokens. Under a later `dshCompat`
+    /// profile without a configured `maxReferenceBytes`, each source's
+    /// budget is `max(65536, floor(context_window × 4 ×
+    /// referenceContextFraction))` (65536 without it); under `"0.1.1"`, or
+    /// with a fixed budget, it changes nothing.
+    pub context_window: Option<u64>,
+}
+
+impl PrepareOptions {
+    /// These options with the model's context window (`None`: unknown).
+    pub fn with_context_window(mut self, context_window: Option<u64>) -> Self {
+        self.context_window = context_window;
+        self
+    }
 }
 
 /// Normalizes a reference list (docs/contract.md §6.2): shape checks, the
@@ -82,7 +104,7 @@ fn process_surface(
     // A value is written out and read like JSON text: one projection. A
     // projected conversation needs none.
     let rendered =
-        crate::discovery::with_projection(data, |projection| render_source_with(projection, label, budget, hardening))
+        crate::host::with_projection(data, |projection| render_source_with(projection, label, budget, hardening))
             .and_then(|r| r)
             .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     rendered.ok_or_else(|| {
@@ -111,10 +133,11 @@ impl Resolver {
         target: &Target,
         content: &Value,
         references: &[Value],
+        options: &PrepareOptions,
         cancel: Option<&CancelToken>,
     ) -> Result<Prepared> {
         let refs = self.plan_references(target, references)?;
-        self.prepare_planned(content.clone(), refs, cancel).await
+        self.prepare_planned(content.clone(), refs, options, cancel).await
     }
 
     /// The first step of [`prepare`](Self::prepare) alone: `references`
@@ -139,25 +162,13 @@ impl Resolver {
         &self,
         content: Value,
         refs: Vec<Reference>,
-        cancel: Option<&CancelToken>,
-    ) -> Result<Prepared> {
-        self.prepare_planned_for(content, refs, None, cancel).await
-    }
-
-    /// [`prepare_planned`](Self::prepare_planned) for a model with
-    /// `context_window` tokens (the automatic budget of the later
-    /// `dshCompat` profiles, see [`crate::compat`]).
-    pub async fn prepare_planned_for(
-        &self,
-        content: Value,
-        refs: Vec<Reference>,
-        context_window: Option<u64>,
+        options: &PrepareOptions,
         cancel: Option<&CancelToken>,
     ) -> Result<Prepared> {
         if refs.is_empty() {
             return Ok(Prepared { content, additional_context: None });
         }
-        let budget = self.config.compat().budget(self.config.max_reference_bytes(), context_window);
+        let budget = self.config.compat().budget(self.config.max_reference_bytes(), options.context_window);
         let hardening = self.config.hardening();
         let several = refs.len() > 1;
         let work = async {
@@ -191,9 +202,9 @@ impl Resolver {
         let mut prompt = render_prompt(&sources);
         let ids: Vec<&str> = pairs.iter().map(|(id, _)| *id).collect();
         let notice = |i: usize| self.notice.as_ref().and_then(|f| f(ids[i], sources[i].captured_through_seq.as_ref()));
-        self.config.compat().append_omissions(&mut prompt, &ids, &sources, &notice);
+        append_omissions(self.config.compat().profile(), &mut prompt, &ids, &sources, &notice);
         let mut source = ReferenceMetadata::new(&pairs, &sources);
-        self.config.compat().decorate_metadata(&mut source);
+        source.set_captured_format_version(self.config.compat().profile().captured_format_version());
         let context = ContextMessage { id: uuid::Uuid::new_v4().to_string(), prompt, source };
         Ok(Prepared { content, additional_context: Some(context) })
     }
@@ -206,6 +217,7 @@ impl Resolver {
         &self,
         target: &Target,
         messages: &[Value],
+        options: &PrepareOptions,
         cancel: Option<&CancelToken>,
     ) -> Result<Vec<PreparedMessage>> {
         // Parse everything first: a malformed mention fails before any read.
@@ -238,7 +250,7 @@ impl Resolver {
         let jobs = plans.iter().map(|plan| async move {
             match plan {
                 None => Ok(None),
-                Some((content, refs)) => self.prepare(target, content, refs, cancel).await.map(Some),
+                Some((content, refs)) => self.prepare(target, content, refs, options, cancel).await.map(Some),
             }
         });
         let prepared = cancellable(cancel, futures::future::try_join_all(jobs)).await?;

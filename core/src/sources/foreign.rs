@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Number;
 
-use super::fs::BoundedLines;
 use crate::conversation::{Conversation, ConversationItem};
 use crate::error::HostError;
+use crate::fs::BoundedLines;
 use crate::host::SessionHeader;
 
 /// The longest line a transcript may have, in bytes. A longer line makes

@@ -17,7 +17,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod dsh;
 pub mod foreign;
-pub mod fs;
+
 pub mod lenient;
 pub mod multi;
 pub mod open;
@@ -29,11 +29,14 @@ use std::sync::Arc;
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionQuery};
 
-pub use self::fs::FileIdentity;
 pub use self::multi::{MultiQuery, SourceStatus};
 pub use self::open::{
     default_specs, open_source, open_sources, report_json, specs_from_json, surface_json_bytes, SourceKind, SourceSpec,
 };
+/// File identity and safe opening, now the crate's `fs` module (kept here for older paths).
+#[doc(hidden)]
+pub use crate::fs;
+pub use crate::fs::FileIdentity;
 
 /// The position in a listing of each of `ids` (same order): ids given in
 /// listing order (as a resolver gives them, the target left out) are

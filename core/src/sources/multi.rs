@@ -11,8 +11,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::discovery::Fingerprint;
 use crate::error::HostError;
+use crate::host::Fingerprint;
 use crate::host::{QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData};
 
 struct Entry {
@@ -222,7 +222,7 @@ impl SessionQuery for MultiQuery {
                 e.query.fingerprints(ids).await.ok().flatten()
             });
             let answers = futures::future::join_all(asked).await;
-            let mut out: Vec<Option<Fingerprint>> = crate::discovery::no_fingerprints(session_ids.len());
+            let mut out: Vec<Option<Fingerprint>> = crate::host::no_fingerprints(session_ids.len());
             for ((positions, _), answer) in by_source.iter().zip(answers) {
                 let Some(prints) = answer else { continue };
                 for (&at, print) in positions.iter().zip(prints) {

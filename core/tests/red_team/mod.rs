@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use dsh_session_reference::{
-    format_mention, Config, DshStore, MemoryQuery, Resolver, SessionHeader, SessionQuery, Target,
+    block_on, format_mention, Config, DshStore, MemoryQuery, PrepareOptions, Resolver, SessionHeader, SessionQuery,
+    Target,
 };
 use serde_json::{json, Value};
 
@@ -172,7 +173,7 @@ pub fn run(host: Arc<dyn SessionQuery>, config: &Value, spec: &Value) -> Value {
         config["maxReferenceBytes"] = json!(budget);
         let resolver = Resolver::new(host.clone(), Config::from_json(&config).unwrap());
         for m in messages(spec) {
-            out.push(match resolver.prepare_messages_blocking(&target, &[m], None) {
+            out.push(match block_on(resolver.prepare_messages(&target, &[m], &PrepareOptions::default(), None)) {
                 Ok(prepared) => {
                     let prepared: Vec<Value> = prepared.into_iter().map(Value::from).collect();
                     let ctx = &prepared[1];

@@ -73,11 +73,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::conversation::Conversation;
-use crate::discovery::Fingerprint;
 use crate::error::HostError;
+use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
+use crate::host::Fingerprint;
 use crate::host::{BlockingSessionQuery, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error};
-use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 use crate::sources::{positions_in_order, FileSource};
 
@@ -435,7 +435,7 @@ impl ClaudeCodeSource {
                 continue;
             }
             let path = self.root.join(&project.name).join(&name);
-            match crate::sources::fs::entry_kind(&path) {
+            match crate::fs::entry_kind(&path) {
                 Ok(EntryKind::File) => return Ok((path, [project.name, name])),
                 Ok(EntryKind::Link) => why = Some(format!("{}: {LINK_REASON}", path.display())),
                 _ => {}

@@ -75,11 +75,11 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize;
 
 use crate::conversation::Conversation;
-use crate::discovery::Fingerprint;
 use crate::error::HostError;
+use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
+use crate::host::Fingerprint;
 use crate::host::{BlockingSessionQuery, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
-use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::sources::lenient::LStr;
 use crate::sources::FileSource;
 
@@ -334,7 +334,7 @@ impl BlockingSessionQuery for CodexSource {
     fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
         let sessions = self.list_sessions()?;
         let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
-        let fps = self.fingerprints(&ids)?.unwrap_or_else(|| crate::discovery::no_fingerprints(ids.len()));
+        let fps = self.fingerprints(&ids)?.unwrap_or_else(|| crate::host::no_fingerprints(ids.len()));
         Ok(SharedListing::new(sessions.into(), fps.into()))
     }
 
@@ -352,12 +352,12 @@ impl BlockingSessionQuery for CodexSource {
     /// listed is looked up) and the index's (any change of the index changes
     /// every session's fingerprint, so each is read again: exact).
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
-        let index = crate::sources::fs::Stamp::lstat(&self.home.join(SESSION_INDEX));
+        let index = crate::fs::Stamp::lstat(&self.home.join(SESSION_INDEX));
         let found = self.found.lock().map(|m| m.clone()).unwrap_or_default();
         let fingerprint = |id: &String| {
             let bare = id.strip_prefix(PREFIX).unwrap_or(id);
             let rollout = match found.get(bare) {
-                Some(rel) => crate::sources::fs::Stamp::lstat(&self.path_of(rel)).map(|s| s.id),
+                Some(rel) => crate::fs::Stamp::lstat(&self.path_of(rel)).map(|s| s.id),
                 None => self.identity(id).ok(),
             }?;
             let mut bytes = Fingerprint::from(rollout).as_bytes().to_vec();

@@ -27,7 +27,7 @@ use super::layout::{
     parse_generation_file_name, project_dir_name, relative_generation_path, session_dir_name, Encoding,
 };
 use super::{RejectedLog, RejectionKind};
-use crate::sources::fs::{entry_kind, now_ns, par_map, par_map_by, sorted_entries, EntryKind, Stamp, LINK_REASON};
+use crate::fs::{entry_kind, now_ns, par_map, par_map_by, sorted_entries, EntryKind, Stamp, LINK_REASON};
 
 /// One log selected by discovery, before its header is checked.
 #[derive(Clone, Debug, PartialEq)]

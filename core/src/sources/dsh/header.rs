@@ -191,8 +191,8 @@ pub(crate) fn read_log_header_at(
     encoding: Encoding,
     generation: Generation,
     scratch: &mut Option<ZstdScratch>,
-) -> Result<(crate::sources::fs::Stamp, Result<Header, HeaderError>), HeaderError> {
-    let opened = crate::sources::fs::open_stamped(path).and_then(|(file, stamp)| {
+) -> Result<(crate::fs::Stamp, Result<Header, HeaderError>), HeaderError> {
+    let opened = crate::fs::open_stamped(path).and_then(|(file, stamp)| {
         let identity = stamp.id;
         let reader = match encoding {
             Encoding::Raw => LineReader::raw_with_capacity(file, HEADER_READ_CHUNK),

@@ -30,9 +30,9 @@ use super::generation::Generation;
 use super::header::{read_log_header_at, Header};
 use super::layout::Encoding;
 use super::{Listing, RejectedLog, RejectionKind, StoredSession};
-use crate::discovery::Fingerprint;
+use crate::fs::{par_map, Stamp, StatUnder};
+use crate::host::Fingerprint;
 use crate::host::{SessionHeader, SharedListing};
-use crate::sources::fs::{par_map, Stamp, StatUnder};
 use crate::sources::positions_in_order;
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 

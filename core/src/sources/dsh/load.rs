@@ -28,11 +28,10 @@ use super::kept::KeptLines;
 use super::layout::Encoding;
 use super::message::{check_facts, facts_of, CHECKED_TYPES};
 use super::recovery::TurnTracker;
-use super::resume::CHECK_BYTES;
 use super::rows::{may_be_turn_end, parse_row, Row, SeqRuns};
 use super::title::{title_of, TITLE_EVENT};
 use super::{LogStats, StoreError, StoreErrorKind, TornTail};
-use crate::sources::fs::{open_regular, FileIdentity};
+use crate::fs::{open_regular, FileIdentity};
 
 /// The event type of a top-level streamed chunk (v0 and v1 only).
 const CHUNK_EVENT: &str = "assistant/chunk";
@@ -188,6 +187,10 @@ pub(crate) struct ResumePoint {
     /// (see [`bytes_before`]).
     pub before: Vec<u8>,
 }
+
+/// Bytes just before the resume offset compared before a read resumes
+/// (`resume.rs`).
+pub const CHECK_BYTES: u64 = 4 << 10;
 
 /// The last [`CHECK_BYTES`] (or fewer) bytes of `file` before `offset`;
 /// `None` when they cannot all be read.

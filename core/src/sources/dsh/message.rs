@@ -20,8 +20,7 @@ use serde::Deserialize;
 use super::generation::Generation;
 use super::title::StringOrOther;
 
-/// The v4 checkpoint source kind.
-pub const CHECKPOINT_KIND: &str = "compact-checkpoint";
+pub use crate::projection::CHECKPOINT_KIND;
 
 /// The message event types whose [`MessageFacts`] are read: every
 /// surface-eligible type.

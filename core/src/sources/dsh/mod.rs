@@ -4,12 +4,12 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use dsh_session_reference::{Config, DshStore, Resolver, Target};
+//! use dsh_session_reference::{block_on, CandidateOptions, Config, DshStore, Resolver, Target};
 //!
 //! let store = DshStore::open("/home/me/.dsh/sessions")?;
 //! let resolver = Resolver::new(Arc::new(store), Config::default());
 //! let target = Target::new("new-chat", Some("/work".into()));
-//! for c in resolver.candidates_blocking(&target, "", None, None)? {
+//! for c in block_on(resolver.candidates(&target, "", &CandidateOptions::default(), None))? {
 //!     println!("{} {}", c.label, c.mention.unwrap_or_default());
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -125,12 +125,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::discovery::Fingerprint;
 use crate::error::HostError;
+use crate::fs::{open_regular, FileIdentity};
+use crate::host::Fingerprint;
 use crate::host::{
     Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData,
 };
-use crate::sources::fs::{open_regular, FileIdentity};
 use crate::sources::FileSource;
 
 use self::discover::{candidates_for, check_root_encoding, path_matches, Found};
@@ -617,7 +617,7 @@ impl BlockingSessionQuery for DshStore {
                 .zip(session_ids)
                 .map(|(listed, id)| match (listed, &watched) {
                     (Some(l), Some(_)) => Some(l.stamp.id),
-                    (Some(l), None) => crate::sources::fs::Stamp::lstat(&l.found.path).map(|s| s.id),
+                    (Some(l), None) => crate::fs::Stamp::lstat(&l.found.path).map(|s| s.id),
                     (None, _) => unlisted(id),
                 })
                 .collect(),

@@ -5,7 +5,7 @@
 //! keeps, per log path, a [`ResumePoint`]: the byte offset where the fold
 //! stopped and the fold there (seq expected, surface, open turn, title,
 //! counts, header). With it it keeps the identity the log had when it was
-//! opened and the last [`CHECK_BYTES`] bytes before the offset. The next
+//! opened and the last [`CHECK_BYTES`](super::load::CHECK_BYTES) bytes before the offset. The next
 //! read of that path continues from the offset only when all of these hold,
 //! and reads the log from the start otherwise:
 //!
@@ -57,10 +57,8 @@ use std::sync::{Mutex, MutexGuard};
 use super::discover::Found;
 use super::load::{bytes_before, open_log, read_log, ResumePoint};
 use super::{LogStats, StoreError};
-use crate::sources::fs::FileIdentity;
+use crate::fs::FileIdentity;
 
-/// Bytes just before the resume offset compared before a read resumes.
-pub const CHECK_BYTES: u64 = 4 << 10;
 /// Logs whose resume points are kept.
 pub const MAX_ENTRIES: usize = 128;
 /// Memory the kept resume points may hold in all (approximately).

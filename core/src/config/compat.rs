@@ -18,31 +18,13 @@
 //! model context window the host passes with the preparation, and 65536
 //! when it passes none (as DSH does when it cannot resolve the model).
 
-use std::sync::Arc;
+use serde_json::{Map, Value};
 
-use serde_json::{Map, Number, Value};
-
-use crate::config::DEFAULT_MAX_REFERENCE_BYTES;
+use super::DEFAULT_MAX_REFERENCE_BYTES;
 use crate::error::{Error, ErrorCode, Result};
-use crate::json::stringify_tag_safe;
-use crate::prompt::RenderedSource;
 
 /// The default `referenceContextFraction`.
 pub const DEFAULT_REFERENCE_CONTEXT_FRACTION: f64 = 0.2;
-
-/// The heading and fixed text of the omissions section, after the prompt's
-/// closing tag.
-pub const OMISSIONS_HEADER: &str =
-    "\n\n## Reference omissions\n\nThe previews above omit projected conversation text. \
-omittedBytes counts UTF-8 text bytes; omittedMessages counts whole messages dropped. Full snapshots remain untrusted \
-background information.\n";
-
-/// A host's notice on the full transcript of a truncated source, for the
-/// omissions section: called with the session id and its
-/// `capturedThroughSeq`, it returns the `fullSnapshot` value (for a host
-/// that keeps full transcripts, say `{"status":"saved","locator":…}`), or
-/// `None` for DSH's `{"status":"unavailable","reason":"storage-not-configured"}`.
-pub type FullSnapshotNotice = Arc<dyn Fn(&str, Option<&Number>) -> Option<Value> + Send + Sync>;
 
 /// Which DSH release's output to reproduce.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -181,93 +163,5 @@ impl CompatConfig {
             DshCompat::V0_1_5 => (Some(cwd.is_some() && cwd == target_cwd), None),
             DshCompat::V0_1_7 => (Some(cwd.is_some() && cwd == target_cwd), Some(label.to_owned())),
         }
-    }
-
-    /// Inserts `capturedFormatVersion` after `label` in each reference of
-    /// the `source` metadata, when the profile has it.
-    pub fn decorate_metadata(&self, metadata: &mut crate::context::ReferenceMetadata) {
-        let version = self.profile.captured_format_version();
-        for r in &mut metadata.references {
-            r.captured_format_version = version;
-        }
-    }
-
-    /// Appends the omissions section to `prompt` when the profile has it and
-    /// at least one source was truncated: one notice per truncated source, in
-    /// reference order, whose `fullSnapshot` is `full_snapshot(i)` for the
-    /// source at reference index `i` (the host's notice), or
-    /// `{"status":"unavailable","reason":"storage-not-configured"}`.
-    pub fn append_omissions(
-        &self,
-        prompt: &mut String,
-        ids: &[&str],
-        sources: &[RenderedSource],
-        full_snapshot: &dyn Fn(usize) -> Option<Value>,
-    ) {
-        if !self.profile.is_later() || !sources.iter().any(|s| s.stats.truncated()) {
-            return;
-        }
-        let notices: Vec<Value> = ids
-            .iter()
-            .zip(sources)
-            .enumerate()
-            .filter(|(_, (_, s))| s.stats.truncated())
-            .map(|(i, (id, s))| {
-                let mut m = Map::new();
-                m.insert("sessionId".into(), Value::from(*id));
-                m.insert(
-                    "capturedThroughSeq".into(),
-                    s.captured_through_seq.clone().map_or(Value::Null, Value::Number),
-                );
-                m.insert("omittedMessages".into(), Value::from(s.stats.omitted_messages));
-                m.insert("omittedBytes".into(), Value::from(s.stats.omitted_bytes));
-                let full = full_snapshot(i).unwrap_or_else(
-                    || serde_json::json!({"status": "unavailable", "reason": "storage-not-configured"}),
-                );
-                m.insert("fullSnapshot".into(), full);
-                Value::Object(m)
-            })
-            .collect();
-        prompt.push_str(OMISSIONS_HEADER);
-        prompt.push_str(&stringify_tag_safe(&Value::Array(notices)));
-    }
-}
-
-impl crate::Resolver {
-    /// This resolver with the host's own `fullSnapshot` notices for the
-    /// omissions section of the later profiles.
-    pub fn with_full_snapshot_notice(mut self, notice: FullSnapshotNotice) -> Self {
-        self.notice = Some(notice);
-        self
-    }
-
-    /// [`prepare`](crate::Resolver::prepare) for a model whose context
-    /// window is `context_window` tokens: under a later `dshCompat` profile
-    /// without a configured `maxReferenceBytes`, each source's budget is
-    /// `max(65536, floor(context_window × 4 × referenceContextFraction))`.
-    /// Under `"0.1.1"`, or with a fixed budget, it equals `prepare`.
-    pub async fn prepare_for_context_window(
-        &self,
-        target: &crate::Target,
-        content: &Value,
-        references: &[Value],
-        context_window: Option<u64>,
-        cancel: Option<&crate::CancelToken>,
-    ) -> Result<crate::Prepared> {
-        let refs = self.plan_references(target, references)?;
-        self.prepare_planned_for(content.clone(), refs, context_window, cancel).await
-    }
-
-    /// [`prepare_for_context_window`](Self::prepare_for_context_window) on
-    /// the library's runtime, blocking the caller.
-    pub fn prepare_for_context_window_blocking(
-        &self,
-        target: &crate::Target,
-        content: &Value,
-        references: &[Value],
-        context_window: Option<u64>,
-        cancel: Option<&crate::CancelToken>,
-    ) -> Result<crate::Prepared> {
-        crate::runtime::block_on(self.prepare_for_context_window(target, content, references, context_window, cancel))
     }
 }

@@ -84,7 +84,7 @@ impl Fingerprint {
     /// of its device, inode, size and modification time (on systems without
     /// inodes, device and inode are 0).
     pub fn of_metadata(meta: &std::fs::Metadata) -> Self {
-        Fingerprint::from(crate::sources::FileIdentity::of(meta))
+        Fingerprint::from(crate::fs::FileIdentity::of(meta))
     }
 
     /// The fingerprint's bytes.
@@ -116,9 +116,9 @@ impl Fingerprint {
     }
 }
 
-impl From<crate::sources::FileIdentity> for Fingerprint {
+impl From<crate::fs::FileIdentity> for Fingerprint {
     /// A file-backed source's identity of a log, as its fingerprint.
-    fn from(id: crate::sources::FileIdentity) -> Self {
+    fn from(id: crate::fs::FileIdentity) -> Self {
         Fingerprint::from_file_identity(id.dev, id.inode, id.size, id.mtime_ns as i128)
     }
 }

@@ -14,17 +14,17 @@ use std::sync::Mutex;
 
 use futures::stream::{self, StreamExt};
 
-use super::fingerprint::{no_fingerprints, Fingerprint};
 use super::listed::Fingerprints;
 use super::persist::DiscoveryCachePart;
 use crate::host::SessionHeader;
+use crate::host::{no_fingerprints, Fingerprint};
 use crate::resolver::{guarded, Resolver};
 
 /// What the caches keep per session, and how they prune.
 #[derive(Default)]
 pub(crate) struct DiscoveryCache {
     titles: Mutex<HashMap<String, (Fingerprint, Option<String>)>>,
-    pub(crate) docs: super::text::DocCache,
+    pub(crate) docs: crate::index::DocCache,
     /// Whether titles were read into or dropped from the cache since it
     /// was created, loaded or saved.
     titles_changed: std::sync::atomic::AtomicBool,

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use super::fingerprint::Fingerprint;
 use crate::error::{Error, Result};
+use crate::host::Fingerprint;
 use crate::host::{SessionHeader, SharedListing};
 use crate::resolver::{guarded, Resolver};
 

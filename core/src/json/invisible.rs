@@ -2,7 +2,7 @@
 //! as `\uXXXX` escapes by the tag-safe serializer (lossless: the JSON parses
 //! back to the same text).
 
-use crate::json::write_string_body;
+use super::write_string_body;
 
 /// Whether `c` is written as an escape when `escapeInvisible` is on (and
 /// dropped from labels by `sanitizeLabels`):
@@ -182,7 +182,7 @@ pub fn string_len(s: &str) -> usize {
     let mut len = 2;
     for piece in Pieces::new(s) {
         len += match piece {
-            Piece::Run(run) => crate::json::string_len(run, true) - 2,
+            Piece::Run(run) => super::string_len(run, true) - 2,
             Piece::Invisible(c) => escape_len(c),
         };
     }

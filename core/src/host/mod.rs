@@ -1,5 +1,8 @@
 //! The host interface: the session query a host implements (docs/contract.md §9), its
-//! blocking adapter, and the values it exchanges with the library.
+//! blocking adapter, and the values it exchanges with the library — every
+//! word the trait speaks lives here, beside it: sessions and targets (this
+//! file), surfaces (`surface.rs`), fingerprints (`fingerprint.rs`), and
+//! the requests and answers of search and discovery (`search.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -7,8 +10,22 @@ use std::sync::Arc;
 
 use serde_json::{Number, Value};
 
-use crate::discovery::{Fingerprint, SearchRequest, SearchResult};
 use crate::error::HostError;
+
+mod fingerprint;
+mod pinned;
+mod search;
+mod surface;
+
+pub(crate) use fingerprint::no_fingerprints;
+pub use fingerprint::Fingerprint;
+pub use pinned::PinnedListing;
+pub use search::{
+    limit_from_json, scope_from_json, Candidate, MatchField, SearchIndexStats, SearchOptions, SearchRequest,
+    SearchResult, SearchScope,
+};
+pub(crate) use surface::with_projection;
+pub use surface::{SharedBytes, SurfaceData};
 
 /// A boxed future returned by [`SessionQuery`] methods.
 pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> + Send + 'a>>;
@@ -100,69 +117,6 @@ impl SessionHeader {
             m.insert("cwd".into(), Value::from(cwd.as_str()));
         }
         Value::Object(m)
-    }
-}
-
-/// Bytes of a JSON document owned by someone else (a `Vec<u8>`, a Python
-/// `bytes`, a Node `Buffer`, a memory map). Lets a snapshot reach the parser
-/// without a copy.
-pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
-
-/// A surface snapshot (docs/contract.md §1) as a host delivers it: either JSON text
-/// (fastest for big sessions; parsed with a typed, borrowing parser that
-/// skips what projection drops) or an already-built JSON value.
-#[derive(Clone)]
-pub enum SurfaceData {
-    /// The snapshot as UTF-8 JSON text.
-    Json(SharedBytes),
-    /// The snapshot as a JSON value.
-    Value(Arc<Value>),
-    /// A conversation that is already projected (a source that reads
-    /// another agent's transcript): rendered as it is, with no JSON in
-    /// between.
-    Conversation(Arc<crate::conversation::Conversation>),
-}
-
-impl SurfaceData {
-    /// Snapshot JSON text held in any shareable byte container.
-    pub fn json(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Self {
-        SurfaceData::Json(Arc::new(bytes))
-    }
-}
-
-impl std::fmt::Debug for SurfaceData {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SurfaceData::Json(b) => write!(f, "SurfaceData::Json({} bytes)", (**b).as_ref().len()),
-            SurfaceData::Value(v) => f.debug_tuple("SurfaceData::Value").field(v).finish(),
-            SurfaceData::Conversation(c) => {
-                write!(f, "SurfaceData::Conversation({:?}, {} items)", c.session_id, c.items.len())
-            }
-        }
-    }
-}
-
-impl From<Value> for SurfaceData {
-    fn from(v: Value) -> Self {
-        SurfaceData::Value(Arc::new(v))
-    }
-}
-
-impl From<crate::conversation::Conversation> for SurfaceData {
-    fn from(c: crate::conversation::Conversation) -> Self {
-        SurfaceData::Conversation(Arc::new(c))
-    }
-}
-
-impl From<Vec<u8>> for SurfaceData {
-    fn from(v: Vec<u8>) -> Self {
-        SurfaceData::json(v)
-    }
-}
-
-impl From<String> for SurfaceData {
-    fn from(v: String) -> Self {
-        SurfaceData::json(v.into_bytes())
     }
 }
 

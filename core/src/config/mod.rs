@@ -1,10 +1,14 @@
-//! Configuration and its validation (docs/contract.md §8).
+//! Configuration and its validation (docs/contract.md §8), with the
+//! `dshCompat` profiles' settings and budget arithmetic (`compat.rs`).
 
 use serde_json::Value;
 
-use crate::compat::{CompatConfig, DshCompat};
 use crate::error::{Error, ErrorCode, Result};
 use crate::harden::Hardening;
+
+mod compat;
+
+pub use compat::{CompatConfig, DshCompat, DEFAULT_REFERENCE_CONTEXT_FRACTION};
 
 /// The largest integer a JavaScript number represents exactly (2^53 − 1).
 pub const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
@@ -14,6 +18,24 @@ pub const MAX_REFERENCES: u64 = 3;
 pub const DEFAULT_CANDIDATE_LIMIT: u64 = 50;
 /// The default per-source byte budget.
 pub const DEFAULT_MAX_REFERENCE_BYTES: u64 = 65_536;
+
+/// Every key [`Config::from_json`] reads, in this order: the three
+/// numbers, the hardened mode's preset and its three protections, the
+/// `dshCompat` profile and its `referenceContextFraction`. A front that
+/// takes the settings one by one (keyword arguments, a JavaScript object)
+/// builds the config object from these names; Python's keyword arguments
+/// are the same names in snake case, in this order.
+pub const KEYS: [&str; 9] = [
+    "maxReferences",
+    "maxReferenceBytes",
+    "candidateLimit",
+    crate::harden::HARDENED_KEY,
+    crate::harden::HARDENING_KEYS[0],
+    crate::harden::HARDENING_KEYS[1],
+    crate::harden::HARDENING_KEYS[2],
+    "dshCompat",
+    "referenceContextFraction",
+];
 
 /// Validated configuration of a [`Resolver`](crate::Resolver).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,7 +156,7 @@ impl Config {
         self
     }
 
-    /// The `dshCompat` profile settings ([`crate::compat`]).
+    /// The `dshCompat` profile settings ([`CompatConfig`]).
     pub fn compat(&self) -> &CompatConfig {
         &self.compat
     }

@@ -1,0 +1,220 @@
+//! The command line as clap reads it: the global options, the commands,
+//! and what they mean for the sources to open and the configuration.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use dsh_session_reference::sources::{default_specs, SourceKind, SourceSpec};
+use dsh_session_reference::{Config, Hardening};
+use serde_json::{Map, Value};
+
+use crate::print::display;
+
+/// Bring a bounded, read-only snapshot of other DeepSeek Harness sessions
+/// into a new message.
+#[derive(Parser, Debug)]
+#[command(name = "dsh-session-ref", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct Global {
+    /// DSH sessions root [default: $DSH_HOME/sessions, else ~/.dsh/sessions]
+    #[arg(long, global = true, value_name = "DIR", conflicts_with = "source")]
+    pub(crate) root: Option<PathBuf>,
+    /// A source to read, KIND=DIR with KIND dsh, claude-code or codex
+    /// (repeatable, one per kind). Without --source and --root: every
+    /// default location that exists (~/.dsh/sessions, ~/.claude/projects or
+    /// $CLAUDE_CONFIG_DIR/projects, $CODEX_HOME or ~/.codex), named on stderr
+    #[arg(long, global = true, value_name = "KIND=DIR", value_parser = parse_spec)]
+    pub(crate) source: Vec<SourceSpec>,
+    /// Per-source byte budget of a prepared snapshot [default: 65536]
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) max_reference_bytes: Option<u64>,
+    /// Distinct references allowed per message, 1 to 3 [default: 3]
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) max_references: Option<u64>,
+    /// Reproduce the output of this DSH release: 0.1.1, 0.1.5 or 0.1.7 [default: 0.1.1]
+    #[arg(long, global = true, value_name = "VERSION")]
+    pub(crate) dsh_compat: Option<String>,
+    /// The model's context window in tokens, for the automatic budget of dshCompat 0.1.5 and 0.1.7
+    #[arg(long, global = true, value_name = "TOKENS")]
+    pub(crate) context_window: Option<u64>,
+    /// Print machine-readable JSON (the shapes of docs/contract.md)
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Hardened mode: --redact-secrets, --escape-invisible and --sanitize-labels together (docs/security.md)
+    #[arg(long, global = true)]
+    pub(crate) hardened: bool,
+    /// Replace credentials in the snapshot and in labels by [redacted <kind>]
+    #[arg(long, global = true)]
+    pub(crate) redact_secrets: bool,
+    /// Write invisible and bidirectional characters as \uXXXX escapes in the snapshot
+    #[arg(long, global = true)]
+    pub(crate) escape_invisible: bool,
+    /// Drop hidden characters from labels and cut them to 100 characters
+    #[arg(long, global = true)]
+    pub(crate) sanitize_labels: bool,
+    /// Keep what candidates --query and search learn (titles, indexed text)
+    /// in $XDG_CACHE_HOME/dsh-session-reference/ to start warm next time
+    #[arg(long, global = true, overrides_with = "no_cache")]
+    pub(crate) cache: bool,
+    /// Read every session afresh and write no cache file [the default]
+    #[arg(long, global = true, overrides_with = "cache")]
+    pub(crate) no_cache: bool,
+}
+
+impl Global {
+    /// The hardened mode's protections the flags ask for.
+    pub(crate) fn hardening(&self) -> Hardening {
+        Hardening {
+            redact_secrets: self.hardened || self.redact_secrets,
+            escape_invisible: self.hardened || self.escape_invisible,
+            sanitize_labels: self.hardened || self.sanitize_labels,
+        }
+    }
+
+    /// The configuration the flags ask for, read as every front reads one
+    /// ([`Config::from_json`], the same keys and the same checks).
+    pub(crate) fn config(&self, candidate_limit: Option<u64>) -> dsh_session_reference::Result<Config> {
+        let mut m = Map::new();
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                m.insert(key.to_owned(), v);
+            }
+        };
+        put("maxReferences", self.max_references.map(Value::from));
+        put("maxReferenceBytes", self.max_reference_bytes.map(Value::from));
+        put("candidateLimit", candidate_limit.map(Value::from));
+        let hardening = self.hardening();
+        let [redact, escape, sanitize] = dsh_session_reference::wire::HARDENING_KEYS;
+        put(redact, Some(Value::Bool(hardening.redact_secrets)));
+        put(escape, Some(Value::Bool(hardening.escape_invisible)));
+        put(sanitize, Some(Value::Bool(hardening.sanitize_labels)));
+        put("dshCompat", self.dsh_compat.clone().map(Value::from));
+        Config::from_json(&Value::Object(m))
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// List sessions the target could reference, best first, with mentions
+    Candidates {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Keep sessions whose id, cwd or title contains this (case-insensitive)
+        #[arg(long, default_value = "")]
+        query: String,
+        /// At most this many candidates [default: 50]
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+    },
+    /// Search what was said in sessions (messages, titles, ids, cwds), best first, with snippets
+    Search {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The text to find (case-insensitive; every word must occur)
+        query: String,
+        /// At most this many results [default: 50]
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        /// Only sessions in the target's cwd
+        #[arg(long)]
+        same_cwd: bool,
+    },
+    /// Rewrite the mentions in a message and prepare the referenced context
+    Prepare {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The message text, with @[label](dsh-session:...) mentions
+        #[arg(long, value_name = "TEXT", conflicts_with = "stdin", required_unless_present = "stdin")]
+        message: Option<String>,
+        /// Read the message text from standard input
+        #[arg(long)]
+        stdin: bool,
+        /// Print only the context text given to the model
+        #[arg(long, conflicts_with = "json")]
+        prompt: bool,
+    },
+    /// Show the projected conversation of one session, as the model sees it
+    Show {
+        /// The session id
+        id: String,
+    },
+    /// Encode or decode dsh-session: URIs
+    Uri {
+        #[command(subcommand)]
+        command: UriCommand,
+    },
+    /// Print the mention text of a session
+    Mention {
+        /// The session id
+        id: String,
+        /// The label shown in the mention [default: the id]
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// Run the main job end to end on the example root embedded in the binary (or --root)
+    Demo,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum UriCommand {
+    /// Print the canonical URI of a session id
+    Encode {
+        /// The session id
+        id: String,
+    },
+    /// Print the session id a URI names
+    Decode {
+        /// A dsh-session: URI
+        uri: String,
+    },
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TargetArgs {
+    /// The session that is about to send the message
+    #[arg(long, value_name = "ID")]
+    pub(crate) target: String,
+    /// The target's cwd [default: from its header when it is in the root]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<String>,
+}
+
+pub(crate) fn default_root() -> PathBuf {
+    if let Some(home) = std::env::var_os("DSH_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(home).join("sessions");
+    }
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).unwrap_or_default();
+    PathBuf::from(home).join(".dsh").join("sessions")
+}
+
+pub(crate) fn parse_spec(spec: &str) -> Result<SourceSpec, String> {
+    SourceSpec::parse(spec)
+}
+
+/// The sources to open: `--source`s as given; else `--root` (DSH only);
+/// else every default location that exists, named on stderr unless it is
+/// the DSH root alone (which reads exactly as before). With no default
+/// location at all, the DSH default, whose absence is then the error.
+pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> Vec<SourceSpec> {
+    if !global.source.is_empty() {
+        return global.source.clone();
+    }
+    if global.root.is_some() {
+        return vec![SourceSpec::new(SourceKind::Dsh, dsh_root)];
+    }
+    let found = default_specs();
+    if found.is_empty() || (found.len() == 1 && found[0].kind == SourceKind::Dsh) {
+        return vec![SourceSpec::new(SourceKind::Dsh, dsh_root)];
+    }
+    let named: Vec<String> =
+        found.iter().map(|s| format!("{}={}", s.kind.name(), display(&s.root.to_string_lossy()))).collect();
+    eprintln!("note: sources: {}", named.join(", "));
+    found
+}

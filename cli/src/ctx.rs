@@ -1,0 +1,185 @@
+//! The sources a command reads, the resolver over them, its cache files,
+//! and the target it acts for.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use dsh_session_reference::sources::{open_sources, MultiQuery, SourceKind, SourceSpec};
+use dsh_session_reference::{
+    block_on, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError, PinnedListing, Resolver, SessionQuery, Target,
+};
+
+use crate::args::{Global, TargetArgs};
+use crate::print::{display, note_unsupported};
+use crate::{cache, read_failed, CliResult, Failure};
+
+/// What the resolver reads: the DSH store alone (exactly as before any
+/// other source existed), or a view over several sources.
+pub(crate) enum Sources {
+    /// A DSH root: the store (its cache files and rejections).
+    Dsh(DshStore),
+    /// Several sources (their report).
+    Multi(Arc<MultiQuery>),
+}
+
+/// The sources, the resolver over them, and the output mode.
+pub(crate) struct Ctx {
+    pub(crate) sources: Sources,
+    /// The query the resolver reads through: the sources, with the one
+    /// listing the command makes pinned for its discovery query.
+    pinned: Arc<PinnedListing>,
+    pub(crate) resolver: Resolver,
+    pub(crate) json: bool,
+    /// `--context-window`.
+    pub(crate) context_window: Option<u64>,
+    /// The cache files (`--cache`, DSH store only).
+    cache: Option<cache::Files>,
+    /// Whether the titles file is left alone (`search`: each indexed
+    /// session's title is in the index, under the same fingerprint, so a
+    /// warm search reads no title; it would write back only the few it read).
+    skip_titles: bool,
+    /// The search index being loaded from its cache file on its own
+    /// thread, while the command lists the root (see [`Ctx::index_loaded`]).
+    loading: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ctx {
+    /// The context over one DSH root.
+    pub(crate) fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
+        Ctx::open(global, vec![SourceSpec::new(SourceKind::Dsh, root)], candidate_limit, false)
+    }
+
+    /// The context over `specs`; with `--cache`, the search index is
+    /// loaded only when `needs_index`, and then the titles file is neither
+    /// read nor written.
+    pub(crate) fn open(
+        global: &Global,
+        specs: Vec<SourceSpec>,
+        candidate_limit: Option<u64>,
+        needs_index: bool,
+    ) -> CliResult<Ctx> {
+        let config = global.config(candidate_limit)?;
+        let (json, context_window) = (global.json, global.context_window);
+        let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
+            [only] if only.kind == SourceKind::Dsh => {
+                // One command lists a few times at most: watching the root
+                // would cost more than it saves.
+                let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(false);
+                (Sources::Dsh(store.clone()), Arc::new(store))
+            }
+            _ => {
+                if global.cache {
+                    eprintln!("note: --cache applies to a DSH root alone; reading every session afresh");
+                }
+                let multi =
+                    Arc::new(open_sources(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
+                (Sources::Multi(Arc::clone(&multi)), multi)
+            }
+        };
+        let pinned = Arc::new(PinnedListing::new(query));
+        let resolver = Resolver::new(Arc::clone(&pinned) as Arc<dyn SessionQuery>, config);
+        let mut ctx = Ctx {
+            sources,
+            pinned,
+            resolver,
+            json,
+            context_window,
+            cache: None,
+            skip_titles: needs_index,
+            loading: None,
+        };
+        if let (true, Sources::Dsh(store), [only]) = (global.cache, &ctx.sources, specs.as_slice()) {
+            // The store fingerprints its logs, so the cache's entries
+            // count only for logs that did not change; its listing cache
+            // is used only for directories and logs whose stamps did not
+            // change. The search index is read only by search.
+            match cache::Files::for_root(&only.root) {
+                Ok(files) => {
+                    if needs_index {
+                        // The index file is read on its own thread while the
+                        // store lists the root (the two share nothing); the
+                        // search waits for it.
+                        let (resolver, path) = (ctx.resolver.clone(), files.index.clone());
+                        let load = move || {
+                            resolver.load_discovery_cache(DiscoveryCachePart::Index, &path);
+                        };
+                        match std::thread::Builder::new().name("index-load".into()).spawn(load.clone()) {
+                            Ok(handle) => ctx.loading = Some(handle),
+                            Err(_) => load(),
+                        }
+                    } else {
+                        ctx.resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
+                    }
+                    store.load_listing_cache(&files.listing);
+                    ctx.cache = Some(files);
+                }
+                Err(why) => eprintln!("warning: not caching: {why}"),
+            }
+        }
+        Ok(ctx)
+    }
+
+    /// Waits for the search index to be loaded from its cache file, if it
+    /// is being loaded (a load that panicked leaves the index as it was:
+    /// empty, or partly filled and then every session is checked again).
+    pub(crate) fn index_loaded(&mut self) {
+        if let Some(handle) = self.loading.take() {
+            drop(handle.join());
+        }
+    }
+
+    /// Writes the cache files that changed, when caching (a failure only warns).
+    pub(crate) fn save_cache(&self) {
+        let (Some(files), Sources::Dsh(store)) = (&self.cache, &self.sources) else { return };
+        if let Some(Err(e)) = files.listing.parent().map(std::fs::create_dir_all) {
+            eprintln!("warning: could not write the cache {}: {e}", files.listing.display());
+            return;
+        }
+        let mut saved = Vec::new();
+        if store.listing_cache_changed() || !files.listing.exists() {
+            saved.push((&files.listing, store.save_listing_cache(&files.listing)));
+        }
+        for (part, path) in [(DiscoveryCachePart::Titles, &files.titles), (DiscoveryCachePart::Index, &files.index)] {
+            if part == DiscoveryCachePart::Titles && self.skip_titles {
+                continue;
+            }
+            if self.resolver.discovery_cache_changed(part) {
+                saved.push((path, self.resolver.save_discovery_cache(part, path)));
+            }
+        }
+        for (path, result) in saved {
+            if let Err(e) = result {
+                eprintln!("warning: could not write the cache {}: {e}", path.display());
+            }
+        }
+    }
+
+    /// The target, its cwd from `--cwd`, else from its header when listed
+    /// (that listing is the one the command's discovery query uses).
+    pub(crate) fn target(&self, args: &TargetArgs) -> CliResult<Target> {
+        if args.cwd.is_some() {
+            return Ok(Target::new(args.target.clone(), args.cwd.clone()));
+        }
+        let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
+        let listed = block_on(self.pinned.list_now()).map_err(failed)?;
+        let cwd = listed.sessions().iter().find(|h| h.id == args.target).and_then(|h| h.cwd.clone());
+        Ok(Target::new(args.target.clone(), cwd))
+    }
+
+    /// Tells, on stderr, what the sources left out: sessions a newer DSH
+    /// wrote, and sources that could not be listed.
+    pub(crate) fn notes(&self) {
+        match &self.sources {
+            Sources::Dsh(store) => note_unsupported(store),
+            Sources::Multi(multi) => {
+                let mut err = std::io::stderr().lock();
+                for status in multi.last_report() {
+                    if let Err(why) = status.outcome {
+                        let _ = writeln!(err, "note: source {} not listed: {}", status.name, display(&why));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! What a person sees: every line written to the terminal escapes what
+//! could drive it, and `--json` prints the core's shapes exactly.
+
+use std::io::Write;
+
+use dsh_session_reference::harden::invisible::is_invisible;
+use dsh_session_reference::sources::dsh::RejectionKind;
+use dsh_session_reference::wire::stringify;
+use dsh_session_reference::{Candidate, DshStore, Prepared, SearchResult, SessionConversation};
+use serde_json::Value;
+
+pub(crate) fn context_text(prepared: &Prepared) -> Option<&str> {
+    prepared.additional_context.as_ref().map(|c| c.prompt.as_str())
+}
+
+/// `s` for a terminal (ids, cwds and labels may hold anything): control, format, bidirectional and other invisible
+/// characters written as Rust escapes, so that they can be seen.
+pub(crate) fn display(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() || is_invisible(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+pub(crate) fn print_text_or_json(text: &str, as_json: bool) {
+    if as_json {
+        println!("{}", stringify(&Value::from(text)));
+    } else {
+        println!("{text}");
+    }
+}
+
+/// Tells, on stderr, about sessions the store left out because a DSH newer
+/// than this reader wrote them (the other sessions were listed as usual).
+pub(crate) fn note_unsupported(store: &DshStore) {
+    let Some(rejected) = store.last_rejected() else { return };
+    let mut err = std::io::stderr().lock();
+    for r in rejected.iter().filter(|r| r.kind == RejectionKind::Unsupported) {
+        let _ = writeln!(err, "note: not listed: {}: {}", display(&r.path.to_string_lossy()), r.reason);
+    }
+}
+
+pub(crate) fn print_candidates(list: &[Candidate], as_json: bool) {
+    if as_json {
+        let array = Value::Array(list.iter().map(Candidate::to_json).collect());
+        println!("{}", stringify(&array));
+        return;
+    }
+    if list.is_empty() {
+        println!("No candidates.");
+    }
+    let mut out = std::io::stdout().lock();
+    for (i, c) in list.iter().enumerate() {
+        let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
+        let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
+        let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
+        let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
+    }
+}
+
+pub(crate) fn print_search(list: &[SearchResult], as_json: bool) {
+    if as_json {
+        let array = Value::Array(list.iter().map(SearchResult::to_json).collect());
+        println!("{}", stringify(&array));
+        return;
+    }
+    if list.is_empty() {
+        println!("No matches.");
+    }
+    let mut out = std::io::stdout().lock();
+    for (i, r) in list.iter().enumerate() {
+        let c = &r.candidate;
+        let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
+        let at = match r.message_index {
+            Some(m) => format!("message {m}"),
+            None => r.field.as_str().to_owned(),
+        };
+        let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
+        let _ = writeln!(out, "    {}: {}", at, display(&r.snippet));
+        let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
+        let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
+    }
+}
+
+pub(crate) fn print_prepared(prepared: &Prepared) {
+    let mut out = std::io::stdout().lock();
+    let text = prepared.content[0]["text"].as_str().unwrap_or_default();
+    let _ = writeln!(out, "Message:\n{text}\n");
+    let Some(ctx) = &prepared.additional_context else {
+        let _ = writeln!(out, "No sessions referenced.");
+        return;
+    };
+    let _ = writeln!(out, "Referenced sessions:");
+    for r in &ctx.source.references {
+        let _ = writeln!(
+            out,
+            "  - {} ({}): {} of {} messages retained, {} omitted ({} bytes omitted){}",
+            display(&r.label),
+            display(&r.session_id),
+            r.stats.retained_messages,
+            r.stats.original_messages,
+            r.stats.omitted_messages,
+            r.stats.omitted_bytes,
+            if r.stats.truncated() { ", truncated" } else { ", complete" },
+        );
+    }
+    let prompt = context_text(prepared).unwrap_or_default();
+    let _ = writeln!(out, "\nContext ({} bytes) follows the message; print it with --prompt.", prompt.len());
+}
+
+/// A session's conversation for a person: a header line, then each
+/// message under its role (checkpoints marked).
+pub(crate) fn print_conversation(conversation: &SessionConversation) {
+    let mut out = std::io::stdout().lock();
+    let cwd = conversation.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
+    let seq = conversation.captured_through_seq.as_ref().map_or_else(|| "null".to_owned(), ToString::to_string);
+    let id = display(&conversation.session_id);
+    let _ = writeln!(out, "Session {id}   cwd: {cwd}   capturedThroughSeq: {seq}");
+    if conversation.messages.is_empty() {
+        let _ = writeln!(out, "(no projected messages)");
+    }
+    for m in &conversation.messages {
+        let marker = if m.checkpoint { " (compaction checkpoint)" } else { "" };
+        let _ = writeln!(out, "\n[{}{marker}]\n{}", m.role.as_str(), m.text);
+    }
+}

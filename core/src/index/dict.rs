@@ -1,0 +1,148 @@
+//! The index's zstd dictionary: trained on a sample of its own texts,
+//! with the filter keys nearly every text holds; compression with and
+//! without it.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
+
+use super::doc::items_of;
+use super::keys::{distinct_keys, hash, KeySet, MixHasher};
+
+/// zstd level of the stored text: fast to write and to read.
+pub(super) const ZSTD_LEVEL: i32 = 3;
+/// The index trains its zstd dictionary once the texts compressed without
+/// one reach this much, on at most `TRAIN_SAMPLE` bytes of them, into a
+/// dictionary of `DICTIONARY_BYTES`.
+pub(crate) const TRAIN_AT: usize = 2 << 20;
+pub(super) const TRAIN_SAMPLE: usize = 1 << 20;
+pub(super) const DICTIONARY_BYTES: usize = 64 << 10;
+/// A key is common when at least this share of the sampled texts hold it,
+/// out of at least `COMMON_SAMPLES` of them.
+pub(super) const COMMON: (usize, usize) = (8, 10);
+pub(super) const COMMON_SAMPLES: usize = 20;
+
+/// A zstd dictionary trained on a sample of the index's own texts, kept
+/// once per index: one session's text is small for zstd alone (a few tens
+/// of KB), and sessions share most of their vocabulary.
+///
+/// With it come the filter keys nearly every sampled text holds (`COMMON`):
+/// they rule out almost nothing, so the filters of docs built with this
+/// dictionary leave them out and a query does not test them there (a
+/// third of the keys of a session on the bench).
+pub(crate) struct Dictionary {
+    /// Unique in the process, to tell dictionaries apart cheaply.
+    pub(super) id: u64,
+    pub(super) raw: Box<[u8]>,
+    pub(super) decompress: DDict<'static>,
+    pub(super) common: KeySet,
+}
+
+impl Dictionary {
+    /// A dictionary from its bytes and common keys (as trained, or read
+    /// back from a cache file); `None` if zstd rejects the bytes or the
+    /// keys are not sorted.
+    pub(super) fn new(raw: Box<[u8]>, common: Box<[u64]>) -> Option<Dictionary> {
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        if common.windows(2).any(|w| w[0] >= w[1]) {
+            return None;
+        }
+        let decompress = DDict::try_create(&raw)?;
+        let common = KeySet::new(&common);
+        Some(Dictionary { id: IDS.fetch_add(1, Ordering::Relaxed), raw, decompress, common })
+    }
+
+    /// Trains one on sample texts (each with its items' ends); also
+    /// returns how many keys of the samples are common.
+    pub(super) fn train(samples: &[(Vec<u8>, Vec<usize>)]) -> Option<(Dictionary, usize)> {
+        let texts: Vec<&[u8]> = samples.iter().map(|(t, _)| t.as_slice()).collect();
+        let raw = zstd::dict::from_samples(&texts, DICTIONARY_BYTES).ok()?;
+        let mut common = Vec::new();
+        let mut left_out = 0;
+        if samples.len() >= COMMON_SAMPLES {
+            let mut counts: HashMap<u64, usize, std::hash::BuildHasherDefault<MixHasher>> = HashMap::default();
+            for (text, ends) in samples {
+                for k in distinct_keys(items_of(std::str::from_utf8(text).ok()?, ends), None).0 {
+                    *counts.entry(k).or_default() += 1;
+                }
+            }
+            let at_least = (samples.len() * COMMON.0).div_ceil(COMMON.1);
+            for (k, n) in counts {
+                if n >= at_least {
+                    common.push(k);
+                    left_out += n;
+                }
+            }
+            common.sort_unstable();
+        }
+        Some((Dictionary::new(raw.into_boxed_slice(), common.into())?, left_out))
+    }
+
+    pub(super) fn is_common(&self, key: u64) -> bool {
+        self.common.contains(key, hash(key))
+    }
+
+    /// Bytes it holds: its own, zstd's digested form for reading, and the
+    /// common keys.
+    pub(super) fn bytes(&self) -> usize {
+        self.raw.len() + self.decompress.sizeof() + self.common.bytes()
+    }
+}
+
+/// A dictionary digested for compression (its hash tables: several times
+/// the dictionary). Made for the docs being built and dropped with the
+/// last of them, not kept by the index: see [`DocCache::encoder`].
+pub(crate) struct Encoder {
+    pub(super) dict: Arc<Dictionary>,
+    pub(super) compress: CDict<'static>,
+}
+
+impl Encoder {
+    pub(super) fn new(dict: &Arc<Dictionary>) -> Option<Encoder> {
+        Some(Encoder { dict: Arc::clone(dict), compress: CDict::try_create(&dict.raw, ZSTD_LEVEL)? })
+    }
+}
+
+/// `text` compressed, with `dict` if given.
+pub(super) fn compress(text: &[u8], dict: Option<&Encoder>) -> Box<[u8]> {
+    if text.is_empty() {
+        return Box::default();
+    }
+    let packed = CONTEXTS.with(|c| {
+        let mut c = c.borrow_mut();
+        let cctx = c.0.as_mut()?;
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(text.len()));
+        match dict {
+            Some(d) => cctx.compress_using_cdict(&mut out, text, &d.compress),
+            None => cctx.compress(&mut out, text, ZSTD_LEVEL),
+        }
+        .ok()?;
+        Some(out)
+    });
+    // Compressing into a buffer of the bound cannot fail.
+    packed.map(Vec::into_boxed_slice).unwrap_or_default()
+}
+
+/// `packed` decompressed to exactly `len` bytes, with `dict` if given.
+pub(super) fn decompress(packed: &[u8], len: usize, dict: Option<&Dictionary>) -> Option<Vec<u8>> {
+    CONTEXTS.with(|c| {
+        let mut c = c.borrow_mut();
+        let dctx = c.1.as_mut()?;
+        let mut out = Vec::with_capacity(len);
+        match dict {
+            Some(d) => dctx.decompress_using_ddict(&mut out, packed, &d.decompress),
+            None => dctx.decompress(&mut out, packed),
+        }
+        .ok()?;
+        (out.len() == len).then_some(out)
+    })
+}
+
+thread_local! {
+    /// The thread's zstd contexts, reused by every doc it builds or reads:
+    /// creating one per call (a large allocation, zeroed) cost more than
+    /// the decompression.
+    static CONTEXTS: std::cell::RefCell<(Option<CCtx<'static>>, Option<DCtx<'static>>)> =
+        std::cell::RefCell::new((CCtx::try_create(), DCtx::try_create()));
+}

@@ -1,0 +1,302 @@
+//! One session's indexed body: its compressed text (in memory or left in
+//! the cache file), its item lengths, its filter and its title.
+
+use crate::cache_file::StoredTexts;
+use crate::host::Fingerprint;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::bloom::Bloom;
+use super::dict::{compress, decompress, Dictionary, Encoder};
+use super::fold::fold;
+use super::keys::distinct_keys;
+use super::needle::Needle;
+
+/// The items of a doc's text, by their ends.
+pub(super) fn items_of<'a>(text: &'a str, ends: &'a [usize]) -> impl Iterator<Item = &'a str> + Clone {
+    let mut start = 0;
+    ends.iter().map(move |&end| {
+        let item = text.get(start..end).unwrap_or_default();
+        start = end;
+        item
+    })
+}
+
+/// The indexed body of one session.
+pub(crate) struct Doc {
+    /// The fingerprint it was built under (`None`: built for one query).
+    pub(crate) fingerprint: Option<Fingerprint>,
+    /// The session's latest title, read under the same fingerprint.
+    pub(crate) title: Option<String>,
+    /// The title lower-cased, when that is not the title itself.
+    pub(super) title_folded: Option<Box<str>>,
+    /// The projected item texts, concatenated and zstd-compressed.
+    pub(super) packed: Packed,
+    /// The dictionary `packed` was compressed with.
+    pub(super) dict: Option<Arc<Dictionary>>,
+    /// The byte length of each item, LEB128 (a byte or two each).
+    pub(super) lengths: Box<[u8]>,
+    /// Their sum: the length of the decompressed text.
+    pub(super) len: usize,
+    pub(super) bloom: Bloom,
+}
+
+/// Where a doc's compressed text is.
+pub(super) enum Packed {
+    /// In memory (every doc built in this process).
+    Held(Box<[u8]>),
+    /// In the cache file the doc was loaded from, read when it is needed.
+    Stored(Box<Stored>),
+}
+
+/// A compressed text or a filter left in the cache file its doc was
+/// loaded from.
+pub(super) struct Stored {
+    pub(super) texts: Arc<StoredTexts>,
+    /// Where it is among the file's stored texts, and its length.
+    pub(super) offset: u64,
+    pub(super) len: usize,
+    /// Its checksum ([`text_checksum`] or [`filter_checksum`]).
+    pub(super) checksum: u64,
+}
+
+impl Stored {
+    /// Its bytes read back from the file, if they match its checksum (as
+    /// `sum` computes it).
+    pub(super) fn read(&self, sum: impl Fn(&[u8]) -> u64) -> Result<Vec<u8>, Unreadable> {
+        match self.texts.read(self.offset, self.len) {
+            Ok(bytes) if sum(&bytes) == self.checksum => Ok(bytes),
+            _ => Err(Unreadable),
+        }
+    }
+}
+
+/// A doc's stored text or filter could not be read back from its cache
+/// file, or did not match its checksum (or the text its recorded length):
+/// the doc must be dropped and its session indexed again from its source,
+/// never searched as if its text were empty or its filter ruled it out.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Unreadable;
+
+/// The checksum the index file keeps of a doc's compressed text, seeded
+/// with the length the text decompresses to.
+pub(super) fn text_checksum(packed: &[u8], len: usize) -> u64 {
+    crate::cache_file::checksum(len as u64, packed)
+}
+
+impl Packed {
+    /// The length of the compressed text.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Packed::Held(bytes) => bytes.len(),
+            Packed::Stored(stored) => stored.len,
+        }
+    }
+
+    /// The compressed text: borrowed when held, else read from the file
+    /// and checked against its checksum (`len`: what it decompresses to).
+    pub(super) fn bytes(&self, len: usize) -> Result<Cow<'_, [u8]>, Unreadable> {
+        match self {
+            Packed::Held(bytes) => Ok(Cow::Borrowed(bytes)),
+            Packed::Stored(s) => s.read(|bytes| text_checksum(bytes, len)).map(Cow::Owned),
+        }
+    }
+}
+
+/// Item lengths from ascending end offsets, LEB128.
+pub(super) fn encode_lengths(ends: &[usize]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(ends.len() * 2);
+    let mut start = 0;
+    for &end in ends {
+        let mut n = end - start;
+        start = end;
+        while n >= 0x80 {
+            out.push(n as u8 | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    out.into_boxed_slice()
+}
+
+/// The end offsets of what [`encode_lengths`] wrote; `None` if malformed.
+pub(super) fn decode_lengths(bytes: &[u8]) -> Option<Vec<usize>> {
+    let mut ends = Vec::with_capacity(bytes.len());
+    each_end(bytes, |end| ends.push(end))?;
+    Some(ends)
+}
+
+/// Calls `f` with each end offset of what [`encode_lengths`] wrote; the
+/// last end (0 without any), or `None` if malformed.
+pub(super) fn each_end(bytes: &[u8], mut f: impl FnMut(usize)) -> Option<usize> {
+    let (mut end, mut n, mut shift) = (0usize, 0usize, 0u32);
+    for &b in bytes {
+        n |= usize::from(b & 0x7f).checked_shl(shift).filter(|v| v >> shift == usize::from(b & 0x7f))?;
+        shift += 7;
+        if b & 0x80 == 0 {
+            end = end.checked_add(n)?;
+            f(end);
+            (n, shift) = (0, 0);
+        }
+    }
+    (shift == 0).then_some(end)
+}
+
+/// The lower-cased title, kept only when it differs.
+pub(super) fn folded_title(title: Option<&str>) -> Option<Box<str>> {
+    match fold(title?) {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(t) => (title != Some(t.as_str())).then(|| t.into_boxed_str()),
+    }
+}
+
+/// One projected item's text, as the index is given it.
+pub(crate) struct IndexedItem<'a> {
+    pub(crate) text: Cow<'a, str>,
+}
+
+impl Doc {
+    /// Indexes the items of one session, compressing its text with the
+    /// encoder's dictionary if given.
+    pub(crate) fn build(
+        fingerprint: Option<Fingerprint>,
+        title: Option<String>,
+        items: Vec<IndexedItem<'_>>,
+        encoder: Option<&Encoder>,
+    ) -> Doc {
+        let total: usize = items.iter().map(|i| i.text.len()).sum();
+        let mut text = String::with_capacity(total);
+        let mut ends = Vec::with_capacity(items.len());
+        for item in &items {
+            text.push_str(&item.text);
+            ends.push(text.len());
+        }
+        let bloom = Bloom::with_keys(distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict)));
+        let packed = compress(text.as_bytes(), encoder);
+        let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
+        let title_folded = folded_title(title.as_deref());
+        let lengths = encode_lengths(&ends);
+        Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len: text.len(), bloom }
+    }
+
+    /// The title lower-cased (`""` without one).
+    pub(crate) fn title_folded(&self) -> &str {
+        self.title_folded.as_deref().or(self.title.as_deref()).unwrap_or("")
+    }
+
+    /// Where each item ends in the decompressed text.
+    pub(crate) fn ends(&self) -> Vec<usize> {
+        decode_lengths(&self.lengths).unwrap_or_default()
+    }
+
+    /// Whether its text is compressed without a dictionary.
+    pub(crate) fn undicted(&self) -> bool {
+        self.dict.is_none() && self.packed.len() > 0
+    }
+
+    /// Whether its compressed text is in a cache file rather than in
+    /// memory.
+    pub(crate) fn is_stored(&self) -> bool {
+        matches!(self.packed, Packed::Stored(_))
+    }
+
+    /// The same doc with its text compressed with the encoder's
+    /// dictionary, and its filter without the dictionary's common keys;
+    /// `None` if its text cannot be read (a stored one) or does not
+    /// decompress (never: the index wrote it).
+    pub(super) fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
+        let text = self.decompressed()?;
+        let ends = self.ends();
+        let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
+        let keys = distinct_keys(items, Some(&encoder.dict));
+        Some(Doc {
+            fingerprint: self.fingerprint.clone(),
+            title: self.title.clone(),
+            title_folded: self.title_folded.clone(),
+            packed: Packed::Held(compress(&text, Some(encoder))),
+            dict: Some(Arc::clone(&encoder.dict)),
+            lengths: self.lengths.clone(),
+            len: self.len,
+            bloom: Bloom::with_keys(keys),
+        })
+    }
+
+    /// Whether the body may hold `needle`: every key of it that this
+    /// doc's filter was built with may be present. Always true for a needle
+    /// without such keys (shorter than three bytes, or only common keys).
+    /// [`Unreadable`] for a stored filter that cannot be read back or does
+    /// not match its checksum. (A search tests many docs through a
+    /// [`FilterPass`] instead.)
+    #[cfg(test)]
+    pub(crate) fn may_contain(&self, needle: &Needle) -> Result<bool, Unreadable> {
+        if self.lengths.is_empty() {
+            return Ok(false);
+        }
+        Ok(self.may_contain_in(&self.bloom.bits()?, needle))
+    }
+
+    /// [`may_contain`](Self::may_contain) with its filter's bytes `bits`
+    /// (of a doc with a body).
+    pub(super) fn may_contain_in(&self, bits: &[u8], needle: &Needle) -> bool {
+        needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| Bloom::contains(bits, h)))
+    }
+
+    /// Its text decompressed to exactly its length, `None` if it cannot
+    /// be read or does not decompress to that.
+    pub(super) fn decompressed(&self) -> Option<Vec<u8>> {
+        decompress(&self.packed.bytes(self.len).ok()?, self.len, self.dict.as_deref())
+    }
+
+    /// The decompressed text of all items, and where each item ends in it.
+    /// [`Unreadable`] for a stored text that cannot be read back, does not
+    /// match its checksum or does not decompress to its length: the doc
+    /// cannot tell whether the session matches.
+    pub(crate) fn text(&self) -> Result<(String, Vec<usize>), Unreadable> {
+        let ends = self.ends();
+        if ends.last() != Some(&self.len) {
+            // No item (a doc built without a body): nothing to read.
+            return Ok((String::new(), Vec::new()));
+        }
+        match self.decompressed().map(String::from_utf8) {
+            Some(Ok(text)) => Ok((text, ends)),
+            _ if self.is_stored() => Err(Unreadable),
+            // Never: this process compressed the text itself.
+            _ => Ok((String::new(), Vec::new())),
+        }
+    }
+
+    /// The decompressed item texts.
+    #[cfg(test)]
+    pub(crate) fn items(&self) -> Vec<String> {
+        let (text, ends) = self.text().expect("readable");
+        let mut start = 0;
+        ends.into_iter()
+            .map(|end| {
+                let item = text[start..end].to_owned();
+                start = end;
+                item
+            })
+            .collect()
+    }
+
+    /// Bytes of the projected text it covers.
+    pub(crate) fn text_bytes(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes the index holds for it: compressed text, item lengths, filter,
+    /// titles, fingerprint, the doc itself and its reference count. A text
+    /// left in the cache file the doc was loaded from counts as if held
+    /// (the index's size is the same in memory and after a round trip
+    /// through the file; what it keeps in memory is that much less).
+    pub(crate) fn index_bytes(&self) -> usize {
+        self.packed.len()
+            + self.lengths.len()
+            + self.bloom.bytes()
+            + self.title.as_ref().map_or(0, String::capacity)
+            + self.title_folded.as_ref().map_or(0, |t| t.len())
+            + self.fingerprint.as_ref().map_or(0, |f| f.as_bytes().len())
+            + std::mem::size_of::<Doc>()
+            + 2 * std::mem::size_of::<usize>()
+    }
+}

@@ -1,0 +1,147 @@
+//! The index's cache file: its directory (ids, fingerprints, titles, where
+//! each filter and compressed text is) encoded and decoded, the filters and
+//! texts left in the file (read in place; docs/discovery.md "On disk").
+
+use std::sync::Arc;
+
+use super::bloom::{filter_checksum, Bits, Bloom, StoredBits};
+use super::dict::Dictionary;
+use super::doc::{each_end, folded_title, text_checksum, Doc, Packed, Stored};
+use super::DocCache;
+use crate::cache_file::StoredTexts;
+use crate::host::Fingerprint;
+
+impl DocCache {
+    /// The index file's directory and stored region (see `persist.rs` and
+    /// [`crate::cache_file::write_in_place`]) of every kept doc. The
+    /// directory holds the dictionaries the docs use (the one for new docs
+    /// first of all: its raw bytes, its common keys), then per doc its id,
+    /// fingerprint, title, the number of its dictionary (0: none), its item
+    /// lengths, and where its compressed text and its filter are in the
+    /// stored region (offset, length, checksum: [`text_checksum`],
+    /// [`filter_checksum`]). The region holds every filter, then
+    /// every text, so that a search reads the filters in one sweep. A doc
+    /// whose text or filter is stored in the file it was loaded from is
+    /// written with the bytes read back from it (the old file stays
+    /// readable through its handle after a newer one is renamed over its
+    /// path); one whose bytes cannot be read back or do not check is left
+    /// out, to be indexed again.
+    pub(crate) fn encode(&self) -> (Vec<u8>, Vec<u8>) {
+        use crate::cache_file::{put, put_opt};
+        let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
+        let mut dicts: Vec<Arc<Dictionary>> = self.dictionary().into_iter().collect();
+        let mut kept = Vec::with_capacity(docs.len());
+        for (id, d) in docs.iter().filter(|(_, d)| d.fingerprint.is_some()) {
+            let (Ok(packed), Ok(bits)) = (d.packed.bytes(d.len), d.bloom.bits()) else { continue };
+            if let Some(dict) = &d.dict {
+                if !dicts.iter().any(|x| Arc::ptr_eq(x, dict)) {
+                    dicts.push(Arc::clone(dict));
+                }
+            }
+            kept.push((id, d, packed, bits));
+        }
+        let filters: usize = kept.iter().map(|(_, _, _, bits)| bits.len()).sum();
+        let texts: usize = kept.iter().map(|(_, _, packed, _)| packed.len()).sum();
+        let mut stored = Vec::with_capacity(filters + texts);
+        for (_, _, _, bits) in &kept {
+            stored.extend_from_slice(bits);
+        }
+        let mut out = Vec::new();
+        out.extend_from_slice(&(dicts.len() as u64).to_le_bytes());
+        for dict in &dicts {
+            put(&mut out, &dict.raw);
+            let common = dict.common.sorted();
+            out.extend_from_slice(&(common.len() as u64).to_le_bytes());
+            for &k in &common {
+                out.extend_from_slice(&k.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
+        let mut filter_at = 0u64;
+        for (id, d, packed, bits) in &kept {
+            put(&mut out, id.as_bytes());
+            put(&mut out, d.fingerprint.as_ref().map_or(&[][..], Fingerprint::as_bytes));
+            put_opt(&mut out, d.title.as_deref().map(str::as_bytes));
+            let dict = d.dict.as_ref().and_then(|x| dicts.iter().position(|y| Arc::ptr_eq(x, y))).map_or(0, |i| i + 1);
+            out.extend_from_slice(&(dict as u64).to_le_bytes());
+            put(&mut out, &d.lengths);
+            let text_sum = match &d.packed {
+                Packed::Stored(s) => s.checksum,
+                Packed::Held(_) => text_checksum(packed, d.len),
+            };
+            let filter_sum = filter_checksum(bits);
+            for n in [stored.len() as u64, packed.len() as u64, text_sum, filter_at, bits.len() as u64, filter_sum] {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            stored.extend_from_slice(packed);
+            filter_at += bits.len() as u64;
+        }
+        (out, stored)
+    }
+
+    /// Reads the directory [`encode`](Self::encode) wrote (already checked
+    /// against its checksum), every doc's text and filter left in the
+    /// stored region `stored`; `None` if malformed in any way (so the file
+    /// is ignored as a whole). Each doc's text must still match its
+    /// checksum and decompress to exactly the sum of its item lengths when
+    /// it is read ([`Doc::text`]), and its filter match its checksum when a
+    /// search reads it ([`FilterPass`]).
+    pub(crate) fn decode(&self, directory: Vec<u8>, stored: &Arc<StoredTexts>) -> Option<Vec<(String, Arc<Doc>)>> {
+        let mut input = crate::cache_file::Input(&directory);
+        let count = input.u64()?;
+        let mut dicts = Vec::new();
+        for _ in 0..count {
+            let raw: Box<[u8]> = input.bytes()?.into();
+            let n = usize::try_from(input.u64()?).ok()?;
+            let mut common = Vec::with_capacity(n.min(input.0.len() / 8));
+            for _ in 0..n {
+                common.push(input.u64()?);
+            }
+            dicts.push(Arc::new(Dictionary::new(raw, common.into())?));
+        }
+        let n = usize::try_from(input.u64()?).ok()?;
+        let mut out = Vec::with_capacity(n.min(input.0.len() / 64));
+        // A region of the stored texts, checked to lie within them.
+        let region = |input: &mut crate::cache_file::Input<'_>| -> Option<Stored> {
+            let (offset, len, checksum) = (input.u64()?, usize::try_from(input.u64()?).ok()?, input.u64()?);
+            (offset.checked_add(len as u64)? <= stored.len()).then(|| Stored {
+                texts: Arc::clone(stored),
+                offset,
+                len,
+                checksum,
+            })
+        };
+        for _ in 0..n {
+            let id = input.string()?;
+            let fingerprint = Some(input.fingerprint()?);
+            let title = input.opt_string()?;
+            let dict = match usize::try_from(input.u64()?).ok()? {
+                0 => None,
+                i => Some(Arc::clone(dicts.get(i - 1)?)),
+            };
+            let lengths: Box<[u8]> = input.bytes()?.into();
+            let len = each_end(&lengths, |_| {})?;
+            let text = region(&mut input)?;
+            // Empty exactly when the text is.
+            if (text.len == 0) != (len == 0) {
+                return None;
+            }
+            let packed = match text.len {
+                0 => Packed::Held(Box::default()),
+                _ => Packed::Stored(Box::new(text)),
+            };
+            let filter = region(&mut input)?;
+            if filter.len % 8 != 0 {
+                return None;
+            }
+            let bits = match filter.len {
+                0 => Bits::Held(Box::default()),
+                _ => Bits::Stored(Box::new(StoredBits { at: filter, kept: std::sync::OnceLock::new() })),
+            };
+            let title_folded = folded_title(title.as_deref());
+            let doc = Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom: Bloom { bits } };
+            out.push((id, Arc::new(doc)));
+        }
+        input.0.is_empty().then_some(out)
+    }
+}

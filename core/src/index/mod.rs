@@ -1,0 +1,602 @@
+//! The built-in full-text index: per session, its projected text
+//! compressed (zstd, with a dictionary the index trains on its own texts)
+//! and a Bloom filter of keys of its lower-cased text: byte trigrams
+//! without whitespace, and the five bytes around each space. A query first
+//! tests every session's filter (a few probes each, no decompression),
+//! then verifies the survivors on their decompressed text, so every answer
+//! is exact; the filter only decides what is worth decompressing.
+//!
+//! Matching is on `str::to_lowercase` (Unicode default case mapping) and
+//! plain substrings, so CJK text needs no tokenizer and `1137` is found
+//! inside `PR1137`. Keys are of UTF-8 bytes; a needle without any (shorter
+//! than three bytes, or only of keys nearly every session holds) cannot be
+//! filtered and every session is verified.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::host::Fingerprint;
+
+mod bloom;
+mod dict;
+mod doc;
+mod file;
+mod fold;
+mod keys;
+mod needle;
+
+use bloom::BITS_PER_KEY;
+use dict::{compress, TRAIN_SAMPLE};
+
+pub(crate) use dict::{Dictionary, Encoder, TRAIN_AT};
+pub(crate) use doc::{Doc, IndexedItem, Unreadable};
+pub(crate) use fold::{fold, fold_into, original_offset};
+pub(crate) use needle::{FilterPass, Needle};
+
+/// The built docs of a resolver, by session id, and the dictionary new
+/// docs are compressed with.
+#[derive(Default)]
+pub(crate) struct DocCache {
+    docs: RwLock<HashMap<String, Arc<Doc>>>,
+    dictionary: RwLock<Option<Arc<Dictionary>>>,
+    /// Held while training or recompressing (one at a time).
+    settling: Mutex<()>,
+    /// The encoder of the docs being built, while any is.
+    encoder: Mutex<std::sync::Weak<Encoder>>,
+    /// After a failed training: the text without dictionary to wait for
+    /// before trying again.
+    retry_at: AtomicUsize,
+    /// Searches that tested the filters so far ([`Self::keeps_filters`]).
+    filter_passes: AtomicUsize,
+}
+
+impl DocCache {
+    /// For each `(id, fingerprint)`, the doc built under that fingerprint,
+    /// under one lock.
+    pub(crate) fn get_all<'a>(
+        &self,
+        wanted: impl Iterator<Item = (&'a str, Option<&'a Fingerprint>)>,
+    ) -> Vec<Option<Arc<Doc>>> {
+        let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
+        wanted.map(|(id, fp)| docs.get(id).filter(|d| fp.is_some() && d.fingerprint.as_ref() == fp).cloned()).collect()
+    }
+
+    /// Whether the search about to test the filters keeps the stored ones
+    /// it reads in memory ([`FilterPass`]): from the second search on. A
+    /// process that loads the index to search once (the command line)
+    /// reads them and lets them go; a long-lived one holds them after its
+    /// second search, and reads them no more.
+    pub(crate) fn keeps_filters(&self) -> bool {
+        self.filter_passes.fetch_add(1, Ordering::Relaxed) >= 1
+    }
+
+    /// The dictionary to compress new docs with, once trained.
+    pub(crate) fn dictionary(&self) -> Option<Arc<Dictionary>> {
+        self.dictionary.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// An encoder for the current dictionary, if there is one: the one the
+    /// docs being built share, else a new one (a few hundred KB, digested in
+    /// well under a millisecond), dropped with the last doc built with it.
+    pub(crate) fn encoder(&self) -> Option<Arc<Encoder>> {
+        let dict = self.dictionary()?;
+        let mut shared = self.encoder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = shared.upgrade().filter(|e| Arc::ptr_eq(&e.dict, &dict)) {
+            return Some(e);
+        }
+        let e = Arc::new(Encoder::new(&dict)?);
+        *shared = Arc::downgrade(&e);
+        Some(e)
+    }
+
+    /// The kept docs compressed without a dictionary, by id (so that what
+    /// is sampled does not depend on the map's order).
+    fn undicted(&self) -> Vec<(String, Arc<Doc>)> {
+        let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<(String, Arc<Doc>)> =
+            docs.iter().filter(|(_, d)| d.undicted()).map(|(id, d)| (id.clone(), Arc::clone(d))).collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Trains the dictionary once the kept docs compressed without one
+    /// hold `TRAIN_AT` bytes of text, then compresses every such doc with
+    /// it (a doc replaced meanwhile is left alone). Blocking; returns at
+    /// once while another call is at it.
+    pub(crate) fn settle(&self) {
+        let Ok(_one) = self.settling.try_lock() else { return };
+        let undicted = self.undicted();
+        if undicted.is_empty() {
+            return;
+        }
+        if self.dictionary().is_none() {
+            {
+                let bytes: usize = undicted.iter().map(|(_, d)| d.text_bytes()).sum();
+                if bytes < TRAIN_AT.max(self.retry_at.load(Ordering::Relaxed)) {
+                    return;
+                }
+                let mut samples = Vec::new();
+                let mut sampled = 0;
+                for (_, d) in &undicted {
+                    if sampled >= TRAIN_SAMPLE {
+                        break;
+                    }
+                    if let Some(text) = d.decompressed() {
+                        sampled += text.len();
+                        samples.push((text, d.ends()));
+                    }
+                }
+                // Kept only if it saves more than it weighs, extrapolated
+                // from the sample to all of these texts; else tried again
+                // once they have doubled.
+                // (Compressed text and filter bits saved.)
+                let trained = Dictionary::train(&samples).map(|(dict, n)| (Arc::new(dict), n));
+                let pays = trained.filter(|(dict, left_out)| {
+                    let Some(encoder) = Encoder::new(dict) else { return false };
+                    let (plain, packed): (usize, usize) = undicted
+                        .iter()
+                        .zip(&samples)
+                        .map(|((_, d), (text, _))| (d.packed.len(), compress(text, Some(&encoder)).len()))
+                        .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
+                    let saved = plain.saturating_sub(packed) + left_out * BITS_PER_KEY / 8;
+                    saved as f64 * bytes as f64 / sampled as f64 > dict.bytes() as f64
+                });
+                let Some((dict, _)) = pays else {
+                    self.retry_at.store(bytes.saturating_mul(2), Ordering::Relaxed);
+                    return;
+                };
+                *self.dictionary.write().unwrap_or_else(|e| e.into_inner()) = Some(dict);
+            }
+        }
+        let Some(encoder) = self.encoder() else { return };
+        let redone: Vec<(String, Arc<Doc>, Doc)> = undicted
+            .into_iter()
+            .filter_map(|(id, old)| Some((id, Arc::clone(&old), old.with_dictionary(&encoder)?)))
+            .collect();
+        let mut docs = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        for (id, old, new) in redone {
+            if let Some(held) = docs.get_mut(&id) {
+                if Arc::ptr_eq(held, &old) {
+                    *held = Arc::new(new);
+                }
+            }
+        }
+    }
+
+    /// Drops the doc held for `id` if it is `doc` (not one built since):
+    /// whether it was dropped.
+    pub(crate) fn evict(&self, id: &str, doc: &Arc<Doc>) -> bool {
+        let mut docs = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        let held = docs.get(id).is_some_and(|d| Arc::ptr_eq(d, doc));
+        if held {
+            docs.remove(id);
+        }
+        held
+    }
+
+    /// Keeps every `(id, doc)`; without a dictionary of its own yet, the
+    /// cache takes the one the first of them uses.
+    pub(crate) fn insert_all(&self, docs: Vec<(String, Arc<Doc>)>) {
+        let mut dictionary = self.dictionary.write().unwrap_or_else(|e| e.into_inner());
+        if dictionary.is_none() {
+            *dictionary = docs.iter().find_map(|(_, d)| d.dict.clone());
+        }
+        drop(dictionary);
+        let mut held = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        held.reserve(docs.len());
+        held.extend(docs);
+    }
+
+    /// Number of kept docs.
+    pub(crate) fn len(&self) -> usize {
+        self.docs.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Keeps `doc` for `id` when it has a fingerprint, else forgets `id`.
+    pub(crate) fn put(&self, id: &str, doc: &Arc<Doc>) {
+        let mut docs = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        if doc.fingerprint.is_some() {
+            docs.insert(id.to_owned(), Arc::clone(doc));
+        } else {
+            docs.remove(id);
+        }
+    }
+
+    pub(crate) fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.docs.write().unwrap_or_else(|e| e.into_inner()).retain(|id, _| keep(id));
+    }
+
+    /// Forgets every doc and the dictionary (trained on them).
+    pub(crate) fn clear(&self) {
+        self.docs.write().unwrap_or_else(|e| e.into_inner()).clear();
+        *self.dictionary.write().unwrap_or_else(|e| e.into_inner()) = None;
+        self.retry_at.store(0, Ordering::Relaxed);
+    }
+
+    /// (sessions, projected text bytes, index bytes, of which filters) of
+    /// the kept docs; the index bytes count each dictionary once.
+    pub(crate) fn stats(&self) -> (usize, usize, usize, usize) {
+        let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
+        let text = docs.values().map(|d| d.text_bytes()).sum();
+        let filters = docs.values().map(|d| d.bloom.bytes()).sum();
+        let current = self.dictionary();
+        let mut dicts: Vec<&Arc<Dictionary>> =
+            docs.values().filter_map(|d| d.dict.as_ref()).chain(current.as_ref()).collect();
+        dicts.sort_unstable_by_key(|d| Arc::as_ptr(d));
+        dicts.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let dictionaries: usize = dicts.iter().map(|d| d.bytes()).sum();
+        // The table's slots (an id and a pointer, and a control byte, each)
+        // and the ids' bytes.
+        let table = docs.capacity() * (std::mem::size_of::<(String, Arc<Doc>)>() + 1);
+        let index = docs.values().map(|d| d.index_bytes()).sum::<usize>()
+            + docs.keys().map(String::capacity).sum::<usize>()
+            + table
+            + dictionaries;
+        (docs.len(), text, index, filters)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::bloom::Bits;
+    use super::doc::{decode_lengths, encode_lengths};
+    use super::keys::SPACED;
+    use super::*;
+
+    fn may(d: &Doc, needle: &str) -> bool {
+        d.may_contain(&Needle::new(needle.to_owned())).expect("readable")
+    }
+
+    fn doc(texts: &[&str]) -> Doc {
+        Doc::build(None, None, texts.iter().map(|t| IndexedItem { text: Cow::Borrowed(*t) }).collect(), None)
+    }
+
+    #[test]
+    fn the_filter_never_misses_a_substring() {
+        let d = doc(&["Fix PR1137 before 发布版本", "naïve ÉCOLE"]);
+        for n in ["pr1137", "1137", "发布", "版本", "école", "naïve", "fix pr", "e 发"] {
+            assert!(may(&d, n), "{n}");
+        }
+        assert!(!may(&d, "zzzz"));
+        assert_eq!(d.items(), vec!["Fix PR1137 before 发布版本".to_owned(), "naïve ÉCOLE".to_owned()]);
+    }
+
+    #[test]
+    fn the_filter_rules_out_a_phrase_whose_words_are_apart() {
+        let d = doc(&["the parser builds a tree", "cache keys", "the parser cache"]);
+        assert!(may(&d, "parser cache"), "in the last message");
+        assert!(may(&d, "tree"));
+        // The words are all there, never side by side; nor across the end
+        // of one message and the start of the next ("tree" + "cache").
+        for apart in ["builds tree", "tree cache", "cache tree", "keys parser"] {
+            assert!(!may(&d, apart), "{apart}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_substring_is_ever_ruled_out(
+            items in proptest::collection::vec("[ab \\nÉé发 ]{0,40}", 1..4),
+            pick in 0usize..4,
+            from in 0usize..40,
+            len in 0usize..12,
+        ) {
+            let texts: Vec<&str> = items.iter().map(String::as_str).collect();
+            let d = doc(&texts);
+            let folded = fold(texts[pick % texts.len()]).into_owned();
+            let chars: Vec<char> = folded.chars().collect();
+            let from = from.min(chars.len());
+            let needle: String = chars[from..(from + len).min(chars.len())].iter().collect();
+            if !needle.is_empty() && !d.lengths.is_empty() {
+                proptest::prop_assert!(may(&d, &needle), "{needle:?} in {texts:?}");
+            }
+        }
+    }
+
+    /// `n` bytes of words drawn with a skew from a fixed vocabulary of
+    /// `vocabulary` random words (deterministic), so that texts share
+    /// their words as real sessions do.
+    fn prose(seed: u64, n: usize, vocabulary: usize) -> String {
+        let x = std::cell::Cell::new(0x9e37_79b9_7f4a_7c15_u64);
+        let next = || {
+            let mut v = x.get();
+            v ^= v << 13;
+            v ^= v >> 7;
+            v ^= v << 17;
+            x.set(v);
+            v as usize
+        };
+        let words: Vec<String> = (0..vocabulary)
+            .map(|_| {
+                (0..3 + next() % 7)
+                    .map(|_| char::from(b"etaoinshrdlucmfwypvbgkqjxz"[next() % 26 * (next() % 26) / 26]))
+                    .collect()
+            })
+            .collect();
+        // The same words for every text, each text its own draw of them.
+        x.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+        let mut out = String::new();
+        while out.len() < n {
+            out.push_str(&words[next() % vocabulary * (next() % vocabulary) / vocabulary]);
+            out.push(if next() % 9 == 0 { '\n' } else { ' ' });
+        }
+        out
+    }
+
+    /// 64 sessions of 8 messages, `vocabulary` words in all.
+    fn big_cache(vocabulary: usize) -> (DocCache, Vec<(String, Vec<String>)>) {
+        let cache = DocCache::default();
+        let mut texts = Vec::new();
+        for i in 0..64u64 {
+            let items: Vec<String> = (0..8).map(|j| prose(i * 8 + j + 1, 4200, vocabulary)).collect();
+            let doc = Doc::build(
+                Some(Fingerprint::from_u64(i)),
+                Some(format!("Title {i}")),
+                items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect(),
+                cache.encoder().as_deref(),
+            );
+            cache.put(&format!("s{i}"), &Arc::new(doc));
+            texts.push((format!("s{i}"), items));
+        }
+        (cache, texts)
+    }
+
+    fn held(cache: &DocCache, id: &str) -> Arc<Doc> {
+        Arc::clone(cache.docs.read().unwrap().get(id).unwrap())
+    }
+
+    #[test]
+    fn the_index_trains_a_dictionary_and_recompresses_what_it_held() {
+        let (cache, texts) = big_cache(5000);
+        let (_, text, before, _) = cache.stats();
+        assert!(text >= TRAIN_AT && cache.dictionary().is_none());
+        cache.settle();
+        let dict = cache.dictionary().expect("trained");
+        let (_, _, after, _) = cache.stats();
+        assert!(after < before, "{after} < {before}");
+        assert!(!dict.common.sorted().is_empty(), "keys nearly every text holds");
+        for (id, items) in &texts {
+            let doc = held(&cache, id);
+            assert!(doc.dict.as_ref().is_some_and(|d| Arc::ptr_eq(d, &dict)), "{id}");
+            assert_eq!(&doc.items(), items, "{id}");
+            // Its filter left the common keys out, and still never misses.
+            for item in items {
+                let words: Vec<&str> = item.split(' ').collect();
+                for n in [words[3], &item[10..30], &words[5..8].join(" "), item.as_str()] {
+                    assert!(may(&doc, n.trim()), "{n:?} in {id}");
+                }
+            }
+        }
+        // A word of common trigrams only passes every filter untested; one
+        // that is nowhere is still ruled out.
+        let common: Vec<u64> = dict.common.sorted();
+        let word: String = common
+            .iter()
+            .find(|&&k| k & SPACED == 0 && k.to_be_bytes()[5..].iter().all(u8::is_ascii_lowercase))
+            .map(|&k| k.to_be_bytes()[5..].iter().map(|&b| char::from(b)).collect())
+            .unwrap();
+        assert!(texts.iter().all(|(id, _)| may(&held(&cache, id), &word)), "{word}");
+        assert!(texts.iter().all(|(id, _)| !may(&held(&cache, id), "qqqzzzxx")));
+        // A doc built now uses it at once.
+        let encoder = cache.encoder();
+        let doc = Doc::build(None, None, vec![IndexedItem { text: Cow::Borrowed("re7 de14") }], encoder.as_deref());
+        assert!(!doc.undicted());
+        assert_eq!(doc.items(), ["re7 de14"]);
+    }
+
+    #[test]
+    fn a_dictionary_that_would_not_pay_for_itself_is_not_kept() {
+        // So few words that zstd alone finds them in each text.
+        let (cache, _) = big_cache(20);
+        cache.settle();
+        assert!(cache.dictionary().is_none());
+        assert!(cache.retry_at.load(Ordering::Relaxed) > 2 * TRAIN_AT, "tried again once the texts doubled");
+        cache.settle();
+        assert!(cache.dictionary().is_none());
+    }
+
+    #[test]
+    fn a_dictionary_survives_the_cache_file_round_trip() {
+        let RoundTrip { cache, texts, dir, loaded, path } = round_trip();
+        assert!(loaded.dictionary().is_some(), "adopted for the docs built next");
+        assert_eq!(loaded.stats(), cache.stats(), "texts left in the file count as held");
+        for (id, items) in &texts {
+            let (a, b) = (held(&cache, id), held(&loaded, id));
+            assert!(b.is_stored() && !a.is_stored(), "{id}");
+            assert_eq!(&b.items(), items, "{id}");
+            assert_eq!(a.bloom.bits(), b.bloom.bits(), "{id}");
+        }
+        // Cut anywhere, the directory is rejected, never half used.
+        let (directory, _) = cache.encode();
+        let (_, stored) = crate::cache_file::open_in_place(&path, HEAD).unwrap();
+        for cut in [0, 8, 100, directory.len() / 2, directory.len() - 1] {
+            assert!(DocCache::default().decode(directory[..cut].to_vec(), &stored).is_none(), "{cut}");
+        }
+        // So is one pointing past the stored texts.
+        let (_, short) = crate::cache_file::open_in_place(&write(&cache, dir.path(), "short.bin", 1), HEAD).unwrap();
+        assert!(DocCache::default().decode(directory, &short).is_none(), "texts cut short");
+    }
+
+    /// A settled [`big_cache`] written to an index file and loaded back.
+    struct RoundTrip {
+        cache: DocCache,
+        texts: Vec<(String, Vec<String>)>,
+        /// The file's directory, removed when dropped.
+        dir: tempfile::TempDir,
+        loaded: DocCache,
+        path: std::path::PathBuf,
+    }
+
+    /// A [`RoundTrip`] through `index.bin` in a new directory.
+    fn round_trip() -> RoundTrip {
+        let (cache, texts) = big_cache(5000);
+        cache.settle();
+        let dir = tempfile::tempdir().unwrap();
+        let (loaded, path) = through_file(&cache, dir.path(), "index.bin");
+        RoundTrip { cache, texts, dir, loaded, path }
+    }
+
+    /// The head the unit tests write their index files with.
+    const HEAD: &[u8] = b"TESTHEAD";
+
+    /// Writes `cache` to `name` in `dir`, its stored texts less their last
+    /// `cut` bytes: the file's path.
+    fn write(cache: &DocCache, dir: &std::path::Path, name: &str, cut: usize) -> std::path::PathBuf {
+        let path = dir.join(name);
+        let (directory, texts) = cache.encode();
+        crate::cache_file::write_in_place(&path, HEAD, &directory, &texts[..texts.len() - cut]).unwrap();
+        path
+    }
+
+    /// `cache` saved to `name` in `dir` and loaded into a new cache: that
+    /// cache and the file's path.
+    fn through_file(cache: &DocCache, dir: &std::path::Path, name: &str) -> (DocCache, std::path::PathBuf) {
+        let path = write(cache, dir, name, 0);
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).expect("well-formed");
+        let loaded = DocCache::default();
+        loaded.insert_all(loaded.decode(directory, &stored).expect("well-formed"));
+        (loaded, path)
+    }
+
+    #[test]
+    fn a_stored_text_that_does_not_check_is_unreadable_never_empty() {
+        let RoundTrip { texts, dir, loaded, path, .. } = round_trip();
+        // Flip the last byte of the file: the end of one stored text.
+        let mut bytes = std::fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 0x01;
+        let tmp = dir.path().join("tmp");
+        std::fs::write(&tmp, &bytes).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).expect("the directory is intact");
+        let damaged = DocCache::default();
+        damaged.insert_all(damaged.decode(directory, &stored).unwrap());
+        let unreadable: Vec<&String> =
+            texts.iter().map(|(id, _)| id).filter(|id| held(&damaged, id).text().is_err()).collect();
+        assert_eq!(unreadable.len(), 1, "exactly the doc whose text was hit");
+        // The cache loaded before the file was rewritten reads the old
+        // file through its handle (a new inode took the path).
+        for (id, items) in &texts {
+            assert_eq!(&held(&loaded, id).items(), items, "{id}");
+        }
+        // Truncated under a loaded cache: the texts past the cut are
+        // unreadable, never empty.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(bytes.len() as u64 - 100).unwrap();
+        assert!(texts.iter().any(|(id, _)| held(&damaged, id).text() == Err(Unreadable)));
+        // Saving skips the unreadable docs; the rest round-trip.
+        let (again, _) = through_file(&damaged, dir.path(), "again.bin");
+        assert!(again.len() < texts.len());
+        for (id, items) in &texts {
+            if let Some(doc) = again.docs.read().unwrap().get(id) {
+                assert_eq!(&doc.items(), items, "{id}");
+            }
+        }
+    }
+
+    /// A search's pass over stored filters says what the held filters say,
+    /// for every doc and needle; it keeps them only when asked; a damaged
+    /// stored filter is unreadable (that doc alone), never "no".
+    #[test]
+    fn a_filter_pass_over_stored_filters_agrees_with_the_held_ones() {
+        let RoundTrip { cache, texts, dir, loaded, path } = round_trip();
+        let ids: Vec<&String> = texts.iter().map(|(id, _)| id).collect();
+        let words = ["the", "qxz", "alpha", "ab cd", "zzzzzz"];
+        let mut needles: Vec<Needle> = words.iter().map(|w| Needle::new((*w).to_owned())).collect();
+        // And words that are in some texts and not in others.
+        needles.extend(texts.iter().take(6).map(|(_, items)| Needle::new(fold(&items[0][..12]).into_owned())));
+        let needles: Vec<&Needle> = needles.iter().collect();
+        let held_docs: Vec<Arc<Doc>> = ids.iter().map(|id| held(&cache, id)).collect();
+        let stored_docs: Vec<Arc<Doc>> = ids.iter().map(|id| held(&loaded, id)).collect();
+        let verdicts = |pass: &FilterPass<'_>| -> Vec<Result<bool, Unreadable>> {
+            (0..ids.len()).flat_map(|i| (0..needles.len()).map(move |j| (i, j))).map(|(i, j)| pass.may(i, j)).collect()
+        };
+        let expected = verdicts(&FilterPass::new(&held_docs, &needles, false));
+        assert!(expected.contains(&Ok(true)) && expected.contains(&Ok(false)));
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, false)), expected);
+        assert!(stored_docs.iter().all(|d| d.bloom.held().is_none() || d.lengths.is_empty()), "not kept");
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, true)), expected);
+        assert!(stored_docs.iter().all(|d| d.bloom.held().is_some()), "kept");
+        // Kept, they are tested in memory, even with the file emptied.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, false)), expected);
+
+        // One byte of the third filter in the file flipped: that doc's
+        // verdicts are all unreadable, the others' unchanged.
+        let path = write(&cache, dir.path(), "index.bin", 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).unwrap();
+        let docs = DocCache::default().decode(directory, &stored).unwrap();
+        let mut filters: Vec<(u64, &str)> = docs
+            .iter()
+            .filter_map(|(id, d)| match &d.bloom.bits {
+                Bits::Stored(b) => Some((b.at.offset, id.as_str())),
+                Bits::Held(_) => None,
+            })
+            .collect();
+        filters.sort_unstable();
+        let (offset, hit) = filters[2];
+        let region = bytes.len() - stored.len() as usize;
+        bytes[region + offset as usize + 3] ^= 0x08;
+        std::fs::write(&path, &bytes).unwrap();
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).unwrap();
+        let damaged = DocCache::default();
+        damaged.insert_all(damaged.decode(directory, &stored).unwrap());
+        let damaged_docs: Vec<Arc<Doc>> = ids.iter().map(|id| held(&damaged, id)).collect();
+        let got = verdicts(&FilterPass::new(&damaged_docs, &needles, true));
+        for (i, id) in ids.iter().enumerate() {
+            let (a, b) = (&got[i * needles.len()..][..needles.len()], &expected[i * needles.len()..][..needles.len()]);
+            if id.as_str() == hit {
+                assert!(a.iter().all(|v| *v == Err(Unreadable)), "{id}");
+                assert!(damaged_docs[i].bloom.held().is_none(), "a damaged filter is not kept");
+            } else {
+                assert_eq!(a, b, "{id}");
+            }
+        }
+    }
+
+    #[test]
+    fn saving_after_loading_writes_the_stored_texts_back() {
+        let RoundTrip { cache, texts, dir, loaded, path: first } = round_trip();
+        // Rewritten over its own path: the new file is read from the old
+        // one's handle, then replaces it.
+        let (again, second) = through_file(&loaded, dir.path(), "index.bin");
+        assert_eq!(first, second);
+        assert_eq!(again.stats(), cache.stats());
+        for (id, items) in &texts {
+            assert_eq!(&held(&loaded, id).items(), items, "{id}: the first load still reads its file");
+            assert_eq!(&held(&again, id).items(), items, "{id}");
+            assert_eq!(held(&again, id).bloom.bits(), held(&cache, id).bloom.bits(), "{id}");
+        }
+    }
+
+    #[test]
+    fn item_lengths_round_trip_and_reject_a_cut_number() {
+        for ends in [vec![], vec![0], vec![0, 0, 5, 205, 70_205, 70_205, 1 << 40]] {
+            assert_eq!(decode_lengths(&encode_lengths(&ends)).as_deref(), Some(&ends[..]));
+        }
+        assert_eq!(decode_lengths(&[0x85]), None);
+        assert_eq!(decode_lengths(&[0xff; 11]), None);
+        let d = doc(&["", "a", "", "bc"]);
+        assert_eq!(d.items(), ["", "a", "", "bc"]);
+    }
+
+    #[test]
+    fn folding_is_the_per_character_lower_case_mapping() {
+        for t in ["plain", "MiXeD ASCII", "ÉCOLE naïve", "İstanbul", "发布 PR1137 ΣΑΣ", "Ǆ Ⅻ ＡＢＣ", "한국어 Ꙁ"]
+        {
+            let expected: String = t.chars().flat_map(char::to_lowercase).collect();
+            assert_eq!(fold(t), expected, "{t}");
+        }
+        assert!(matches!(fold("already lower"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn offsets_map_back_through_case_folding() {
+        let original = "İx ÉCOLE";
+        let folded = fold(original);
+        let at = Needle::new("école".into()).find(&folded).unwrap();
+        assert_eq!(&original[original_offset(original, at)..], "ÉCOLE");
+    }
+}

@@ -1,0 +1,141 @@
+//! Discovery (docs/contract.md §7): the sessions a user can mention, with their latest
+//! titles as labels, ranked by working directory (`rank.rs`) and filtered
+//! by a search text.
+
+use super::{cancellable, Resolver};
+use crate::cancel::CancelToken;
+use crate::config::{Config, MAX_SAFE_INTEGER};
+use crate::error::{Error, ErrorCode, Result};
+use crate::host::{Candidate, SessionHeader, Target};
+
+mod listed;
+mod persist;
+mod rank;
+mod search;
+mod titles;
+
+pub use persist::DiscoveryCachePart;
+pub(crate) use titles::DiscoveryCache;
+
+/// How many title reads run at once during a filtered candidate search.
+const TITLE_CONCURRENCY: usize = 16;
+/// A candidate without mention from a listed session and its latest
+/// title (the label is the id when it has none).
+/// With `sanitizeLabels` the label is cleaned; the later `dshCompat`
+/// profiles add their fields for `target`.
+pub(crate) fn candidate_from_header(
+    s: &SessionHeader,
+    title: Option<String>,
+    config: &Config,
+    target: &Target,
+) -> Candidate {
+    let label = config.hardening().label(title.unwrap_or_else(|| s.id.clone()), &s.id);
+    let (same_workspace, display_title) =
+        config.compat().candidate_fields(s.cwd.as_deref(), target.cwd.as_deref(), &label);
+    Candidate {
+        session_id: s.id.clone(),
+        label,
+        cwd: s.cwd.clone(),
+        created_at: s.created_at.clone(),
+        mention: None,
+        same_workspace,
+        display_title,
+    }
+}
+
+/// Options of one discovery query ([`Resolver::candidates`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CandidateOptions {
+    /// At most this many candidates (default: the configured candidate
+    /// limit; an explicit limit must be a positive safe integer).
+    pub limit: Option<u64>,
+    /// Whether each candidate carries its mention (`@[label](dsh-session:…)`,
+    /// the host-facing face, the default) or not (the reference's
+    /// `listCandidates`).
+    pub mentions: bool,
+}
+
+impl Default for CandidateOptions {
+    fn default() -> Self {
+        CandidateOptions { limit: None, mentions: true }
+    }
+}
+
+impl CandidateOptions {
+    /// These options with at most `limit` candidates (`None`: the configured limit).
+    pub fn with_limit(mut self, limit: Option<u64>) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// These options with candidates that carry no mention, as the
+    /// reference's `listCandidates` gives them.
+    pub fn without_mentions(mut self) -> Self {
+        self.mentions = false;
+        self
+    }
+}
+
+impl Resolver {
+    /// Discovery (docs/contract.md §7): sessions other than the target, ranked by cwd,
+    /// filtered case-insensitively by id, cwd or label when `filter` is not
+    /// empty, cut at the limit, each with its mention unless the options
+    /// say otherwise.
+    pub async fn candidates(
+        &self,
+        target: &Target,
+        filter: &str,
+        options: &CandidateOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Vec<Candidate>> {
+        let limit = usize::try_from(self.limit_or_default(options.limit, "candidate")?).unwrap_or(usize::MAX);
+        let list = cancellable(cancel, self.list_candidates_inner(target, filter, limit)).await?;
+        Ok(if options.mentions { list.into_iter().map(Candidate::with_mention).collect() } else { list })
+    }
+
+    /// `limit`, or the configured candidate limit; an explicit limit must
+    /// be a positive safe integer (`what` names it in the error).
+    pub(crate) fn limit_or_default(&self, limit: Option<u64>, what: &str) -> Result<u64> {
+        match limit {
+            None => Ok(self.config.candidate_limit()),
+            Some(l) if (1..=MAX_SAFE_INTEGER).contains(&l) => Ok(l),
+            Some(_) => {
+                Err(Error::new(ErrorCode::InvalidReference, format!("{what} limit must be a positive safe integer")))
+            }
+        }
+    }
+
+    async fn list_candidates_inner(&self, target: &Target, filter: &str, limit: usize) -> Result<Vec<Candidate>> {
+        let listed = self.listed().await?;
+        self.discovery.retain_listed(listed.sessions());
+        let others = listed.positions(|s| s.id != target.id);
+        let all = listed.sessions();
+        if filter.is_empty() {
+            // Without a filter only the kept sessions' titles are read.
+            let kept = rank::ranked_by(others, |&i| rank::rank(all[i].cwd.as_deref(), target), limit);
+            let fps = listed.fingerprints_at(self, &kept).await;
+            let sessions = listed.at(&kept);
+            let titles = self.titles_under(&sessions, &fps, sessions.len()).await;
+            return Ok(sessions
+                .into_iter()
+                .zip(titles)
+                .map(|(s, t)| candidate_from_header(s, t, &self.config, target))
+                .collect());
+        }
+        let filter = rank::Filter::new(filter);
+        let fps = listed.fingerprints_at(self, &others).await;
+        let sessions = listed.at(&others);
+        let hardening = self.config.hardening();
+        let kept = self
+            .titles_where(&sessions, &fps, TITLE_CONCURRENCY, |s, title| {
+                let label = hardening.label_ref(title.unwrap_or(&s.id), &s.id);
+                filter.matches(&s.id, s.cwd.as_deref(), &label)
+            })
+            .await;
+        // Ranked and cut before the candidates are made (the rank is the
+        // session's cwd's): thousands may match, the limit keeps a few.
+        let kept = rank::ranked_by(kept, |(i, _)| rank::rank(sessions[*i].cwd.as_deref(), target), limit);
+        Ok(kept.into_iter().map(|(i, t)| candidate_from_header(sessions[i], t, &self.config, target)).collect())
+    }
+}
