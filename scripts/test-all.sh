@@ -21,6 +21,9 @@ cargo fmt --all --check
 step "clippy (all crates, all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "rustdoc of the core (every link resolves, every public item documented)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p dsh-session-reference
+
 step "Rust tests (core, store, C ABI crate, CLI)"
 cargo test --locked
 

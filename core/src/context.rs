@@ -21,7 +21,7 @@ pub struct ReferenceStats {
     /// The label the reference was given (the id when none).
     pub label: String,
     /// `capturedFormatVersion`, after `label`: the later `dshCompat`
-    /// profiles only ([`crate::compat`]).
+    /// profiles only ([`CompatConfig`](crate::config::CompatConfig)).
     pub captured_format_version: Option<u64>,
     /// `capturedThroughSeq` of the source's snapshot.
     pub captured_through_seq: Option<Number>,

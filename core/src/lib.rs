@@ -67,30 +67,46 @@ pub struct ReadmeDoctests;
 //   store                        legacy aliases
 // end layers
 
+// The public API is the crate root's `pub use` below, `sources` (the
+// readers of logs on disk) and `wire` (what the fronts share). The modules
+// stay reachable for the project's tests, benches and fuzz targets, hidden
+// from the documentation: their paths are not part of the API.
+mod cache_file;
 #[doc(hidden)]
-pub mod cache_file;
 pub mod cancel;
+#[doc(hidden)]
 pub mod config;
+#[doc(hidden)]
 pub mod context;
+#[doc(hidden)]
 pub mod conversation;
+#[doc(hidden)]
 pub mod error;
 #[doc(hidden)]
 pub mod fs;
+#[doc(hidden)]
 pub mod harden;
+#[doc(hidden)]
 pub mod host;
-pub(crate) mod index;
+mod index;
+#[doc(hidden)]
 pub mod json;
+#[doc(hidden)]
 pub mod memory;
+#[doc(hidden)]
 pub mod projection;
+#[doc(hidden)]
 pub mod prompt;
+#[doc(hidden)]
 pub mod resolver;
-/// Retention under the byte budget. Public only for the tests and fuzz
-/// targets; not part of the API.
 #[doc(hidden)]
 pub mod retention;
+#[doc(hidden)]
 pub mod runtime;
 pub mod sources;
+#[doc(hidden)]
 pub mod store;
+#[doc(hidden)]
 pub mod uri;
 
 /// The host interface under its old name.
@@ -125,6 +141,7 @@ pub mod discovery {
 /// fronts.
 pub mod wire {
     pub use crate::config::{positive_safe_integer, KEYS as CONFIG_KEYS};
+    pub use crate::context::messages_into_json;
     pub use crate::conversation::snapshot_from_request;
     pub use crate::harden::{HARDENED_KEY, HARDENING_KEYS, REDACTED_SECRETS_KEY};
     pub use crate::json::{parse_js, string_len, stringify, MAX_PARSE_DEPTH};
@@ -137,10 +154,13 @@ pub mod wire {
 pub use cancel::CancelToken;
 pub use config::{
     candidate_limit_from_json, CompatConfig, Config, DshCompat, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES,
-    MAX_REFERENCES, MAX_SAFE_INTEGER,
+    DEFAULT_REFERENCE_CONTEXT_FRACTION, MAX_REFERENCES, MAX_SAFE_INTEGER,
 };
 pub use context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata, ReferenceStats};
-pub use conversation::{Conversation, ConversationItem};
+pub use conversation::{
+    from_anthropic_messages, from_openai_messages, snapshot_from_messages, Conversation, ConversationItem,
+    MessageFormat,
+};
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;
 pub use host::{
@@ -150,7 +170,8 @@ pub use host::{
 };
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
-pub use prompt::FullSnapshotNotice;
+pub use projection::Role;
+pub use prompt::{FullSnapshotNotice, OMISSIONS_HEADER, PROMPT_FOOTER, PROMPT_HEADER};
 pub use resolver::{
     normalize_references, CandidateOptions, DiscoveryCachePart, PrepareOptions, Reference, Resolver,
     SessionConversation, SessionMessage,

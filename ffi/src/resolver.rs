@@ -4,9 +4,9 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 use dsh_session_reference::wire::{
-    stringify, CandidatesRequest, PrepareMessagesRequest, PrepareRequest, RequestError, SearchArgs,
+    messages_into_json, stringify, CandidatesRequest, PrepareMessagesRequest, PrepareRequest, RequestError, SearchArgs,
 };
-use dsh_session_reference::{block_on, context, Blocking, CancelToken, Config, Resolver, SessionQuery};
+use dsh_session_reference::{block_on, Blocking, CancelToken, Config, Resolver, SessionQuery};
 use serde_json::Value;
 
 use crate::cancel::dsr_cancel;
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn dsr_resolver_prepare_messages(
         run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
             let request = PrepareMessagesRequest::from_json(req).map_err(refused(F))?;
             let prepared = block_on(r.prepare_messages(&request.target, &request.messages, &request.options, cancel))?;
-            Ok(context::messages_into_json(prepared))
+            Ok(messages_into_json(prepared))
         })
     }
 }

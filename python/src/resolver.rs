@@ -70,7 +70,7 @@ impl Job {
             Job::Messages { target, messages } => Box::pin(async move {
                 let options = core::PrepareOptions::default();
                 let prepared = resolver.prepare_messages(&target, &messages, &options, Some(&token)).await?;
-                Ok(core::context::messages_into_json(prepared))
+                Ok(core::wire::messages_into_json(prepared))
             }),
             Job::Candidates { target, query, options } => Box::pin(async move {
                 let list = resolver.candidates(&target, &query, &options, Some(&token)).await?;

@@ -20,10 +20,11 @@ pub struct Candidate {
     pub cwd: Option<String>,
     /// `createdAt` as the host listed it.
     pub created_at: Number,
-    /// The mention text: present from [`Resolver::candidates`], absent from
-    /// [`Resolver::list_candidates`] (the reference's two faces).
+    /// The mention text: present unless the discovery query asked for none
+    /// ([`CandidateOptions::mentions`](crate::CandidateOptions::mentions):
+    /// the reference's two faces, `candidates` and `listCandidates`).
     pub mention: Option<String>,
-    /// `sameWorkspace` (the later `dshCompat` profiles only, see [`crate::compat`]).
+    /// `sameWorkspace` (the later `dshCompat` profiles only, see [`CompatConfig`](crate::config::CompatConfig)).
     pub same_workspace: Option<bool>,
     /// `displayTitle` (the `"0.1.7"` profile only).
     pub display_title: Option<String>,
@@ -31,7 +32,7 @@ pub struct Candidate {
 
 impl Candidate {
     /// The candidate with its canonical mention (`@[label](dsh-session:…)`)
-    /// filled in, as [`Resolver::candidates`] gives it.
+    /// filled in, as [`Resolver::candidates`](crate::Resolver::candidates) gives it.
     pub fn with_mention(mut self) -> Self {
         self.mention = Some(format_mention(&self.session_id, Some(&self.label)));
         self
@@ -90,7 +91,7 @@ impl SearchScope {
     }
 }
 
-/// Options of [`Resolver::search`].
+/// Options of [`Resolver::search`](crate::Resolver::search).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SearchOptions {
     /// At most this many results (default: the configured candidate limit;
@@ -169,7 +170,7 @@ impl MatchField {
     }
 }
 
-/// One session found by [`Resolver::search`].
+/// One session found by [`Resolver::search`](crate::Resolver::search).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SearchResult {
     /// The session as discovery lists it, with its mention.
