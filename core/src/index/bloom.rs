@@ -1,10 +1,9 @@
 //! The Bloom filter over a doc's keys, in memory or left in the cache
 //! file it was loaded from, and its checksum.
 
-use std::borrow::Cow;
-
-use super::doc::{Stored, Unreadable};
 use super::keys::hash;
+use super::stored::{Stored, Unreadable};
+use std::borrow::Cow;
 
 /// Bloom filter bits per distinct key. With 3 probes, 4 bits give a
 /// false-positive rate of about 15% per key; a needle of n bytes has about
@@ -14,6 +13,7 @@ use super::keys::hash;
 /// (docs/discovery.md): 3 bits and 2 probes saved 3.7% of the projected
 /// text, and verified three times as many sessions for `PR1137`.
 pub(super) const BITS_PER_KEY: usize = 4;
+
 pub(super) const PROBES: u64 = 3;
 
 /// A Bloom filter over the keys of [`keys`]: `m` bits in bytes, bit `p` at

@@ -2,25 +2,29 @@
 //! with the filter keys nearly every text holds; compression with and
 //! without it.
 
+use super::fold::fold;
+use super::keys::{hash, items_of, keys, KeySet, MixHasher, SPACED};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
 
-use super::doc::items_of;
-use super::keys::{distinct_keys, hash, KeySet, MixHasher};
-
 /// zstd level of the stored text: fast to write and to read.
 pub(super) const ZSTD_LEVEL: i32 = 3;
+
 /// The index trains its zstd dictionary once the texts compressed without
 /// one reach this much, on at most `TRAIN_SAMPLE` bytes of them, into a
 /// dictionary of `DICTIONARY_BYTES`.
 pub(crate) const TRAIN_AT: usize = 2 << 20;
+
 pub(super) const TRAIN_SAMPLE: usize = 1 << 20;
+
 pub(super) const DICTIONARY_BYTES: usize = 64 << 10;
+
 /// A key is common when at least this share of the sampled texts hold it,
 /// out of at least `COMMON_SAMPLES` of them.
 pub(super) const COMMON: (usize, usize) = (8, 10);
+
 pub(super) const COMMON_SAMPLES: usize = 20;
 
 /// A zstd dictionary trained on a sample of the index's own texts, kept
@@ -145,4 +149,93 @@ thread_local! {
     /// the decompression.
     static CONTEXTS: std::cell::RefCell<(Option<CCtx<'static>>, Option<DCtx<'static>>)> =
         std::cell::RefCell::new((CCtx::try_create(), DCtx::try_create()));
+}
+
+/// The filter keys of the lower-cased items (a key never spans two
+/// items, as a match never does) less the common keys of `dict`, each
+/// once; and the keys around spaces that may be repeats (their slot in a
+/// bitmap was taken), which the filter sets again but does not count when
+/// it is sized.
+pub(super) fn distinct_keys<'a>(
+    items: impl Iterator<Item = &'a str> + Clone,
+    dict: Option<&Dictionary>,
+) -> (Vec<u64>, Vec<u64>) {
+    let (mut keys, mut again) = (Vec::new(), Vec::new());
+    // About 8 slots per key around a space (one per byte), at most 2^20.
+    let bytes: usize = items.clone().map(str::len).sum();
+    let shift = 64 - bytes.clamp(1 << 9, 1 << 20).next_power_of_two().trailing_zeros();
+    let spaced_slot = |k: u64| (k & 0xffff_ffff).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift;
+    SEEN.with(|seen| {
+        let seen = &mut *seen.borrow_mut();
+        if seen.trigrams.is_empty() {
+            seen.trigrams.resize(1 << 18, 0);
+            seen.spaced.resize(1 << 14, 0);
+        }
+        // The common trigrams are marked seen already: they are skipped
+        // at the cost of the test every trigram takes anyway.
+        let id = dict.map_or(0, |d| d.id);
+        if seen.common_of != id {
+            for &k in &seen.common {
+                seen.trigrams[(k >> 6) as usize] &= !(1 << (k & 63));
+            }
+            seen.common = dict.map(|d| d.common.sorted()).unwrap_or_default();
+            seen.common.retain(|&k| k & SPACED == 0);
+            for &k in &seen.common {
+                seen.trigrams[(k >> 6) as usize] |= 1 << (k & 63);
+            }
+            seen.common_of = id;
+        }
+        let (trigrams, spaced) = (&mut seen.trigrams, &mut seen.spaced);
+        for item in items {
+            self::keys(fold(item).as_bytes(), |k| {
+                if k & SPACED == 0 {
+                    let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
+                    if trigrams[word] & bit == 0 {
+                        trigrams[word] |= bit;
+                        keys.push(k);
+                    }
+                    return;
+                }
+                if dict.is_some_and(|d| d.is_common(k)) {
+                    return;
+                }
+                let at = spaced_slot(k);
+                let (word, bit) = ((at >> 6) as usize, 1u64 << (at & 63));
+                if spaced[word] & bit == 0 {
+                    spaced[word] |= bit;
+                    keys.push(k);
+                } else {
+                    again.push(k);
+                }
+            });
+        }
+        for &k in &keys {
+            match k & SPACED {
+                0 => trigrams[(k >> 6) as usize] &= !(1 << (k & 63)),
+                _ => spaced[(spaced_slot(k) >> 6) as usize] = 0,
+            }
+        }
+    });
+    (keys, again)
+}
+
+/// The scratch of [`distinct_keys`], per thread.
+#[derive(Default)]
+pub(super) struct Seen {
+    /// One bit per possible trigram (2 MiB).
+    pub(super) trigrams: Vec<u64>,
+    /// Up to 2^20 bits for the keys around spaces (one per byte of the
+    /// text, so that it stays in cache for a small one).
+    pub(super) spaced: Vec<u64>,
+    /// The common trigrams marked in `trigrams`, and the id of their
+    /// dictionary (0: none).
+    pub(super) common: Vec<u64>,
+    pub(super) common_of: u64,
+}
+
+thread_local! {
+    /// Bitmaps to find the distinct keys of a text in linear time, left
+    /// clear after each use (but for the common trigrams of the last
+    /// dictionary used) through the keys they collected.
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::default());
 }

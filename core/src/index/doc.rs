@@ -1,26 +1,15 @@
 //! One session's indexed body: its compressed text (in memory or left in
 //! the cache file), its item lengths, its filter and its title.
 
-use crate::cache_file::StoredTexts;
+use super::bloom::Bloom;
+use super::dict::{compress, decompress, distinct_keys, Dictionary, Encoder};
+use super::fold::fold;
+use super::keys::items_of;
+use super::needle::Needle;
+use super::stored::{Stored, Unreadable};
 use crate::host::Fingerprint;
 use std::borrow::Cow;
 use std::sync::Arc;
-
-use super::bloom::Bloom;
-use super::dict::{compress, decompress, Dictionary, Encoder};
-use super::fold::fold;
-use super::keys::distinct_keys;
-use super::needle::Needle;
-
-/// The items of a doc's text, by their ends.
-pub(super) fn items_of<'a>(text: &'a str, ends: &'a [usize]) -> impl Iterator<Item = &'a str> + Clone {
-    let mut start = 0;
-    ends.iter().map(move |&end| {
-        let item = text.get(start..end).unwrap_or_default();
-        start = end;
-        item
-    })
-}
 
 /// The indexed body of one session.
 pub(crate) struct Doc {
@@ -48,35 +37,6 @@ pub(super) enum Packed {
     /// In the cache file the doc was loaded from, read when it is needed.
     Stored(Box<Stored>),
 }
-
-/// A compressed text or a filter left in the cache file its doc was
-/// loaded from.
-pub(super) struct Stored {
-    pub(super) texts: Arc<StoredTexts>,
-    /// Where it is among the file's stored texts, and its length.
-    pub(super) offset: u64,
-    pub(super) len: usize,
-    /// Its checksum ([`text_checksum`] or [`filter_checksum`]).
-    pub(super) checksum: u64,
-}
-
-impl Stored {
-    /// Its bytes read back from the file, if they match its checksum (as
-    /// `sum` computes it).
-    pub(super) fn read(&self, sum: impl Fn(&[u8]) -> u64) -> Result<Vec<u8>, Unreadable> {
-        match self.texts.read(self.offset, self.len) {
-            Ok(bytes) if sum(&bytes) == self.checksum => Ok(bytes),
-            _ => Err(Unreadable),
-        }
-    }
-}
-
-/// A doc's stored text or filter could not be read back from its cache
-/// file, or did not match its checksum (or the text its recorded length):
-/// the doc must be dropped and its session indexed again from its source,
-/// never searched as if its text were empty or its filter ruled it out.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Unreadable;
 
 /// The checksum the index file keeps of a doc's compressed text, seeded
 /// with the length the text decompresses to.

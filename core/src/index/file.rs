@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::bloom::{filter_checksum, Bits, Bloom, StoredBits};
 use super::dict::Dictionary;
-use super::doc::{each_end, folded_title, text_checksum, Doc, Packed, Stored};
+use super::doc::{each_end, folded_title, text_checksum, Doc, Packed};
+use super::stored::Stored;
 use super::DocCache;
 use crate::cache_file::StoredTexts;
 use crate::host::Fingerprint;

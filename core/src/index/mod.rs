@@ -25,14 +25,18 @@ mod file;
 mod fold;
 mod keys;
 mod needle;
+mod pass;
+mod stored;
 
 use bloom::BITS_PER_KEY;
 use dict::{compress, TRAIN_SAMPLE};
 
 pub(crate) use dict::{Dictionary, Encoder, TRAIN_AT};
-pub(crate) use doc::{Doc, IndexedItem, Unreadable};
+pub(crate) use doc::{Doc, IndexedItem};
 pub(crate) use fold::{fold, fold_into, original_offset};
-pub(crate) use needle::{FilterPass, Needle};
+pub(crate) use needle::Needle;
+pub(crate) use pass::FilterPass;
+pub(crate) use stored::Unreadable;
 
 /// The built docs of a resolver, by session id, and the dictionary new
 /// docs are compressed with.

@@ -1,13 +1,9 @@
 //! A query's needles, and what the filters of one search's docs say of
 //! them (`FilterPass`, which sweeps the stored filters in file order).
 
-use memchr::memmem;
-use std::sync::Arc;
-
-use super::bloom::{filter_checksum, Bits, StoredBits};
 use super::dict::Dictionary;
-use super::doc::{Doc, Unreadable};
 use super::keys::{hash, keys};
+use memchr::memmem;
 
 /// A lower-cased needle, prepared once per query for every session.
 pub(crate) struct Needle {
@@ -55,108 +51,5 @@ impl Needle {
     /// Whether it occurs in `folded`.
     pub(crate) fn is_in(&self, folded: &str) -> bool {
         self.find(folded).is_some()
-    }
-}
-
-/// What the filters of one search's docs say of its needles. A filter in
-/// memory is tested when asked. The stored ones (docs loaded from a cache
-/// file) are read up front, in file order, in reads of about [`PASS_READ`]
-/// bytes through one reused buffer, each checked against its checksum and
-/// tested against every needle: a process that loads the index and
-/// searches once reads them at the speed of a copy and never holds them
-/// all. With `keep`, the bytes read are kept in memory for later searches.
-pub(crate) struct FilterPass<'a> {
-    pub(super) docs: &'a [Arc<Doc>],
-    pub(super) needles: &'a [&'a Needle],
-    /// Per doc and needle: [`UNTESTED`] (a filter in memory: test it when
-    /// asked), [`MAY`], [`NOT`] or [`UNREADABLE`].
-    pub(super) verdicts: Vec<u8>,
-}
-
-pub(super) const UNTESTED: u8 = 0;
-pub(super) const MAY: u8 = 1;
-pub(super) const NOT: u8 = 2;
-pub(super) const UNREADABLE: u8 = 3;
-/// About how many bytes of stored filters one read of a [`FilterPass`]
-/// takes in (more when one filter is bigger).
-pub(super) const PASS_READ: usize = if cfg!(test) { 16 << 10 } else { 1 << 20 };
-/// The gap between two wanted filters up to which one read spans both.
-pub(super) const PASS_GAP: u64 = 64 << 10;
-
-impl<'a> FilterPass<'a> {
-    /// The verdicts of the stored filters of `docs` on `needles`.
-    pub(crate) fn new(docs: &'a [Arc<Doc>], needles: &'a [&'a Needle], keep: bool) -> FilterPass<'a> {
-        let n = needles.len();
-        let mut verdicts = vec![UNTESTED; docs.len() * n];
-        // The stored filters not in memory, by file and then by offset.
-        let mut stored: Vec<(usize, &StoredBits)> = docs
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| !d.lengths.is_empty())
-            .filter_map(|(i, d)| match &d.bloom.bits {
-                Bits::Stored(b) if b.kept.get().is_none() => Some((i, &**b)),
-                _ => None,
-            })
-            .collect();
-        stored.sort_unstable_by_key(|(_, b)| (Arc::as_ptr(&b.at.texts), b.at.offset));
-        let mut buf = Vec::new();
-        let mut rest = stored.as_slice();
-        while let Some(((_, first), _)) = rest.split_first() {
-            // One read: filters of the same file, each starting within
-            // `PASS_GAP` of where the last ended, up to about `PASS_READ`.
-            let start = first.at.offset;
-            let mut end = start.saturating_add(first.at.len as u64);
-            let mut take = 1;
-            for (_, b) in &rest[1..] {
-                let b_end = b.at.offset.saturating_add(b.at.len as u64);
-                if !Arc::ptr_eq(&b.at.texts, &first.at.texts)
-                    || b.at.offset < end
-                    || b.at.offset - end > PASS_GAP
-                    || b_end - start > PASS_READ as u64
-                {
-                    break;
-                }
-                end = b_end;
-                take += 1;
-            }
-            let (run, later) = rest.split_at(take);
-            rest = later;
-            let read =
-                usize::try_from(end - start).ok().and_then(|len| first.at.texts.read_into(start, len, &mut buf).ok());
-            for &(i, b) in run {
-                let at = (b.at.offset - start) as usize;
-                let bits = read.and(buf.get(at..at + b.at.len)).filter(|bits| filter_checksum(bits) == b.at.checksum);
-                let row = &mut verdicts[i * n..(i + 1) * n];
-                let Some(bits) = bits else {
-                    row.fill(UNREADABLE);
-                    continue;
-                };
-                for (v, needle) in row.iter_mut().zip(needles) {
-                    *v = if docs[i].may_contain_in(bits, needle) { MAY } else { NOT };
-                }
-                if keep {
-                    drop(b.kept.set(bits.into()));
-                }
-            }
-        }
-        FilterPass { docs, needles, verdicts }
-    }
-
-    /// Whether doc `at` may hold needle `needle` (an index into the needles
-    /// the pass was made with); [`Unreadable`] when its stored filter
-    /// could not be read back or did not match its checksum.
-    pub(crate) fn may(&self, at: usize, needle: usize) -> Result<bool, Unreadable> {
-        match self.verdicts[at * self.needles.len() + needle] {
-            MAY => Ok(true),
-            NOT => Ok(false),
-            UNREADABLE => Err(Unreadable),
-            _ => {
-                let doc = &self.docs[at];
-                if doc.lengths.is_empty() {
-                    return Ok(false);
-                }
-                Ok(doc.may_contain_in(&doc.bloom.bits()?, self.needles[needle]))
-            }
-        }
     }
 }
