@@ -65,37 +65,37 @@ export declare class NativeResolver {
    */
   constructor(listSessions: () => string | Uint8Array | Promise<string | Uint8Array>, readTitle: (sessionId: string) => string | null | undefined | Promise<string | null | undefined>, readSurface: (sessionId: string) => string | Uint8Array | Promise<string | Uint8Array>, fingerprints: ((request: string) => string | null | Promise<string | null>) | undefined | null, search: ((request: string) => string | null | Promise<string | null>) | undefined | null, config?: NativeConfig | null)
   /**
-   * `prepare(target, content, references, contextWindow)`: `{content}` or
-   * `{content, additionalContext}` as [`PreparedParts`] (the prompt
-   * apart). Arguments are JSON text. Small work whose snapshots the host
-   * returned as plain values settles at once (see [`INLINE_BYTES`]);
-   * otherwise the result is a Promise.
+   * `prepare(request)`: the request `{target, content, references,
+   * contextWindow?}` as JSON text; `{content}` or `{content,
+   * additionalContext}` as [`PreparedParts`] (the prompt apart). Small
+   * work whose snapshots the host returned as plain values settles at
+   * once (see [`INLINE_BYTES`]); otherwise the result is a Promise.
    */
-  prepare(target: string, content: string, references: string, contextWindow?: number | undefined | null, cancel?: CancelHandle | undefined | null): PreparedParts | NativeFailure | Promise<PreparedParts | NativeFailure>
+  prepare(requestJson: string, cancel?: CancelHandle | undefined | null): PreparedParts | NativeFailure | Promise<PreparedParts | NativeFailure>
   /**
-   * `prepareMessages(target, messages)`: resolves to the rewritten
-   * message list as [`PreparedParts`] (the context prompts apart).
+   * `prepareMessages(request)`: the request `{target, messages}` as JSON
+   * text; resolves to the rewritten message list as [`PreparedParts`]
+   * (the context prompts apart).
    */
-  prepareMessages(target: string, messages: string, cancel?: CancelHandle | undefined | null): Promise<PreparedParts | NativeFailure>
+  prepareMessages(requestJson: string, cancel?: CancelHandle | undefined | null): Promise<PreparedParts | NativeFailure>
   /**
-   * `listCandidates(target, query, limit?)`: resolves to the JSON text of
-   * the candidate array. `limit` is any JavaScript value: `undefined` takes
-   * the configured limit, anything but a positive safe integer fails with
+   * `candidates(request, limit, mentions)`: the request `{target,
+   * query}` as JSON text; resolves to the JSON text of the candidate
+   * array, each candidate with its mention when `mentions` is true (the
+   * wrapper's `candidates`) and without it when false (its
+   * `listCandidates`). `limit` is the JavaScript value as the caller gave
+   * it (JSON cannot tell `undefined` from `NaN`): `undefined` takes the
+   * configured limit, anything but a positive safe integer fails with
    * `SESSION_REFERENCE_INVALID_REFERENCE`.
    */
-  listCandidates(target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null): Promise<string | NativeFailure>
+  candidates(request: string, limit: number | undefined, mentions: boolean, cancel?: CancelHandle | null): Promise<string | NativeFailure>
   /**
-   * `candidates(target, query, limit?)`: like `listCandidates`, each
-   * candidate with its mention; resolves to the JSON text of the array.
+   * `search(request, limit)`: the request `{target, query, scope?}` as
+   * JSON text (`scope` is `"all"`, the default, or `"cwd"`; anything else
+   * fails with `SESSION_REFERENCE_INVALID_REFERENCE`); `limit` as for
+   * `candidates`. Resolves to the JSON text of the result array.
    */
-  candidates(target: string, query: string, limit: number | undefined, cancel?: CancelHandle | null): Promise<string | NativeFailure>
-  /**
-   * `search(target, query, limit?, scope?)`: full-text search; resolves
-   * to the JSON text of the result array. `limit` as for `candidates`;
-   * `scope` is `"all"` (default) or `"cwd"`, anything else fails with
-   * `SESSION_REFERENCE_INVALID_REFERENCE`.
-   */
-  search(target: string, query: string, limit: number | undefined, scope: string | undefined | null, cancel?: CancelHandle | null): Promise<string | NativeFailure>
+  search(request: string, limit: number | undefined, cancel?: CancelHandle | null): Promise<string | NativeFailure>
   /**
    * A resolver reading several agents' sessions natively. Throws a
    * failure with `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.

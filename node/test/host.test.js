@@ -329,7 +329,8 @@ test('small preparations from plain host values settle on the JavaScript thread;
   const small = Buffer.from(json('s', 'hello <b>'))
   const big = Buffer.from(json('b', 'x'.repeat(300 << 10)))
   const native = (read) => new NativeResolver(() => '[]', () => null, read, null)
-  const call = (resolver, id) => resolver.prepare(JSON.stringify(TARGET), JSON.stringify(CONTENT), JSON.stringify([{ sessionId: id }]))
+  const call = (resolver, id) =>
+    resolver.prepare(JSON.stringify({ target: TARGET, content: CONTENT, references: [{ sessionId: id }] }))
   const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function'
 
   const plain = call(native(() => small), 's')
