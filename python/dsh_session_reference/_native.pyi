@@ -74,9 +74,10 @@ def conversation_snapshot(
     wrong shape."""
 
 def _wait_for_library_threads(timeout: float) -> bool:
-    """Private: waits up to ``timeout`` seconds, with the GIL released, until
-    no library thread is calling into Python; whether none is. Registered
-    with ``atexit`` by the package."""
+    """Private: stops library threads from calling into Python from now on,
+    then waits up to ``timeout`` seconds, with the GIL released, until none
+    is running Python code; whether none is. Registered with ``atexit`` by
+    the package."""
 
 def _bench_prepare_rust(
     snapshots: Dict[str, bytes],

@@ -107,9 +107,10 @@ fn conversation_snapshot<'py>(
     to_py(py, &snapshot)
 }
 
-/// Waits up to `timeout` seconds, with the GIL released, until no library
-/// thread is calling into Python; whether none is. Registered with `atexit`
-/// by the package (private).
+/// Stops library threads from calling into Python from now on, then waits
+/// up to `timeout` seconds, with the GIL released, until none is running
+/// Python code; whether none is. Registered with `atexit` by the package
+/// (private).
 #[pyfunction]
 fn _wait_for_library_threads(py: Python<'_>, timeout: f64) -> bool {
     runtime::wait_for_library_threads(py, std::time::Duration::from_secs_f64(timeout.clamp(0.0, 60.0)))
