@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 
 use crate::convert::{to_json, type_name};
 use crate::errors::host_error;
-use crate::runtime::{attach, call_host, Finalizing};
+use crate::runtime::{attach, call_host, hang_if_unwound, Finalizing};
 
 /// The host object and, for asyncio callers, the loop to run its
 /// coroutines on.
@@ -148,20 +148,25 @@ struct Completion {
 
 #[pymethods]
 impl Completion {
+    /// Runs on the loop's thread, which may be a daemon thread: it calls
+    /// Python code (the future's methods), so a `pthread_exit` at
+    /// finalization parks it rather than unwind these frames.
     fn __call__(&self, py: Python<'_>, future: Bound<'_, PyAny>) -> PyResult<()> {
         let Some(deliver) = self.deliver.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
-        let outcome = if future.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
-            Err(pyo3::exceptions::PyRuntimeError::new_err("the host's coroutine was cancelled"))
-        } else {
-            let exception = future.call_method0(intern!(py, "exception"))?;
-            if exception.is_none() {
-                future.call_method0(intern!(py, "result"))
+        hang_if_unwound(|| {
+            let outcome = if future.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
+                Err(pyo3::exceptions::PyRuntimeError::new_err("the host's coroutine was cancelled"))
             } else {
-                Err(PyErr::from_value(exception))
-            }
-        };
-        deliver(py, outcome);
-        Ok(())
+                let exception = future.call_method0(intern!(py, "exception"))?;
+                if exception.is_none() {
+                    future.call_method0(intern!(py, "result"))
+                } else {
+                    Err(PyErr::from_value(exception))
+                }
+            };
+            deliver(py, outcome);
+            Ok(())
+        })
     }
 }
 

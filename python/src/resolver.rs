@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::convert::{sequence_arg, string_arg, to_json, to_py, type_name};
 use crate::errors::to_pyerr;
 use crate::host::PyHost;
-use crate::runtime::{run_async, run_blocking};
+use crate::runtime::{hang_if_unwound, run_async, run_blocking};
 use crate::sources::SessionSources;
 use crate::store::DshSessionStore;
 
@@ -165,16 +165,23 @@ impl Resolver {
         }
     }
 
+    /// Runs `job` for a blocking caller. The caller may be a daemon thread,
+    /// which CPython (before 3.14) ends with `pthread_exit` when it takes
+    /// the GIL back during finalization (say, in the Python code of an
+    /// error's `__init__`): the thread then hangs rather than unwind through
+    /// these frames ([`hang_if_unwound`]).
     fn blocking<'py>(
         &self,
         py: Python<'py>,
         job: Job,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let resolver = self.core(py, None);
-        let user = cancel.map(|c| c.inner.clone());
-        let value = run_blocking(py, user, move |token| job.run(resolver, token))?;
-        to_py(py, &value)
+        hang_if_unwound(|| {
+            let resolver = self.core(py, None);
+            let user = cancel.map(|c| c.inner.clone());
+            let value = run_blocking(py, user, move |token| job.run(resolver, token))?;
+            to_py(py, &value)
+        })
     }
 
     fn start(
