@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 
 use crate::convert::{to_json, type_name};
 use crate::errors::host_error;
-use crate::runtime::{attach, call_host, hang_if_unwound, Finalizing};
+use crate::runtime::{attach, call_host, hang_if_unwound, Finalizing, Held};
 
 /// The host object and, for asyncio callers, the loop to run its
 /// coroutines on.
@@ -31,12 +31,14 @@ pub struct PyHost {
     inner: Arc<HostInner>,
 }
 
+/// Dropped where the library is done with it, often on a runtime thread:
+/// its Python objects are [`Held`].
 struct HostInner {
-    query: Py<PyAny>,
+    query: Held,
     /// Whether the object has a callable `fingerprints` / `search` (optional).
     has_fingerprints: bool,
     has_search: bool,
-    event_loop: Option<Py<PyAny>>,
+    event_loop: Option<Held>,
     titles: Mutex<Lane<Option<String>>>,
     surfaces: Mutex<Lane<SurfaceData>>,
 }
@@ -98,8 +100,8 @@ impl PyHost {
             inner: Arc::new(HostInner {
                 has_fingerprints: has("fingerprints"),
                 has_search: has("search"),
-                query: query.clone_ref(py),
-                event_loop: event_loop.map(|l| l.clone_ref(py)),
+                query: Held::new(query.clone_ref(py)),
+                event_loop: event_loop.map(|l| Held::new(l.clone_ref(py))),
                 titles: Mutex::default(),
                 surfaces: Mutex::default(),
             }),
@@ -119,14 +121,14 @@ enum Started<T> {
 
 /// Cancels a scheduled coroutine (a `concurrent.futures.Future`) when the
 /// library stops waiting for it before it finished.
-struct CancelOnDrop(Option<Py<PyAny>>);
+struct CancelOnDrop(Option<Held>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         let Some(future) = self.0.take() else { return };
         // Refused at exit: the coroutine is left to the interpreter's end.
         let cancel = move || {
-            let _ = attach(|py| drop(future.call_method0(py, intern!(py, "cancel"))));
+            let _ = attach(|py| drop(future.into_inner(py).call_method0(py, intern!(py, "cancel"))));
         };
         // Never take the GIL on a runtime worker thread.
         match tokio::runtime::Handle::try_current() {
@@ -246,7 +248,7 @@ impl HostInner {
         }
         let (tx, rx) = oneshot::channel();
         let scheduled = (|| {
-            let future = submit(py, returned, self.event_loop.as_ref())?;
+            let future = submit(py, returned, self.event_loop.as_deref())?;
             let deliver = move |py: Python<'_>, outcome: PyResult<Bound<'_, PyAny>>| {
                 let _ = tx.send(match outcome {
                     Ok(v) => convert(&v),
@@ -255,7 +257,7 @@ impl HostInner {
             };
             let deliver: Deliver = Box::new(deliver);
             let callback = Py::new(py, Completion { deliver: Mutex::new(Some(deliver)) })?;
-            let guard = CancelOnDrop(Some(future.clone().unbind()));
+            let guard = CancelOnDrop(Some(Held::new(future.clone().unbind())));
             future.call_method1(intern!(py, "add_done_callback"), (callback,))?;
             Ok::<_, PyErr>(guard)
         })();

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::convert::{sequence_arg, string_arg, to_json, to_py, type_name};
 use crate::errors::to_pyerr;
 use crate::host::PyHost;
-use crate::runtime::{hang_if_unwound, run_async, run_blocking};
+use crate::runtime::{hang_if_unwound, release_held, run_async, run_blocking};
 use crate::sources::SessionSources;
 use crate::store::DshSessionStore;
 
@@ -177,6 +177,7 @@ impl Resolver {
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         hang_if_unwound(|| {
+            release_held(py);
             let resolver = self.core(py, None);
             let user = cancel.map(|c| c.inner.clone());
             let value = run_blocking(py, user, move |token| job.run(resolver, token))?;
@@ -193,6 +194,7 @@ impl Resolver {
         event_loop: Bound<'_, PyAny>,
         done: Bound<'_, PyAny>,
     ) {
+        release_held(py);
         let event_loop = event_loop.unbind();
         let resolver = self.core(py, Some(&event_loop));
         let token = token.inner.clone();

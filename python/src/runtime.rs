@@ -13,7 +13,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use dsh_session_reference::{runtime, CancelToken, Error, HostError, Result};
@@ -64,6 +64,9 @@ pub fn wait_for_library_threads(py: Python<'_>, timeout: Duration) -> bool {
     // SeqCst, with [`Inside::enter`]: either a thread sees the flag and
     // stays out, or its count is seen here and waited for.
     FINALIZING.store(true, Ordering::SeqCst);
+    // [`Held`] checks the flag under the lock: every object pushed so far
+    // is released here, none is pushed later.
+    release_held(py);
     py.detach(|| {
         let start = std::time::Instant::now();
         loop {
@@ -130,6 +133,81 @@ pub fn hang_if_unwound<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Python objects the library let go of, waiting to be released (their
+/// reference dropped) by [`release_held`]; see [`Held`].
+static RELEASED: Mutex<Vec<Py<PyAny>>> = Mutex::new(Vec::new());
+/// Whether [`RELEASED`] may hold objects (set after each push).
+static RELEASE_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// A reference to a Python object that may run Python code when it is
+/// freed (a host, an event loop, a host's exception and its traceback),
+/// held by the library and dropped wherever the library is done with it,
+/// often on a thread without the GIL.
+///
+/// PyO3 would defer such a drop to the next thread that enters any PyO3
+/// code: a daemon thread, say, that calls the library just as the
+/// interpreter starts to finalize, which then ran the object's `__del__`
+/// in PyO3's frames and, ended by `pthread_exit` there, crashed unwinding
+/// them (the rest of PyO3's batch dropped without the GIL). A `Held`
+/// object is released by [`release_held`] instead, which guards against
+/// that: the next time a library thread enters [`attach`], the next
+/// resolver call, or the exit hook, whichever comes first. One let go of
+/// after the exit hook is leaked.
+pub struct Held(std::mem::ManuallyDrop<Py<PyAny>>);
+
+impl Held {
+    /// Holds `object`.
+    pub fn new(object: Py<PyAny>) -> Self {
+        Held(std::mem::ManuallyDrop::new(object))
+    }
+
+    /// The object, to be dropped by the caller (attached to the
+    /// interpreter: then at once).
+    pub fn into_inner(self, _py: Python<'_>) -> Py<PyAny> {
+        let mut held = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `held` is never dropped, so `held.0` is taken only once.
+        unsafe { std::mem::ManuallyDrop::take(&mut held.0) }
+    }
+}
+
+impl std::ops::Deref for Held {
+    type Target = Py<PyAny>;
+    fn deref(&self) -> &Py<PyAny> {
+        &self.0
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is not used after this.
+        let object = unsafe { std::mem::ManuallyDrop::take(&mut self.0) };
+        let mut released = RELEASED.lock().unwrap_or_else(|e| e.into_inner());
+        if FINALIZING.load(Ordering::SeqCst) {
+            std::mem::forget(object);
+            return;
+        }
+        released.push(object);
+        drop(released);
+        RELEASE_PENDING.store(true, Ordering::Release);
+    }
+}
+
+/// Releases the objects of [`Held`] let go of so far; the caller is
+/// attached to the interpreter, so each reference is dropped at once.
+/// Safe on any thread: freeing an object may run Python code (`__del__`),
+/// so it is done outside the lock (that code may let another thread take
+/// the GIL, and then the lock), and a daemon thread ended by `pthread_exit`
+/// meanwhile parks before the rest would be dropped without the GIL.
+pub fn release_held(_py: Python<'_>) {
+    if !RELEASE_PENDING.swap(false, Ordering::Acquire) {
+        return;
+    }
+    let released = std::mem::take(&mut *RELEASED.lock().unwrap_or_else(|e| e.into_inner()));
+    for object in released {
+        hang_if_unwound(|| drop(object));
+    }
+}
+
 thread_local! {
     /// Whether this thread holds a Python thread state of its own (see [`attach`]).
     static KEEPS_THREAD_STATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -158,7 +236,10 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> std::result::Resu
             let _ = unsafe { pyo3::ffi::PyGILState_Ensure() };
             KEEPS_THREAD_STATE.set(true);
         }
-        hang_if_unwound(|| f(py))
+        hang_if_unwound(|| {
+            release_held(py);
+            f(py)
+        })
     }))
 }
 
@@ -386,6 +467,7 @@ pub fn run_async<T, F, C>(
     F: Future<Output = Result<T>> + Send + 'static,
     C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Bound<'py, PyAny>> + Send + 'static,
 {
+    let (event_loop, done) = (Held::new(event_loop), Held::new(done));
     let rt = runtime();
     let handle = rt.handle().clone();
     rt.spawn(async move {
@@ -398,6 +480,7 @@ pub fn run_async<T, F, C>(
                     Err(e) => (false, e.into_value(py).into_bound(py).into_any()),
                 };
                 // The loop may be closed by now; then nobody is waiting.
+                let (event_loop, done) = (event_loop.into_inner(py), done.into_inner(py));
                 let _ = event_loop.call_method1(py, "call_soon_threadsafe", (done, ok, value));
             });
         };
