@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use dsh_session_reference as core;
 use dsh_session_reference::{candidate_limit_from_json, Config, SessionQuery, Target};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use serde_json::{Map, Value};
@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::convert::{sequence_arg, string_arg, to_json, to_py, type_name};
 use crate::errors::to_pyerr;
 use crate::host::PyHost;
-use crate::runtime::{hang_if_unwound, release_held, run_async, run_blocking};
+use crate::runtime::{finalizing, hang_if_unwound, release_held, run_async, run_blocking};
 use crate::sources::SessionSources;
 use crate::store::DshSessionStore;
 
@@ -185,6 +185,10 @@ impl Resolver {
         })
     }
 
+    /// Starts `job` for an asyncio caller; raises `RuntimeError` once the
+    /// package's exit hook has run (an atexit handler registered before
+    /// the package was imported runs after it): the result could no
+    /// longer be handed back, and the caller would wait for good.
     fn start(
         &self,
         py: Python<'_>,
@@ -193,7 +197,12 @@ impl Resolver {
         token: PyRef<'_, CancelToken>,
         event_loop: Bound<'_, PyAny>,
         done: Bound<'_, PyAny>,
-    ) {
+    ) -> PyResult<()> {
+        if finalizing() {
+            return Err(PyRuntimeError::new_err(
+                "dsh_session_reference: the interpreter is shutting down, an async call can no longer complete",
+            ));
+        }
         release_held(py);
         let event_loop = event_loop.unbind();
         let resolver = self.core(py, Some(&event_loop));
@@ -201,6 +210,7 @@ impl Resolver {
         let work = job.run(resolver, token.clone());
         let user = cancel.map(|c| c.inner.clone());
         run_async(token, user, work, event_loop, done.unbind(), value_to_py);
+        Ok(())
     }
 }
 
@@ -433,8 +443,7 @@ impl Resolver {
         done: Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let job = search_job(py, target, query, limit, scope)?;
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     /// Starts `prepare` for an asyncio caller (used by `prepare_async`).
@@ -457,8 +466,7 @@ impl Resolver {
             references: sequence_arg(references, "references")?,
             context_window: context_window_arg(context_window.as_ref())?,
         };
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     /// Starts `prepare_messages` for an asyncio caller.
@@ -474,8 +482,7 @@ impl Resolver {
         done: Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let job = Job::Messages { target: target_arg(target)?, messages: sequence_arg(messages, "messages")? };
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     /// Starts `list_candidates` for an asyncio caller.
@@ -493,8 +500,7 @@ impl Resolver {
     ) -> PyResult<()> {
         let job =
             Job::List { target: target_arg(target)?, query: string_arg(query, "query")?, limit: limit_arg(py, limit)? };
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     /// Starts `candidates` for an asyncio caller.
@@ -515,8 +521,7 @@ impl Resolver {
             query: string_arg(query, "query")?,
             limit: limit_arg(py, limit)?,
         };
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     fn __repr__(&self) -> String {

@@ -81,6 +81,11 @@ pub fn wait_for_library_threads(py: Python<'_>, timeout: Duration) -> bool {
     })
 }
 
+/// Whether the exit hook has run: library threads no longer call Python.
+pub fn finalizing() -> bool {
+    FINALIZING.load(Ordering::SeqCst)
+}
+
 /// One count in [`IN_PYTHON`] while alive.
 struct Inside;
 
