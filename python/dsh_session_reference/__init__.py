@@ -9,6 +9,7 @@ for an example.
 from __future__ import annotations
 
 import atexit
+import os
 from typing import Any, List, Optional, Sequence, Mapping
 
 from . import _bridge
@@ -189,3 +190,6 @@ def _at_exit() -> None:
 
 
 atexit.register(_at_exit)
+# A forked child has none of its parent's library threads to wait for.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_native._after_fork_in_child)

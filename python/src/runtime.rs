@@ -81,6 +81,13 @@ pub fn wait_for_library_threads(py: Python<'_>, timeout: Duration) -> bool {
     })
 }
 
+/// Called in a child created by `fork()` (registered by the package): the
+/// library threads counted in [`IN_PYTHON`] by the parent do not exist in
+/// the child, whose exit hook would otherwise wait its full timeout.
+pub fn after_fork_in_child() {
+    IN_PYTHON.store(0, Ordering::SeqCst);
+}
+
 /// Whether the exit hook has run: library threads no longer call Python.
 pub fn finalizing() -> bool {
     FINALIZING.load(Ordering::SeqCst)

@@ -8,6 +8,7 @@ PyGILState_Release".)"""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import subprocess
 import sys
 import textwrap
@@ -87,6 +88,60 @@ def test_exit_does_not_wait_for_a_host_read_that_never_returns() -> None:
         assert process.wait(timeout=60) == 0
     # The exit hook used to wait 2 s for the thread stuck in the host.
     assert time.monotonic() - started < 1.5
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_does_not_wait_for_its_parents_threads() -> None:
+    script = textwrap.dedent(
+        """
+        import os
+        import sys
+        import threading
+        import time
+
+        import dsh_session_reference as dsr
+
+        entered = threading.Event()
+
+        class Slow(type):
+            def __getattr__(cls, name):
+                # Looked up by a library thread converting the host's answer,
+                # which lets go of the GIL meanwhile: at the fork, the thread
+                # counts as running Python code.
+                entered.set()
+                time.sleep(3)
+                raise AttributeError(name)
+
+        class Answer(metaclass=Slow):
+            pass
+
+        class Host:
+            def list_sessions(self):
+                return [{"id": "s", "createdAt": 1}]
+            def read_title(self, session_id):
+                return None
+            def read_surface(self, session_id):
+                return Answer()
+
+        resolver = dsr.Resolver(Host())
+        threading.Thread(
+            target=lambda: resolver.prepare({"id": "t"}, "x", [{"sessionId": "s"}]), daemon=True
+        ).start()
+        entered.wait()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)  # through the package's exit hook
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), time.monotonic() - started, flush=True)
+        os._exit(0)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    status, seconds = done.stdout.split()
+    # The child's exit hook waited 2 s for a thread that only the parent has.
+    assert status == "0" and float(seconds) < 1.5
 
 
 def test_calls_from_a_later_atexit_handler() -> None:
