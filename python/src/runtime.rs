@@ -66,7 +66,7 @@ pub fn wait_for_library_threads(py: Python<'_>, timeout: Duration) -> bool {
     FINALIZING.store(true, Ordering::SeqCst);
     // [`Held`] checks the flag under the lock: every object pushed so far
     // is released here, none is pushed later.
-    release_held(py);
+    release_all(py);
     py.detach(|| {
         let start = std::time::Instant::now();
         loop {
@@ -210,10 +210,14 @@ impl Drop for Held {
 /// so it is done outside the lock (that code may let another thread take
 /// the GIL, and then the lock), and a daemon thread ended by `pthread_exit`
 /// meanwhile parks before the rest would be dropped without the GIL.
-pub fn release_held(_py: Python<'_>) {
-    if !RELEASE_PENDING.swap(false, Ordering::Acquire) {
-        return;
+pub fn release_held(py: Python<'_>) {
+    if RELEASE_PENDING.swap(false, Ordering::Acquire) {
+        release_all(py);
     }
+}
+
+/// [`release_held`] without looking at [`RELEASE_PENDING`].
+fn release_all(_py: Python<'_>) {
     let released = std::mem::take(&mut *RELEASED.lock().unwrap_or_else(|e| e.into_inner()));
     for object in released {
         hang_if_unwound(|| drop(object));
