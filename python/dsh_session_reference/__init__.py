@@ -9,6 +9,7 @@ for an example.
 from __future__ import annotations
 
 import atexit
+import os
 from typing import Any, List, Optional, Sequence, Mapping
 
 from . import _bridge
@@ -185,8 +186,21 @@ class Resolver(_NativeResolver):
         )
         return result
 
-# At exit, let library threads that are still handing a result back to
-# Python (an asyncio caller's loop, say) finish before the interpreter
-# finalizes: CPython kills a thread that takes the GIL after that point,
-# which used to crash the process now and then.
-atexit.register(_native._wait_for_library_threads, 2.0)
+
+def _at_exit() -> None:
+    """Before the interpreter finalizes, no thread of the package may be
+    running Python code: CPython (before 3.14) ends a thread that takes the
+    GIL back after that point with ``pthread_exit``, which crashed the
+    process when it unwound native frames. So: end the background loop of
+    host coroutines, then stop the library's threads from calling Python
+    and wait (briefly) for those that still are. Registered at import, so
+    it runs after the atexit handlers registered later; the library's
+    threads make no Python call from then on (a host read then fails)."""
+    _bridge.stop_background_loop(1.0)
+    _native._wait_for_library_threads(2.0)
+
+
+atexit.register(_at_exit)
+# A forked child has none of its parent's library threads to wait for.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_native._after_fork_in_child)

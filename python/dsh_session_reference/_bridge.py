@@ -31,12 +31,13 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _background: Optional[asyncio.AbstractEventLoop] = None
+_background_thread: Optional[threading.Thread] = None
 _background_pid = 0
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
     """The event loop that runs host coroutines for blocking callers."""
-    global _background, _background_pid
+    global _background, _background_thread, _background_pid
     with _lock:
         # After fork() the parent's loop thread does not exist in the child.
         if _background is None or _background.is_closed() or _background_pid != os.getpid():
@@ -46,8 +47,37 @@ def background_loop() -> asyncio.AbstractEventLoop:
             )
             thread.start()
             _background = loop
+            _background_thread = thread
             _background_pid = os.getpid()
         return _background
+
+
+def stop_background_loop(timeout: float) -> None:
+    """At exit: cancels the host coroutines still running on the background
+    loop, stops it and waits up to ``timeout`` seconds for its thread to end,
+    so that no thread of the package runs Python code (the native
+    completion callbacks of those coroutines among it) once the interpreter
+    finalizes. Best effort: a coroutine that ignores its cancellation is
+    left pending."""
+    with _lock:
+        loop, thread = _background, _background_thread
+        if loop is None or thread is None or _background_pid != os.getpid():
+            return
+
+    def stop() -> None:
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        # The tasks take the cancellation in the next iteration and run
+        # their done-callbacks (the native completions) in the one after.
+        loop.call_soon(loop.call_soon, loop.stop)
+
+    try:
+        loop.call_soon_threadsafe(stop)
+    except RuntimeError:  # closed
+        return
+    thread.join(timeout)
+    if not thread.is_alive():
+        loop.close()
 
 
 async def _await(awaitable: Awaitable[T]) -> T:

@@ -22,6 +22,7 @@ __all__ = [
     "conversation_snapshot",
     "_bench_prepare_rust",
     "_wait_for_library_threads",
+    "_after_fork_in_child",
     "CancelToken",
     "Resolver",
     "DshSessionStore",
@@ -74,9 +75,15 @@ def conversation_snapshot(
     wrong shape."""
 
 def _wait_for_library_threads(timeout: float) -> bool:
-    """Private: waits up to ``timeout`` seconds, with the GIL released, until
-    no library thread is calling into Python; whether none is. Registered
-    with ``atexit`` by the package."""
+    """Private: stops library threads from calling into Python from now on,
+    then waits up to ``timeout`` seconds, with the GIL released, until none
+    is running Python code; whether none is. Registered with ``atexit`` by
+    the package."""
+
+def _after_fork_in_child() -> None:
+    """Private: resets the count of library threads calling into Python in
+    a child created by ``fork()``. Registered with ``os.register_at_fork``
+    by the package."""
 
 def _bench_prepare_rust(
     snapshots: Dict[str, bytes],

@@ -9,9 +9,12 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
+use crate::runtime::Held;
+
 /// The Python exception a host raised (or a future it returned failed
-/// with), carried through the core inside a [`HostError`] payload.
-pub struct HostException(pub Py<PyAny>);
+/// with), carried through the core inside a [`HostError`] payload (and
+/// dropped wherever the core is done with it: see [`Held`]).
+pub struct HostException(pub Held);
 
 /// The exception class of a code (a subclass of `SessionReferenceError`).
 fn class_name(code: ErrorCode) -> &'static str {
@@ -52,7 +55,7 @@ pub fn host_error(py: Python<'_>, err: PyErr) -> HostError {
     let type_name = value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
     let text = value.str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let message = if text.is_empty() { type_name } else { format!("{type_name}: {text}") };
-    HostError::with_payload(message, Arc::new(HostException(err.into_value(py).into_any())))
+    HostError::with_payload(message, Arc::new(HostException(Held::new(err.into_value(py).into_any()))))
 }
 
 /// The error raised when the library's worker task vanished (a panic).

@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 
 use crate::convert::{to_json, type_name};
 use crate::errors::host_error;
-use crate::runtime::attach;
+use crate::runtime::{attach, call_host, hang_if_unwound, Finalizing, Held};
 
 /// The host object and, for asyncio callers, the loop to run its
 /// coroutines on.
@@ -31,12 +31,14 @@ pub struct PyHost {
     inner: Arc<HostInner>,
 }
 
+/// Dropped where the library is done with it, often on a runtime thread:
+/// its Python objects are [`Held`].
 struct HostInner {
-    query: Py<PyAny>,
+    query: Held,
     /// Whether the object has a callable `fingerprints` / `search` (optional).
     has_fingerprints: bool,
     has_search: bool,
-    event_loop: Option<Py<PyAny>>,
+    event_loop: Option<Held>,
     titles: Mutex<Lane<Option<String>>>,
     surfaces: Mutex<Lane<SurfaceData>>,
 }
@@ -98,8 +100,8 @@ impl PyHost {
             inner: Arc::new(HostInner {
                 has_fingerprints: has("fingerprints"),
                 has_search: has("search"),
-                query: query.clone_ref(py),
-                event_loop: event_loop.map(|l| l.clone_ref(py)),
+                query: Held::new(query.clone_ref(py)),
+                event_loop: event_loop.map(|l| Held::new(l.clone_ref(py))),
                 titles: Mutex::default(),
                 surfaces: Mutex::default(),
             }),
@@ -119,12 +121,15 @@ enum Started<T> {
 
 /// Cancels a scheduled coroutine (a `concurrent.futures.Future`) when the
 /// library stops waiting for it before it finished.
-struct CancelOnDrop(Option<Py<PyAny>>);
+struct CancelOnDrop(Option<Held>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         let Some(future) = self.0.take() else { return };
-        let cancel = move || attach(|py| drop(future.call_method0(py, intern!(py, "cancel"))));
+        // Refused at exit: the coroutine is left to the interpreter's end.
+        let cancel = move || {
+            let _ = attach(|py| drop(future.into_inner(py).call_method0(py, intern!(py, "cancel"))));
+        };
         // Never take the GIL on a runtime worker thread.
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => drop(handle.spawn_blocking(cancel)),
@@ -145,20 +150,25 @@ struct Completion {
 
 #[pymethods]
 impl Completion {
+    /// Runs on the loop's thread, which may be a daemon thread: it calls
+    /// Python code (the future's methods), so a `pthread_exit` at
+    /// finalization parks it rather than unwind these frames.
     fn __call__(&self, py: Python<'_>, future: Bound<'_, PyAny>) -> PyResult<()> {
         let Some(deliver) = self.deliver.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
-        let outcome = if future.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
-            Err(pyo3::exceptions::PyRuntimeError::new_err("the host's coroutine was cancelled"))
-        } else {
-            let exception = future.call_method0(intern!(py, "exception"))?;
-            if exception.is_none() {
-                future.call_method0(intern!(py, "result"))
+        hang_if_unwound(|| {
+            let outcome = if future.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
+                Err(pyo3::exceptions::PyRuntimeError::new_err("the host's coroutine was cancelled"))
             } else {
-                Err(PyErr::from_value(exception))
-            }
-        };
-        deliver(py, outcome);
-        Ok(())
+                let exception = future.call_method0(intern!(py, "exception"))?;
+                if exception.is_none() {
+                    future.call_method0(intern!(py, "result"))
+                } else {
+                    Err(PyErr::from_value(exception))
+                }
+            };
+            deliver(py, outcome);
+            Ok(())
+        })
     }
 }
 
@@ -177,18 +187,20 @@ fn submit<'py>(
 }
 
 impl HostInner {
+    /// Calls the host's `method` (with `arg`, if any); `Err` when it
+    /// returned after the exit hook ran (see [`call_host`]).
     fn start<T: Send + 'static>(
         &self,
         py: Python<'_>,
         method: &'static str,
         arg: Option<&str>,
         convert: Converter<T>,
-    ) -> Started<T> {
-        let called = match arg {
-            None => self.query.call_method0(py, method),
-            Some(a) => self.query.call_method1(py, method, (a,)),
+    ) -> Result<Started<T>, Finalizing> {
+        let args = match arg {
+            None => Ok(PyTuple::empty(py)),
+            Some(a) => PyTuple::new(py, [a]),
         };
-        self.awaited(py, called, convert)
+        self.call(py, method, args, convert)
     }
 
     /// Like [`start`](Self::start), with a JSON argument given to the
@@ -199,9 +211,25 @@ impl HostInner {
         method: &'static str,
         arg: &serde_json::Value,
         convert: Converter<T>,
-    ) -> Started<T> {
-        let called = crate::convert::to_py(py, arg).and_then(|a| self.query.call_method1(py, method, (a,)));
-        self.awaited(py, called, convert)
+    ) -> Result<Started<T>, Finalizing> {
+        let args = crate::convert::to_py(py, arg).and_then(|a| PyTuple::new(py, [a]));
+        self.call(py, method, args, convert)
+    }
+
+    /// Calls the host's `method` with `args` ([`call_host`]).
+    fn call<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        method: &'static str,
+        args: PyResult<Bound<'_, PyTuple>>,
+        convert: Converter<T>,
+    ) -> Result<Started<T>, Finalizing> {
+        let callable = self.query.bind(py).getattr(method);
+        let called = match (callable, args) {
+            (Ok(callable), Ok(args)) => call_host(callable, args)?,
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        Ok(self.awaited(py, called.map(Bound::unbind), convert))
     }
 
     /// What a called method returned: converted, or its awaitable scheduled.
@@ -220,7 +248,7 @@ impl HostInner {
         }
         let (tx, rx) = oneshot::channel();
         let scheduled = (|| {
-            let future = submit(py, returned, self.event_loop.as_ref())?;
+            let future = submit(py, returned, self.event_loop.as_deref())?;
             let deliver = move |py: Python<'_>, outcome: PyResult<Bound<'_, PyAny>>| {
                 let _ = tx.send(match outcome {
                     Ok(v) => convert(&v),
@@ -229,7 +257,7 @@ impl HostInner {
             };
             let deliver: Deliver = Box::new(deliver);
             let callback = Py::new(py, Completion { deliver: Mutex::new(Some(deliver)) })?;
-            let guard = CancelOnDrop(Some(future.clone().unbind()));
+            let guard = CancelOnDrop(Some(Held::new(future.clone().unbind())));
             future.call_method1(intern!(py, "add_done_callback"), (callback,))?;
             Ok::<_, PyErr>(guard)
         })();
@@ -251,7 +279,8 @@ fn call<T: Send + 'static>(
         let started =
             tokio::task::spawn_blocking(move || attach(|py| inner.start(py, method, arg.as_deref(), convert))).await;
         match started {
-            Ok(started) => finish(method, started).await,
+            Ok(Ok(Ok(started))) => finish(method, started).await,
+            Ok(Ok(Err(finalizing)) | Err(finalizing)) => Err(finalizing.host_error(method)),
             Err(_) => Err(HostError::new(format!("{method}: calling the host failed unexpectedly"))),
         }
     })
@@ -354,18 +383,36 @@ fn drain<T: Send + 'static>(inner: &Arc<HostInner>, policy: &'static LanePolicy<
         }
     }
     // Without the GIL until there is work: surplus drainers leave at once.
-    let Some(mut item) = next(inner, policy, true) else { return };
+    let Some(first) = next(inner, policy, true) else { return };
     let _gone = Gone(lane);
-    attach(|py| loop {
-        let (id, tx) = item;
+    let refuse = |tx: oneshot::Sender<Started<T>>, finalizing: Finalizing| {
+        let _ = tx.send(Started::Done(Err(finalizing.host_error(policy.method))));
+    };
+    let mut item = Some(first);
+    let called = attach(|py| loop {
+        let Some((id, tx)) = item.take() else { return Ok(()) };
         if !tx.is_closed() {
-            let _ = tx.send(inner.start(py, policy.method, Some(&id), policy.convert));
+            match inner.start(py, policy.method, Some(&id), policy.convert) {
+                Ok(started) => drop(tx.send(started)),
+                Err(finalizing) => {
+                    refuse(tx, finalizing);
+                    return Err(finalizing);
+                }
+            }
         }
-        match next(inner, policy, false) {
-            Some(n) => item = n,
-            None => return,
-        }
-    })
+        item = next(inner, policy, false);
+    });
+    let finalizing = match called {
+        Ok(Ok(())) => return,
+        Ok(Err(finalizing)) | Err(finalizing) => finalizing,
+    };
+    // The interpreter is finalizing: the queued reads fail, without Python.
+    if let Some((_, tx)) = item {
+        refuse(tx, finalizing);
+    }
+    while let Some((_, tx)) = next(inner, policy, false) {
+        refuse(tx, finalizing);
+    }
 }
 
 /// An optional method called with a JSON argument (one call per query).
@@ -380,7 +427,8 @@ fn call_json<T: Send + 'static>(
         let started =
             tokio::task::spawn_blocking(move || attach(|py| inner.start_json(py, method, &arg, convert))).await;
         match started {
-            Ok(started) => finish(method, started).await,
+            Ok(Ok(Ok(started))) => finish(method, started).await,
+            Ok(Ok(Err(finalizing)) | Err(finalizing)) => Err(finalizing.host_error(method)),
             Err(_) => Err(HostError::new(format!("{method}: calling the host failed unexpectedly"))),
         }
     })

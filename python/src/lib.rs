@@ -107,12 +107,21 @@ fn conversation_snapshot<'py>(
     to_py(py, &snapshot)
 }
 
-/// Waits up to `timeout` seconds, with the GIL released, until no library
-/// thread is calling into Python; whether none is. Registered with `atexit`
-/// by the package (private).
+/// Stops library threads from calling into Python from now on, then waits
+/// up to `timeout` seconds, with the GIL released, until none is running
+/// Python code; whether none is. Registered with `atexit` by the package
+/// (private).
 #[pyfunction]
 fn _wait_for_library_threads(py: Python<'_>, timeout: f64) -> bool {
     runtime::wait_for_library_threads(py, std::time::Duration::from_secs_f64(timeout.clamp(0.0, 60.0)))
+}
+
+/// Resets the count of library threads calling into Python in a child
+/// created by `fork()`. Registered with `os.register_at_fork` by the
+/// package (private).
+#[pyfunction]
+fn _after_fork_in_child() {
+    runtime::after_fork_in_child();
 }
 
 /// The native module.
@@ -128,6 +137,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stringify_tag_safe_json, m)?)?;
     m.add_function(wrap_pyfunction!(conversation_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(_wait_for_library_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(bench::bench_prepare_rust, m)?)?;
     m.add_class::<resolver::CancelToken>()?;
     m.add_class::<resolver::Resolver>()?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use dsh_session_reference as core;
 use dsh_session_reference::{candidate_limit_from_json, Config, SessionQuery, Target};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use serde_json::{Map, Value};
@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::convert::{sequence_arg, string_arg, to_json, to_py, type_name};
 use crate::errors::to_pyerr;
 use crate::host::PyHost;
-use crate::runtime::{run_async, run_blocking};
+use crate::runtime::{finalizing, hang_if_unwound, release_held, run_async, run_blocking};
 use crate::sources::SessionSources;
 use crate::store::DshSessionStore;
 
@@ -165,18 +165,30 @@ impl Resolver {
         }
     }
 
+    /// Runs `job` for a blocking caller. The caller may be a daemon thread,
+    /// which CPython (before 3.14) ends with `pthread_exit` when it takes
+    /// the GIL back during finalization (say, in the Python code of an
+    /// error's `__init__`): the thread then hangs rather than unwind through
+    /// these frames ([`hang_if_unwound`]).
     fn blocking<'py>(
         &self,
         py: Python<'py>,
         job: Job,
         cancel: Option<PyRef<'_, CancelToken>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let resolver = self.core(py, None);
-        let user = cancel.map(|c| c.inner.clone());
-        let value = run_blocking(py, user, move |token| job.run(resolver, token))?;
-        to_py(py, &value)
+        hang_if_unwound(|| {
+            release_held(py);
+            let resolver = self.core(py, None);
+            let user = cancel.map(|c| c.inner.clone());
+            let value = run_blocking(py, user, move |token| job.run(resolver, token))?;
+            to_py(py, &value)
+        })
     }
 
+    /// Starts `job` for an asyncio caller; raises `RuntimeError` once the
+    /// package's exit hook has run (an atexit handler registered before
+    /// the package was imported runs after it): the result could no
+    /// longer be handed back, and the caller would wait for good.
     fn start(
         &self,
         py: Python<'_>,
@@ -185,13 +197,20 @@ impl Resolver {
         token: PyRef<'_, CancelToken>,
         event_loop: Bound<'_, PyAny>,
         done: Bound<'_, PyAny>,
-    ) {
+    ) -> PyResult<()> {
+        if finalizing() {
+            return Err(PyRuntimeError::new_err(
+                "dsh_session_reference: the interpreter is shutting down, an async call can no longer complete",
+            ));
+        }
+        release_held(py);
         let event_loop = event_loop.unbind();
         let resolver = self.core(py, Some(&event_loop));
         let token = token.inner.clone();
         let work = job.run(resolver, token.clone());
         let user = cancel.map(|c| c.inner.clone());
         run_async(token, user, work, event_loop, done.unbind(), value_to_py);
+        Ok(())
     }
 }
 
@@ -413,8 +432,7 @@ impl Resolver {
         done: Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let job = search_job(py, target, query, limit, scope)?;
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     /// Starts `prepare` for an asyncio caller (used by `prepare_async`).
@@ -437,8 +455,7 @@ impl Resolver {
             references: sequence_arg(references, "references")?,
             options: core::PrepareOptions::default().with_context_window(context_window_arg(context_window.as_ref())?),
         };
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     /// Starts `prepare_messages` for an asyncio caller.
@@ -454,8 +471,7 @@ impl Resolver {
         done: Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let job = Job::Messages { target: target_arg(target)?, messages: sequence_arg(messages, "messages")? };
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     /// Starts `candidates` for an asyncio caller.
@@ -477,8 +493,7 @@ impl Resolver {
             query: string_arg(query, "query")?,
             options: candidate_options(limit_arg(py, limit)?, mentions),
         };
-        self.start(py, job, cancel, token, event_loop, done);
-        Ok(())
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     fn __repr__(&self) -> String {

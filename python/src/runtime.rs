@@ -13,27 +13,60 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use dsh_session_reference::{runtime, CancelToken, Error, Result};
+use dsh_session_reference::{runtime, CancelToken, Error, HostError, Result};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 use crate::errors::{internal_error, to_pyerr};
 
-/// Library threads inside [`attach`] now: calling the host, or waiting for
-/// the GIL to do so (see [`wait_for_library_threads`]).
+/// Library threads inside [`attach`] now, less those blocked in a host
+/// method ([`call_host`]): the threads that may be running Python code the
+/// interpreter's finalization must not overlap (see [`wait_for_library_threads`]).
 static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
 
-/// Waits, with the GIL released, until no library thread is inside
-/// [`attach`], or `timeout` has passed; whether none is. Registered with
-/// `atexit`: a library thread that is still delivering a result when the
-/// interpreter starts to finalize (a Python call that let go of the GIL
-/// midway, such as `call_soon_threadsafe` writing to its wake-up socket) is
-/// killed by CPython when it takes the GIL back, and the unwinding of its
-/// Rust frames crashed the process. A thread stuck in a host call that
-/// never returns is waited for until `timeout` only.
+/// Set for good by [`wait_for_library_threads`] (the package's exit hook):
+/// from then on no library thread enters Python ([`attach`] refuses).
+static FINALIZING: AtomicBool = AtomicBool::new(false);
+
+/// The refusal of [`attach`] and [`call_host`]: the interpreter is
+/// finalizing, or about to, so a library thread may no longer call Python.
+/// The library sees it as a failed host call ([`Finalizing::host_error`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Finalizing;
+
+impl Finalizing {
+    /// The host error of a call to `method` refused, or whose result was
+    /// dropped, because of it.
+    pub fn host_error(self, method: &str) -> HostError {
+        HostError::new(format!("{method}: the Python interpreter is shutting down"))
+    }
+}
+
+/// The package's exit hook (registered with `atexit` at import; atexit
+/// handlers run before the interpreter finalizes, the ones registered
+/// earlier last). From now on no library thread enters Python; then waits,
+/// with the GIL released, until none is running Python code, or `timeout`
+/// has passed; whether none is.
+///
+/// Why: CPython (before 3.14) ends a thread that takes the GIL back once
+/// finalization has begun with `pthread_exit`, whose forced unwinding ran
+/// the Rust frames' cleanup of a library thread caught mid-call (a Python
+/// call that let go of the GIL midway, such as `call_soon_threadsafe`
+/// writing to its wake-up socket, or any Python code the interpreter
+/// switched away from): a `Py_DECREF` without the GIL (segmentation fault)
+/// or `PyGILState_Release` of a thread state that is not current ("Fatal
+/// Python error"). Threads blocked in a host method are not waited for
+/// (the host may never return); [`call_host`] makes them safe instead.
 pub fn wait_for_library_threads(py: Python<'_>, timeout: Duration) -> bool {
+    // SeqCst, with [`Inside::enter`]: either a thread sees the flag and
+    // stays out, or its count is seen here and waited for.
+    FINALIZING.store(true, Ordering::SeqCst);
+    // [`Held`] checks the flag under the lock: every object pushed so far
+    // is released here, none is pushed later.
+    release_all(py);
     py.detach(|| {
         let start = std::time::Instant::now();
         loop {
@@ -48,29 +81,170 @@ pub fn wait_for_library_threads(py: Python<'_>, timeout: Duration) -> bool {
     })
 }
 
+/// Called in a child created by `fork()` (registered by the package): the
+/// library threads counted in [`IN_PYTHON`] by the parent do not exist in
+/// the child, whose exit hook would otherwise wait its full timeout.
+pub fn after_fork_in_child() {
+    IN_PYTHON.store(0, Ordering::SeqCst);
+}
+
+/// Whether the exit hook has run: library threads no longer call Python.
+pub fn finalizing() -> bool {
+    FINALIZING.load(Ordering::SeqCst)
+}
+
+/// One count in [`IN_PYTHON`] while alive.
+struct Inside;
+
+impl Inside {
+    /// Counts this thread in, unless the interpreter is finalizing.
+    fn enter() -> std::result::Result<Inside, Finalizing> {
+        IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+        let inside = Inside;
+        if FINALIZING.load(Ordering::SeqCst) {
+            return Err(Finalizing);
+        }
+        Ok(inside)
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Parks the thread for good when dropped by anything but a Rust panic:
+/// that is the forced unwinding of `pthread_exit`, with which CPython
+/// (before 3.14) ends a thread that takes the GIL back during finalization.
+/// The frames it would unwind hold Python objects and a GIL state that
+/// must not be touched then, and PyO3's `catch_unwind` at the Python
+/// boundary aborts on it ("FATAL: exception not rethrown"), so the thread
+/// hangs instead, as it does on Python 3.14 (and as PyO3 does around
+/// `PyGILState_Ensure`); the process exits with the thread still parked.
+/// Forgotten on the normal path (see [`hang_if_unwound`]).
+struct HangIfUnwound;
+
+impl Drop for HangIfUnwound {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return; // a Rust panic: unwind to the task's `catch_unwind`
+        }
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// Runs `f`; if `pthread_exit` unwinds it (a thread that took the GIL back
+/// during finalization, see [`HangIfUnwound`]), parks the thread for good.
+pub fn hang_if_unwound<R>(f: impl FnOnce() -> R) -> R {
+    let hang = HangIfUnwound;
+    let r = f();
+    std::mem::forget(hang);
+    r
+}
+
+/// Python objects the library let go of, waiting to be released (their
+/// reference dropped) by [`release_held`]; see [`Held`].
+static RELEASED: Mutex<Vec<Py<PyAny>>> = Mutex::new(Vec::new());
+/// Whether [`RELEASED`] may hold objects (set after each push).
+static RELEASE_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// A reference to a Python object that may run Python code when it is
+/// freed (a host, an event loop, a host's exception and its traceback),
+/// held by the library and dropped wherever the library is done with it,
+/// often on a thread without the GIL.
+///
+/// PyO3 would defer such a drop to the next thread that enters any PyO3
+/// code: a daemon thread, say, that calls the library just as the
+/// interpreter starts to finalize, which then ran the object's `__del__`
+/// in PyO3's frames and, ended by `pthread_exit` there, crashed unwinding
+/// them (the rest of PyO3's batch dropped without the GIL). A `Held`
+/// object is released by [`release_held`] instead, which guards against
+/// that: the next time a library thread enters [`attach`], the next
+/// resolver call, or the exit hook, whichever comes first. One let go of
+/// after the exit hook is leaked.
+pub struct Held(std::mem::ManuallyDrop<Py<PyAny>>);
+
+impl Held {
+    /// Holds `object`.
+    pub fn new(object: Py<PyAny>) -> Self {
+        Held(std::mem::ManuallyDrop::new(object))
+    }
+
+    /// The object, to be dropped by the caller (attached to the
+    /// interpreter: then at once).
+    pub fn into_inner(self, _py: Python<'_>) -> Py<PyAny> {
+        let mut held = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `held` is never dropped, so `held.0` is taken only once.
+        unsafe { std::mem::ManuallyDrop::take(&mut held.0) }
+    }
+}
+
+impl std::ops::Deref for Held {
+    type Target = Py<PyAny>;
+    fn deref(&self) -> &Py<PyAny> {
+        &self.0
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is not used after this.
+        let object = unsafe { std::mem::ManuallyDrop::take(&mut self.0) };
+        let mut released = RELEASED.lock().unwrap_or_else(|e| e.into_inner());
+        if FINALIZING.load(Ordering::SeqCst) {
+            std::mem::forget(object);
+            return;
+        }
+        released.push(object);
+        drop(released);
+        RELEASE_PENDING.store(true, Ordering::Release);
+    }
+}
+
+/// Releases the objects of [`Held`] let go of so far; the caller is
+/// attached to the interpreter, so each reference is dropped at once.
+/// Safe on any thread: freeing an object may run Python code (`__del__`),
+/// so it is done outside the lock (that code may let another thread take
+/// the GIL, and then the lock), and a daemon thread ended by `pthread_exit`
+/// meanwhile parks before the rest would be dropped without the GIL.
+pub fn release_held(py: Python<'_>) {
+    if RELEASE_PENDING.swap(false, Ordering::Acquire) {
+        release_all(py);
+    }
+}
+
+/// [`release_held`] without looking at [`RELEASE_PENDING`].
+fn release_all(_py: Python<'_>) {
+    let released = std::mem::take(&mut *RELEASED.lock().unwrap_or_else(|e| e.into_inner()));
+    for object in released {
+        hang_if_unwound(|| drop(object));
+    }
+}
+
 thread_local! {
     /// Whether this thread holds a Python thread state of its own (see [`attach`]).
     static KEEPS_THREAD_STATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// `Python::attach` for the runtime's blocking pool, whose threads Python
-/// did not create. Plain `attach` creates a Python thread state when it
-/// takes the GIL and destroys it when it lets go: about 100 µs of CPU per
-/// host call, most of a small call's cost. Here the first call on a thread
-/// takes one more `PyGILState_Ensure` that is never released, so the thread
-/// state lives as long as the thread and later calls only swap it in and
-/// out (CPython deletes the states of exited threads at fork and finalization).
-pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
-    /// Leaves the count when the thread has let go of the interpreter.
-    struct Leave;
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
-    let _leave = Leave;
-    Python::attach(|py| {
+/// did not create; refused (`Err`, and `f` is not called) once the
+/// interpreter is finalizing (see [`wait_for_library_threads`]).
+///
+/// Plain `attach` creates a Python thread state when it takes the GIL and
+/// destroys it when it lets go: about 100 µs of CPU per host call, most of
+/// a small call's cost. Here the first call on a thread takes one more
+/// `PyGILState_Ensure` that is never released, so the thread state lives
+/// as long as the thread and later calls only swap it in and out (CPython
+/// deletes the states of exited threads at fork and finalization). The
+/// extra state is never released by this thread (the `pthread_exit` of
+/// finalization is stopped by [`HangIfUnwound`] before PyO3's guard would
+/// release its own state, which is not current then).
+pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> std::result::Result<R, Finalizing> {
+    let _inside = Inside::enter()?;
+    Ok(Python::attach(|py| {
         if !KEEPS_THREAD_STATE.get() {
             // SAFETY: the GIL is held (inside `attach`), so this only
             // increments the thread state's count; the state it returns
@@ -78,8 +252,61 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
             let _ = unsafe { pyo3::ffi::PyGILState_Ensure() };
             KEEPS_THREAD_STATE.set(true);
         }
-        f(py)
-    })
+        hang_if_unwound(|| {
+            release_held(py);
+            f(py)
+        })
+    }))
+}
+
+/// `PyObject_Call`, declared as able to unwind: with CPython before 3.14 a
+/// host method that let go of the GIL (to sleep, read, wait) ends in
+/// `pthread_exit` when it takes it back during finalization.
+mod unwinding {
+    use pyo3::ffi::PyObject;
+    extern "C-unwind" {
+        pub fn PyObject_Call(callable: *mut PyObject, args: *mut PyObject, kwargs: *mut PyObject) -> *mut PyObject;
+    }
+}
+
+/// Calls a host method, `callable(*args)`, from inside [`attach`]; `Err`
+/// (not called) once the exit hook has run.
+///
+/// A host method may block as long as it likes (or never return), so the
+/// exit hook does not wait for it: while it runs, this thread is not
+/// counted in [`IN_PYTHON`]. If it takes the GIL back after finalization
+/// began, the thread hangs ([`HangIfUnwound`], with no Rust frame between it
+/// and the call). If it returns once the exit hook has run (`Err`), its
+/// result is leaked, as are `callable` and `args`: freeing them could run
+/// Python code (`__del__`), which must not overlap finalization; the caller
+/// must not call Python again (and [`attach`] refuses from now on).
+pub fn call_host<'py>(
+    callable: Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+) -> std::result::Result<PyResult<Bound<'py, PyAny>>, Finalizing> {
+    let py = callable.py();
+    if FINALIZING.load(Ordering::SeqCst) {
+        std::mem::forget(callable);
+        std::mem::forget(args);
+        return Err(Finalizing);
+    }
+    IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+    let hang = HangIfUnwound;
+    // SAFETY: the GIL is held (`py`); `callable` and `args` are valid
+    // objects (a tuple for `args`), NULL is a valid `kwargs`, and the result
+    // is a new reference, or NULL with an exception set.
+    let result = unsafe { unwinding::PyObject_Call(callable.as_ptr(), args.as_ptr(), std::ptr::null_mut()) };
+    std::mem::forget(hang);
+    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+    if FINALIZING.load(Ordering::SeqCst) {
+        // The exception, if any, stays set on this thread's state: taking
+        // it would only move it into a reference that must be leaked too.
+        std::mem::forget(callable);
+        std::mem::forget(args);
+        return Err(Finalizing);
+    }
+    // SAFETY: `result` is a new reference or NULL with an exception set.
+    Ok(unsafe { Bound::from_owned_ptr_or_err(py, result) })
 }
 
 /// Runs `work` until it completes or `token` is cancelled; `user` (the
@@ -256,19 +483,22 @@ pub fn run_async<T, F, C>(
     F: Future<Output = Result<T>> + Send + 'static,
     C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Bound<'py, PyAny>> + Send + 'static,
 {
+    let (event_loop, done) = (Held::new(event_loop), Held::new(done));
     let rt = runtime();
     let handle = rt.handle().clone();
     rt.spawn(async move {
         let result = linked(token, user, work).await;
         let deliver = move || {
-            attach(|py| {
+            // Refused at exit: nobody can be given the result any more.
+            let _ = attach(|py| {
                 let (ok, value) = match result.map_err(|e: Error| to_pyerr(py, &e)).and_then(|v| convert(py, v)) {
                     Ok(v) => (true, v),
                     Err(e) => (false, e.into_value(py).into_bound(py).into_any()),
                 };
                 // The loop may be closed by now; then nobody is waiting.
+                let (event_loop, done) = (event_loop.into_inner(py), done.into_inner(py));
                 let _ = event_loop.call_method1(py, "call_soon_threadsafe", (done, ok, value));
-            })
+            });
         };
         let _ = handle.spawn_blocking(deliver).await;
     });
