@@ -166,6 +166,23 @@ pub fn mtime_ms(identity: &super::FileIdentity) -> u64 {
     u64::try_from(identity.mtime_ns / 1_000_000).unwrap_or(u64::MAX)
 }
 
+/// What one read of a transcript gives, whichever agent wrote it.
+#[derive(Clone, Debug, Default)]
+pub struct Transcript {
+    /// The current model-visible conversation.
+    pub items: Vec<ConversationItem>,
+    /// The title by the rules of the format (for Codex, without
+    /// `session_index.jsonl`, which the source looks up).
+    pub title: Option<String>,
+    /// The cwd a read gives (the newest on the current path for Claude
+    /// Code, the last `turn_context` for Codex), else the first.
+    pub cwd: Option<String>,
+    /// The creation time the file records (ms), if any.
+    pub created_at: Option<u64>,
+    /// Lines read and skipped.
+    pub stats: LineStats,
+}
+
 /// The error of a read of one session: `<format> session <id> (<path>): <why>`.
 pub fn read_error(format: &str, id: &str, path: &Path, why: impl std::fmt::Display) -> HostError {
     HostError::new(format!("{format} session {} ({}): {why}", crate::json::js_string(id), path.display()))
@@ -178,6 +195,14 @@ pub struct ListedSession {
     pub header: SessionHeader,
     /// The file it was listed from.
     pub path: PathBuf,
+}
+
+impl ListedSession {
+    /// The session `prefix` + `bare` (its id without the prefix), created
+    /// at `created_at` (ms), listed from `path`.
+    pub fn new(prefix: &str, bare: &str, created_at: u64, cwd: Option<String>, path: PathBuf) -> Self {
+        ListedSession { header: SessionHeader::new(format!("{prefix}{bare}"), created_at, cwd), path }
+    }
 }
 
 /// The order of a foreign listing: newest `createdAt` first, equal times

@@ -81,6 +81,8 @@ use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIde
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 use crate::sources::{positions_in_order, FileSource};
 
+use crate::sources::foreign::Transcript;
+
 /// What every Claude Code session id starts with.
 pub const PREFIX: &str = "claude-code:";
 
@@ -259,8 +261,8 @@ impl ClaudeCodeSource {
             let (file, identity) = open_under(root, &[project, name]).ok()?;
             let (created, cwd) = transcript::read_head(file).ok()?;
             let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
-            let header = SessionHeader::new(pairs[i].0.header.id.clone(), created_at, cwd.clone());
-            pairs[i] = (ListedSession { header, path: path.clone() }, identity);
+            let stem = pairs[i].0.header.id.strip_prefix(PREFIX).unwrap_or_default().to_owned();
+            pairs[i] = (ListedSession::new(PREFIX, &stem, created_at, cwd.clone(), path.clone()), identity);
             kept.heads.insert(path, (stamp, (created, cwd, identity)));
         }
         Some(Snap::new(pairs, last.listing.rejected.clone()))
@@ -398,8 +400,7 @@ impl ClaudeCodeSource {
             match head {
                 Ok((stamp, (created, cwd, identity))) => {
                     let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
-                    let header = SessionHeader::new(format!("{PREFIX}{stem}"), created_at, cwd.clone());
-                    pairs.push((ListedSession { header, path: path.clone() }, identity));
+                    pairs.push((ListedSession::new(PREFIX, &stem, created_at, cwd.clone(), path.clone()), identity));
                     if let Some(stamp) = stamp {
                         heads_now.insert(path, (stamp, (created, cwd, identity)));
                     }
@@ -445,7 +446,7 @@ impl ClaudeCodeSource {
     }
 
     /// Reads the whole transcript of `id`.
-    pub fn read(&self, id: &str) -> Result<(PathBuf, transcript::Read), HostError> {
+    pub fn read(&self, id: &str) -> Result<(PathBuf, Transcript), HostError> {
         let (path, parts) = self.locate(id)?;
         let (file, _) =
             open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, id, &path, e))?;

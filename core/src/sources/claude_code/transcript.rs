@@ -13,6 +13,8 @@ use crate::projection::Role;
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
 
+use crate::sources::foreign::Transcript;
+
 /// The text of a checkpoint whose summary line is missing.
 pub const MISSING_SUMMARY: &str = "[The earlier conversation was compacted; its summary is not in the transcript.]";
 
@@ -211,21 +213,6 @@ struct Node {
     kind: Kind,
 }
 
-/// A read transcript.
-#[derive(Clone, Debug, Default)]
-pub struct Read {
-    /// The current conversation.
-    pub items: Vec<ConversationItem>,
-    /// The title by the rules of the module docs.
-    pub title: Option<String>,
-    /// The newest cwd on the current path, else the first in the file.
-    pub cwd: Option<String>,
-    /// The first timestamp in the file (ms).
-    pub created_at: Option<u64>,
-    /// Lines read and skipped.
-    pub stats: LineStats,
-}
-
 /// Joins texts with `"\n"`, as the message builders do.
 fn join(texts: impl Iterator<Item = String>) -> Option<String> {
     let v: Vec<String> = texts.collect();
@@ -242,7 +229,7 @@ fn full_text(content: &Content<'_>) -> Option<String> {
 }
 
 /// Reads a whole transcript.
-pub fn read(file: File) -> io::Result<Read> {
+pub fn read(file: File) -> io::Result<Transcript> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let (mut custom, mut ai) = (None::<String>, None::<String>);
@@ -250,7 +237,7 @@ pub fn read(file: File) -> io::Result<Read> {
     let mut steering: Vec<(String, String)> = Vec::new();
     let (mut created_at, mut first_cwd) = (None, None);
     let mut last_uuid: Option<String> = None;
-    let stats = each_line(file, u64::MAX, |_, bytes| {
+    let stats: LineStats = each_line(file, u64::MAX, |_, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
         if created_at.is_none() {
             created_at = line.timestamp.get().and_then(iso_ms);
@@ -341,7 +328,7 @@ pub fn read(file: File) -> io::Result<Read> {
             })
         });
     let cwd = path.iter().rev().find_map(|&i| nodes[i].cwd.clone()).or(first_cwd);
-    Ok(Read { items, title, cwd, created_at, stats })
+    Ok(Transcript { items, title, cwd, created_at, stats })
 }
 
 /// What a boundary's metadata preserves: `preservedMessages` when it

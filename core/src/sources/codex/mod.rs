@@ -83,6 +83,8 @@ use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIde
 use crate::sources::lenient::LStr;
 use crate::sources::FileSource;
 
+use crate::sources::foreign::Transcript;
+
 /// What every Codex session id starts with.
 pub const PREFIX: &str = "codex:";
 
@@ -222,9 +224,8 @@ impl CodexSource {
                 continue;
             }
             let created = head.created_at.unwrap_or_else(|| mtime_ms(&identity));
-            let header = SessionHeader::new(format!("{PREFIX}{id}"), created, head.cwd);
+            sessions.push(ListedSession::new(PREFIX, &id, created, head.cwd, path));
             found.insert(id, rel);
-            sessions.push(ListedSession { header, path });
         }
         if let Ok(mut memo) = self.found.lock() {
             *memo = found;
@@ -300,7 +301,7 @@ impl CodexSource {
     }
 
     /// Replays the rollout of `id` (with or without the prefix).
-    pub fn read(&self, id: &str) -> Result<(PathBuf, rollout::Rollout), HostError> {
+    pub fn read(&self, id: &str) -> Result<(PathBuf, Transcript), HostError> {
         let bare = id.strip_prefix(PREFIX).unwrap_or(id);
         let rel = self.locate(bare)?;
         let path = self.path_of(&rel);
@@ -313,7 +314,7 @@ impl CodexSource {
     pub fn title(&self, id: &str) -> Result<Option<String>, HostError> {
         let bare = id.strip_prefix(PREFIX).unwrap_or(id);
         let (_, read) = self.read(id)?;
-        Ok(self.index_titles().get(bare).cloned().or(read.thread_name).or(read.first_message))
+        Ok(self.index_titles().get(bare).cloned().or(read.title))
     }
 
     /// The current conversation of `id`, as the resolver renders it.
