@@ -46,10 +46,13 @@
 //! 4. User lines: not `isMeta`; text blocks (or the string) only, each
 //!    cleaned by [`text::typed_text`] (tool results, images, command echoes
 //!    and outputs, interrupt markers dropped; reminder and IDE blocks
-//!    stripped). A queued prompt attachment (`queued_command`, not a task
-//!    notification) is a user message; a `queue-operation` `remove` with text
-//!    (a steering prompt) is put after the last item typed before it,
-//!    unless the same text is already there.
+//!    stripped). A prompt typed while the model worked is a user message:
+//!    its `queued_command` attachment (2.1.x, not a task notification)
+//!    where it stands, and each `queue-operation` `remove` (a delivery) with
+//!    its text (its own from 2.1.205, else the oldest `enqueue`d prompt's)
+//!    after the last item typed before it, unless the same text is already
+//!    there; a `dequeue` (taken up as the next prompt, or cancelled) makes
+//!    no message.
 //! 5. Assistant lines: `text` blocks only (never thinking or tool use),
 //!    the texts of every line of one `message.id` joined with `"\n"` at the
 //!    first of them; synthetic replies (`model: "<synthetic>"`,

@@ -5,6 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
 
+use std::collections::VecDeque;
+
 use serde::Deserialize;
 
 use super::text::typed_text;
@@ -235,6 +237,9 @@ pub fn read(file: File) -> io::Result<Transcript> {
     let (mut custom, mut ai) = (None::<String>, None::<String>);
     let mut summaries: Vec<(String, String)> = Vec::new();
     let mut steering: Vec<(String, String)> = Vec::new();
+    // Prompts queued while the model worked, oldest first (`None`: one that
+    // is not typed text, such as a task notification).
+    let mut queued: VecDeque<Option<String>> = VecDeque::new();
     let (mut created_at, mut first_cwd) = (None, None);
     let mut last_uuid: Option<String> = None;
     let stats: LineStats = each_line(file, u64::MAX, |_, bytes| {
@@ -254,13 +259,30 @@ pub fn read(file: File) -> io::Result<Transcript> {
                     summaries.push((leaf, s));
                 }
             }
-            "queue-operation" if line.operation.get() == Some("remove") => {
-                if let (Content::Str(text), Some(ts)) = (&line.content, line.timestamp.owned()) {
-                    if let Some(text) = typed_text(text) {
+            "queue-operation" => match line.operation.get() {
+                Some("enqueue") => queued.push_back(typed(&line.content)),
+                // Taken up as the next prompt (its own user line follows)
+                // or pulled back into the prompt box: no message of its own.
+                Some("dequeue") => drop(queued.pop_front()),
+                // Delivered to the model mid-turn. Since 2.1.205 the line
+                // carries the text; before, it is the oldest queued prompt's.
+                Some("remove") => {
+                    let text = match &line.content {
+                        Content::None => queued.pop_front().flatten(),
+                        content => {
+                            let text = typed(content);
+                            if let Some(at) = queued.iter().position(|q| *q == text) {
+                                queued.remove(at);
+                            }
+                            text
+                        }
+                    };
+                    if let (Some(text), Some(ts)) = (text, line.timestamp.owned()) {
                         steering.push((ts, text));
                     }
                 }
-            }
+                _ => {}
+            },
             "user" | "assistant" | "system" | "attachment" | "progress" => {
                 let Some(uuid) = line.uuid.owned() else { return true };
                 if index.contains_key(&uuid) {
