@@ -5,10 +5,13 @@
 //! each file models) with its exact listing, titles and snapshots.
 
 mod common;
+use common::copy_dir;
 use std::path::{Path, PathBuf};
 
 use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
-use dsh_session_reference::{BlockingSessionQuery, ConversationItem, SurfaceData};
+use dsh_session_reference::{
+    BlockingSessionQuery, Config, ConversationItem, FileSource, Resolver, SurfaceData, Target,
+};
 use serde_json::json;
 
 const U: bool = true;
@@ -131,4 +134,237 @@ fn a_2_1_queued_prompt_is_one_message_from_its_attachment() {
         surface(&s, "claude-code:s21").1,
         vec![m(U, "Start the build."), m(A, "Building."), m(U, "Skip the docs."), m(A, "Built, without the docs.")]
     );
+}
+
+// ---- titles written into other transcripts
+
+const SHOP: &str = "-home-dev-shop";
+const TA: &str = "a3c1e0f2-7b1d-4c55-9e0a-5b2f1d3c4e01";
+const TB: &str = "b7d2f1a3-8c2e-4d66-8f1b-6c3a2e4d5f02";
+const TC: &str = "c9e3a2b4-9d3f-4e77-9a2c-7d4b3f5e6a03";
+const TD: &str = "d1f4b3c5-ae40-4f88-8b3d-8e5c4a6f7b04";
+
+fn cc(stem: &str) -> String {
+    format!("claude-code:{stem}")
+}
+
+/// A projects root holding sessions A (1.0.24) and B (2.0.30).
+fn titles_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join("claude-code-titles/first"), root.path());
+    root
+}
+
+/// Adds a later file of the titles fixture to the project: `C`, `D`, or
+/// `C.append` (appended to C).
+fn add_later(root: &Path, which: &str) {
+    let later = fixtures().join("claude-code-titles/later");
+    let project = root.join(SHOP);
+    match which {
+        "C" => std::fs::copy(later.join(format!("{TC}.jsonl")), project.join(format!("{TC}.jsonl"))).map(drop),
+        "D" => {
+            let to = project.join(format!("{TD}.jsonl"));
+            std::fs::copy(later.join(format!("{TD}.jsonl")), &to).unwrap();
+            // Written the day after C was started (its titles are newer).
+            let day = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_759_536_000_000);
+            std::fs::File::options().write(true).open(&to).and_then(|f| f.set_modified(day))
+        }
+        "C.append" => {
+            use std::io::Write as _;
+            let more = std::fs::read(later.join(format!("{TC}.append.jsonl"))).unwrap();
+            std::fs::OpenOptions::new().append(true).open(project.join(format!("{TC}.jsonl"))).unwrap().write_all(&more)
+        }
+        _ => unreachable!(),
+    }
+    .unwrap();
+}
+
+fn titles(s: &impl BlockingSessionQuery, stems: &[&str]) -> Vec<Option<String>> {
+    stems.iter().map(|stem| s.read_title(&cc(stem)).unwrap()).collect()
+}
+
+fn some(list: &[&str]) -> Vec<Option<String>> {
+    list.iter().map(|t| Some((*t).to_owned())).collect()
+}
+
+#[test]
+fn summaries_title_the_session_whose_message_they_name_from_any_file_of_the_project() {
+    let root = titles_root();
+    let s = ClaudeCodeSource::open(root.path()).unwrap();
+    let cwd = Some("/home/dev/shop".to_owned());
+    assert_eq!(listing(&s), vec![(cc(TB), 1_759_413_600_000, cwd.clone()), (cc(TA), 1_751_360_400_000, cwd.clone())]);
+    assert_eq!(titles(&s, &[TA, TB]), some(&["Set up the database schema for orders.", "Add login with OAuth."]));
+    // C is written next, starting with the titles of A (its leaf) and of B
+    // (a message B has since gone on from: the newest of its path that has
+    // a summary).
+    add_later(root.path(), "C");
+    assert_eq!(
+        listing(&s),
+        vec![
+            (cc(TC), 1_759_485_600_000, cwd.clone()),
+            (cc(TB), 1_759_413_600_000, cwd.clone()),
+            (cc(TA), 1_751_360_400_000, cwd.clone())
+        ]
+    );
+    assert_eq!(
+        titles(&s, &[TA, TB, TC]),
+        some(&["Orders database schema", "OAuth login flow", "Style the checkout page."])
+    );
+    // D holds only titles: not a session; its title of A is newer than C's.
+    add_later(root.path(), "D");
+    let l = s.list().unwrap();
+    assert_eq!(l.sessions.len(), 3);
+    assert_eq!(l.without_conversation, vec![root.path().join(SHOP).join(format!("{TD}.jsonl"))]);
+    assert_eq!(
+        titles(&s, &[TA, TB, TC]),
+        some(&["Orders schema, revised", "OAuth login flow", "Checkout page styling"])
+    );
+    // C goes on, and first titles B as it is now (its leaf). Titles use the
+    // project's summaries as the last listing found them.
+    add_later(root.path(), "C.append");
+    assert_eq!(s.list().unwrap().sessions.len(), 3);
+    assert_eq!(
+        titles(&s, &[TA, TB, TC]),
+        some(&["Orders schema, revised", "Remember-me sessions", "Checkout page styling"])
+    );
+    // The conversations are what each file says; titles change nothing there.
+    assert_eq!(
+        surface(&s, &cc(TB)),
+        (
+            Some(5),
+            vec![
+                m(U, "Add login with OAuth."),
+                m(A, "OAuth login is in place, with GitHub as the provider."),
+                m(U, "Also remember the user between visits."),
+                m(A, "Sessions now persist for 30 days."),
+            ]
+        )
+    );
+    assert_eq!(
+        surface(&s, &cc(TC)),
+        (
+            Some(8),
+            vec![
+                m(U, "Style the checkout page."),
+                m(A, "The checkout page now uses the new design tokens."),
+                m(U, "Make the pay button larger."),
+                m(A, "The pay button is larger."),
+            ]
+        )
+    );
+    // A fresh source agrees.
+    let fresh = ClaudeCodeSource::open(root.path()).unwrap();
+    assert_eq!(titles(&fresh, &[TA, TB, TC]), titles(&s, &[TA, TB, TC]));
+}
+
+/// A kept source (watched or not) and a resolver caching its titles agree
+/// with fresh ones at every step: a title written into another transcript
+/// changes the fingerprint of the session it titles.
+fn kept_titles_agree(watching: bool) {
+    let root = titles_root();
+    let kept = ClaudeCodeSource::open(root.path()).unwrap().with_watching(watching);
+    let resolver = Resolver::new(kept.clone().into_query(), Config::default());
+    let target = Target::new("new", Some("/home/dev/shop".into()));
+    let agree = |what: &str| {
+        let fresh = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+        assert_eq!(kept.list().unwrap(), fresh.list().unwrap(), "listing after {what}");
+        let fresh_resolver = Resolver::new(fresh.clone().into_query(), Config::default());
+        for filter in ["", "OAuth", "Orders", "remember", "checkout"] {
+            assert_eq!(
+                resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
+                fresh_resolver.candidates_blocking(&target, filter, None, None).map_err(|e| e.to_string()),
+                "candidates {filter:?} after {what}"
+            );
+        }
+        let shared = BlockingSessionQuery::shared_listing(&kept).unwrap().unwrap();
+        let ids: Vec<String> = shared.sessions().iter().map(|h| h.id.clone()).collect();
+        let fps = BlockingSessionQuery::fingerprints(&fresh, &ids).unwrap().unwrap();
+        assert_eq!(shared.fingerprints(), &fps[..], "fingerprints after {what}");
+    };
+    agree("A and B");
+    agree("nothing");
+    add_later(root.path(), "C");
+    agree("C was written");
+    let found = resolver.candidates_blocking(&target, "OAuth login flow", None, None).unwrap();
+    assert_eq!(found.iter().map(|c| c.session_id.as_str()).collect::<Vec<_>>(), vec![cc(TB)]);
+    add_later(root.path(), "D");
+    agree("D was written");
+    add_later(root.path(), "C.append");
+    agree("C went on");
+    let found = resolver.candidates_blocking(&target, "Remember-me", None, None).unwrap();
+    assert_eq!(found.iter().map(|c| c.label.as_str()).collect::<Vec<_>>(), vec!["Remember-me sessions"]);
+}
+
+#[test]
+fn a_kept_source_retitles_sessions_from_other_files_watched() {
+    kept_titles_agree(true);
+}
+
+#[test]
+fn a_kept_source_retitles_sessions_from_other_files_unwatched() {
+    kept_titles_agree(false);
+}
+
+// ---- files with no conversation
+
+const EMPTY_DIR: &str = "claude-code-empty";
+
+fn app(stem: &str) -> String {
+    format!("claude-code:e5a6c7d8-{stem}")
+}
+
+#[test]
+fn files_without_a_message_are_not_sessions_and_undated_ones_come_last() {
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join(EMPTY_DIR), root.path());
+    let s = ClaudeCodeSource::open(root.path()).unwrap();
+    let cwd = Some("/home/dev/app".to_owned());
+    assert_eq!(
+        listing(&s),
+        vec![
+            (app("1111-4a11-8a11-000000000001"), 1_762_070_400_000, cwd.clone()),
+            // Its first message comes after 70 lines of titles and snapshots.
+            (app("2222-4a22-8a22-000000000002"), 1_761_825_600_000, cwd.clone()),
+            // No timestamp anywhere: dated 0, after every dated session.
+            (app("3333-4a33-8a33-000000000003"), 0, cwd.clone()),
+        ]
+    );
+    let project = root.path().join("-home-dev-app");
+    let names = ["4444-4a44-8a44-000000000004", "5555-4a55-8a55-000000000005", "6666-4a66-8a66-000000000006"];
+    let without: Vec<PathBuf> = names.iter().map(|n| project.join(format!("e5a6c7d8-{n}.jsonl"))).collect();
+    assert_eq!(s.list().unwrap().without_conversation, without);
+    // Titles of the summary-only file (Claude Code 2.0.50 wrote it) name
+    // the real sessions' leaves.
+    assert_eq!(
+        titles(&s, &["e5a6c7d8-1111-4a11-8a11-000000000001", "e5a6c7d8-2222-4a22-8a22-000000000002"]),
+        some(&["Build speed investigation", "Feature flag cleanup"])
+    );
+    assert_eq!(
+        surface(&s, &app("2222-4a22-8a22-000000000002")),
+        (Some(71), vec![m(U, "Clean up the old feature flags."), m(A, "Removed eleven flags that were always on.")])
+    );
+    // Through a resolver: only the three sessions are candidates.
+    let resolver = Resolver::new(s.clone().into_query(), Config::default());
+    let target = Target::new("new", None);
+    let got = resolver.candidates_blocking(&target, "", None, None).unwrap();
+    assert_eq!(
+        got.iter().map(|c| c.label.as_str()).collect::<Vec<_>>(),
+        vec!["Build speed investigation", "Feature flag cleanup", "Summarize the README."]
+    );
+    // A file that gains a message is a session from then on, for a kept
+    // source as for a fresh one.
+    let snapshots = &without[2];
+    let line = json!({"parentUuid": null, "isSidechain": false, "userType": "external", "cwd": "/home/dev/app",
+        "sessionId": "e5a6c7d8-6666-4a66-8a66-000000000006", "version": "2.0.50", "type": "user",
+        "message": {"role": "user", "content": "Bump the MSRV."}, "uuid": "90c9a5ea-0000-4c00-8000-000000000001",
+        "timestamp": "2025-11-03T09:00:05.000Z"});
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new().append(true).open(snapshots).unwrap();
+        f.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+    let fresh = ClaudeCodeSource::open(root.path()).unwrap();
+    assert_eq!(s.list().unwrap(), fresh.list().unwrap());
+    assert_eq!(listing(&s)[0], (app("6666-4a66-8a66-000000000006"), 1_762_160_405_000, cwd));
+    assert_eq!(s.list().unwrap().without_conversation, without[..2].to_vec());
 }

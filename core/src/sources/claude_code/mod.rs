@@ -16,17 +16,23 @@
 //! - **id**: `claude-code:<file stem>` (the id `claude --resume` takes).
 //!   Files named `agent-*.jsonl` (subagents) and everything below a
 //!   session's own directory (`<session>/subagents/`, `tool-results/`) are
-//!   not sessions.
+//!   not sessions, nor is a file without a message (zero bytes, only
+//!   `summary` or `file-history-snapshot` lines): it is listed once it has
+//!   one.
 //! - **createdAt**: the first `timestamp` among the first
-//!   [`HEAD_LINES`](transcript::HEAD_LINES) lines, else the file's
-//!   modification time.
-//! - **cwd**: listing gives the first `cwd` in those lines; a read gives the
+//!   [`HEAD_LINES`](project::HEAD_LINES) lines, or up to the first message
+//!   when it comes later; 0 (listed last) when there is none.
+//! - **cwd**: listing gives the first `cwd` of those lines; a read gives the
 //!   newest `cwd` on the current path. The directory name is never decoded.
 //! - **title**: the latest `custom-title`, else the latest `ai-title`, else
-//!   the latest legacy `summary` whose `leafUuid` is on the current path,
-//!   else the first typed prompt (whitespace collapsed, at most 100
-//!   characters). A `custom-title` in the last 64 KiB is found without
-//!   reading the rest of the file (Claude Code re-appends titles there).
+//!   the summary of the leaf, or of the newest message of the current path
+//!   that has one, else the first typed prompt (whitespace collapsed, at
+//!   most 100 characters). Claude Code before 2.1 writes a session's
+//!   summary into another transcript of the project directory, so for a
+//!   transcript it wrote the summaries of the whole project count
+//!   ([`project`]); a later one's own. A `custom-title` in the last 64 KiB
+//!   is found without reading the rest of the file (Claude Code re-appends
+//!   titles there).
 //! - **capturedThroughSeq**: the 0-based number of the last line read
 //!   (every line counts, skipped ones too).
 //!
@@ -66,6 +72,7 @@
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable; memory is bounded by the texts kept plus one line.
 
+pub mod project;
 pub mod text;
 pub mod transcript;
 
@@ -84,7 +91,9 @@ use crate::sources::fs::{open_under, par_map, sorted_entries, EntryKind, FileIde
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 use crate::sources::{positions_in_order, FileSource};
 
-use crate::sources::foreign::Transcript;
+use self::project::{Scanned, Winners};
+use self::transcript::TitleParts;
+use crate::sources::foreign::{Transcript, UNKNOWN_CREATED_AT};
 
 /// What every Claude Code session id starts with.
 pub const PREFIX: &str = "claude-code:";
@@ -99,6 +108,8 @@ pub struct ClaudeCodeSource {
     root: Arc<PathBuf>,
     /// What listings learned, kept between them.
     kept: Arc<Mutex<Kept>>,
+    /// Whole transcripts read so far.
+    reads: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for ClaudeCodeSource {
@@ -107,59 +118,115 @@ impl std::fmt::Debug for ClaudeCodeSource {
     }
 }
 
-/// A transcript's head as a listing read it: `createdAt` (or `None`), cwd,
-/// and the identity the file had when opened.
-type Head = (Option<u64>, Option<String>, FileIdentity);
-
-/// What a Claude Code source keeps between listings: each transcript's head
-/// under the stamp its file had before the read (a transcript whose stamp
-/// is unchanged is not opened again), and, on Linux from the second listing
-/// on, a watcher of the root and the project directories (see
-/// [`DirWatcher`]): no event since the last listing and it is the answer;
-/// events, and the directories are read again but only the transcripts
-/// they name (and new ones) are looked at.
+/// What a Claude Code source keeps between listings: each transcript's scan
+/// (its head, and the summaries and uuids of one written before 2.1) under
+/// the stamp its file had before the read (a transcript whose stamp is
+/// unchanged is not opened again; one that only grew is read from where
+/// its scan stopped), and, on Linux from the second listing on, a watcher
+/// of the root and the project directories (see [`DirWatcher`]): no event
+/// since the last listing and it is the answer; events, and the directories
+/// are read again but only the transcripts they name (and new ones) are
+/// looked at.
 #[derive(Default)]
 struct Kept {
     listings: u64,
     watcher: Option<DirWatcher>,
     no_watch: bool,
-    heads: HashMap<PathBuf, (Stamp, Head)>,
+    files: HashMap<PathBuf, (Stamp, Arc<Scanned>)>,
+    /// The transcripts the last walk found, in walk order.
+    found: Arc<[Found]>,
+    /// The summary bytes of each session's fingerprint, and what they were
+    /// made from.
+    digests: HashMap<PathBuf, Digest>,
+    /// What each transcript's title is made of, under the identity the
+    /// file had when it was read: while it is unchanged, a title read needs
+    /// only the project's summaries, not the file.
+    titles: HashMap<PathBuf, (FileIdentity, Arc<TitleParts>)>,
     /// The last listing.
     last: Option<Arc<Snap>>,
     /// Changes drained by a fingerprint call and not yet read.
     pending: Option<Changes>,
 }
 
-/// A listing and each listed session's transcript identity (same order).
+/// A transcript a walk found: its session stem, its project directory and
+/// file name, and its path.
+struct Found {
+    stem: String,
+    project: OsString,
+    path: PathBuf,
+}
+
+/// What of its project's summaries a session may be titled by (bytes added
+/// to its fingerprint), made from these scan and winners.
+struct Digest {
+    scanned: Arc<Scanned>,
+    winners: Arc<Winners>,
+    bytes: Option<Arc<[u8]>>,
+}
+
+/// A listing, each listed session's transcript identity and summary bytes
+/// (same order), and the summary titles of each project directory that has
+/// some.
 struct Snap {
     listing: Listing,
     identities: Vec<FileIdentity>,
+    digests: Vec<Option<Arc<[u8]>>>,
+    projects: HashMap<OsString, Arc<Winners>>,
     by_id: std::sync::OnceLock<HashMap<String, usize>>,
-    /// The headers and identities as one shared listing, made once.
+    /// The headers and fingerprints as one shared listing, made once.
     shared: std::sync::OnceLock<SharedListing>,
 }
 
+/// One listed session: its entry, its transcript's identity, its summary
+/// bytes.
+type Row = (ListedSession, FileIdentity, Option<Arc<[u8]>>);
+
+/// A session's fingerprint: its transcript's identity, and the summaries of
+/// its project that it may be titled by (a title written into another
+/// transcript changes it).
+fn fingerprint(identity: FileIdentity, digest: Option<&Arc<[u8]>>) -> Fingerprint {
+    let plain = Fingerprint::from(identity);
+    match digest {
+        None => plain,
+        Some(d) => Fingerprint::from_bytes([plain.as_bytes(), &d[..]].concat()),
+    }
+}
+
 impl Snap {
-    /// From listed sessions and their identities, put in listing order.
-    fn new(mut pairs: Vec<(ListedSession, FileIdentity)>, rejected: Vec<(PathBuf, String)>) -> Snap {
-        pairs.sort_by(|a, b| listing_order(&a.0.header, &b.0.header));
-        let (sessions, identities) = pairs.into_iter().unzip();
+    /// From listed sessions, put in listing order.
+    fn new(
+        mut rows: Vec<Row>,
+        rejected: Vec<(PathBuf, String)>,
+        without_conversation: Vec<PathBuf>,
+        projects: HashMap<OsString, Arc<Winners>>,
+    ) -> Snap {
+        rows.sort_by(|a, b| listing_order(&a.0.header, &b.0.header));
+        let mut sessions = Vec::with_capacity(rows.len());
+        let mut identities = Vec::with_capacity(rows.len());
+        let mut digests = Vec::with_capacity(rows.len());
+        for (session, identity, digest) in rows {
+            sessions.push(session);
+            identities.push(identity);
+            digests.push(digest);
+        }
         Snap {
-            listing: Listing { sessions, rejected },
+            listing: Listing { sessions, rejected, without_conversation },
             identities,
+            digests,
+            projects,
             by_id: Default::default(),
             shared: Default::default(),
         }
     }
 
-    /// The headers and each transcript's fingerprint as of this listing,
+    /// The headers and each session's fingerprint as of this listing,
     /// made on first use and shared by every caller.
     fn shared(&self) -> SharedListing {
         self.shared
             .get_or_init(|| {
                 let headers: Arc<[SessionHeader]> = self.listing.sessions.iter().map(|s| s.header.clone()).collect();
                 let fps: Arc<[Option<Fingerprint>]> =
-                    self.identities.iter().map(|&i| Some(Fingerprint::from(i))).collect();
+                    self.identities.iter().zip(&self.digests).map(|(&i, d)| Some(fingerprint(i, d.as_ref()))).collect();
                 SharedListing::new(headers, fps).expect("one identity per session")
             })
             .clone()
@@ -190,7 +257,7 @@ impl ClaudeCodeSource {
     /// Opens a projects root (a directory; a link to one is fine).
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = super::open_root(root.as_ref(), FORMAT)?;
-        Ok(ClaudeCodeSource { root: Arc::new(root), kept: Arc::default() })
+        Ok(ClaudeCodeSource { root: Arc::new(root), kept: Arc::default(), reads: Arc::default() })
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
@@ -231,11 +298,12 @@ impl ClaudeCodeSource {
     }
 
     /// The last listing with the transcripts `dirs` names read again, when
-    /// that is all that changed: each is a listed transcript, still a
-    /// regular file (or the project directory holding it). `None` when
-    /// anything else changed (the root, a new, removed, renamed or rejected
-    /// entry): the walk is redone.
-    fn updated_in_place(&self, kept: &mut Kept, last: &Snap, dirs: &[PathBuf]) -> Option<Snap> {
+    /// that is all that changed: each is a transcript the last walk found,
+    /// still a regular file (or the project directory holding it, or an
+    /// entry that is not a transcript). `None` when anything else changed
+    /// (the root, a new, removed, renamed or rejected transcript): the walk
+    /// is redone.
+    fn updated_in_place(&self, kept: &mut Kept, last: &Arc<Snap>, dirs: &[PathBuf]) -> Option<Arc<Snap>> {
         let root = self.root.as_path();
         let mut changed = Vec::new();
         for d in dirs {
@@ -246,29 +314,88 @@ impl ClaudeCodeSource {
                 // A project directory: the event names the entry too.
                 continue;
             }
-            changed.push(last.listing.sessions.iter().position(|s| s.path == *d)?);
+            if !kept.files.contains_key(d) {
+                // Not a transcript (a subagent's file, a session's own
+                // directory) or one the last walk did not find.
+                if d.file_name().and_then(session_stem).is_none() {
+                    continue;
+                }
+                return None;
+            }
+            changed.push(d);
         }
-        if changed.is_empty() {
-            return None;
-        }
-        let mut pairs: Vec<(ListedSession, FileIdentity)> =
-            last.listing.sessions.iter().cloned().zip(last.identities.iter().copied()).collect();
-        for i in changed {
-            let path = pairs[i].0.path.clone();
-            let meta = std::fs::symlink_metadata(&path).ok().filter(|m| m.file_type().is_file())?;
+        let mut any = false;
+        for path in changed {
+            let meta = std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file())?;
             let stamp = Stamp::of(&meta);
-            if kept.heads.get(&path).is_some_and(|(held, _)| *held == stamp) {
+            let (held_stamp, held) = kept.files.get(path)?;
+            if *held_stamp == stamp {
                 continue;
             }
             let (project, name) = (path.parent()?.file_name()?, path.file_name()?);
             let (file, identity) = open_under(root, &[project, name]).ok()?;
-            let (created, cwd) = transcript::read_head(file).ok()?;
-            let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
-            let stem = pairs[i].0.header.id.strip_prefix(PREFIX).unwrap_or_default().to_owned();
-            pairs[i] = (ListedSession::new(PREFIX, &stem, created_at, cwd.clone(), path.clone()), identity);
-            kept.heads.insert(path, (stamp, (created, cwd, identity)));
+            let scanned = project::scan(file, identity, Some(held)).ok()?;
+            kept.files.insert(path.clone(), (stamp, Arc::new(scanned)));
+            any = true;
         }
-        Some(Snap::new(pairs, last.listing.rejected.clone()))
+        if !any {
+            return Some(last.clone());
+        }
+        Some(Arc::new(Self::assemble(kept, last.listing.rejected.clone(), Some(&last.projects))))
+    }
+
+    /// The listing of the transcripts the last walk found, from their
+    /// scans: each project's summary titles, and each transcript that holds
+    /// a message as a session (the others in `without_conversation`).
+    fn assemble(
+        kept: &mut Kept,
+        rejected: Vec<(PathBuf, String)>,
+        before: Option<&HashMap<OsString, Arc<Winners>>>,
+    ) -> Snap {
+        let found = kept.found.clone();
+        let mut rows: Vec<Row> = Vec::with_capacity(found.len());
+        let mut without = Vec::new();
+        let mut projects = HashMap::new();
+        let mut digests = HashMap::new();
+        for group in found.chunk_by(|a, b| a.project == b.project) {
+            let scans: Vec<(&Found, &Arc<Scanned>)> =
+                group.iter().filter_map(|f| kept.files.get(&f.path).map(|(_, s)| (f, s))).collect();
+            // A summary of a transcript started later is newer: its first
+            // timestamp, else (only titles in it) when it was written.
+            let started = |s: &Scanned| s.head.created.unwrap_or_else(|| mtime_ms(&s.identity));
+            let built = Winners::build(scans.iter().enumerate().map(|(place, (_, s))| (started(s), place, &***s)));
+            let winners = match before.and_then(|b| b.get(&group[0].project)) {
+                // The same titles: the same digests.
+                Some(held) if held.same_titles(&built) => held.clone(),
+                _ => Arc::new(built),
+            };
+            for &(f, scanned) in &scans {
+                if !scanned.is_session() {
+                    without.push(f.path.clone());
+                    continue;
+                }
+                let mut digest = None;
+                if scanned.writes_summaries() && !winners.is_empty() {
+                    let bytes = match kept.digests.remove(&f.path) {
+                        Some(d) if Arc::ptr_eq(&d.scanned, scanned) && Arc::ptr_eq(&d.winners, &winners) => d.bytes,
+                        _ => winners.digest(&scanned.uuids),
+                    };
+                    let held = Digest { scanned: scanned.clone(), winners: winners.clone(), bytes: bytes.clone() };
+                    digests.insert(f.path.clone(), held);
+                    digest = bytes;
+                }
+                let head = &scanned.head;
+                let created = head.created.unwrap_or(UNKNOWN_CREATED_AT);
+                let session = ListedSession::new(PREFIX, &f.stem, created, head.cwd.clone(), f.path.clone());
+                rows.push((session, scanned.identity, digest));
+            }
+            if !winners.is_empty() {
+                projects.insert(group[0].project.clone(), winners);
+            }
+        }
+        kept.digests = digests;
+        without.sort();
+        Snap::new(rows, rejected, without, projects)
     }
 
     /// The transcripts under the root, with per-entry problems.
@@ -300,7 +427,6 @@ impl ClaudeCodeSource {
         }
         if let (Changes::Dirs(dirs), Some(last), true) = (&changes, kept.last.clone(), kept.watcher.is_some()) {
             if let Some(updated) = self.updated_in_place(kept, &last, dirs) {
-                let updated = Arc::new(updated);
                 kept.last = Some(updated.clone());
                 return Ok(updated);
             }
@@ -312,7 +438,7 @@ impl ClaudeCodeSource {
                 None => kept.no_watch = true,
             }
         }
-        kept.last = None;
+        let before = kept.last.take().map(|l| l.projects.clone());
         // With a watcher that saw every change since the last listing, only
         // the transcripts it names are looked at again.
         let trusted: Option<HashSet<PathBuf>> = match (&changes, kept.watcher.is_some()) {
@@ -376,43 +502,45 @@ impl ClaudeCodeSource {
             w.retain(|d| d == self.root.as_path() || projects.iter().any(|p| p == d));
         }
         let trusted = trusted.filter(|_| kept.watcher.is_some());
-        let heads_kept = &kept.heads;
-        let heads = par_map(&found, |(_, project, name), _: &mut ()| -> io::Result<(Option<Stamp>, Head)> {
+        let held_files = &kept.files;
+        let scans = par_map(&found, |(_, project, name), _: &mut ()| -> io::Result<(Option<Stamp>, Arc<Scanned>)> {
             let path = self.root.join(project).join(name);
-            let held = heads_kept.get(&path);
-            if let (Some(changed), Some((stamp, head))) = (&trusted, held) {
+            let held = held_files.get(&path);
+            if let (Some(changed), Some((stamp, scanned))) = (&trusted, held) {
                 if !changed.contains(&path) {
-                    return Ok((Some(*stamp), head.clone()));
+                    return Ok((Some(*stamp), scanned.clone()));
                 }
             }
             let stamp = Stamp::lstat(&path);
-            if let (Some(now), Some((was, head))) = (stamp, held) {
+            if let (Some(now), Some((was, scanned))) = (stamp, held) {
                 if now == *was {
-                    return Ok((Some(now), head.clone()));
+                    return Ok((Some(now), scanned.clone()));
                 }
             }
             let (file, identity) = open_under(&self.root, &[project, name])?;
-            let (created, cwd) = transcript::read_head(file)?;
+            let scanned = project::scan(file, identity, held.map(|(_, s)| &**s))?;
             // Kept under the stamp taken before the read (none: not kept).
-            Ok((stamp, (created, cwd, identity)))
+            Ok((stamp, Arc::new(scanned)))
         });
-        let mut pairs = Vec::with_capacity(found.len());
-        let mut heads_now = HashMap::with_capacity(found.len());
-        for ((stem, project, name), head) in found.into_iter().zip(heads) {
+        let mut files = HashMap::with_capacity(found.len());
+        let mut walked = Vec::with_capacity(found.len());
+        for ((stem, project, name), scan) in found.into_iter().zip(scans) {
             let path = self.root.join(&project).join(&name);
-            match head {
-                Ok((stamp, (created, cwd, identity))) => {
-                    let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
-                    pairs.push((ListedSession::new(PREFIX, &stem, created_at, cwd.clone(), path.clone()), identity));
-                    if let Some(stamp) = stamp {
-                        heads_now.insert(path, (stamp, (created, cwd, identity)));
-                    }
+            match scan {
+                Ok((stamp, scanned)) => {
+                    // Unstamped (it vanished while read): listed, not kept.
+                    let stamp = stamp.unwrap_or(Stamp { id: scanned.identity, ctime_ns: -1 });
+                    files.insert(path.clone(), (stamp, scanned));
+                    walked.push(Found { stem, project, path });
                 }
                 Err(e) => rejected.push((path, e.to_string())),
             }
         }
-        kept.heads = heads_now;
-        let last = Arc::new(Snap::new(pairs, rejected));
+        kept.files = files;
+        kept.found = walked.into();
+        let Kept { titles, files, .. } = &mut *kept;
+        titles.retain(|path, _| files.contains_key(path));
+        let last = Arc::new(Self::assemble(kept, rejected, before.as_ref()));
         kept.last = Some(last.clone());
         Ok(last)
     }
@@ -448,18 +576,59 @@ impl ClaudeCodeSource {
         Err(not_found(why))
     }
 
-    /// Reads the whole transcript of `id`.
+    /// Reads the whole transcript of `id`, its title with the summaries of
+    /// its project directory (as of the last listing; the first read of a
+    /// source that has none lists the root).
     pub fn read(&self, id: &str) -> Result<(PathBuf, Transcript), HostError> {
+        self.read_with(id, true)
+    }
+
+    /// Reads the transcript of `id`; its title looks at the project's
+    /// summaries only when `titled` (a surface read does not need them).
+    fn read_with(&self, id: &str, titled: bool) -> Result<(PathBuf, Transcript), HostError> {
         let (path, parts) = self.locate(id)?;
-        let (file, _) =
+        let (file, identity) =
             open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, id, &path, e))?;
-        let read = transcript::read(file).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let project = || titled.then(|| self.project_summaries(&parts[0])).flatten();
+        let (read, title) = transcript::read(file, project).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        // Kept under the identity the file had before the read.
+        self.kept().titles.insert(path.clone(), (identity, Arc::new(title)));
         Ok((path, read))
+    }
+
+    /// The title of the transcript at `path` (of the project directory
+    /// `project`) from what a read of it left, if the file is still as it
+    /// was: only the project's summaries may have changed.
+    fn kept_title(&self, path: &Path, project: &OsStr, identity: FileIdentity) -> Option<Option<String>> {
+        let parts = self.kept().titles.get(path).filter(|(held, _)| *held == identity).map(|(_, t)| t.clone())?;
+        Some(match &*parts {
+            TitleParts::Own(title) => title.clone(),
+            TitleParts::Project { .. } => parts.title(self.project_summaries(project).as_deref()),
+        })
+    }
+
+    /// How many whole transcripts this source (and its clones) read.
+    #[cfg(test)]
+    fn reads(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The summary titles of a project directory as the last listing found
+    /// them (listing first if there is none yet); `None` when it cannot
+    /// list.
+    fn project_summaries(&self, project: &OsStr) -> Option<Arc<Winners>> {
+        let last = self.kept().last.clone();
+        let last = match last {
+            Some(last) => last,
+            None => self.listed().ok()?,
+        };
+        Some(last.projects.get(project).cloned().unwrap_or_default())
     }
 
     /// The current conversation of `id`, as the resolver renders it.
     pub fn conversation(&self, id: &str) -> Result<Conversation, HostError> {
-        let (_, read) = self.read(id)?;
+        let (_, read) = self.read_with(id, false)?;
         Ok(conversation(PREFIX, id, read.cwd, read.stats, read.items))
     }
 }
@@ -476,15 +645,20 @@ impl BlockingSessionQuery for ClaudeCodeSource {
         self.listed_for_host().map(|l| Some(l.shared()))
     }
 
-    /// A `custom-title` near the end of the file is the title without
-    /// reading the rest; otherwise the whole transcript is read.
+    /// A transcript read before and unchanged since is not read again (its
+    /// title may still change with its project's summaries); a
+    /// `custom-title` near the end of the file is the title without reading
+    /// the rest; otherwise the whole transcript is read.
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
         let (path, parts) = self.locate(session_id)?;
         let (file, identity) =
             open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
+        if let Some(title) = self.kept_title(&path, &parts[0], identity) {
+            return Ok(title);
+        }
         match transcript::tail_custom_title(file, identity.size) {
             Ok(Some(title)) => Ok(Some(title)),
-            _ => Ok(self.read(session_id)?.1.title),
+            _ => Ok(self.read_with(session_id, true)?.1.title),
         }
     }
 
@@ -492,21 +666,25 @@ impl BlockingSessionQuery for ClaudeCodeSource {
         self.conversation(session_id).map(SurfaceData::from)
     }
 
-    /// The identity of each session's transcript (its title and
-    /// conversation come from that one file) as of now: from the last
-    /// listing when a watcher vouches that nothing changed since, else an
-    /// `lstat` of the file that listing found (one not listed: looked up).
+    /// The identity of each session's transcript as of now, with the
+    /// summaries of its project it may be titled by as of the last listing
+    /// (a title written into another transcript changes them): from the
+    /// last listing when a watcher vouches that nothing changed since, else
+    /// an `lstat` of the file that listing found (one not listed: looked
+    /// up, without summaries).
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
         let watched = self.watched_last();
         let Some(last) = watched.clone().or_else(|| self.kept().last.clone()) else {
             return Ok(Some(session_ids.iter().map(|id| self.identity(id).ok().map(Fingerprint::from)).collect()));
         };
-        let identities = last.positions(session_ids).zip(session_ids).map(|(at, id)| match (at, &watched) {
-            (Some(i), Some(_)) => Some(last.identities[i]),
-            (Some(i), None) => Stamp::lstat(&last.listing.sessions[i].path).map(|s| s.id),
-            (None, _) => self.identity(id).ok(),
+        let prints = last.positions(session_ids).zip(session_ids).map(|(at, id)| match (at, &watched) {
+            (Some(i), Some(_)) => Some(fingerprint(last.identities[i], last.digests[i].as_ref())),
+            (Some(i), None) => {
+                Stamp::lstat(&last.listing.sessions[i].path).map(|s| fingerprint(s.id, last.digests[i].as_ref()))
+            }
+            (None, _) => self.identity(id).ok().map(Fingerprint::from),
         });
-        Ok(Some(identities.map(|i| i.map(Fingerprint::from)).collect()))
+        Ok(Some(prints.collect()))
     }
 }
 
@@ -522,5 +700,61 @@ impl FileSource for ClaudeCodeSource {
         open_under(&self.root, &[&parts[0], &parts[1]])
             .map(|(_, i)| i)
             .map_err(|e| read_error(FORMAT, session_id, &path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "a3c1e0f2-7b1d-4c55-9e0a-5b2f1d3c4e01";
+    const B: &str = "b7d2f1a3-8c2e-4d66-8f1b-6c3a2e4d5f02";
+    const C: &str = "c9e3a2b4-9d3f-4e77-9a2c-7d4b3f5e6a03";
+
+    /// A session titled by a summary that another transcript gains (a new
+    /// one, then an append) takes it without its own file being scanned or
+    /// read again.
+    #[test]
+    fn titles_from_other_transcripts_need_no_read_of_the_titled_one() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/on-disk/claude-code-titles");
+        let root = tempfile::tempdir().unwrap();
+        let project = root.path().join("-home-dev-shop");
+        std::fs::create_dir(&project).unwrap();
+        for stem in [A, B] {
+            let name = format!("{stem}.jsonl");
+            std::fs::copy(fixtures.join("first/-home-dev-shop").join(&name), project.join(&name)).unwrap();
+        }
+        let s = ClaudeCodeSource::open(root.path()).unwrap();
+        let title = |stem: &str| s.read_title(&format!("{PREFIX}{stem}")).unwrap();
+        let scans = || {
+            let kept = s.kept();
+            [A, B].map(|stem| kept.files[&project.join(format!("{stem}.jsonl"))].1.clone())
+        };
+        s.list().unwrap();
+        assert_eq!(title(B).as_deref(), Some("Add login with OAuth."));
+        assert_eq!(title(A).as_deref(), Some("Set up the database schema for orders."));
+        assert_eq!(s.reads(), 2);
+        let before = scans();
+        let c = project.join(format!("{C}.jsonl"));
+        std::fs::copy(fixtures.join(format!("later/{C}.jsonl")), &c).unwrap();
+        s.list().unwrap();
+        assert_eq!(title(B).as_deref(), Some("OAuth login flow"));
+        assert_eq!(title(A).as_deref(), Some("Orders database schema"));
+        assert_eq!(s.reads(), 2, "A and B are not read again");
+        assert!(before.iter().zip(scans()).all(|(a, b)| Arc::ptr_eq(a, &b)), "nor scanned again");
+        {
+            use std::io::Write as _;
+            let more = std::fs::read(fixtures.join(format!("later/{C}.append.jsonl"))).unwrap();
+            std::fs::OpenOptions::new().append(true).open(&c).unwrap().write_all(&more).unwrap();
+        }
+        s.list().unwrap();
+        assert_eq!(title(B).as_deref(), Some("Remember-me sessions"));
+        assert_eq!(s.reads(), 2);
+        assert!(before.iter().zip(scans()).all(|(a, b)| Arc::ptr_eq(a, &b)));
+        // C grew: its scan went on from where it stopped.
+        let grown = s.kept().files[&c].1.clone();
+        assert_eq!(grown.summaries.len(), 3);
+        assert_eq!(title(C).as_deref(), Some("Style the checkout page."));
+        assert_eq!(s.reads(), 3);
     }
 }

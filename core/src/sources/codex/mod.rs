@@ -230,7 +230,7 @@ impl CodexSource {
         if let Ok(mut memo) = self.found.lock() {
             *memo = found;
         }
-        let mut listing = Listing { sessions, rejected };
+        let mut listing = Listing { sessions, rejected, without_conversation: Vec::new() };
         listing.sort();
         Ok(listing)
     }
