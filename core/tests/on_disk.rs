@@ -368,3 +368,25 @@ fn files_without_a_message_are_not_sessions_and_undated_ones_come_last() {
     assert_eq!(listing(&s)[0], (app("6666-4a66-8a66-000000000006"), 1_762_160_405_000, cwd));
     assert_eq!(s.list().unwrap().without_conversation, without[..2].to_vec());
 }
+
+#[test]
+fn a_zero_byte_codex_rollout_is_not_a_session_until_it_is_written() {
+    use dsh_session_reference::sources::codex::CodexSource;
+    let home = tempfile::tempdir().unwrap();
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs/codex/daaain"), home.path());
+    let id = "0199bbbb-0000-7000-8000-000000000001";
+    let day = home.path().join("sessions/2026/02/01");
+    std::fs::create_dir_all(&day).unwrap();
+    let path = day.join(format!("rollout-2026-02-01T00-00-00-{id}.jsonl"));
+    std::fs::write(&path, "").unwrap();
+    let s = CodexSource::open(home.path()).unwrap();
+    let l = s.list().unwrap();
+    assert_eq!(l.sessions.len(), 4);
+    assert_eq!(l.without_conversation, vec![path.clone()]);
+    let meta = json!({"timestamp": "2026-02-01T00:00:00.000Z", "type": "session_meta",
+        "payload": {"id": id, "timestamp": "2026-02-01T00:00:00.000Z", "cwd": "/w", "cli_version": "0.128.0"}});
+    std::fs::write(&path, lines(&[meta])).unwrap();
+    let l = s.list().unwrap();
+    assert_eq!(l.sessions[0].header.id, format!("codex:{id}"));
+    assert!(l.without_conversation.is_empty());
+}

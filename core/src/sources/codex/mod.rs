@@ -18,7 +18,8 @@
 //! - **id**: `codex:<id>`, the id of the first `session_meta` line (or of a
 //!   legacy header line `{id, timestamp}`), else the uuid that ends the file
 //!   name. Of two rollouts with one id the first found wins (`sessions/`
-//!   before `archived_sessions/`, byte order within each).
+//!   before `archived_sessions/`, byte order within each). A zero-byte
+//!   rollout is not a session until something is written to it.
 //! - **createdAt**: `session_meta.timestamp`, else the envelope's, else the
 //!   file's modification time.
 //! - **cwd**: listing gives `session_meta.cwd`; a read gives the last
@@ -205,6 +206,7 @@ impl CodexSource {
         let mut seen = HashSet::new();
         let mut found = HashMap::new();
         let mut sessions = Vec::with_capacity(files.len());
+        let mut without_conversation = Vec::new();
         for (rel, head) in files.into_iter().zip(heads) {
             let path = self.path_of(&rel);
             let (head, identity) = match head {
@@ -214,6 +216,11 @@ impl CodexSource {
                     continue;
                 }
             };
+            if identity.size == 0 {
+                // Nothing written yet: not a session (listed once it is).
+                without_conversation.push(path);
+                continue;
+            }
             let head = head.unwrap_or_default();
             let Some(id) = head.id.clone().or_else(|| rel.last().and_then(|n| uuid_of_name(n))) else {
                 rejected.push((path, "no session id (no session_meta line, no uuid in the name)".to_owned()));
@@ -230,7 +237,7 @@ impl CodexSource {
         if let Ok(mut memo) = self.found.lock() {
             *memo = found;
         }
-        let mut listing = Listing { sessions, rejected, without_conversation: Vec::new() };
+        let mut listing = Listing { sessions, rejected, without_conversation };
         listing.sort();
         Ok(listing)
     }
