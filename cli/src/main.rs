@@ -29,6 +29,8 @@ use dsh_session_reference::{
 };
 use serde_json::{json, Map, Value};
 
+use dsh_session_reference::sources::empty_root_note;
+
 mod example;
 
 /// Bring a bounded, read-only snapshot of other DeepSeek Harness sessions
@@ -328,6 +330,8 @@ struct Ctx {
     /// The search index being loaded from its cache file on its own
     /// thread, while the command lists the root (see [`Ctx::index_loaded`]).
     loading: Option<std::thread::JoinHandle<()>>,
+    /// How a DSH root given alone was taken, when not as given.
+    root_note: Option<String>,
 }
 
 impl Ctx {
@@ -358,6 +362,8 @@ impl Ctx {
         let (json, context_window) = (global.json, global.context_window);
         if let [only] = specs.as_slice() {
             if only.kind == SourceKind::Dsh {
+                let resolved = only.resolve().map_err(read_failed)?;
+                let (only, root_note) = (&resolved.spec, resolved.note);
                 // One command lists a few times at most: watching the root
                 // would cost more than it saves.
                 let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(false);
@@ -374,6 +380,7 @@ impl Ctx {
                         cache: None,
                         skip_titles,
                         loading: None,
+                        root_note,
                     });
                 }
                 // The store fingerprints its logs, so the cache's entries
@@ -407,7 +414,7 @@ impl Ctx {
                     }
                 };
                 let skip_titles = needs_index;
-                return Ok(Ctx { sources, resolver, json, context_window, cache, skip_titles, loading });
+                return Ok(Ctx { sources, resolver, json, context_window, cache, skip_titles, loading, root_note });
             }
         }
         if global.cache {
@@ -423,6 +430,7 @@ impl Ctx {
             cache: None,
             skip_titles: needs_index,
             loading: None,
+            root_note: None,
         })
     }
 
@@ -480,16 +488,29 @@ impl Ctx {
         Ok(Target::new(args.target.clone(), cwd))
     }
 
-    /// Tells, on stderr, what the sources left out: sessions a newer DSH
-    /// wrote, and sources that could not be listed.
+    /// Tells, on stderr, what the sources left out and why: sessions a
+    /// newer DSH wrote, sources that could not be listed, a root taken for
+    /// the one it meant, and a root that holds no session of its kind.
     fn notes(&self) {
         match &self.sources {
-            Sources::Dsh(store, _) => note_unsupported(store),
+            Sources::Dsh(store, _) => {
+                note_unsupported(store);
+                let mut err = std::io::stderr().lock();
+                if let Some(note) = &self.root_note {
+                    let _ = writeln!(err, "note: {}", display(note));
+                }
+                if store.last_listed() == Some(0) {
+                    let _ = writeln!(err, "note: {}", display(&empty_root_note(SourceKind::Dsh, store.root())));
+                }
+            }
             Sources::Multi(multi) => {
                 let mut err = std::io::stderr().lock();
                 for status in multi.last_report() {
-                    if let Err(why) = status.outcome {
-                        let _ = writeln!(err, "note: source {} not listed: {}", status.name, display(&why));
+                    if let Err(why) = &status.outcome {
+                        let _ = writeln!(err, "note: source {} not listed: {}", status.name, display(why));
+                    }
+                    if let Some(note) = &status.note {
+                        let _ = writeln!(err, "note: source {}: {}", status.name, display(note));
                     }
                 }
             }

@@ -390,3 +390,170 @@ fn a_zero_byte_codex_rollout_is_not_a_session_until_it_is_written() {
     assert_eq!(l.sessions[0].header.id, format!("codex:{id}"));
     assert!(l.without_conversation.is_empty());
 }
+
+// ---- roots given the way people give them
+
+use dsh_session_reference::sources::{open_sources, report_json, SourceKind, SourceSpec};
+use dsh_session_reference::{block_on, SessionQuery};
+
+fn foreign() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs")
+}
+
+/// Lists one source opened at `root` through a view: the ids listed, and
+/// the source's report (`{"name", "sessions"|"error", "note"?}`).
+fn open_one(kind: SourceKind, root: &Path) -> (Vec<String>, serde_json::Value) {
+    let view = open_sources(&[SourceSpec::new(kind, root)]).unwrap();
+    let ids = block_on(view.list_sessions()).map(|l| l.into_iter().map(|h| h.id).collect()).unwrap_or_default();
+    (ids, report_json(&view)[0].clone())
+}
+
+const CODEX_IDS: [&str; 4] = [
+    "codex:44444444-4444-4444-8444-444444444444",
+    "codex:33333333-3333-4333-8333-333333333333",
+    "codex:22222222-2222-4222-8222-222222222222",
+    "codex:11111111-1111-4111-8111-111111111111",
+];
+
+#[test]
+fn a_codex_sessions_directory_is_read_as_its_home() {
+    let home = tempfile::tempdir().unwrap();
+    copy_dir(&foreign().join("codex/daaain/sessions"), &home.path().join("sessions"));
+    // The home as given: as before, no note.
+    let (ids, report) = open_one(SourceKind::Codex, home.path());
+    assert_eq!(ids, CODEX_IDS);
+    assert_eq!(report, json!({"name": "codex", "sessions": 4}));
+    // Its sessions/ directory, where users see their rollouts.
+    let sessions = home.path().join("sessions");
+    let (ids, report) = open_one(SourceKind::Codex, &sessions);
+    assert_eq!(ids, CODEX_IDS);
+    let note =
+        format!("{} is the sessions/ directory of a Codex home: reading {}", sessions.display(), home.path().display());
+    assert_eq!(report, json!({"name": "codex", "sessions": 4, "note": note}));
+    // archived_sessions/ alike (and its home's sessions/ are read too).
+    let archived = home.path().join("archived_sessions");
+    std::fs::create_dir(&archived).unwrap();
+    let (ids, report) = open_one(SourceKind::Codex, &archived);
+    assert_eq!(ids, CODEX_IDS);
+    assert!(report["note"].as_str().unwrap().contains("is the archived_sessions/ directory of a Codex home"));
+    // A dated directory inside sessions/ is ambiguous: an error naming the home.
+    let day = sessions.join("2026/01/03");
+    let (ids, report) = open_one(SourceKind::Codex, &day);
+    assert!(ids.is_empty());
+    let want = format!(
+        "codex root {} is a dated directory inside {}: give the Codex home, the directory holding sessions/ \
+         (as ~/.codex): {}",
+        day.display(),
+        sessions.display(),
+        home.path().display()
+    );
+    assert_eq!(report, json!({"name": "codex", "error": want}));
+    // Rollouts outside any Codex home: an error too.
+    let loose = tempfile::tempdir().unwrap();
+    let name = "rollout-44444444-4444-4444-8444-444444444444.jsonl";
+    std::fs::copy(sessions.join(name), loose.path().join(name)).unwrap();
+    let (_, report) = open_one(SourceKind::Codex, loose.path());
+    assert!(report["error"].as_str().unwrap().ends_with("holds rollouts but is not a Codex home nor its sessions/ directory; give the Codex home, the directory holding sessions/ (as ~/.codex)"), "{report}");
+}
+
+#[test]
+fn a_claude_configuration_directory_is_read_through_its_projects() {
+    let config = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join("claude-code-queue"), &config.path().join("projects"));
+    for dir in ["todos", "statsig"] {
+        std::fs::create_dir(config.path().join(dir)).unwrap();
+    }
+    std::fs::write(config.path().join("todos/x-agent-x.json"), "[]").unwrap();
+    std::fs::write(config.path().join("history.jsonl"), "{}\n").unwrap();
+    let (ids, report) = open_one(SourceKind::ClaudeCode, config.path());
+    assert_eq!(ids, vec![CANCELLED, QUEUED]);
+    let note = format!(
+        "{} is a Claude Code configuration directory: reading {}",
+        config.path().display(),
+        config.path().join("projects").display()
+    );
+    assert_eq!(report, json!({"name": "claude-code", "sessions": 2, "note": note}));
+    let (_, report) = open_one(SourceKind::ClaudeCode, &config.path().join("projects"));
+    assert_eq!(report, json!({"name": "claude-code", "sessions": 2}));
+    // One project's directory: ambiguous, an error naming the projects root.
+    let project = config.path().join("projects/-home-dev-parser");
+    let (ids, report) = open_one(SourceKind::ClaudeCode, &project);
+    assert!(ids.is_empty());
+    let want = format!(
+        "claude-code root {} holds 2 transcript(s) itself: it is one project's directory; give the projects \
+         root, its parent {} (as ~/.claude/projects)",
+        project.display(),
+        config.path().join("projects").display()
+    );
+    assert_eq!(report, json!({"name": "claude-code", "error": want}));
+}
+
+#[test]
+fn a_dsh_home_is_read_through_its_sessions_and_a_root_too_deep_is_refused() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions");
+    let home = tempfile::tempdir().unwrap();
+    copy_dir(&examples, &home.path().join("sessions"));
+    std::fs::write(home.path().join("config.toml"), "").unwrap();
+    let (direct, report) = open_one(SourceKind::Dsh, &home.path().join("sessions"));
+    assert!(!direct.is_empty());
+    assert_eq!(report, json!({"name": "dsh", "sessions": direct.len()}));
+    let (ids, report) = open_one(SourceKind::Dsh, home.path());
+    assert_eq!(ids, direct);
+    let note = format!("{} is a DSH home: reading {}", home.path().display(), home.path().join("sessions").display());
+    assert_eq!(report, json!({"name": "dsh", "sessions": direct.len(), "note": note}));
+    let project = home.path().join("sessions/--home-dev-alpha--");
+    let (_, report) = open_one(SourceKind::Dsh, &project);
+    let want = format!(
+        "dsh root {} is one project's directory (its directories are sessions): give the sessions root (as \
+         ~/.dsh/sessions), its parent: {}",
+        project.display(),
+        home.path().join("sessions").display()
+    );
+    assert_eq!(report, json!({"name": "dsh", "error": want}));
+    let session = std::fs::read_dir(&project).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_dir()).unwrap();
+    let (_, report) = open_one(SourceKind::Dsh, &session);
+    assert!(report["error"].as_str().unwrap().contains("is one session's directory (it holds its log)"), "{report}");
+    // A single source opened alone resolves its root the same way.
+    let store = dsh_session_reference::sources::open_source(&SourceSpec::new(SourceKind::Dsh, home.path())).unwrap();
+    assert_eq!(block_on(store.list_sessions()).unwrap().len(), direct.len());
+    assert!(dsh_session_reference::sources::open_source(&SourceSpec::new(SourceKind::Dsh, &project)).is_err());
+}
+
+#[test]
+fn a_root_with_no_session_of_its_kind_says_what_it_holds() {
+    // Claude Code: transcripts without a message only.
+    let root = tempfile::tempdir().unwrap();
+    let project = root.path().join("-home-dev-app");
+    std::fs::create_dir(&project).unwrap();
+    for n in ["4444-4a44-8a44-000000000004", "5555-4a55-8a55-000000000005"] {
+        let name = format!("e5a6c7d8-{n}.jsonl");
+        std::fs::copy(fixtures().join(EMPTY_DIR).join("-home-dev-app").join(&name), project.join(&name)).unwrap();
+    }
+    let (ids, report) = open_one(SourceKind::ClaudeCode, root.path());
+    assert!(ids.is_empty());
+    let note = format!(
+        "no Claude Code session in {}: none of its 2 transcripts holds a message (empty, only summary or \
+         file-history lines, or unreadable)",
+        root.path().display()
+    );
+    assert_eq!(report, json!({"name": "claude-code", "sessions": 0, "note": note}));
+    // Codex: a directory that is no Codex home.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("notes.txt"), "").unwrap();
+    let (_, report) = open_one(SourceKind::Codex, other.path());
+    let note = format!(
+        "no Codex session in {}: expected a Codex home, holding sessions/ or archived_sessions/ (as ~/.codex); \
+         it holds notes.txt",
+        other.path().display()
+    );
+    assert_eq!(report, json!({"name": "codex", "sessions": 0, "note": note}));
+    // DSH: an empty root.
+    let empty = tempfile::tempdir().unwrap();
+    let (_, report) = open_one(SourceKind::Dsh, empty.path());
+    let note = format!(
+        "no DSH session in {}: expected project directories of session directories holding session.jsonl (as \
+         ~/.dsh/sessions); it is empty",
+        empty.path().display()
+    );
+    assert_eq!(report, json!({"name": "dsh", "sessions": 0, "note": note}));
+}

@@ -35,6 +35,9 @@ pub use self::open::{
     default_specs, open_source, open_sources, report_json, specs_from_json, surface_json_bytes, SourceKind, SourceSpec,
 };
 
+pub use self::multi::SourceNotes;
+pub use self::open::{empty_root_note, ResolvedSpec};
+
 /// The position in a listing of each of `ids` (same order): ids given in
 /// listing order (as a resolver gives them, the target left out) are
 /// matched by walking the listing along, without hashing; others are
