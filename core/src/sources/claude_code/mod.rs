@@ -181,6 +181,14 @@ struct Snap {
 /// bytes.
 type Row = (ListedSession, FileIdentity, Option<Arc<[u8]>>);
 
+/// What a listing is made of while it is assembled.
+#[derive(Default)]
+struct Part {
+    rows: Vec<Row>,
+    without: Vec<PathBuf>,
+    projects: HashMap<OsString, Arc<Winners>>,
+}
+
 /// A session's fingerprint: its transcript's identity, and the summaries of
 /// its project that it may be titled by (a title written into another
 /// transcript changes it).
@@ -324,7 +332,7 @@ impl ClaudeCodeSource {
             }
             changed.push(d);
         }
-        let mut any = false;
+        let mut projects: HashSet<&OsStr> = HashSet::new();
         for path in changed {
             let meta = std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file())?;
             let stamp = Stamp::of(&meta);
@@ -336,12 +344,12 @@ impl ClaudeCodeSource {
             let (file, identity) = open_under(root, &[project, name]).ok()?;
             let scanned = project::scan(file, identity, Some(held)).ok()?;
             kept.files.insert(path.clone(), (stamp, Arc::new(scanned)));
-            any = true;
+            projects.insert(project);
         }
-        if !any {
+        if projects.is_empty() {
             return Some(last.clone());
         }
-        Some(Arc::new(Self::assemble(kept, last.listing.rejected.clone(), Some(&last.projects))))
+        Some(Arc::new(Self::reassemble(kept, last, &projects)))
     }
 
     /// The listing of the transcripts the last walk found, from their
@@ -353,49 +361,89 @@ impl ClaudeCodeSource {
         before: Option<&HashMap<OsString, Arc<Winners>>>,
     ) -> Snap {
         let found = kept.found.clone();
-        let mut rows: Vec<Row> = Vec::with_capacity(found.len());
-        let mut without = Vec::new();
-        let mut projects = HashMap::new();
+        let mut part = Part { rows: Vec::with_capacity(found.len()), ..Part::default() };
         let mut digests = HashMap::new();
         for group in found.chunk_by(|a, b| a.project == b.project) {
-            let scans: Vec<(&Found, &Arc<Scanned>)> =
-                group.iter().filter_map(|f| kept.files.get(&f.path).map(|(_, s)| (f, s))).collect();
-            // A summary of a transcript started later is newer: its first
-            // timestamp, else (only titles in it) when it was written.
-            let started = |s: &Scanned| s.head.created.unwrap_or_else(|| mtime_ms(&s.identity));
-            let built = Winners::build(scans.iter().enumerate().map(|(place, (_, s))| (started(s), place, &***s)));
-            let winners = match before.and_then(|b| b.get(&group[0].project)) {
-                // The same titles: the same digests.
-                Some(held) if held.same_titles(&built) => held.clone(),
-                _ => Arc::new(built),
-            };
-            for &(f, scanned) in &scans {
-                if !scanned.is_session() {
-                    without.push(f.path.clone());
-                    continue;
-                }
-                let mut digest = None;
-                if scanned.writes_summaries() && !winners.is_empty() {
-                    let bytes = match kept.digests.remove(&f.path) {
-                        Some(d) if Arc::ptr_eq(&d.scanned, scanned) && Arc::ptr_eq(&d.winners, &winners) => d.bytes,
-                        _ => winners.digest(&scanned.uuids),
-                    };
-                    let held = Digest { scanned: scanned.clone(), winners: winners.clone(), bytes: bytes.clone() };
-                    digests.insert(f.path.clone(), held);
-                    digest = bytes;
-                }
-                let head = &scanned.head;
-                let created = head.created.unwrap_or(UNKNOWN_CREATED_AT);
-                let session = ListedSession::new(PREFIX, &f.stem, created, head.cwd.clone(), f.path.clone());
-                rows.push((session, scanned.identity, digest));
-            }
-            if !winners.is_empty() {
-                projects.insert(group[0].project.clone(), winners);
-            }
+            let before = before.and_then(|b| b.get(&group[0].project));
+            Self::assemble_project(kept, group, before, &mut digests, &mut part);
         }
         kept.digests = digests;
-        without.sort();
-        Snap::new(rows, rejected, without, projects)
+        part.without.sort();
+        Snap::new(part.rows, rejected, part.without, part.projects)
+    }
+
+    /// The last listing with the entries of the project directories
+    /// `changed` made again from their scans (a listing after a few
+    /// transcripts changed: the other projects' entries are kept).
+    fn reassemble(kept: &mut Kept, last: &Snap, changed: &HashSet<&OsStr>) -> Snap {
+        let in_changed = |path: &Path| path.parent().and_then(Path::file_name).is_some_and(|p| changed.contains(p));
+        let mut part = Part {
+            rows: (last.listing.sessions.iter().zip(&last.identities).zip(&last.digests))
+                .filter(|((s, _), _)| !in_changed(&s.path))
+                .map(|((s, &i), d)| (s.clone(), i, d.clone()))
+                .collect(),
+            without: last.listing.without_conversation.iter().filter(|p| !in_changed(p)).cloned().collect(),
+            projects: last.projects.clone(),
+        };
+        let found = kept.found.clone();
+        let mut digests = HashMap::new();
+        for group in found.chunk_by(|a, b| a.project == b.project) {
+            if !changed.contains(group[0].project.as_os_str()) {
+                continue;
+            }
+            let before = part.projects.remove(&group[0].project);
+            Self::assemble_project(kept, group, before.as_ref(), &mut digests, &mut part);
+        }
+        kept.digests.extend(digests);
+        part.without.sort();
+        Snap::new(part.rows, last.listing.rejected.clone(), part.without, part.projects)
+    }
+
+    /// The entries of one project directory's transcripts (`group`, in
+    /// byte order): its summary titles (`before`'s when they are the same),
+    /// and each transcript's row, with its summary bytes (made again only
+    /// when its scan or the titles changed; moved from `kept.digests` to
+    /// `digests`), or its path in `without`.
+    fn assemble_project(
+        kept: &mut Kept,
+        group: &[Found],
+        before: Option<&Arc<Winners>>,
+        digests: &mut HashMap<PathBuf, Digest>,
+        part: &mut Part,
+    ) {
+        let scans: Vec<(&Found, Arc<Scanned>)> =
+            group.iter().filter_map(|f| kept.files.get(&f.path).map(|(_, s)| (f, s.clone()))).collect();
+        // A summary of a transcript started later is newer: its first
+        // timestamp, else (only titles in it) when it was written.
+        let started = |s: &Scanned| s.head.created.unwrap_or_else(|| mtime_ms(&s.identity));
+        let built = Winners::build(scans.iter().enumerate().map(|(place, (_, s))| (started(s), place, &**s)));
+        let winners = match before {
+            // The same titles: the same digests.
+            Some(held) if held.same_titles(&built) => held.clone(),
+            _ => Arc::new(built),
+        };
+        for (f, scanned) in scans {
+            if !scanned.is_session() {
+                part.without.push(f.path.clone());
+                continue;
+            }
+            let mut digest = None;
+            if scanned.writes_summaries() && !winners.is_empty() {
+                let bytes = match kept.digests.remove(&f.path) {
+                    Some(d) if Arc::ptr_eq(&d.scanned, &scanned) && Arc::ptr_eq(&d.winners, &winners) => d.bytes,
+                    _ => winners.digest(&scanned.uuids),
+                };
+                digest = bytes.clone();
+                digests.insert(f.path.clone(), Digest { scanned: scanned.clone(), winners: winners.clone(), bytes });
+            }
+            let head = &scanned.head;
+            let created = head.created.unwrap_or(UNKNOWN_CREATED_AT);
+            let session = ListedSession::new(PREFIX, &f.stem, created, head.cwd.clone(), f.path.clone());
+            part.rows.push((session, scanned.identity, digest));
+        }
+        if !winners.is_empty() {
+            part.projects.insert(group[0].project.clone(), winners);
+        }
     }
 
     /// The transcripts under the root, with per-entry problems.
