@@ -148,8 +148,8 @@ struct Kept {
     pending: Option<Changes>,
 }
 
-/// A transcript a walk found: its session stem, its project directory and
-/// file name, and its path.
+/// A transcript a walk found: its session stem, its project directory's
+/// name, and its path.
 struct Found {
     stem: String,
     project: OsString,

@@ -70,6 +70,10 @@ impl Head {
     /// Takes line `n` (0-based), with its fields (`None`: a line that was
     /// skipped). Lines after the head's end change nothing.
     pub(crate) fn feed(&mut self, n: u64, fields: Option<HeadFields<'_>>) {
+        // Lines skipped unseen (not objects) count too.
+        if self.conversation && n >= HEAD_LINES {
+            self.done = true;
+        }
         if self.done {
             return;
         }
