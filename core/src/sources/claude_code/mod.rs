@@ -156,74 +156,101 @@ struct Found {
     path: PathBuf,
 }
 
-/// What of its project's summaries a session may be titled by (bytes added
-/// to its fingerprint), made from these scan and winners.
+/// What of its project's summaries a session may be titled by (a hash
+/// added to its fingerprint), made from these scan and winners.
 struct Digest {
     scanned: Arc<Scanned>,
     winners: Arc<Winners>,
-    bytes: Option<Arc<[u8]>>,
+    hash: Option<u64>,
 }
 
-/// A listing, each listed session's transcript identity and summary bytes
-/// (same order), and the summary titles of each project directory that has
-/// some.
+/// One listed session: its entry, its transcript's identity, its project
+/// directory's name, and the hash of the summaries it may be titled by.
+struct Entry {
+    session: ListedSession,
+    identity: FileIdentity,
+    project: OsString,
+    digest: Option<u64>,
+}
+
+/// A listing: the listed sessions (shared between listings, so that a
+/// listing after one transcript changed copies pointers, not entries), the
+/// rejected entries, the files without a message, and the summary titles of
+/// each project directory that has some.
 struct Snap {
-    listing: Listing,
-    identities: Vec<FileIdentity>,
-    digests: Vec<Option<Arc<[u8]>>>,
+    entries: Vec<Arc<Entry>>,
+    rejected: Vec<(PathBuf, String)>,
+    without_conversation: Vec<PathBuf>,
     projects: HashMap<OsString, Arc<Winners>>,
     by_id: std::sync::OnceLock<HashMap<String, usize>>,
     /// The headers and fingerprints as one shared listing, made once.
     shared: std::sync::OnceLock<SharedListing>,
 }
 
-/// One listed session: its entry, its transcript's identity, its summary
-/// bytes.
-type Row = (ListedSession, FileIdentity, Option<Arc<[u8]>>);
-
 /// What a listing is made of while it is assembled.
 #[derive(Default)]
 struct Part {
-    rows: Vec<Row>,
+    entries: Vec<Arc<Entry>>,
     without: Vec<PathBuf>,
     projects: HashMap<OsString, Arc<Winners>>,
 }
 
-/// A session's fingerprint: its transcript's identity, and the summaries of
-/// its project that it may be titled by (a title written into another
-/// transcript changes it).
-fn fingerprint(identity: FileIdentity, digest: Option<&Arc<[u8]>>) -> Fingerprint {
+/// A session's fingerprint: its transcript's identity, and the hash of the
+/// summaries of its project that it may be titled by (a title written into
+/// another transcript changes it). 48 bytes: held inline, no allocation.
+fn fingerprint(identity: FileIdentity, digest: Option<u64>) -> Fingerprint {
     let plain = Fingerprint::from(identity);
     match digest {
         None => plain,
-        Some(d) => Fingerprint::from_bytes([plain.as_bytes(), &d[..]].concat()),
+        Some(hash) => {
+            let mut bytes = [0u8; 48];
+            let n = plain.as_bytes().len().min(40);
+            bytes[..n].copy_from_slice(&plain.as_bytes()[..n]);
+            bytes[40..].copy_from_slice(&hash.to_le_bytes());
+            Fingerprint::from_slice(&bytes)
+        }
     }
+}
+
+fn entry_order(a: &Arc<Entry>, b: &Arc<Entry>) -> std::cmp::Ordering {
+    listing_order(&a.session.header, &b.session.header)
 }
 
 impl Snap {
     /// From listed sessions, put in listing order.
     fn new(
-        mut rows: Vec<Row>,
+        mut entries: Vec<Arc<Entry>>,
         rejected: Vec<(PathBuf, String)>,
         without_conversation: Vec<PathBuf>,
         projects: HashMap<OsString, Arc<Winners>>,
     ) -> Snap {
-        rows.sort_by(|a, b| listing_order(&a.0.header, &b.0.header));
-        let mut sessions = Vec::with_capacity(rows.len());
-        let mut identities = Vec::with_capacity(rows.len());
-        let mut digests = Vec::with_capacity(rows.len());
-        for (session, identity, digest) in rows {
-            sessions.push(session);
-            identities.push(identity);
-            digests.push(digest);
-        }
+        entries.sort_by(entry_order);
+        Snap::sorted(entries, rejected, without_conversation, projects)
+    }
+
+    /// From listed sessions already in listing order.
+    fn sorted(
+        entries: Vec<Arc<Entry>>,
+        rejected: Vec<(PathBuf, String)>,
+        without_conversation: Vec<PathBuf>,
+        projects: HashMap<OsString, Arc<Winners>>,
+    ) -> Snap {
         Snap {
-            listing: Listing { sessions, rejected, without_conversation },
-            identities,
-            digests,
+            entries,
+            rejected,
+            without_conversation,
             projects,
             by_id: Default::default(),
             shared: Default::default(),
+        }
+    }
+
+    /// The listing as the public [`Listing`].
+    fn listing(&self) -> Listing {
+        Listing {
+            sessions: self.entries.iter().map(|e| e.session.clone()).collect(),
+            rejected: self.rejected.clone(),
+            without_conversation: self.without_conversation.clone(),
         }
     }
 
@@ -232,9 +259,9 @@ impl Snap {
     fn shared(&self) -> SharedListing {
         self.shared
             .get_or_init(|| {
-                let headers: Arc<[SessionHeader]> = self.listing.sessions.iter().map(|s| s.header.clone()).collect();
+                let headers: Arc<[SessionHeader]> = self.entries.iter().map(|e| e.session.header.clone()).collect();
                 let fps: Arc<[Option<Fingerprint>]> =
-                    self.identities.iter().zip(&self.digests).map(|(&i, d)| Some(fingerprint(i, d.as_ref()))).collect();
+                    self.entries.iter().map(|e| Some(fingerprint(e.identity, e.digest))).collect();
                 SharedListing::new(headers, fps).expect("one identity per session")
             })
             .clone()
@@ -242,13 +269,14 @@ impl Snap {
 
     /// The position of each of `ids` in the listing.
     fn positions<'a>(&'a self, ids: &'a [String]) -> impl Iterator<Item = Option<usize>> + 'a {
-        let sessions = &self.listing.sessions;
+        let entries = &self.entries;
         let find = |id: &str| {
-            let by_id =
-                self.by_id.get_or_init(|| sessions.iter().enumerate().map(|(i, s)| (s.header.id.clone(), i)).collect());
+            let by_id = self
+                .by_id
+                .get_or_init(|| entries.iter().enumerate().map(|(i, e)| (e.session.header.id.clone(), i)).collect());
             by_id.get(id).copied()
         };
-        positions_in_order(sessions.len(), |i| sessions[i].header.id.as_str(), ids, find)
+        positions_in_order(entries.len(), |i| entries[i].session.header.id.as_str(), ids, find)
     }
 }
 
@@ -361,7 +389,7 @@ impl ClaudeCodeSource {
         before: Option<&HashMap<OsString, Arc<Winners>>>,
     ) -> Snap {
         let found = kept.found.clone();
-        let mut part = Part { rows: Vec::with_capacity(found.len()), ..Part::default() };
+        let mut part = Part { entries: Vec::with_capacity(found.len()), ..Part::default() };
         let mut digests = HashMap::new();
         for group in found.chunk_by(|a, b| a.project == b.project) {
             let before = before.and_then(|b| b.get(&group[0].project));
@@ -369,7 +397,7 @@ impl ClaudeCodeSource {
         }
         kept.digests = digests;
         part.without.sort();
-        Snap::new(part.rows, rejected, part.without, part.projects)
+        Snap::new(part.entries, rejected, part.without, part.projects)
     }
 
     /// The last listing with the entries of the project directories
@@ -377,12 +405,12 @@ impl ClaudeCodeSource {
     /// transcripts changed: the other projects' entries are kept).
     fn reassemble(kept: &mut Kept, last: &Snap, changed: &HashSet<&OsStr>) -> Snap {
         let in_changed = |path: &Path| path.parent().and_then(Path::file_name).is_some_and(|p| changed.contains(p));
+        // The other projects' entries, still in listing order.
+        let unchanged: Vec<Arc<Entry>> =
+            last.entries.iter().filter(|e| !changed.contains(e.project.as_os_str())).cloned().collect();
         let mut part = Part {
-            rows: (last.listing.sessions.iter().zip(&last.identities).zip(&last.digests))
-                .filter(|((s, _), _)| !in_changed(&s.path))
-                .map(|((s, &i), d)| (s.clone(), i, d.clone()))
-                .collect(),
-            without: last.listing.without_conversation.iter().filter(|p| !in_changed(p)).cloned().collect(),
+            entries: Vec::new(),
+            without: last.without_conversation.iter().filter(|p| !in_changed(p)).cloned().collect(),
             projects: last.projects.clone(),
         };
         let found = kept.found.clone();
@@ -396,7 +424,19 @@ impl ClaudeCodeSource {
         }
         kept.digests.extend(digests);
         part.without.sort();
-        Snap::new(part.rows, last.listing.rejected.clone(), part.without, part.projects)
+        // Merged with the remade entries, put in order on their own.
+        let mut remade = part.entries;
+        remade.sort_by(entry_order);
+        let mut entries = Vec::with_capacity(unchanged.len() + remade.len());
+        let mut remade = remade.into_iter().peekable();
+        for e in unchanged {
+            while let Some(r) = remade.next_if(|r| entry_order(r, &e).is_le()) {
+                entries.push(r);
+            }
+            entries.push(e);
+        }
+        entries.extend(remade);
+        Snap::sorted(entries, last.rejected.clone(), part.without, part.projects)
     }
 
     /// The entries of one project directory's transcripts (`group`, in
@@ -429,17 +469,18 @@ impl ClaudeCodeSource {
             }
             let mut digest = None;
             if scanned.writes_summaries() && !winners.is_empty() {
-                let bytes = match kept.digests.remove(&f.path) {
-                    Some(d) if Arc::ptr_eq(&d.scanned, &scanned) && Arc::ptr_eq(&d.winners, &winners) => d.bytes,
+                let hash = match kept.digests.remove(&f.path) {
+                    Some(d) if Arc::ptr_eq(&d.scanned, &scanned) && Arc::ptr_eq(&d.winners, &winners) => d.hash,
                     _ => winners.digest(&scanned.uuids),
                 };
-                digest = bytes.clone();
-                digests.insert(f.path.clone(), Digest { scanned: scanned.clone(), winners: winners.clone(), bytes });
+                digest = hash;
+                digests.insert(f.path.clone(), Digest { scanned: scanned.clone(), winners: winners.clone(), hash });
             }
             let head = &scanned.head;
             let created = head.created.unwrap_or(UNKNOWN_CREATED_AT);
             let session = ListedSession::new(PREFIX, &f.stem, created, head.cwd.clone(), f.path.clone());
-            part.rows.push((session, scanned.identity, digest));
+            let (identity, project) = (scanned.identity, f.project.clone());
+            part.entries.push(Arc::new(Entry { session, identity, project, digest }));
         }
         if !winners.is_empty() {
             part.projects.insert(group[0].project.clone(), winners);
@@ -448,7 +489,7 @@ impl ClaudeCodeSource {
 
     /// The transcripts under the root, with per-entry problems.
     pub fn list(&self) -> io::Result<Listing> {
-        self.listed().map(|l| l.listing.clone())
+        self.listed().map(|l| l.listing())
     }
 
     /// [`listed`](Self::listed) with its error as the host interface gives it.
@@ -683,7 +724,7 @@ impl ClaudeCodeSource {
 
 impl BlockingSessionQuery for ClaudeCodeSource {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
-        self.listed_for_host().map(|l| l.listing.sessions.iter().map(|s| s.header.clone()).collect())
+        self.listed_for_host().map(|l| l.entries.iter().map(|e| e.session.header.clone()).collect())
     }
 
     /// The listing with each transcript's identity as that listing saw it
@@ -726,9 +767,10 @@ impl BlockingSessionQuery for ClaudeCodeSource {
             return Ok(Some(session_ids.iter().map(|id| self.identity(id).ok().map(Fingerprint::from)).collect()));
         };
         let prints = last.positions(session_ids).zip(session_ids).map(|(at, id)| match (at, &watched) {
-            (Some(i), Some(_)) => Some(fingerprint(last.identities[i], last.digests[i].as_ref())),
+            (Some(i), Some(_)) => Some(fingerprint(last.entries[i].identity, last.entries[i].digest)),
             (Some(i), None) => {
-                Stamp::lstat(&last.listing.sessions[i].path).map(|s| fingerprint(s.id, last.digests[i].as_ref()))
+                let entry = &last.entries[i];
+                Stamp::lstat(&entry.session.path).map(|s| fingerprint(s.id, entry.digest))
             }
             (None, _) => self.identity(id).ok().map(Fingerprint::from),
         });

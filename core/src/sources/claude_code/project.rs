@@ -472,9 +472,9 @@ impl Winners {
     }
 
     /// What of the project's summaries a session holding `uuids` may be
-    /// titled by, as bytes for its fingerprint: each winning summary whose
-    /// leaf it holds, by leaf (`None` when there is none).
-    pub fn digest(&self, uuids: &[u64]) -> Option<Arc<[u8]>> {
+    /// titled by, as a hash for its fingerprint: of each winning summary
+    /// whose leaf it holds, by leaf (`None` when there is none).
+    pub fn digest(&self, uuids: &[u64]) -> Option<u64> {
         if self.0.is_empty() || uuids.is_empty() {
             return None;
         }
@@ -495,7 +495,7 @@ impl Winners {
                 out.extend_from_slice(part.as_bytes());
             }
         }
-        Some(out.into())
+        Some(fnv(&out))
     }
 }
 
