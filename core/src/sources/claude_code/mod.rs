@@ -183,6 +183,11 @@ struct Snap {
     without_conversation: Vec<PathBuf>,
     projects: HashMap<OsString, Arc<Winners>>,
     by_id: std::sync::OnceLock<HashMap<String, usize>>,
+    /// The headers, in order, made once (the last listing's when they are
+    /// the same: an append changes fingerprints, seldom headers).
+    headers: std::sync::OnceLock<Arc<[SessionHeader]>>,
+    /// The last listing's headers, if it made them.
+    headers_before: Option<Arc<[SessionHeader]>>,
     /// The headers and fingerprints as one shared listing, made once.
     shared: std::sync::OnceLock<SharedListing>,
 }
@@ -241,8 +246,26 @@ impl Snap {
             without_conversation,
             projects,
             by_id: Default::default(),
+            headers: Default::default(),
+            headers_before: None,
             shared: Default::default(),
         }
+    }
+
+    /// The headers in listing order, made on first use.
+    fn headers(&self) -> Arc<[SessionHeader]> {
+        self.headers
+            .get_or_init(|| {
+                if let Some(before) = &self.headers_before {
+                    let same = before.len() == self.entries.len()
+                        && before.iter().zip(&self.entries).all(|(h, e)| *h == e.session.header);
+                    if same {
+                        return before.clone();
+                    }
+                }
+                self.entries.iter().map(|e| e.session.header.clone()).collect()
+            })
+            .clone()
     }
 
     /// The listing as the public [`Listing`].
@@ -259,7 +282,7 @@ impl Snap {
     fn shared(&self) -> SharedListing {
         self.shared
             .get_or_init(|| {
-                let headers: Arc<[SessionHeader]> = self.entries.iter().map(|e| e.session.header.clone()).collect();
+                let headers = self.headers();
                 let fps: Arc<[Option<Fingerprint>]> =
                     self.entries.iter().map(|e| Some(fingerprint(e.identity, e.digest))).collect();
                 SharedListing::new(headers, fps).expect("one identity per session")
@@ -436,7 +459,9 @@ impl ClaudeCodeSource {
             entries.push(e);
         }
         entries.extend(remade);
-        Snap::sorted(entries, last.rejected.clone(), part.without, part.projects)
+        let mut snap = Snap::sorted(entries, last.rejected.clone(), part.without, part.projects);
+        snap.headers_before = last.headers.get().cloned();
+        snap
     }
 
     /// The entries of one project directory's transcripts (`group`, in
