@@ -375,8 +375,14 @@ export interface SessionSourceSpec {
   root?: string | null
 }
 
-/** How one source fared in the last listing of a `SessionSources`. */
-export type SessionSourceStatus = { name: string; sessions: number } | { name: string; error: string }
+/**
+ * How one source fared in the last listing of a `SessionSources`. `note`,
+ * when present, says how its root was taken (a root given one level off) or
+ * why it listed no session (what its root holds).
+ */
+export type SessionSourceStatus =
+  | { name: string; sessions: number; note?: string }
+  | { name: string; error: string; note?: string }
 
 /**
  * The sessions that DSH, Claude Code and Codex keep on disk, read-only, as

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh_session_reference::sources::{open_sources, MultiQuery, SourceKind, SourceSpec};
+use dsh_session_reference::sources::{empty_root_note, open_sources, MultiQuery, SourceKind, SourceSpec};
 use dsh_session_reference::{
     block_on, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError, PinnedListing, Resolver, SessionQuery, Target,
 };
@@ -42,6 +42,8 @@ pub(crate) struct Ctx {
     /// The search index being loaded from its cache file on its own
     /// thread, while the command lists the root (see [`Ctx::index_loaded`]).
     loading: Option<std::thread::JoinHandle<()>>,
+    /// How a DSH root given alone was taken, when not as given.
+    root_note: Option<String>,
 }
 
 impl Ctx {
@@ -61,8 +63,12 @@ impl Ctx {
     ) -> CliResult<Ctx> {
         let config = global.config(candidate_limit)?;
         let (json, context_window) = (global.json, global.context_window);
+        let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
             [only] if only.kind == SourceKind::Dsh => {
+                let resolved = only.resolve().map_err(read_failed)?;
+                root_note = resolved.note;
+                let only = &resolved.spec;
                 // One command lists a few times at most: watching the root
                 // would cost more than it saves.
                 let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(false);
@@ -88,6 +94,7 @@ impl Ctx {
             cache: None,
             skip_titles: needs_index,
             loading: None,
+            root_note,
         };
         if let (true, Sources::Dsh(store), [only]) = (global.cache, &ctx.sources, specs.as_slice()) {
             // The store fingerprints its logs, so the cache's entries
@@ -167,16 +174,29 @@ impl Ctx {
         Ok(Target::new(args.target.clone(), cwd))
     }
 
-    /// Tells, on stderr, what the sources left out: sessions a newer DSH
-    /// wrote, and sources that could not be listed.
+    /// Tells, on stderr, what the sources left out and why: sessions a
+    /// newer DSH wrote, sources that could not be listed, a root taken for
+    /// the one it meant, and a root that holds no session of its kind.
     pub(crate) fn notes(&self) {
         match &self.sources {
-            Sources::Dsh(store) => note_unsupported(store),
+            Sources::Dsh(store) => {
+                note_unsupported(store);
+                let mut err = std::io::stderr().lock();
+                if let Some(note) = &self.root_note {
+                    let _ = writeln!(err, "note: {}", display(note));
+                }
+                if store.last_listed() == Some(0) {
+                    let _ = writeln!(err, "note: {}", display(&empty_root_note(SourceKind::Dsh, store.root())));
+                }
+            }
             Sources::Multi(multi) => {
                 let mut err = std::io::stderr().lock();
                 for status in multi.last_report() {
-                    if let Err(why) = status.outcome {
-                        let _ = writeln!(err, "note: source {} not listed: {}", status.name, display(&why));
+                    if let Err(why) = &status.outcome {
+                        let _ = writeln!(err, "note: source {} not listed: {}", status.name, display(why));
+                    }
+                    if let Some(note) = &status.note {
+                        let _ = writeln!(err, "note: source {}: {}", status.name, display(note));
                     }
                 }
             }

@@ -706,3 +706,74 @@ fn the_cache_is_opt_in_and_never_changes_an_answer() {
     let after: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
     assert_eq!(after, before, "--no-cache (last) writes nothing");
 }
+
+/// Copies the directory tree `from` into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn roots_given_one_level_off_are_taken_and_said_and_an_empty_root_says_what_it_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    // `--source codex=~/.codex/sessions`: the home is read, and said so.
+    let home = tmp.path().join("codex-home");
+    copy_tree(&foreign().join("codex/daaain/sessions"), &home.join("sessions"));
+    let spec = format!("codex={}", home.join("sessions").display());
+    let out = run(&["--source", &spec, "candidates", "--target", "t", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let listed = serde_json::from_str::<Value>(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 4, "{}", out.stdout);
+    let note = format!(
+        "note: source codex: {} is the sessions/ directory of a Codex home: reading {}\n",
+        home.join("sessions").display(),
+        home.display()
+    );
+    assert_eq!(out.stderr, note);
+    // `--source claude-code=~/.claude`: its projects/.
+    let config = tmp.path().join("claude");
+    copy_tree(&foreign().join("claude-code/simonw"), &config.join("projects/-project"));
+    std::fs::write(config.join("settings.json"), "{}").unwrap();
+    let spec = format!("claude-code={}", config.display());
+    let out = run(&["--source", &spec, "candidates", "--target", "t"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("claude-code:sample_session"), "{}", out.stdout);
+    assert!(out.stderr.contains("is a Claude Code configuration directory: reading"), "{}", out.stderr);
+    // A codex root that is no Codex home: "No candidates." and why.
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let spec = format!("codex={}", elsewhere.display());
+    let out = run(&["--source", &spec, "candidates", "--target", "t"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, "No candidates.\n"));
+    let note = format!(
+        "note: source codex: no Codex session in {}: expected a Codex home, holding sessions/ or \
+         archived_sessions/ (as ~/.codex); it is empty\n",
+        elsewhere.display()
+    );
+    assert_eq!(out.stderr, note);
+    // A DSH root alone: `--root ~/.dsh` reads its sessions/; an empty root
+    // says so; a project directory is refused with what to give instead.
+    let dsh = tmp.path().join("dsh-home");
+    copy_tree(&fixtures().join("raw"), &dsh.join("sessions"));
+    let via_home = run(&["--root", dsh.to_str().unwrap(), "candidates", "--target", "t", "--json"]);
+    let direct = run(&["--root", &raw_root(), "candidates", "--target", "t", "--json"]);
+    assert_eq!((via_home.code, &via_home.stdout), (0, &direct.stdout));
+    assert_eq!(direct.stderr, "");
+    let note = format!("note: {} is a DSH home: reading {}\n", dsh.display(), dsh.join("sessions").display());
+    assert_eq!(via_home.stderr, note);
+    let out = run(&["--root", elsewhere.to_str().unwrap(), "candidates", "--target", "t"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, "No candidates.\n"));
+    assert!(out.stderr.starts_with(&format!("note: no DSH session in {}: expected", elsewhere.display())));
+    let project = dsh.join("sessions/_no-cwd");
+    let out = run(&["--root", project.to_str().unwrap(), "candidates", "--target", "t"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("is one project's directory") && out.stderr.contains("SESSION_REFERENCE_READ_FAILED"));
+}

@@ -1,9 +1,12 @@
 //! The sources of other agents: reading a 100 MB Claude Code transcript and
 //! a 100 MB Codex rollout (each against a plain line scan of the same file
-//! in the same run), and listing 10,000 foreign sessions.
+//! in the same run), listing 10,000 foreign sessions, and a warm filtered
+//! `candidates` over 10,000 Claude Code 2.0 sessions titled from other
+//! transcripts, after a title is written into another file.
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench sources`
-//! (`-- --quick` for 20 MB files and 2,000 sessions).
+//! (`-- --quick` for 20 MB files and 2,000 sessions, `-- --listing` for the
+//! listings and candidates only).
 //!
 //! Inputs are generated deterministically in a temporary directory, shaped
 //! like real files: thinking and tool use around the visible text, 3 KB
@@ -16,8 +19,11 @@ use dsh_session_reference::fs::{open_regular, BoundedLines};
 use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
 use dsh_session_reference::sources::codex::CodexSource;
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
-use dsh_session_reference::{block_on, SessionQuery};
+use dsh_session_reference::{block_on, CandidateOptions, SessionQuery};
 use serde_json::json;
+
+use dsh_session_reference::{Config, FileSource, Resolver, Target};
+use std::io::Write;
 
 fn text(i: usize, n: usize) -> String {
     format!("turn {i}: reading the parser, <tags> and \"quotes\" in the output; ").chars().cycle().take(n).collect()
@@ -134,6 +140,54 @@ fn codex_rollout(id: &str, target: usize, instructions: usize) -> String {
     out
 }
 
+/// The uuid of the leaf of session `n` of [`legacy_transcript`].
+fn legacy_leaf(n: usize, turns: usize) -> String {
+    format!("{n:05}-r{}", turns - 1)
+}
+
+/// A Claude Code 2.0 transcript of session `n`, `turns` turns long, started
+/// `n` minutes after the first; `titles` is the session whose summary
+/// Claude Code wrote at its start (the one before it in its project).
+fn legacy_transcript(n: usize, titles: Option<usize>, turns: usize) -> String {
+    let mut out = String::new();
+    let mut line = |v: serde_json::Value| {
+        out.push_str(&v.to_string());
+        out.push('\n');
+    };
+    if let Some(t) = titles {
+        line(json!({"type": "summary", "summary": format!("Title of session {t}"), "leafUuid": legacy_leaf(t, turns)}));
+    }
+    let at = |i: usize| {
+        let s = n * 60 + i;
+        format!("2025-10-{:02}T{:02}:{:02}:{:02}.000Z", 1 + s / 86_400, (s / 3600) % 24, (s / 60) % 60, s % 60)
+    };
+    let mut parent: Option<String> = None;
+    for i in 0..turns {
+        let common = |uuid: &str, parent: &Option<String>| {
+            json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/work/app",
+                "sessionId": format!("{n}"), "version": "2.0.50", "gitBranch": "main", "uuid": uuid, "timestamp": at(i)})
+        };
+        let (u, a, r) = (format!("{n:05}-u{i}"), format!("{n:05}-a{i}"), format!("{n:05}-r{i}"));
+        let mut v = common(&u, &parent);
+        v["type"] = json!("user");
+        v["message"] = json!({"role": "user", "content": text(i, 300)});
+        line(v);
+        let mut v = common(&a, &Some(u));
+        v["type"] = json!("assistant");
+        v["message"] = json!({"id": format!("msg{n}.{i}"), "role": "assistant", "model": "claude-x",
+            "content": [{"type": "text", "text": text(i, 400)}, {"type": "tool_use", "id": format!("t{i}"),
+            "name": "Read", "input": {"file_path": "/work/app/src/lib.rs"}}]});
+        line(v);
+        let mut v = common(&r, &Some(a));
+        v["type"] = json!("user");
+        v["message"] = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"),
+            "content": text(i, 1500)}]});
+        line(v);
+        parent = Some(r);
+    }
+    out
+}
+
 /// A plain line scan of the file, with the sources' own line reader.
 fn scan(path: &Path) -> u64 {
     let (file, _) = open_regular(path).unwrap();
@@ -208,28 +262,31 @@ fn main() {
         return;
     }
 
-    println!("format         MB   line scan   skip-parse        read    MB/s  /scan   /skip   items");
-    let claude = tmp.path().join("claude");
-    std::fs::create_dir_all(claude.join("-work-app")).unwrap();
-    let path = claude.join("-work-app/big.jsonl");
-    std::fs::write(&path, claude_transcript(size)).unwrap();
-    let bytes = std::fs::metadata(&path).unwrap().len() as f64;
-    let source = ClaudeCodeSource::open(&claude).unwrap();
-    let mut items = 0;
-    let best = race(rounds, &path, || items = source.conversation("claude-code:big").unwrap().items.len());
-    row("claude-code", bytes, best, items);
+    // `--listing`: the listings and candidates only (not the 100 MB reads).
+    if !std::env::args().any(|a| a == "--listing") {
+        println!("format         MB   line scan   skip-parse        read    MB/s  /scan   /skip   items");
+        let claude = tmp.path().join("claude");
+        std::fs::create_dir_all(claude.join("-work-app")).unwrap();
+        let path = claude.join("-work-app/big.jsonl");
+        std::fs::write(&path, claude_transcript(size)).unwrap();
+        let bytes = std::fs::metadata(&path).unwrap().len() as f64;
+        let source = ClaudeCodeSource::open(&claude).unwrap();
+        let mut items = 0;
+        let best = race(rounds, &path, || items = source.conversation("claude-code:big").unwrap().items.len());
+        row("claude-code", bytes, best, items);
 
-    let codex = tmp.path().join("codex");
-    let dir = codex.join("sessions/2026/01/01");
-    std::fs::create_dir_all(&dir).unwrap();
-    let id = "0199aaaa-0000-7000-8000-000000000000";
-    let path = dir.join(format!("rollout-2026-01-01T00-00-00-{id}.jsonl"));
-    std::fs::write(&path, codex_rollout(id, size, 10_000)).unwrap();
-    let bytes = std::fs::metadata(&path).unwrap().len() as f64;
-    let source = CodexSource::open(&codex).unwrap();
-    let full = format!("codex:{id}");
-    let best = race(rounds, &path, || items = source.conversation(&full).unwrap().items.len());
-    row("codex", bytes, best, items);
+        let codex = tmp.path().join("codex");
+        let dir = codex.join("sessions/2026/01/01");
+        std::fs::create_dir_all(&dir).unwrap();
+        let id = "0199aaaa-0000-7000-8000-000000000000";
+        let path = dir.join(format!("rollout-2026-01-01T00-00-00-{id}.jsonl"));
+        std::fs::write(&path, codex_rollout(id, size, 10_000)).unwrap();
+        let bytes = std::fs::metadata(&path).unwrap().len() as f64;
+        let source = CodexSource::open(&codex).unwrap();
+        let full = format!("codex:{id}");
+        let best = race(rounds, &path, || items = source.conversation(&full).unwrap().items.len());
+        row("codex", bytes, best, items);
+    }
 
     // Listing: half Claude Code transcripts in 100 projects, half Codex
     // rollouts in dated directories, each a short real-shaped session.
@@ -271,5 +328,121 @@ fn main() {
         ms(best[1]),
         sessions / 2,
         ms(best[2])
+    );
+
+    // A kept source (watching, as a host keeps it) behind a resolver: a
+    // warm filtered `candidates` after one append to a 2.1 transcript.
+    let target = Target::new("new", Some("/work/app".into()));
+    let kept = ClaudeCodeSource::open(&cl).unwrap();
+    let resolver = Resolver::new(kept.clone().into_query(), Config::default());
+    // A filter that few titles match (every title is compared to it): the
+    // source's and the title cache's cost, not that of making thousands of
+    // candidates.
+    let query = |r: &Resolver| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap();
+    query(&resolver);
+    query(&resolver);
+    let reps = if quick { 9 } else { 21 };
+    let mut times = Vec::new();
+    for rep in 0..reps {
+        let project = cl.join(format!("-work-p{}", rep % 100));
+        let file = std::fs::read_dir(&project).unwrap().next().unwrap().unwrap().path();
+        let note = json!({"type": "system", "subtype": "informational", "content": "x", "uuid": format!("x{rep}"),
+            "parentUuid": null, "timestamp": ts(0)});
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap()
+            .write_all(format!("{note}\n").as_bytes())
+            .unwrap();
+        let t = Instant::now();
+        query(&resolver);
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "\ncandidates --query over {} Claude Code 2.1 sessions (watching: {}), after one transcript gained a line: \
+         {:.2}ms median",
+        sessions / 2,
+        kept.is_watching(),
+        ms(times[times.len() / 2])
+    );
+
+    // Titles across transcripts: Claude Code 2.0 sessions in 100 projects,
+    // each titled by a summary written at the start of the next transcript
+    // of its project. After a title of one project's oldest session is
+    // appended to the project's newest transcript, a warm filtered
+    // `candidates` of a kept source shows it.
+    let legacy = tmp.path().join("legacy");
+    let turns = 2;
+    let per_project = sessions / 100;
+    for n in 0..sessions {
+        let project = legacy.join(format!("-work-q{}", n % 100));
+        std::fs::create_dir_all(&project).unwrap();
+        let titles = n.checked_sub(100);
+        std::fs::write(
+            project.join(format!("{n:08x}-0000-4000-8000-000000000000.jsonl")),
+            legacy_transcript(n, titles, turns),
+        )
+        .unwrap();
+    }
+    let bytes: u64 = (0..100)
+        .flat_map(|p| std::fs::read_dir(legacy.join(format!("-work-q{p}"))).unwrap())
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let kept = ClaudeCodeSource::open(&legacy).unwrap();
+    let resolver = Resolver::new(kept.clone().into_query(), Config::default());
+    let query = |r: &Resolver, q: &str| block_on(r.candidates(&target, q, &CandidateOptions::default(), None)).unwrap();
+    // The query: the sessions whose title says "Retitled" (none at first).
+    let t = Instant::now();
+    query(&resolver, "retitled");
+    let cold = t.elapsed();
+    let titled = |r: &Resolver, q: &str| {
+        block_on(r.candidates(&target, q, &CandidateOptions::default().with_limit(Some(sessions as u64)), None))
+            .unwrap()
+    };
+    assert_eq!(titled(&resolver, "title").len(), sessions - 100, "all but the newest of each project are titled");
+    query(&resolver, "retitled");
+    let mut warm = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        query(&resolver, "retitled");
+        warm.push(t.elapsed());
+    }
+    warm.sort();
+    let mut retitled = Vec::new();
+    for rep in 0..reps {
+        let p = rep % 100;
+        let newest = p + 100 * (per_project - 1);
+        let file = legacy.join(format!("-work-q{p}/{newest:08x}-0000-4000-8000-000000000000.jsonl"));
+        let summary =
+            json!({"type": "summary", "summary": format!("Retitled {rep}"), "leafUuid": legacy_leaf(p, turns)});
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap()
+            .write_all(format!("{summary}\n").as_bytes())
+            .unwrap();
+        let t = Instant::now();
+        let got = query(&resolver, "retitled");
+        retitled.push(t.elapsed());
+        assert_eq!(got.len(), rep + 1, "the new title is shown");
+        assert!(got.iter().any(|c| c.label == format!("Retitled {rep}")), "the new title is shown");
+    }
+    retitled.sort();
+    let fresh = Resolver::new(ClaudeCodeSource::open(&legacy).unwrap().into_query(), Config::default());
+    assert_eq!(titled(&resolver, "title"), titled(&fresh, "title"), "the kept source agrees with a fresh one");
+    println!(
+        "\ncandidates --query over {sessions} Claude Code 2.0 sessions titled from other transcripts ({:.0} MB, \
+         watching: {}):",
+        bytes as f64 / 1e6,
+        kept.is_watching()
+    );
+    println!("  first query (cold): {:.1}ms", ms(cold));
+    println!("  later, nothing changed: {:.2}ms median", ms(warm[warm.len() / 2]));
+    println!(
+        "  after one append titled a session of another file: {:.2}ms median (min {:.2}, max {:.2})",
+        ms(retitled[retitled.len() / 2]),
+        ms(retitled[0]),
+        ms(retitled[retitled.len() - 1])
     );
 }

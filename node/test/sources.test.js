@@ -57,3 +57,19 @@ test('a missing root is reported; a bad list is refused', async () => {
   assert.throws(() => new SessionSources(), TypeError)
   SessionSources.open() // every default location that exists, possibly none
 })
+
+test('a root given one level off is read as meant and said; an empty one says what it holds', async () => {
+  const sessions = path.join(foreign, 'codex', 'daaain', 'sessions')
+  const s = openSessionSources([{ kind: 'codex', root: sessions }])
+  assert.equal((await s.listSessions()).length, 4)
+  const home = path.join(foreign, 'codex', 'daaain')
+  assert.deepEqual(s.lastReport(), [
+    { name: 'codex', sessions: 4, note: `${sessions} is the sessions/ directory of a Codex home: reading ${home}` },
+  ])
+  const other = openSessionSources([{ kind: 'codex', root: dsh }, { kind: 'dsh', root: dsh }])
+  assert.ok((await other.listSessions()).length > 0)
+  const [codex, store] = other.lastReport()
+  assert.equal(codex.sessions, 0)
+  assert.match(codex.note, /^no Codex session in .*: expected a Codex home, holding sessions\/ or archived_sessions\//)
+  assert.equal(store.note, undefined)
+})

@@ -151,7 +151,9 @@ class SessionSources:
 
     def last_report(self) -> List[Dict[str, Any]]:
         """How each source fared in the last listing: ``{"name", "sessions"}``
-        or ``{"name", "error"}``."""
+        or ``{"name", "error"}``, with a ``"note"`` when there is one (a root
+        given one level off taken for the one it means; why a source listed
+        no session)."""
 
     def read_title(self, session_id: str) -> Optional[str]:
         """The title of a session, or ``None`` (``OSError`` when unreadable)."""

@@ -73,3 +73,23 @@ def test_missing_roots_are_reported_and_bad_lists_refused() -> None:
         with pytest.raises(ValueError):
             SessionSources(bad)  # type: ignore[arg-type]
     SessionSources()  # every default location that exists, possibly none
+
+
+def test_a_root_one_level_off_is_read_as_meant_and_an_empty_one_says_what_it_holds() -> None:
+    sessions = FOREIGN / "codex" / "daaain" / "sessions"
+    s = SessionSources([{"kind": "codex", "root": sessions}])
+    assert len(s.list_sessions()) == 4
+    home = FOREIGN / "codex" / "daaain"
+    assert s.last_report() == [
+        {
+            "name": "codex",
+            "sessions": 4,
+            "note": f"{sessions} is the sessions/ directory of a Codex home: reading {home}",
+        }
+    ]
+    other = SessionSources([{"kind": "codex", "root": DSH}, {"kind": "dsh", "root": DSH}])
+    assert other.list_sessions()
+    codex, store = other.last_report()
+    assert codex["sessions"] == 0
+    assert codex["note"].startswith(f"no Codex session in {DSH}: expected a Codex home")
+    assert "note" not in store

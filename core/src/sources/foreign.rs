@@ -65,6 +65,26 @@ pub fn each_line(
     Ok(stats)
 }
 
+/// Gives `line(bytes, complete)` every line of `file` from where it stands
+/// (split on `\n` only; `complete` is false for an unterminated last
+/// line), until `line` returns `false`. Returns how many bytes the complete
+/// lines it was given take (where a later read of a grown file may go on).
+/// A line longer than [`MAX_LINE_BYTES`] is an error.
+pub fn scan_lines(file: impl io::Read, mut line: impl FnMut(&[u8], bool) -> bool) -> io::Result<u64> {
+    let mut lines = BoundedLines::new(file, MAX_LINE_BYTES);
+    let mut consumed = 0;
+    while let Some((bytes, complete)) = lines.next_line()? {
+        let go_on = line(bytes, complete);
+        if complete {
+            consumed = lines.offset;
+        }
+        if !go_on {
+            break;
+        }
+    }
+    Ok(consumed)
+}
+
 /// Milliseconds since the Unix epoch of an ISO-8601 timestamp as agents
 /// write them: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
 pub fn iso_ms(s: &str) -> Option<u64> {
@@ -161,9 +181,32 @@ pub fn title_from_text(text: &str) -> Option<String> {
 }
 
 /// The modification time of a file in ms since the epoch (0 when unknown):
-/// the `createdAt` of a transcript with no timestamp at all.
+/// the `createdAt` of a Codex rollout whose first line is not a header.
 pub fn mtime_ms(identity: &super::FileIdentity) -> u64 {
     u64::try_from(identity.mtime_ns / 1_000_000).unwrap_or(u64::MAX)
+}
+
+/// The `createdAt` of a Claude Code session whose transcript holds no
+/// timestamp at all: 0, so that it is listed after every dated session
+/// (the file's modification time would put an old session, or one still
+/// being written, at the top of every listing).
+pub const UNKNOWN_CREATED_AT: u64 = 0;
+
+/// What one read of a transcript gives, whichever agent wrote it.
+#[derive(Clone, Debug, Default)]
+pub struct Transcript {
+    /// The current model-visible conversation.
+    pub items: Vec<ConversationItem>,
+    /// The title by the rules of the format (for Codex, without
+    /// `session_index.jsonl`, which the source looks up).
+    pub title: Option<String>,
+    /// The cwd a read gives (the newest on the current path for Claude
+    /// Code, the last `turn_context` for Codex), else the first.
+    pub cwd: Option<String>,
+    /// The creation time the file records (ms), if any.
+    pub created_at: Option<u64>,
+    /// Lines read and skipped.
+    pub stats: LineStats,
 }
 
 /// The error of a read of one session: `<format> session <id> (<path>): <why>`.
@@ -178,6 +221,14 @@ pub struct ListedSession {
     pub header: SessionHeader,
     /// The file it was listed from.
     pub path: PathBuf,
+}
+
+impl ListedSession {
+    /// The session `prefix` + `bare` (its id without the prefix), created
+    /// at `created_at` (ms), listed from `path`.
+    pub fn new(prefix: &str, bare: &str, created_at: u64, cwd: Option<String>, path: PathBuf) -> Self {
+        ListedSession { header: SessionHeader::new(format!("{prefix}{bare}"), created_at, cwd), path }
+    }
 }
 
 /// The order of a foreign listing: newest `createdAt` first, equal times
@@ -195,6 +246,10 @@ pub struct Listing {
     /// Entries that were not listed, and why (links, unreadable files,
     /// a second file for one id).
     pub rejected: Vec<(PathBuf, String)>,
+    /// Files of the format that hold no conversation (empty, or only
+    /// metadata lines), so are not sessions; a file that gains a message is
+    /// listed from then on.
+    pub without_conversation: Vec<PathBuf>,
 }
 
 impl Listing {

@@ -38,6 +38,9 @@ pub use self::open::{
 pub use crate::fs;
 pub use crate::fs::FileIdentity;
 
+pub use self::multi::SourceNotes;
+pub use self::open::{empty_root_note, ResolvedSpec};
+
 /// The position in a listing of each of `ids` (same order): ids given in
 /// listing order (as a resolver gives them, the target left out) are
 /// matched by walking the listing along, without hashing; others are

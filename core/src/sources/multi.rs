@@ -19,6 +19,7 @@ struct Entry {
     name: String,
     prefix: String,
     query: Arc<dyn SessionQuery>,
+    notes: SourceNotes,
 }
 
 /// How one source fared in the last listing.
@@ -28,6 +29,40 @@ pub struct SourceStatus {
     pub name: String,
     /// The number of sessions it listed, or why it could not list.
     pub outcome: Result<usize, String>,
+    /// What else there is to say: how its root was taken, and, when it
+    /// listed no session, why (what its root was expected to hold and what
+    /// it holds).
+    pub note: Option<String>,
+}
+
+/// What a view says of a source beside its outcome (see
+/// [`SourceStatus::note`]).
+#[derive(Clone, Default)]
+pub struct SourceNotes {
+    /// Said whatever the outcome (how the source's root was taken).
+    pub opened: Option<String>,
+    /// Asked when the source lists no session: why.
+    pub if_empty: Option<Arc<dyn Fn() -> String + Send + Sync>>,
+}
+
+impl std::fmt::Debug for SourceNotes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceNotes").field("opened", &self.opened).finish_non_exhaustive()
+    }
+}
+
+impl SourceNotes {
+    /// The note of a listing of `listed` sessions (`None`: one that failed).
+    fn note(&self, listed: Option<usize>) -> Option<String> {
+        let empty = match (listed, &self.if_empty) {
+            (Some(0), Some(why)) => Some(why()),
+            _ => None,
+        };
+        match (self.opened.clone(), empty) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// A [`SessionQuery`] over several sources.
@@ -57,13 +92,20 @@ impl MultiQuery {
     /// (`"claude-code:"`), or `""` for the source that takes every other id
     /// (DSH). A read goes to the first source whose non-empty prefix starts
     /// the id, else to the first source without a prefix.
-    pub fn with_source(
+    pub fn with_source(self, name: impl Into<String>, prefix: impl Into<String>, query: Arc<dyn SessionQuery>) -> Self {
+        self.with_noted_source(name, prefix, query, SourceNotes::default())
+    }
+
+    /// [`with_source`](Self::with_source), with what its
+    /// [`SourceStatus::note`] says.
+    pub fn with_noted_source(
         mut self,
         name: impl Into<String>,
         prefix: impl Into<String>,
         query: Arc<dyn SessionQuery>,
+        notes: SourceNotes,
     ) -> Self {
-        self.entries.push(Entry { name: name.into(), prefix: prefix.into(), query });
+        self.entries.push(Entry { name: name.into(), prefix: prefix.into(), query, notes });
         self
     }
 
@@ -106,12 +148,15 @@ fn merge<T>(
     for (entry, list) in entries.iter().zip(lists) {
         match list {
             Ok(list) => {
-                report.push(SourceStatus { name: entry.name.clone(), outcome: Ok(len(&list)) });
+                let n = len(&list);
+                let note = entry.notes.note(Some(n));
+                report.push(SourceStatus { name: entry.name.clone(), outcome: Ok(n), note });
                 kept.push(Some(list));
             }
             Err(e) => {
                 failures.push(format!("{}: {}", entry.name, e.message()));
-                report.push(SourceStatus { name: entry.name.clone(), outcome: Err(e.message().to_owned()) });
+                let note = entry.notes.note(None);
+                report.push(SourceStatus { name: entry.name.clone(), outcome: Err(e.message().to_owned()), note });
                 kept.push(None);
             }
         }

@@ -13,6 +13,11 @@ use super::{FileSource, MultiQuery};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
 
+use super::dsh::layout::Encoding;
+use super::multi::SourceNotes;
+use std::ffi::OsStr;
+use std::path::Path;
+
 /// The formats a source can read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SourceKind {
@@ -114,6 +119,306 @@ impl SourceSpec {
     }
 }
 
+/// A spec whose root is the directory its source reads: the root given, or
+/// the one a root given the way people give them obviously means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedSpec {
+    /// The kind and the root to read.
+    pub spec: SourceSpec,
+    /// What was taken instead of the root given, and why (`None`: the root
+    /// as given).
+    pub note: Option<String>,
+}
+
+impl SourceSpec {
+    /// The root this spec's source reads. A root given one level off is
+    /// taken for what it obviously means: for `codex`, a home's
+    /// `sessions/` or `archived_sessions/` directory (the directory users
+    /// see their rollouts in) is read as its Codex home; for `claude-code`,
+    /// a Claude configuration directory holding `projects/` (`~/.claude`) as
+    /// that `projects/`; for `dsh`, a DSH home holding `sessions/` (`~/.dsh`)
+    /// as that `sessions/`. A root that is one level too deep, where what it
+    /// means is ambiguous (one project's directory, one session's, a dated
+    /// directory of rollouts, rollouts outside a Codex home), is an error
+    /// that says what was expected and what was found. A root that is not a
+    /// directory is taken as given (opening it reports why).
+    pub fn resolve(&self) -> Result<ResolvedSpec, String> {
+        let root = self.root.as_path();
+        if !root.is_dir() {
+            return Ok(ResolvedSpec { spec: self.clone(), note: None });
+        }
+        let taken = match self.kind {
+            SourceKind::Codex => codex_root(root)?,
+            SourceKind::ClaudeCode => claude_root(root)?,
+            SourceKind::Dsh => dsh_root(root)?,
+        };
+        Ok(match taken {
+            None => ResolvedSpec { spec: self.clone(), note: None },
+            Some((to, why)) => {
+                let note = format!("{} {why}: reading {}", root.display(), to.display());
+                ResolvedSpec { spec: SourceSpec::new(self.kind, to), note: Some(note) }
+            }
+        })
+    }
+}
+
+/// One directory entry, its kind seen without following a link.
+struct Seen {
+    name: std::ffi::OsString,
+    dir: bool,
+    file: bool,
+}
+
+/// The entries of `dir` in byte order of their names (none when it cannot
+/// be read).
+fn seen(dir: &Path) -> Vec<Seen> {
+    let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<Seen> = read
+        .filter_map(Result::ok)
+        .map(|e| {
+            let t = e.file_type().ok();
+            Seen { name: e.file_name(), dir: t.is_some_and(|t| t.is_dir()), file: t.is_some_and(|t| t.is_file()) }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.as_encoded_bytes().cmp(b.name.as_encoded_bytes()));
+    out
+}
+
+/// What a directory holds, for a message: up to five names, then how many
+/// more.
+fn found(entries: &[Seen]) -> String {
+    if entries.is_empty() {
+        return "it is empty".to_owned();
+    }
+    let names: Vec<String> = entries
+        .iter()
+        .take(5)
+        .map(|e| format!("{}{}", e.name.to_string_lossy(), if e.dir { "/" } else { "" }))
+        .collect();
+    let more = entries.len().saturating_sub(5);
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    format!("it holds {}{more}", names.join(", "))
+}
+
+fn named(name: &OsStr, wanted: &[&str]) -> bool {
+    name.to_str().is_some_and(|n| wanted.contains(&n))
+}
+
+/// A Claude Code transcript's name (not a subagent's).
+fn is_transcript(name: &OsStr) -> bool {
+    name.to_str().is_some_and(|n| n.ends_with(".jsonl") && n.len() > 6 && !n.starts_with("agent-"))
+}
+
+fn is_rollout(name: &OsStr) -> bool {
+    name.to_str().is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+}
+
+/// A DSH log file name of any generation.
+fn is_dsh_log(name: &OsStr) -> bool {
+    name.to_str().is_some_and(|n| Encoding::from_file_name(n).is_some())
+}
+
+fn all_digits(name: &OsStr) -> bool {
+    name.to_str().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A root given for `codex`: a home (as given), or the directory a root one
+/// level off means.
+fn codex_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, String> {
+    let entries = seen(root);
+    if entries.iter().any(|e| named(&e.name, &["sessions", "archived_sessions", "session_index.jsonl"])) {
+        return Ok(None);
+    }
+    let rollouts = |e: &[Seen]| e.iter().any(|e| (e.file && is_rollout(&e.name)) || (e.dir && all_digits(&e.name)));
+    let name = root.file_name().unwrap_or_default();
+    if named(name, &["sessions", "archived_sessions"]) && (entries.is_empty() || rollouts(&entries)) {
+        if let Some(home) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let why = format!("is the {}/ directory of a Codex home", name.to_string_lossy());
+            return Ok(Some((home.to_path_buf(), why)));
+        }
+    }
+    let home_hint = "give the Codex home, the directory holding sessions/ (as ~/.codex)";
+    if all_digits(name) {
+        // A dated directory (YYYY, MM or DD) inside sessions/.
+        let mut at = root;
+        for _ in 0..3 {
+            let Some(parent) = at.parent() else { break };
+            if named(parent.file_name().unwrap_or_default(), &["sessions", "archived_sessions"]) {
+                let home = parent.parent().unwrap_or(parent);
+                return Err(format!(
+                    "codex root {} is a dated directory inside {}: {home_hint}: {}",
+                    root.display(),
+                    parent.display(),
+                    home.display()
+                ));
+            }
+            if !all_digits(parent.file_name().unwrap_or_default()) {
+                break;
+            }
+            at = parent;
+        }
+    }
+    if rollouts(&entries) {
+        return Err(format!(
+            "codex root {} holds rollouts but is not a Codex home nor its sessions/ directory; {home_hint}",
+            root.display()
+        ));
+    }
+    Ok(None)
+}
+
+/// Whether `dir` holds a Claude Code transcript itself.
+fn holds_transcripts(dir: &Path) -> bool {
+    seen(dir).iter().any(|e| e.file && is_transcript(&e.name))
+}
+
+/// A root given for `claude-code`: a projects root (as given), or the
+/// directory a root one level off means.
+fn claude_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, String> {
+    let entries = seen(root);
+    let project_dirs = || entries.iter().filter(|e| e.dir && !named(&e.name, &["projects"]));
+    if entries.iter().any(|e| e.dir && named(&e.name, &["projects"]))
+        && !project_dirs().any(|e| holds_transcripts(&root.join(&e.name)))
+    {
+        return Ok(Some((root.join("projects"), "is a Claude Code configuration directory".to_owned())));
+    }
+    let here = entries.iter().filter(|e| e.file && is_transcript(&e.name)).count();
+    if here > 0 && !project_dirs().any(|e| holds_transcripts(&root.join(&e.name))) {
+        let parent = root.parent().unwrap_or(root);
+        return Err(format!(
+            "claude-code root {} holds {here} transcript(s) itself: it is one project's directory; give the \
+             projects root, its parent {} (as ~/.claude/projects)",
+            root.display(),
+            parent.display()
+        ));
+    }
+    Ok(None)
+}
+
+/// Whether `dir` holds a DSH session log itself.
+fn holds_dsh_log(dir: &Path) -> bool {
+    seen(dir).iter().any(|e| e.file && is_dsh_log(&e.name))
+}
+
+/// Whether `dir` holds DSH session directories (each holding a log).
+fn holds_dsh_sessions(dir: &Path) -> bool {
+    seen(dir).iter().filter(|e| e.dir).any(|e| holds_dsh_log(&dir.join(&e.name)))
+}
+
+/// A DSH project directory's name: `--<key>--` or `_no-cwd`.
+fn dsh_project_name(name: &OsStr) -> bool {
+    name.to_str().is_some_and(|n| n == "_no-cwd" || (n.len() >= 4 && n.starts_with("--") && n.ends_with("--")))
+}
+
+/// A root given for `dsh`: a sessions root (as given), or the directory a
+/// root one level off means.
+fn dsh_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, String> {
+    let entries = seen(root);
+    let hint = "give the sessions root (as ~/.dsh/sessions)";
+    if entries.iter().any(|e| e.file && is_dsh_log(&e.name)) {
+        let sessions = root.parent().and_then(Path::parent).unwrap_or(root);
+        return Err(format!(
+            "dsh root {} is one session's directory (it holds its log): {hint}, two levels up: {}",
+            root.display(),
+            sessions.display()
+        ));
+    }
+    if entries.iter().any(|e| e.dir && dsh_project_name(&e.name)) {
+        return Ok(None);
+    }
+    let others = || entries.iter().filter(|e| e.dir && !named(&e.name, &["sessions"]));
+    if entries.iter().any(|e| e.dir && named(&e.name, &["sessions"]))
+        && !others().any(|e| holds_dsh_sessions(&root.join(&e.name)))
+    {
+        return Ok(Some((root.join("sessions"), "is a DSH home".to_owned())));
+    }
+    // One project's directory: its directories are sessions (a few looked at).
+    let dirs: Vec<&Seen> = entries.iter().filter(|e| e.dir).take(16).collect();
+    if dirs.iter().any(|e| holds_dsh_log(&root.join(&e.name)))
+        && !dirs.iter().any(|e| holds_dsh_sessions(&root.join(&e.name)))
+    {
+        let parent = root.parent().unwrap_or(root);
+        return Err(format!(
+            "dsh root {} is one project's directory (its directories are sessions): {hint}, its parent: {}",
+            root.display(),
+            parent.display()
+        ));
+    }
+    Ok(None)
+}
+
+/// Why a root lists no session of `kind`: what it was expected to hold and
+/// what it holds, from a look at it (for [`SourceStatus::note`](super::SourceStatus::note)
+/// and the command line).
+pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
+    let entries = seen(root);
+    let dirs: Vec<&Seen> = entries.iter().filter(|e| e.dir).collect();
+    match kind {
+        SourceKind::ClaudeCode => {
+            let head = format!("no Claude Code session in {}", root.display());
+            if dirs.is_empty() {
+                return format!(
+                    "{head}: expected project directories holding <session>.jsonl transcripts (as \
+                     ~/.claude/projects); {}",
+                    found(&entries)
+                );
+            }
+            let transcripts: usize = dirs
+                .iter()
+                .map(|d| seen(&root.join(&d.name)).iter().filter(|e| e.file && is_transcript(&e.name)).count())
+                .sum();
+            match transcripts {
+                0 => format!("{head}: its {} directories hold no <session>.jsonl transcript", dirs.len()),
+                n => format!(
+                    "{head}: none of its {n} transcripts holds a message (empty, only summary or \
+                     file-history lines, or unreadable)"
+                ),
+            }
+        }
+        SourceKind::Codex => {
+            let head = format!("no Codex session in {}", root.display());
+            let homes: Vec<&&Seen> =
+                dirs.iter().filter(|e| named(&e.name, &["sessions", "archived_sessions"])).collect();
+            if homes.is_empty() {
+                return format!(
+                    "{head}: expected a Codex home, holding sessions/ or archived_sessions/ (as ~/.codex); {}",
+                    found(&entries)
+                );
+            }
+            let mut rollouts = 0;
+            let mut stack: Vec<(std::path::PathBuf, usize)> = homes.iter().map(|e| (root.join(&e.name), 0)).collect();
+            while let Some((dir, depth)) = stack.pop() {
+                for e in seen(&dir) {
+                    if e.file && is_rollout(&e.name) {
+                        rollouts += 1;
+                    } else if e.dir && depth < 3 {
+                        stack.push((dir.join(&e.name), depth + 1));
+                    }
+                }
+            }
+            match rollouts {
+                0 => format!("{head}: its sessions/ and archived_sessions/ hold no rollout-*.jsonl"),
+                n => format!("{head}: its {n} rollouts are empty or unreadable"),
+            }
+        }
+        SourceKind::Dsh => {
+            let head = format!("no DSH session in {}", root.display());
+            if dirs.is_empty() {
+                return format!(
+                    "{head}: expected project directories of session directories holding session.jsonl (as \
+                     ~/.dsh/sessions); {}",
+                    found(&entries)
+                );
+            }
+            if dirs.iter().any(|d| holds_dsh_sessions(&root.join(&d.name))) {
+                format!("{head}: its session logs could not be listed")
+            } else {
+                format!("{head}: its {} directories hold no session directory with a log", dirs.len())
+            }
+        }
+    }
+}
+
 /// The default location of every kind that exists as a directory on this
 /// machine, in [`SourceKind::ALL`] order.
 pub fn default_specs() -> Vec<SourceSpec> {
@@ -134,11 +439,19 @@ pub fn specs_from_json(value: &serde_json::Value) -> Result<Vec<SourceSpec>, Str
 }
 
 /// How each source of `multi` fared in its last listing, as the SDKs give
-/// it: `[{"name", "sessions": n}]` or `[{"name", "error": why}]`.
+/// it: `[{"name", "sessions": n}]` or `[{"name", "error": why}]`, with a
+/// `"note"` when there is one (a root taken for the one it meant; why a
+/// source listed no session).
 pub fn report_json(multi: &MultiQuery) -> serde_json::Value {
-    let report = multi.last_report().into_iter().map(|s| match s.outcome {
-        Ok(n) => serde_json::json!({"name": s.name, "sessions": n}),
-        Err(e) => serde_json::json!({"name": s.name, "error": e}),
+    let report = multi.last_report().into_iter().map(|s| {
+        let mut item = match s.outcome {
+            Ok(n) => serde_json::json!({"name": s.name, "sessions": n}),
+            Err(e) => serde_json::json!({"name": s.name, "error": e}),
+        };
+        if let Some(note) = s.note {
+            item["note"] = serde_json::Value::String(note);
+        }
+        item
     });
     serde_json::Value::Array(report.collect())
 }
@@ -171,8 +484,14 @@ impl BlockingSessionQuery for Unavailable {
     }
 }
 
-/// Opens one source as a session query. An error names the root.
+/// Opens one source as a session query, its root [resolved](SourceSpec::resolve).
+/// An error names the root.
 pub fn open_source(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
+    let resolved = spec.resolve().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    open_resolved(&resolved.spec)
+}
+
+fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
     Ok(match spec.kind {
         SourceKind::Dsh => Arc::new(DshStore::open(&spec.root)?),
         SourceKind::ClaudeCode => ClaudeCodeSource::open(&spec.root)?.into_query(),
@@ -180,11 +499,14 @@ pub fn open_source(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> 
     })
 }
 
-/// One view over the sources of `specs`, in order, named by kind. A root
-/// that cannot be opened becomes a source whose listing fails with the
-/// reason (reported by [`MultiQuery::last_report`], never fatal to the
-/// others). Two sources of one kind are refused: reads are routed by the
-/// id's prefix, so the second could never be read.
+/// One view over the sources of `specs`, in order, named by kind, each
+/// root [resolved](SourceSpec::resolve). A root that cannot be opened (or
+/// is ambiguous) becomes a source whose listing fails with the reason
+/// (reported by [`MultiQuery::last_report`], never fatal to the others); a
+/// root taken for the one it meant, and one that lists no session (with
+/// what it holds), are said in the report's note. Two sources of one kind
+/// are refused: reads are routed by the id's prefix, so the second could
+/// never be read.
 pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
     let mut multi = MultiQuery::new();
     let mut seen = Vec::new();
@@ -193,11 +515,18 @@ pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
             return Err(format!("two {} sources: give at most one root per kind", spec.kind.name()));
         }
         seen.push(spec.kind);
-        let query: Arc<dyn SessionQuery> = match open_source(spec) {
+        let mut notes = SourceNotes::default();
+        let opened = spec.resolve().and_then(|r| {
+            notes.opened = r.note;
+            let (kind, root) = (r.spec.kind, r.spec.root.clone());
+            notes.if_empty = Some(Arc::new(move || empty_root_note(kind, &root)));
+            open_resolved(&r.spec).map_err(|e| e.to_string())
+        });
+        let query: Arc<dyn SessionQuery> = match opened {
             Ok(q) => q,
-            Err(e) => Arc::new(Blocking::new(Unavailable(e.to_string()))),
+            Err(e) => Arc::new(Blocking::new(Unavailable(e))),
         };
-        multi = multi.with_source(spec.kind.name(), spec.kind.prefix(), query);
+        multi = multi.with_noted_source(spec.kind.name(), spec.kind.prefix(), query, notes);
     }
     Ok(multi)
 }

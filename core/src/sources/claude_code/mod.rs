@@ -16,17 +16,23 @@
 //! - **id**: `claude-code:<file stem>` (the id `claude --resume` takes).
 //!   Files named `agent-*.jsonl` (subagents) and everything below a
 //!   session's own directory (`<session>/subagents/`, `tool-results/`) are
-//!   not sessions.
+//!   not sessions, nor is a file without a message (zero bytes, only
+//!   `summary` or `file-history-snapshot` lines): it is listed once it has
+//!   one.
 //! - **createdAt**: the first `timestamp` among the first
-//!   [`HEAD_LINES`](transcript::HEAD_LINES) lines, else the file's
-//!   modification time.
-//! - **cwd**: listing gives the first `cwd` in those lines; a read gives the
+//!   [`HEAD_LINES`](project::HEAD_LINES) lines, or up to the first message
+//!   when it comes later; 0 (listed last) when there is none.
+//! - **cwd**: listing gives the first `cwd` of those lines; a read gives the
 //!   newest `cwd` on the current path. The directory name is never decoded.
 //! - **title**: the latest `custom-title`, else the latest `ai-title`, else
-//!   the latest legacy `summary` whose `leafUuid` is on the current path,
-//!   else the first typed prompt (whitespace collapsed, at most 100
-//!   characters). A `custom-title` in the last 64 KiB is found without
-//!   reading the rest of the file (Claude Code re-appends titles there).
+//!   the summary of the leaf, or of the newest message of the current path
+//!   that has one, else the first typed prompt (whitespace collapsed, at
+//!   most 100 characters). Claude Code before 2.1 writes a session's
+//!   summary into another transcript of the project directory, so for a
+//!   transcript it wrote the summaries of the whole project count
+//!   ([`project`]); a later one's own. A `custom-title` in the last 64 KiB
+//!   is found without reading the rest of the file (Claude Code re-appends
+//!   titles there).
 //! - **capturedThroughSeq**: the 0-based number of the last line read
 //!   (every line counts, skipped ones too).
 //!
@@ -46,10 +52,13 @@
 //! 4. User lines: not `isMeta`; text blocks (or the string) only, each
 //!    cleaned by [`text::typed_text`] (tool results, images, command echoes
 //!    and outputs, interrupt markers dropped; reminder and IDE blocks
-//!    stripped). A queued prompt attachment (`queued_command`, not a task
-//!    notification) is a user message; a `queue-operation` `remove` with text
-//!    (a steering prompt) is put after the last item typed before it,
-//!    unless the same text is already there.
+//!    stripped). A prompt typed while the model worked is a user message:
+//!    its `queued_command` attachment (2.1.x, not a task notification)
+//!    where it stands, and each `queue-operation` `remove` (a delivery) with
+//!    its text (its own from 2.1.205, else the oldest `enqueue`d prompt's)
+//!    after the last item typed before it, unless the same text is already
+//!    there; a `dequeue` (taken up as the next prompt, or cancelled) makes
+//!    no message.
 //! 5. Assistant lines: `text` blocks only (never thinking or tool use),
 //!    the texts of every line of one `message.id` joined with `"\n"` at the
 //!    first of them; synthetic replies (`model: "<synthetic>"`,
@@ -63,6 +72,7 @@
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable; memory is bounded by the texts kept plus one line.
 
+pub mod project;
 pub mod text;
 pub mod transcript;
 
@@ -81,6 +91,10 @@ use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error}
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 use crate::sources::{positions_in_order, FileSource};
 
+use self::project::{Scanned, Winners};
+use self::transcript::TitleParts;
+use crate::sources::foreign::{Transcript, UNKNOWN_CREATED_AT};
+
 /// What every Claude Code session id starts with.
 pub const PREFIX: &str = "claude-code:";
 
@@ -94,6 +108,8 @@ pub struct ClaudeCodeSource {
     root: Arc<PathBuf>,
     /// What listings learned, kept between them.
     kept: Arc<Mutex<Kept>>,
+    /// Whole transcripts read so far.
+    reads: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for ClaudeCodeSource {
@@ -102,59 +118,173 @@ impl std::fmt::Debug for ClaudeCodeSource {
     }
 }
 
-/// A transcript's head as a listing read it: `createdAt` (or `None`), cwd,
-/// and the identity the file had when opened.
-type Head = (Option<u64>, Option<String>, FileIdentity);
-
-/// What a Claude Code source keeps between listings: each transcript's head
-/// under the stamp its file had before the read (a transcript whose stamp
-/// is unchanged is not opened again), and, on Linux from the second listing
-/// on, a watcher of the root and the project directories (see
-/// [`DirWatcher`]): no event since the last listing and it is the answer;
-/// events, and the directories are read again but only the transcripts
-/// they name (and new ones) are looked at.
+/// What a Claude Code source keeps between listings: each transcript's scan
+/// (its head, and the summaries and uuids of one written before 2.1) under
+/// the stamp its file had before the read (a transcript whose stamp is
+/// unchanged is not opened again; one that only grew is read from where
+/// its scan stopped), and, on Linux from the second listing on, a watcher
+/// of the root and the project directories (see [`DirWatcher`]): no event
+/// since the last listing and it is the answer; events, and the directories
+/// are read again but only the transcripts they name (and new ones) are
+/// looked at.
 #[derive(Default)]
 struct Kept {
     listings: u64,
     watcher: Option<DirWatcher>,
     no_watch: bool,
-    heads: HashMap<PathBuf, (Stamp, Head)>,
+    files: HashMap<PathBuf, (Stamp, Arc<Scanned>)>,
+    /// The transcripts the last walk found, in walk order.
+    found: Arc<[Found]>,
+    /// The summary bytes of each session's fingerprint, and what they were
+    /// made from.
+    digests: HashMap<PathBuf, Digest>,
+    /// What each transcript's title is made of, under the identity the
+    /// file had when it was read: while it is unchanged, a title read needs
+    /// only the project's summaries, not the file.
+    titles: HashMap<PathBuf, (FileIdentity, Arc<TitleParts>)>,
     /// The last listing.
     last: Option<Arc<Snap>>,
     /// Changes drained by a fingerprint call and not yet read.
     pending: Option<Changes>,
 }
 
-/// A listing and each listed session's transcript identity (same order).
+/// A transcript a walk found: its session stem, its project directory's
+/// name, and its path.
+struct Found {
+    stem: String,
+    project: OsString,
+    path: PathBuf,
+}
+
+/// What of its project's summaries a session may be titled by (a hash
+/// added to its fingerprint), made from these scan and winners.
+struct Digest {
+    scanned: Arc<Scanned>,
+    winners: Arc<Winners>,
+    hash: Option<u64>,
+}
+
+/// One listed session: its entry, its transcript's identity, its project
+/// directory's name, and the hash of the summaries it may be titled by.
+struct Entry {
+    session: ListedSession,
+    identity: FileIdentity,
+    project: OsString,
+    digest: Option<u64>,
+}
+
+/// A listing: the listed sessions (shared between listings, so that a
+/// listing after one transcript changed copies pointers, not entries), the
+/// rejected entries, the files without a message, and the summary titles of
+/// each project directory that has some.
 struct Snap {
-    listing: Listing,
-    identities: Vec<FileIdentity>,
+    entries: Vec<Arc<Entry>>,
+    rejected: Vec<(PathBuf, String)>,
+    without_conversation: Vec<PathBuf>,
+    projects: HashMap<OsString, Arc<Winners>>,
     by_id: std::sync::OnceLock<HashMap<String, usize>>,
-    /// The headers and identities as one shared listing, made once.
+    /// The headers, in order, made once (the last listing's when they are
+    /// the same: an append changes fingerprints, seldom headers).
+    headers: std::sync::OnceLock<Arc<[SessionHeader]>>,
+    /// The last listing's headers, if it made them.
+    headers_before: Option<Arc<[SessionHeader]>>,
+    /// The headers and fingerprints as one shared listing, made once.
     shared: std::sync::OnceLock<SharedListing>,
 }
 
+/// What a listing is made of while it is assembled.
+#[derive(Default)]
+struct Part {
+    entries: Vec<Arc<Entry>>,
+    without: Vec<PathBuf>,
+    projects: HashMap<OsString, Arc<Winners>>,
+}
+
+/// A session's fingerprint: its transcript's identity, and the hash of the
+/// summaries of its project that it may be titled by (a title written into
+/// another transcript changes it). 48 bytes: held inline, no allocation.
+fn fingerprint(identity: FileIdentity, digest: Option<u64>) -> Fingerprint {
+    let plain = Fingerprint::from(identity);
+    match digest {
+        None => plain,
+        Some(hash) => {
+            let mut bytes = [0u8; 48];
+            let n = plain.as_bytes().len().min(40);
+            bytes[..n].copy_from_slice(&plain.as_bytes()[..n]);
+            bytes[40..].copy_from_slice(&hash.to_le_bytes());
+            Fingerprint::from_slice(&bytes)
+        }
+    }
+}
+
+fn entry_order(a: &Arc<Entry>, b: &Arc<Entry>) -> std::cmp::Ordering {
+    listing_order(&a.session.header, &b.session.header)
+}
+
 impl Snap {
-    /// From listed sessions and their identities, put in listing order.
-    fn new(mut pairs: Vec<(ListedSession, FileIdentity)>, rejected: Vec<(PathBuf, String)>) -> Snap {
-        pairs.sort_by(|a, b| listing_order(&a.0.header, &b.0.header));
-        let (sessions, identities) = pairs.into_iter().unzip();
+    /// From listed sessions, put in listing order.
+    fn new(
+        mut entries: Vec<Arc<Entry>>,
+        rejected: Vec<(PathBuf, String)>,
+        without_conversation: Vec<PathBuf>,
+        projects: HashMap<OsString, Arc<Winners>>,
+    ) -> Snap {
+        entries.sort_by(entry_order);
+        Snap::sorted(entries, rejected, without_conversation, projects)
+    }
+
+    /// From listed sessions already in listing order.
+    fn sorted(
+        entries: Vec<Arc<Entry>>,
+        rejected: Vec<(PathBuf, String)>,
+        without_conversation: Vec<PathBuf>,
+        projects: HashMap<OsString, Arc<Winners>>,
+    ) -> Snap {
         Snap {
-            listing: Listing { sessions, rejected },
-            identities,
+            entries,
+            rejected,
+            without_conversation,
+            projects,
             by_id: Default::default(),
+            headers: Default::default(),
+            headers_before: None,
             shared: Default::default(),
         }
     }
 
-    /// The headers and each transcript's fingerprint as of this listing,
+    /// The headers in listing order, made on first use.
+    fn headers(&self) -> Arc<[SessionHeader]> {
+        self.headers
+            .get_or_init(|| {
+                if let Some(before) = &self.headers_before {
+                    let same = before.len() == self.entries.len()
+                        && before.iter().zip(&self.entries).all(|(h, e)| *h == e.session.header);
+                    if same {
+                        return before.clone();
+                    }
+                }
+                self.entries.iter().map(|e| e.session.header.clone()).collect()
+            })
+            .clone()
+    }
+
+    /// The listing as the public [`Listing`].
+    fn listing(&self) -> Listing {
+        Listing {
+            sessions: self.entries.iter().map(|e| e.session.clone()).collect(),
+            rejected: self.rejected.clone(),
+            without_conversation: self.without_conversation.clone(),
+        }
+    }
+
+    /// The headers and each session's fingerprint as of this listing,
     /// made on first use and shared by every caller.
     fn shared(&self) -> SharedListing {
         self.shared
             .get_or_init(|| {
-                let headers: Arc<[SessionHeader]> = self.listing.sessions.iter().map(|s| s.header.clone()).collect();
+                let headers = self.headers();
                 let fps: Arc<[Option<Fingerprint>]> =
-                    self.identities.iter().map(|&i| Some(Fingerprint::from(i))).collect();
+                    self.entries.iter().map(|e| Some(fingerprint(e.identity, e.digest))).collect();
                 SharedListing::new(headers, fps).expect("one identity per session")
             })
             .clone()
@@ -162,13 +292,14 @@ impl Snap {
 
     /// The position of each of `ids` in the listing.
     fn positions<'a>(&'a self, ids: &'a [String]) -> impl Iterator<Item = Option<usize>> + 'a {
-        let sessions = &self.listing.sessions;
+        let entries = &self.entries;
         let find = |id: &str| {
-            let by_id =
-                self.by_id.get_or_init(|| sessions.iter().enumerate().map(|(i, s)| (s.header.id.clone(), i)).collect());
+            let by_id = self
+                .by_id
+                .get_or_init(|| entries.iter().enumerate().map(|(i, e)| (e.session.header.id.clone(), i)).collect());
             by_id.get(id).copied()
         };
-        positions_in_order(sessions.len(), |i| sessions[i].header.id.as_str(), ids, find)
+        positions_in_order(entries.len(), |i| entries[i].session.header.id.as_str(), ids, find)
     }
 }
 
@@ -185,7 +316,7 @@ impl ClaudeCodeSource {
     /// Opens a projects root (a directory; a link to one is fine).
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = super::open_root(root.as_ref(), FORMAT)?;
-        Ok(ClaudeCodeSource { root: Arc::new(root), kept: Arc::default() })
+        Ok(ClaudeCodeSource { root: Arc::new(root), kept: Arc::default(), reads: Arc::default() })
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
@@ -226,11 +357,12 @@ impl ClaudeCodeSource {
     }
 
     /// The last listing with the transcripts `dirs` names read again, when
-    /// that is all that changed: each is a listed transcript, still a
-    /// regular file (or the project directory holding it). `None` when
-    /// anything else changed (the root, a new, removed, renamed or rejected
-    /// entry): the walk is redone.
-    fn updated_in_place(&self, kept: &mut Kept, last: &Snap, dirs: &[PathBuf]) -> Option<Snap> {
+    /// that is all that changed: each is a transcript the last walk found,
+    /// still a regular file (or the project directory holding it, or an
+    /// entry that is not a transcript). `None` when anything else changed
+    /// (the root, a new, removed, renamed or rejected transcript): the walk
+    /// is redone.
+    fn updated_in_place(&self, kept: &mut Kept, last: &Arc<Snap>, dirs: &[PathBuf]) -> Option<Arc<Snap>> {
         let root = self.root.as_path();
         let mut changed = Vec::new();
         for d in dirs {
@@ -241,34 +373,148 @@ impl ClaudeCodeSource {
                 // A project directory: the event names the entry too.
                 continue;
             }
-            changed.push(last.listing.sessions.iter().position(|s| s.path == *d)?);
+            if !kept.files.contains_key(d) {
+                // Not a transcript (a subagent's file, a session's own
+                // directory) or one the last walk did not find.
+                if d.file_name().and_then(session_stem).is_none() {
+                    continue;
+                }
+                return None;
+            }
+            changed.push(d);
         }
-        if changed.is_empty() {
-            return None;
-        }
-        let mut pairs: Vec<(ListedSession, FileIdentity)> =
-            last.listing.sessions.iter().cloned().zip(last.identities.iter().copied()).collect();
-        for i in changed {
-            let path = pairs[i].0.path.clone();
-            let meta = std::fs::symlink_metadata(&path).ok().filter(|m| m.file_type().is_file())?;
+        let mut projects: HashSet<&OsStr> = HashSet::new();
+        for path in changed {
+            let meta = std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file())?;
             let stamp = Stamp::of(&meta);
-            if kept.heads.get(&path).is_some_and(|(held, _)| *held == stamp) {
+            let (held_stamp, held) = kept.files.get(path)?;
+            if *held_stamp == stamp {
                 continue;
             }
             let (project, name) = (path.parent()?.file_name()?, path.file_name()?);
             let (file, identity) = open_under(root, &[project, name]).ok()?;
-            let (created, cwd) = transcript::read_head(file).ok()?;
-            let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
-            let header = SessionHeader::new(pairs[i].0.header.id.clone(), created_at, cwd.clone());
-            pairs[i] = (ListedSession { header, path: path.clone() }, identity);
-            kept.heads.insert(path, (stamp, (created, cwd, identity)));
+            let scanned = project::scan(file, identity, Some(held)).ok()?;
+            kept.files.insert(path.clone(), (stamp, Arc::new(scanned)));
+            projects.insert(project);
         }
-        Some(Snap::new(pairs, last.listing.rejected.clone()))
+        if projects.is_empty() {
+            return Some(last.clone());
+        }
+        Some(Arc::new(Self::reassemble(kept, last, &projects)))
+    }
+
+    /// The listing of the transcripts the last walk found, from their
+    /// scans: each project's summary titles, and each transcript that holds
+    /// a message as a session (the others in `without_conversation`).
+    fn assemble(
+        kept: &mut Kept,
+        rejected: Vec<(PathBuf, String)>,
+        before: Option<&HashMap<OsString, Arc<Winners>>>,
+    ) -> Snap {
+        let found = kept.found.clone();
+        let mut part = Part { entries: Vec::with_capacity(found.len()), ..Part::default() };
+        let mut digests = HashMap::new();
+        for group in found.chunk_by(|a, b| a.project == b.project) {
+            let before = before.and_then(|b| b.get(&group[0].project));
+            Self::assemble_project(kept, group, before, &mut digests, &mut part);
+        }
+        kept.digests = digests;
+        part.without.sort();
+        Snap::new(part.entries, rejected, part.without, part.projects)
+    }
+
+    /// The last listing with the entries of the project directories
+    /// `changed` made again from their scans (a listing after a few
+    /// transcripts changed: the other projects' entries are kept).
+    fn reassemble(kept: &mut Kept, last: &Snap, changed: &HashSet<&OsStr>) -> Snap {
+        let in_changed = |path: &Path| path.parent().and_then(Path::file_name).is_some_and(|p| changed.contains(p));
+        // The other projects' entries, still in listing order.
+        let unchanged: Vec<Arc<Entry>> =
+            last.entries.iter().filter(|e| !changed.contains(e.project.as_os_str())).cloned().collect();
+        let mut part = Part {
+            entries: Vec::new(),
+            without: last.without_conversation.iter().filter(|p| !in_changed(p)).cloned().collect(),
+            projects: last.projects.clone(),
+        };
+        let found = kept.found.clone();
+        let mut digests = HashMap::new();
+        for group in found.chunk_by(|a, b| a.project == b.project) {
+            if !changed.contains(group[0].project.as_os_str()) {
+                continue;
+            }
+            let before = part.projects.remove(&group[0].project);
+            Self::assemble_project(kept, group, before.as_ref(), &mut digests, &mut part);
+        }
+        kept.digests.extend(digests);
+        part.without.sort();
+        // Merged with the remade entries, put in order on their own.
+        let mut remade = part.entries;
+        remade.sort_by(entry_order);
+        let mut entries = Vec::with_capacity(unchanged.len() + remade.len());
+        let mut remade = remade.into_iter().peekable();
+        for e in unchanged {
+            while let Some(r) = remade.next_if(|r| entry_order(r, &e).is_le()) {
+                entries.push(r);
+            }
+            entries.push(e);
+        }
+        entries.extend(remade);
+        let mut snap = Snap::sorted(entries, last.rejected.clone(), part.without, part.projects);
+        snap.headers_before = last.headers.get().cloned();
+        snap
+    }
+
+    /// The entries of one project directory's transcripts (`group`, in
+    /// byte order): its summary titles (`before`'s when they are the same),
+    /// and each transcript's row, with its summary bytes (made again only
+    /// when its scan or the titles changed; moved from `kept.digests` to
+    /// `digests`), or its path in `without`.
+    fn assemble_project(
+        kept: &mut Kept,
+        group: &[Found],
+        before: Option<&Arc<Winners>>,
+        digests: &mut HashMap<PathBuf, Digest>,
+        part: &mut Part,
+    ) {
+        let scans: Vec<(&Found, Arc<Scanned>)> =
+            group.iter().filter_map(|f| kept.files.get(&f.path).map(|(_, s)| (f, s.clone()))).collect();
+        // A summary of a transcript started later is newer: its first
+        // timestamp, else (only titles in it) when it was written.
+        let started = |s: &Scanned| s.head.created.unwrap_or_else(|| mtime_ms(&s.identity));
+        let built = Winners::build(scans.iter().enumerate().map(|(place, (_, s))| (started(s), place, &**s)));
+        let winners = match before {
+            // The same titles: the same digests.
+            Some(held) if held.same_titles(&built) => held.clone(),
+            _ => Arc::new(built),
+        };
+        for (f, scanned) in scans {
+            if !scanned.is_session() {
+                part.without.push(f.path.clone());
+                continue;
+            }
+            let mut digest = None;
+            if scanned.writes_summaries() && !winners.is_empty() {
+                let hash = match kept.digests.remove(&f.path) {
+                    Some(d) if Arc::ptr_eq(&d.scanned, &scanned) && Arc::ptr_eq(&d.winners, &winners) => d.hash,
+                    _ => winners.digest(&scanned.uuids),
+                };
+                digest = hash;
+                digests.insert(f.path.clone(), Digest { scanned: scanned.clone(), winners: winners.clone(), hash });
+            }
+            let head = &scanned.head;
+            let created = head.created.unwrap_or(UNKNOWN_CREATED_AT);
+            let session = ListedSession::new(PREFIX, &f.stem, created, head.cwd.clone(), f.path.clone());
+            let (identity, project) = (scanned.identity, f.project.clone());
+            part.entries.push(Arc::new(Entry { session, identity, project, digest }));
+        }
+        if !winners.is_empty() {
+            part.projects.insert(group[0].project.clone(), winners);
+        }
     }
 
     /// The transcripts under the root, with per-entry problems.
     pub fn list(&self) -> io::Result<Listing> {
-        self.listed().map(|l| l.listing.clone())
+        self.listed().map(|l| l.listing())
     }
 
     /// [`listed`](Self::listed) with its error as the host interface gives it.
@@ -295,7 +541,6 @@ impl ClaudeCodeSource {
         }
         if let (Changes::Dirs(dirs), Some(last), true) = (&changes, kept.last.clone(), kept.watcher.is_some()) {
             if let Some(updated) = self.updated_in_place(kept, &last, dirs) {
-                let updated = Arc::new(updated);
                 kept.last = Some(updated.clone());
                 return Ok(updated);
             }
@@ -307,7 +552,7 @@ impl ClaudeCodeSource {
                 None => kept.no_watch = true,
             }
         }
-        kept.last = None;
+        let before = kept.last.take().map(|l| l.projects.clone());
         // With a watcher that saw every change since the last listing, only
         // the transcripts it names are looked at again.
         let trusted: Option<HashSet<PathBuf>> = match (&changes, kept.watcher.is_some()) {
@@ -371,44 +616,45 @@ impl ClaudeCodeSource {
             w.retain(|d| d == self.root.as_path() || projects.iter().any(|p| p == d));
         }
         let trusted = trusted.filter(|_| kept.watcher.is_some());
-        let heads_kept = &kept.heads;
-        let heads = par_map(&found, |(_, project, name), _: &mut ()| -> io::Result<(Option<Stamp>, Head)> {
+        let held_files = &kept.files;
+        let scans = par_map(&found, |(_, project, name), _: &mut ()| -> io::Result<(Option<Stamp>, Arc<Scanned>)> {
             let path = self.root.join(project).join(name);
-            let held = heads_kept.get(&path);
-            if let (Some(changed), Some((stamp, head))) = (&trusted, held) {
+            let held = held_files.get(&path);
+            if let (Some(changed), Some((stamp, scanned))) = (&trusted, held) {
                 if !changed.contains(&path) {
-                    return Ok((Some(*stamp), head.clone()));
+                    return Ok((Some(*stamp), scanned.clone()));
                 }
             }
             let stamp = Stamp::lstat(&path);
-            if let (Some(now), Some((was, head))) = (stamp, held) {
+            if let (Some(now), Some((was, scanned))) = (stamp, held) {
                 if now == *was {
-                    return Ok((Some(now), head.clone()));
+                    return Ok((Some(now), scanned.clone()));
                 }
             }
             let (file, identity) = open_under(&self.root, &[project, name])?;
-            let (created, cwd) = transcript::read_head(file)?;
+            let scanned = project::scan(file, identity, held.map(|(_, s)| &**s))?;
             // Kept under the stamp taken before the read (none: not kept).
-            Ok((stamp, (created, cwd, identity)))
+            Ok((stamp, Arc::new(scanned)))
         });
-        let mut pairs = Vec::with_capacity(found.len());
-        let mut heads_now = HashMap::with_capacity(found.len());
-        for ((stem, project, name), head) in found.into_iter().zip(heads) {
+        let mut files = HashMap::with_capacity(found.len());
+        let mut walked = Vec::with_capacity(found.len());
+        for ((stem, project, name), scan) in found.into_iter().zip(scans) {
             let path = self.root.join(&project).join(&name);
-            match head {
-                Ok((stamp, (created, cwd, identity))) => {
-                    let created_at = created.unwrap_or_else(|| mtime_ms(&identity));
-                    let header = SessionHeader::new(format!("{PREFIX}{stem}"), created_at, cwd.clone());
-                    pairs.push((ListedSession { header, path: path.clone() }, identity));
-                    if let Some(stamp) = stamp {
-                        heads_now.insert(path, (stamp, (created, cwd, identity)));
-                    }
+            match scan {
+                Ok((stamp, scanned)) => {
+                    // Unstamped (it vanished while read): listed, not kept.
+                    let stamp = stamp.unwrap_or(Stamp { id: scanned.identity, ctime_ns: -1 });
+                    files.insert(path.clone(), (stamp, scanned));
+                    walked.push(Found { stem, project, path });
                 }
                 Err(e) => rejected.push((path, e.to_string())),
             }
         }
-        kept.heads = heads_now;
-        let last = Arc::new(Snap::new(pairs, rejected));
+        kept.files = files;
+        kept.found = walked.into();
+        let Kept { titles, files, .. } = &mut *kept;
+        titles.retain(|path, _| files.contains_key(path));
+        let last = Arc::new(Self::assemble(kept, rejected, before.as_ref()));
         kept.last = Some(last.clone());
         Ok(last)
     }
@@ -444,25 +690,66 @@ impl ClaudeCodeSource {
         Err(not_found(why))
     }
 
-    /// Reads the whole transcript of `id`.
-    pub fn read(&self, id: &str) -> Result<(PathBuf, transcript::Read), HostError> {
+    /// Reads the whole transcript of `id`, its title with the summaries of
+    /// its project directory (as of the last listing; the first read of a
+    /// source that has none lists the root).
+    pub fn read(&self, id: &str) -> Result<(PathBuf, Transcript), HostError> {
+        self.read_with(id, true)
+    }
+
+    /// Reads the transcript of `id`; its title looks at the project's
+    /// summaries only when `titled` (a surface read does not need them).
+    fn read_with(&self, id: &str, titled: bool) -> Result<(PathBuf, Transcript), HostError> {
         let (path, parts) = self.locate(id)?;
-        let (file, _) =
+        let (file, identity) =
             open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, id, &path, e))?;
-        let read = transcript::read(file).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let project = || titled.then(|| self.project_summaries(&parts[0])).flatten();
+        let (read, title) = transcript::read(file, project).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        // Kept under the identity the file had before the read.
+        self.kept().titles.insert(path.clone(), (identity, Arc::new(title)));
         Ok((path, read))
+    }
+
+    /// The title of the transcript at `path` (of the project directory
+    /// `project`) from what a read of it left, if the file is still as it
+    /// was: only the project's summaries may have changed.
+    fn kept_title(&self, path: &Path, project: &OsStr, identity: FileIdentity) -> Option<Option<String>> {
+        let parts = self.kept().titles.get(path).filter(|(held, _)| *held == identity).map(|(_, t)| t.clone())?;
+        Some(match &*parts {
+            TitleParts::Own(title) => title.clone(),
+            TitleParts::Project { .. } => parts.title(self.project_summaries(project).as_deref()),
+        })
+    }
+
+    /// How many whole transcripts this source (and its clones) read.
+    #[cfg(test)]
+    fn reads(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The summary titles of a project directory as the last listing found
+    /// them (listing first if there is none yet); `None` when it cannot
+    /// list.
+    fn project_summaries(&self, project: &OsStr) -> Option<Arc<Winners>> {
+        let last = self.kept().last.clone();
+        let last = match last {
+            Some(last) => last,
+            None => self.listed().ok()?,
+        };
+        Some(last.projects.get(project).cloned().unwrap_or_default())
     }
 
     /// The current conversation of `id`, as the resolver renders it.
     pub fn conversation(&self, id: &str) -> Result<Conversation, HostError> {
-        let (_, read) = self.read(id)?;
+        let (_, read) = self.read_with(id, false)?;
         Ok(conversation(PREFIX, id, read.cwd, read.stats, read.items))
     }
 }
 
 impl BlockingSessionQuery for ClaudeCodeSource {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
-        self.listed_for_host().map(|l| l.listing.sessions.iter().map(|s| s.header.clone()).collect())
+        self.listed_for_host().map(|l| l.entries.iter().map(|e| e.session.header.clone()).collect())
     }
 
     /// The listing with each transcript's identity as that listing saw it
@@ -472,15 +759,20 @@ impl BlockingSessionQuery for ClaudeCodeSource {
         self.listed_for_host().map(|l| Some(l.shared()))
     }
 
-    /// A `custom-title` near the end of the file is the title without
-    /// reading the rest; otherwise the whole transcript is read.
+    /// A transcript read before and unchanged since is not read again (its
+    /// title may still change with its project's summaries); a
+    /// `custom-title` near the end of the file is the title without reading
+    /// the rest; otherwise the whole transcript is read.
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
         let (path, parts) = self.locate(session_id)?;
         let (file, identity) =
             open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
+        if let Some(title) = self.kept_title(&path, &parts[0], identity) {
+            return Ok(title);
+        }
         match transcript::tail_custom_title(file, identity.size) {
             Ok(Some(title)) => Ok(Some(title)),
-            _ => Ok(self.read(session_id)?.1.title),
+            _ => Ok(self.read_with(session_id, true)?.1.title),
         }
     }
 
@@ -488,21 +780,26 @@ impl BlockingSessionQuery for ClaudeCodeSource {
         self.conversation(session_id).map(SurfaceData::from)
     }
 
-    /// The identity of each session's transcript (its title and
-    /// conversation come from that one file) as of now: from the last
-    /// listing when a watcher vouches that nothing changed since, else an
-    /// `lstat` of the file that listing found (one not listed: looked up).
+    /// The identity of each session's transcript as of now, with the
+    /// summaries of its project it may be titled by as of the last listing
+    /// (a title written into another transcript changes them): from the
+    /// last listing when a watcher vouches that nothing changed since, else
+    /// an `lstat` of the file that listing found (one not listed: looked
+    /// up, without summaries).
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
         let watched = self.watched_last();
         let Some(last) = watched.clone().or_else(|| self.kept().last.clone()) else {
             return Ok(Some(session_ids.iter().map(|id| self.identity(id).ok().map(Fingerprint::from)).collect()));
         };
-        let identities = last.positions(session_ids).zip(session_ids).map(|(at, id)| match (at, &watched) {
-            (Some(i), Some(_)) => Some(last.identities[i]),
-            (Some(i), None) => Stamp::lstat(&last.listing.sessions[i].path).map(|s| s.id),
-            (None, _) => self.identity(id).ok(),
+        let prints = last.positions(session_ids).zip(session_ids).map(|(at, id)| match (at, &watched) {
+            (Some(i), Some(_)) => Some(fingerprint(last.entries[i].identity, last.entries[i].digest)),
+            (Some(i), None) => {
+                let entry = &last.entries[i];
+                Stamp::lstat(&entry.session.path).map(|s| fingerprint(s.id, entry.digest))
+            }
+            (None, _) => self.identity(id).ok().map(Fingerprint::from),
         });
-        Ok(Some(identities.map(|i| i.map(Fingerprint::from)).collect()))
+        Ok(Some(prints.collect()))
     }
 }
 
@@ -518,5 +815,61 @@ impl FileSource for ClaudeCodeSource {
         open_under(&self.root, &[&parts[0], &parts[1]])
             .map(|(_, i)| i)
             .map_err(|e| read_error(FORMAT, session_id, &path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "a3c1e0f2-7b1d-4c55-9e0a-5b2f1d3c4e01";
+    const B: &str = "b7d2f1a3-8c2e-4d66-8f1b-6c3a2e4d5f02";
+    const C: &str = "c9e3a2b4-9d3f-4e77-9a2c-7d4b3f5e6a03";
+
+    /// A session titled by a summary that another transcript gains (a new
+    /// one, then an append) takes it without its own file being scanned or
+    /// read again.
+    #[test]
+    fn titles_from_other_transcripts_need_no_read_of_the_titled_one() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/on-disk/claude-code-titles");
+        let root = tempfile::tempdir().unwrap();
+        let project = root.path().join("-home-dev-shop");
+        std::fs::create_dir(&project).unwrap();
+        for stem in [A, B] {
+            let name = format!("{stem}.jsonl");
+            std::fs::copy(fixtures.join("first/-home-dev-shop").join(&name), project.join(&name)).unwrap();
+        }
+        let s = ClaudeCodeSource::open(root.path()).unwrap();
+        let title = |stem: &str| s.read_title(&format!("{PREFIX}{stem}")).unwrap();
+        let scans = || {
+            let kept = s.kept();
+            [A, B].map(|stem| kept.files[&project.join(format!("{stem}.jsonl"))].1.clone())
+        };
+        s.list().unwrap();
+        assert_eq!(title(B).as_deref(), Some("Add login with OAuth."));
+        assert_eq!(title(A).as_deref(), Some("Set up the database schema for orders."));
+        assert_eq!(s.reads(), 2);
+        let before = scans();
+        let c = project.join(format!("{C}.jsonl"));
+        std::fs::copy(fixtures.join(format!("later/{C}.jsonl")), &c).unwrap();
+        s.list().unwrap();
+        assert_eq!(title(B).as_deref(), Some("OAuth login flow"));
+        assert_eq!(title(A).as_deref(), Some("Orders database schema"));
+        assert_eq!(s.reads(), 2, "A and B are not read again");
+        assert!(before.iter().zip(scans()).all(|(a, b)| Arc::ptr_eq(a, &b)), "nor scanned again");
+        {
+            use std::io::Write as _;
+            let more = std::fs::read(fixtures.join(format!("later/{C}.append.jsonl"))).unwrap();
+            std::fs::OpenOptions::new().append(true).open(&c).unwrap().write_all(&more).unwrap();
+        }
+        s.list().unwrap();
+        assert_eq!(title(B).as_deref(), Some("Remember-me sessions"));
+        assert_eq!(s.reads(), 2);
+        assert!(before.iter().zip(scans()).all(|(a, b)| Arc::ptr_eq(a, &b)));
+        // C grew: its scan went on from where it stopped.
+        let grown = s.kept().files[&c].1.clone();
+        assert_eq!(grown.summaries.len(), 3);
+        assert_eq!(title(C).as_deref(), Some("Style the checkout page."));
+        assert_eq!(s.reads(), 3);
     }
 }

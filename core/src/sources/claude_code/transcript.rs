@@ -5,6 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use super::text::typed_text;
@@ -12,6 +15,9 @@ use crate::conversation::ConversationItem;
 use crate::projection::Role;
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
+
+use super::project::{uuid_hash, Head, HeadFields, Winners};
+use crate::sources::foreign::Transcript;
 
 /// The text of a checkpoint whose summary line is missing.
 pub const MISSING_SUMMARY: &str = "[The earlier conversation was compacted; its summary is not in the transcript.]";
@@ -79,6 +85,8 @@ struct Line<'a> {
     timestamp: LStr<'a>,
     #[serde(borrow, default)]
     cwd: LStr<'a>,
+    #[serde(borrow, default)]
+    version: LStr<'a>,
     #[serde(borrow, default, deserialize_with = "lenient")]
     message: Option<Message<'a>>,
     #[serde(rename = "compactMetadata", borrow, default, deserialize_with = "lenient")]
@@ -102,41 +110,6 @@ struct Line<'a> {
 /// `parentUuid` present (even `null`) versus absent (a legacy file).
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<LStr<'de>>, D::Error> {
     LStr::deserialize(d).map(Some)
-}
-
-/// The header fields of a transcript's first lines (for listing).
-#[derive(Deserialize)]
-struct HeadLine<'a> {
-    #[serde(borrow, default)]
-    timestamp: LStr<'a>,
-    #[serde(borrow, default)]
-    cwd: LStr<'a>,
-}
-
-/// How many lines of a transcript's head listing looks at for its first
-/// timestamp and cwd.
-pub const HEAD_LINES: u64 = 64;
-
-/// The first timestamp (ms) and the first cwd among a transcript's first
-/// [`HEAD_LINES`] lines.
-pub fn read_head(file: File) -> io::Result<(Option<u64>, Option<String>)> {
-    let (mut created, mut cwd) = (None, None);
-    let read = each_line(file, HEAD_LINES, |_, line| {
-        let Ok(head) = serde_json::from_slice::<HeadLine<'_>>(line) else { return false };
-        if created.is_none() {
-            created = head.timestamp.get().and_then(iso_ms);
-        }
-        if cwd.is_none() {
-            cwd = head.cwd.owned().filter(|c| !c.is_empty());
-        }
-        true
-    });
-    match read {
-        // A line too long to read ends the head: the session is listed, and
-        // reading it reports the line.
-        Err(e) if e.kind() != io::ErrorKind::InvalidData => Err(e),
-        _ => Ok((created, cwd)),
-    }
 }
 
 /// How many bytes at the end of a transcript a title read looks at first.
@@ -211,21 +184,6 @@ struct Node {
     kind: Kind,
 }
 
-/// A read transcript.
-#[derive(Clone, Debug, Default)]
-pub struct Read {
-    /// The current conversation.
-    pub items: Vec<ConversationItem>,
-    /// The title by the rules of the module docs.
-    pub title: Option<String>,
-    /// The newest cwd on the current path, else the first in the file.
-    pub cwd: Option<String>,
-    /// The first timestamp in the file (ms).
-    pub created_at: Option<u64>,
-    /// Lines read and skipped.
-    pub stats: LineStats,
-}
-
 /// Joins texts with `"\n"`, as the message builders do.
 fn join(texts: impl Iterator<Item = String>) -> Option<String> {
     let v: Vec<String> = texts.collect();
@@ -241,39 +199,119 @@ fn full_text(content: &Content<'_>) -> Option<String> {
     join(content.texts(&["text"]).map(str::to_owned)).filter(|t| !t.trim().is_empty())
 }
 
-/// Reads a whole transcript.
-pub fn read(file: File) -> io::Result<Read> {
+/// What a transcript's title is made of: what a source keeps to title it
+/// again, without reading it, while it is unchanged and only other files of
+/// its project changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TitleParts {
+    /// A title that depends on this file only: its latest `custom-title`,
+    /// else its latest `ai-title`, else (a transcript of Claude Code 2.1 or
+    /// later) its own summary of the newest message of its current path that
+    /// has one, else its first typed prompt.
+    Own(Option<String>),
+    /// A transcript written before Claude Code 2.1 with neither: the
+    /// project's summary of the newest message of its current path that has
+    /// one (`path`: the hashes of the path's uuids, leaf first), else its
+    /// first typed prompt (its `own` summary when the project's summaries
+    /// are not known).
+    Project {
+        /// [`uuid_hash`] of each uuid of the current path, leaf first.
+        path: Vec<u64>,
+        /// The title its own summaries give.
+        own: Option<String>,
+        /// Its first typed prompt, as a title.
+        first_prompt: Option<String>,
+    },
+}
+
+impl TitleParts {
+    /// The title, with the summaries of the transcript's project (where
+    /// Claude Code wrote them, into other files).
+    pub fn title(&self, project: Option<&Winners>) -> Option<String> {
+        match self {
+            TitleParts::Own(title) => title.clone(),
+            TitleParts::Project { path, own, first_prompt } => {
+                let summary = match project {
+                    Some(w) => path.iter().find_map(|&h| w.get_hashed(h)).map(str::to_owned),
+                    None => own.clone(),
+                };
+                summary.or_else(|| first_prompt.clone())
+            }
+        }
+    }
+}
+
+/// Reads a whole transcript. `project` gives the summary titles of its
+/// project directory; it is called only when the title may come from them
+/// (a transcript written before Claude Code 2.1 with no `custom-title` or
+/// `ai-title`). Also gives what the title is made of.
+pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::Result<(Transcript, TitleParts)> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let (mut custom, mut ai) = (None::<String>, None::<String>);
-    let mut summaries: Vec<(String, String)> = Vec::new();
+    let mut summaries: HashMap<String, String> = HashMap::new();
+    let mut head = Head::default();
     let mut steering: Vec<(String, String)> = Vec::new();
+    // Prompts queued while the model worked, oldest first (`None`: one that
+    // is not typed text, such as a task notification).
+    let mut queued: VecDeque<Option<String>> = VecDeque::new();
     let (mut created_at, mut first_cwd) = (None, None);
     let mut last_uuid: Option<String> = None;
-    let stats = each_line(file, u64::MAX, |_, bytes| {
-        let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
+    let stats: LineStats = each_line(file, u64::MAX, |n, bytes| {
+        let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else {
+            head.feed(n, None);
+            return false;
+        };
+        let kind = line.kind.get().unwrap_or_default();
+        head.feed(
+            n,
+            Some(HeadFields {
+                timestamp: line.timestamp.get(),
+                cwd: line.cwd.get(),
+                version: line.version.get(),
+                message: matches!(kind, "user" | "assistant") && line.uuid.get().is_some() && !line.sidechain.0,
+            }),
+        );
         if created_at.is_none() {
             created_at = line.timestamp.get().and_then(iso_ms);
         }
         if first_cwd.is_none() {
             first_cwd = line.cwd.owned().filter(|c| !c.is_empty());
         }
-        let kind = line.kind.get().unwrap_or_default();
         match kind {
             "custom-title" => custom = line.custom_title.owned().filter(|t| !t.trim().is_empty()).or(custom.take()),
             "ai-title" => ai = line.ai_title.owned().filter(|t| !t.trim().is_empty()).or(ai.take()),
             "summary" => {
-                if let (Some(s), Some(leaf)) = (line.summary.owned(), line.leaf.owned()) {
-                    summaries.push((leaf, s));
+                let text = line.summary.owned().filter(|t| !t.trim().is_empty());
+                if let (Some(text), Some(leaf)) = (text, line.leaf.owned()) {
+                    // The later line wins.
+                    summaries.insert(leaf, text);
                 }
             }
-            "queue-operation" if line.operation.get() == Some("remove") => {
-                if let (Content::Str(text), Some(ts)) = (&line.content, line.timestamp.owned()) {
-                    if let Some(text) = typed_text(text) {
+            "queue-operation" => match line.operation.get() {
+                Some("enqueue") => queued.push_back(typed(&line.content)),
+                // Taken up as the next prompt (its own user line follows)
+                // or pulled back into the prompt box: no message of its own.
+                Some("dequeue") => drop(queued.pop_front()),
+                // Delivered to the model mid-turn. Since 2.1.205 the line
+                // carries the text; before, it is the oldest queued prompt's.
+                Some("remove") => {
+                    let text = match &line.content {
+                        Content::None => queued.pop_front().flatten(),
+                        content => {
+                            let text = typed(content);
+                            if let Some(at) = queued.iter().position(|q| *q == text) {
+                                queued.remove(at);
+                            }
+                            text
+                        }
+                    };
+                    if let (Some(text), Some(ts)) = (text, line.timestamp.owned()) {
                         steering.push((ts, text));
                     }
                 }
-            }
+                _ => {}
+            },
             "user" | "assistant" | "system" | "attachment" | "progress" => {
                 let Some(uuid) = line.uuid.owned() else { return true };
                 if index.contains_key(&uuid) {
@@ -329,19 +367,31 @@ pub fn read(file: File) -> io::Result<Read> {
         true
     })?;
     let path = current_path(&nodes, &index);
-    let on_path: HashSet<&str> = path.iter().map(|&i| nodes[i].uuid.as_str()).collect();
     let items = classify(&nodes, &path, steering);
-    let title = custom
-        .or(ai)
-        .or_else(|| summaries.iter().rev().find(|(leaf, _)| on_path.contains(leaf.as_str())).map(|(_, s)| s.clone()))
-        .or_else(|| {
-            nodes.iter().find_map(|n| match &n.kind {
-                Kind::User { typed: Some(t), .. } if !n.sidechain => title_from_text(t),
-                _ => None,
-            })
-        });
+    let first_prompt = || {
+        nodes.iter().find_map(|n| match &n.kind {
+            Kind::User { typed: Some(t), .. } if !n.sidechain => title_from_text(t),
+            _ => None,
+        })
+    };
+    // A summary titles the session whose message is its leaf: the summary
+    // of the leaf, else of the newest message of the path that has one.
+    let own = path.iter().rev().find_map(|&i| summaries.get(&nodes[i].uuid)).cloned();
+    let parts = match custom.or(ai) {
+        Some(title) => TitleParts::Own(Some(title)),
+        None if head.writes_summaries() => TitleParts::Project {
+            path: path.iter().rev().map(|&i| uuid_hash(&nodes[i].uuid)).collect(),
+            own,
+            first_prompt: first_prompt(),
+        },
+        None => TitleParts::Own(own.or_else(first_prompt)),
+    };
+    let title = match &parts {
+        TitleParts::Project { .. } => parts.title(project().as_deref()),
+        TitleParts::Own(title) => title.clone(),
+    };
     let cwd = path.iter().rev().find_map(|&i| nodes[i].cwd.clone()).or(first_cwd);
-    Ok(Read { items, title, cwd, created_at, stats })
+    Ok((Transcript { items, title, cwd, created_at, stats }, parts))
 }
 
 /// What a boundary's metadata preserves: `preservedMessages` when it

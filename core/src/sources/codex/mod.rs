@@ -18,7 +18,8 @@
 //! - **id**: `codex:<id>`, the id of the first `session_meta` line (or of a
 //!   legacy header line `{id, timestamp}`), else the uuid that ends the file
 //!   name. Of two rollouts with one id the first found wins (`sessions/`
-//!   before `archived_sessions/`, byte order within each).
+//!   before `archived_sessions/`, byte order within each). A zero-byte
+//!   rollout is not a session until something is written to it.
 //! - **createdAt**: `session_meta.timestamp`, else the envelope's, else the
 //!   file's modification time.
 //! - **cwd**: listing gives `session_meta.cwd`; a read gives the last
@@ -82,6 +83,8 @@ use crate::host::{BlockingSessionQuery, SessionHeader, SharedListing, SurfaceDat
 use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
 use crate::sources::lenient::LStr;
 use crate::sources::FileSource;
+
+use crate::sources::foreign::Transcript;
 
 /// What every Codex session id starts with.
 pub const PREFIX: &str = "codex:";
@@ -203,6 +206,7 @@ impl CodexSource {
         let mut seen = HashSet::new();
         let mut found = HashMap::new();
         let mut sessions = Vec::with_capacity(files.len());
+        let mut without_conversation = Vec::new();
         for (rel, head) in files.into_iter().zip(heads) {
             let path = self.path_of(&rel);
             let (head, identity) = match head {
@@ -212,6 +216,11 @@ impl CodexSource {
                     continue;
                 }
             };
+            if identity.size == 0 {
+                // Nothing written yet: not a session (listed once it is).
+                without_conversation.push(path);
+                continue;
+            }
             let head = head.unwrap_or_default();
             let Some(id) = head.id.clone().or_else(|| rel.last().and_then(|n| uuid_of_name(n))) else {
                 rejected.push((path, "no session id (no session_meta line, no uuid in the name)".to_owned()));
@@ -222,14 +231,13 @@ impl CodexSource {
                 continue;
             }
             let created = head.created_at.unwrap_or_else(|| mtime_ms(&identity));
-            let header = SessionHeader::new(format!("{PREFIX}{id}"), created, head.cwd);
+            sessions.push(ListedSession::new(PREFIX, &id, created, head.cwd, path));
             found.insert(id, rel);
-            sessions.push(ListedSession { header, path });
         }
         if let Ok(mut memo) = self.found.lock() {
             *memo = found;
         }
-        let mut listing = Listing { sessions, rejected };
+        let mut listing = Listing { sessions, rejected, without_conversation };
         listing.sort();
         Ok(listing)
     }
@@ -300,7 +308,7 @@ impl CodexSource {
     }
 
     /// Replays the rollout of `id` (with or without the prefix).
-    pub fn read(&self, id: &str) -> Result<(PathBuf, rollout::Rollout), HostError> {
+    pub fn read(&self, id: &str) -> Result<(PathBuf, Transcript), HostError> {
         let bare = id.strip_prefix(PREFIX).unwrap_or(id);
         let rel = self.locate(bare)?;
         let path = self.path_of(&rel);
@@ -313,7 +321,7 @@ impl CodexSource {
     pub fn title(&self, id: &str) -> Result<Option<String>, HostError> {
         let bare = id.strip_prefix(PREFIX).unwrap_or(id);
         let (_, read) = self.read(id)?;
-        Ok(self.index_titles().get(bare).cloned().or(read.thread_name).or(read.first_message))
+        Ok(self.index_titles().get(bare).cloned().or(read.title))
     }
 
     /// The current conversation of `id`, as the resolver renders it.

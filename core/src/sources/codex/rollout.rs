@@ -11,6 +11,8 @@ use crate::projection::Role;
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LStr, LU64};
 
+use crate::sources::foreign::Transcript;
+
 /// How Codex's summary of a compacted history starts.
 pub const SUMMARY_PREFIX: &str = "Another language model started to solve this problem";
 
@@ -112,25 +114,6 @@ fn classify(item: &Item<'_>) -> Option<Hist> {
     }
 }
 
-/// A replayed rollout.
-#[derive(Clone, Debug, Default)]
-pub struct Rollout {
-    /// The session id (the first `session_meta`'s, or a legacy header's).
-    pub id: Option<String>,
-    /// `session_meta.timestamp` (ms).
-    pub created_at: Option<u64>,
-    /// The last `turn_context.cwd`, else `session_meta.cwd`.
-    pub cwd: Option<String>,
-    /// The latest `thread_name_updated` name.
-    pub thread_name: Option<String>,
-    /// The first real user message, else the first assistant text.
-    pub first_message: Option<String>,
-    /// The current conversation.
-    pub items: Vec<ConversationItem>,
-    /// Lines read and skipped.
-    pub stats: LineStats,
-}
-
 /// The header of a rollout: its first line's id, creation time and cwd.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Head {
@@ -187,9 +170,12 @@ fn roll_back(history: &mut Vec<Hist>, n: u64) {
     }
 }
 
-/// Replays a whole rollout.
-pub fn read(file: File) -> io::Result<Rollout> {
-    let mut out = Rollout::default();
+/// Replays a whole rollout. Its title is the latest `thread_name_updated`
+/// name, else the first real user message, else the first assistant text
+/// (the source looks up `session_index.jsonl` first).
+pub fn read(file: File) -> io::Result<Transcript> {
+    let mut out = Transcript::default();
+    let mut thread_name = None;
     let mut history: Vec<Hist> = Vec::new();
     let mut head_seen = false;
     let mut last_turn_cwd = None;
@@ -199,12 +185,11 @@ pub fn read(file: File) -> io::Result<Rollout> {
         Hist::Assistant(t) if first_assistant.is_none() => first_assistant = title_from_text(t),
         _ => {}
     };
-    out.stats = each_line(file, u64::MAX, |_, bytes| {
+    let stats: LineStats = each_line(file, u64::MAX, |_, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
         if !head_seen {
             if let Some(h) = head_of(&line) {
                 head_seen = true;
-                out.id = h.id;
                 out.created_at = h.created_at;
                 out.cwd = h.cwd;
                 return true;
@@ -229,7 +214,7 @@ pub fn read(file: File) -> io::Result<Rollout> {
                 Some("thread_rolled_back") => roll_back(&mut history, p.num_turns.0.unwrap_or(0)),
                 Some("thread_name_updated") => {
                     if let Some(name) = p.thread_name.owned().filter(|t| !t.trim().is_empty()) {
-                        out.thread_name = Some(name);
+                        thread_name = Some(name);
                     }
                 }
                 _ => {}
@@ -250,10 +235,11 @@ pub fn read(file: File) -> io::Result<Rollout> {
         }
         true
     })?;
+    out.stats = stats;
     if last_turn_cwd.is_some() {
         out.cwd = last_turn_cwd;
     }
-    out.first_message = first_user.or(first_assistant);
+    out.title = thread_name.or(first_user).or(first_assistant);
     out.items = history
         .into_iter()
         .filter_map(|h| match h {

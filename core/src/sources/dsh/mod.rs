@@ -446,6 +446,12 @@ impl DshStore {
         self.listing_cache().last().map(|s| s.rejected.clone())
     }
 
+    /// How many sessions the last call that listed listed, reading
+    /// nothing; `None` before the first listing or after a failed one.
+    pub fn last_listed(&self) -> Option<usize> {
+        self.listing_cache().last().map(|s| s.sessions.len())
+    }
+
     /// Whether the store watches its root now: a listing that finds no
     /// queued change then answers from the last one, reading nothing. On
     /// Linux, from the second listing on, unless turned off, the root is on
