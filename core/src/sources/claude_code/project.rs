@@ -478,12 +478,14 @@ impl Winners {
         if self.0.is_empty() || uuids.is_empty() {
             return None;
         }
-        let mut held: Vec<(&str, &str)> = self
-            .0
-            .iter()
-            .filter(|(h, _)| uuids.binary_search(h).is_ok())
-            .map(|(_, (_, leaf, text))| (leaf.as_str(), text.as_str()))
-            .collect();
+        // The smaller side is walked, the other looked up: linear in the
+        // uuids of the project's sessions however many summaries it has.
+        let mut held: Vec<(&str, &str)> = if self.0.len() <= uuids.len() {
+            let held = self.0.iter().filter(|(h, _)| uuids.binary_search(h).is_ok());
+            held.map(|(_, (_, leaf, text))| (leaf.as_str(), text.as_str())).collect()
+        } else {
+            uuids.iter().filter_map(|h| self.0.get(h)).map(|(_, leaf, text)| (leaf.as_str(), text.as_str())).collect()
+        };
         if held.is_empty() {
             return None;
         }
@@ -518,6 +520,39 @@ mod tests {
         assert_eq!(merge_sorted(&[1, 3, 5], &[2, 3, 6]), vec![1, 2, 3, 5, 6]);
         assert_eq!(merge_sorted(&[], &[4]), vec![4]);
         assert_eq!(merge_sorted(&[4], &[]), vec![4]);
+    }
+
+    #[test]
+    fn a_digest_is_the_same_whichever_side_is_walked() {
+        let summaries = |leaves: &[&str]| -> Arc<[Summary]> {
+            let s = leaves.iter().enumerate().map(|(i, l)| Summary {
+                leaf: (*l).to_owned(),
+                text: format!("title {l}"),
+                line: i as u64,
+            });
+            s.collect()
+        };
+        let scanned = |leaves: &[&str], uuids: &[&str]| {
+            let mut hashes: Vec<u64> = uuids.iter().map(|u| uuid_hash(u)).collect();
+            hashes.sort_unstable();
+            Scanned {
+                identity: FileIdentity { dev: 0, inode: 0, size: 0, mtime_ns: 0 },
+                head: Head::default(),
+                summaries: summaries(leaves),
+                uuids: hashes.into(),
+                too_long: false,
+                resume: None,
+            }
+        };
+        let holder = scanned(&["a", "b", "c", "d"], &[]);
+        let few = Winners::build([(0, 0, &holder)].into_iter());
+        let one = scanned(&[], &["b", "x", "d", "y", "z"]);
+        let both = scanned(&[], &["b", "d"]);
+        // Four winners against five uuids (winners walked), and against two
+        // (uuids walked): the same two summaries, the same hash.
+        assert_eq!(few.digest(&one.uuids), few.digest(&both.uuids));
+        assert!(few.digest(&one.uuids).is_some());
+        assert_eq!(few.digest(&scanned(&[], &["x"]).uuids), None);
     }
 
     #[test]
