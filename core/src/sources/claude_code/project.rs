@@ -420,14 +420,14 @@ fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
 type Order = (u64, usize, u64);
 
 /// The summary titles of one project directory: for each leaf (by
-/// [`uuid_hash`]), the newest summary line that names it, of the files
+/// `uuid_hash`), the newest summary line that names it, of the files
 /// that write summaries.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Winners(HashMap<u64, (Order, String, String)>);
 
 impl Winners {
     /// The winners of a project's files, each given with the time it was
-    /// started (ms, see [`Order`]) and its place in the project (byte order
+    /// started (ms, see `Order`) and its place in the project (byte order
     /// of names).
     pub fn build<'a>(files: impl Iterator<Item = (u64, usize, &'a Scanned)>) -> Winners {
         let mut by_leaf: HashMap<u64, (Order, String, String)> = HashMap::new();
@@ -459,7 +459,7 @@ impl Winners {
         self.get_hashed(uuid_hash(leaf))
     }
 
-    /// The summary that titles the leaf whose [`uuid_hash`] is `leaf`.
+    /// The summary that titles the leaf whose `uuid_hash` is `leaf`.
     pub fn get_hashed(&self, leaf: u64) -> Option<&str> {
         self.0.get(&leaf).map(|(_, _, text)| text.as_str())
     }

@@ -215,7 +215,7 @@ pub enum TitleParts {
     /// first typed prompt (its `own` summary when the project's summaries
     /// are not known).
     Project {
-        /// [`uuid_hash`] of each uuid of the current path, leaf first.
+        /// `uuid_hash` of each uuid of the current path, leaf first.
         path: Vec<u64>,
         /// The title its own summaries give.
         own: Option<String>,
