@@ -8,7 +8,8 @@
 //! `dsh-session:` URIs and `@[label](uri)` mentions ([`encode_uri`],
 //! [`format_mention`], [`parse_text`]), discovery ([`Resolver::candidates`]),
 //! projection, exact per-source byte budgets, tag-safe JSON framing under an
-//! untrusted-background warning ([`Resolver::prepare`]), cancellation
+//! untrusted-background warning ([`Resolver::prepare`], whole sessions or
+//! [`Excerpt`]s), cancellation
 //! ([`CancelToken`]) and all-or-nothing errors ([`Error`], [`ErrorCode`]).
 //!
 //! ```
@@ -171,7 +172,7 @@ pub use host::{
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
 pub use projection::Role;
-pub use prompt::{FullSnapshotNotice, OMISSIONS_HEADER, PROMPT_FOOTER, PROMPT_HEADER};
+pub use prompt::{Excerpt, ExcerptSpan, FullSnapshotNotice, OMISSIONS_HEADER, PROMPT_FOOTER, PROMPT_HEADER};
 pub use resolver::{
     normalize_references, CandidateOptions, DiscoveryCachePart, PrepareOptions, Reference, Resolver,
     SessionConversation, SessionMessage,
