@@ -22,6 +22,7 @@ export type SessionReferenceErrorCode =
   | 'SESSION_REFERENCE_READ_FAILED'
   | 'SESSION_REFERENCE_BUDGET_EXCEEDED'
   | 'SESSION_REFERENCE_CANCELLED'
+  | 'SESSION_REFERENCE_SESSION_CHANGED'
 
 /**
  * An error of the session-reference library. Misuse of the API itself

@@ -21,6 +21,7 @@ from ._errors import (
     OperationCancelledError,
     ReadFailedError,
     SelfReferenceError,
+    SessionChangedError,
     SessionReferenceError,
     TooManyReferencesError,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "ReadFailedError",
     "BudgetExceededError",
     "OperationCancelledError",
+    "SessionChangedError",
     "Target",
     "Reference",
     "ParsedReference",

@@ -681,6 +681,8 @@ static void test_version(void) {
     CHECK(strcmp(dsr_status_code(DSR_OK), "SESSION_REFERENCE_OK") == 0, "dsr_status_code(OK)");
     CHECK(strcmp(dsr_status_code(DSR_CANCELLED), "SESSION_REFERENCE_CANCELLED") == 0, "dsr_status_code(CANCELLED)");
     CHECK(strcmp(dsr_status_code(DSR_MISUSE), "SESSION_REFERENCE_MISUSE") == 0, "dsr_status_code(MISUSE)");
+    CHECK(strcmp(dsr_status_code(DSR_SESSION_CHANGED), "SESSION_REFERENCE_SESSION_CHANGED") == 0,
+          "dsr_status_code(SESSION_CHANGED)");
     CHECK(dsr_status_code(42) == NULL, "dsr_status_code(42) is NULL");
     CHECK(dsr_error_code(NULL) == NULL && dsr_error_message(NULL) == NULL, "error accessors accept NULL");
     CHECK(dsr_error_status(NULL) == DSR_MISUSE, "dsr_error_status(NULL)");
