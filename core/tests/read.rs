@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+mod common;
+
 use dsh_session_reference::{
     block_on, CancelToken, Config, ErrorCode, MemoryQuery, Page, ReadOptions, Resolver, SessionHeader, Target,
     DEFAULT_READ_BYTES, PAGE_FOOTER, PAGE_HEADER,
@@ -376,4 +378,68 @@ fn a_page_is_read_from_events_or_a_projected_conversation_alike() {
     assert_eq!(a, b);
     // So are their cursors: the pin is of the projected messages.
     read(&projected, &ReadOptions::default().with_cursor(a.next_cursor)).unwrap();
+}
+
+#[test]
+fn random_sessions_and_budgets_page_within_budget_both_ways() {
+    let mut rng = common::Rng(0x5eed_1234_abcd_0001);
+    let cuts = std::cell::Cell::new(0u32);
+    let pieces = ["a", "word ", "<", "\"", "\\", "\n", "\u{1}", "界", "😀", "\u{202e}", "\u{feff}", "x"];
+    for round in 0..60 {
+        let n = rng.below(30) as usize;
+        let texts: Vec<String> = (0..n)
+            .map(|_| {
+                let long = rng.below(8) == 0;
+                let len = 1 + rng.below(if long { 900 } else { 60 });
+                (0..len).map(|_| pieces[rng.below(pieces.len() as u64) as usize]).collect()
+            })
+            .collect();
+        let hardened = round % 3 == 0;
+        let config = if hardened { json!({"hardened": true}) } else { json!(null) };
+        let q = Arc::new(MemoryQuery::new());
+        q.set_title(ID, Some("t".into()));
+        q.set_surface(ID, surface(&texts, (round % 4) as usize, 1));
+        let r = resolver_over(q, Config::from_json(&config).unwrap());
+        let budget = 520 + rng.below(1500);
+        let options = |o: ReadOptions| o.with_max_bytes(budget);
+        let check = |page: &Page| {
+            assert!(page.text.len() as u64 <= budget, "round {round}: {} > {budget}", page.text.len());
+            assert_eq!(page.text.matches('<').count(), 2, "round {round}");
+            if hardened {
+                assert!(!page.text.contains('\u{202e}'), "round {round}");
+            }
+            cuts.set(cuts.get() + page.messages.iter().filter(|m| m.omitted_bytes > 0).count() as u32);
+            for m in &page.messages {
+                if m.omitted_bytes == 0 && !hardened {
+                    assert_eq!(m.text, texts[m.index as usize], "round {round}");
+                }
+            }
+        };
+        // Forward from 0, backward from the newest: each visits every message once, in order.
+        let mut forward = Vec::new();
+        let mut page = read(&r, &options(ReadOptions::default().with_start(Some(0)))).unwrap();
+        loop {
+            check(&page);
+            forward.extend(indexes(&page));
+            let Some(c) = page.next_cursor.clone() else { break };
+            page = read(&r, &options(ReadOptions::default().with_cursor(Some(c)))).unwrap();
+        }
+        let mut backward = Vec::new();
+        let mut page = read(&r, &options(ReadOptions::default())).unwrap();
+        loop {
+            check(&page);
+            backward.splice(0..0, indexes(&page));
+            let Some(c) = page.prev_cursor.clone() else { break };
+            page = read(&r, &options(ReadOptions::default().with_cursor(Some(c)))).unwrap();
+        }
+        let all: Vec<u64> = (0..n as u64).collect();
+        assert_eq!((forward.clone(), backward), (all.clone(), all), "round {round}");
+        if n > 0 {
+            let at = rng.below(n as u64);
+            let page = read(&r, &options(ReadOptions::default().with_around(Some(at)))).unwrap();
+            check(&page);
+            assert!(indexes(&page).contains(&at), "round {round}");
+        }
+    }
+    assert!(cuts.get() > 10, "the rounds cut long messages too ({} cuts)", cuts.get());
 }
