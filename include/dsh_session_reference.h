@@ -228,6 +228,13 @@ typedef struct dsr_host {
 #define DSR_CANCELLED 7
 
 /**
+ * `SESSION_REFERENCE_SESSION_CHANGED`: a read cursor was made from another
+ * state of its session's conversation (the session changed since): read
+ * again without the cursor.
+ */
+#define DSR_SESSION_CHANGED 10
+
+/**
  * `SESSION_REFERENCE_MISUSE`: the C API itself was misused (a NULL pointer
  * where a value is required, invalid UTF-8, text that is not JSON, a request
  * of the wrong shape, a host vtable of the wrong size, a call from inside a
@@ -386,6 +393,11 @@ void dsr_resolver_free(struct dsr_resolver *resolver);
 /**
  * Prepares one message (docs/contract.md §6). Request:
  * `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
+ * A reference may carry an excerpt (§6.10): `"range": {"start": n, "end"?: n}`
+ * (messages `start` to `end − 1`; without `end`, to the last) or
+ * `"around": n` (the message `n` and those around it that fit); its source
+ * then holds that run under the same budget, and its metadata says which
+ * (`"range": {"start", "end"}`, `"around"`).
  * An optional `"contextWindow"` (a positive integer, the model's context
  * window in tokens) sets the automatic budget of the later `dshCompat`
  * profiles (see the config); other profiles ignore it.
@@ -459,6 +471,30 @@ dsr_status dsr_resolver_candidates(const struct dsr_resolver *resolver, const ch
  * As `dsr_resolver_prepare`.
  */
 dsr_status dsr_resolver_search(const struct dsr_resolver *resolver, const char *request_json, size_t request_len, const struct dsr_cancel *cancel, char **out_json, size_t *out_len, struct dsr_error **err);
+
+/**
+ * One page of another session's projected conversation (docs/contract.md
+ * §12): a run of whole messages whose framed text fits a budget. Request:
+ * `{"target": {"id", "cwd"?}, "sessionId": string, "start"?: number,
+ * "around"?: number, "cursor"?: string, "maxBytes"?: number, "maxTokens"?: number}`
+ * with at most one of `start` (read forward from that message index),
+ * `around` (that message and those on both sides) and `cursor` (a page's
+ * `nextCursor` or `prevCursor`); with none, the newest messages that fit.
+ * `maxBytes` (default 16384) bounds the UTF-8 bytes of the framed text;
+ * `maxTokens` bounds it too, at one token per byte at most. Result:
+ * `{"id", "title", "totalMessages", "capturedThroughSeq", "messages":
+ * [{"index", "role", "text", "checkpoint", "omittedBytes"?}, ...],
+ * "nextCursor"?, "prevCursor"?, "redactedSecrets"?, "text"}` where `text` is
+ * the framed text for a model (an untrusted-background warning around
+ * tag-safe JSON). A bad option or cursor is `DSR_INVALID_REFERENCE`, the
+ * target's own session `DSR_SELF_REFERENCE`, a cursor whose session changed
+ * since `DSR_SESSION_CHANGED`, a budget too small for the page's fixed part
+ * `DSR_BUDGET_EXCEEDED`. Arguments as for `dsr_resolver_prepare`.
+ *
+ * # Safety
+ * As `dsr_resolver_prepare`.
+ */
+dsr_status dsr_resolver_read(const struct dsr_resolver *resolver, const char *request_json, size_t request_len, const struct dsr_cancel *cancel, char **out_json, size_t *out_len, struct dsr_error **err);
 
 /**
  * Creates a resolver over a DSH sessions directory (docs/contract.md §10): a read-only

@@ -97,6 +97,13 @@ export declare class NativeResolver {
    */
   search(request: string, limit: number | undefined, cancel?: CancelHandle | null): Promise<string | NativeFailure>
   /**
+   * `read(request)`: the request `{target, sessionId, start?, around?,
+   * cursor?, maxBytes?, maxTokens?}` as JSON text (an option of the wrong
+   * kind fails with `SESSION_REFERENCE_INVALID_REFERENCE`); resolves to
+   * the page as [`PageParts`] (its framed text apart).
+   */
+  read(requestJson: string, cancel?: CancelHandle | undefined | null): Promise<PageParts | NativeFailure>
+  /**
    * A resolver reading several agents' sessions natively. Throws a
    * failure with `SESSION_REFERENCE_INVALID_CONFIG` for an invalid `config`.
    */
@@ -225,6 +232,21 @@ export interface NativeFailure {
   code: string
   /** A human-readable message (not part of the contract). */
   message: string
+}
+
+/**
+ * A page as it crosses back: the JSON text of the page for a program
+ * (`Page::to_json`) and its framed text apart, converted once into a
+ * JavaScript string.
+ */
+export interface PageParts {
+  /**
+   * The JSON text of `{id, title, totalMessages, capturedThroughSeq,
+   * messages, nextCursor?, prevCursor?, redactedSecrets?}`.
+   */
+  json: string
+  /** The framed text for a model. */
+  text: string
 }
 
 /**

@@ -22,6 +22,7 @@ export type SessionReferenceErrorCode =
   | 'SESSION_REFERENCE_READ_FAILED'
   | 'SESSION_REFERENCE_BUDGET_EXCEEDED'
   | 'SESSION_REFERENCE_CANCELLED'
+  | 'SESSION_REFERENCE_SESSION_CHANGED'
 
 /**
  * An error of the session-reference library. Misuse of the API itself
@@ -219,12 +220,31 @@ export interface SessionReferenceConfig {
   referenceContextFraction?: number | null
 }
 
+/** A run of messages by index: `start` to `end - 1` (`end` exclusive; without it, through the last message). */
+export interface SessionMessageRange {
+  /** The index of the first message. */
+  start: number
+  /** One past the index of the last message; absent or `null`: through the last. */
+  end?: number | null
+}
+
 /** A structured reference to another session. */
 export interface SessionReferenceInput {
   /** The referenced session's id. */
   sessionId: string
   /** The label shown for the source; defaults to the id. */
   label?: string
+  /**
+   * Carry only this run of the session's messages, under the same budget
+   * (the oldest of the run are dropped first). Not with `around`.
+   */
+  range?: SessionMessageRange | null
+  /**
+   * Carry the message at this index and the messages around it, as many
+   * whole messages as the budget holds (that one cut when it alone does not
+   * fit). Not with `range`.
+   */
+  around?: number | null
 }
 
 /** Options of every asynchronous call. */
@@ -265,6 +285,13 @@ export interface SessionReferenceMetadata {
   truncated: boolean
   /** Position among the distinct references. */
   inputIndex: number
+  /**
+   * For a reference with `range` or `around`: the run its snapshot was taken
+   * from, clamped to the conversation (`start === end` past its end).
+   */
+  range?: { start: number; end: number }
+  /** For a reference with `around`: the index it was centred on. */
+  around?: number
   /**
    * Credentials redacted from the retained texts of this source: present
    * only when `redactSecrets` is on (see `REDACTED_SECRETS_KEY`).
@@ -307,6 +334,58 @@ export interface ConversationMessage {
   /** `{kind: 'user'}` marks a message whose mentions are resolved. */
   source?: JsonValue
   [key: string]: JsonValue | undefined
+}
+
+/** Options of `read`: at most one of `start`, `around` and `cursor`; with none, the newest messages that fit. */
+export interface SessionReadOptions extends CallOptions {
+  /** Read forward from this message index. */
+  start?: number | null
+  /** Read this message index and the messages on both sides of it. */
+  around?: number | null
+  /** Continue from a page's `nextCursor` or `prevCursor`. */
+  cursor?: string | null
+  /** The budget: UTF-8 bytes of the framed `text`; default 16384. */
+  maxBytes?: number | null
+  /** A budget in tokens as well, counted as at most one token per UTF-8 byte. */
+  maxTokens?: number | null
+}
+
+/** One message of a page. */
+export interface SessionPageMessage {
+  /** Its index among the session's projected messages (a search result's `messageIndex`). */
+  index: number
+  role: 'user' | 'assistant'
+  /** Its text; cut head/tail with an omission notice when it alone exceeded the budget. */
+  text: string
+  /** A compaction checkpoint (a summary of what came before). */
+  checkpoint: boolean
+  /** Present when the text was cut: the UTF-8 bytes left out. */
+  omittedBytes?: number
+}
+
+/** One page of a session's projected conversation (`read`). */
+export interface SessionPage {
+  /** The session id. */
+  id: string
+  /** Its latest title, or its id. */
+  title: string
+  /** Projected messages in the whole session. */
+  totalMessages: number
+  /** The last event the snapshot covers. */
+  capturedThroughSeq: number | null
+  /** The page's messages, consecutive, oldest first. */
+  messages: SessionPageMessage[]
+  /** Continues after the page; absent at the end. */
+  nextCursor?: string
+  /** Continues before the page; absent at the start. */
+  prevCursor?: string
+  /** Present when `redactSecrets` is on: credentials redacted from the page. */
+  redactedSecrets?: number
+  /**
+   * The framed text for a model: an untrusted-background warning around the
+   * page as one line of tag-safe JSON; at most the budget in UTF-8 bytes.
+   */
+  text: string
 }
 
 /** A discovery result of `listCandidates`. */
@@ -493,6 +572,18 @@ export declare class SessionReferenceResolver {
    * which is kept per session under the host's `fingerprints`.
    */
   search(target: SessionTarget, query: string, options?: SessionSearchOptions): Promise<SessionSearchResult[]>
+
+  /**
+   * One page of another session's projected conversation (user and
+   * assistant text and checkpoints; never tool output or reasoning): whole
+   * messages whose framed `text` fits the budget, read forward from
+   * `start`, around an index, from a cursor, or the newest that fit. A
+   * cursor of a session that changed since rejects with
+   * `SESSION_REFERENCE_SESSION_CHANGED`; the target's own session with
+   * `SESSION_REFERENCE_SELF_REFERENCE`; a bad option or cursor with
+   * `SESSION_REFERENCE_INVALID_REFERENCE`.
+   */
+  read(target: SessionTarget, sessionId: string, options?: SessionReadOptions): Promise<SessionPage>
 }
 
 /** `dsh-session:` + the unpadded base64url of the id's JSON string literal. */

@@ -148,6 +148,23 @@ function preparedOf(settled, cause) {
   return value
 }
 
+/** A page from its native parts: the page's JSON text and its framed text apart. */
+function pageOf(settled, cause) {
+  if (settled === null || typeof settled !== 'object' || typeof settled.json !== 'string') return resultOf(settled, cause)
+  const page = JSON.parse(settled.json)
+  page.text = settled.text
+  return page
+}
+
+/**
+ * A numeric option as the request carries it: a number that is not finite
+ * becomes its name (which the core refuses), not JSON's `null` (which would
+ * mean "absent").
+ */
+function numericOption(value) {
+  return typeof value === 'number' && !Number.isFinite(value) ? String(value) : value
+}
+
 /**
  * Starts a native operation with a cancel handle bound to `signal` (an
  * already aborted signal cancels before the work starts), and turns its
@@ -377,7 +394,11 @@ class SessionReferenceResolver {
     }
   }
 
-  /** Prepares one message: `{content}` or `{content, additionalContext}`. */
+  /**
+   * Prepares one message: `{content}` or `{content, additionalContext}`. A
+   * reference with `range: {start, end?}` or `around: index` carries only
+   * that part of its session.
+   */
   async prepare(target, content, references, options) {
     const signal = signalOf(options)
     const window = options == null ? undefined : options.contextWindow
@@ -439,6 +460,35 @@ class SessionReferenceResolver {
     }
     const request = requestArgument({ target, query, scope }, ['target'])
     return runNative(signal, (handle) => this.#native.search(request, limit, handle))
+  }
+
+  /**
+   * One page of another session's projected conversation: whole messages
+   * whose framed `text` fits `maxBytes` (default 16384) and `maxTokens`.
+   * `options`: `{start?, around?, cursor?, maxBytes?, maxTokens?, signal?}`,
+   * at most one of `start`, `around` and `cursor`.
+   */
+  async read(target, sessionId, options = undefined) {
+    const signal = signalOf(options)
+    requireTarget(target)
+    requireString(sessionId, 'sessionId')
+    const o = options == null ? {} : options
+    if (o.cursor != null && typeof o.cursor !== 'string') {
+      throw invalidArgument(`options.cursor must be a string, not ${describe(o.cursor)}`)
+    }
+    const request = requestArgument(
+      {
+        target,
+        sessionId,
+        start: numericOption(o.start),
+        around: numericOption(o.around),
+        cursor: o.cursor,
+        maxBytes: numericOption(o.maxBytes),
+        maxTokens: numericOption(o.maxTokens),
+      },
+      ['target'],
+    )
+    return runNative(signal, (handle) => this.#native.read(request, handle), pageOf)
   }
 }
 

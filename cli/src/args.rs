@@ -139,6 +139,41 @@ pub(crate) enum Command {
         /// Print only the context text given to the model
         #[arg(long, conflicts_with = "json")]
         prompt: bool,
+        /// Carry only messages START..END (END exclusive; also START.., ..END
+        /// and START..=LAST) of the mentioned session ID (repeatable; a session
+        /// not mentioned is added)
+        #[arg(long, value_name = "ID=START..END", value_parser = parse_range)]
+        range: Vec<(String, Value)>,
+        /// Carry message N of session ID and the messages around it that fit
+        /// (repeatable; a session not mentioned is added)
+        #[arg(long, value_name = "ID=N", value_parser = parse_around)]
+        around: Vec<(String, Value)>,
+    },
+    /// Read one page of a session's projected conversation, within a byte budget
+    Read {
+        /// The session id
+        id: String,
+        /// Read forward from this message index
+        #[arg(long, value_name = "N", conflicts_with_all = ["around", "cursor"])]
+        start: Option<u64>,
+        /// Read this message index and the messages around it
+        #[arg(long, value_name = "N", conflicts_with = "cursor")]
+        around: Option<u64>,
+        /// Continue from a page's next or previous cursor
+        #[arg(long, value_name = "CURSOR")]
+        cursor: Option<String>,
+        /// The page's budget in UTF-8 bytes of its framed text [default: 16384]
+        #[arg(long, value_name = "N")]
+        max_bytes: Option<u64>,
+        /// A budget in tokens as well (counted as at most one token per byte)
+        #[arg(long, value_name = "N")]
+        max_tokens: Option<u64>,
+        /// The session reading (it cannot read itself) [default: none]
+        #[arg(long, value_name = "ID")]
+        target: Option<String>,
+        /// Print only the framed text given to a model
+        #[arg(long, conflicts_with = "json")]
+        text: bool,
     },
     /// Show the projected conversation of one session, as the model sees it
     Show {
@@ -198,6 +233,40 @@ pub(crate) fn parse_spec(spec: &str) -> Result<SourceSpec, String> {
     SourceSpec::parse(spec)
 }
 
+/// `ID=START..END`, `ID=START..`, `ID=..END` or `ID=START..=LAST` as the
+/// session id and the reference's `range` (`{"start", "end"?}`, end
+/// exclusive). The id is everything before the last `=`.
+pub(crate) fn parse_range(spec: &str) -> Result<(String, Value), String> {
+    let (id, range) = spec.rsplit_once('=').ok_or("expected ID=START..END")?;
+    let (id, inclusive, range) = match id.strip_suffix("..") {
+        // `ID=START..=LAST` splits at the `=` of `..=`.
+        Some(head) => {
+            let (id, start) = head.rsplit_once('=').ok_or("expected ID=START..=LAST")?;
+            (id, true, format!("{start}..{range}"))
+        }
+        None => (id, false, range.to_owned()),
+    };
+    let (start, end) = range.split_once("..").ok_or("expected a range START..END")?;
+    let number = |s: &str| s.parse::<u64>().map_err(|_| format!("{s:?} is not a message index"));
+    let start = if start.is_empty() { 0 } else { number(start)? };
+    let mut m = Map::new();
+    m.insert("start".into(), Value::from(start));
+    if !end.is_empty() {
+        let end = number(end)?;
+        m.insert("end".into(), Value::from(if inclusive { end.saturating_add(1) } else { end }));
+    } else if inclusive {
+        return Err("expected ID=START..=LAST".into());
+    }
+    Ok((id.to_owned(), Value::Object(m)))
+}
+
+/// `ID=N` as the session id and the reference's `around`.
+pub(crate) fn parse_around(spec: &str) -> Result<(String, Value), String> {
+    let (id, n) = spec.rsplit_once('=').ok_or("expected ID=N")?;
+    let n = n.parse::<u64>().map_err(|_| format!("{n:?} is not a message index"))?;
+    Ok((id.to_owned(), Value::from(n)))
+}
+
 /// The sources to open: `--source`s as given; else `--root` (DSH only);
 /// else every default location that exists, named on stderr unless it is
 /// the DSH root alone (which reads exactly as before). With no default
@@ -217,4 +286,27 @@ pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> Vec<SourceSp
         found.iter().map(|s| format!("{}={}", s.kind.name(), display(&s.root.to_string_lossy()))).collect();
     eprintln!("note: sources: {}", named.join(", "));
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn ranges_and_arounds_read_every_form() {
+        let ok = |spec: &str| parse_range(spec).unwrap();
+        assert_eq!(ok("a=12..30"), ("a".to_owned(), json!({"start": 12, "end": 30})));
+        assert_eq!(ok("a=12.."), ("a".to_owned(), json!({"start": 12})));
+        assert_eq!(ok("a=..30"), ("a".to_owned(), json!({"start": 0, "end": 30})));
+        assert_eq!(ok("a=12..=30"), ("a".to_owned(), json!({"start": 12, "end": 31})));
+        assert_eq!(ok("a=..=0"), ("a".to_owned(), json!({"start": 0, "end": 1})));
+        assert_eq!(ok("k=v=1..2"), ("k=v".to_owned(), json!({"start": 1, "end": 2})), "the id may hold '='");
+        for bad in ["a", "a=1", "a=x..2", "a=1..y", "a=1..=", "a=-1..2"] {
+            assert!(parse_range(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_around("a=b=7").unwrap(), ("a=b".to_owned(), json!(7)));
+        assert!(parse_around("a=").is_err() && parse_around("a").is_err());
+    }
 }

@@ -12,7 +12,7 @@ use clap::Parser;
 use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{
     block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, CandidateOptions, Error, ErrorCode,
-    PrepareOptions, Prepared, Resolver, SearchOptions, SearchScope, Target,
+    PrepareOptions, Prepared, ReadOptions, Resolver, SearchOptions, SearchScope, Target,
 };
 use serde_json::{json, Value};
 
@@ -24,7 +24,9 @@ mod print;
 
 use args::{chosen_sources, default_root, Cli, Command, UriCommand};
 use ctx::{Ctx, Sources};
-use print::{context_text, print_candidates, print_conversation, print_prepared, print_search, print_text_or_json};
+use print::{
+    context_text, print_candidates, print_conversation, print_page, print_prepared, print_search, print_text_or_json,
+};
 
 /// A failure: a contract error (exit 1, contract code on stderr).
 pub(crate) struct Failure(Error);
@@ -83,7 +85,7 @@ fn run(cli: Cli) -> CliResult {
             ctx.notes();
             std::mem::forget(ctx);
         }
-        Command::Prepare { target, message, stdin, prompt } => {
+        Command::Prepare { target, message, stdin, prompt, range, around } => {
             let text = match (message, stdin) {
                 (Some(m), _) => m.clone(),
                 (None, _) => {
@@ -96,7 +98,12 @@ fn run(cli: Cli) -> CliResult {
             };
             let ctx = Ctx::open(g, sources(), None, false)?;
             let target = ctx.target(target)?;
-            let prepared = prepare(&ctx, &target, &text)?;
+            let excerpts: Vec<(&str, &str, &Value)> = range
+                .iter()
+                .map(|(id, v)| (id.as_str(), "range", v))
+                .chain(around.iter().map(|(id, v)| (id.as_str(), "around", v)))
+                .collect();
+            let prepared = prepare_with(&ctx, &target, &text, &excerpts)?;
             if *prompt {
                 print!("{}", context_text(&prepared).unwrap_or_default());
             } else if ctx.json {
@@ -108,6 +115,29 @@ fn run(cli: Cli) -> CliResult {
         Command::Show { id } => {
             let ctx = Ctx::open(g, sources(), None, false)?;
             show(&ctx, id)?;
+        }
+        Command::Read { id, start, around, cursor, max_bytes, max_tokens, target, text } => {
+            let ctx = Ctx::open(g, sources(), None, false)?;
+            let mut options = ReadOptions::default()
+                .with_start(*start)
+                .with_around(*around)
+                .with_cursor(cursor.clone())
+                .with_max_tokens(*max_tokens);
+            if let Some(n) = max_bytes {
+                options = options.with_max_bytes(*n);
+            }
+            // Without --target the reader is a person, not a session: a
+            // target id that differs from every id read (the id with a NUL
+            // after it), so that no read is refused as a self reference.
+            let target = Target::new(target.clone().unwrap_or_else(|| format!("{id}\0")), None);
+            let page = block_on(ctx.resolver.read(&target, id, &options, None))?;
+            if *text {
+                print!("{}", page.text);
+            } else if ctx.json {
+                println!("{}", stringify(&page.to_json_with_text()));
+            } else {
+                print_page(&page);
+            }
         }
         Command::Uri { command: UriCommand::Encode { id } } => {
             let uri = encode_uri(id);
@@ -141,8 +171,32 @@ fn candidates(resolver: &Resolver, target: &Target, query: &str, limit: Option<u
 
 /// Parses the mentions of `text` and prepares `[{"type":"text","text": rewritten}]`.
 fn prepare(ctx: &Ctx, target: &Target, text: &str) -> CliResult<Prepared> {
+    prepare_with(ctx, target, text, &[])
+}
+
+/// [`prepare`] with excerpts `(id, "range" | "around", value)`: the first
+/// excerpt of a mentioned session goes on each of its mentions; any other
+/// is a reference of its own, after the mentions (so that a second excerpt
+/// of one session is refused by the core, never dropped).
+fn prepare_with(ctx: &Ctx, target: &Target, text: &str, excerpts: &[(&str, &str, &Value)]) -> CliResult<Prepared> {
     let parsed = parse_text_with(text, ctx.resolver.config().hardening())?;
-    let references: Vec<Value> = parsed.references.iter().map(|r| r.to_json()).collect();
+    let mut references: Vec<Value> = parsed.references.iter().map(|r| r.to_json()).collect();
+    let mentioned = references.len();
+    let mut placed: Vec<&str> = Vec::new();
+    for (id, key, value) in excerpts {
+        let first = !placed.contains(id);
+        let mut found = false;
+        for r in references[..mentioned].iter_mut().filter(|r| r["sessionId"] == *id) {
+            found = true;
+            if first {
+                r[*key] = (*value).clone();
+            }
+        }
+        if !found || !first {
+            references.push(json!({"sessionId": id, (*key): value}));
+        }
+        placed.push(id);
+    }
     let content = json!([{"type": "text", "text": parsed.text}]);
     let options = PrepareOptions::default().with_context_window(ctx.context_window);
     Ok(block_on(ctx.resolver.prepare(target, &content, &references, &options, None))?)

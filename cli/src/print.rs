@@ -6,7 +6,7 @@ use std::io::Write;
 use dsh_session_reference::harden::invisible::is_invisible;
 use dsh_session_reference::sources::dsh::RejectionKind;
 use dsh_session_reference::wire::stringify;
-use dsh_session_reference::{Candidate, DshStore, Prepared, SearchResult, SessionConversation};
+use dsh_session_reference::{Candidate, DshStore, Page, Prepared, SearchResult, SessionConversation};
 use serde_json::Value;
 
 pub(crate) fn context_text(prepared: &Prepared) -> Option<&str> {
@@ -19,6 +19,20 @@ pub(crate) fn display(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_control() || is_invisible(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A message's text for a terminal: like [`display`], but line feeds and
+/// tabs stay as they are.
+pub(crate) fn display_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if (c.is_control() && c != '\n' && c != '\t') || is_invisible(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -127,5 +141,33 @@ pub(crate) fn print_conversation(conversation: &SessionConversation) {
     for m in &conversation.messages {
         let marker = if m.checkpoint { " (compaction checkpoint)" } else { "" };
         let _ = writeln!(out, "\n[{}{marker}]\n{}", m.role.as_str(), m.text);
+    }
+}
+
+/// A page for a person: which messages of how many, each message under its
+/// index and role, then the cursors to read on.
+pub(crate) fn print_page(page: &Page) {
+    let mut out = std::io::stdout().lock();
+    let id = display(&page.session_id);
+    let which = match (page.messages.first(), page.messages.last()) {
+        (Some(first), Some(last)) => format!("messages {}-{} of {}", first.index, last.index, page.total_messages),
+        _ => format!("no messages here (of {})", page.total_messages),
+    };
+    let _ = writeln!(out, "Session {id} ({})   {which}   {} bytes", display(&page.title), page.text.len());
+    for m in &page.messages {
+        let mut marks = String::new();
+        if m.checkpoint {
+            marks.push_str(" (compaction checkpoint)");
+        }
+        if m.omitted_bytes > 0 {
+            marks.push_str(&format!(" (cut: {} bytes omitted)", m.omitted_bytes));
+        }
+        let _ = writeln!(out, "\n[{} {}{marks}]\n{}", m.index, m.role.as_str(), display_text(&m.text));
+    }
+    if let Some(c) = &page.prev_cursor {
+        let _ = writeln!(out, "\nEarlier: --cursor {c}");
+    }
+    if let Some(c) = &page.next_cursor {
+        let _ = writeln!(out, "{}Later: --cursor {c}", if page.prev_cursor.is_some() { "" } else { "\n" });
     }
 }

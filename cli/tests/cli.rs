@@ -777,3 +777,125 @@ fn roots_given_one_level_off_are_taken_and_said_and_an_empty_root_says_what_it_h
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("is one project's directory") && out.stderr.contains("SESSION_REFERENCE_READ_FAILED"));
 }
+
+#[test]
+fn read_pages_a_session_within_its_budget() {
+    let root = raw_root();
+    // The core's shape (`Page::to_json` and the framed text), newest first.
+    let got = ok_json(&["--root", &root, "read", "multi-turn", "--json"]);
+    let keys: Vec<&String> = got.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["id", "title", "totalMessages", "capturedThroughSeq", "messages", "text"]);
+    assert_eq!((got["totalMessages"].clone(), got["messages"].as_array().unwrap().len()), (json!(4), 4));
+    assert_eq!(got["messages"][3], json!({"index": 3, "role": "assistant", "text": "TWO", "checkpoint": false}));
+    let text = got["text"].as_str().unwrap();
+    assert!(text.starts_with(dsh_session_reference::PAGE_HEADER) && text.ends_with(dsh_session_reference::PAGE_FOOTER));
+    // Small pages forward, through the cursors, add up to the conversation.
+    let mut seen = Vec::new();
+    let mut page = ok_json(&["--root", &root, "read", "multi-turn", "--start", "0", "--max-bytes", "600", "--json"]);
+    loop {
+        assert!(page["text"].as_str().unwrap().len() <= 600);
+        seen.extend(page["messages"].as_array().unwrap().iter().map(|m| m["index"].as_u64().unwrap()));
+        let Some(next) = page["nextCursor"].as_str().map(str::to_owned) else { break };
+        page = ok_json(&["--root", &root, "read", "multi-turn", "--cursor", &next, "--max-bytes", "600", "--json"]);
+    }
+    assert_eq!(seen, [0, 1, 2, 3]);
+    // Around an index, for a person, and the framed text alone.
+    let out = run(&["--root", &root, "read", "multi-turn", "--around", "2", "--max-bytes", "600"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("Session multi-turn (") && out.stdout.contains("messages 1-2 of 4"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("\n[2 user]\nReply with exactly the word: TWO. No tools.\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("Earlier: --cursor ") && out.stdout.contains("Later: --cursor "), "{}", out.stdout);
+    let framed = run(&["--root", &root, "read", "multi-turn", "--text"]);
+    assert_eq!(framed.stdout, text);
+    // Errors: usage (2), then the contract's (1).
+    assert_eq!(run(&["--root", &root, "read", "multi-turn", "--start", "1", "--around", "2"]).code, 2);
+    for (args, code) in [
+        (vec!["read", "multi-turn", "--cursor", "nope"], "SESSION_REFERENCE_INVALID_REFERENCE"),
+        (vec!["read", "multi-turn", "--target", "multi-turn"], "SESSION_REFERENCE_SELF_REFERENCE"),
+        (vec!["read", "multi-turn", "--max-bytes", "300"], "SESSION_REFERENCE_BUDGET_EXCEEDED"),
+        (vec!["read", "nope"], "SESSION_REFERENCE_READ_FAILED"),
+    ] {
+        let out = run(&[&["--root", root.as_str()][..], &args].concat());
+        assert_eq!(out.code, 1, "{args:?}");
+        assert!(out.stderr.starts_with(&format!("error: {code}: ")), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn read_escapes_control_characters_for_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("_no-cwd").join("esc");
+    std::fs::create_dir_all(&dir).unwrap();
+    let header = json!({"type": "session", "version": 0, "id": "esc", "createdAt": 1, "delegationDepth": 0});
+    let event = json!({"seq": 0, "time": 1, "type": "user/message", "surfaceOp": "append",
+        "data": {"role": "user", "content": [{"type": "text", "text": "a\u{1b}[31mred\nnext\u{202e}"}], "source": {"kind": "user"}}});
+    std::fs::write(dir.join("session.jsonl"), format!("{header}\n{event}\n")).unwrap();
+    let out = run(&["--root", tmp.path().to_str().unwrap(), "read", "esc"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("a\\u{1b}[31mred\nnext\\u{202e}\n"), "{:?}", out.stdout);
+    assert!(!out.stdout.contains('\u{1b}'));
+}
+
+#[test]
+fn prepare_ranges_carry_part_of_a_session() {
+    let root = raw_root();
+    let message = format!("see {}", format_mention("multi-turn", None));
+    let prepared = ok_json(&[
+        "--root",
+        &root,
+        "prepare",
+        "--target",
+        "t",
+        "--message",
+        &message,
+        "--range",
+        "multi-turn=1..3",
+        "--json",
+    ]);
+    let meta = &prepared["additionalContext"]["source"]["references"][0];
+    assert_eq!(meta["range"], json!({"start": 1, "end": 3}));
+    assert_eq!(meta["originalMessages"], 2);
+    let prompt = prepared["additionalContext"]["content"][0]["text"].as_str().unwrap();
+    assert!(prompt.contains(r#""range":{"start":1,"end":3},"conversation":[{"role":"assistant","text":"ONE"},"#));
+    // Without --range, the reference's bytes; an inclusive range and a session not mentioned.
+    let whole = ok_json(&["--root", &root, "prepare", "--target", "t", "--message", &message, "--json"]);
+    assert!(whole["additionalContext"]["source"]["references"][0].get("range").is_none());
+    let out = run(&[
+        "--root",
+        &root,
+        "prepare",
+        "--target",
+        "t",
+        "--message",
+        &message,
+        "--around",
+        "multi-turn=3",
+        "--range",
+        "goal-wrapup=..=0",
+        "--prompt",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains(r#""around":3,"conversation":["#), "{}", out.stdout);
+    assert!(out.stdout.contains(r#""sessionId":"goal-wrapup","label":"goal-wrapup","cwd":"/home/dev/alpha","capturedThroughSeq":54,"range":{"start":0,"end":1}"#));
+    // A malformed range is a usage error; two excerpts of one session the contract's.
+    assert_eq!(run(&["--root", &root, "prepare", "--target", "t", "--message", "x", "--range", "a=oops"]).code, 2);
+    let twice = run(&[
+        "--root",
+        &root,
+        "prepare",
+        "--target",
+        "t",
+        "--message",
+        &message,
+        "--range",
+        "multi-turn=0..1",
+        "--range",
+        "multi-turn=1..2",
+    ]);
+    assert_eq!(twice.code, 1);
+    assert!(twice.stderr.contains("SESSION_REFERENCE_INVALID_REFERENCE"), "{}", twice.stderr);
+}

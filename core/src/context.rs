@@ -8,7 +8,7 @@
 use serde_json::{Map, Number, Value};
 
 use crate::harden::REDACTED_SECRETS_KEY;
-use crate::prompt::{RenderedSource, SourceStats};
+use crate::prompt::{ExcerptSpan, RenderedSource, SourceStats};
 
 /// The `source.kind` of every context message.
 pub const CONTEXT_SOURCE_KIND: &str = "session-reference";
@@ -30,13 +30,20 @@ pub struct ReferenceStats {
     /// The position of the reference in the normalized reference list.
     pub input_index: usize,
     /// Credentials redacted from the retained texts: `Some` exactly when
-    /// `redactSecrets` is on (the `redactedSecrets` key, after `inputIndex`).
+    /// `redactSecrets` is on (the `redactedSecrets` key, last).
     pub redacted_secrets: Option<u64>,
+    /// For a reference with a `range` or `around`, the run of messages its
+    /// snapshot was taken from (the `range` key, and `around`, after
+    /// `inputIndex`); `None` for a whole session, whose metadata has
+    /// neither key.
+    pub excerpt: Option<ExcerptSpan>,
 }
 
 impl ReferenceStats {
     /// `{"sessionId","label","capturedThroughSeq","compacted","originalMessages",
-    /// "retainedMessages","omittedMessages","omittedBytes","truncated","inputIndex"}`.
+    /// "retainedMessages","omittedMessages","omittedBytes","truncated","inputIndex"}`,
+    /// then `"range": {"start","end"}` and `"around"` for an excerpt, and
+    /// `"redactedSecrets"` under `redactSecrets`.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("sessionId".into(), Value::from(self.session_id.as_str()));
@@ -53,6 +60,12 @@ impl ReferenceStats {
         m.insert("omittedBytes".into(), Value::from(stats.omitted_bytes));
         m.insert("truncated".into(), Value::Bool(stats.truncated()));
         m.insert("inputIndex".into(), Value::from(self.input_index));
+        if let Some(span) = &self.excerpt {
+            m.insert("range".into(), span.range_json());
+            if let Some(at) = span.around {
+                m.insert("around".into(), Value::from(at));
+            }
+        }
         if let Some(n) = self.redacted_secrets {
             m.insert(REDACTED_SECRETS_KEY.into(), Value::from(n));
         }
@@ -92,6 +105,7 @@ impl ReferenceMetadata {
                 stats: s.stats.clone(),
                 input_index,
                 redacted_secrets: s.redacted_secrets,
+                excerpt: s.excerpt,
             })
             .collect();
         ReferenceMetadata { references }

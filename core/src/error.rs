@@ -22,11 +22,14 @@ pub enum ErrorCode {
     BudgetExceeded,
     /// The caller cancelled the operation.
     Cancelled,
+    /// A read cursor was made from another state of its session's
+    /// conversation than the one read now: start again (docs/contract.md §12).
+    SessionChanged,
 }
 
 impl ErrorCode {
     /// All codes, in the order of docs/contract.md §8.2.
-    pub const ALL: [ErrorCode; 7] = [
+    pub const ALL: [ErrorCode; 8] = [
         ErrorCode::InvalidConfig,
         ErrorCode::InvalidReference,
         ErrorCode::SelfReference,
@@ -34,6 +37,7 @@ impl ErrorCode {
         ErrorCode::ReadFailed,
         ErrorCode::BudgetExceeded,
         ErrorCode::Cancelled,
+        ErrorCode::SessionChanged,
     ];
 
     /// The wire spelling, e.g. `SESSION_REFERENCE_READ_FAILED`.
@@ -46,6 +50,7 @@ impl ErrorCode {
             ErrorCode::ReadFailed => "SESSION_REFERENCE_READ_FAILED",
             ErrorCode::BudgetExceeded => "SESSION_REFERENCE_BUDGET_EXCEEDED",
             ErrorCode::Cancelled => "SESSION_REFERENCE_CANCELLED",
+            ErrorCode::SessionChanged => "SESSION_REFERENCE_SESSION_CHANGED",
         }
     }
 

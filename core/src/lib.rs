@@ -8,7 +8,8 @@
 //! `dsh-session:` URIs and `@[label](uri)` mentions ([`encode_uri`],
 //! [`format_mention`], [`parse_text`]), discovery ([`Resolver::candidates`]),
 //! projection, exact per-source byte budgets, tag-safe JSON framing under an
-//! untrusted-background warning ([`Resolver::prepare`]), cancellation
+//! untrusted-background warning ([`Resolver::prepare`], whole sessions or
+//! [`Excerpt`]s), bounded pages of one session ([`Resolver::read`]), cancellation
 //! ([`CancelToken`]) and all-or-nothing errors ([`Error`], [`ErrorCode`]).
 //!
 //! ```
@@ -57,7 +58,7 @@ pub struct ReadmeDoctests;
 //   config                       configuration, the dshCompat profiles
 //   projection                   the surface grammar -> projected items
 //   conversation retention       pre-projected conversations; the byte budget
-//   prompt                       one source under its budget; the prompt envelope
+//   prompt page                  one source under its budget; the prompt envelope; a page of one session
 //   context uri                  the typed results; URIs and mentions
 //   host                         the host interface and every word it speaks
 //   cache_file memory            cache-file framing; the in-memory session query
@@ -93,6 +94,8 @@ mod index;
 pub mod json;
 #[doc(hidden)]
 pub mod memory;
+#[doc(hidden)]
+pub mod page;
 #[doc(hidden)]
 pub mod projection;
 #[doc(hidden)]
@@ -147,7 +150,7 @@ pub mod wire {
     pub use crate::json::{parse_js, string_len, stringify, MAX_PARSE_DEPTH};
     pub use crate::resolver::request::{
         context_window_from_json, limit_from_json, scope_from_json, CandidatesRequest, PrepareMessagesRequest,
-        PrepareRequest, RequestError, SearchArgs,
+        PrepareRequest, ReadRequest, RequestError, SearchArgs,
     };
 }
 
@@ -170,11 +173,12 @@ pub use host::{
 };
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
+pub use page::{PageMessage, PAGE_FOOTER, PAGE_HEADER};
 pub use projection::Role;
-pub use prompt::{FullSnapshotNotice, OMISSIONS_HEADER, PROMPT_FOOTER, PROMPT_HEADER};
+pub use prompt::{Excerpt, ExcerptSpan, FullSnapshotNotice, OMISSIONS_HEADER, PROMPT_FOOTER, PROMPT_HEADER};
 pub use resolver::{
-    normalize_references, CandidateOptions, DiscoveryCachePart, PrepareOptions, Reference, Resolver,
-    SessionConversation, SessionMessage,
+    normalize_references, CandidateOptions, DiscoveryCachePart, Page, PrepareOptions, ReadOptions, Reference, Resolver,
+    SessionConversation, SessionMessage, BYTES_PER_TOKEN, DEFAULT_READ_BYTES,
 };
 pub use runtime::{block_on, runtime};
 pub use sources::dsh::DshStore;

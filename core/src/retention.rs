@@ -220,7 +220,7 @@ pub fn retain_with<'a>(
 /// were replaced. A literal that certainly holds none is not decoded; a text
 /// that cannot be decoded (a lone surrogate) is left as it is: retention
 /// fails the source if it keeps it, and drops it otherwise.
-fn redact_item(item: &mut Item<'_>) -> u32 {
+pub fn redact_item(item: &mut Item<'_>) -> u32 {
     if item.text.json_literal().is_some_and(|lit| !crate::harden::secrets::may_hold_secret(lit)) {
         return 0;
     }
@@ -231,6 +231,92 @@ fn redact_item(item: &mut Item<'_>) -> u32 {
         item.text = ItemText::decoded(owned.into());
     }
     n as u32
+}
+
+/// Which way a [`window`] grows from its anchor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grow {
+    /// The anchor and the items after it (a page read forward).
+    Forward,
+    /// The anchor and the items before it (a page read backward, or the
+    /// newest messages).
+    Backward,
+    /// The anchor and the items on both sides of it, one before, then one
+    /// after, and so on; when one side is exhausted or its next item does
+    /// not fit, the other side goes on alone.
+    Around,
+}
+
+/// The run `lo..=hi` of whole items around `anchor` (of `n`) that grows as
+/// `grow` says, one item at a time, while the sizes of its items plus one
+/// separator byte between two of them fit in `room`: growth on a side stops
+/// at the first item that does not fit, so the run is contiguous and always
+/// holds the anchor. `None` when the anchor alone does not fit (its text
+/// must then be cut: [`cut_to_fit`]). `size(i)` is asked once per item
+/// looked at, in the order they are looked at (at most two beyond the run),
+/// so it may prepare an item (redact it) before measuring it.
+pub fn window(
+    n: usize,
+    anchor: usize,
+    grow: Grow,
+    room: u64,
+    mut size: impl FnMut(usize) -> u64,
+) -> Option<(usize, usize)> {
+    debug_assert!(anchor < n);
+    let mut total = size(anchor);
+    if total > room {
+        return None;
+    }
+    let (mut lo, mut hi) = (anchor, anchor);
+    let (mut before, mut after) = match grow {
+        Grow::Forward => (false, true),
+        Grow::Backward => (true, false),
+        Grow::Around => (true, true),
+    };
+    let mut before_next = true;
+    while before || after {
+        let take_before = if before && after { before_next } else { before };
+        let next = if take_before { lo.checked_sub(1) } else { Some(hi + 1).filter(|&i| i < n) };
+        let grown = next.and_then(|i| {
+            let with = total + size(i) + 1;
+            (with <= room).then_some((i, with))
+        });
+        match grown {
+            Some((i, with)) => {
+                total = with;
+                if take_before {
+                    lo = i;
+                } else {
+                    hi = i;
+                }
+                before_next = !take_before;
+            }
+            None if take_before => before = false,
+            None => after = false,
+        }
+    }
+    Some((lo, hi))
+}
+
+/// Cuts the text of one item head/tail (§4.4) so that the item fits in
+/// `room` bytes, where the item is written as `envelope` bytes (everything
+/// but its text's tag-safe literal, which must include at least what a
+/// source object's item has: `{"role":"…","text":}`) plus that literal: the
+/// truncate phase of [`retain_with`] on this one item, so the cut is the
+/// one a reference makes. Returns the item with its cut text and the bytes
+/// omitted (`N` of the omission notice); `None` when not even an empty
+/// text fits; `Err` when the text cannot be decoded.
+pub fn cut_to_fit<'a>(
+    item: Item<'a>,
+    envelope: usize,
+    room: u64,
+    escape_invisible: bool,
+) -> Result<Option<(Item<'a>, u64)>, String> {
+    // `retain_with` measures the item as `item_size`; the rest of the
+    // envelope is counted as the fixed part of the object.
+    let fixed = envelope.saturating_sub(item_size(&item, 0));
+    Ok(retain_with(vec![item], fixed, room, escape_invisible)?
+        .and_then(|r| Some((r.items.into_iter().next()?, r.omitted_bytes))))
 }
 
 /// What [`redact_retainable`] replaced, per item.

@@ -25,6 +25,10 @@ pub const DSR_READ_FAILED: dsr_status = 5;
 pub const DSR_BUDGET_EXCEEDED: dsr_status = 6;
 /// `SESSION_REFERENCE_CANCELLED`: the operation was cancelled through a `dsr_cancel`.
 pub const DSR_CANCELLED: dsr_status = 7;
+/// `SESSION_REFERENCE_SESSION_CHANGED`: a read cursor was made from another
+/// state of its session's conversation (the session changed since): read
+/// again without the cursor.
+pub const DSR_SESSION_CHANGED: dsr_status = 10;
 /// `SESSION_REFERENCE_MISUSE`: the C API itself was misused (a NULL pointer
 /// where a value is required, invalid UTF-8, text that is not JSON, a request
 /// of the wrong shape, a host vtable of the wrong size, a call from inside a
@@ -52,6 +56,7 @@ fn status_of(code: ErrorCode) -> dsr_status {
         ErrorCode::ReadFailed => DSR_READ_FAILED,
         ErrorCode::BudgetExceeded => DSR_BUDGET_EXCEEDED,
         ErrorCode::Cancelled => DSR_CANCELLED,
+        ErrorCode::SessionChanged => DSR_SESSION_CHANGED,
     }
 }
 
@@ -68,6 +73,7 @@ pub(crate) fn code_cstr(status: dsr_status) -> Option<&'static CStr> {
         DSR_CANCELLED => c"SESSION_REFERENCE_CANCELLED",
         DSR_MISUSE => c"SESSION_REFERENCE_MISUSE",
         DSR_INTERNAL => c"SESSION_REFERENCE_INTERNAL",
+        DSR_SESSION_CHANGED => c"SESSION_REFERENCE_SESSION_CHANGED",
         _ => return None,
     })
 }

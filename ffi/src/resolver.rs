@@ -1,10 +1,11 @@
-//! `dsr_resolver`: creation from a host vtable and the four JSON operations.
+//! `dsr_resolver`: creation from a host vtable and the JSON operations.
 
 use std::ffi::c_char;
 use std::sync::Arc;
 
 use dsh_session_reference::wire::{
-    messages_into_json, stringify, CandidatesRequest, PrepareMessagesRequest, PrepareRequest, RequestError, SearchArgs,
+    messages_into_json, stringify, CandidatesRequest, PrepareMessagesRequest, PrepareRequest, ReadRequest,
+    RequestError, SearchArgs,
 };
 use dsh_session_reference::{block_on, Blocking, CancelToken, Config, Resolver, SessionQuery};
 use serde_json::Value;
@@ -104,7 +105,7 @@ pub unsafe extern "C" fn dsr_resolver_free(resolver: *mut dsr_resolver) {
     })
 }
 
-/// The common frame of the four operations: argument checks, request
+/// The common frame of the operations: argument checks, request
 /// parsing, the blocking run and the JSON result.
 ///
 /// # Safety
@@ -155,6 +156,11 @@ fn refused(func: &str) -> impl Fn(RequestError) -> Failure + '_ {
 
 /// Prepares one message (docs/contract.md §6). Request:
 /// `{"target": {"id": string, "cwd"?: string}, "content": any, "references": [{"sessionId": string, "label"?: string}, ...]}`.
+/// A reference may carry an excerpt (§6.10): `"range": {"start": n, "end"?: n}`
+/// (messages `start` to `end − 1`; without `end`, to the last) or
+/// `"around": n` (the message `n` and those around it that fit); its source
+/// then holds that run under the same budget, and its metadata says which
+/// (`"range": {"start", "end"}`, `"around"`).
 /// An optional `"contextWindow"` (a positive integer, the model's context
 /// window in tokens) sets the automatic budget of the later `dshCompat`
 /// profiles (see the config); other profiles ignore it.
@@ -312,6 +318,47 @@ pub unsafe extern "C" fn dsr_resolver_search(
             let request = SearchArgs::from_json(req).map_err(refused(F))?;
             let list = block_on(r.search(&request.target, &request.query, &request.options, cancel))?;
             Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
+        })
+    }
+}
+
+/// One page of another session's projected conversation (docs/contract.md
+/// §12): a run of whole messages whose framed text fits a budget. Request:
+/// `{"target": {"id", "cwd"?}, "sessionId": string, "start"?: number,
+/// "around"?: number, "cursor"?: string, "maxBytes"?: number, "maxTokens"?: number}`
+/// with at most one of `start` (read forward from that message index),
+/// `around` (that message and those on both sides) and `cursor` (a page's
+/// `nextCursor` or `prevCursor`); with none, the newest messages that fit.
+/// `maxBytes` (default 16384) bounds the UTF-8 bytes of the framed text;
+/// `maxTokens` bounds it too, at one token per byte at most. Result:
+/// `{"id", "title", "totalMessages", "capturedThroughSeq", "messages":
+/// [{"index", "role", "text", "checkpoint", "omittedBytes"?}, ...],
+/// "nextCursor"?, "prevCursor"?, "redactedSecrets"?, "text"}` where `text` is
+/// the framed text for a model (an untrusted-background warning around
+/// tag-safe JSON). A bad option or cursor is `DSR_INVALID_REFERENCE`, the
+/// target's own session `DSR_SELF_REFERENCE`, a cursor whose session changed
+/// since `DSR_SESSION_CHANGED`, a budget too small for the page's fixed part
+/// `DSR_BUDGET_EXCEEDED`. Arguments as for `dsr_resolver_prepare`.
+///
+/// # Safety
+/// As `dsr_resolver_prepare`.
+#[no_mangle]
+pub unsafe extern "C" fn dsr_resolver_read(
+    resolver: *const dsr_resolver,
+    request_json: *const c_char,
+    request_len: usize,
+    cancel: *const dsr_cancel,
+    out_json: *mut *mut c_char,
+    out_len: *mut usize,
+    err: *mut *mut dsr_error,
+) -> dsr_status {
+    const F: &str = "dsr_resolver_read";
+    // SAFETY: forwarded contract.
+    unsafe {
+        run(F, resolver, request_json, request_len, cancel, out_json, out_len, err, |r, req, cancel| {
+            let request = ReadRequest::from_json(req).map_err(refused(F))?;
+            let page = block_on(r.read(&request.target, &request.session_id, &request.options, cancel))?;
+            Ok(page.to_json_with_text())
         })
     }
 }

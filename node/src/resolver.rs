@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use core::wire::{
-    parse_js, stringify, CandidatesRequest, PrepareMessagesRequest, PrepareRequest, RequestError, SearchArgs,
+    parse_js, stringify, CandidatesRequest, PrepareMessagesRequest, PrepareRequest, ReadRequest, RequestError,
+    SearchArgs,
 };
 use core::{CancelToken, Config, Resolver, SessionQuery, Target};
 use dsh_session_reference as core;
@@ -234,6 +235,18 @@ impl PreparedParts {
         }
         Ok(PreparedParts { json: stringify(&Value::Array(plain)), contexts, at })
     }
+}
+
+/// A page as it crosses back: the JSON text of the page for a program
+/// (`Page::to_json`) and its framed text apart, converted once into a
+/// JavaScript string.
+#[napi(object)]
+pub struct PageParts {
+    /// The JSON text of `{id, title, totalMessages, capturedThroughSeq,
+    /// messages, nextCursor?, prevCursor?, redactedSecrets?}`.
+    pub json: String,
+    /// The framed text for a model.
+    pub text: String,
 }
 
 fn outcome<T>(result: std::thread::Result<std::result::Result<T, NativeFailure>>) -> Settled<T> {
@@ -645,6 +658,30 @@ impl NativeResolver {
         spawn(env, async move {
             let list = resolver.search(&target, &query, &options, cancel.as_ref()).await?;
             Ok(stringify(&Value::Array(list.iter().map(core::SearchResult::to_json).collect())))
+        })
+    }
+
+    /// `read(request)`: the request `{target, sessionId, start?, around?,
+    /// cursor?, maxBytes?, maxTokens?}` as JSON text (an option of the wrong
+    /// kind fails with `SESSION_REFERENCE_INVALID_REFERENCE`); resolves to
+    /// the page as [`PageParts`] (its framed text apart).
+    #[napi(ts_return_type = "Promise<PageParts | NativeFailure>")]
+    pub fn read<'env>(
+        &self,
+        env: &'env Env,
+        request_json: String,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Object<'env>> {
+        let ReadRequest { target, session_id, options } = match request(&request_json, ReadRequest::from_json) {
+            Ok(request) => request,
+            Err(failure) => return settled(env, failure),
+        };
+        let resolver = Arc::clone(&self.resolver);
+        let cancel = token(cancel);
+        spawn(env, async move {
+            let page = resolver.read(&target, &session_id, &options, cancel.as_ref()).await?;
+            let json = stringify(&page.to_json());
+            Ok(PageParts { json, text: page.text })
         })
     }
 }

@@ -21,6 +21,7 @@ from ._errors import (
     OperationCancelledError,
     ReadFailedError,
     SelfReferenceError,
+    SessionChangedError,
     SessionReferenceError,
     TooManyReferencesError,
 )
@@ -41,6 +42,9 @@ from ._native import (
 from ._native import Resolver as _NativeResolver
 from ._types import (
     Candidate,
+    MessageRange,
+    Page,
+    PageMessage,
     ParsedReference,
     ParsedText,
     Prepared,
@@ -74,6 +78,7 @@ __all__ = [
     "ReadFailedError",
     "BudgetExceededError",
     "OperationCancelledError",
+    "SessionChangedError",
     "Target",
     "Reference",
     "ParsedReference",
@@ -81,6 +86,9 @@ __all__ = [
     "Prepared",
     "Candidate",
     "SearchResult",
+    "MessageRange",
+    "Page",
+    "PageMessage",
 ]
 
 
@@ -168,6 +176,32 @@ class Resolver(_NativeResolver):
         """The ``async`` twin of :meth:`search`."""
         result: List[SearchResult] = await _bridge.call(
             self._start_search, target, query, limit, scope, cancel=cancel
+        )
+        return result
+
+    async def read_async(
+        self,
+        target: Target,
+        session_id: str,
+        *,
+        start: Optional[int] = None,
+        around: Optional[int] = None,
+        cursor: Optional[str] = None,
+        max_bytes: Optional[int] = None,
+        max_tokens: Optional[int] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> Page:
+        """The ``async`` twin of :meth:`read`."""
+        result: Page = await _bridge.call(
+            self._start_read,
+            target,
+            session_id,
+            start,
+            around,
+            cursor,
+            max_bytes,
+            max_tokens,
+            cancel=cancel,
         )
         return result
 

@@ -21,6 +21,7 @@ __all__ = [
     "ReadFailedError",
     "BudgetExceededError",
     "OperationCancelledError",
+    "SessionChangedError",
     "error_class",
 ]
 
@@ -98,6 +99,13 @@ class OperationCancelledError(SessionReferenceError):
     default_code = "SESSION_REFERENCE_CANCELLED"
 
 
+class SessionChangedError(SessionReferenceError):
+    """A read cursor was made from another state of its session's
+    conversation (the session changed since): read again without it."""
+
+    default_code = "SESSION_REFERENCE_SESSION_CHANGED"
+
+
 _BY_CODE: Dict[str, Type[SessionReferenceError]] = {
     cls.default_code: cls
     for cls in (
@@ -108,6 +116,7 @@ _BY_CODE: Dict[str, Type[SessionReferenceError]] = {
         ReadFailedError,
         BudgetExceededError,
         OperationCancelledError,
+        SessionChangedError,
     )
     if cls.default_code is not None
 }

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequen
 
 from typing_extensions import disjoint_base
 
-from ._types import Candidate, ParsedText, Prepared, SearchResult, SearchScope, SessionQuery, Target
+from ._types import Candidate, Page, ParsedText, Prepared, SearchResult, SearchScope, SessionQuery, Target
 
 __all__ = [
     "__version__",
@@ -235,7 +235,9 @@ class Resolver:
         context_window: Optional[int] = None,
     ) -> Prepared:
         """Prepares one message: ``{"content": ...}`` plus ``"additionalContext"``
-        when there were references. ``context_window`` (the model's context
+        when there were references. A reference with ``"range"`` or
+        ``"around"`` carries only that part of its session, and its metadata
+        says which (``"range": {"start", "end"}``). ``context_window`` (the model's context
         window in tokens) sets the automatic budget of the later
         ``dsh_compat`` profiles. Releases the GIL while it runs."""
 
@@ -281,6 +283,43 @@ class Resolver:
         host's own ``search()`` method answers instead of the built-in index.
         Releases the GIL while it runs."""
 
+    def read(
+        self,
+        target: Target,
+        session_id: str,
+        *,
+        start: Optional[int] = None,
+        around: Optional[int] = None,
+        cursor: Optional[str] = None,
+        max_bytes: Optional[int] = None,
+        max_tokens: Optional[int] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> Page:
+        """One page of another session's projected conversation: whole
+        messages (user and assistant text and checkpoints; never tool output
+        or reasoning) whose framed ``text`` fits ``max_bytes`` UTF-8 bytes
+        (default 16384) and ``max_tokens`` (at one token per byte at most),
+        read forward from ``start``, ``around`` an index, from a page's
+        ``nextCursor``/``prevCursor`` (``cursor``), or the newest that fit.
+        A cursor of a session that changed since raises
+        ``SessionChangedError``; the target's own session
+        ``SelfReferenceError``; a bad option ``InvalidReferenceError``.
+        Releases the GIL while it runs."""
+
+    def _start_read(
+        self,
+        target: Target,
+        session_id: str,
+        start: Optional[int],
+        around: Optional[int],
+        cursor: Optional[str],
+        max_bytes: Optional[int],
+        max_tokens: Optional[int],
+        cancel: Optional[CancelToken],
+        token: CancelToken,
+        event_loop: Any,
+        done: Callable[[bool, Any], None],
+    ) -> None: ...
     def _start_search(
         self,
         target: Target,

@@ -15,10 +15,13 @@ else:  # pragma: no cover - Protocol and TypedDict exist since 3.8
 __all__ = [
     "Target",
     "Reference",
+    "MessageRange",
     "ParsedReference",
     "ParsedText",
     "Prepared",
     "Candidate",
+    "Page",
+    "PageMessage",
     "SessionHeaders",
     "Surface",
     "SessionQuery",
@@ -39,10 +42,25 @@ class _ReferenceRequired(TypedDict):
     sessionId: str
 
 
+class _MessageRangeRequired(TypedDict):
+    start: int
+
+
+class MessageRange(_MessageRangeRequired, total=False):
+    """A run of messages by index: ``start`` to ``end - 1`` (``end``
+    exclusive; without it, through the last message)."""
+
+    end: Optional[int]
+
+
 class Reference(_ReferenceRequired, total=False):
-    """One structured reference: ``{"sessionId": str, "label"?: str}``."""
+    """One structured reference: ``{"sessionId": str, "label"?: str}``, and
+    at most one excerpt: ``"range"`` (only that run of messages) or
+    ``"around"`` (that message index and the messages around it that fit)."""
 
     label: str
+    range: Optional[MessageRange]
+    around: Optional[int]
 
 
 class ParsedReference(TypedDict):
@@ -98,6 +116,43 @@ class SearchResult(_SearchResultRequired, total=False):
     ``cwd`` is absent when the session has none."""
 
     cwd: str
+
+
+class _PageMessageRequired(TypedDict):
+    index: int
+    role: Literal["user", "assistant"]
+    text: str
+    checkpoint: bool
+
+
+class PageMessage(_PageMessageRequired, total=False):
+    """One message of a :class:`Page`: its index among the session's
+    projected messages, who said it, its text (cut head/tail with an
+    omission notice when it alone exceeded the budget: ``omittedBytes`` is
+    then present) and whether it is a compaction checkpoint."""
+
+    omittedBytes: int
+
+
+class _PageRequired(TypedDict):
+    id: str
+    title: str
+    totalMessages: int
+    capturedThroughSeq: Optional[Union[int, float]]
+    messages: List[PageMessage]
+    text: str
+
+
+class Page(_PageRequired, total=False):
+    """The result of ``read()``: one page of a session. ``text`` is the
+    framed text for a model (an untrusted-background warning around
+    tag-safe JSON), at most the budget in UTF-8 bytes; ``nextCursor`` and
+    ``prevCursor`` continue forward and backward (absent at the ends);
+    ``redactedSecrets`` is present under ``redact_secrets``."""
+
+    nextCursor: str
+    prevCursor: str
+    redactedSecrets: int
 
 
 SearchScope = Union[Literal["all"], Literal["cwd"]]

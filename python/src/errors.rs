@@ -26,11 +26,13 @@ fn class_name(code: ErrorCode) -> &'static str {
         ErrorCode::ReadFailed => "ReadFailedError",
         ErrorCode::BudgetExceeded => "BudgetExceededError",
         ErrorCode::Cancelled => "OperationCancelledError",
+        ErrorCode::SessionChanged => "SessionChangedError",
     }
 }
 
 fn error_class<'py>(py: Python<'py>, code: ErrorCode) -> PyResult<&'py Bound<'py, PyType>> {
-    static CLASSES: [PyOnceLock<Py<PyType>>; 7] = [const { PyOnceLock::new() }; 7];
+    static CLASSES: [PyOnceLock<Py<PyType>>; ErrorCode::ALL.len()] =
+        [const { PyOnceLock::new() }; ErrorCode::ALL.len()];
     let index = ErrorCode::ALL.iter().position(|c| *c == code).unwrap_or(0);
     CLASSES[index].import(py, "dsh_session_reference._errors", class_name(code))
 }

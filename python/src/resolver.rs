@@ -57,6 +57,7 @@ enum Job {
     Messages { target: Target, messages: Vec<Value> },
     Candidates { target: Target, query: String, options: core::CandidateOptions },
     Search { target: Target, query: String, options: core::SearchOptions },
+    Read { target: Target, session_id: String, options: core::ReadOptions },
 }
 
 impl Job {
@@ -79,6 +80,10 @@ impl Job {
             Job::Search { target, query, options } => Box::pin(async move {
                 let found = resolver.search(&target, &query, &options, Some(&token)).await?;
                 Ok(Value::Array(found.iter().map(core::SearchResult::to_json).collect()))
+            }),
+            Job::Read { target, session_id, options } => Box::pin(async move {
+                let page = resolver.read(&target, &session_id, &options, Some(&token)).await?;
+                Ok(page.to_json_with_text())
             }),
         }
     }
@@ -122,6 +127,31 @@ fn search_job(
     }
     let options = core::SearchOptions::from_json(&Value::Object(request)).map_err(|e| to_pyerr(py, &e))?;
     Ok(Job::Search { target: target_arg(target)?, query: string_arg(query, "query")?, options })
+}
+
+/// The keyword arguments of `read`, read as every front reads a read
+/// request's options ([`core::ReadOptions::from_json`]).
+#[allow(clippy::too_many_arguments)]
+fn read_job(
+    py: Python<'_>,
+    target: &Bound<'_, PyAny>,
+    session_id: &Bound<'_, PyAny>,
+    start: Option<&Bound<'_, PyAny>>,
+    around: Option<&Bound<'_, PyAny>>,
+    cursor: Option<&Bound<'_, PyAny>>,
+    max_bytes: Option<&Bound<'_, PyAny>>,
+    max_tokens: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Job> {
+    let mut request = Map::new();
+    for (key, value) in
+        [("start", start), ("around", around), ("cursor", cursor), ("maxBytes", max_bytes), ("maxTokens", max_tokens)]
+    {
+        if let Some(v) = value.filter(|v| !v.is_none()) {
+            request.insert(key.into(), to_json(v, key)?);
+        }
+    }
+    let options = core::ReadOptions::from_json(&Value::Object(request)).map_err(|e| to_pyerr(py, &e))?;
+    Ok(Job::Read { target: target_arg(target)?, session_id: string_arg(session_id, "session_id")?, options })
 }
 
 fn limit_arg(py: Python<'_>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
@@ -335,7 +365,9 @@ impl Resolver {
     }
 
     /// Prepares one message: validates and de-duplicates `references`
-    /// (`[{"sessionId": str, "label"?: str}, ...]`), reads every source in
+    /// (`[{"sessionId": str, "label"?: str, "range"?: {"start": int, "end"?:
+    /// int}, "around"?: int}, ...]`; an excerpt carries only that run of
+    /// messages, and its metadata says which), reads every source in
     /// parallel, keeps each within the byte budget and returns
     /// `{"content": <copy of content>}` plus `"additionalContext"` (the context
     /// message) when there were references. Releases the GIL while it runs.
@@ -415,6 +447,54 @@ impl Resolver {
     ) -> PyResult<Bound<'py, PyAny>> {
         let job = search_job(py, target, query, limit, scope)?;
         self.blocking(py, job, cancel)
+    }
+
+    /// One page of another session's projected conversation: a run of whole
+    /// messages (user and assistant text and checkpoints; never tool output
+    /// or reasoning) whose framed text fits `max_bytes` UTF-8 bytes (default
+    /// 16384) and `max_tokens` (at one token per byte at most), from
+    /// `start`, `around` an index, a page's `nextCursor`/`prevCursor`
+    /// (`cursor`), or the newest messages. Returns `{"id", "title",
+    /// "totalMessages", "capturedThroughSeq", "messages", "nextCursor"?,
+    /// "prevCursor"?, "redactedSecrets"?, "text"}`. Releases the GIL while
+    /// it runs.
+    #[pyo3(signature = (target, session_id, *, start=None, around=None, cursor=None, max_bytes=None, max_tokens=None, cancel=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        session_id: &Bound<'py, PyAny>,
+        start: Option<&Bound<'py, PyAny>>,
+        around: Option<&Bound<'py, PyAny>>,
+        cursor: Option<&Bound<'py, PyAny>>,
+        max_bytes: Option<&Bound<'py, PyAny>>,
+        max_tokens: Option<&Bound<'py, PyAny>>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let job = read_job(py, target, session_id, start, around, cursor, max_bytes, max_tokens)?;
+        self.blocking(py, job, cancel)
+    }
+
+    /// Starts `read` for an asyncio caller (used by `read_async`).
+    #[allow(clippy::too_many_arguments)]
+    fn _start_read(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        session_id: &Bound<'_, PyAny>,
+        start: Option<&Bound<'_, PyAny>>,
+        around: Option<&Bound<'_, PyAny>>,
+        cursor: Option<&Bound<'_, PyAny>>,
+        max_bytes: Option<&Bound<'_, PyAny>>,
+        max_tokens: Option<&Bound<'_, PyAny>>,
+        cancel: Option<PyRef<'_, CancelToken>>,
+        token: PyRef<'_, CancelToken>,
+        event_loop: Bound<'_, PyAny>,
+        done: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let job = read_job(py, target, session_id, start, around, cursor, max_bytes, max_tokens)?;
+        self.start(py, job, cancel, token, event_loop, done)
     }
 
     /// Starts `search` for an asyncio caller (used by `search_async`).

@@ -47,6 +47,7 @@ def test_error_classes() -> None:
         dsr.ReadFailedError: "SESSION_REFERENCE_READ_FAILED",
         dsr.BudgetExceededError: "SESSION_REFERENCE_BUDGET_EXCEEDED",
         dsr.OperationCancelledError: "SESSION_REFERENCE_CANCELLED",
+        dsr.SessionChangedError: "SESSION_REFERENCE_SESSION_CHANGED",
     }
     import asyncio
 

@@ -8,7 +8,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 import dsh_session_reference as dsr
-from dsh_session_reference import Candidate, Prepared, SessionQuery, Target
+from dsh_session_reference import Candidate, Page, Prepared, Reference, SessionQuery, Target
 
 
 class Host:
@@ -59,6 +59,11 @@ def run() -> None:
     resolver.prepare(target, [], parsed["references"])
     found: List[Candidate] = resolver.candidates(target, cancel=dsr.CancelToken())
     assert found[0]["sessionId"] == "a"
+    excerpt: Reference = {"sessionId": "a", "range": {"start": 0, "end": 1}}
+    ranged: Prepared = resolver.prepare(target, [], [excerpt])
+    assert ranged["additionalContext"]["source"]["references"][0]["range"] == {"start": 0, "end": 1}
+    page: Page = resolver.read(target, "a", max_bytes=2048)
+    assert page["messages"][0]["text"] == "hello" and "nextCursor" not in page
 
     async def main() -> None:
         aresolver = dsr.Resolver(AsyncHost())
@@ -66,6 +71,8 @@ def run() -> None:
         assert out["content"] == []
         listed = await aresolver.list_candidates_async(target, "", 10)
         assert listed[0]["label"] == "Title"
+        apage: Page = await aresolver.read_async(target, "a", around=0)
+        assert apage["title"] == "Title" and apage["totalMessages"] == 1
 
     asyncio.run(main())
     try:

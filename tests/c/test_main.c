@@ -681,6 +681,8 @@ static void test_version(void) {
     CHECK(strcmp(dsr_status_code(DSR_OK), "SESSION_REFERENCE_OK") == 0, "dsr_status_code(OK)");
     CHECK(strcmp(dsr_status_code(DSR_CANCELLED), "SESSION_REFERENCE_CANCELLED") == 0, "dsr_status_code(CANCELLED)");
     CHECK(strcmp(dsr_status_code(DSR_MISUSE), "SESSION_REFERENCE_MISUSE") == 0, "dsr_status_code(MISUSE)");
+    CHECK(strcmp(dsr_status_code(DSR_SESSION_CHANGED), "SESSION_REFERENCE_SESSION_CHANGED") == 0,
+          "dsr_status_code(SESSION_CHANGED)");
     CHECK(dsr_status_code(42) == NULL, "dsr_status_code(42) is NULL");
     CHECK(dsr_error_code(NULL) == NULL && dsr_error_message(NULL) == NULL, "error accessors accept NULL");
     CHECK(dsr_error_status(NULL) == DSR_MISUSE, "dsr_error_status(NULL)");
@@ -1393,6 +1395,170 @@ static void test_search(void) {
     }
 }
 
+/* ----------------------------------------------------------------- read */
+
+/* One session "s" of `count` messages ("message <i> <text>", alternating
+ * user and assistant) with a tool result between them; "t" is the target. */
+typedef struct {
+    atomic_int count;
+} read_host;
+
+static void rh_list(void *ud, dsr_sink *sink) {
+    (void)ud;
+    const char list[] = "[{\"id\":\"s\",\"createdAt\":1},{\"id\":\"t\",\"createdAt\":2}]";
+    dsr_sink_write(sink, list, strlen(list), NULL);
+}
+
+static void rh_title(void *ud, const char *id, size_t id_len, dsr_sink *sink) {
+    (void)ud;
+    (void)id_len;
+    if (id[0] == 's') dsr_sink_write(sink, "Pages <of> s", 12, NULL);
+}
+
+static void rh_surface(void *ud, const char *id, size_t id_len, dsr_sink *sink) {
+    read_host *h = ud;
+    (void)id_len;
+    int n = id[0] == 's' ? atomic_load(&h->count) : 0;
+    sbuf b = {0};
+    char item[256];
+    sb_puts(&b, "{\"session\":{\"id\":\"s\",\"cwd\":\"/w\"},\"capturedThroughSeq\":7,\"events\":[");
+    for (int i = 0; i < n; i++) {
+        if (i) sb_puts(&b, ",");
+        if (i % 2 == 0)
+            snprintf(item, sizeof item,
+                     "{\"seq\":%d,\"type\":\"user/message\",\"data\":{\"content\":[{\"type\":\"text\",\"text\":"
+                     "\"message %d <q> %s\"}],\"source\":{\"kind\":\"user\"}}}",
+                     i, i, "what about the plan, and the next step?");
+        else
+            snprintf(item, sizeof item,
+                     "{\"seq\":%d,\"type\":\"assistant/message\",\"data\":{\"message\":{\"content\":[{\"type\":"
+                     "\"text\",\"text\":\"message %d %s\"}]}}},{\"seq\":%d,\"type\":\"tool/result\",\"data\":{}}",
+                     i, i, "the plan stands; the next step is the review.", i);
+        sb_puts(&b, item);
+    }
+    sb_puts(&b, "]}");
+    dsr_sink_write(sink, b.p, b.len, NULL);
+    sb_free(&b);
+}
+
+/* Calls dsr_resolver_read with `req`; returns the parsed result (and its
+ * text in *text) on DSR_OK, else NULL. */
+static jnode *read_call(dsr_resolver *r, const char *req, dsr_status want, char **text, const char *what) {
+    char *out = NULL;
+    size_t len = 0;
+    dsr_error *e = NULL;
+    dsr_status st = dsr_resolver_read(r, req, strlen(req), NULL, &out, &len, &e);
+    CHECK(st == want, "%s: status %d (%s %s)", what, (int)st, code_of(e), msg_of(e));
+    dsr_error_free(e);
+    *text = out;
+    return out ? parse_output(out, len, what) : NULL;
+}
+
+static void test_read(void) {
+    read_host h;
+    atomic_init(&h.count, 30);
+    dsr_host host = host_of(&h, rh_list, rh_title, rh_surface, NULL, 0);
+    dsr_resolver *r = new_resolver(&host, NULL, NULL);
+    CHECK(r != NULL, "a resolver for reads");
+    if (!r) return;
+
+    /* Forward pages from message 0 add up to the whole conversation, in order. */
+    int next_index = 0, pages = 0;
+    char req[512];
+    snprintf(req, sizeof req, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"start\":0,\"maxBytes\":1200}");
+    char *cursor = NULL;
+    for (;;) {
+        char *text = NULL;
+        jnode *page = read_call(r, req, DSR_OK, &text, "read forward");
+        if (!page) break;
+        pages++;
+        const jnode *messages = json_get(page, "messages");
+        const jnode *framed = json_get(page, "text");
+        CHECK(framed && framed->type == J_STRING && framed->len <= 1200, "the framed text fits 1200 bytes");
+        CHECK(framed && strstr(framed->str, "<referenced-session-page>\n{\"sessionId\":\"s\",\"label\":\"Pages \\u003cof> s\""),
+              "framed, tag-safe: %s", framed ? framed->str : "NULL");
+        CHECK(json_get(page, "totalMessages") && json_get(page, "totalMessages")->num == 30, "totalMessages");
+        CHECK(json_get(page, "title") && json_str_is(json_get(page, "title"), "Pages <of> s", 12), "the title");
+        for (size_t i = 0; messages && i < messages->count; i++) {
+            const jnode *index = json_get(messages->items[i], "index");
+            CHECK(index && (int)index->num == next_index, "message %d comes next (page %d)", next_index, pages);
+            next_index++;
+        }
+        CHECK(messages && messages->count > 0, "a page is never empty here");
+        const jnode *next = json_get(page, "nextCursor");
+        free(cursor);
+        cursor = next ? strndup(next->str, next->len) : NULL;
+        json_free(page);
+        dsr_string_free(text);
+        if (!cursor) break;
+        snprintf(req, sizeof req, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"cursor\":\"%s\",\"maxBytes\":1200}",
+                 cursor);
+    }
+    CHECK(next_index == 30 && pages > 2, "every message once, over %d pages", pages);
+
+    /* Around an index: that message is on the page. */
+    char *text = NULL;
+    jnode *page = read_call(r, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"around\":12,\"maxBytes\":1000}", DSR_OK,
+                            &text, "read around");
+    CHECK(text && strstr(text, "\"index\":12,\"role\":\"user\",\"text\":\"message 12 <q>"), "around 12: %s",
+          text ? text : "NULL");
+    const jnode *prev = page ? json_get(page, "prevCursor") : NULL;
+    char *stale = prev ? strndup(prev->str, prev->len) : NULL;
+    CHECK(stale != NULL, "a page around 12 has a prevCursor");
+    json_free(page);
+    dsr_string_free(text);
+
+    /* A cursor of a session that changed since: start again. */
+    atomic_store(&h.count, 31);
+    snprintf(req, sizeof req, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"cursor\":\"%s\"}", stale ? stale : "");
+    char *out = NULL;
+    dsr_error *e = NULL;
+    dsr_status st = dsr_resolver_read(r, req, strlen(req), NULL, &out, NULL, &e);
+    CHECK(st == DSR_SESSION_CHANGED && out == NULL && e && strcmp(dsr_error_code(e), "SESSION_REFERENCE_SESSION_CHANGED") == 0,
+          "a stale cursor: %d %s", (int)st, code_of(e));
+    dsr_error_free(e);
+    free(stale);
+    free(cursor);
+
+    /* The newest messages by default; errors. */
+    page = read_call(r, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"maxTokens\":600}", DSR_OK, &text, "newest");
+    CHECK(text && strstr(text, "\"index\":30,") && !strstr(text, "\"nextCursor\"") && strlen(text) > 0, "newest: %s",
+          text ? text : "NULL");
+    json_free(page);
+    dsr_string_free(text);
+    read_call(r, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"cursor\":\"nope\"}", DSR_INVALID_REFERENCE, &text,
+              "a malformed cursor");
+    read_call(r, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"start\":1,\"around\":2}", DSR_INVALID_REFERENCE,
+              &text, "start and around");
+    read_call(r, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"maxBytes\":0}", DSR_INVALID_REFERENCE, &text,
+              "maxBytes 0");
+    read_call(r, "{\"target\":{\"id\":\"t\"},\"sessionId\":\"s\",\"maxBytes\":100}", DSR_BUDGET_EXCEEDED, &text,
+              "too small a budget");
+    read_call(r, "{\"target\":{\"id\":\"s\"},\"sessionId\":\"s\"}", DSR_SELF_REFERENCE, &text, "its own session");
+    read_call(r, "{\"target\":{\"id\":\"t\"},\"sessionId\":5}", DSR_MISUSE, &text, "a request of the wrong shape");
+
+    /* An excerpt in a reference: the run it carries, and the metadata says which. */
+    const char ranged[] = "{\"target\":{\"id\":\"t\"},\"content\":[],\"references\":[{\"sessionId\":\"s\","
+                          "\"range\":{\"start\":1,\"end\":3}}]}";
+    out = NULL;
+    e = NULL;
+    CHECK(call_prepare(r, ranged, NULL, &out, &e) == DSR_OK, "prepare a range: %s", msg_of(e));
+    CHECK(out && strstr(out, "\\\"range\\\":{\\\"start\\\":1,\\\"end\\\":3},\\\"conversation\\\":[{\\\"role\\\":"
+                             "\\\"assistant\\\",\\\"text\\\":\\\"message 1 ") &&
+              strstr(out, "\"inputIndex\":0,\"range\":{\"start\":1,\"end\":3}}") && !strstr(out, "message 3 "),
+          "the range in the prompt and the metadata: %s", out ? out : "NULL");
+    dsr_string_free(out);
+    dsr_error_free(e);
+    const char bad_range[] = "{\"target\":{\"id\":\"t\"},\"content\":[],\"references\":[{\"sessionId\":\"s\","
+                             "\"range\":{\"start\":3,\"end\":1}}]}";
+    out = NULL;
+    e = NULL;
+    CHECK(call_prepare(r, bad_range, NULL, &out, &e) == DSR_INVALID_REFERENCE && out == NULL, "an empty range: %s",
+          code_of(e));
+    dsr_error_free(e);
+    dsr_resolver_free(r);
+}
+
 static void test_conversation_snapshot(void) {
     const char req[] = "{\"format\":\"anthropic\",\"sessionId\":\"s\",\"messages\":["
                        "{\"role\":\"user\",\"content\":\"hi <b>\"},"
@@ -1631,6 +1797,7 @@ int main(void) {
         {"sources", test_sources},
         {"conversation snapshot", test_conversation_snapshot},
         {"search", test_search},
+        {"read and excerpts", test_read},
         {"fork", test_fork},
         {"hardened mode", test_hardened},
         {"DSH store generations", test_dsh_store_generations},

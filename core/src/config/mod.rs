@@ -81,6 +81,21 @@ pub fn positive_safe_integer(value: &Value) -> Option<u64> {
     }
 }
 
+/// Checks that a JSON value is a non-negative safe integer (an index: 0 to
+/// 2^53 − 1, `2.0` counting as `2`), as `Number.isSafeInteger(x) && x >= 0`
+/// would (`-0` counts as 0).
+pub fn index_from_json(value: &Value) -> Option<u64> {
+    let n = value.as_number()?;
+    if let Some(u) = n.as_u64() {
+        return (u <= MAX_SAFE_INTEGER).then_some(u);
+    }
+    if n.is_i64() {
+        return None; // negative
+    }
+    let f = n.as_f64()?;
+    (f.fract() == 0.0 && f >= 0.0 && f <= MAX_SAFE_INTEGER as f64).then_some(f as u64)
+}
+
 impl Config {
     /// A configuration from explicit values; `None` takes the default.
     /// Errors with `SESSION_REFERENCE_INVALID_CONFIG` like [`Config::from_json`].

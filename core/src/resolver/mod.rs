@@ -1,6 +1,7 @@
 //! The resolver: the service a host holds. It reads through the host's
 //! [`SessionQuery`] and runs preparation (`prepare.rs`: references, reads,
-//! retention and framing) and discovery (`discovery/`: candidates and search).
+//! retention and framing), discovery (`discovery/`: candidates and search)
+//! and bounded reads (`read.rs`: one page of a session at a time).
 //! Here: the type, its guards around host calls, cancellation, and the
 //! blocking facade.
 
@@ -18,12 +19,14 @@ use crate::host::{QueryFuture, SessionQuery};
 mod deprecated;
 mod discovery;
 mod prepare;
+mod read;
 pub mod request;
 mod session;
 
 pub use discovery::{CandidateOptions, DiscoveryCachePart};
 pub use prepare::PrepareOptions;
 pub use prepare::{normalize_references, Reference};
+pub use read::{Page, ReadOptions, BYTES_PER_TOKEN, DEFAULT_READ_BYTES};
 pub use session::{SessionConversation, SessionMessage};
 
 /// Calls a host method and awaits its future, turning a panic in either the
@@ -57,7 +60,8 @@ pub(crate) async fn cancellable<T>(cancel: Option<&CancelToken>, work: impl Futu
 /// between threads; every method may run concurrently.
 ///
 /// Each operation takes one options struct ([`PrepareOptions`],
-/// [`CandidateOptions`], [`SearchOptions`](crate::host::SearchOptions)).
+/// [`CandidateOptions`], [`SearchOptions`](crate::host::SearchOptions),
+/// [`ReadOptions`]).
 /// The `async` methods need a tokio runtime with the time and blocking
 /// pools (any multi-threaded runtime, or [`crate::runtime()`]). A caller
 /// that blocks runs any of them on the library's own runtime with the one

@@ -2,17 +2,18 @@
 //! parallel, projected, retained under its byte budget and framed; then the
 //! context message. `prepare_messages` applies it to a message list.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{cancellable, guarded, Resolver};
 use crate::cancel::CancelToken;
+use crate::config::index_from_json;
 use crate::context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata};
 use crate::error::{Error, ErrorCode, Result};
 use crate::harden::Hardening;
 use crate::host::{SurfaceData, Target};
-use crate::prompt::{append_omissions, render_prompt, render_source_with, RenderedSource};
+use crate::prompt::{append_omissions, render_prompt, render_reference, Excerpt, RenderedSource};
 use crate::uri::{parse_text_with, ParsedReference};
 
 /// With several references, snapshots at least this large are projected on
@@ -24,13 +25,64 @@ const PARALLEL_PROJECTION_BYTES: usize = 1 << 20;
 /// of another core would add to a single source.
 const BLOCKING_PROJECTION_BYTES: usize = 4 << 20;
 
-/// A normalized reference: a distinct session id and its label.
+/// A normalized reference: a distinct session id, its label, and the part
+/// of the session it carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reference {
     /// The referenced session id.
     pub session_id: String,
     /// The label (the id when none was given).
     pub label: String,
+    /// The reference's `range` or `around` (docs/contract.md §6.10); `None`:
+    /// the whole session, byte for byte as the reference implementation.
+    pub excerpt: Option<Excerpt>,
+}
+
+impl Reference {
+    /// A reference to a whole session (`label`: the id when `None`).
+    pub fn new(session_id: impl Into<String>, label: Option<String>) -> Self {
+        let session_id = session_id.into();
+        let label = label.unwrap_or_else(|| session_id.clone());
+        Reference { session_id, label, excerpt: None }
+    }
+
+    /// This reference carrying only `excerpt` of its session.
+    pub fn with_excerpt(mut self, excerpt: Option<Excerpt>) -> Self {
+        self.excerpt = excerpt;
+        self
+    }
+}
+
+/// The excerpt a reference object asks for (docs/contract.md §6.10):
+/// `"range": {"start": n, "end"?: n}` (end exclusive and greater than
+/// start; absent: through the last message) or `"around": n`, indexes being
+/// non-negative safe integers; `null` counts as absent. The error says why,
+/// after "reference i ".
+fn excerpt_of(obj: &Map<String, Value>) -> std::result::Result<Option<Excerpt>, String> {
+    let present = |key: &str| obj.get(key).filter(|v| !v.is_null());
+    let range = match present("range") {
+        None => None,
+        Some(Value::Object(r)) => {
+            let bad = || "has a `range` that is not {\"start\": index, \"end\"?: index} with end > start".to_owned();
+            let start = r.get("start").and_then(index_from_json).ok_or_else(bad)?;
+            let end = match r.get("end") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(index_from_json(v).filter(|&e| e > start).ok_or_else(bad)?),
+            };
+            Some(Excerpt::Range { start, end })
+        }
+        Some(_) => return Err("has a `range` that is not an object".into()),
+    };
+    let around = match present("around") {
+        None => None,
+        Some(v) => Some(Excerpt::Around(
+            index_from_json(v).ok_or("has an `around` that is not a message index (a non-negative integer)")?,
+        )),
+    };
+    match (range, around) {
+        (Some(_), Some(_)) => Err("has both `range` and `around`".into()),
+        (range, around) => Ok(range.or(around)),
+    }
 }
 
 /// Options of one preparation ([`Resolver::prepare`],
@@ -57,10 +109,12 @@ impl PrepareOptions {
 
 /// Normalizes a reference list (docs/contract.md §6.2): shape checks, the
 /// self-reference check in order, de-duplication keeping the first
-/// occurrence and its label, then the count limit.
+/// occurrence and its label, then the count limit. A reference may carry an
+/// excerpt (`range` or `around`, §6.10); naming a session again with another
+/// excerpt than its first occurrence is `SESSION_REFERENCE_INVALID_REFERENCE`.
 pub fn normalize_references(target_id: &str, references: &[Value], max_references: u64) -> Result<Vec<Reference>> {
     let mut out: Vec<Reference> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
     for (i, r) in references.iter().enumerate() {
         let invalid = |why: &str| Error::new(ErrorCode::InvalidReference, format!("reference {i} {why}"));
         let obj = r.as_object().ok_or_else(|| invalid("is not an object"))?;
@@ -70,11 +124,22 @@ pub fn normalize_references(target_id: &str, references: &[Value], max_reference
             Some(Value::String(s)) => Some(s.as_str()),
             Some(_) => return Err(invalid("has a `label` that is not a string")),
         };
+        let excerpt = excerpt_of(obj).map_err(|why| invalid(&why))?;
         if id == target_id {
             return Err(Error::new(ErrorCode::SelfReference, "a session cannot reference itself"));
         }
-        if seen.insert(id) {
-            out.push(Reference { session_id: id.to_owned(), label: label.unwrap_or(id).to_owned() });
+        match seen.get(id) {
+            Some(&first) if out[first].excerpt != excerpt => {
+                return Err(invalid(&format!(
+                    "names session {} again with another excerpt (`range`/`around`) than reference {first}",
+                    crate::json::js_string(id)
+                )))
+            }
+            Some(_) => {}
+            None => {
+                seen.insert(id, out.len());
+                out.push(Reference { session_id: id.to_owned(), label: label.unwrap_or(id).to_owned(), excerpt });
+            }
         }
     }
     if out.len() as u64 > max_references {
@@ -100,13 +165,15 @@ fn process_surface(
     label: &str,
     budget: u64,
     hardening: Hardening,
+    excerpt: Option<Excerpt>,
 ) -> Result<RenderedSource, SourceFailure> {
     // A value is written out and read like JSON text: one projection. A
     // projected conversation needs none.
-    let rendered =
-        crate::host::with_projection(data, |projection| render_source_with(projection, label, budget, hardening))
-            .and_then(|r| r)
-            .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
+    let rendered = crate::host::with_projection(data, |projection| {
+        render_reference(projection, label, budget, hardening, excerpt)
+    })
+    .and_then(|r| r)
+    .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
     rendered.ok_or_else(|| {
         SourceFailure::Budget(Error::new(
             ErrorCode::BudgetExceeded,
@@ -178,15 +245,15 @@ impl Resolver {
                 let data = guarded(|| self.query.read_surface(&r.session_id))
                     .await
                     .map_err(|e| Error::read_failed(&r.session_id, e))?;
-                let (id, label) = (r.session_id.clone(), r.label.clone());
+                let (id, label, excerpt) = (r.session_id.clone(), r.label.clone(), r.excerpt);
                 let size = surface_len(&data);
                 let offload = size >= BLOCKING_PROJECTION_BYTES || (several && size >= PARALLEL_PROJECTION_BYTES);
                 let outcome = if offload {
-                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget, hardening))
+                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget, hardening, excerpt))
                         .await
                         .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?
                 } else {
-                    process_surface(&data, &id, &label, budget, hardening)
+                    process_surface(&data, &id, &label, budget, hardening, excerpt)
                 };
                 match outcome {
                     Ok(rendered) => Ok(Ok(rendered)),

@@ -3,8 +3,8 @@
 //! is read here in one call ([`PrepareRequest::from_json`] and its
 //! siblings). Python builds the same options from keyword arguments with
 //! the same readers ([`context_window_from_json`], [`limit_from_json`],
-//! [`scope_from_json`]), so every front accepts and refuses the same
-//! values with the same words.
+//! [`scope_from_json`], [`ReadOptions::from_json`]), so every front accepts
+//! and refuses the same values with the same words.
 //!
 //! A request of the wrong shape (no `target`, `references` not an array) is
 //! a [`RequestError::Shape`]: the fronts report it as their own misuse of
@@ -17,7 +17,7 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{CandidateOptions, PrepareOptions};
+use super::{CandidateOptions, PrepareOptions, ReadOptions};
 use crate::config::positive_safe_integer;
 use crate::error::Error;
 pub use crate::host::{limit_from_json, scope_from_json};
@@ -220,6 +220,41 @@ impl SearchArgs {
     }
 }
 
+/// `{"target": {"id", "cwd"?}, "sessionId": string, "start"?: integer,
+/// "around"?: integer, "cursor"?: string, "maxBytes"?: integer, "maxTokens"?: integer}`
+/// (absent or `null` options take their defaults).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadRequest {
+    /// The session reading (it cannot read itself).
+    pub target: Target,
+    /// The session to read a page of.
+    pub session_id: String,
+    /// The options, read by [`ReadOptions::from_json`].
+    pub options: ReadOptions,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadWire {
+    #[serde(deserialize_with = "target")]
+    target: Target,
+    session_id: String,
+}
+
+impl ReadRequest {
+    /// Reads a read request: a missing target or a `sessionId` that is not
+    /// a string is a [`RequestError::Shape`]; an option of the wrong kind a
+    /// [`RequestError::Contract`] (`SESSION_REFERENCE_INVALID_REFERENCE`).
+    pub fn from_json(value: Value) -> Result<ReadRequest, RequestError> {
+        if !value.is_object() {
+            return Err(RequestError::Shape("the request must be an object".into()));
+        }
+        let options = ReadOptions::from_json(&value).map_err(RequestError::Contract)?;
+        let wire: ReadWire = read(value)?;
+        Ok(ReadRequest { target: wire.target, session_id: wire.session_id, options })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -251,6 +286,21 @@ mod tests {
         ] {
             assert!(matches!(PrepareRequest::from_json(bad.clone()), Err(RequestError::Shape(_))), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_read_request_reads_its_options_and_refuses_bad_ones() {
+        let r = ReadRequest::from_json(json!({
+            "target": {"id": "t"}, "sessionId": "s", "around": 4, "maxBytes": 2000, "maxTokens": null
+        }))
+        .unwrap();
+        assert_eq!((r.target.id.as_str(), r.session_id.as_str()), ("t", "s"));
+        assert_eq!(r.options, ReadOptions::default().with_around(Some(4)).with_max_bytes(2000));
+        for bad in [json!([]), json!({"sessionId": "s"}), json!({"target": {"id": "t"}, "sessionId": 1})] {
+            assert!(matches!(ReadRequest::from_json(bad.clone()), Err(RequestError::Shape(_))), "{bad}");
+        }
+        let e = ReadRequest::from_json(json!({"target": {"id": "t"}, "sessionId": "s", "start": -2})).unwrap_err();
+        assert!(matches!(e, RequestError::Contract(ref e) if e.code() == ErrorCode::InvalidReference), "{e}");
     }
 
     #[test]
