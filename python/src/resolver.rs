@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use dsh_session_reference as core;
 use dsh_session_reference::{candidate_limit_from_json, Config, SessionQuery, Target};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use serde_json::{Map, Value};
@@ -215,10 +215,14 @@ impl Resolver {
         })
     }
 
-    /// Starts `job` for an asyncio caller; raises `RuntimeError` once the
-    /// package's exit hook has run (an atexit handler registered before
-    /// the package was imported runs after it): the result could no
-    /// longer be handed back, and the caller would wait for good.
+    /// Starts `job` for an asyncio caller; raises `OperationCancelledError`
+    /// once the package's exit hook has run (an atexit handler registered
+    /// before the package was imported runs after it, and a daemon
+    /// thread's loop may still be running): the result could no longer be
+    /// handed back, and the caller would wait for good. A library error,
+    /// so that callers that handle the library's errors (a loop's tasks,
+    /// say) take it in stride rather than log it while the interpreter
+    /// shuts down.
     fn start(
         &self,
         py: Python<'_>,
@@ -229,9 +233,13 @@ impl Resolver {
         done: Bound<'_, PyAny>,
     ) -> PyResult<()> {
         if finalizing() {
-            return Err(PyRuntimeError::new_err(
-                "dsh_session_reference: the interpreter is shutting down, an async call can no longer complete",
-            ));
+            let error = core::Error::new(
+                core::ErrorCode::Cancelled,
+                "the operation was cancelled: the Python interpreter is shutting down",
+            );
+            // Python code (the error's `__init__`) on what may be a daemon
+            // thread, with the interpreter about to finalize.
+            return Err(hang_if_unwound(|| to_pyerr(py, &error)));
         }
         release_held(py);
         let event_loop = event_loop.unbind();
