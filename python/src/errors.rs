@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-use crate::runtime::Held;
+use crate::held::Held;
 
 /// The Python exception a host raised (or a future it returned failed
 /// with), carried through the core inside a [`HostError`] payload (and

@@ -23,7 +23,8 @@ use tokio::sync::oneshot;
 
 use crate::convert::{to_json, type_name};
 use crate::errors::host_error;
-use crate::runtime::{attach, call_host, hang_if_unwound, Finalizing, Held};
+use crate::held::{hang_if_unwound, Held};
+use crate::runtime::{attach, call_host, Finalizing};
 
 /// The host object and, for asyncio callers, the loop to run its
 /// coroutines on.

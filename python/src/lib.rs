@@ -6,6 +6,7 @@
 mod bench;
 mod convert;
 mod errors;
+mod held;
 mod host;
 mod resolver;
 mod runtime;

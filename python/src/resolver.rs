@@ -13,8 +13,9 @@ use serde_json::{Map, Value};
 
 use crate::convert::{sequence_arg, string_arg, to_json, to_py, type_name};
 use crate::errors::to_pyerr;
+use crate::held::{hang_if_unwound, release_held};
 use crate::host::PyHost;
-use crate::runtime::{finalizing, hang_if_unwound, release_held, run_async, run_blocking};
+use crate::runtime::{finalizing, run_async, run_blocking};
 use crate::sources::SessionSources;
 use crate::store::DshSessionStore;
 
