@@ -117,8 +117,10 @@ pub(crate) enum Command {
     Search {
         #[command(flatten)]
         target: TargetArgs,
-        /// The text to find (case-insensitive; every word must occur)
-        query: String,
+        /// The words to find (case-insensitive; every word must occur; no
+        /// quotes needed)
+        #[arg(required = true, num_args = 1.., value_name = "WORDS")]
+        query: Vec<String>,
         /// At most this many results [default: 50]
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
@@ -211,12 +213,16 @@ pub(crate) enum UriCommand {
     },
 }
 
+/// The session a command acts for. A person at a shell has none: then it is
+/// a new session in the current directory.
 #[derive(Args, Debug)]
 pub(crate) struct TargetArgs {
-    /// The session that is about to send the message
+    /// For hosts: the session about to send the message (never offered,
+    /// never referenced) [default: a new session in the current directory]
     #[arg(long, value_name = "ID")]
-    pub(crate) target: String,
-    /// The target's cwd [default: from its header when it is in the root]
+    pub(crate) target: Option<String>,
+    /// The working directory that ranks sessions (same directory first)
+    /// [default: the target's own when listed, else the current directory]
     #[arg(long, value_name = "DIR")]
     pub(crate) cwd: Option<String>,
 }

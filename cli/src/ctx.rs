@@ -14,6 +14,16 @@ use crate::args::{Global, TargetArgs};
 use crate::print::{display, note_unsupported};
 use crate::{cache, read_failed, CliResult, Failure};
 
+/// The id of the target when a person, not a host, runs a command: a new
+/// session, which no listed session can be (an id holds no NUL).
+pub(crate) const NEW_SESSION: &str = "\0new-session";
+
+/// The current directory as a session's cwd (`None` when it cannot be
+/// read or is not UTF-8: then no session ranks as the same directory).
+fn current_dir() -> Option<String> {
+    std::env::current_dir().ok().and_then(|d| d.into_os_string().into_string().ok())
+}
+
 /// What the resolver reads: the DSH store alone (exactly as before any
 /// other source existed), or a view over several sources.
 pub(crate) enum Sources {
@@ -162,16 +172,22 @@ impl Ctx {
         }
     }
 
-    /// The target, its cwd from `--cwd`, else from its header when listed
-    /// (that listing is the one the command's discovery query uses).
+    /// The target: `--target` with its cwd from `--cwd`, else from its
+    /// header when listed (that listing is the one the command's discovery
+    /// query uses); without `--target`, a new session (an id no session
+    /// has) in `--cwd` or the current directory.
     pub(crate) fn target(&self, args: &TargetArgs) -> CliResult<Target> {
+        let Some(id) = &args.target else {
+            let cwd = args.cwd.clone().or_else(current_dir);
+            return Ok(Target::new(NEW_SESSION, cwd));
+        };
         if args.cwd.is_some() {
-            return Ok(Target::new(args.target.clone(), args.cwd.clone()));
+            return Ok(Target::new(id.clone(), args.cwd.clone()));
         }
         let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
         let listed = block_on(self.pinned.list_now()).map_err(failed)?;
-        let cwd = listed.sessions().iter().find(|h| h.id == args.target).and_then(|h| h.cwd.clone());
-        Ok(Target::new(args.target.clone(), cwd))
+        let cwd = listed.sessions().iter().find(|h| &h.id == id).and_then(|h| h.cwd.clone());
+        Ok(Target::new(id.clone(), cwd))
     }
 
     /// Tells, on stderr, what the sources left out and why: sessions a

@@ -79,7 +79,7 @@ fn run(cli: Cli) -> CliResult {
             ctx.index_loaded();
             let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
             let options = SearchOptions { limit: *limit, scope };
-            let list = block_on(ctx.resolver.search(&target, query, &options, None))?;
+            let list = block_on(ctx.resolver.search(&target, &query.join(" "), &options, None))?;
             ctx.save_cache();
             print_search(&list, ctx.json);
             ctx.notes();

@@ -335,7 +335,7 @@ fn usage_errors_exit_2() {
     for args in [
         &[][..],
         &["frobnicate"],
-        &["candidates"],
+        &["search"],
         &["candidates", "--target", "t", "--limit", "many"],
         &["prepare", "--target", "t"],
         &["prepare", "--target", "t", "--message", "x", "--stdin"],

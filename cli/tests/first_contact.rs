@@ -1,0 +1,92 @@
+//! What a person meets first at a shell (issue 27): commands that need no
+//! host options, readable defaults, and no silent empty answers.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use dsh_session_reference::sources::dsh::layout::project_dir_name;
+use serde_json::Value;
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions")
+}
+
+fn cmd() -> Command {
+    let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
+    for var in ["DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CACHE_HOME"] {
+        c.env_remove(var);
+    }
+    c
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Out {
+    let o = cmd().current_dir(dir).args(args).output().unwrap();
+    Out {
+        code: o.status.code().unwrap(),
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
+fn ids(json: &str) -> Vec<String> {
+    let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    v.as_array().unwrap().iter().map(|c| c["sessionId"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The example store copied under `tmp`, its `/home/dev/alpha` project
+/// moved to a real directory `tmp/work/alpha` (headers and paths both, as
+/// DSH writes them); returns the root and that directory.
+fn moved_examples(tmp: &Path) -> (PathBuf, PathBuf) {
+    let work = tmp.join("work").join("alpha");
+    std::fs::create_dir_all(&work).unwrap();
+    let cwd = work.to_str().unwrap().to_owned();
+    let root = tmp.join("root");
+    let from = examples().join("--home-dev-alpha--");
+    let to = root.join(project_dir_name(Some(&cwd)));
+    let no_cwd = root.join("_no-cwd").join("multi-turn");
+    std::fs::create_dir_all(&no_cwd).unwrap();
+    std::fs::copy(examples().join("_no-cwd/multi-turn/session.jsonl"), no_cwd.join("session.jsonl")).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        let dir = to.join(entry.file_name());
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = std::fs::read_to_string(entry.path().join("session.jsonl")).unwrap();
+        std::fs::write(dir.join("session.jsonl"), log.replace("/home/dev/alpha", &cwd)).unwrap();
+    }
+    (root, work)
+}
+
+#[test]
+fn candidates_and_search_need_no_target_and_rank_the_current_directory_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, work) = moved_examples(tmp.path());
+    let root = root.to_str().unwrap();
+    let listed = run_in(&work, &["--root", root, "--json", "candidates"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let from_work = ids(&listed.stdout);
+    assert_eq!(from_work.len(), 4, "{from_work:?}");
+    assert_eq!(from_work[3], "multi-turn", "the sessions of the current directory first");
+    // Elsewhere, they rank after the one without a cwd.
+    let elsewhere = ids(&run_in(tmp.path(), &["--root", root, "--json", "candidates"]).stdout);
+    assert_eq!(elsewhere[0], "multi-turn");
+    // `--cwd` says the same as standing there; `--target` keeps its meaning.
+    let by_flag = run_in(tmp.path(), &["--root", root, "--json", "candidates", "--cwd", work.to_str().unwrap()]);
+    assert_eq!(ids(&by_flag.stdout), from_work);
+    let host = run_in(&work, &["--root", root, "--json", "candidates", "--target", &from_work[0]]);
+    assert!(!ids(&host.stdout).contains(&from_work[0]), "the target is never offered");
+
+    // Several words without quotes, each of which must occur.
+    let words = run_in(&work, &["--root", root, "--json", "search", "durable", "goal"]);
+    assert_eq!(words.code, 0, "{}", words.stderr);
+    let quoted = run_in(&work, &["--root", root, "--json", "search", "durable goal"]);
+    assert_eq!(words.stdout, quoted.stdout);
+    assert!(!ids(&words.stdout).is_empty());
+    let none = run_in(&work, &["--root", root, "search"]);
+    assert_eq!(none.code, 2, "a search needs words: {}", none.stderr);
+}
