@@ -3,17 +3,45 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use dsh_session_reference::sources::{default_specs, SourceKind, SourceSpec};
 use dsh_session_reference::{Config, Hardening};
 use serde_json::{Map, Value};
 
 use crate::print::display;
 
+/// Examples shown under `--help`: the commands a person starts with.
+const EXAMPLES: &str = "\
+Examples:
+  dsh-session-ref demo                        the main job on a bundled example
+  dsh-session-ref candidates                  sessions of every agent found, this directory's first
+  dsh-session-ref candidates --query goal     ... whose id, cwd or title holds \"goal\"
+  dsh-session-ref search durable goal         sessions where both words were said
+  dsh-session-ref read goal-wrapup            the newest messages of a session that fit 16 KB
+  dsh-session-ref show goal-wrapup            a session's whole conversation, as a model sees it
+  dsh-session-ref prepare --message 'see @[wrap-up](dsh-session:ImdvYWwtd3JhcHVwIg)' --prompt
+                                              the context a message mentioning it would carry
+  dsh-session-ref --source claude-code=~/.claude/projects candidates
+                                              one agent's sessions only
+
+Sources: without --source or --root, every default location that exists
+(DSH, Claude Code, Codex). Exit codes: 0 success, 1 error (with its code on
+stderr), 2 usage error.";
+
+/// The help of one command: its own arguments and options; the global
+/// options are listed once, under `dsh-session-ref --help`.
+pub(crate) const COMMAND_HELP: &str = "\
+{about-with-newline}
+{usage-heading} {usage}
+
+{all-args}{after-help}
+
+Global options (--root, --source, --json, --hardened, --quiet, ...): see dsh-session-ref --help";
+
 /// Bring a bounded, read-only snapshot of other DeepSeek Harness sessions
 /// into a new message.
 #[derive(Parser, Debug)]
-#[command(name = "dsh-session-ref", version, about, long_about = None)]
+#[command(name = "dsh-session-ref", version, about, long_about = None, after_help = EXAMPLES)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: Global,
@@ -21,8 +49,42 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+impl Cli {
+    /// The command line as given, parsed; exits with clap's message and
+    /// exit code (0 for `--help` and `--version`, 2 for a usage error).
+    pub(crate) fn parse_or_exit() -> Cli {
+        let matches = command().get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// The clap command: every command's help lists its own options and
+/// points to the global ones, which the top-level help lists once.
+pub(crate) fn command() -> clap::Command {
+    fn own_options_only(cmd: &mut clap::Command, globals: &[clap::Arg]) {
+        for sub in cmd.get_subcommands_mut() {
+            let mut own = std::mem::take(sub).help_template(COMMAND_HELP);
+            // Each command gets the global options now, hidden from its
+            // help (clap copies a global option only where it is missing).
+            for arg in globals {
+                own = own.arg(arg.clone().hide(true));
+            }
+            *sub = own;
+            own_options_only(sub, globals);
+        }
+    }
+    let mut cmd = Cli::command();
+    let globals: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
+    own_options_only(&mut cmd, &globals);
+    cmd
+}
+
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Global options (before or after the command)")]
 pub(crate) struct Global {
+    /// Say nothing on stderr but warnings and errors (no `note:` lines)
+    #[arg(long, short, global = true)]
+    pub(crate) quiet: bool,
     /// DSH sessions root [default: $DSH_HOME/sessions, else ~/.dsh/sessions]
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "source")]
     pub(crate) root: Option<PathBuf>,
@@ -110,7 +172,7 @@ pub(crate) enum Command {
         #[arg(long, default_value = "")]
         query: String,
         /// At most this many candidates [default: 50]
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = parse_limit)]
         limit: Option<u64>,
     },
     /// Search what was said in sessions (messages, titles, ids, cwds), best first, with snippets
@@ -122,7 +184,7 @@ pub(crate) enum Command {
         #[arg(required = true, num_args = 1.., value_name = "WORDS")]
         query: Vec<String>,
         /// At most this many results [default: 50]
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = parse_limit)]
         limit: Option<u64>,
         /// Only sessions in the target's cwd
         #[arg(long)]
@@ -135,7 +197,7 @@ pub(crate) enum Command {
         /// The message text, with @[label](dsh-session:...) mentions
         #[arg(long, value_name = "TEXT", conflicts_with = "stdin", required_unless_present = "stdin")]
         message: Option<String>,
-        /// Read the message text from standard input
+        /// Read the message text from standard input (one trailing line end is dropped)
         #[arg(long)]
         stdin: bool,
         /// Print only the context text given to the model
@@ -235,6 +297,15 @@ pub(crate) fn default_root() -> PathBuf {
     PathBuf::from(home).join(".dsh").join("sessions")
 }
 
+/// A `--limit`: a whole number of at least 1.
+pub(crate) fn parse_limit(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("a limit of 0 would list nothing; give 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of 1 or more")),
+    }
+}
+
 pub(crate) fn parse_spec(spec: &str) -> Result<SourceSpec, String> {
     SourceSpec::parse(spec)
 }
@@ -290,7 +361,9 @@ pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> Vec<SourceSp
     }
     let named: Vec<String> =
         found.iter().map(|s| format!("{}={}", s.kind.name(), display(&s.root.to_string_lossy()))).collect();
-    eprintln!("note: sources: {}", named.join(", "));
+    if !global.quiet {
+        eprintln!("note: sources: {}", named.join(", "));
+    }
     found
 }
 

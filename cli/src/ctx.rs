@@ -41,6 +41,8 @@ pub(crate) struct Ctx {
     pinned: Arc<PinnedListing>,
     pub(crate) resolver: Resolver,
     pub(crate) json: bool,
+    /// `--quiet`: no `note:` lines.
+    quiet: bool,
     /// `--context-window`.
     pub(crate) context_window: Option<u64>,
     /// The cache files (`--cache`, DSH store only).
@@ -85,7 +87,7 @@ impl Ctx {
                 (Sources::Dsh(store.clone()), Arc::new(store))
             }
             _ => {
-                if global.cache {
+                if global.cache && !global.quiet {
                     eprintln!("note: --cache applies to a DSH root alone; reading every session afresh");
                 }
                 let multi =
@@ -100,6 +102,7 @@ impl Ctx {
             pinned,
             resolver,
             json,
+            quiet: global.quiet,
             context_window,
             cache: None,
             skip_titles: needs_index,
@@ -194,6 +197,9 @@ impl Ctx {
     /// newer DSH wrote, sources that could not be listed, a root taken for
     /// the one it meant, and a root that holds no session of its kind.
     pub(crate) fn notes(&self) {
+        if self.quiet {
+            return;
+        }
         match &self.sources {
             Sources::Dsh(store) => {
                 note_unsupported(store);

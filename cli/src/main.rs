@@ -8,7 +8,6 @@
 use std::io::Read;
 use std::process::ExitCode;
 
-use clap::Parser;
 use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{
     block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, CandidateOptions, Error, ErrorCode,
@@ -40,10 +39,7 @@ impl From<Error> for Failure {
 pub(crate) type CliResult<T = ()> = Result<T, Failure>;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => e.exit(), // 0 for --help/--version, 2 for usage errors
-    };
+    let cli = Cli::parse_or_exit();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(e)) => {
@@ -93,6 +89,10 @@ fn run(cli: Cli) -> CliResult {
                     std::io::stdin()
                         .read_to_string(&mut s)
                         .map_err(|e| Failure(Error::new(ErrorCode::InvalidReference, format!("reading stdin: {e}"))))?;
+                    // `echo … |` and a here-string end the text with a line
+                    // end the person did not type into the message.
+                    let kept = s.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).map(str::len);
+                    s.truncate(kept.unwrap_or(s.len()));
                     s
                 }
             };
@@ -105,7 +105,11 @@ fn run(cli: Cli) -> CliResult {
                 .collect();
             let prepared = prepare_with(&ctx, &target, &text, &excerpts)?;
             if *prompt {
-                print!("{}", context_text(&prepared).unwrap_or_default());
+                // The context text, ending with a line end (it has none of
+                // its own); nothing at all when no session is referenced.
+                if let Some(text) = context_text(&prepared) {
+                    println!("{text}");
+                }
             } else if ctx.json {
                 println!("{}", stringify(&prepared.to_json()));
             } else {
@@ -150,6 +154,11 @@ fn run(cli: Cli) -> CliResult {
         Command::Mention { id, label } => {
             let mention = format_mention(id, label.as_deref());
             print_text_or_json(&mention, g.json);
+        }
+        Command::Demo if !g.source.is_empty() => {
+            use clap::CommandFactory;
+            let message = "demo reads its bundled example store, or a DSH root given with --root; it takes no --source";
+            Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit();
         }
         Command::Demo => {
             // Without --root: the example store embedded in the binary.

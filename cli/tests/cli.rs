@@ -132,7 +132,8 @@ fn prepare_prints_the_exact_prompt_for_every_config() {
                 continue;
             }
             assert_eq!(out.code, 0, "{}", out.stderr);
-            assert_eq!(out.stdout, exp["prompt"].as_str().unwrap(), "{id} {name}");
+            // The context text and a line end.
+            assert_eq!(out.stdout, format!("{}\n", exp["prompt"].as_str().unwrap()), "{id} {name}");
             args.push("--json");
             let got = ok_json(&args);
             assert_eq!(got["content"], json!([{"type": "text", "text": format!("go @{id}")}]));
@@ -218,7 +219,9 @@ fn prepare_contract_errors_exit_1_with_the_code() {
             "SESSION_REFERENCE_BUDGET_EXCEEDED",
         ),
         (
-            vec!["candidates".into(), "--target".into(), "t".into(), "--limit".into(), "0".into()],
+            // 0 is a usage error (exit 2); 2^53 passes the command line
+            // and is refused by the contract.
+            vec!["candidates".into(), "--target".into(), "t".into(), "--limit".into(), "9007199254740992".into()],
             "SESSION_REFERENCE_INVALID_REFERENCE",
         ),
     ];
@@ -637,6 +640,8 @@ fn search_finds_what_was_said_with_snippets() {
     let none = run(&["--root", &root, "search", "--target", "t", "zzzz-nothing"]);
     assert!(none.stdout.contains("No matches."));
     let bad = run(&["--root", &root, "search", "--target", "t", "x", "--limit", "0"]);
+    assert_eq!(bad.code, 2, "a usage error: {}", bad.stderr);
+    let bad = run(&["--root", &root, "search", "--target", "t", "x", "--limit", "9007199254740992"]);
     assert_eq!(bad.code, 1, "{}", bad.stderr);
 }
 

@@ -90,3 +90,98 @@ fn candidates_and_search_need_no_target_and_rank_the_current_directory_first() {
     let none = run_in(&work, &["--root", root, "search"]);
     assert_eq!(none.code, 2, "a search needs words: {}", none.stderr);
 }
+
+fn run_stdin(dir: &Path, args: &[&str], stdin: &str) -> Out {
+    let o = cmd().current_dir(dir).args(args).write_stdin(stdin).output().unwrap();
+    Out {
+        code: o.status.code().unwrap(),
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
+#[test]
+fn help_lists_global_options_once_and_shows_examples() {
+    let here = std::env::temp_dir();
+    let top = run_in(&here, &["--help"]);
+    assert_eq!(top.code, 0);
+    assert!(top.stdout.contains("Global options"), "{}", top.stdout);
+    assert!(top.stdout.contains("--max-reference-bytes") && top.stdout.contains("--quiet"));
+    assert!(top.stdout.contains("Examples:") && top.stdout.contains("dsh-session-ref search durable goal"));
+    for command in
+        [&["candidates"][..], &["search"], &["prepare"], &["read"], &["show"], &["uri", "encode"], &["mention"]]
+    {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let help = run_in(&here, &args);
+        assert_eq!(help.code, 0, "{command:?}");
+        assert!(!help.stdout.contains("--max-reference-bytes"), "{command:?} repeats the global options");
+        assert!(help.stdout.contains("see dsh-session-ref --help"), "{command:?}: {}", help.stdout);
+    }
+    // Hidden from a command's help, a global option is still taken after it.
+    let after = run_in(&here, &["uri", "encode", "x", "--json"]);
+    assert_eq!((after.code, after.stdout.as_str()), (0, "\"dsh-session:Ingi\"\n"));
+}
+
+#[test]
+fn options_that_cannot_apply_are_usage_errors() {
+    let here = std::env::temp_dir();
+    let root = examples();
+    let root = root.to_str().unwrap();
+    for args in [
+        &["--root", root, "candidates", "--limit", "0"][..],
+        &["--root", root, "search", "goal", "--limit", "0"],
+        &["--root", root, "candidates", "--limit", "-1"],
+        &["demo", "--source", "dsh=/nonexistent"],
+    ] {
+        let out = run_in(&here, args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty());
+        assert!(out.stderr.starts_with("error: "), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn quiet_drops_the_notes_and_keeps_the_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("sessions");
+    std::fs::create_dir(&empty).unwrap();
+    let empty = empty.to_str().unwrap();
+    let loud = run_in(tmp.path(), &["--root", empty, "candidates"]);
+    assert_eq!(loud.code, 0);
+    assert!(loud.stderr.contains("note: "), "an empty root says so: {}", loud.stderr);
+    let quiet = run_in(tmp.path(), &["--root", empty, "candidates", "--quiet"]);
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+    assert_eq!(quiet.stdout, loud.stdout);
+}
+
+#[test]
+fn stdin_messages_lose_the_trailing_line_end_and_prompts_end_with_one() {
+    let here = std::env::temp_dir();
+    let root = examples();
+    let root = root.to_str().unwrap();
+    let mention = "@[wrap-up](dsh-session:ImdvYWwtd3JhcHVwIg)";
+    for (input, text) in [
+        (format!("see {mention}\n"), format!("see {mention}")),
+        (format!("see {mention}\r\n"), format!("see {mention}")),
+        (format!("see {mention}\n\n"), format!("see {mention}\n")),
+        (format!("see {mention}"), format!("see {mention}")),
+    ] {
+        let out = run_stdin(&here, &["--root", root, "--json", "prepare", "--stdin"], &input);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        let expected = run_in(&here, &["--root", root, "--json", "prepare", "--message", &text]);
+        let expected: Value = serde_json::from_str(&expected.stdout).unwrap();
+        // Equal but for the context message's fresh id.
+        assert_eq!(v["content"], expected["content"], "{input:?}");
+        assert_eq!(v["additionalContext"]["content"], expected["additionalContext"]["content"], "{input:?}");
+        assert!(v["content"][0]["text"].as_str().unwrap().starts_with("see "));
+    }
+    let json = run_in(&here, &["--root", root, "--json", "prepare", "--message", &format!("see {mention}")]);
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    let context = v["additionalContext"]["content"][0]["text"].as_str().unwrap();
+    let prompt = run_in(&here, &["--root", root, "prepare", "--message", &format!("see {mention}"), "--prompt"]);
+    assert_eq!(prompt.stdout, format!("{context}\n"));
+    let none = run_in(&here, &["--root", root, "prepare", "--message", "no mention", "--prompt"]);
+    assert_eq!((none.code, none.stdout.as_str()), (0, ""), "no context, no line");
+}
