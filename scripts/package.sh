@@ -308,7 +308,20 @@ if has cli; then
   case $target in
     *-linux-*) ! grep -q '\.symtab' <<<"$(readelf -S "$work/$cli/$exe")" || die "$exe is not stripped" ;;
   esac
-  cp docs/store-and-cli.md "$work/$cli/README.md"
+  # The manual pages and completions come from the CLI's own definition,
+  # printed by a binary of this machine's (the target's one, when it runs here).
+  gen=$work/$cli/$exe
+  if [ "$target" != "$host" ]; then
+    cargo build --locked -p dsh-session-ref
+    gen=$CARGO_TARGET_DIR/debug/dsh-session-ref
+  fi
+  mkdir -p "$work/$cli/man" "$work/$cli/completions"
+  "$gen" man --dir "$work/$cli/man"
+  "$gen" completions bash > "$work/$cli/completions/dsh-session-ref.bash"
+  "$gen" completions zsh > "$work/$cli/completions/_dsh-session-ref"
+  "$gen" completions fish > "$work/$cli/completions/dsh-session-ref.fish"
+  "$gen" completions powershell > "$work/$cli/completions/_dsh-session-ref.ps1"
+  cp cli/README.md "$work/$cli/README.md"
   cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$work/$cli/"
   make_tar "$cli"
 fi

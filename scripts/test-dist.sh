@@ -210,6 +210,18 @@ mkdir "$work/cli" "$work/cli/elsewhere" "$work/cli/home" "$work/cli/tmp"
 tar -xzf "$cli" -C "$work/cli"
 exe=$work/cli/dsh-session-ref-$version-$target/dsh-session-ref
 [ -x "$exe" ] || die "the CLI tarball has no dsh-session-ref"
+cli_dir=${exe%/*}
+for f in README.md man/dsh-session-ref.1 man/dsh-session-ref-search.1 completions/dsh-session-ref.bash \
+  completions/_dsh-session-ref completions/dsh-session-ref.fish; do
+  [ -s "$cli_dir/$f" ] || die "the CLI tarball has no $f"
+done
+# The README's links stay inside the tarball (no ../docs or relative links).
+! grep -Eo '\]\([^)]*\)' "$cli_dir/README.md" | grep -Ev '^\]\((https?://|#|dsh-session:)' ||
+  die "the CLI tarball's README links to files it does not hold"
+bash -n "$cli_dir/completions/dsh-session-ref.bash" || die "the bash completion does not parse"
+if command -v man >/dev/null; then
+  man -l "$cli_dir/man/dsh-session-ref.1" 2>/dev/null | grep -q 'dsh-session-ref' || die "the manual page does not render"
+fi
 case $target in *-linux-*) ! grep -q '\.symtab' <<<"$(readelf -S "$exe")" || die "dsh-session-ref is not stripped" ;; esac
 cd "$work/cli/elsewhere"
 [ "$(env -u DSH_HOME HOME="$work/cli/home" "$exe" --version)" = "dsh-session-ref $version" ] || die "--version"

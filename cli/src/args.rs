@@ -10,6 +10,9 @@ use serde_json::{Map, Value};
 
 use crate::print::display;
 
+/// What the command is, in one line (`--help`, the manual page's NAME).
+const ABOUT: &str = "Find, search, read and reference the sessions of your coding agents (DSH, Claude Code, Codex) as bounded, read-only snapshots";
+
 /// Examples shown under `--help`: the commands a person starts with.
 const EXAMPLES: &str = "\
 Examples:
@@ -41,7 +44,7 @@ Global options (--root, --source, --json, --hardened, --quiet, ...): see dsh-ses
 /// Bring a bounded, read-only snapshot of other DeepSeek Harness sessions
 /// into a new message.
 #[derive(Parser, Debug)]
-#[command(name = "dsh-session-ref", version, about, long_about = None, after_help = EXAMPLES)]
+#[command(name = "dsh-session-ref", version, about = ABOUT, long_about = None, after_help = EXAMPLES)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: Global,
@@ -259,6 +262,18 @@ pub(crate) enum Command {
     },
     /// Run the main job end to end on the example root embedded in the binary (or --root)
     Demo,
+    /// Print a shell completion script (e.g. `dsh-session-ref completions bash > ~/.local/share/bash-completion/completions/dsh-session-ref`)
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; e.g. `dsh-session-ref man | man -l -`),
+    /// or write it and one page per command into a directory
+    Man {
+        /// Write dsh-session-ref.1 and dsh-session-ref-COMMAND.1 here
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -155,6 +155,21 @@ fn run(cli: Cli) -> CliResult {
             let mention = format_mention(id, label.as_deref());
             print_text_or_json(&mention, g.json);
         }
+        Command::Completions { shell } => {
+            // From the plain definition: the global options complete after
+            // a command too (the help hides them there).
+            use clap::CommandFactory;
+            clap_complete::generate(*shell, &mut Cli::command(), "dsh-session-ref", &mut std::io::stdout());
+        }
+        Command::Man { dir } => {
+            use clap::CommandFactory;
+            let failed =
+                |e: std::io::Error| Failure(Error::new(ErrorCode::ReadFailed, format!("writing the manual: {e}")));
+            match dir {
+                Some(dir) => clap_mangen::generate_to(Cli::command(), dir).map_err(failed)?,
+                None => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()).map_err(failed)?,
+            }
+        }
         Command::Demo if !g.source.is_empty() => {
             use clap::CommandFactory;
             let message = "demo reads its bundled example store, or a DSH root given with --root; it takes no --source";

@@ -185,3 +185,37 @@ fn stdin_messages_lose_the_trailing_line_end_and_prompts_end_with_one() {
     let none = run_in(&here, &["--root", root, "prepare", "--message", "no mention", "--prompt"]);
     assert_eq!((none.code, none.stdout.as_str()), (0, ""), "no context, no line");
 }
+
+#[test]
+fn completions_and_manual_pages_come_from_the_command_line_definition() {
+    let tmp = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = run_in(tmp.path(), &["completions", shell]);
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        for word in ["candidates", "search", "read", "source", "hardened"] {
+            assert!(out.stdout.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let bash = run_in(tmp.path(), &["completions", "bash"]).stdout;
+    let script = tmp.path().join("dsh-session-ref.bash");
+    std::fs::write(&script, bash).unwrap();
+    let parsed = std::process::Command::new("bash").arg("-n").arg(&script).status().unwrap();
+    assert!(parsed.success(), "the bash completion does not parse");
+    assert_eq!(run_in(tmp.path(), &["completions", "tcsh"]).code, 2);
+
+    let page = run_in(tmp.path(), &["man"]);
+    assert_eq!(page.code, 0);
+    assert!(page.stdout.starts_with(".ie") || page.stdout.contains(".TH dsh-session-ref 1"), "{}", page.stdout);
+    let dir = tmp.path().join("man");
+    std::fs::create_dir(&dir).unwrap();
+    let written = run_in(tmp.path(), &["man", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(written.code, 0, "{}", written.stderr);
+    for command in ["", "-candidates", "-search", "-prepare", "-read", "-show", "-mention", "-uri-encode"] {
+        let page = dir.join(format!("dsh-session-ref{command}.1"));
+        let text = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
+        assert!(text.contains(".SH SYNOPSIS"), "{}", page.display());
+    }
+    let missing = run_in(tmp.path(), &["man", "--dir", tmp.path().join("nowhere/deeper").to_str().unwrap()]);
+    assert_eq!(missing.code, 1, "a directory that cannot be written is an error: {}", missing.stderr);
+    assert!(missing.stderr.starts_with("error: "));
+}
