@@ -128,7 +128,9 @@ grep -q 'codex:11111111-1111-4111-8111-111111111111' "$work/sources.out"
 grep -q 'After compaction' "$work/sources.out"
 
 step "install into a prefix and build through pkg-config"
-ffi/install.sh "$work/prefix"
+# The release build the steps above made (the default, `dist`, is what a
+# user installs: the same code with LTO, a much longer build).
+DSR_PROFILE=release ffi/install.sh "$work/prefix"
 export PKG_CONFIG_PATH=$work/prefix/lib/pkgconfig
 pkg-config --exists --print-errors dsh-session-reference
 [ "$(pkg-config --modversion dsh-session-reference)" = "$(sed -n 's/^#define DSR_VERSION_STRING "\(.*\)"$/\1/p' include/dsh_session_reference.h)" ]
