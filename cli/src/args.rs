@@ -198,7 +198,7 @@ pub(crate) enum Command {
         #[command(flatten)]
         target: TargetArgs,
         /// The message text, with @[label](dsh-session:...) mentions
-        #[arg(long, value_name = "TEXT", conflicts_with = "stdin", required_unless_present = "stdin")]
+        #[arg(long, value_name = "TEXT", conflicts_with = "stdin", required_unless_present_any = ["stdin", "references"])]
         message: Option<String>,
         /// Read the message text from standard input (one trailing line end is dropped)
         #[arg(long)]
@@ -206,6 +206,10 @@ pub(crate) enum Command {
         /// Print only the context text given to the model
         #[arg(long, conflicts_with = "json")]
         prompt: bool,
+        /// Reference this session too (an id, a dsh-session: URI or a mention;
+        /// repeatable), after those the message mentions
+        #[arg(long = "ref", value_name = "ID")]
+        references: Vec<String>,
         /// Carry only messages START..END (END exclusive; also START.., ..END
         /// and START..=LAST) of the mentioned session ID (repeatable; a session
         /// not mentioned is added)
@@ -218,7 +222,7 @@ pub(crate) enum Command {
     },
     /// Read one page of a session's projected conversation, within a byte budget
     Read {
-        /// The session id
+        /// The session (an id, with or without its source's prefix, a dsh-session: URI or a mention)
         id: String,
         /// Read forward from this message index
         #[arg(long, value_name = "N", conflicts_with_all = ["around", "cursor"])]
@@ -244,7 +248,7 @@ pub(crate) enum Command {
     },
     /// Show the projected conversation of one session, as the model sees it
     Show {
-        /// The session id
+        /// The session (an id, with or without its source's prefix, a dsh-session: URI or a mention)
         id: String,
     },
     /// Encode or decode dsh-session: URIs
@@ -252,11 +256,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: UriCommand,
     },
-    /// Print the mention text of a session
+    /// Print the mention text of a session, to paste into a message
     Mention {
-        /// The session id
+        /// The session (an id, with or without its source's prefix, or a dsh-session: URI)
         id: String,
-        /// The label shown in the mention [default: the id]
+        /// The label shown in the mention [default: the session's title, else its id]
         #[arg(long)]
         label: Option<String>,
     },

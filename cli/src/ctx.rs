@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use dsh_session_reference::sources::{empty_root_note, open_sources, MultiQuery, SourceKind, SourceSpec};
 use dsh_session_reference::{
-    block_on, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError, PinnedListing, Resolver, SessionQuery, Target,
+    block_on, listed_session_id, session_id_named, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError,
+    PinnedListing, Resolver, SessionQuery, Target,
 };
 
 use crate::args::{Global, TargetArgs};
@@ -191,6 +192,27 @@ impl Ctx {
         let listed = block_on(self.pinned.list_now()).map_err(failed)?;
         let cwd = listed.sessions().iter().find(|h| &h.id == id).and_then(|h| h.cwd.clone());
         Ok(Target::new(id.clone(), cwd))
+    }
+
+    /// The session id that `name` (an id, a `dsh-session:` URI or a
+    /// mention) means among the listed sessions: a Claude Code or Codex id
+    /// given without its prefix is found when one source holds it (an
+    /// error names each when several do); an id no source lists is
+    /// returned as given, for the command to report missing.
+    pub(crate) fn session_id(&self, name: &str) -> CliResult<String> {
+        let id = session_id_named(name)?;
+        let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
+        let listed = block_on(self.pinned.list_now()).map_err(failed)?;
+        Ok(listed_session_id(listed.sessions(), &id)?.unwrap_or(id))
+    }
+
+    /// The label a mention of session `id` shows: its latest title (as the
+    /// hardening flags write labels), else its id; an error when no source
+    /// has the session.
+    pub(crate) fn mention_label(&self, id: &str) -> CliResult<String> {
+        let title = block_on(self.pinned.read_title(id)).map_err(|e| Failure(Error::read_failed(id, e)))?;
+        let title = title.filter(|t| !t.is_empty()).unwrap_or_else(|| id.to_owned());
+        Ok(self.resolver.config().hardening().label(title, id))
     }
 
     /// Tells, on stderr, what the sources left out and why: sessions a

@@ -39,6 +39,7 @@ impl From<Error> for Failure {
 pub(crate) type CliResult<T = ()> = Result<T, Failure>;
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse_or_exit();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -46,6 +47,18 @@ fn main() -> ExitCode {
             eprintln!("error: {}: {}", e.code(), e.message());
             ExitCode::from(1)
         }
+    }
+}
+
+/// A command piped into `head` ends quietly when `head` has read enough, as
+/// a Unix command does: Rust ignores SIGPIPE, so the next write would fail
+/// and `println!` would panic ("failed printing to stdout").
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists;
+    // `SIG_DFL` is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -81,10 +94,11 @@ fn run(cli: Cli) -> CliResult {
             ctx.notes();
             std::mem::forget(ctx);
         }
-        Command::Prepare { target, message, stdin, prompt, range, around } => {
+        Command::Prepare { target, message, stdin, prompt, references, range, around } => {
             let text = match (message, stdin) {
                 (Some(m), _) => m.clone(),
-                (None, _) => {
+                (None, false) => String::new(),
+                (None, true) => {
                     let mut s = String::new();
                     std::io::stdin()
                         .read_to_string(&mut s)
@@ -98,10 +112,18 @@ fn run(cli: Cli) -> CliResult {
             };
             let ctx = Ctx::open(g, sources(), None, false)?;
             let target = ctx.target(target)?;
-            let excerpts: Vec<(&str, &str, &Value)> = range
+            let named =
+                |(id, v): &(String, Value)| -> CliResult<(String, Value)> { Ok((ctx.session_id(id)?, v.clone())) };
+            let (range, around) = (
+                range.iter().map(named).collect::<CliResult<Vec<_>>>()?,
+                around.iter().map(named).collect::<CliResult<Vec<_>>>()?,
+            );
+            let added = references.iter().map(|r| ctx.session_id(r)).collect::<CliResult<Vec<_>>>()?;
+            let excerpts: Vec<(&str, &str, Option<&Value>)> = range
                 .iter()
-                .map(|(id, v)| (id.as_str(), "range", v))
-                .chain(around.iter().map(|(id, v)| (id.as_str(), "around", v)))
+                .map(|(id, v)| (id.as_str(), "range", Some(v)))
+                .chain(around.iter().map(|(id, v)| (id.as_str(), "around", Some(v))))
+                .chain(added.iter().map(|id| (id.as_str(), "", None)))
                 .collect();
             let prepared = prepare_with(&ctx, &target, &text, &excerpts)?;
             if *prompt {
@@ -118,10 +140,12 @@ fn run(cli: Cli) -> CliResult {
         }
         Command::Show { id } => {
             let ctx = Ctx::open(g, sources(), None, false)?;
-            show(&ctx, id)?;
+            let id = ctx.session_id(id)?;
+            show(&ctx, &id)?;
         }
         Command::Read { id, start, around, cursor, max_bytes, max_tokens, target, text } => {
             let ctx = Ctx::open(g, sources(), None, false)?;
+            let id = &ctx.session_id(id)?;
             let mut options = ReadOptions::default()
                 .with_start(*start)
                 .with_around(*around)
@@ -152,7 +176,11 @@ fn run(cli: Cli) -> CliResult {
             print_text_or_json(&id, g.json);
         }
         Command::Mention { id, label } => {
-            let mention = format_mention(id, label.as_deref());
+            let ctx = Ctx::open(g, sources(), None, false)?;
+            let id = ctx.session_id(id)?;
+            // The session must exist (its title is read even with --label).
+            let title = ctx.mention_label(&id)?;
+            let mention = format_mention(&id, Some(label.as_deref().unwrap_or(&title)));
             print_text_or_json(&mention, g.json);
         }
         Command::Completions { shell } => {
@@ -198,16 +226,29 @@ fn prepare(ctx: &Ctx, target: &Target, text: &str) -> CliResult<Prepared> {
     prepare_with(ctx, target, text, &[])
 }
 
-/// [`prepare`] with excerpts `(id, "range" | "around", value)`: the first
-/// excerpt of a mentioned session goes on each of its mentions; any other
-/// is a reference of its own, after the mentions (so that a second excerpt
-/// of one session is refused by the core, never dropped).
-fn prepare_with(ctx: &Ctx, target: &Target, text: &str, excerpts: &[(&str, &str, &Value)]) -> CliResult<Prepared> {
+/// [`prepare`] with excerpts `(id, "range" | "around", Some(value))` and
+/// added references `(id, "", None)`: the first excerpt of a mentioned
+/// session goes on each of its mentions; any other is a reference of its
+/// own, after the mentions (so that a second excerpt of one session is
+/// refused by the core, never dropped). An added reference to a session
+/// already referenced adds nothing.
+fn prepare_with(
+    ctx: &Ctx,
+    target: &Target,
+    text: &str,
+    excerpts: &[(&str, &str, Option<&Value>)],
+) -> CliResult<Prepared> {
     let parsed = parse_text_with(text, ctx.resolver.config().hardening())?;
     let mut references: Vec<Value> = parsed.references.iter().map(|r| r.to_json()).collect();
     let mentioned = references.len();
     let mut placed: Vec<&str> = Vec::new();
     for (id, key, value) in excerpts {
+        let Some(value) = value else {
+            if !references.iter().any(|r| r["sessionId"] == *id) {
+                references.push(json!({"sessionId": id}));
+            }
+            continue;
+        };
         let first = !placed.contains(id);
         let mut found = false;
         for r in references[..mentioned].iter_mut().filter(|r| r["sessionId"] == *id) {

@@ -291,8 +291,21 @@ fn uri_and_mention_commands() {
     let bad = run(&["uri", "decode", "dsh-session:ImEi="]);
     assert_eq!(bad.code, 1);
     assert!(bad.stderr.starts_with("error: SESSION_REFERENCE_INVALID_REFERENCE: "));
-    assert_eq!(run(&["mention", "a]b"]).stdout, format!("{}\n", format_mention("a]b", None)));
-    assert_eq!(ok_json(&["mention", "x", "--label", "L\\1", "--json"]), json!(format_mention("x", Some("L\\1"))));
+    // `mention` names a session a source has: labelled with its title by
+    // default, escaped as the contract says.
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions");
+    let examples = examples.to_str().unwrap();
+    let title = "Create a durable goal for";
+    assert_eq!(
+        run(&["--root", examples, "mention", "goal-wrapup"]).stdout,
+        format!("{}\n", format_mention("goal-wrapup", Some(title)))
+    );
+    assert_eq!(
+        ok_json(&["--root", examples, "mention", "goal-wrapup", "--label", "L]\\1", "--json"]),
+        json!(format_mention("goal-wrapup", Some("L]\\1")))
+    );
+    let missing = run(&["--root", examples, "mention", "a]b"]);
+    assert_eq!(missing.code, 1, "an unknown id is an error");
 }
 
 #[test]
@@ -424,7 +437,7 @@ fn hardened_prepare_redacts_escapes_and_sanitizes() {
     let secrets: Vec<&str> = spec["secrets"].as_array().unwrap().iter().map(|s| s["value"].as_str().unwrap()).collect();
     for s in spec["sessions"].as_array().unwrap() {
         let id = s["id"].as_str().unwrap();
-        let mention = run(&["mention", id, "--label", s["title"].as_str().unwrap()]).stdout;
+        let mention = run(&["--root", &root, "mention", id, "--label", s["title"].as_str().unwrap()]).stdout;
         let message = format!("Compare {} please", mention.trim_end());
         let base = ["--root", &root, "--json", "prepare", "--target", "new-chat", "--message", &message];
         let plain = ok_json(&base);

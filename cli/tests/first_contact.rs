@@ -219,3 +219,126 @@ fn completions_and_manual_pages_come_from_the_command_line_definition() {
     assert_eq!(missing.code, 1, "a directory that cannot be written is an error: {}", missing.stderr);
     assert!(missing.stderr.starts_with("error: "));
 }
+
+fn foreign() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs")
+}
+
+#[test]
+fn sessions_are_named_by_id_without_prefix_uri_or_mention() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = format!("claude-code={}", foreign().join("claude-code").display());
+    let codex = format!("codex={}", foreign().join("codex/daaain").display());
+    let both = ["--source", claude.as_str(), "--source", codex.as_str()];
+    let with = |args: &[&str]| {
+        let mut all = both.to_vec();
+        all.extend_from_slice(args);
+        run_in(tmp.path(), &all)
+    };
+    let by_id = with(&["--json", "show", "claude-code:sample_session"]);
+    assert_eq!(by_id.code, 0, "{}", by_id.stderr);
+    // The id as Claude Code shows it, a URI and a mention all name it.
+    let uri = dsh_session_reference::encode_uri("claude-code:sample_session");
+    let mention = format!("@[any label]({uri})");
+    for name in ["sample_session", uri.as_str(), mention.as_str()] {
+        let out = with(&["--json", "show", name]);
+        assert_eq!((out.code, &out.stdout), (0, &by_id.stdout), "{name}: {}", out.stderr);
+        let page = with(&["--json", "read", name]);
+        assert_eq!(page.code, 0, "{name}: {}", page.stderr);
+        let page: Value = serde_json::from_str(&page.stdout).unwrap();
+        assert_eq!(page["id"], "claude-code:sample_session");
+    }
+    // `mention` labels with the title and fails for a session no source has.
+    let m = with(&["mention", "sample_session"]);
+    assert_eq!(m.code, 0, "{}", m.stderr);
+    assert_eq!(m.stdout, format!("@[Create a hello world function]({uri})\n"));
+    let labelled = with(&["mention", "sample_session", "--label", "hello"]);
+    assert_eq!(labelled.stdout, format!("@[hello]({uri})\n"));
+    for missing in ["no-such-session", "claude-code:no-such-session"] {
+        let out = with(&["mention", missing]);
+        assert_eq!(out.code, 1, "{missing}");
+        assert!(out.stderr.starts_with("error: SESSION_REFERENCE_READ_FAILED: "), "{}", out.stderr);
+        assert!(out.stdout.is_empty());
+    }
+    let bad = with(&["show", "dsh-session:%%%"]);
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.starts_with("error: SESSION_REFERENCE_INVALID_REFERENCE: "), "{}", bad.stderr);
+
+    // The same bare id in two sources: an error naming both.
+    let twin = tmp.path().join("claude");
+    std::fs::create_dir_all(twin.join("project")).unwrap();
+    std::fs::copy(
+        foreign().join("claude-code/simonw/sample_session.jsonl"),
+        twin.join("project/44444444-4444-4444-8444-444444444444.jsonl"),
+    )
+    .unwrap();
+    let twin = format!("claude-code={}", twin.display());
+    let out =
+        run_in(tmp.path(), &["--source", &twin, "--source", &codex, "show", "44444444-4444-4444-8444-444444444444"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("claude-code:44444444-4444-4444-8444-444444444444")
+            && out.stderr.contains("codex:44444444-4444-4444-8444-444444444444"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn prepare_references_sessions_by_flag() {
+    let here = std::env::temp_dir();
+    let root = examples();
+    let root = root.to_str().unwrap();
+    let refs = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["--root", root, "--json", "prepare"];
+        all.extend_from_slice(args);
+        let out = run_in(&here, &all);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        v["additionalContext"]["source"]["references"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["sessionId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // No message needed; ids, URIs and mentions; after the mentions; once.
+    assert_eq!(refs(&["--ref", "goal-wrapup"]), ["goal-wrapup"]);
+    let uri = dsh_session_reference::encode_uri("multi-turn");
+    assert_eq!(refs(&["--ref", "goal-wrapup", "--ref", &uri]), ["goal-wrapup", "multi-turn"]);
+    let mention = "@[w](dsh-session:ImdvYWwtd3JhcHVwIg)";
+    assert_eq!(refs(&["--message", &format!("see {mention}"), "--ref", "multi-turn"]), ["goal-wrapup", "multi-turn"]);
+    assert_eq!(refs(&["--message", &format!("see {mention}"), "--ref", "goal-wrapup"]), ["goal-wrapup"]);
+    // With a range, as for a mentioned session.
+    let out =
+        run_in(&here, &["--root", root, "--json", "prepare", "--ref", "goal-wrapup", "--range", "goal-wrapup=1..2"]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let reference = &v["additionalContext"]["source"]["references"][0];
+    assert_eq!(reference["retainedMessages"], 1, "{reference}");
+    let none = run_in(&here, &["--root", root, "prepare"]);
+    assert_eq!(none.code, 2, "a message, --stdin or --ref is needed");
+    let missing = run_in(&here, &["--root", root, "prepare", "--ref", "nope"]);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.starts_with("error: SESSION_REFERENCE_READ_FAILED: "), "{}", missing.stderr);
+}
+
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    // `dsh-session-ref … | head` once head has exited: the pipe's reading
+    // end is closed before the command writes anything.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let root = examples();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-session-ref"))
+        .args(["--root", root.to_str().unwrap(), "candidates"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    const SIGPIPE: i32 = 13;
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "ended by SIGPIPE, as a Unix command is: {:?}", out.status);
+}

@@ -167,9 +167,9 @@ pub use conversation::{
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;
 pub use host::{
-    Blocking, BlockingSessionQuery, Candidate, Fingerprint, MatchField, PinnedListing, QueryFuture, SearchIndexStats,
-    SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery, SharedBytes, SharedListing,
-    SurfaceData, Target,
+    listed_session_id, Blocking, BlockingSessionQuery, Candidate, Fingerprint, MatchField, PinnedListing, QueryFuture,
+    SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery,
+    SharedBytes, SharedListing, SurfaceData, Target,
 };
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
@@ -184,6 +184,6 @@ pub use runtime::{block_on, runtime};
 pub use sources::dsh::DshStore;
 pub use sources::FileSource;
 pub use uri::{
-    decode_uri, encode_uri, format_mention, parse_text, parse_text_with, ParsedReference, ParsedText,
+    decode_uri, encode_uri, format_mention, parse_text, parse_text_with, session_id_named, ParsedReference, ParsedText,
     SESSION_REFERENCE_SCHEME,
 };

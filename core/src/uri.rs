@@ -50,6 +50,47 @@ pub fn decode_uri(uri: &str) -> Result<String> {
     Ok(id)
 }
 
+/// The session id a person or a model names by `text`: a `dsh-session:`
+/// URI ([`decode_uri`]), a whole mention `@[label](dsh-session:…)` (its
+/// URI), or else the text itself as an id. Surrounding whitespace is
+/// ignored for a URI or a mention, never for an id. A URI or a mention
+/// that is not canonical is `SESSION_REFERENCE_INVALID_REFERENCE`, as
+/// [`decode_uri`] says; whether the session exists is for the caller to ask.
+///
+/// ```
+/// use dsh_session_reference::{encode_uri, format_mention, session_id_named};
+/// let uri = encode_uri("goal-wrapup");
+/// assert_eq!(session_id_named(&uri).unwrap(), "goal-wrapup");
+/// assert_eq!(session_id_named(&format_mention("goal-wrapup", Some("Wrap-up"))).unwrap(), "goal-wrapup");
+/// assert_eq!(session_id_named("goal-wrapup").unwrap(), "goal-wrapup");
+/// assert!(session_id_named("dsh-session:not-canonical").is_err());
+/// ```
+pub fn session_id_named(text: &str) -> Result<String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with(SESSION_REFERENCE_SCHEME) {
+        return decode_uri(trimmed);
+    }
+    if trimmed.starts_with("@[") && trimmed.ends_with(')') {
+        let parsed = parse_text(trimmed)?;
+        if let [only] = parsed.references.as_slice() {
+            // One whole mention rewrites to exactly `@label`.
+            if parsed.text.strip_prefix('@') == Some(only.label.as_str()) {
+                return Ok(only.session_id.clone());
+            }
+        }
+        // `@[…](…)` that is not one whole mention: say what is wrong with
+        // its URI, if that is what failed.
+        if let Some(uri) = trimmed.rfind("](").map(|i| &trimmed[i + 2..trimmed.len() - 1]) {
+            decode_uri(uri)?;
+        }
+        return Err(Error::new(
+            ErrorCode::InvalidReference,
+            format!("{:?} is not one mention @[label](dsh-session:…)", trimmed.chars().take(80).collect::<String>()),
+        ));
+    }
+    Ok(text.to_owned())
+}
+
 /// `@[label](uri)`, with every `\` and `]` of the label preceded by `\`.
 /// The label defaults to the id.
 pub fn format_mention(session_id: &str, label: Option<&str>) -> String {

@@ -30,6 +30,44 @@ pub use surface::{SharedBytes, SurfaceData};
 /// A boxed future returned by [`SessionQuery`] methods.
 pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> + Send + 'a>>;
 
+/// The listed session that `name` means: the session whose id is `name`;
+/// else, for a name given without its source's prefix (a Claude Code or
+/// Codex id as the agent shows it), the one session whose id is
+/// `KIND:name`. `Ok(None)` when no session is meant (the caller then
+/// reports `name` missing as it would any id); an error naming every
+/// `KIND:name` when several sources hold that name.
+///
+/// ```
+/// use dsh_session_reference::{listed_session_id, SessionHeader};
+/// let listed = [SessionHeader::new("a1", 1, None), SessionHeader::new("codex:b2", 2, None),
+///     SessionHeader::new("claude-code:c3", 3, None), SessionHeader::new("codex:c3", 4, None)];
+/// assert_eq!(listed_session_id(&listed, "a1").unwrap().as_deref(), Some("a1"));
+/// assert_eq!(listed_session_id(&listed, "b2").unwrap().as_deref(), Some("codex:b2"));
+/// assert_eq!(listed_session_id(&listed, "zz").unwrap(), None);
+/// let err = listed_session_id(&listed, "c3").unwrap_err();
+/// assert!(err.message().contains("claude-code:c3") && err.message().contains("codex:c3"));
+/// ```
+pub fn listed_session_id(sessions: &[SessionHeader], name: &str) -> crate::error::Result<Option<String>> {
+    if sessions.iter().any(|s| s.id == name) {
+        return Ok(Some(name.to_owned()));
+    }
+    let mut prefixed = sessions.iter().filter(|s| {
+        s.id.strip_suffix(name)
+            .and_then(|head| head.strip_suffix(':'))
+            .is_some_and(|kind| !kind.is_empty() && !kind.contains(':'))
+    });
+    let Some(first) = prefixed.next() else { return Ok(None) };
+    let others: Vec<&str> = prefixed.map(|s| s.id.as_str()).collect();
+    if others.is_empty() {
+        return Ok(Some(first.id.clone()));
+    }
+    let all: Vec<&str> = std::iter::once(first.id.as_str()).chain(others).collect();
+    Err(crate::error::Error::new(
+        crate::error::ErrorCode::InvalidReference,
+        format!("session {name:?} is in several sources; give one of: {}", all.join(", ")),
+    ))
+}
+
 /// The session that is about to send a message (docs/contract.md §1).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Target {
