@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use dsh_session_reference::sources::{default_specs, SourceKind, SourceSpec};
-use dsh_session_reference::{Config, Hardening};
+use dsh_session_reference::sources::{default_specs, no_default_location_message, SourceKind, SourceSpec};
+use dsh_session_reference::{Config, Error, ErrorCode, Hardening};
 use serde_json::{Map, Value};
 
 use crate::print::display;
@@ -366,24 +366,27 @@ pub(crate) fn parse_around(spec: &str) -> Result<(String, Value), String> {
 /// The sources to open: `--source`s as given; else `--root` (DSH only);
 /// else every default location that exists, named on stderr unless it is
 /// the DSH root alone (which reads exactly as before). With no default
-/// location at all, the DSH default, whose absence is then the error.
-pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> Vec<SourceSpec> {
+/// location at all, an error naming every place looked at.
+pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> dsh_session_reference::Result<Vec<SourceSpec>> {
     if !global.source.is_empty() {
-        return global.source.clone();
+        return Ok(global.source.clone());
     }
     if global.root.is_some() {
-        return vec![SourceSpec::new(SourceKind::Dsh, dsh_root)];
+        return Ok(vec![SourceSpec::new(SourceKind::Dsh, dsh_root)]);
     }
     let found = default_specs();
-    if found.is_empty() || (found.len() == 1 && found[0].kind == SourceKind::Dsh) {
-        return vec![SourceSpec::new(SourceKind::Dsh, dsh_root)];
+    if found.is_empty() {
+        return Err(Error::new(ErrorCode::ReadFailed, no_default_location_message()));
+    }
+    if found.len() == 1 && found[0].kind == SourceKind::Dsh {
+        return Ok(vec![SourceSpec::new(SourceKind::Dsh, dsh_root)]);
     }
     let named: Vec<String> =
         found.iter().map(|s| format!("{}={}", s.kind.name(), display(&s.root.to_string_lossy()))).collect();
     if !global.quiet {
         eprintln!("note: sources: {}", named.join(", "));
     }
-    found
+    Ok(found)
 }
 
 #[cfg(test)]

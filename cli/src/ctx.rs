@@ -12,7 +12,7 @@ use dsh_session_reference::{
 };
 
 use crate::args::{Global, TargetArgs};
-use crate::print::{display, note_unsupported};
+use crate::print::{display, note_failed_reads, note_rejected};
 use crate::{cache, read_failed, CliResult, Failure};
 
 /// The id of the target when a person, not a host, runs a command: a new
@@ -224,7 +224,7 @@ impl Ctx {
         }
         match &self.sources {
             Sources::Dsh(store) => {
-                note_unsupported(store);
+                note_rejected(store);
                 let mut err = std::io::stderr().lock();
                 if let Some(note) = &self.root_note {
                     let _ = writeln!(err, "note: {}", display(note));
@@ -245,5 +245,6 @@ impl Ctx {
                 }
             }
         }
+        note_failed_reads(&self.pinned.failed_reads());
     }
 }

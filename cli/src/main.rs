@@ -72,7 +72,7 @@ fn run(cli: Cli) -> CliResult {
     let sources = || chosen_sources(g, root());
     match &cli.command {
         Command::Candidates { target, query, limit } => {
-            let ctx = Ctx::open(g, sources(), None, false)?;
+            let ctx = Ctx::open(g, sources()?, None, false)?;
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
             ctx.save_cache();
@@ -83,7 +83,7 @@ fn run(cli: Cli) -> CliResult {
             std::mem::forget(ctx);
         }
         Command::Search { target, query, limit, same_cwd } => {
-            let mut ctx = Ctx::open(g, sources(), None, true)?;
+            let mut ctx = Ctx::open(g, sources()?, None, true)?;
             let target = ctx.target(target)?;
             ctx.index_loaded();
             let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
@@ -110,7 +110,7 @@ fn run(cli: Cli) -> CliResult {
                     s
                 }
             };
-            let ctx = Ctx::open(g, sources(), None, false)?;
+            let ctx = Ctx::open(g, sources()?, None, false)?;
             let target = ctx.target(target)?;
             let named =
                 |(id, v): &(String, Value)| -> CliResult<(String, Value)> { Ok((ctx.session_id(id)?, v.clone())) };
@@ -139,12 +139,12 @@ fn run(cli: Cli) -> CliResult {
             }
         }
         Command::Show { id } => {
-            let ctx = Ctx::open(g, sources(), None, false)?;
+            let ctx = Ctx::open(g, sources()?, None, false)?;
             let id = ctx.session_id(id)?;
             show(&ctx, &id)?;
         }
         Command::Read { id, start, around, cursor, max_bytes, max_tokens, target, text } => {
-            let ctx = Ctx::open(g, sources(), None, false)?;
+            let ctx = Ctx::open(g, sources()?, None, false)?;
             let id = &ctx.session_id(id)?;
             let mut options = ReadOptions::default()
                 .with_start(*start)
@@ -176,7 +176,7 @@ fn run(cli: Cli) -> CliResult {
             print_text_or_json(&id, g.json);
         }
         Command::Mention { id, label } => {
-            let ctx = Ctx::open(g, sources(), None, false)?;
+            let ctx = Ctx::open(g, sources()?, None, false)?;
             let id = ctx.session_id(id)?;
             // The session must exist (its title is read even with --label).
             let title = ctx.mention_label(&id)?;

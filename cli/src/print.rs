@@ -49,13 +49,48 @@ pub(crate) fn print_text_or_json(text: &str, as_json: bool) {
     }
 }
 
-/// Tells, on stderr, about sessions the store left out because a DSH newer
-/// than this reader wrote them (the other sessions were listed as usual).
-pub(crate) fn note_unsupported(store: &DshStore) {
+/// Tells, on stderr, about logs the store left out: each one a DSH newer
+/// than this reader wrote (the other sessions were listed as usual), then
+/// those it could not take (invalid, unreadable, a link not followed), the
+/// first few with why and then how many.
+pub(crate) fn note_rejected(store: &DshStore) {
     let Some(rejected) = store.last_rejected() else { return };
     let mut err = std::io::stderr().lock();
     for r in rejected.iter().filter(|r| r.kind == RejectionKind::Unsupported) {
         let _ = writeln!(err, "note: not listed: {}: {}", display(&r.path.to_string_lossy()), r.reason);
+    }
+    let others: Vec<(String, String)> = rejected
+        .iter()
+        .filter(|r| r.kind != RejectionKind::Unsupported)
+        .map(|r| (r.path.to_string_lossy().into_owned(), r.reason.clone()))
+        .collect();
+    let what = if others.len() == 1 { "log was" } else { "logs were" };
+    note_list(&mut err, &format!("{} {what} not listed", others.len()), &others);
+}
+
+/// Tells, on stderr, about sessions whose title or text could not be read
+/// (discovery lists them by their id; search cannot look inside them).
+pub(crate) fn note_failed_reads(failed: &[(String, String)]) {
+    let what = if failed.len() == 1 { "session" } else { "sessions" };
+    let head = format!("{} {what} could not be read (listed by id, not searched)", failed.len());
+    note_list(&mut std::io::stderr().lock(), &head, failed);
+}
+
+/// How many of a list [`note_list`] names; the rest are counted.
+const NAMED: usize = 3;
+
+/// `note: HEAD:`, then the first few `(what, why)` and how many more; nothing
+/// for an empty list.
+fn note_list(err: &mut impl Write, head: &str, items: &[(String, String)]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(err, "note: {head}:");
+    for (what, why) in items.iter().take(NAMED) {
+        let _ = writeln!(err, "note:   {}: {}", display(what), display(why));
+    }
+    if items.len() > NAMED {
+        let _ = writeln!(err, "note:   and {} more", items.len() - NAMED);
     }
 }
 

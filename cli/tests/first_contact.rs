@@ -342,3 +342,73 @@ fn a_closed_pipe_ends_the_command_quietly() {
     const SIGPIPE: i32 = 13;
     assert_eq!(out.status.signal(), Some(SIGPIPE), "ended by SIGPIPE, as a Unix command is: {:?}", out.status);
 }
+
+#[test]
+fn sessions_that_cannot_be_read_are_named_on_every_listing_and_search() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("sessions");
+    let copy = |from: &Path, to: &Path| {
+        for entry in walk(from) {
+            let rel = entry.strip_prefix(from).unwrap();
+            std::fs::create_dir_all(to.join(rel).parent().unwrap()).unwrap();
+            std::fs::copy(&entry, to.join(rel)).unwrap();
+        }
+    };
+    copy(&examples(), &root);
+    // A seq gap: the log cannot be read, so its session is listed by id
+    // and search cannot look inside it.
+    let log = root.join("--home-dev-alpha--/goal-wrapup/session.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let kept: Vec<&str> = text.lines().enumerate().filter(|(i, _)| *i != 4).map(|(_, l)| l).collect();
+    std::fs::write(&log, kept.join("\n") + "\n").unwrap();
+    // A log whose header does not match its path: not listed at all.
+    let moved = root.join("--home-dev-alpha--/agent-instructions/session.jsonl");
+    let text = std::fs::read_to_string(&moved).unwrap().replacen("/home/dev/alpha", "/elsewhere", 1);
+    std::fs::write(&moved, text).unwrap();
+    let root = root.to_str().unwrap();
+    for args in [&["candidates"][..], &["candidates", "--query", "a"], &["search", "goal"]] {
+        let mut all = vec!["--root", root];
+        all.extend_from_slice(args);
+        let out = run_in(tmp.path(), &all);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("note: 1 session could not be read (listed by id, not searched):\nnote:   goal-wrapup: "),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(out.stderr.contains("seq gap"), "{args:?}: the reason is given: {}", out.stderr);
+        assert!(out.stderr.contains("note: 1 log was not listed:\nnote:   "), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("agent-instructions/session.jsonl: the log's path does not match its header"));
+        let quiet = run_in(tmp.path(), &[&all[..], &["--quiet"]].concat());
+        assert_eq!(quiet.stderr, "", "{args:?}");
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn with_no_history_anywhere_every_place_looked_at_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let out = cmd().current_dir(tmp.path()).env("HOME", &home).args(["candidates"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let home = home.to_str().unwrap();
+    for place in [format!("{home}/.dsh/sessions"), format!("{home}/.claude/projects"), format!("{home}/.codex")] {
+        assert!(stderr.contains(&place), "{place} is not named: {stderr}");
+    }
+    assert!(stderr.starts_with("error: SESSION_REFERENCE_READ_FAILED: no session history found"), "{stderr}");
+}

@@ -16,15 +16,21 @@ use crate::error::HostError;
 ///
 /// A title or text read after that listing is cached under a fingerprint
 /// no newer than its content, so a later run reads it again if it changed.
+///
+/// It also keeps every title or text read that failed, with why
+/// ([`failed_reads`](Self::failed_reads)): discovery lists such a session
+/// by its id, and search cannot look inside it, so a command says so
+/// rather than answer as if nothing were wrong.
 pub struct PinnedListing {
     query: Arc<dyn SessionQuery>,
     pinned: Mutex<Option<SharedListing>>,
+    failed: Mutex<Vec<(String, String)>>,
 }
 
 impl PinnedListing {
     /// `query`, with no listing pinned yet.
     pub fn new(query: Arc<dyn SessionQuery>) -> Self {
-        PinnedListing { query, pinned: Mutex::new(None) }
+        PinnedListing { query, pinned: Mutex::new(None), failed: Mutex::new(Vec::new()) }
     }
 
     /// Lists the sessions now, with their fingerprints; the next listing
@@ -49,6 +55,21 @@ impl PinnedListing {
         Ok(listed)
     }
 
+    /// The sessions whose title or text could not be read through this
+    /// query so far, each once (the first failure's message), in the order
+    /// they failed.
+    pub fn failed_reads(&self) -> Vec<(String, String)> {
+        self.failed.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Keeps `error`, the failure of a read of `session_id`.
+    fn record(&self, session_id: &str, error: &HostError) {
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if !failed.iter().any(|(id, _)| id == session_id) {
+            failed.push((session_id.to_owned(), error.message().to_owned()));
+        }
+    }
+
     /// The pinned listing, once.
     fn take(&self) -> Option<SharedListing> {
         self.pinned.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -69,10 +90,22 @@ impl SessionQuery for PinnedListing {
         }
     }
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
-        self.query.read_title(session_id)
+        Box::pin(async move {
+            let read = self.query.read_title(session_id).await;
+            if let Err(e) = &read {
+                self.record(session_id, e);
+            }
+            read
+        })
     }
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        self.query.read_surface(session_id)
+        Box::pin(async move {
+            let read = self.query.read_surface(session_id).await;
+            if let Err(e) = &read {
+                self.record(session_id, e);
+            }
+            read
+        })
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         self.query.fingerprints(session_ids)

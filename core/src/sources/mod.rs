@@ -39,7 +39,7 @@ pub use crate::fs;
 pub use crate::fs::FileIdentity;
 
 pub use self::multi::SourceNotes;
-pub use self::open::{empty_root_note, ResolvedSpec};
+pub use self::open::{empty_root_note, no_default_location_message, ResolvedSpec};
 
 /// The position in a listing of each of `ids` (same order): ids given in
 /// listing order (as a resolver gives them, the target left out) are

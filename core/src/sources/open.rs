@@ -425,6 +425,17 @@ pub fn default_specs() -> Vec<SourceSpec> {
     SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, k.default_location())).filter(|s| s.root.is_dir()).collect()
 }
 
+/// What to say when no default location exists (so [`default_specs`] is
+/// empty): every place that was looked at, and what to give instead.
+pub fn no_default_location_message() -> String {
+    let looked: Vec<String> =
+        SourceKind::ALL.into_iter().map(|k| format!("{} at {}", k.name(), k.default_location().display())).collect();
+    format!(
+        "no session history found: looked for {} (none exists); give --source KIND=DIR (or --root DIR for DSH)",
+        looked.join(", ")
+    )
+}
+
 /// The specs a front was given as JSON: `null` for [`default_specs`], or
 /// an array of `{"kind": "dsh"|"claude-code"|"codex", "root"?: string|null}`
 /// (a missing or null root is the kind's default location). The C ABI,
