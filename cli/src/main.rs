@@ -24,7 +24,8 @@ mod print;
 use args::{chosen_sources, default_root, Cli, Command, UriCommand};
 use ctx::{Ctx, Sources};
 use print::{
-    context_text, print_candidates, print_conversation, print_page, print_prepared, print_search, print_text_or_json,
+    context_text, note_ranking as print_ranking_note, print_candidates, print_conversation, print_page, print_prepared,
+    print_search, print_text_or_json,
 };
 
 /// A failure: a contract error (exit 1, contract code on stderr).
@@ -78,6 +79,9 @@ fn run(cli: Cli) -> CliResult {
             ctx.save_cache();
             print_candidates(&list, ctx.json);
             ctx.notes();
+            if !ctx.json && !g.quiet {
+                print_ranking_note(&list, target.cwd.as_deref());
+            }
             // The process ends here: its memory goes with it faster than
             // the caches (thousands of sessions) are dropped one by one.
             std::mem::forget(ctx);

@@ -1,13 +1,14 @@
 //! What a person sees: every line written to the terminal escapes what
 //! could drive it, and `--json` prints the core's shapes exactly.
 
+use std::collections::HashMap;
 use std::io::Write;
 
 use dsh_session_reference::harden::invisible::is_invisible;
 use dsh_session_reference::sources::dsh::RejectionKind;
 use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{Candidate, DshStore, Page, Prepared, SearchResult, SessionConversation};
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 pub(crate) fn context_text(prepared: &Prepared) -> Option<&str> {
     prepared.additional_context.as_ref().map(|c| c.prompt.as_str())
@@ -94,6 +95,69 @@ fn note_list(err: &mut impl Write, head: &str, items: &[(String, String)]) {
     }
 }
 
+/// Epoch milliseconds as a local date and time, `2026-12-02 14:05` (UTC,
+/// marked so, where the local time zone cannot be read); anything that is
+/// not a time is shown as given.
+pub(crate) fn local_time(ms: &Number) -> String {
+    let Some(ms) = ms.as_i64().or_else(|| ms.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)) else {
+        return ms.to_string();
+    };
+    let secs = ms.div_euclid(1000);
+    #[cfg(unix)]
+    {
+        // SAFETY: `libc::tm` is plain data, for which all-zero bytes are a
+        // valid value.
+        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+        let t: libc::time_t = secs as libc::time_t;
+        // SAFETY: both pointers are valid for the call; `localtime_r` is
+        // the thread-safe form and writes only `tm`.
+        let converted = unsafe { libc::localtime_r(&t, &mut tm) };
+        if !converted.is_null() {
+            return format!(
+                "{:04}-{:02}-{:02} {:02}:{:02}",
+                i64::from(tm.tm_year) + 1900,
+                tm.tm_mon + 1,
+                tm.tm_mday,
+                tm.tm_hour,
+                tm.tm_min
+            );
+        }
+    }
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+/// The title line of entry `i` of a list: its label, and, when another
+/// entry of the list has the same label, its date and the start of its id
+/// to tell them apart.
+fn title_line(i: usize, c: &Candidate, labels: &HashMap<&str, usize>) -> String {
+    let mut line = format!("{:>2}. {}", i + 1, display(&c.label));
+    if labels.get(c.label.as_str()).copied().unwrap_or(0) > 1 {
+        let short: String = c.session_id.chars().take(12).collect();
+        line.push_str(&format!("   [{}, {}]", local_time(&c.created_at), display(&short)));
+    }
+    line
+}
+
+/// How many entries carry each label.
+fn label_counts<'a>(list: impl Iterator<Item = &'a Candidate>) -> HashMap<&'a str, usize> {
+    let mut counts = HashMap::new();
+    for c in list {
+        *counts.entry(c.label.as_str()).or_insert(0) += 1;
+    }
+    counts
+}
+
 pub(crate) fn print_candidates(list: &[Candidate], as_json: bool) {
     if as_json {
         let array = Value::Array(list.iter().map(Candidate::to_json).collect());
@@ -103,12 +167,27 @@ pub(crate) fn print_candidates(list: &[Candidate], as_json: bool) {
     if list.is_empty() {
         println!("No candidates.");
     }
+    let labels = label_counts(list.iter());
     let mut out = std::io::stdout().lock();
     for (i, c) in list.iter().enumerate() {
         let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
-        let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
-        let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
+        let _ = writeln!(out, "{}", title_line(i, c, &labels));
+        let _ =
+            writeln!(out, "    id: {}   cwd: {}   created: {}", display(&c.session_id), cwd, local_time(&c.created_at));
         let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
+    }
+}
+
+/// Says, on stderr, why sessions without a working directory come first
+/// when none was started in the target's: the ranking puts the target's
+/// own directory first, then sessions without one, then every other.
+pub(crate) fn note_ranking(list: &[Candidate], target_cwd: Option<&str>) {
+    let (Some(cwd), Some(first)) = (target_cwd, list.first()) else { return };
+    if first.cwd.is_none() && list.iter().all(|c| c.cwd.as_deref() != Some(cwd)) {
+        eprintln!(
+            "note: no session here was started in {}; sessions without a working directory rank next, then the rest",
+            display(cwd)
+        );
     }
 }
 
@@ -121,17 +200,20 @@ pub(crate) fn print_search(list: &[SearchResult], as_json: bool) {
     if list.is_empty() {
         println!("No matches.");
     }
+    let labels = label_counts(list.iter().map(|r| &r.candidate));
     let mut out = std::io::stdout().lock();
     for (i, r) in list.iter().enumerate() {
         let c = &r.candidate;
         let cwd = c.cwd.as_deref().map_or_else(|| "(none)".to_owned(), display);
+        // `message N` is the index `show` and `read` print (`[N role]`).
         let at = match r.message_index {
             Some(m) => format!("message {m}"),
             None => r.field.as_str().to_owned(),
         };
-        let _ = writeln!(out, "{:>2}. {}", i + 1, display(&c.label));
+        let _ = writeln!(out, "{}", title_line(i, c, &labels));
         let _ = writeln!(out, "    {}: {}", at, display(&r.snippet));
-        let _ = writeln!(out, "    id: {}   cwd: {}   createdAt: {}", display(&c.session_id), cwd, c.created_at);
+        let _ =
+            writeln!(out, "    id: {}   cwd: {}   created: {}", display(&c.session_id), cwd, local_time(&c.created_at));
         let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
     }
 }
@@ -175,7 +257,7 @@ pub(crate) fn print_conversation(conversation: &SessionConversation) {
     }
     for m in &conversation.messages {
         let marker = if m.checkpoint { " (compaction checkpoint)" } else { "" };
-        let _ = writeln!(out, "\n[{}{marker}]\n{}", m.role.as_str(), m.text);
+        let _ = writeln!(out, "\n[{} {}{marker}]\n{}", m.index, m.role.as_str(), m.text);
     }
 }
 

@@ -269,8 +269,8 @@ fn show_prints_the_projected_conversation() {
     assert_eq!(got["label"], "Establish a durable compaction premise");
     let out = run(&["--root", &raw_root(), "show", "compaction-recovery"]);
     assert_eq!(out.code, 0);
-    assert!(out.stdout.contains("[user (compaction checkpoint)]"), "{}", out.stdout);
-    assert!(out.stdout.contains("[assistant]\nCOMPACTION RECOVERED"));
+    assert!(out.stdout.contains("[0 user (compaction checkpoint)]"), "{}", out.stdout);
+    assert!(out.stdout.contains("[1 assistant]\nCOMPACTION RECOVERED"));
     let missing = run(&["--root", &raw_root(), "show", "nope"]);
     assert_eq!(missing.code, 1);
     assert!(missing.stderr.contains("SESSION_REFERENCE_READ_FAILED"));

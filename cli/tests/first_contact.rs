@@ -412,3 +412,47 @@ fn with_no_history_anywhere_every_place_looked_at_is_named() {
     }
     assert!(stderr.starts_with("error: SESSION_REFERENCE_READ_FAILED: no session history found"), "{stderr}");
 }
+
+#[test]
+fn listings_read_as_a_person_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("sessions");
+    for entry in walk(&examples()) {
+        let rel = entry.strip_prefix(examples()).unwrap();
+        std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(&entry, root.join(rel)).unwrap();
+    }
+    // A second session with the same title as goal-wrapup.
+    let twin = root.join("--home-dev-alpha--/goal-wrapup-2");
+    std::fs::create_dir_all(&twin).unwrap();
+    let log = std::fs::read_to_string(root.join("--home-dev-alpha--/goal-wrapup/session.jsonl")).unwrap();
+    let log = log.replacen("\"id\":\"goal-wrapup\"", "\"id\":\"goal-wrapup-2\"", 1);
+    std::fs::write(twin.join("session.jsonl"), log).unwrap();
+    let root = root.to_str().unwrap();
+    let utc = |args: &[&str]| {
+        let o = cmd().current_dir(tmp.path()).env("TZ", "UTC").args(args).output().unwrap();
+        (String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
+    };
+    let (listed, notes) = utc(&["--root", root, "candidates"]);
+    // Dates a person reads (epoch milliseconds stay in --json).
+    assert!(listed.contains("id: multi-turn   cwd: (none)   created: 2025-10-09 11:53\n"), "{listed}");
+    let (json, _) = utc(&["--root", root, "--json", "candidates"]);
+    assert!(json.contains("\"createdAt\":1760010800000"), "{json}");
+    // Two sessions titled alike are told apart on their title line.
+    let twins: Vec<&str> = listed.lines().filter(|l| l.contains("Create a durable goal for")).collect();
+    let titles: Vec<&&str> = twins.iter().filter(|l| l.trim_start().chars().next().unwrap().is_ascii_digit()).collect();
+    assert_eq!(titles.len(), 2, "{listed}");
+    assert_ne!(titles[0], titles[1], "{listed}");
+    assert!(titles.iter().all(|t| t.contains("[2025-10-09 15:53, goal-wrapup")), "{titles:?}");
+    let unique = listed.lines().find(|l| l.contains("Reply with exactly the word:") && l.contains(". ")).unwrap();
+    assert!(!unique.contains('['), "a unique title has nothing added: {unique}");
+    // Why a session without a cwd comes first, when none is from here.
+    assert!(notes.contains("note: no session here was started in "), "{notes}");
+    let (_, here) = utc(&["--root", root, "candidates", "--cwd", "/home/dev/alpha"]);
+    assert!(!here.contains("no session here"), "{here}");
+    // search's `message N` is show's `[N role]`.
+    let (found, _) = utc(&["--root", root, "search", "COMPACTION", "RECOVERED"]);
+    let n: u64 = found.split("message ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
+    let (shown, _) = utc(&["--root", root, "show", "compaction-recovery"]);
+    assert!(shown.contains(&format!("\n[{n} assistant]\nCOMPACTION RECOVERED")), "{n}: {shown}");
+}
