@@ -122,12 +122,18 @@ fn run(cli: Cli) -> CliResult {
                 range.iter().map(named).collect::<CliResult<Vec<_>>>()?,
                 around.iter().map(named).collect::<CliResult<Vec<_>>>()?,
             );
-            let added = references.iter().map(|r| ctx.session_id(r)).collect::<CliResult<Vec<_>>>()?;
-            let excerpts: Vec<(&str, &str, Option<&Value>)> = range
+            // A session added by --ref is labelled as a mention of it would
+            // be (its title); reading the title also fails for an unknown id.
+            let added = references
                 .iter()
-                .map(|(id, v)| (id.as_str(), "range", Some(v)))
-                .chain(around.iter().map(|(id, v)| (id.as_str(), "around", Some(v))))
-                .chain(added.iter().map(|id| (id.as_str(), "", None)))
+                .map(|r| ctx.session_id(r).and_then(|id| Ok((ctx.mention_label(&id)?, id))))
+                .collect::<CliResult<Vec<_>>>()?;
+            let labels: Vec<Value> = added.iter().map(|(label, _)| Value::from(label.as_str())).collect();
+            let excerpts: Vec<(&str, &str, &Value)> = range
+                .iter()
+                .map(|(id, v)| (id.as_str(), "range", v))
+                .chain(around.iter().map(|(id, v)| (id.as_str(), "around", v)))
+                .chain(added.iter().zip(&labels).map(|((_, id), label)| (id.as_str(), "label", label)))
                 .collect();
             let prepared = prepare_with(&ctx, &target, &text, &excerpts)?;
             if *prompt {
@@ -230,29 +236,24 @@ fn prepare(ctx: &Ctx, target: &Target, text: &str) -> CliResult<Prepared> {
     prepare_with(ctx, target, text, &[])
 }
 
-/// [`prepare`] with excerpts `(id, "range" | "around", Some(value))` and
-/// added references `(id, "", None)`: the first excerpt of a mentioned
+/// [`prepare`] with excerpts `(id, "range" | "around", value)` and added
+/// references `(id, "label", label)`: the first excerpt of a mentioned
 /// session goes on each of its mentions; any other is a reference of its
 /// own, after the mentions (so that a second excerpt of one session is
 /// refused by the core, never dropped). An added reference to a session
 /// already referenced adds nothing.
-fn prepare_with(
-    ctx: &Ctx,
-    target: &Target,
-    text: &str,
-    excerpts: &[(&str, &str, Option<&Value>)],
-) -> CliResult<Prepared> {
+fn prepare_with(ctx: &Ctx, target: &Target, text: &str, excerpts: &[(&str, &str, &Value)]) -> CliResult<Prepared> {
     let parsed = parse_text_with(text, ctx.resolver.config().hardening())?;
     let mut references: Vec<Value> = parsed.references.iter().map(|r| r.to_json()).collect();
     let mentioned = references.len();
     let mut placed: Vec<&str> = Vec::new();
     for (id, key, value) in excerpts {
-        let Some(value) = value else {
+        if *key == "label" {
             if !references.iter().any(|r| r["sessionId"] == *id) {
-                references.push(json!({"sessionId": id}));
+                references.push(json!({"sessionId": id, "label": value}));
             }
             continue;
-        };
+        }
         let first = !placed.contains(id);
         let mut found = false;
         for r in references[..mentioned].iter_mut().filter(|r| r["sessionId"] == *id) {

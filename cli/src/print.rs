@@ -143,10 +143,22 @@ pub(crate) fn local_time(ms: &Number) -> String {
 fn title_line(i: usize, c: &Candidate, labels: &HashMap<&str, usize>) -> String {
     let mut line = format!("{:>2}. {}", i + 1, display(&c.label));
     if labels.get(c.label.as_str()).copied().unwrap_or(0) > 1 {
-        let short: String = c.session_id.chars().take(12).collect();
-        line.push_str(&format!("   [{}, {}]", local_time(&c.created_at), display(&short)));
+        line.push_str(&format!("   [{}, {}]", local_time(&c.created_at), display(&short_id(&c.session_id))));
     }
     line
+}
+
+/// An id short enough for a title line and still told apart from its
+/// neighbours: whole up to 40 characters, else its start and its end
+/// (ids that differ share a prefix more often than both ends).
+fn short_id(id: &str) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    if chars.len() <= 40 {
+        return id.to_owned();
+    }
+    let head: String = chars[..24].iter().collect();
+    let tail: String = chars[chars.len() - 12..].iter().collect();
+    format!("{head}…{tail}")
 }
 
 /// How many entries carry each label.

@@ -315,6 +315,10 @@ fn prepare_references_sessions_by_flag() {
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let reference = &v["additionalContext"]["source"]["references"][0];
     assert_eq!(reference["retainedMessages"], 1, "{reference}");
+    // Labelled with the session's title, as `mention` labels it.
+    let out = run_in(&here, &["--root", root, "--json", "prepare", "--ref", "goal-wrapup"]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["additionalContext"]["source"]["references"][0]["label"], "Create a durable goal for");
     let none = run_in(&here, &["--root", root, "prepare"]);
     assert_eq!(none.code, 2, "a message, --stdin or --ref is needed");
     let missing = run_in(&here, &["--root", root, "prepare", "--ref", "nope"]);
@@ -443,7 +447,10 @@ fn listings_read_as_a_person_reads() {
     let titles: Vec<&&str> = twins.iter().filter(|l| l.trim_start().chars().next().unwrap().is_ascii_digit()).collect();
     assert_eq!(titles.len(), 2, "{listed}");
     assert_ne!(titles[0], titles[1], "{listed}");
-    assert!(titles.iter().all(|t| t.contains("[2025-10-09 15:53, goal-wrapup")), "{titles:?}");
+    assert!(
+        titles[0].contains("[2025-10-09 15:53, goal-wrapup") && titles[1].contains("[2025-10-09 15:53, goal-wrapup"),
+        "{titles:?}"
+    );
     let unique = listed.lines().find(|l| l.contains("Reply with exactly the word:") && l.contains(". ")).unwrap();
     assert!(!unique.contains('['), "a unique title has nothing added: {unique}");
     // Why a session without a cwd comes first, when none is from here.
@@ -455,4 +462,67 @@ fn listings_read_as_a_person_reads() {
     let n: u64 = found.split("message ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
     let (shown, _) = utc(&["--root", root, "show", "compaction-recovery"]);
     assert!(shown.contains(&format!("\n[{n} assistant]\nCOMPACTION RECOVERED")), "{n}: {shown}");
+}
+
+/// The `$ command` / output pairs of the transcript block after `marker`
+/// in `doc`.
+fn transcript(doc: &str, marker: &str) -> Vec<(String, String)> {
+    let start = doc.find(marker).unwrap_or_else(|| panic!("no {marker}"));
+    let block = &doc[start..];
+    let body = &block[block.find("```console\n").unwrap() + "```console\n".len()..];
+    let body = &body[..body.find("\n```").unwrap() + 1];
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for line in body.split_inclusive('\n') {
+        match line.strip_prefix("$ ") {
+            Some(command) => pairs.push((command.trim_end().to_owned(), String::new())),
+            None => pairs.last_mut().expect("output before any command").1.push_str(line),
+        }
+    }
+    pairs
+}
+
+#[test]
+fn the_first_session_transcript_is_what_the_command_prints() {
+    let doc =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/store-and-cli.md")).unwrap();
+    let pairs = transcript(&doc, "<!-- transcript:first-session -->");
+    assert!(pairs.len() >= 5, "{pairs:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("laptop");
+    let place = |from: PathBuf, to: PathBuf| {
+        for file in walk(&from) {
+            if file.file_name() == Some(std::ffi::OsStr::new("README.md")) {
+                continue;
+            }
+            let dest = to.join(file.strip_prefix(&from).unwrap());
+            std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+            std::fs::copy(&file, dest).unwrap();
+        }
+    };
+    place(examples(), home.join(".dsh/sessions"));
+    place(foreign().join("claude-code"), home.join(".claude/projects"));
+    place(foreign().join("codex/daaain/sessions"), home.join(".codex/sessions"));
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_dsh-session-ref"));
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let home_text = home.to_str().unwrap();
+    for (command, expected) in pairs {
+        assert!(command.starts_with("dsh-session-ref "), "{command}");
+        assert!(!command.contains("--source") && !command.contains("--root"), "no option but the words: {command}");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{command} 2>&1"))
+            .current_dir(&home)
+            .env("HOME", &home)
+            .env("TZ", "UTC")
+            .env("PATH", &path)
+            .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+            .env_remove("DSH_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{command}: {out:?}");
+        let got = String::from_utf8(out.stdout).unwrap().replace(home_text, "~");
+        assert_eq!(got, expected, "{command}");
+    }
 }
