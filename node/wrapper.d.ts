@@ -459,9 +459,19 @@ export interface SessionSourceSpec {
  * when present, says how its root was taken (a root given one level off) or
  * why it listed no session (what its root holds).
  */
+/** A session of a source that could not be read (title or text), and why. */
+export interface UnreadableSession {
+  sessionId: string
+  why: string
+}
+
+/**
+ * How a source fared in the last listing; `unreadable` (the first three)
+ * and `unreadableCount` when sessions of it could not be read since.
+ */
 export type SessionSourceStatus =
-  | { name: string; sessions: number; note?: string }
-  | { name: string; error: string; note?: string }
+  | { name: string; sessions: number; note?: string; unreadable?: UnreadableSession[]; unreadableCount?: number }
+  | { name: string; error: string; note?: string; unreadable?: UnreadableSession[]; unreadableCount?: number }
 
 /**
  * The sessions that DSH, Claude Code and Codex keep on disk, read-only, as

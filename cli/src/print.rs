@@ -77,8 +77,9 @@ pub(crate) fn note_failed_reads(failed: &[(String, String)]) {
     note_list(&mut std::io::stderr().lock(), &head, failed);
 }
 
-/// How many of a list [`note_list`] names; the rest are counted.
-const NAMED: usize = 3;
+/// How many of a list [`note_list`] names (as the SDKs' source reports
+/// name unreadable sessions); the rest are counted.
+const NAMED: usize = dsh_session_reference::sources::open::UNREADABLE_NAMED;
 
 /// `note: HEAD:`, then the first few `(what, why)` and how many more; nothing
 /// for an empty list.

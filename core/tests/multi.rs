@@ -174,3 +174,40 @@ fn the_shared_listing_is_the_merged_listing_with_each_sources_fingerprints() {
         MultiQuery::new().with_source("dsh", "", d).with_source("other", "o:", Arc::new(Unshared(multi.clone())));
     assert!(block_on(with_plain.shared_listing()).unwrap().is_none());
 }
+
+#[test]
+fn sessions_that_cannot_be_read_are_in_the_report_until_the_next_listing() {
+    use dsh_session_reference::sources::report_json;
+    use dsh_session_reference::SearchOptions;
+    let broken = MemoryQuery::new();
+    for (id, t) in
+        [("codex:ok", 5u64), ("codex:gone-1", 4), ("codex:gone-2", 3), ("codex:gone-3", 2), ("codex:gone-4", 1)]
+    {
+        broken.add_session(SessionHeader::new(id, t, None));
+        if id == "codex:ok" {
+            broken.set_surface(id, surface(id, "codex words"));
+        }
+    }
+    let multi =
+        Arc::new(MultiQuery::new().with_source("dsh", "", dsh()).with_source("codex", "codex:", Arc::new(broken)));
+    let resolver = Resolver::new(multi.clone(), Config::default());
+    let target = Target::new("t", None);
+    let found = block_on(resolver.search(&target, "words", &SearchOptions::default(), None)).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let report = report_json(&multi);
+    let codex = report.as_array().unwrap().iter().find(|s| s["name"] == "codex").unwrap();
+    // The four without a text, and the DSH session whose id routes its
+    // reads to codex (`codex:not-really`, which codex does not have).
+    assert_eq!(codex["unreadableCount"], 5, "{report}");
+    let named = codex["unreadable"].as_array().unwrap();
+    assert_eq!(named.len(), 3, "the first three are named");
+    assert!(named
+        .iter()
+        .all(|u| u["sessionId"] != "codex:ok" && u["sessionId"].as_str().unwrap().starts_with("codex:")));
+    assert!(named.iter().all(|u| !u["why"].as_str().unwrap().is_empty()));
+    let dsh_status = report.as_array().unwrap().iter().find(|s| s["name"] == "dsh").unwrap();
+    assert!(dsh_status.get("unreadable").is_none(), "{report}");
+    // A new listing starts afresh.
+    block_on(multi.list_sessions()).unwrap();
+    assert!(report_json(&multi).as_array().unwrap().iter().all(|s| s.get("unreadable").is_none()));
+}

@@ -73,3 +73,28 @@ test('a root given one level off is read as meant and said; an empty one says wh
   assert.match(codex.note, /^no Codex session in .*: expected a Codex home, holding sessions\/ or archived_sessions\//)
   assert.equal(store.note, undefined)
 })
+
+test('sessions that cannot be read are named in the report until the next listing', async () => {
+  const fs = require('node:fs')
+  const os = require('node:os')
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dsr-unreadable-'))
+  try {
+    const root = path.join(tmp, 'sessions')
+    fs.cpSync(dsh, root, { recursive: true })
+    const log = path.join(root, '--home-dev-alpha--', 'goal-wrapup', 'session.jsonl')
+    const lines = fs.readFileSync(log, 'utf8').split('\n')
+    lines.splice(4, 1) // a seq gap
+    fs.writeFileSync(log, lines.join('\n'))
+    const s = openSessionSources([{ kind: 'dsh', root }])
+    const found = await new SessionReferenceResolver(s).search({ id: 't' }, 'goal')
+    assert.deepEqual(found.map((r) => r.sessionId), ['goal-wrapup'])
+    const [store] = s.lastReport()
+    assert.equal(store.unreadableCount, 1)
+    assert.equal(store.unreadable[0].sessionId, 'goal-wrapup')
+    assert.match(store.unreadable[0].why, /seq gap/)
+    await s.listSessions()
+    assert.equal(s.lastReport()[0].unreadable, undefined, 'a new listing starts afresh')
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+  }
+})

@@ -153,7 +153,9 @@ class SessionSources:
         """How each source fared in the last listing: ``{"name", "sessions"}``
         or ``{"name", "error"}``, with a ``"note"`` when there is one (a root
         given one level off taken for the one it means; why a source listed
-        no session)."""
+        no session), and, when sessions of the source could not be read since
+        that listing (a title or a text), ``"unreadable"`` (the first three,
+        ``[{"sessionId", "why"}]``) and ``"unreadableCount"``."""
 
     def read_title(self, session_id: str) -> Optional[str]:
         """The title of a session, or ``None`` (``OSError`` when unreadable)."""

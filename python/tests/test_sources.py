@@ -93,3 +93,22 @@ def test_a_root_one_level_off_is_read_as_meant_and_an_empty_one_says_what_it_hol
     assert codex["sessions"] == 0
     assert codex["note"].startswith(f"no Codex session in {DSH}: expected a Codex home")
     assert "note" not in store
+
+
+def test_sessions_that_cannot_be_read_are_named_in_the_report(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "sessions"
+    shutil.copytree(DSH, root)
+    log = root / "--home-dev-alpha--" / "goal-wrapup" / "session.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    log.write_text("".join(lines[:4] + lines[5:]), encoding="utf-8")  # a seq gap
+    s = SessionSources([{"kind": "dsh", "root": root}])
+    found = Resolver(s).search({"id": "t"}, "goal")
+    assert [r["sessionId"] for r in found] == ["goal-wrapup"], "found by its id, not by its text"
+    (dsh,) = s.last_report()
+    assert dsh["unreadableCount"] == 1
+    assert dsh["unreadable"][0]["sessionId"] == "goal-wrapup"
+    assert "seq gap" in dsh["unreadable"][0]["why"]
+    s.list_sessions()
+    assert "unreadable" not in s.last_report()[0], "a new listing starts afresh"

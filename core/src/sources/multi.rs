@@ -33,6 +33,11 @@ pub struct SourceStatus {
     /// listed no session, why (what its root was expected to hold and what
     /// it holds).
     pub note: Option<String>,
+    /// The sessions of this source whose title or text could not be read
+    /// since the listing (`(session id, why)`, each once, in the order
+    /// they failed): discovery lists them by id and search cannot look
+    /// inside them.
+    pub unreadable: Vec<(String, String)>,
 }
 
 /// What a view says of a source beside its outcome (see
@@ -73,6 +78,8 @@ pub struct MultiQuery {
     /// The last merged shared listing and the sources' listings it was
     /// merged from (`None` for a source that failed to list).
     merged: Mutex<Option<(Vec<Option<SharedListing>>, SharedListing)>>,
+    /// Reads that failed since the last listing: `(source, id, why)`.
+    failed: Mutex<Vec<(usize, String, String)>>,
 }
 
 impl std::fmt::Debug for MultiQuery {
@@ -117,7 +124,29 @@ impl MultiQuery {
     /// How each source fared in the most recent `list_sessions` (empty
     /// before the first).
     pub fn last_report(&self) -> Vec<SourceStatus> {
-        self.report.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for (source, id, why) in self.failed.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let name = &self.entries[*source].name;
+            if let Some(status) = report.iter_mut().find(|s| &s.name == name) {
+                status.unreadable.push((id.clone(), why.clone()));
+            }
+        }
+        report
+    }
+
+    /// A new listing: the reads that failed before it are forgotten.
+    fn listed(&self, report: Vec<SourceStatus>) {
+        *self.report.lock().unwrap_or_else(|e| e.into_inner()) = report;
+        self.failed.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Keeps a failed read of `id` from `entry` for the report (once per id).
+    fn record(&self, entry: &Entry, id: &str, error: &HostError) {
+        let source = self.entries.iter().position(|e| std::ptr::eq(e, entry)).unwrap_or(0);
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if !failed.iter().any(|(_, f, _)| f == id) {
+            failed.push((source, id.to_owned(), error.message().to_owned()));
+        }
     }
 
     fn route(&self, id: &str) -> Result<&Entry, HostError> {
@@ -150,13 +179,18 @@ fn merge<T>(
             Ok(list) => {
                 let n = len(&list);
                 let note = entry.notes.note(Some(n));
-                report.push(SourceStatus { name: entry.name.clone(), outcome: Ok(n), note });
+                report.push(SourceStatus { name: entry.name.clone(), outcome: Ok(n), note, unreadable: Vec::new() });
                 kept.push(Some(list));
             }
             Err(e) => {
                 failures.push(format!("{}: {}", entry.name, e.message()));
                 let note = entry.notes.note(None);
-                report.push(SourceStatus { name: entry.name.clone(), outcome: Err(e.message().to_owned()), note });
+                report.push(SourceStatus {
+                    name: entry.name.clone(),
+                    outcome: Err(e.message().to_owned()),
+                    note,
+                    unreadable: Vec::new(),
+                });
                 kept.push(None);
             }
         }
@@ -181,7 +215,7 @@ impl SessionQuery for MultiQuery {
         Box::pin(async move {
             let lists = futures::future::join_all(self.entries.iter().map(|e| e.query.list_sessions())).await;
             let (report, merged) = merge(&self.entries, lists, Vec::len);
-            *self.report.lock().unwrap_or_else(|e| e.into_inner()) = report;
+            self.listed(report);
             let mut merged: Vec<Vec<SessionHeader>> = merged?.into_iter().flatten().collect();
             if merged.len() == 1 {
                 return Ok(merged.pop().unwrap_or_default());
@@ -206,7 +240,7 @@ impl SessionQuery for MultiQuery {
             let lists: Vec<Result<SharedListing, HostError>> =
                 lists.into_iter().map(|l| l.map(Option::unwrap_or_default)).collect();
             let (report, kept) = merge(&self.entries, lists, |l| l.sessions().len());
-            *self.report.lock().unwrap_or_else(|e| e.into_inner()) = report;
+            self.listed(report);
             let kept = kept?;
             let mut last = self.merged.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((from, merged)) = last.as_ref() {
@@ -241,11 +275,25 @@ impl SessionQuery for MultiQuery {
 
     // Routed inside the future, so that creating it needs no runtime.
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
-        Box::pin(async move { self.route(session_id)?.query.read_title(session_id).await })
+        Box::pin(async move {
+            let entry = self.route(session_id)?;
+            let read = entry.query.read_title(session_id).await;
+            if let Err(e) = &read {
+                self.record(entry, session_id, e);
+            }
+            read
+        })
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        Box::pin(async move { self.route(session_id)?.query.read_surface(session_id).await })
+        Box::pin(async move {
+            let entry = self.route(session_id)?;
+            let read = entry.query.read_surface(session_id).await;
+            if let Err(e) = &read {
+                self.record(entry, session_id, e);
+            }
+            read
+        })
     }
 
     /// Each id's fingerprint from the source its reads go to, asked once per

@@ -449,10 +449,15 @@ pub fn specs_from_json(value: &serde_json::Value) -> Result<Vec<SourceSpec>, Str
     }
 }
 
+/// How many unreadable sessions [`report_json`] names per source.
+pub const UNREADABLE_NAMED: usize = 3;
+
 /// How each source of `multi` fared in its last listing, as the SDKs give
 /// it: `[{"name", "sessions": n}]` or `[{"name", "error": why}]`, with a
 /// `"note"` when there is one (a root taken for the one it meant; why a
-/// source listed no session).
+/// source listed no session), and, when sessions of it could not be read
+/// since (a title or a text), `"unreadable": [{"sessionId", "why"}]` (the
+/// first [`UNREADABLE_NAMED`]) and `"unreadableCount"`.
 pub fn report_json(multi: &MultiQuery) -> serde_json::Value {
     let report = multi.last_report().into_iter().map(|s| {
         let mut item = match s.outcome {
@@ -461,6 +466,17 @@ pub fn report_json(multi: &MultiQuery) -> serde_json::Value {
         };
         if let Some(note) = s.note {
             item["note"] = serde_json::Value::String(note);
+        }
+        if !s.unreadable.is_empty() {
+            // The first few with why, and how many in all.
+            let named: Vec<serde_json::Value> = s
+                .unreadable
+                .iter()
+                .take(UNREADABLE_NAMED)
+                .map(|(id, why)| serde_json::json!({"sessionId": id, "why": why}))
+                .collect();
+            item["unreadable"] = serde_json::Value::Array(named);
+            item["unreadableCount"] = serde_json::Value::from(s.unreadable.len());
         }
         item
     });
