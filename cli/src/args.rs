@@ -125,15 +125,22 @@ pub(crate) struct Global {
     #[arg(long, global = true)]
     pub(crate) sanitize_labels: bool,
     /// Keep what candidates --query and search learn (titles, indexed text)
-    /// in $XDG_CACHE_HOME/dsh-session-reference/ to start warm next time
+    /// in $XDG_CACHE_HOME/dsh-session-reference/ (private to you) to start
+    /// warm next time [the default]
     #[arg(long, global = true, overrides_with = "no_cache")]
     pub(crate) cache: bool,
-    /// Read every session afresh and write no cache file [the default]
+    /// Read every session afresh and read or write no cache file
     #[arg(long, global = true, overrides_with = "cache")]
     pub(crate) no_cache: bool,
 }
 
 impl Global {
+    /// Whether the command keeps its cache files: unless `--no-cache`
+    /// (the last of `--cache` / `--no-cache` wins).
+    pub(crate) fn caching(&self) -> bool {
+        !self.no_cache
+    }
+
     /// The hardened mode's protections the flags ask for.
     pub(crate) fn hardening(&self) -> Hardening {
         Hardening {

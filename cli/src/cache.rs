@@ -1,7 +1,8 @@
-//! `--cache`: what the store and the resolver learn kept on disk between
-//! runs, under `$XDG_CACHE_HOME/dsh-session-reference/` (else
-//! `~/.cache/dsh-session-reference/`), three files per sessions root, never
-//! under the root itself:
+//! The cache (on unless `--no-cache`): what the store and the resolver learn
+//! kept on disk between runs, under `$XDG_CACHE_HOME/dsh-session-reference/`
+//! (else `~/.cache/dsh-session-reference/`), never under a sessions root:
+//! for a DSH root read alone, three files; for several sources (or one of
+//! another kind), the titles and the index files of that set of sources:
 //! - `listing-<root>.bin`: each session directory's entries and each log's
 //!   header, with their stamps (used only while a stamp is unchanged);
 //! - `titles-<root>.bin`: each session's latest title, by fingerprint
@@ -18,7 +19,9 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-/// The cache files of one sessions root.
+use dsh_session_reference::sources::SourceSpec;
+
+/// The cache files of one sessions root, or of one set of sources.
 pub struct Files {
     pub listing: PathBuf,
     pub titles: PathBuf,
@@ -26,8 +29,37 @@ pub struct Files {
 }
 
 impl Files {
+    /// The cache files of the sources `specs`: those of its root for a DSH
+    /// root alone ([`Files::for_root`]); else the files of that set of
+    /// sources (kinds and roots, in any order), whose listing file is not
+    /// used (only the DSH store keeps a listing cache).
+    pub fn for_sources(specs: &[SourceSpec]) -> Result<Files, String> {
+        let mut roots: Vec<(String, PathBuf)> = specs
+            .iter()
+            .map(|s| (s.kind.name().to_owned(), s.root.canonicalize().unwrap_or_else(|_| s.root.clone())))
+            .collect();
+        roots.sort();
+        let mut files = Files::at(&roots.iter().map(|(_, r)| r.as_path()).collect::<Vec<_>>())?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        roots.hash(&mut h);
+        let key = format!("{:016x}", h.finish());
+        let dir = files.titles.parent().map(Path::to_owned).unwrap_or_default();
+        files.listing = dir.join(format!("listing-{key}.bin"));
+        files.titles = dir.join(format!("titles-{key}.bin"));
+        files.index = dir.join(format!("index-{key}.bin"));
+        Ok(files)
+    }
+
     /// The cache files of `root`, or why there are none.
     pub fn for_root(root: &Path) -> Result<Files, String> {
+        Files::at(&[root])
+    }
+
+    /// The cache files keyed by `roots[0]` in the cache directory, or why
+    /// there are none (no home, or the cache directory inside one of
+    /// `roots`).
+    fn at(roots: &[&Path]) -> Result<Files, String> {
+        let root = roots.first().copied().unwrap_or(Path::new(""));
         let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
             Some(dir) => PathBuf::from(dir),
             None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
@@ -36,11 +68,14 @@ impl Files {
             },
         };
         let dir = base.join("dsh-session-reference");
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
         let base_real = base.canonicalize().unwrap_or(base);
-        if base_real.starts_with(&root) {
-            return Err(format!("the cache directory {} is inside the sessions root", dir.display()));
+        for each in roots {
+            let each = each.canonicalize().unwrap_or_else(|_| each.to_path_buf());
+            if base_real.starts_with(&each) {
+                return Err(format!("the cache directory {} is inside the sessions root", dir.display()));
+            }
         }
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
         let mut h = std::collections::hash_map::DefaultHasher::new();
         root.hash(&mut h);
         let key = format!("{:016x}", h.finish());

@@ -46,7 +46,7 @@ pub(crate) struct Ctx {
     quiet: bool,
     /// `--context-window`.
     pub(crate) context_window: Option<u64>,
-    /// The cache files (`--cache`, DSH store only).
+    /// The cache files (unless `--no-cache`).
     cache: Option<cache::Files>,
     /// Whether the titles file is left alone (`search`: each indexed
     /// session's title is in the index, under the same fingerprint, so a
@@ -60,19 +60,30 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    /// The context over one DSH root.
-    pub(crate) fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>) -> CliResult<Ctx> {
-        Ctx::open(global, vec![SourceSpec::new(SourceKind::Dsh, root)], candidate_limit, false)
+    /// The context over one DSH root, caching as the flags say unless
+    /// `cache` is false (a root that lives only for this command).
+    pub(crate) fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>, cache: bool) -> CliResult<Ctx> {
+        Ctx::open_with(global, vec![SourceSpec::new(SourceKind::Dsh, root)], candidate_limit, false, cache)
     }
 
-    /// The context over `specs`; with `--cache`, the search index is
-    /// loaded only when `needs_index`, and then the titles file is neither
-    /// read nor written.
+    /// The context over `specs`; when caching (the default), the search
+    /// index is loaded only when `needs_index`, and then the titles file is
+    /// neither read nor written.
     pub(crate) fn open(
         global: &Global,
         specs: Vec<SourceSpec>,
         candidate_limit: Option<u64>,
         needs_index: bool,
+    ) -> CliResult<Ctx> {
+        Ctx::open_with(global, specs, candidate_limit, needs_index, true)
+    }
+
+    fn open_with(
+        global: &Global,
+        specs: Vec<SourceSpec>,
+        candidate_limit: Option<u64>,
+        needs_index: bool,
+        cache: bool,
     ) -> CliResult<Ctx> {
         let config = global.config(candidate_limit)?;
         let (json, context_window) = (global.json, global.context_window);
@@ -88,9 +99,6 @@ impl Ctx {
                 (Sources::Dsh(store.clone()), Arc::new(store))
             }
             _ => {
-                if global.cache && !global.quiet {
-                    eprintln!("note: --cache applies to a DSH root alone; reading every session afresh");
-                }
                 let multi =
                     Arc::new(open_sources(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
                 (Sources::Multi(Arc::clone(&multi)), multi)
@@ -110,12 +118,17 @@ impl Ctx {
             loading: None,
             root_note,
         };
-        if let (true, Sources::Dsh(store), [only]) = (global.cache, &ctx.sources, specs.as_slice()) {
-            // The store fingerprints its logs, so the cache's entries
-            // count only for logs that did not change; its listing cache
-            // is used only for directories and logs whose stamps did not
-            // change. The search index is read only by search.
-            match cache::Files::for_root(&only.root) {
+        if cache && global.caching() {
+            // Every source fingerprints its sessions, so the cache's
+            // entries count only for sessions that did not change; the DSH
+            // store's listing cache is used only for directories and logs
+            // whose stamps did not change. The search index is read only
+            // by search.
+            let files = match (&ctx.sources, specs.as_slice()) {
+                (Sources::Dsh(store), _) => cache::Files::for_root(store.root()),
+                _ => cache::Files::for_sources(&specs),
+            };
+            match files {
                 Ok(files) => {
                     if needs_index {
                         // The index file is read on its own thread while the
@@ -132,7 +145,9 @@ impl Ctx {
                     } else {
                         ctx.resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
                     }
-                    store.load_listing_cache(&files.listing);
+                    if let Sources::Dsh(store) = &ctx.sources {
+                        store.load_listing_cache(&files.listing);
+                    }
                     ctx.cache = Some(files);
                 }
                 Err(why) => eprintln!("warning: not caching: {why}"),
@@ -152,14 +167,16 @@ impl Ctx {
 
     /// Writes the cache files that changed, when caching (a failure only warns).
     pub(crate) fn save_cache(&self) {
-        let (Some(files), Sources::Dsh(store)) = (&self.cache, &self.sources) else { return };
+        let Some(files) = &self.cache else { return };
         if let Some(Err(e)) = files.listing.parent().map(std::fs::create_dir_all) {
             eprintln!("warning: could not write the cache {}: {e}", files.listing.display());
             return;
         }
         let mut saved = Vec::new();
-        if store.listing_cache_changed() || !files.listing.exists() {
-            saved.push((&files.listing, store.save_listing_cache(&files.listing)));
+        if let Sources::Dsh(store) = &self.sources {
+            if store.listing_cache_changed() || !files.listing.exists() {
+                saved.push((&files.listing, store.save_listing_cache(&files.listing)));
+            }
         }
         for (part, path) in [(DiscoveryCachePart::Titles, &files.titles), (DiscoveryCachePart::Index, &files.index)] {
             if part == DiscoveryCachePart::Titles && self.skip_titles {

@@ -51,6 +51,49 @@ fn main() -> ExitCode {
     }
 }
 
+/// A line on stderr, when it is a terminal, for work that turns out to take
+/// more than a second (a first index build over thousands of sessions);
+/// cleared when the work ends. Nothing at all for quick work or when stderr
+/// is a file or a pipe.
+struct Progress {
+    done: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn after_a_second(what: &'static str) -> Progress {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() {
+            return Progress { done: None, thread: None };
+        }
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || {
+                use std::sync::mpsc::RecvTimeoutError;
+                // DSR_PROGRESS_AFTER_MS: the delay, for the tests.
+                let after = std::env::var("DSR_PROGRESS_AFTER_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+                if let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(std::time::Duration::from_millis(after)) {
+                    eprint!("{what}…");
+                    // Wait for the end, then erase the line.
+                    let _ = wait.recv();
+                    eprint!("\r\x1b[2K");
+                }
+            })
+            .ok();
+        Progress { done: Some(done), thread }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// A command piped into `head` ends quietly when `head` has read enough, as
 /// a Unix command does: Rust ignores SIGPIPE, so the next write would fail
 /// and `println!` would panic ("failed printing to stdout").
@@ -92,7 +135,10 @@ fn run(cli: Cli) -> CliResult {
             ctx.index_loaded();
             let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
             let options = SearchOptions { limit: *limit, scope };
-            let list = block_on(ctx.resolver.search(&target, &query.join(" "), &options, None))?;
+            let progress = (!g.quiet).then(|| Progress::after_a_second("indexing what was said in every session (a first search over these sources; later ones start warm)"));
+            let list = block_on(ctx.resolver.search(&target, &query.join(" "), &options, None));
+            drop(progress);
+            let list = list?;
             ctx.save_cache();
             print_search(&list, ctx.json);
             ctx.notes();
@@ -220,7 +266,8 @@ fn run(cli: Cli) -> CliResult {
                 None => Some(example::ExampleRoot::unpack().map_err(|e| read_failed(format!("bundled example: {e}")))?),
             };
             let root = g.root.clone().or_else(|| bundled.as_ref().map(|b| b.path().to_owned()));
-            let ctx = Ctx::new(g, root.unwrap_or_default(), None)?;
+            // The bundled store lives only for this command: nothing to cache.
+            let ctx = Ctx::new(g, root.unwrap_or_default(), None, bundled.is_none())?;
             demo(&ctx, bundled.is_some())?;
         }
     }

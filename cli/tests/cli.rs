@@ -24,6 +24,8 @@ fn cmd() -> Command {
     c.env_remove("DSH_HOME");
     c.env_remove("CLAUDE_CONFIG_DIR");
     c.env_remove("CODEX_HOME");
+    // The cache is on by default: this run's own, never the user's.
+    c.env("XDG_CACHE_HOME", std::env::temp_dir().join(format!("dsr-cli-tests-{}", std::process::id())));
     c
 }
 
@@ -659,7 +661,7 @@ fn search_finds_what_was_said_with_snippets() {
 }
 
 #[test]
-fn the_cache_is_opt_in_and_never_changes_an_answer() {
+fn the_cache_is_the_default_and_never_changes_an_answer() {
     let root = raw_root();
     let cache_home = tempfile::tempdir().unwrap();
     let run_in = |args: &[&str]| {
@@ -672,13 +674,18 @@ fn the_cache_is_opt_in_and_never_changes_an_answer() {
     };
     let search = ["--root", root.as_str(), "--json", "search", "--target", "t", "--cwd", "/home/dev/alpha", "goal"];
     let cands = ["--root", root.as_str(), "--json", "candidates", "--target", "t", "--query", "a"];
-    let expected_search = run_in(&search);
-    let expected_cands = run_in(&cands);
+    let uncached = |args: &[&str]| run_in(&[args, &["--no-cache"]].concat());
+    let expected_search = uncached(&search);
+    let expected_cands = uncached(&cands);
     let dir = cache_home.path().join("dsh-session-reference");
-    assert!(!dir.exists(), "no cache file without --cache");
+    assert!(!dir.exists(), "no cache file with --no-cache");
+    // The default: caching (`--cache` says so explicitly).
     fn with<'a>(args: &[&'a str]) -> Vec<&'a str> {
-        [args, &["--cache"]].concat()
+        args.to_vec()
     }
+    assert_eq!(run_in(&[&cands[..], &["--no-cache", "--cache"]].concat()), expected_cands);
+    assert!(dir.exists(), "--cache (last) caches");
+    std::fs::remove_dir_all(&dir).unwrap();
     let names = |dir: &Path| -> (Vec<PathBuf>, Vec<String>) {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
@@ -713,7 +720,7 @@ fn the_cache_is_opt_in_and_never_changes_an_answer() {
     }
     // Another root's listing file in this root's place is ignored.
     let other = fixtures().join("zstd").to_str().unwrap().to_owned();
-    let other_run = ["--root", other.as_str(), "candidates", "--target", "t", "--cache"];
+    let other_run = ["--root", other.as_str(), "candidates", "--target", "t"];
     run_in(&other_run);
     let mut all: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     all.retain(|f| !files.contains(f) && f.to_string_lossy().contains("listing-"));

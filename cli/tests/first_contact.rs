@@ -13,9 +13,11 @@ fn examples() -> PathBuf {
 
 fn cmd() -> Command {
     let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
-    for var in ["DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CACHE_HOME"] {
+    for var in ["DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"] {
         c.env_remove(var);
     }
+    // The cache is on by default: this run's own, never the user's.
+    c.env("XDG_CACHE_HOME", std::env::temp_dir().join(format!("dsr-first-contact-{}", std::process::id())));
     c
 }
 
@@ -525,4 +527,68 @@ fn the_first_session_transcript_is_what_the_command_prints() {
         let got = String::from_utf8(out.stdout).unwrap().replace(home_text, "~");
         assert_eq!(got, expected, "{command}");
     }
+}
+
+#[test]
+fn the_cache_is_on_for_every_kind_of_source_and_never_for_the_bundled_demo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let run = |args: &[&str]| {
+        let o = cmd().current_dir(tmp.path()).env("XDG_CACHE_HOME", &cache).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let claude = format!("claude-code={}", foreign().join("claude-code").display());
+    let codex = format!("codex={}", foreign().join("codex/daaain").display());
+    let search = ["--source", claude.as_str(), "--source", codex.as_str(), "--json", "search", "synthetic"];
+    let cands = ["--source", claude.as_str(), "--source", codex.as_str(), "--json", "candidates", "--query", "e"];
+    let fresh_search = run(&[&search[..], &["--no-cache"]].concat());
+    let fresh_cands = run(&[&cands[..], &["--no-cache"]].concat());
+    let dir = cache.join("dsh-session-reference");
+    assert!(!dir.exists());
+    assert_eq!(run(&search), fresh_search, "cold");
+    assert_eq!(run(&cands), fresh_cands, "cold");
+    let mut kinds: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().split('-').next().unwrap().to_owned())
+        .collect();
+    kinds.sort();
+    assert_eq!(kinds, ["index", "titles"], "several sources keep titles and an index (no DSH listing)");
+    assert_eq!(run(&search), fresh_search, "warm");
+    assert_eq!(run(&cands), fresh_cands, "warm");
+    // The same sources in another order are the same set.
+    let swapped = ["--source", codex.as_str(), "--source", claude.as_str(), "--json", "search", "synthetic"];
+    assert_eq!(run(&swapped), fresh_search);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+    // The demo's bundled store lives for one command: nothing is kept.
+    std::fs::remove_dir_all(&dir).unwrap();
+    run(&["demo"]);
+    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0, "demo cached its bundled store");
+}
+
+#[test]
+fn a_slow_first_search_says_so_on_a_terminal_and_nowhere_else() {
+    let bin = env!("CARGO_BIN_EXE_dsh-session-ref");
+    let root = examples();
+    let command = format!("{bin} --root {} search goal --no-cache", root.display());
+    // `script` gives the command a terminal; the delay is 0 so that any
+    // search is "slow".
+    let Ok(out) = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("DSR_PROGRESS_AFTER_MS", "0")
+        .output()
+    else {
+        panic!("util-linux `script` is needed for this test");
+    };
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("indexing what was said in every session"), "{shown}");
+    assert!(shown.contains("\r\x1b[2K"), "the line is erased when the search ends: {shown:?}");
+    assert!(shown.contains("goal-wrapup"), "{shown}");
+    // Not on a pipe, however slow.
+    let piped = cmd()
+        .env("DSR_PROGRESS_AFTER_MS", "0")
+        .args(["--root", root.to_str().unwrap(), "search", "goal"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&piped.stderr).contains("indexing"));
 }
