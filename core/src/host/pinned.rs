@@ -62,6 +62,17 @@ impl PinnedListing {
         self.failed.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// `read`, a read of `session_id`, its failure kept.
+    fn recorded<'a, T: 'a>(&'a self, session_id: &'a str, read: QueryFuture<'a, T>) -> QueryFuture<'a, T> {
+        Box::pin(async move {
+            let answer = read.await;
+            if let Err(e) = &answer {
+                self.record(session_id, e);
+            }
+            answer
+        })
+    }
+
     /// Keeps `error`, the failure of a read of `session_id`.
     fn record(&self, session_id: &str, error: &HostError) {
         let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
@@ -90,22 +101,10 @@ impl SessionQuery for PinnedListing {
         }
     }
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
-        Box::pin(async move {
-            let read = self.query.read_title(session_id).await;
-            if let Err(e) = &read {
-                self.record(session_id, e);
-            }
-            read
-        })
+        self.recorded(session_id, self.query.read_title(session_id))
     }
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        Box::pin(async move {
-            let read = self.query.read_surface(session_id).await;
-            if let Err(e) = &read {
-                self.record(session_id, e);
-            }
-            read
-        })
+        self.recorded(session_id, self.query.read_surface(session_id))
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         self.query.fingerprints(session_ids)

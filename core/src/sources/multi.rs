@@ -140,6 +140,23 @@ impl MultiQuery {
         self.failed.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
+    /// `read` of the source `session_id` routes to, its failure kept for
+    /// the report.
+    fn read_recorded<'a, T: Send + 'a>(
+        &'a self,
+        session_id: &'a str,
+        read: impl FnOnce(&'a dyn SessionQuery) -> QueryFuture<'a, T> + Send + 'a,
+    ) -> QueryFuture<'a, T> {
+        Box::pin(async move {
+            let entry = self.route(session_id)?;
+            let answer = read(entry.query.as_ref()).await;
+            if let Err(e) = &answer {
+                self.record(entry, session_id, e);
+            }
+            answer
+        })
+    }
+
     /// Keeps a failed read of `id` from `entry` for the report (once per id).
     fn record(&self, entry: &Entry, id: &str, error: &HostError) {
         let source = self.entries.iter().position(|e| std::ptr::eq(e, entry)).unwrap_or(0);
@@ -275,25 +292,11 @@ impl SessionQuery for MultiQuery {
 
     // Routed inside the future, so that creating it needs no runtime.
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
-        Box::pin(async move {
-            let entry = self.route(session_id)?;
-            let read = entry.query.read_title(session_id).await;
-            if let Err(e) = &read {
-                self.record(entry, session_id, e);
-            }
-            read
-        })
+        self.read_recorded(session_id, |query| query.read_title(session_id))
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        Box::pin(async move {
-            let entry = self.route(session_id)?;
-            let read = entry.query.read_surface(session_id).await;
-            if let Err(e) = &read {
-                self.record(entry, session_id, e);
-            }
-            read
-        })
+        self.read_recorded(session_id, |query| query.read_surface(session_id))
     }
 
     /// Each id's fingerprint from the source its reads go to, asked once per
