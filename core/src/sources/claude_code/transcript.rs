@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::text::typed_text;
 use crate::conversation::ConversationItem;
+use crate::fs::as_of_now;
 use crate::projection::Role;
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
@@ -133,7 +134,7 @@ pub fn tail_custom_title(mut file: File, size: u64) -> io::Result<Option<String>
     file.seek(SeekFrom::Start(start))?;
     let mut title = None;
     let mut first = start > 0;
-    each_line(file.take(TAIL_BYTES), u64::MAX, |_, bytes| {
+    each_line(file.take(size - start), u64::MAX, |_, bytes| {
         // The first line of a window that starts mid-file may be partial.
         if std::mem::take(&mut first) {
             return true;
@@ -241,7 +242,8 @@ impl TitleParts {
     }
 }
 
-/// Reads a whole transcript. `project` gives the summary titles of its
+/// Reads a whole transcript as it was when the read began, up to its last
+/// complete line (a line a writer is in the middle of is not read). `project` gives the summary titles of its
 /// project directory; it is called only when the title may come from them
 /// (a transcript written before Claude Code 2.1 with no `custom-title` or
 /// `ai-title`). Also gives what the title is made of.
@@ -257,7 +259,7 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
     let mut queued: VecDeque<Option<String>> = VecDeque::new();
     let (mut created_at, mut first_cwd) = (None, None);
     let mut last_uuid: Option<String> = None;
-    let stats: LineStats = each_line(file, u64::MAX, |n, bytes| {
+    let stats: LineStats = each_line(as_of_now(file)?, u64::MAX, |n, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else {
             head.feed(n, None);
             return false;

@@ -7,6 +7,7 @@ use std::io;
 use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
+use crate::fs::as_of_now;
 use crate::projection::Role;
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LStr, LU64};
@@ -170,7 +171,8 @@ fn roll_back(history: &mut Vec<Hist>, n: u64) {
     }
 }
 
-/// Replays a whole rollout. Its title is the latest `thread_name_updated`
+/// Replays a whole rollout as it was when the read began, up to its last
+/// complete line (a line a writer is in the middle of is not read). Its title is the latest `thread_name_updated`
 /// name, else the first real user message, else the first assistant text
 /// (the source looks up `session_index.jsonl` first).
 pub fn read(file: File) -> io::Result<Transcript> {
@@ -185,7 +187,7 @@ pub fn read(file: File) -> io::Result<Transcript> {
         Hist::Assistant(t) if first_assistant.is_none() => first_assistant = title_from_text(t),
         _ => {}
     };
-    let stats: LineStats = each_line(file, u64::MAX, |_, bytes| {
+    let stats: LineStats = each_line(as_of_now(file)?, u64::MAX, |_, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
         if !head_seen {
             if let Some(h) = head_of(&line) {
