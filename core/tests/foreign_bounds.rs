@@ -41,6 +41,12 @@ fn claude_read(root: &Path) -> Vec<(String, String)> {
     c.items.into_iter().map(|i| (i.role.as_str().to_owned(), i.text)).collect()
 }
 
+/// A read of `text` as a transcript that `check`s what it gives.
+fn claude_case(text: &str, check: impl Fn(Vec<(String, String)>) + 'static) -> Box<dyn Fn()> {
+    let root = claude_root(text);
+    Box::new(move || check(claude_read(root.path())))
+}
+
 /// Writes a rollout of `lines` (after its header) as the one session of a
 /// Codex home.
 fn codex_home(lines: &str) -> tempfile::TempDir {
@@ -130,8 +136,7 @@ fn lines_of_one_message_id_join_in_linear_time() {
             let parent = if i == 0 { "u".to_owned() } else { format!("a{}", i - 1) };
             text += &chain("assistant", &format!("a{i}"), Some(&parent), i + 1, "same", &format!("part {i}"));
         }
-        let root = claude_root(&text);
-        Box::new(move || assert_eq!(claude_read(root.path()).len(), 2))
+        claude_case(&text, |items| assert_eq!(items.len(), 2))
     });
 }
 
@@ -146,23 +151,13 @@ fn steering_prompts_are_placed_in_linear_time() {
             let parent = (i > 0).then(|| format!("u{}", i - 1));
             text += &chain("user", &format!("u{i}"), parent.as_deref(), 2 * i * 1000, "", &format!("q{i}"));
         }
-        for i in 0..n {
-            text += &format!(
-                r#"{{"type":"queue-operation","operation":"enqueue","timestamp":"{}","content":"never delivered {i}"}}"#,
-                ts(1)
-            );
-            text += "\n";
-        }
-        for i in 0..n {
-            text += &format!(
-                r#"{{"type":"queue-operation","operation":"remove","timestamp":"{}","content":"steer {i}"}}"#,
-                ts(2 * i * 1000 + 1000)
-            );
-            text += "\n";
-        }
-        let root = claude_root(&text);
-        Box::new(move || {
-            let items = claude_read(root.path());
+        let queue = |op: &str, at: usize, content: String| {
+            format!(r#"{{"type":"queue-operation","operation":"{op}","timestamp":"{}","content":"{content}"}}"#, ts(at))
+                + "\n"
+        };
+        text.extend((0..n).map(|i| queue("enqueue", 1, format!("never delivered {i}"))));
+        text.extend((0..n).map(|i| queue("remove", 2 * i * 1000 + 1000, format!("steer {i}"))));
+        claude_case(&text, move |items| {
             assert_eq!(items.len(), 2 * n);
             assert_eq!((items[1].1.as_str(), items[2 * n - 1].1.as_str()), ("steer 0", &*format!("steer {}", n - 1)));
         })
@@ -176,8 +171,7 @@ fn steering_prompts_are_placed_in_linear_time() {
 fn unclosed_reminder_tags_are_read_in_linear_time() {
     assert_linear("unclosed reminder tags", 10_000, |n| {
         let text = chain("user", "u", None, 0, "", &"<system-reminder> ".repeat(n));
-        let root = claude_root(&text);
-        Box::new(move || assert_eq!(claude_read(root.path()).len(), 1))
+        claude_case(&text, |items| assert_eq!(items.len(), 1))
     });
 }
 
@@ -187,13 +181,9 @@ fn unclosed_reminder_tags_are_read_in_linear_time() {
 #[test]
 fn codex_rollbacks_and_compactions_take_linear_time() {
     assert_linear("rollbacks", 20_000, |n| {
-        let mut lines = String::new();
-        for i in 0..n {
-            lines += &codex_user(2 * i);
-            lines += &codex_user(2 * i + 1);
-            lines += r#"{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":1}}"#;
-            lines += "\n";
-        }
+        let rollback = r#"{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":1}}"#;
+        let round = |i: usize| format!("{}{}{rollback}\n", codex_user(2 * i), codex_user(2 * i + 1));
+        let lines: String = (0..n).map(round).collect();
         let home = codex_home(&lines);
         Box::new(move || assert_eq!(codex_read(home.path()).len(), n))
     });

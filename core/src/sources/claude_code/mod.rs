@@ -34,7 +34,9 @@
 //!   is found without reading the rest of the file (Claude Code re-appends
 //!   titles there).
 //! - **capturedThroughSeq**: the 0-based number of the last line read
-//!   (every line counts, skipped ones too).
+//!   (every line counts, skipped ones too). A read sees the file as it was
+//!   when it began, up to its last complete line: a last line without its
+//!   `\n` (a writer in the middle of it) is not read.
 //!
 //! # The current conversation
 //!
