@@ -193,7 +193,7 @@ fn scan(path: &Path) -> u64 {
     let (file, _) = open_regular(path).unwrap();
     let mut lines = BoundedLines::new(file, 64 << 20);
     let mut n = 0;
-    while let Some((line, _)) = lines.next_line().unwrap() {
+    while let Some(line) = lines.next_line().unwrap() {
         n += line.len() as u64 & 1;
     }
     n
@@ -205,7 +205,7 @@ fn skip_parse(path: &Path) -> u64 {
     let (file, _) = open_regular(path).unwrap();
     let mut lines = BoundedLines::new(file, 64 << 20);
     let mut n = 0;
-    while let Some((line, _)) = lines.next_line().unwrap() {
+    while let Some(line) = lines.next_line().unwrap() {
         n += u64::from(serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok());
     }
     n

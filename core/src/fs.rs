@@ -289,18 +289,72 @@ pub fn open_under(root: &Path, parts: &[&std::ffi::OsStr]) -> io::Result<(File, 
     open_regular(&path)
 }
 
-/// The lines of a file, split on `\n` only (a `\u{2028}` inside a string
-/// is not a line break), each at most `max` bytes: a longer line is an
-/// error, so memory stays bounded by one line. An unterminated last line
-/// is given like the others (`complete == false`).
+/// What one [`read_line`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineEnd {
+    /// A complete line (its `\n` is not kept).
+    Line,
+    /// The end of the input. `torn_bytes` is the length of an unterminated
+    /// last line, which is not a line (0 when the input ended with `\n`).
+    End {
+        /// Bytes of the unterminated last line.
+        torn_bytes: u64,
+    },
+    /// A line longer than the limit (what was read of it is not kept).
+    TooLong,
+}
+
+/// Reads the next line of `reader` into `buf` (cleared first), split on
+/// `\n` only (a `\u{2028}` inside a string is not a line break), its `\n`
+/// removed. A line is a line only once its `\n` is written: an
+/// unterminated last line (one a writer may be in the middle of) is the
+/// [`End`](LineEnd::End), so that a reader that stops there sees a prefix
+/// of the file ending at its last complete line, and a line completed
+/// during the read never comes back as a second, bad line. A line longer
+/// than `max` bytes is [`TooLong`](LineEnd::TooLong), so memory stays
+/// bounded by one line. Every reader of lines (DSH logs, transcripts,
+/// rollouts) reads through this.
+pub fn read_line<R: io::BufRead>(reader: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<LineEnd> {
+    use io::{BufRead, Read};
+    buf.clear();
+    let limit = max as u64 + 1;
+    let n = reader.take(limit).read_until(b'\n', buf)?;
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Ok(LineEnd::Line);
+    }
+    if n as u64 >= limit {
+        return Ok(LineEnd::TooLong);
+    }
+    Ok(LineEnd::End { torn_bytes: n as u64 })
+}
+
+/// `file` from where it stands to its length as of now: a read through it
+/// sees the file as it was when the read began, whatever a writer appends
+/// meanwhile (with [`read_line`], up to its last complete line).
+pub fn as_of_now(file: File) -> io::Result<io::Take<File>> {
+    use io::{Read, Seek};
+    let len = file.metadata()?.len();
+    let at = (&file).stream_position()?;
+    Ok(file.take(len.saturating_sub(at)))
+}
+
+/// The complete lines of a file ([`read_line`]), each at most `max` bytes:
+/// a longer line is an error, so memory stays bounded by one line. An
+/// unterminated last line is not given: the lines end before it
+/// ([`torn_bytes`](Self::torn_bytes) says how long it was), and nothing
+/// after it is read.
 pub struct BoundedLines<R: io::Read = File> {
     reader: io::BufReader<R>,
     buf: Vec<u8>,
     max: usize,
     /// Lines given so far.
     pub count: u64,
-    /// Bytes consumed so far.
+    /// Bytes consumed so far (of complete lines).
     pub offset: u64,
+    /// The length of the unterminated last line, once the end was reached
+    /// (`None` before).
+    pub torn_bytes: Option<u64>,
 }
 
 impl<R: io::Read> BoundedLines<R> {
@@ -312,31 +366,31 @@ impl<R: io::Read> BoundedLines<R> {
             max,
             count: 0,
             offset: 0,
+            torn_bytes: None,
         }
     }
 
-    /// The next line without its `\n`, and whether it had one; `None` at
-    /// the end of the file.
-    pub fn next_line(&mut self) -> io::Result<Option<(&[u8], bool)>> {
-        use io::{BufRead, Read};
-        self.buf.clear();
-        let limit = self.max as u64 + 1;
-        let n = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buf)?;
-        if n == 0 {
+    /// The next complete line without its `\n`; `None` at the end of the
+    /// file or at an unterminated last line (and at every call after).
+    pub fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
+        if self.torn_bytes.is_some() {
             return Ok(None);
         }
-        let complete = self.buf.last() == Some(&b'\n');
-        if complete {
-            self.buf.pop();
-        } else if n as u64 >= limit {
-            return Err(io::Error::new(
+        match read_line(&mut self.reader, &mut self.buf, self.max)? {
+            LineEnd::Line => {
+                self.count += 1;
+                self.offset += self.buf.len() as u64 + 1;
+                Ok(Some(&self.buf))
+            }
+            LineEnd::End { torn_bytes } => {
+                self.torn_bytes = Some(torn_bytes);
+                Ok(None)
+            }
+            LineEnd::TooLong => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("line {} is longer than {} bytes", self.count + 1, self.max),
-            ));
+            )),
         }
-        self.count += 1;
-        self.offset += n as u64;
-        Ok(Some((&self.buf, complete)))
     }
 }
 

@@ -25,7 +25,8 @@ pub const MAX_TITLE_CHARS: usize = 100;
 /// How a full read of a transcript went.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LineStats {
-    /// Lines in the file, an unterminated last line included.
+    /// Complete lines read (an unterminated last line is not one: a
+    /// writer may be in the middle of it).
     pub lines: u64,
     /// Lines that were not a JSON object of the format and were skipped
     /// (corrupt, torn, too deeply nested).
@@ -40,11 +41,13 @@ impl LineStats {
     }
 }
 
-/// Calls `parse` on every line of `file` (split on `\n` only) that starts
-/// with `{`; a line that does not, or for which `parse` returns `false`, is
-/// counted as skipped. At most `max_lines`
-/// lines are read (the rest of the file is not), and a line longer than
-/// [`MAX_LINE_BYTES`] is an error.
+/// Calls `parse` on every complete line of `file` (split on `\n` only)
+/// that starts with `{`; a line that does not, or for which `parse` returns
+/// `false`, is counted as skipped. An unterminated last line is not a line
+/// (a writer may be in the middle of it): the read ends before it, so it
+/// sees a prefix of the file ending at its last complete line. At most
+/// `max_lines` lines are read (the rest of the file is not), and a line
+/// longer than [`MAX_LINE_BYTES`] is an error.
 pub fn each_line(
     file: impl io::Read,
     max_lines: u64,
@@ -53,7 +56,7 @@ pub fn each_line(
     let mut lines = BoundedLines::new(file, MAX_LINE_BYTES);
     let mut stats = LineStats::default();
     while stats.lines < max_lines {
-        let Some((line, _)) = lines.next_line()? else { break };
+        let Some(line) = lines.next_line()? else { break };
         let n = stats.lines;
         stats.lines += 1;
         // Every record is an object: anything else is skipped unparsed.
@@ -65,24 +68,19 @@ pub fn each_line(
     Ok(stats)
 }
 
-/// Gives `line(bytes, complete)` every line of `file` from where it stands
-/// (split on `\n` only; `complete` is false for an unterminated last
-/// line), until `line` returns `false`. Returns how many bytes the complete
-/// lines it was given take (where a later read of a grown file may go on).
-/// A line longer than [`MAX_LINE_BYTES`] is an error.
-pub fn scan_lines(file: impl io::Read, mut line: impl FnMut(&[u8], bool) -> bool) -> io::Result<u64> {
+/// Gives `line(bytes)` every complete line of `file` from where it stands
+/// (split on `\n` only; an unterminated last line is not one), until
+/// `line` returns `false`. Returns how many bytes the lines it was given
+/// take (where a later read of a grown file may go on). A line longer than
+/// [`MAX_LINE_BYTES`] is an error.
+pub fn scan_lines(file: impl io::Read, mut line: impl FnMut(&[u8]) -> bool) -> io::Result<u64> {
     let mut lines = BoundedLines::new(file, MAX_LINE_BYTES);
-    let mut consumed = 0;
-    while let Some((bytes, complete)) = lines.next_line()? {
-        let go_on = line(bytes, complete);
-        if complete {
-            consumed = lines.offset;
-        }
-        if !go_on {
+    while let Some(bytes) = lines.next_line()? {
+        if !line(bytes) {
             break;
         }
     }
-    Ok(consumed)
+    Ok(lines.offset)
 }
 
 /// Milliseconds since the Unix epoch of an ISO-8601 timestamp as agents

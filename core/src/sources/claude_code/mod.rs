@@ -34,7 +34,9 @@
 //!   is found without reading the rest of the file (Claude Code re-appends
 //!   titles there).
 //! - **capturedThroughSeq**: the 0-based number of the last line read
-//!   (every line counts, skipped ones too).
+//!   (every line counts, skipped ones too). A read sees the file as it was
+//!   when it began, up to its last complete line: a last line without its
+//!   `\n` (a writer in the middle of it) is not read.
 //!
 //! # The current conversation
 //!
@@ -190,6 +192,10 @@ struct Snap {
     headers_before: Option<Arc<[SessionHeader]>>,
     /// The headers and fingerprints as one shared listing, made once.
     shared: std::sync::OnceLock<SharedListing>,
+    /// Where each transcript was found (sessions and files without a
+    /// message alike), by file stem, made on first use: a read goes
+    /// straight there instead of looking in every project directory.
+    found_at: std::sync::OnceLock<HashMap<String, PathBuf>>,
 }
 
 /// What a listing is made of while it is assembled.
@@ -249,6 +255,7 @@ impl Snap {
             headers: Default::default(),
             headers_before: None,
             shared: Default::default(),
+            found_at: Default::default(),
         }
     }
 
@@ -288,6 +295,16 @@ impl Snap {
                 SharedListing::new(headers, fps).expect("one identity per session")
             })
             .clone()
+    }
+
+    /// Where this listing found the transcript of the session `stem`.
+    fn found_at(&self, stem: &str) -> Option<&Path> {
+        let found_at = self.found_at.get_or_init(|| {
+            let sessions = self.entries.iter().map(|e| &e.session.path);
+            let stem_of = |p: &PathBuf| Some((p.file_name().and_then(session_stem)?.to_owned(), p.clone()));
+            sessions.chain(&self.without_conversation).filter_map(stem_of).collect()
+        });
+        found_at.get(stem).map(PathBuf::as_path)
     }
 
     /// The position of each of `ids` in the listing.
@@ -659,8 +676,11 @@ impl ClaudeCodeSource {
         Ok(last)
     }
 
-    /// The transcript of `id` (with or without the prefix): the first
-    /// project directory, in byte order, holding `<stem>.jsonl`.
+    /// The transcript of `id` (with or without the prefix): where the last
+    /// listing found it, while it is still there (one `lstat`), else the
+    /// first project directory, in byte order, holding `<stem>.jsonl`
+    /// (looking in every project directory for every read made title reads
+    /// cost time times project directories).
     fn locate(&self, id: &str) -> Result<(PathBuf, [OsString; 2]), HostError> {
         let stem = id.strip_prefix(PREFIX).unwrap_or(id);
         let name = OsString::from(format!("{stem}.jsonl"));
@@ -673,6 +693,13 @@ impl ClaudeCodeSource {
         };
         if session_stem(&name).is_none_or(|s| s != stem) {
             return Err(not_found(None));
+        }
+        let last = self.kept().last.clone();
+        if let Some(path) = last.as_deref().and_then(|l| l.found_at(stem)) {
+            let project = path.parent().and_then(Path::file_name).map(OsStr::to_os_string);
+            if let (Some(project), Ok(EntryKind::File)) = (project, crate::fs::entry_kind(path)) {
+                return Ok((path.to_path_buf(), [project, name]));
+            }
         }
         let projects = sorted_entries(&self.root).map_err(|e| not_found(Some(e.to_string())))?;
         let mut why = None;

@@ -313,11 +313,12 @@ fn scan_from(mut file: File, identity: FileIdentity, prev: &Scanned, from: Resum
     let mut summaries: Vec<Summary> = Vec::new();
     let mut uuids: Vec<u64> = Vec::new();
     let mut line_no = from.lines;
-    let mut unterminated = false;
-    let scanned = scan_lines(&mut file, |bytes, complete| {
+    // The file as it was opened: what a writer appends since is the next
+    // scan's.
+    let rest = identity.size.saturating_sub(from.offset);
+    let scanned = scan_lines((&mut file).take(rest), |bytes| {
         let n = line_no;
         line_no += 1;
-        unterminated |= !complete;
         let is_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         if !head.is_done() {
             let line = is_object.then(|| serde_json::from_slice::<ScanLine<'_>>(bytes).ok()).flatten();
@@ -375,7 +376,7 @@ fn scan_from(mut file: File, identity: FileIdentity, prev: &Scanned, from: Resum
         merge_sorted(&prev.uuids, &uuids).into()
     };
     let resume = match consumed {
-        Some(offset) if !unterminated && !too_long => {
+        Some(offset) if !too_long => {
             let offset = from.offset + offset;
             let check = window_hash(&mut file, offset)?;
             Some(Resume { offset, lines: line_no, check, complete: final_later })

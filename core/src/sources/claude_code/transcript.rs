@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::text::typed_text;
 use crate::conversation::ConversationItem;
+use crate::fs::as_of_now;
 use crate::projection::Role;
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
@@ -133,7 +134,7 @@ pub fn tail_custom_title(mut file: File, size: u64) -> io::Result<Option<String>
     file.seek(SeekFrom::Start(start))?;
     let mut title = None;
     let mut first = start > 0;
-    each_line(file.take(TAIL_BYTES), u64::MAX, |_, bytes| {
+    each_line(file.take(size - start), u64::MAX, |_, bytes| {
         // The first line of a window that starts mid-file may be partial.
         if std::mem::take(&mut first) {
             return true;
@@ -182,6 +183,61 @@ struct Node {
     timestamp: Option<String>,
     cwd: Option<String>,
     kind: Kind,
+}
+
+/// Prompts queued while the model worked, oldest first (`None`: one that
+/// is not typed text). Taking the oldest, and taking the oldest with a
+/// given text, each cost constant time (amortized), so a transcript of many
+/// queued prompts is read in linear time (a scan of the queue for each
+/// delivery was quadratic).
+#[derive(Default)]
+struct PromptQueue {
+    /// Every prompt queued, in order; `None` once taken.
+    slots: Vec<Option<Option<String>>>,
+    /// The first slot that may still be queued.
+    head: usize,
+    /// The slots of each text's hash, oldest first (taken ones are skipped
+    /// when met).
+    by_hash: HashMap<u64, VecDeque<usize>>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl PromptQueue {
+    fn hash(&self, text: &Option<String>) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, text)
+    }
+
+    fn push(&mut self, text: Option<String>) {
+        let h = self.hash(&text);
+        self.by_hash.entry(h).or_default().push_back(self.slots.len());
+        self.slots.push(Some(text));
+    }
+
+    /// Takes the oldest prompt still queued.
+    fn pop_front(&mut self) -> Option<Option<String>> {
+        while let Some(slot) = self.slots.get_mut(self.head) {
+            self.head += 1;
+            if let Some(text) = slot.take() {
+                return Some(text);
+            }
+        }
+        None
+    }
+
+    /// Takes the oldest prompt still queued whose text is `text`, if any.
+    fn remove(&mut self, text: &Option<String>) {
+        let h = self.hash(text);
+        let Some(bucket) = self.by_hash.get_mut(&h) else { return };
+        // Taken ones are a prefix of the bucket (unless two texts share a
+        // hash, when the search below passes over the other's).
+        while bucket.front().is_some_and(|&i| self.slots[i].is_none()) {
+            bucket.pop_front();
+        }
+        if let Some(at) = bucket.iter().position(|&i| self.slots[i].as_ref() == Some(text)) {
+            let i = bucket.remove(at).expect("a position in the bucket");
+            self.slots[i] = None;
+        }
+    }
 }
 
 /// Joins texts with `"\n"`, as the message builders do.
@@ -241,7 +297,8 @@ impl TitleParts {
     }
 }
 
-/// Reads a whole transcript. `project` gives the summary titles of its
+/// Reads a whole transcript as it was when the read began, up to its last
+/// complete line (a line a writer is in the middle of is not read). `project` gives the summary titles of its
 /// project directory; it is called only when the title may come from them
 /// (a transcript written before Claude Code 2.1 with no `custom-title` or
 /// `ai-title`). Also gives what the title is made of.
@@ -254,10 +311,10 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
     let mut steering: Vec<(String, String)> = Vec::new();
     // Prompts queued while the model worked, oldest first (`None`: one that
     // is not typed text, such as a task notification).
-    let mut queued: VecDeque<Option<String>> = VecDeque::new();
+    let mut queued = PromptQueue::default();
     let (mut created_at, mut first_cwd) = (None, None);
     let mut last_uuid: Option<String> = None;
-    let stats: LineStats = each_line(file, u64::MAX, |n, bytes| {
+    let stats: LineStats = each_line(as_of_now(file)?, u64::MAX, |n, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else {
             head.feed(n, None);
             return false;
@@ -289,7 +346,7 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
                 }
             }
             "queue-operation" => match line.operation.get() {
-                Some("enqueue") => queued.push_back(typed(&line.content)),
+                Some("enqueue") => queued.push(typed(&line.content)),
                 // Taken up as the next prompt (its own user line follows)
                 // or pulled back into the prompt box: no message of its own.
                 Some("dequeue") => drop(queued.pop_front()),
@@ -300,9 +357,7 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
                         Content::None => queued.pop_front().flatten(),
                         content => {
                             let text = typed(content);
-                            if let Some(at) = queued.iter().position(|q| *q == text) {
-                                queued.remove(at);
-                            }
+                            queued.remove(&text);
                             text
                         }
                     };
@@ -456,9 +511,14 @@ fn current_path(nodes: &[Node], index: &HashMap<String, usize>) -> Vec<usize> {
         Some((head, tail)) => segment_uuids(head, tail, nodes, index),
         None => k.uuids.clone(),
     };
-    let kept: Vec<usize> =
-        uuids.iter().filter_map(|u| index.get(u).copied()).filter(|&i| !nodes[i].sidechain).collect();
-    let kept_set: HashSet<usize> = kept.iter().copied().collect();
+    // Each preserved message once, where it is first named: a list that
+    // names one message many times must not copy it as many times.
+    let mut kept_set: HashSet<usize> = HashSet::new();
+    let kept: Vec<usize> = uuids
+        .iter()
+        .filter_map(|u| index.get(u).copied())
+        .filter(|&i| !nodes[i].sidechain && kept_set.insert(i))
+        .collect();
     let mut spliced: Vec<usize> = path[..=a].to_vec();
     spliced.extend(&kept);
     spliced.extend(path[a + 1..].iter().filter(|i| !kept_set.contains(i)));
@@ -468,13 +528,14 @@ fn current_path(nodes: &[Node], index: &HashMap<String, usize>) -> Vec<usize> {
 /// The items of the path, with same-`message.id` assistant texts joined
 /// and steering prompts put where they were typed.
 fn classify(nodes: &[Node], path: &[usize], steering: Vec<(String, String)>) -> Vec<ConversationItem> {
-    // Text lines of one API response, by message id, in file order.
+    // Text lines of one API response, by message id, in file order, each
+    // text once (found by hash: a response of many lines stays linear).
     let mut by_msg: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut msg_texts: HashSet<(&str, &str)> = HashSet::new();
     for n in nodes.iter().filter(|n| !n.sidechain) {
         if let Kind::Assistant { text: Some(t), msg_id: Some(id) } = &n.kind {
-            let texts = by_msg.entry(id.as_str()).or_default();
-            if !texts.contains(&t.as_str()) {
-                texts.push(t);
+            if msg_texts.insert((id.as_str(), t.as_str())) {
+                by_msg.entry(id.as_str()).or_default().push(t);
             }
         }
     }
@@ -516,20 +577,49 @@ fn classify(nodes: &[Node], path: &[usize], steering: Vec<(String, String)>) -> 
     }
     // Steering prompts outside the tree: after the last item typed before
     // them; none before the current view starts.
-    let first_ts = path.iter().find_map(|&i| nodes[i].timestamp.as_deref()).map(str::to_owned);
-    let typed_users: HashSet<String> =
-        items.iter().filter(|(_, it)| it.role == Role::User).map(|(_, it)| it.text.clone()).collect();
-    let mut out: Vec<(Option<String>, ConversationItem)> =
-        items.into_iter().map(|(ts, it)| (ts.map(str::to_owned), it)).collect();
-    for (ts, text) in steering {
-        if queued.contains(text.as_str()) || typed_users.contains(&text) {
-            continue;
+    let first_ts = path.iter().find_map(|&i| nodes[i].timestamp.as_deref());
+    let typed_users: HashSet<&str> =
+        items.iter().filter(|(_, it)| it.role == Role::User).map(|(_, it)| it.text.as_str()).collect();
+    let mut steering: Vec<(String, String)> = steering
+        .into_iter()
+        .filter(|(_, text)| !queued.contains(text.as_str()) && !typed_users.contains(text.as_str()))
+        .filter(|(ts, _)| first_ts.is_some_and(|f| ts.as_str() >= f))
+        .collect();
+    place_steering(items, &mut steering)
+}
+
+/// The items with the steering prompts (`(timestamp, text)`, in file order)
+/// placed as if each were inserted in turn after the last item (placed
+/// prompts included) timestamped no later than it, in linear time
+/// (inserting them one by one was quadratic): a prompt goes after the last
+/// item of the conversation timestamped no later than it, and prompts that
+/// go after the same item follow in timestamp order, then file order.
+fn place_steering(
+    items: Vec<(Option<&str>, ConversationItem)>,
+    steering: &mut [(String, String)],
+) -> Vec<ConversationItem> {
+    // The earliest timestamp from each item on: a prompt goes before item
+    // `k`, where `k` is how many of these are no later than it (they never
+    // decrease).
+    let mut from_on: Vec<Option<&str>> = vec![None; items.len()];
+    let mut min: Option<&str> = None;
+    for (k, (ts, _)) in items.iter().enumerate().rev() {
+        if let Some(t) = *ts {
+            min = Some(min.map_or(t, |m| m.min(t)));
         }
-        if first_ts.as_deref().is_none_or(|f| ts.as_str() < f) {
-            continue;
-        }
-        let at = out.iter().rposition(|(t, _)| t.as_deref().is_some_and(|t| t <= ts.as_str())).map_or(0, |p| p + 1);
-        out.insert(at, (Some(ts), ConversationItem::new(Role::User, text)));
+        from_on[k] = min;
     }
-    out.into_iter().map(|(_, it)| it).collect()
+    let before = |ts: &str| from_on.partition_point(|m| m.is_some_and(|m| m <= ts));
+    steering.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = Vec::with_capacity(items.len() + steering.len());
+    let mut prompts = steering.iter_mut().peekable();
+    let prompt = |(_, text): &mut (String, String)| ConversationItem::new(Role::User, std::mem::take(text));
+    for (k, (_, item)) in items.into_iter().enumerate() {
+        while let Some(p) = prompts.next_if(|(ts, _)| before(ts) <= k) {
+            out.push(prompt(p));
+        }
+        out.push(item);
+    }
+    out.extend(prompts.map(prompt));
+    out
 }

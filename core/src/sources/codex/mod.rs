@@ -28,7 +28,10 @@
 //!   latest `thread_name_updated` event, else the first real user message,
 //!   else the first assistant text (whitespace collapsed, at most 100
 //!   characters).
-//! - **capturedThroughSeq**: the 0-based number of the last line read.
+//! - **capturedThroughSeq**: the 0-based number of the last line read. A
+//!   read sees the file as it was when it began, up to its last complete
+//!   line: a last line without its `\n` (a writer in the middle of it) is
+//!   not read.
 //!
 //! # Replay
 //!

@@ -7,6 +7,7 @@ use std::io;
 use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
+use crate::fs::as_of_now;
 use crate::projection::Role;
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LStr, LU64};
@@ -156,27 +157,69 @@ pub fn read_head(file: File) -> io::Result<Option<Head>> {
     }
 }
 
-/// Drops the newest `n` user turns of `history`.
-fn roll_back(history: &mut Vec<Hist>, n: u64) {
-    if n == 0 {
-        return;
+/// The replayed history, with where each user turn starts, so that a
+/// rollback and a compaction cost what they drop or keep, not the whole
+/// history (each recomputing it made a rollout of many rollbacks
+/// quadratic).
+#[derive(Default)]
+struct History {
+    items: Vec<Hist>,
+    /// The index of each real user message (`Hist::User(Some(_))`).
+    turns: Vec<usize>,
+    /// `items[..users]` are all real user messages (what a compaction
+    /// without a replacement history keeps).
+    users: usize,
+}
+
+impl History {
+    fn push(&mut self, h: Hist) {
+        if matches!(h, Hist::User(Some(_))) {
+            self.turns.push(self.items.len());
+        }
+        self.items.push(h);
     }
-    let starts: Vec<usize> =
-        history.iter().enumerate().filter(|(_, h)| matches!(h, Hist::User(Some(_)))).map(|(i, _)| i).collect();
-    let n = usize::try_from(n).unwrap_or(usize::MAX);
-    let cut = if n >= starts.len() { starts.first().copied() } else { Some(starts[starts.len() - n]) };
-    if let Some(cut) = cut {
-        history.truncate(cut);
+
+    /// The history becomes `list`.
+    fn replace(&mut self, list: Vec<Hist>) {
+        *self = History::default();
+        for h in list {
+            self.push(h);
+        }
+    }
+
+    /// Compaction without a replacement history: the real user messages so
+    /// far, then the checkpoint.
+    fn compact(&mut self, checkpoint: Hist) {
+        let tail = self.items.split_off(self.users);
+        self.turns.truncate(self.users);
+        for h in tail.into_iter().filter(|h| matches!(h, Hist::User(Some(_)))) {
+            self.push(h);
+        }
+        self.users = self.items.len();
+        self.push(checkpoint);
+    }
+
+    /// Drops the newest `n` user turns.
+    fn roll_back(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let n = usize::try_from(n).unwrap_or(usize::MAX).min(self.turns.len());
+        let Some(&cut) = self.turns.get(self.turns.len() - n) else { return };
+        self.items.truncate(cut);
+        self.turns.truncate(self.turns.len() - n);
+        self.users = self.users.min(cut);
     }
 }
 
-/// Replays a whole rollout. Its title is the latest `thread_name_updated`
+/// Replays a whole rollout as it was when the read began, up to its last
+/// complete line (a line a writer is in the middle of is not read). Its title is the latest `thread_name_updated`
 /// name, else the first real user message, else the first assistant text
 /// (the source looks up `session_index.jsonl` first).
 pub fn read(file: File) -> io::Result<Transcript> {
     let mut out = Transcript::default();
     let mut thread_name = None;
-    let mut history: Vec<Hist> = Vec::new();
+    let mut history = History::default();
     let mut head_seen = false;
     let mut last_turn_cwd = None;
     let (mut first_user, mut first_assistant) = (None::<String>, None::<String>);
@@ -185,7 +228,7 @@ pub fn read(file: File) -> io::Result<Transcript> {
         Hist::Assistant(t) if first_assistant.is_none() => first_assistant = title_from_text(t),
         _ => {}
     };
-    let stats: LineStats = each_line(file, u64::MAX, |_, bytes| {
+    let stats: LineStats = each_line(as_of_now(file)?, u64::MAX, |_, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
         if !head_seen {
             if let Some(h) = head_of(&line) {
@@ -203,15 +246,11 @@ pub fn read(file: File) -> io::Result<Transcript> {
                 }
             }
             (Some(p), Some("compacted")) => match &p.replacement_history {
-                Some(list) => history = list.iter().filter_map(classify).collect(),
-                None => {
-                    let mut kept: Vec<Hist> = history.drain(..).filter(|h| matches!(h, Hist::User(Some(_)))).collect();
-                    kept.push(Hist::Checkpoint(p.message.owned().filter(|m| !m.trim().is_empty())));
-                    history = kept;
-                }
+                Some(list) => history.replace(list.iter().filter_map(classify).collect()),
+                None => history.compact(Hist::Checkpoint(p.message.owned().filter(|m| !m.trim().is_empty()))),
             },
             (Some(p), Some("event_msg")) => match p.kind.get() {
-                Some("thread_rolled_back") => roll_back(&mut history, p.num_turns.0.unwrap_or(0)),
+                Some("thread_rolled_back") => history.roll_back(p.num_turns.0.unwrap_or(0)),
                 Some("thread_name_updated") => {
                     if let Some(name) = p.thread_name.owned().filter(|t| !t.trim().is_empty()) {
                         thread_name = Some(name);
@@ -241,6 +280,7 @@ pub fn read(file: File) -> io::Result<Transcript> {
     }
     out.title = thread_name.or(first_user).or(first_assistant);
     out.items = history
+        .items
         .into_iter()
         .filter_map(|h| match h {
             Hist::User(Some(t)) if !t.is_empty() => Some(ConversationItem::new(Role::User, t)),

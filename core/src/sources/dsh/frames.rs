@@ -20,6 +20,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 
+use crate::fs::{read_line, LineEnd};
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
 /// The longest line accepted, in bytes (without its `\n`). A longer line
@@ -150,7 +151,6 @@ impl LineReader {
     /// Reads the next complete line into `buf` (cleared first, without the
     /// `\n`), refusing lines longer than `max` bytes.
     pub fn next_line(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<LineRead> {
-        buf.clear();
         match self {
             LineReader::Raw { reader, offset } => {
                 let outcome = read_line_limited(reader, buf, max)?;
@@ -231,18 +231,16 @@ impl LineReader {
     }
 }
 
-/// Reads up to and including the next `\n` (which is removed).
+/// The next line of `reader` by [`crate::fs::read_line`], the one line
+/// reader every source shares.
 fn read_line_limited<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<LineRead> {
-    let limit = max as u64 + 1;
-    let n = reader.take(limit).read_until(b'\n', buf)?;
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-        return Ok(LineRead::Line(LineInfo { strict: false }));
+    match read_line(reader, buf, max)? {
+        LineEnd::Line => Ok(LineRead::Line(LineInfo { strict: false })),
+        LineEnd::End { torn_bytes } => Ok(LineRead::End { torn_bytes }),
+        LineEnd::TooLong => {
+            Err(io::Error::new(io::ErrorKind::InvalidData, format!("a line is longer than {max} bytes")))
+        }
     }
-    if n as u64 >= limit {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a line is longer than {max} bytes")));
-    }
-    Ok(LineRead::End { torn_bytes: n as u64 })
 }
 
 fn corrupt(offset: u64, why: impl std::fmt::Display) -> io::Error {
