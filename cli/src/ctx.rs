@@ -11,7 +11,7 @@ use dsh_session_reference::{
 };
 
 use crate::args::{Global, TargetArgs};
-use crate::print::{display, note_unsupported};
+use crate::print::{display, note_unsupported, Out};
 use crate::{cache, read_failed, CliResult, Failure};
 
 /// What the resolver reads: the DSH store alone (exactly as before any
@@ -30,7 +30,8 @@ pub(crate) struct Ctx {
     /// listing the command makes pinned for its discovery query.
     pinned: Arc<PinnedListing>,
     pub(crate) resolver: Resolver,
-    pub(crate) json: bool,
+    /// How the result is printed.
+    pub(crate) out: Out,
     /// `--context-window`.
     pub(crate) context_window: Option<u64>,
     /// The cache files (`--cache`, DSH store only).
@@ -62,7 +63,7 @@ impl Ctx {
         needs_index: bool,
     ) -> CliResult<Ctx> {
         let config = global.config(candidate_limit)?;
-        let (json, context_window) = (global.json, global.context_window);
+        let (out, context_window) = (Out::of(global), global.context_window);
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
             [only] if only.kind == SourceKind::Dsh => {
@@ -89,7 +90,7 @@ impl Ctx {
             sources,
             pinned,
             resolver,
-            json,
+            out,
             context_window,
             cache: None,
             skip_titles: needs_index,
@@ -121,7 +122,7 @@ impl Ctx {
                     store.load_listing_cache(&files.listing);
                     ctx.cache = Some(files);
                 }
-                Err(why) => eprintln!("warning: not caching: {why}"),
+                Err(why) => eprintln!("warning: not caching: {}", display(&why)),
             }
         }
         Ok(ctx)
@@ -157,7 +158,11 @@ impl Ctx {
         }
         for (path, result) in saved {
             if let Err(e) = result {
-                eprintln!("warning: could not write the cache {}: {e}", path.display());
+                eprintln!(
+                    "warning: could not write the cache {}: {}",
+                    display(&path.to_string_lossy()),
+                    display(&e.to_string())
+                );
             }
         }
     }

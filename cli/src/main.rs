@@ -9,7 +9,6 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use clap::Parser;
-use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{
     block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, CandidateOptions, Error, ErrorCode,
     PrepareOptions, Prepared, ReadOptions, Resolver, SearchOptions, SearchScope, Target,
@@ -25,7 +24,8 @@ mod print;
 use args::{chosen_sources, default_root, Cli, Command, UriCommand};
 use ctx::{Ctx, Sources};
 use print::{
-    context_text, print_candidates, print_conversation, print_page, print_prepared, print_search, print_text_or_json,
+    context_text, display, display_text, print_candidates, print_conversation, print_data, print_page, print_prepared,
+    print_search, print_text_or_json, Out,
 };
 
 /// A failure: a contract error (exit 1, contract code on stderr).
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(e)) => {
-            eprintln!("error: {}: {}", e.code(), e.message());
+            print::print_error(e.code(), e.message());
             ExitCode::from(1)
         }
     }
@@ -67,7 +67,7 @@ fn run(cli: Cli) -> CliResult {
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
             ctx.save_cache();
-            print_candidates(&list, ctx.json);
+            print_candidates(&list, ctx.out);
             ctx.notes();
             // The process ends here: its memory goes with it faster than
             // the caches (thousands of sessions) are dropped one by one.
@@ -81,7 +81,7 @@ fn run(cli: Cli) -> CliResult {
             let options = SearchOptions { limit: *limit, scope };
             let list = block_on(ctx.resolver.search(&target, query, &options, None))?;
             ctx.save_cache();
-            print_search(&list, ctx.json);
+            print_search(&list, ctx.out);
             ctx.notes();
             std::mem::forget(ctx);
         }
@@ -105,9 +105,9 @@ fn run(cli: Cli) -> CliResult {
                 .collect();
             let prepared = prepare_with(&ctx, &target, &text, &excerpts)?;
             if *prompt {
-                print!("{}", context_text(&prepared).unwrap_or_default());
-            } else if ctx.json {
-                println!("{}", stringify(&prepared.to_json()));
+                print_data(context_text(&prepared).unwrap_or_default(), false);
+            } else if ctx.out.is_json() {
+                println!("{}", ctx.out.json(&prepared.to_json()));
             } else {
                 print_prepared(&prepared);
             }
@@ -132,24 +132,24 @@ fn run(cli: Cli) -> CliResult {
             let target = Target::new(target.clone().unwrap_or_else(|| format!("{id}\0")), None);
             let page = block_on(ctx.resolver.read(&target, id, &options, None))?;
             if *text {
-                print!("{}", page.text);
-            } else if ctx.json {
-                println!("{}", stringify(&page.to_json_with_text()));
+                print_data(&page.text, false);
+            } else if ctx.out.is_json() {
+                println!("{}", ctx.out.json(&page.to_json_with_text()));
             } else {
                 print_page(&page);
             }
         }
         Command::Uri { command: UriCommand::Encode { id } } => {
             let uri = encode_uri(id);
-            print_text_or_json(&uri, g.json);
+            print_text_or_json(&uri, Out::of(g));
         }
         Command::Uri { command: UriCommand::Decode { uri } } => {
             let id = decode_uri(uri)?;
-            print_text_or_json(&id, g.json);
+            print_text_or_json(&id, Out::of(g));
         }
         Command::Mention { id, label } => {
             let mention = format_mention(id, label.as_deref());
-            print_text_or_json(&mention, g.json);
+            print_text_or_json(&mention, Out::of(g));
         }
         Command::Demo => {
             // Without --root: the example store embedded in the binary.
@@ -206,8 +206,8 @@ fn prepare_with(ctx: &Ctx, target: &Target, text: &str, excerpts: &[(&str, &str,
 /// [`Resolver::conversation`]), as text or its JSON.
 fn show(ctx: &Ctx, id: &str) -> CliResult {
     let conversation = block_on(ctx.resolver.conversation(id, None))?;
-    if ctx.json {
-        println!("{}", stringify(&conversation.to_json()));
+    if ctx.out.is_json() {
+        println!("{}", ctx.out.json(&conversation.to_json()));
     } else {
         print_conversation(&conversation);
     }
@@ -227,27 +227,27 @@ fn demo(ctx: &Ctx, bundled: bool) -> CliResult {
         picked[1].mention.as_deref().unwrap_or_default()
     );
     let prepared = prepare(ctx, &target, &message)?;
-    if ctx.json {
+    if ctx.out.is_json() {
         let out = json!({
             "target": {"id": target.id, "cwd": target.cwd},
             "candidates": list.iter().map(Candidate::to_json).collect::<Vec<_>>(),
             "message": message,
             "prepared": prepared.to_json(),
         });
-        println!("{}", stringify(&out));
+        println!("{}", ctx.out.json(&out));
         return Ok(());
     }
     if bundled {
         println!("== Sessions root: the bundled example store (examples/sessions/) ==\n");
     } else if let Sources::Dsh(store) = &ctx.sources {
-        println!("== Sessions root: {} ==\n", store.root().display());
+        println!("== Sessions root: {} ==\n", display(&store.root().to_string_lossy()));
     }
     println!("== Candidates for a new session in /home/dev/alpha ==\n");
-    print_candidates(&list, false);
-    println!("\n== The user's message ==\n\n{message}\n");
+    print_candidates(&list, Out::Human);
+    println!("\n== The user's message ==\n\n{}\n", display_text(&message));
     println!("== Prepared ==\n");
     print_prepared(&prepared);
     println!("\n== Context given to the model ==\n");
-    println!("{}", context_text(&prepared).unwrap_or_default());
+    println!("{}", display_text(context_text(&prepared).unwrap_or_default()));
     Ok(())
 }
