@@ -139,11 +139,8 @@ impl Ctx {
 
     /// Writes the cache files that changed, when caching (a failure only warns).
     pub(crate) fn save_cache(&self) {
+        // The directory was made private when the files were chosen.
         let (Some(files), Sources::Dsh(store)) = (&self.cache, &self.sources) else { return };
-        if let Some(Err(e)) = files.listing.parent().map(std::fs::create_dir_all) {
-            eprintln!("warning: could not write the cache {}: {e}", files.listing.display());
-            return;
-        }
         let mut saved = Vec::new();
         if store.listing_cache_changed() || !files.listing.exists() {
             saved.push((&files.listing, store.save_listing_cache(&files.listing)));

@@ -6,6 +6,8 @@
 //! which parse back to the same text); and the `--cache` directory is
 //! private and refused when it cannot be trusted.
 
+use std::path::Path;
+
 use assert_cmd::Command;
 use serde_json::{json, Value};
 
@@ -158,4 +160,65 @@ fn json_stays_exact_and_escapes_invisible_characters_only_when_hardened() {
         assert_eq!(a, b, "{args:?}");
         assert!(escaped.stdout.contains(r"\u202e") && !escaped.stdout.contains('\u{202e}'), "{args:?}");
     }
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[cfg(unix)]
+#[test]
+fn the_cache_directory_is_private_and_refused_when_it_cannot_be_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = hostile_root();
+    let root = tmp.path().to_str().unwrap();
+    let search = ["--root", root, "--cache", "search", "--target", "t", "pwn"];
+    let candidates = ["--root", root, "--cache", "candidates", "--target", "t", "--query", "pwn"];
+    let with_cache = |home: &Path, args: &[&str]| {
+        let mut c = cmd();
+        c.env("XDG_CACHE_HOME", home);
+        run_with(c, args)
+    };
+
+    // Made private: the directory 0700, each file 0600.
+    let home = tempfile::tempdir().unwrap();
+    for args in [&search[..], &candidates[..]] {
+        let out = with_cache(home.path(), args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    }
+    let dir = home.path().join("dsh-session-reference");
+    assert_eq!(mode(&dir), 0o700);
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 3, "{files:?}");
+    for f in &files {
+        assert_eq!(mode(f), 0o600, "{}", f.display());
+    }
+    // A directory of an older version (0755) is made private.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(with_cache(home.path(), &search).code, 0);
+    assert_eq!(mode(&dir), 0o700);
+
+    // A symbolic link (into a sessions root, say): refused, nothing written there.
+    let linked = tempfile::tempdir().unwrap();
+    let target = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(target.path(), linked.path().join("dsh-session-reference")).unwrap();
+    let out = with_cache(linked.path(), &search);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("warning: not caching:") && out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert!(out.stdout.contains("pwn"), "the answer comes without the cache");
+    assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0, "nothing written through the link");
+
+    // Writable by others: refused, left as it is.
+    let shared = tempfile::tempdir().unwrap();
+    let open = shared.path().join("dsh-session-reference");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = with_cache(shared.path(), &candidates);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("writable by others"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+    assert_eq!(mode(&open), 0o777);
 }
