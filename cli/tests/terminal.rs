@@ -6,37 +6,12 @@
 //! which parse back to the same text); and the `--cache` directory is
 //! private and refused when it cannot be trusted.
 
+mod common;
+
 use std::path::Path;
 
-use assert_cmd::Command;
+use common::{cmd, run, run_with, Out};
 use serde_json::{json, Value};
-
-fn cmd() -> Command {
-    let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
-    c.env_remove("DSH_HOME");
-    c.env_remove("CLAUDE_CONFIG_DIR");
-    c.env_remove("CODEX_HOME");
-    c
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_with(mut c: Command, args: &[&str]) -> Out {
-    let o = c.args(args).output().unwrap();
-    Out {
-        code: o.status.code().unwrap(),
-        stdout: String::from_utf8(o.stdout).unwrap(),
-        stderr: String::from_utf8(o.stderr).unwrap(),
-    }
-}
-
-fn run(args: &[&str]) -> Out {
-    run_with(cmd(), args)
-}
 
 /// What must never reach a terminal raw: control characters but line feeds
 /// and tabs (ESC starts CSI and OSC, U+009B is the 8-bit CSI), and
@@ -179,7 +154,7 @@ fn the_cache_directory_is_private_and_refused_when_it_cannot_be_trusted() {
     let with_cache = |home: &Path, args: &[&str]| {
         let mut c = cmd();
         c.env("XDG_CACHE_HOME", home);
-        run_with(c, args)
+        run_with(c, args, None)
     };
 
     // Made private: the directory 0700, each file 0600.

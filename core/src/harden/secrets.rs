@@ -72,111 +72,72 @@ fn any(_: &Found<'_>) -> bool {
     true
 }
 
+/// A format by structure: any match is a credential.
+const fn shaped(kind: &'static str, pattern: &'static str) -> Format {
+    Format { kind, pattern, check: any }
+}
+
 /// Formats by structure, in priority order (leftmost-first).
 const FORMATS: &[Format] = &[
-    Format {
-        kind: "aws-access-key-id",
-        pattern: concat!(start!(), r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}", b!()),
-        check: any,
-    },
-    Format {
-        kind: "github-token",
-        pattern: concat!(
-            b!(),
+    shaped("aws-access-key-id", concat!(start!(), r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}", b!())),
+    shaped(
+        "github-token",
+        concat!(
+            start!(),
             r"(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})",
             b!()
         ),
-        check: any,
-    },
-    Format {
-        kind: "anthropic-api-key",
-        pattern: concat!(start!(), r"sk-ant-[a-z]{2,8}[0-9]{0,4}-[A-Za-z0-9_\-]{32,}"),
-        check: any,
-    },
-    Format { kind: "openrouter-api-key", pattern: concat!(start!(), r"sk-or-v1-[a-f0-9]{64}", b!()), check: any },
-    Format {
-        kind: "openai-api-key",
-        pattern: concat!(start!(), r"(?:sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}|sk-[A-Za-z0-9]{48}", b!(), ")"),
-        check: any,
-    },
-    Format { kind: "deepseek-api-key", pattern: concat!(start!(), r"sk-[a-f0-9]{32}", b!()), check: any },
-    Format { kind: "slack-token", pattern: concat!(start!(), r"xox[abprs]-[0-9]{6,}-[A-Za-z0-9\-]{8,}"), check: any },
-    Format {
-        kind: "slack-webhook",
-        pattern: r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}",
-        check: any,
-    },
-    Format { kind: "google-api-key", pattern: concat!(start!(), r"AIza[0-9A-Za-z_\-]{34}", tok_end!()), check: any },
-    Format {
-        kind: "google-oauth-secret",
-        pattern: concat!(start!(), r"GOCSPX-[0-9A-Za-z_\-]{27}", tok_end!()),
-        check: any,
-    },
-    Format {
-        kind: "stripe-key",
-        pattern: concat!(start!(), r"(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|whsec_[0-9A-Za-z]{32,})", b!()),
-        check: any,
-    },
-    Format {
-        kind: "private-key",
-        // The armour line (PEM, OpenSSH, PGP), then the body: base64, white
-        // space, `\n`/`\r` escapes (a key quoted inside JSON or code), the
-        // header lines of legacy encrypted PEM keys and of PGP armour; then
-        // the end line when it is there. An unterminated block is redacted
-        // up to the first character that cannot be part of a key.
-        pattern: concat!(
+    ),
+    shaped("anthropic-api-key", concat!(start!(), r"sk-ant-[a-z]{2,8}[0-9]{0,4}-[A-Za-z0-9_\-]{32,}")),
+    shaped("openrouter-api-key", concat!(start!(), r"sk-or-v1-[a-f0-9]{64}", b!())),
+    shaped(
+        "openai-api-key",
+        concat!(start!(), r"(?:sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}|sk-[A-Za-z0-9]{48}", b!(), ")"),
+    ),
+    shaped("deepseek-api-key", concat!(start!(), r"sk-[a-f0-9]{32}", b!())),
+    shaped("slack-token", concat!(start!(), r"xox[abprs]-[0-9]{6,}-[A-Za-z0-9\-]{8,}")),
+    shaped("slack-webhook", r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}"),
+    shaped("google-api-key", concat!(start!(), r"AIza[0-9A-Za-z_\-]{34}", tok_end!())),
+    shaped("google-oauth-secret", concat!(start!(), r"GOCSPX-[0-9A-Za-z_\-]{27}", tok_end!())),
+    shaped(
+        "stripe-key",
+        concat!(start!(), r"(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|whsec_[0-9A-Za-z]{32,})", b!()),
+    ),
+    // The armour line (PEM, OpenSSH, PGP), then the body: base64, white
+    // space, `\n`/`\r` escapes (a key quoted inside JSON or code), the
+    // header lines of legacy encrypted PEM keys and of PGP armour; then
+    // the end line when it is there. An unterminated block is redacted
+    // up to the first character that cannot be part of a key.
+    shaped(
+        "private-key",
+        concat!(
             r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----",
             r"(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\\\r\n]*|[A-Za-z0-9+/=\s]|\\[nr])*",
             r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?"
         ),
-        check: any,
-    },
-    Format {
-        kind: "jwt",
-        pattern: concat!(start!(), r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*"),
-        check: any,
-    },
-    Format { kind: "gitlab-token", pattern: concat!(start!(), r"glpat-[A-Za-z0-9_\-]{20,}"), check: any },
-    Format { kind: "npm-token", pattern: concat!(start!(), r"npm_[A-Za-z0-9]{36}", b!()), check: any },
-    Format { kind: "pypi-token", pattern: concat!(start!(), r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"), check: any },
-    Format {
-        kind: "sendgrid-api-key",
-        pattern: concat!(start!(), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{42}", tok_end!()),
-        check: any,
-    },
-    Format { kind: "twilio-api-key", pattern: concat!(start!(), r"SK[0-9a-fA-F]{32}", b!()), check: any },
-    Format {
-        kind: "huggingface-token",
-        pattern: concat!(start!(), r"(?:hf_[A-Za-z0-9]{34}|api_org_[A-Za-z0-9]{34})", b!()),
-        check: any,
-    },
-    Format { kind: "groq-api-key", pattern: concat!(start!(), r"gsk_[A-Za-z0-9]{52}", b!()), check: any },
-    Format { kind: "digitalocean-token", pattern: concat!(start!(), r"do[opr]_v1_[a-f0-9]{64}", b!()), check: any },
-    Format {
-        kind: "shopify-token",
-        pattern: concat!(start!(), r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", b!()),
-        check: any,
-    },
-    Format { kind: "docker-token", pattern: concat!(start!(), r"dckr_pat_[A-Za-z0-9_\-]{26}", tok_end!()), check: any },
-    Format { kind: "vault-token", pattern: concat!(start!(), r"hv[sb]\.[A-Za-z0-9_\-]{90,}"), check: any },
-    Format { kind: "databricks-token", pattern: concat!(start!(), r"dapi[a-f0-9]{32}(?:-[0-9]+)?", b!()), check: any },
-    Format { kind: "linear-api-key", pattern: concat!(start!(), r"lin_api_[A-Za-z0-9]{40}", b!()), check: any },
-    Format { kind: "postman-api-key", pattern: concat!(start!(), r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", b!()), check: any },
-    Format {
-        kind: "age-secret-key",
-        pattern: concat!(start!(), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", b!()),
-        check: any,
-    },
-    Format { kind: "atlassian-token", pattern: concat!(start!(), r"ATATT3[A-Za-z0-9_\-=]{150,}"), check: any },
-    Format { kind: "rubygems-token", pattern: concat!(start!(), r"rubygems_[a-f0-9]{48}", b!()), check: any },
-    Format { kind: "newrelic-key", pattern: concat!(start!(), r"NRAK-[A-Z0-9]{27}", b!()), check: any },
-    Format { kind: "mailgun-key", pattern: concat!(start!(), r"key-[a-f0-9]{32}", b!()), check: any },
-    Format {
-        kind: "telegram-bot-token",
-        // Alone, or in a bot URL (`https://api.telegram.org/bot<token>/`).
-        pattern: concat!(r"(?:", start!(), r"|bot)[0-9]{8,10}:AA[A-Za-z0-9_\-]{32}", tok_end!()),
-        check: any,
-    },
+    ),
+    shaped("jwt", concat!(start!(), r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*")),
+    shaped("gitlab-token", concat!(start!(), r"glpat-[A-Za-z0-9_\-]{20,}")),
+    shaped("npm-token", concat!(start!(), r"npm_[A-Za-z0-9]{36}", b!())),
+    shaped("pypi-token", concat!(start!(), r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}")),
+    shaped("sendgrid-api-key", concat!(start!(), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{42}", tok_end!())),
+    shaped("twilio-api-key", concat!(start!(), r"SK[0-9a-fA-F]{32}", b!())),
+    shaped("huggingface-token", concat!(start!(), r"(?:hf_[A-Za-z0-9]{34}|api_org_[A-Za-z0-9]{34})", b!())),
+    shaped("groq-api-key", concat!(start!(), r"gsk_[A-Za-z0-9]{52}", b!())),
+    shaped("digitalocean-token", concat!(start!(), r"do[opr]_v1_[a-f0-9]{64}", b!())),
+    shaped("shopify-token", concat!(start!(), r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", b!())),
+    shaped("docker-token", concat!(start!(), r"dckr_pat_[A-Za-z0-9_\-]{26}", tok_end!())),
+    shaped("vault-token", concat!(start!(), r"hv[sb]\.[A-Za-z0-9_\-]{90,}")),
+    shaped("databricks-token", concat!(start!(), r"dapi[a-f0-9]{32}(?:-[0-9]+)?", b!())),
+    shaped("linear-api-key", concat!(start!(), r"lin_api_[A-Za-z0-9]{40}", b!())),
+    shaped("postman-api-key", concat!(start!(), r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", b!())),
+    shaped("age-secret-key", concat!(start!(), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", b!())),
+    shaped("atlassian-token", concat!(start!(), r"ATATT3[A-Za-z0-9_\-=]{150,}")),
+    shaped("rubygems-token", concat!(start!(), r"rubygems_[a-f0-9]{48}", b!())),
+    shaped("newrelic-key", concat!(start!(), r"NRAK-[A-Z0-9]{27}", b!())),
+    shaped("mailgun-key", concat!(start!(), r"key-[a-f0-9]{32}", b!())),
+    // Alone, or in a bot URL (`https://api.telegram.org/bot<token>/`).
+    shaped("telegram-bot-token", concat!(r"(?:", start!(), r"|bot)[0-9]{8,10}:AA[A-Za-z0-9_\-]{32}", tok_end!())),
 ];
 
 /// A key that names a password (its last word), in any case: `password`,
