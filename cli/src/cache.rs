@@ -15,6 +15,13 @@
 //!   each filter and compressed text is), and a search reads from the file
 //!   the filters, in one sweep, and the texts of the sessions it verifies
 //!   (`docs/discovery.md`).
+//!
+//! The files hold what sessions said, so the directory is private
+//! ([`dsh_session_reference::fs::private_dir`]): created 0700, its files
+//! 0600, and refused (with a warning, and then no cache is read or
+//! written) when it is a symbolic link, belongs to another user or is
+//! writable by others; each file is read only when it is this user's and
+//! no one else can write it.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -50,7 +57,8 @@ impl Files {
         Ok(files)
     }
 
-    /// The cache files of `root`, or why there are none.
+    /// The cache files of `root` in the private cache directory (made so
+    /// when missing), or why there are none.
     pub fn for_root(root: &Path) -> Result<Files, String> {
         Files::at(&[root])
     }
@@ -75,6 +83,7 @@ impl Files {
                 return Err(format!("the cache directory {} is inside the sessions root", dir.display()));
             }
         }
+        dsh_session_reference::fs::private_dir(&dir)?;
         let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
         let mut h = std::collections::hash_map::DefaultHasher::new();
         root.hash(&mut h);

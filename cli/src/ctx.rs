@@ -12,7 +12,7 @@ use dsh_session_reference::{
 };
 
 use crate::args::{Global, TargetArgs};
-use crate::print::{display, note_failed_reads, note_rejected};
+use crate::print::{display, note_failed_reads, note_rejected, Out};
 use crate::{cache, read_failed, CliResult, Failure};
 
 /// The id of the target when a person, not a host, runs a command: a new
@@ -41,7 +41,8 @@ pub(crate) struct Ctx {
     /// listing the command makes pinned for its discovery query.
     pinned: Arc<PinnedListing>,
     pub(crate) resolver: Resolver,
-    pub(crate) json: bool,
+    /// How the result is printed.
+    pub(crate) out: Out,
     /// `--quiet`: no `note:` lines.
     quiet: bool,
     /// `--context-window`.
@@ -86,7 +87,7 @@ impl Ctx {
         cache: bool,
     ) -> CliResult<Ctx> {
         let config = global.config(candidate_limit)?;
-        let (json, context_window) = (global.json, global.context_window);
+        let (out, context_window) = (Out::of(global), global.context_window);
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
             [only] if only.kind == SourceKind::Dsh => {
@@ -110,7 +111,7 @@ impl Ctx {
             sources,
             pinned,
             resolver,
-            json,
+            out,
             quiet: global.quiet,
             context_window,
             cache: None,
@@ -150,7 +151,7 @@ impl Ctx {
                     }
                     ctx.cache = Some(files);
                 }
-                Err(why) => eprintln!("warning: not caching: {why}"),
+                Err(why) => eprintln!("warning: not caching: {}", display(&why)),
             }
         }
         Ok(ctx)
@@ -167,11 +168,8 @@ impl Ctx {
 
     /// Writes the cache files that changed, when caching (a failure only warns).
     pub(crate) fn save_cache(&self) {
+        // The directory was made private when the files were chosen.
         let Some(files) = &self.cache else { return };
-        if let Some(Err(e)) = files.listing.parent().map(std::fs::create_dir_all) {
-            eprintln!("warning: could not write the cache {}: {e}", files.listing.display());
-            return;
-        }
         let mut saved = Vec::new();
         if let Sources::Dsh(store) = &self.sources {
             if store.listing_cache_changed() || !files.listing.exists() {
@@ -188,7 +186,11 @@ impl Ctx {
         }
         for (path, result) in saved {
             if let Err(e) = result {
-                eprintln!("warning: could not write the cache {}: {e}", path.display());
+                eprintln!(
+                    "warning: could not write the cache {}: {}",
+                    display(&path.to_string_lossy()),
+                    display(&e.to_string())
+                );
             }
         }
     }

@@ -8,7 +8,6 @@
 use std::io::Read;
 use std::process::ExitCode;
 
-use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{
     block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, CandidateOptions, Error, ErrorCode,
     PrepareOptions, Prepared, ReadOptions, Resolver, SearchOptions, SearchScope, Target,
@@ -24,8 +23,8 @@ mod print;
 use args::{chosen_sources, default_root, Cli, Command, UriCommand};
 use ctx::{Ctx, Sources};
 use print::{
-    context_text, note_ranking as print_ranking_note, print_candidates, print_conversation, print_page, print_prepared,
-    print_search, print_text_or_json,
+    context_text, display, display_text, note_ranking as print_ranking_note, print_candidates, print_conversation,
+    print_data, print_page, print_prepared, print_search, print_text_or_json, Out,
 };
 
 /// A failure: a contract error (exit 1, contract code on stderr).
@@ -45,7 +44,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(e)) => {
-            eprintln!("error: {}: {}", e.code(), e.message());
+            print::print_error(e.code(), e.message());
             ExitCode::from(1)
         }
     }
@@ -120,9 +119,9 @@ fn run(cli: Cli) -> CliResult {
             let target = ctx.target(target)?;
             let list = candidates(&ctx.resolver, &target, query, *limit)?;
             ctx.save_cache();
-            print_candidates(&list, ctx.json);
+            print_candidates(&list, ctx.out);
             ctx.notes();
-            if !ctx.json && !g.quiet {
+            if !ctx.out.is_json() && !g.quiet {
                 print_ranking_note(&list, target.cwd.as_deref());
             }
             // The process ends here: its memory goes with it faster than
@@ -140,7 +139,7 @@ fn run(cli: Cli) -> CliResult {
             drop(progress);
             let list = list?;
             ctx.save_cache();
-            print_search(&list, ctx.json);
+            print_search(&list, ctx.out);
             ctx.notes();
             std::mem::forget(ctx);
         }
@@ -186,10 +185,10 @@ fn run(cli: Cli) -> CliResult {
                 // The context text, ending with a line end (it has none of
                 // its own); nothing at all when no session is referenced.
                 if let Some(text) = context_text(&prepared) {
-                    println!("{text}");
+                    print_data(text, true);
                 }
-            } else if ctx.json {
-                println!("{}", stringify(&prepared.to_json()));
+            } else if ctx.out.is_json() {
+                println!("{}", ctx.out.json(&prepared.to_json()));
             } else {
                 print_prepared(&prepared);
             }
@@ -216,20 +215,20 @@ fn run(cli: Cli) -> CliResult {
             let target = Target::new(target.clone().unwrap_or_else(|| format!("{id}\0")), None);
             let page = block_on(ctx.resolver.read(&target, id, &options, None))?;
             if *text {
-                print!("{}", page.text);
-            } else if ctx.json {
-                println!("{}", stringify(&page.to_json_with_text()));
+                print_data(&page.text, false);
+            } else if ctx.out.is_json() {
+                println!("{}", ctx.out.json(&page.to_json_with_text()));
             } else {
                 print_page(&page);
             }
         }
         Command::Uri { command: UriCommand::Encode { id } } => {
             let uri = encode_uri(id);
-            print_text_or_json(&uri, g.json);
+            print_text_or_json(&uri, Out::of(g));
         }
         Command::Uri { command: UriCommand::Decode { uri } } => {
             let id = decode_uri(uri)?;
-            print_text_or_json(&id, g.json);
+            print_text_or_json(&id, Out::of(g));
         }
         Command::Mention { id, label } => {
             let ctx = Ctx::open(g, sources()?, None, false)?;
@@ -237,7 +236,7 @@ fn run(cli: Cli) -> CliResult {
             // The session must exist (its title is read even with --label).
             let title = ctx.mention_label(&id)?;
             let mention = format_mention(&id, Some(label.as_deref().unwrap_or(&title)));
-            print_text_or_json(&mention, g.json);
+            print_text_or_json(&mention, Out::of(g));
         }
         Command::Completions { shell } => {
             // From the plain definition: the global options complete after
@@ -323,8 +322,8 @@ fn prepare_with(ctx: &Ctx, target: &Target, text: &str, excerpts: &[(&str, &str,
 /// [`Resolver::conversation`]), as text or its JSON.
 fn show(ctx: &Ctx, id: &str) -> CliResult {
     let conversation = block_on(ctx.resolver.conversation(id, None))?;
-    if ctx.json {
-        println!("{}", stringify(&conversation.to_json()));
+    if ctx.out.is_json() {
+        println!("{}", ctx.out.json(&conversation.to_json()));
     } else {
         print_conversation(&conversation);
     }
@@ -344,27 +343,27 @@ fn demo(ctx: &Ctx, bundled: bool) -> CliResult {
         picked[1].mention.as_deref().unwrap_or_default()
     );
     let prepared = prepare(ctx, &target, &message)?;
-    if ctx.json {
+    if ctx.out.is_json() {
         let out = json!({
             "target": {"id": target.id, "cwd": target.cwd},
             "candidates": list.iter().map(Candidate::to_json).collect::<Vec<_>>(),
             "message": message,
             "prepared": prepared.to_json(),
         });
-        println!("{}", stringify(&out));
+        println!("{}", ctx.out.json(&out));
         return Ok(());
     }
     if bundled {
         println!("== Sessions root: the bundled example store (examples/sessions/) ==\n");
     } else if let Sources::Dsh(store) = &ctx.sources {
-        println!("== Sessions root: {} ==\n", store.root().display());
+        println!("== Sessions root: {} ==\n", display(&store.root().to_string_lossy()));
     }
     println!("== Candidates for a new session in /home/dev/alpha ==\n");
-    print_candidates(&list, false);
-    println!("\n== The user's message ==\n\n{message}\n");
+    print_candidates(&list, Out::Human);
+    println!("\n== The user's message ==\n\n{}\n", display_text(&message));
     println!("== Prepared ==\n");
     print_prepared(&prepared);
     println!("\n== Context given to the model ==\n");
-    println!("{}", context_text(&prepared).unwrap_or_default());
+    println!("{}", display_text(context_text(&prepared).unwrap_or_default()));
     Ok(())
 }

@@ -2,52 +2,112 @@
 //! could drive it, and `--json` prints the core's shapes exactly.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
-use dsh_session_reference::harden::invisible::is_invisible;
+use dsh_session_reference::harden::invisible::{self, is_invisible};
 use dsh_session_reference::sources::dsh::RejectionKind;
 use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{Candidate, DshStore, Page, Prepared, SearchResult, SessionConversation};
 use serde_json::{Number, Value};
 
+use crate::args::Global;
+
 pub(crate) fn context_text(prepared: &Prepared) -> Option<&str> {
     prepared.additional_context.as_ref().map(|c| c.prompt.as_str())
 }
 
-/// `s` for a terminal (ids, cwds and labels may hold anything): control, format, bidirectional and other invisible
-/// characters written as Rust escapes, so that they can be seen.
-pub(crate) fn display(s: &str) -> String {
+/// How a command prints its result: for a person (every line escaped), or
+/// as JSON, exact (`JSON.stringify`), with every invisible character written
+/// as a `\uXXXX` escape under `--escape-invisible` (the same value once
+/// parsed: a terminal or a reviewer sees them, a program reads the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Out {
+    Human,
+    Json { escape_invisible: bool },
+}
+
+impl Out {
+    /// What the flags ask for.
+    pub(crate) fn of(global: &Global) -> Out {
+        match global.json {
+            false => Out::Human,
+            true => Out::Json { escape_invisible: global.hardening().escape_invisible },
+        }
+    }
+
+    pub(crate) fn is_json(self) -> bool {
+        matches!(self, Out::Json { .. })
+    }
+
+    /// `value` as this mode writes JSON.
+    pub(crate) fn json(self, value: &Value) -> String {
+        match self {
+            Out::Json { escape_invisible: true } => invisible::stringify(value),
+            _ => stringify(value),
+        }
+    }
+}
+
+/// `s` with what could drive a terminal or hide from its reader written as
+/// Rust escapes: control characters (C0, DEL, C1: CSI, OSC, 8-bit CSI …)
+/// and format, bidirectional and other invisible characters
+/// ([`is_invisible`]); line feeds and tabs too unless `keep_breaks`. The one
+/// escaping of every line the command line writes for a person.
+fn escaped(s: &str, keep_breaks: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if c.is_control() || is_invisible(c) {
+        let kept = keep_breaks && (c == '\n' || c == '\t');
+        if !kept && (c.is_control() || is_invisible(c)) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
         }
     }
     out
+}
+
+/// `s` for a terminal, on one line (ids, cwds, labels, paths, messages of
+/// errors and notes may hold anything).
+pub(crate) fn display(s: &str) -> String {
+    escaped(s, false)
 }
 
 /// A message's text for a terminal: like [`display`], but line feeds and
 /// tabs stay as they are.
 pub(crate) fn display_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if (c.is_control() && c != '\n' && c != '\t') || is_invisible(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    escaped(s, true)
 }
 
-pub(crate) fn print_text_or_json(text: &str, as_json: bool) {
-    if as_json {
-        println!("{}", stringify(&Value::from(text)));
+/// Prints a text result that programs read (`--prompt`, `read --text`,
+/// `uri`, `mention`): exact when stdout is not a terminal, escaped as
+/// [`display_text`] when it is (what a program needs exactly it reads
+/// through a pipe or with `--json`).
+pub(crate) fn print_data(text: &str, newline: bool) {
+    let text = data_for(text, std::io::stdout().is_terminal());
+    let mut out = std::io::stdout().lock();
+    let _ = if newline { writeln!(out, "{text}") } else { write!(out, "{text}") };
+}
+
+/// [`print_data`]'s text, for a terminal or not.
+fn data_for(text: &str, terminal: bool) -> std::borrow::Cow<'_, str> {
+    if terminal {
+        std::borrow::Cow::Owned(display_text(text))
     } else {
-        println!("{text}");
+        std::borrow::Cow::Borrowed(text)
     }
+}
+
+pub(crate) fn print_text_or_json(text: &str, out: Out) {
+    if out.is_json() {
+        println!("{}", out.json(&Value::from(text)));
+    } else {
+        print_data(text, true);
+    }
+}
+
+/// Prints `error: CODE: message` on stderr, the message escaped.
+pub(crate) fn print_error(code: impl std::fmt::Display, message: &str) {
+    eprintln!("error: {code}: {}", display(message));
 }
 
 /// Tells, on stderr, about logs the store left out: each one a DSH newer
@@ -171,10 +231,10 @@ fn label_counts<'a>(list: impl Iterator<Item = &'a Candidate>) -> HashMap<&'a st
     counts
 }
 
-pub(crate) fn print_candidates(list: &[Candidate], as_json: bool) {
-    if as_json {
+pub(crate) fn print_candidates(list: &[Candidate], out_mode: Out) {
+    if out_mode.is_json() {
         let array = Value::Array(list.iter().map(Candidate::to_json).collect());
-        println!("{}", stringify(&array));
+        println!("{}", out_mode.json(&array));
         return;
     }
     if list.is_empty() {
@@ -204,10 +264,10 @@ pub(crate) fn note_ranking(list: &[Candidate], target_cwd: Option<&str>) {
     }
 }
 
-pub(crate) fn print_search(list: &[SearchResult], as_json: bool) {
-    if as_json {
+pub(crate) fn print_search(list: &[SearchResult], out_mode: Out) {
+    if out_mode.is_json() {
         let array = Value::Array(list.iter().map(SearchResult::to_json).collect());
-        println!("{}", stringify(&array));
+        println!("{}", out_mode.json(&array));
         return;
     }
     if list.is_empty() {
@@ -234,7 +294,7 @@ pub(crate) fn print_search(list: &[SearchResult], as_json: bool) {
 pub(crate) fn print_prepared(prepared: &Prepared) {
     let mut out = std::io::stdout().lock();
     let text = prepared.content[0]["text"].as_str().unwrap_or_default();
-    let _ = writeln!(out, "Message:\n{text}\n");
+    let _ = writeln!(out, "Message:\n{}\n", display_text(text));
     let Some(ctx) = &prepared.additional_context else {
         let _ = writeln!(out, "No sessions referenced.");
         return;
@@ -270,7 +330,7 @@ pub(crate) fn print_conversation(conversation: &SessionConversation) {
     }
     for m in &conversation.messages {
         let marker = if m.checkpoint { " (compaction checkpoint)" } else { "" };
-        let _ = writeln!(out, "\n[{} {}{marker}]\n{}", m.index, m.role.as_str(), m.text);
+        let _ = writeln!(out, "\n[{} {}{marker}]\n{}", m.index, m.role.as_str(), display_text(&m.text));
     }
 }
 
@@ -299,5 +359,43 @@ pub(crate) fn print_page(page: &Page) {
     }
     if let Some(c) = &page.next_cursor {
         let _ = writeln!(out, "{}Later: --cursor {c}", if page.prev_cursor.is_some() { "" } else { "\n" });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_control_and_invisible_character_is_escaped_for_a_person() {
+        let hostile = "a\u{1b}]0;title\u{7}b\u{1b}[31mc\u{9b}31md\u{7f}\u{202e}e\u{200b}f\u{fe0f}\u{2800}g\rh\n\ti";
+        let line = display(hostile);
+        assert_eq!(
+            line,
+            "a\\u{1b}]0;title\\u{7}b\\u{1b}[31mc\\u{9b}31md\\u{7f}\\u{202e}e\\u{200b}f\\u{fe0f}\\u{2800}g\\rh\\n\\ti"
+        );
+        let text = display_text(hostile);
+        assert!(text.ends_with("g\\rh\n\ti"), "{text:?}");
+        for s in [&line, &text] {
+            assert!(!s.chars().any(|c| (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)), "{s:?}");
+        }
+        assert_eq!(display("plain café 中文 😀"), "plain café 中文 😀");
+    }
+
+    #[test]
+    fn data_is_exact_through_a_pipe_and_escaped_on_a_terminal() {
+        let text = "{\"t\":\"x\u{9b}2J\u{202e}\"}\n";
+        assert_eq!(data_for(text, false), text);
+        assert_eq!(data_for(text, true), "{\"t\":\"x\\u{9b}2J\\u{202e}\"}\n");
+    }
+
+    #[test]
+    fn json_escapes_invisible_characters_only_when_asked_and_parses_back_the_same() {
+        let value = serde_json::json!({"snippet": "a\u{200b}b\u{fe0f}<c>\u{9b}", "k\u{202e}": 1});
+        let exact = Out::Json { escape_invisible: false }.json(&value);
+        assert_eq!(exact, stringify(&value));
+        let escaped = Out::Json { escape_invisible: true }.json(&value);
+        assert_eq!(escaped, r#"{"snippet":"a\u200bb\ufe0f<c>\u009b","k\u202e":1}"#);
+        assert_eq!(serde_json::from_str::<Value>(&escaped).unwrap(), value);
     }
 }

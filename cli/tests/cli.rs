@@ -1,9 +1,11 @@
 //! Every `dsh-session-ref` command, its exit codes and its `--json` output,
 //! checked against the DSH fixture roots and their `expected.json`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use common::{cmd, run, run_with};
 use dsh_session_reference::format_mention;
 use serde_json::{json, Value};
 
@@ -17,39 +19,6 @@ fn expected() -> Value {
 
 fn raw_root() -> String {
     fixtures().join("raw").to_str().unwrap().to_owned()
-}
-
-fn cmd() -> Command {
-    let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
-    c.env_remove("DSH_HOME");
-    c.env_remove("CLAUDE_CONFIG_DIR");
-    c.env_remove("CODEX_HOME");
-    // The cache is on by default: this run's own, never the user's.
-    c.env("XDG_CACHE_HOME", std::env::temp_dir().join(format!("dsr-cli-tests-{}", std::process::id())));
-    c
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Out {
-    run_with(cmd(), args, None)
-}
-
-fn run_with(mut c: Command, args: &[&str], stdin: Option<&str>) -> Out {
-    c.args(args);
-    if let Some(input) = stdin {
-        c.write_stdin(input);
-    }
-    let o = c.output().unwrap();
-    Out {
-        code: o.status.code().unwrap(),
-        stdout: String::from_utf8(o.stdout).unwrap(),
-        stderr: String::from_utf8(o.stderr).unwrap(),
-    }
 }
 
 fn ok_json(args: &[&str]) -> Value {

@@ -3,28 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+mod common;
+
+use common::{cmd, Out};
 use dsh_session_reference::sources::dsh::layout::project_dir_name;
 use serde_json::Value;
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions")
-}
-
-fn cmd() -> Command {
-    let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
-    for var in ["DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"] {
-        c.env_remove(var);
-    }
-    // The cache is on by default: this run's own, never the user's.
-    c.env("XDG_CACHE_HOME", std::env::temp_dir().join(format!("dsr-first-contact-{}", std::process::id())));
-    c
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
 }
 
 fn run_in(dir: &Path, args: &[&str]) -> Out {

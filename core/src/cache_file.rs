@@ -14,7 +14,7 @@
 //! ([`StoredTexts::read`], [`StoredTexts::read_into`]) and checked against
 //! its own checksum by its user.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use crate::host::Fingerprint;
@@ -124,7 +124,13 @@ fn write_atomically(path: &Path, fill: impl FnOnce(std::fs::File) -> std::io::Re
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), uuid::Uuid::new_v4().simple()));
-    let written = std::fs::File::create(&tmp).and_then(fill).and_then(|()| std::fs::rename(&tmp, path));
+    let mut options = std::fs::OpenOptions::new();
+    // A new file (never one planted under the temporary name), readable
+    // by its owner only: cache files hold what sessions said.
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options.open(&tmp).and_then(fill).and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         drop(std::fs::remove_file(&tmp));
     }
@@ -132,24 +138,51 @@ fn write_atomically(path: &Path, fill: impl FnOnce(std::fs::File) -> std::io::Re
 }
 
 /// The payload of a file [`write_file`] wrote, or `None` when it is
-/// missing, truncated or corrupted (the frame's checksum is verified at its
-/// end). The frame's recorded size is the buffer's (a frame without one,
-/// or one claiming more than [`MAX_RATIO`] times the file, is decoded as a
-/// stream, growing as it goes).
+/// missing, truncated, corrupted (the frame's checksum is verified at its
+/// end), not [trusted](open_trusted), or larger than [`MAX_RATIO`] times
+/// the file once decompressed: a small file never takes much memory (a
+/// zstd bomb is ignored like a corrupt file). A frame that records its size
+/// is decompressed into one buffer of that size; one that does not, as a
+/// stream that stops at the cap.
 pub(crate) fn read_file(path: &Path) -> Option<Vec<u8>> {
-    let packed = std::fs::read(path).ok()?;
+    let mut packed = Vec::new();
+    open_trusted(path)?.read_to_end(&mut packed).ok()?;
+    let cap = (packed.len() as u64).saturating_mul(MAX_RATIO);
     match zstd::zstd_safe::get_frame_content_size(&packed).ok()? {
-        Some(size) if size <= (packed.len() as u64).saturating_mul(MAX_RATIO) => {
+        Some(size) if size <= cap => {
             let size = usize::try_from(size).ok()?;
             zstd::bulk::decompress(&packed, size).ok().filter(|payload| payload.len() == size)
         }
-        _ => zstd::stream::decode_all(packed.as_slice()).ok(),
+        Some(_) => None,
+        None => {
+            let mut decoder = zstd::stream::Decoder::new(packed.as_slice()).ok()?;
+            decoder.window_log_max(MAX_WINDOW_LOG).ok()?;
+            let mut payload = Vec::new();
+            decoder.take(cap + 1).read_to_end(&mut payload).ok()?;
+            (payload.len() as u64 <= cap).then_some(payload)
+        }
     }
 }
 
-/// The most a cache file's payload is trusted to outweigh the file before
-/// its buffer is allocated (ours compress 3 to 10 times).
+/// Opens a cache file for reading, not following a final symbolic link,
+/// when it is a regular file of this user that no one else can write
+/// ([`crate::fs::owned_privately`]); else `None`, as for a missing file.
+fn open_trusted(path: &Path) -> Option<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = options.open(path).ok()?;
+    crate::fs::owned_privately(&file.metadata().ok()?).then_some(file)
+}
+
+/// The most a cache file's payload may outweigh the file (ours compress 3
+/// to 10 times); a file that would decompress to more is ignored.
 const MAX_RATIO: u64 = 256;
+
+/// The largest window a streamed cache file may ask the decoder for
+/// (16 MiB; ours, written at level 1, use at most 512 KiB).
+const MAX_WINDOW_LOG: u32 = 24;
 
 /// The 64-bit checksum of `bytes` (with `seed` folded in) that files read
 /// in place keep of their directory and of each stored text. It detects
@@ -288,9 +321,9 @@ fn read_exact_at(_file: &std::fs::File, _buf: &mut [u8], _offset: u64) -> std::i
 /// directory (read with one positioned read, its checksum verified) and
 /// its stored texts, left in the file. `None` for a missing, foreign,
 /// other-version, truncated or extended file, or a directory that does
-/// not match its checksum.
+/// not match its checksum, or a file not [trusted](open_trusted).
 pub(crate) fn open_in_place(path: &Path, head: &[u8]) -> Option<(Vec<u8>, std::sync::Arc<StoredTexts>)> {
-    let file = std::fs::File::open(path).ok()?;
+    let file = open_trusted(path)?;
     let mut prelude = vec![0u8; head.len() + IN_PLACE_LENGTHS];
     read_exact_at(&file, &mut prelude, 0).ok()?;
     let mut input = Input(prelude.strip_prefix(head)?);

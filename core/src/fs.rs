@@ -339,6 +339,82 @@ pub fn as_of_now(file: File) -> io::Result<io::Take<File>> {
     Ok(file.take(len.saturating_sub(at)))
 }
 
+/// Makes `dir` the private directory of cache files, or says why it is not
+/// trusted with them. A missing directory is created with mode 0700 (its
+/// missing parents as usual). An existing one must be a real directory
+/// (not a symbolic link: a link could lead the files into a sessions root
+/// or into another user's hands), owned by the effective user, and not
+/// writable by its group or others (who could plant or swap files in it);
+/// then any permission its group or others still have is taken away
+/// (0700), so no one else can read what it holds. The cache is never
+/// needed for correctness: a caller that gets an error uses none.
+pub fn private_dir(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent).map_err(|e| format!("could not create {}: {e}", parent.display()))?;
+            }
+            let mut builder = fs::DirBuilder::new();
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            match builder.create(dir) {
+                // Made by someone else meanwhile: checked below like any other.
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                    return Err(format!("could not create {shown}: {e}"))
+                }
+                _ => {}
+            }
+            fs::symlink_metadata(dir).map_err(|e| format!("{shown}: {e}"))?
+        }
+        Err(e) => return Err(format!("{shown}: {e}")),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(format!("{shown} is a symbolic link"));
+    }
+    if !meta.is_dir() {
+        return Err(format!("{shown} is not a directory"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        if meta.uid() != effective_uid() {
+            return Err(format!("{shown} belongs to another user (uid {})", meta.uid()));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(format!("{shown} is writable by others (mode {:03o})", meta.mode() & 0o777));
+        }
+        if meta.mode() & 0o077 != 0 {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("could not make {shown} private: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether a cache file (its metadata, not following a link) may be read:
+/// a regular file of the effective user that its group and others cannot
+/// write. A file anyone else could have written is ignored like a corrupt
+/// one.
+pub(crate) fn owned_privately(meta: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.is_file() && meta.uid() == effective_uid() && meta.mode() & 0o022 == 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+/// The process's effective user id.
+#[cfg(unix)]
+fn effective_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
 /// The complete lines of a file ([`read_line`]), each at most `max` bytes:
 /// a longer line is an error, so memory stays bounded by one line. An
 /// unterminated last line is not given: the lines end before it

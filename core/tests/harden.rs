@@ -150,8 +150,10 @@ fn every_credential_format_is_redacted_in_any_context() {
             assert_eq!(redact(&out).1, 0, "redaction is final: {out}");
         }
     }
+    // The kinds by context, and the newer families, are covered by
+    // `redaction_corpus.rs` (generated: no live-looking key in the tree).
     let kinds: std::collections::BTreeSet<&str> = secret_kinds().collect();
-    assert_eq!(seen, kinds, "the corpus covers every kind");
+    assert!(seen.is_subset(&kinds), "{seen:?}");
     let both = format!("{} then {}", TRUE_POSITIVES[0].0, TRUE_POSITIVES[2].0);
     assert_eq!(redact(&both), ("[redacted aws-access-key-id] then [redacted github-token]".into(), 2));
 }
@@ -196,7 +198,22 @@ fn near_misses_in_ordinary_code_and_prose_are_left_alone() {
 fn redaction_takes_linear_time_on_hostile_input() {
     // Many almost-credentials and armour lines without an end: each search
     // resumes where the last one stopped.
-    for unit in ["-----BEGIN PRIVATE KEY-----AAAA ", "sk-ant-api03-", "eyJabcdefghijk.eyJ", "AKIA", "ghp_aaaa "] {
+    let units = [
+        "-----BEGIN PRIVATE KEY-----AAAA ",
+        "sk-ant-api03-",
+        "eyJabcdefghijk.eyJ",
+        "AKIA",
+        "ghp_aaaa ",
+        // The contexts: keys, headers, URLs and the AWS id's mark.
+        "password=",
+        "api_key: \"",
+        "Authorization: Bearer ",
+        "db://u:",
+        "x://:p",
+        "-u a:",
+        "AKIAIOSFODNN7EXAMPLE ",
+    ];
+    for unit in units {
         let small = unit.repeat(2_000);
         let big = unit.repeat(20_000);
         let time = |s: &str| {

@@ -63,6 +63,24 @@ impl Hardening {
     }
 }
 
+impl Hardening {
+    /// A session's title as the discovery caches keep it (in memory and in
+    /// their files): its credentials redacted when `redact_secrets` is on,
+    /// so that no cache holds what the mode does not show (labels are made
+    /// from it as from the title: [`label`](Self::label) of it is the same),
+    /// else unchanged.
+    pub fn title_to_keep(&self, title: String) -> String {
+        if self.redact_secrets {
+            match secrets::redact(&title).0 {
+                std::borrow::Cow::Owned(redacted) => redacted,
+                std::borrow::Cow::Borrowed(_) => title,
+            }
+        } else {
+            title
+        }
+    }
+}
+
 /// The wire key of the preset that turns every protection on.
 pub const HARDENED_KEY: &str = "hardened";
 

@@ -20,9 +20,11 @@ use super::write_string_body;
 /// - other characters that render as nothing: the combining grapheme joiner
 ///   U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0, the Khmer
 ///   inherent vowels U+17B4/U+17B5, the Mongolian variation selectors and
-///   vowel separator U+180B–U+180F, and the variation selectors supplement
-///   U+E0100–U+E01EF (which can spell bytes invisibly; the emoji variation
-///   selectors U+FE00–U+FE0F are left as they are);
+///   vowel separator U+180B–U+180F, the braille pattern blank U+2800, and
+///   every variation selector, U+FE00–U+FE0F and the supplement
+///   U+E0100–U+E01EF (256 of them spell any byte invisibly after a visible
+///   character; an emoji's U+FE0F is escaped too, and reads the same once
+///   parsed);
 /// - the fullwidth and small-form look-alikes of `<` and `>` (U+FF1C,
 ///   U+FF1E, U+FE64, U+FE65), which cannot close the frame but can look
 ///   like a closing tag to a model or a reviewer.
@@ -44,7 +46,9 @@ pub fn is_invisible(c: char) -> bool {
             | 0x200B..=0x200F
             | 0x2028..=0x202E
             | 0x2060..=0x206F
+            | 0x2800
             | 0x3164
+            | 0xFE00..=0xFE0F
             | 0xFE64..=0xFE65
             | 0xFEFF
             | 0xFF1C
@@ -165,16 +169,31 @@ pub(crate) fn escape_len(c: char) -> usize {
 /// Appends `s` as a tag-safe JSON string literal (quotes included) with
 /// every [invisible](is_invisible) character escaped.
 pub fn write_string(out: &mut String, s: &str) {
+    write_string_with(out, s, true);
+}
+
+/// [`write_string`], tag-safe or not.
+fn write_string_with(out: &mut String, s: &str, tag_safe: bool) {
     out.reserve(s.len() + 2);
     out.push('"');
     let mut buf = [0u8; 12];
     for piece in Pieces::new(s) {
         match piece {
-            Piece::Run(run) => write_string_body(out, run, true),
+            Piece::Run(run) => write_string_body(out, run, tag_safe),
             Piece::Invisible(c) => out.push_str(escape(c, &mut buf)),
         }
     }
     out.push('"');
+}
+
+/// `JSON.stringify(value)` with every [invisible](is_invisible) character
+/// of its strings written as a `\uXXXX` escape: the same value once
+/// parsed, with no invisible character left raw in the text (what the
+/// command line prints for `--json` under `escapeInvisible`).
+pub fn stringify(value: &serde_json::Value) -> String {
+    let mut out = String::new();
+    super::write::write_value_with(&mut out, value, |out, s| write_string_with(out, s, false));
+    out
 }
 
 /// The length in bytes of [`write_string`]`(s)`, without writing it.
@@ -274,11 +293,13 @@ mod tests {
     fn every_listed_range_is_escaped_and_neighbours_are_not() {
         for cp in [
             0x7F, 0x9F, 0xAD, 0x61C, 0x200B, 0x200F, 0x202A, 0x202E, 0x2060, 0x2066, 0x2069, 0xFEFF, 0xE0000, 0xE007F,
-            0xE0100, 0xE01EF,
+            0xE0100, 0xE01EF, 0xFE00, 0xFE0F, 0x2800,
         ] {
             assert!(is_invisible(char::from_u32(cp).unwrap()), "{cp:x}");
         }
-        for cp in [0x7E, 0xA0, 0xAE, 0x200A, 0x2030, 0x2070, 0xFE0F, 0xFF1D, 0xE0080, 0xE01F0, 0x1F600] {
+        for cp in [
+            0x7E, 0xA0, 0xAE, 0x200A, 0x2030, 0x2070, 0x27FF, 0x2801, 0xFDFF, 0xFE10, 0xFF1D, 0xE0080, 0xE01F0, 0x1F600,
+        ] {
             assert!(!is_invisible(char::from_u32(cp).unwrap()), "{cp:x}");
         }
     }

@@ -163,6 +163,11 @@ enum Rest<'a> {
 /// JavaScript's property order), tag-safe when asked. Iterative: any depth
 /// of nesting is written without recursion.
 pub fn write_value(out: &mut String, value: &Value, tag_safe: bool) {
+    write_value_with(out, value, |out, s| write_string(out, s, tag_safe));
+}
+
+/// [`write_value`] with every string (keys included) written by `string`.
+pub(crate) fn write_value_with(out: &mut String, value: &Value, string: impl Fn(&mut String, &str)) {
     let mut stack: Vec<Open<'_>> = Vec::new();
     let mut value = value;
     loop {
@@ -170,7 +175,7 @@ pub fn write_value(out: &mut String, value: &Value, tag_safe: bool) {
             Value::Null => out.push_str("null"),
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Value::Number(n) => write_number(out, n),
-            Value::String(s) => write_string(out, s, tag_safe),
+            Value::String(s) => string(out, s),
             Value::Array(items) => {
                 out.push('[');
                 stack.push(Open { rest: Rest::Array(items.iter()), first: true });
@@ -196,7 +201,7 @@ pub fn write_value(out: &mut String, value: &Value, tag_safe: bool) {
                 out.push(',');
             }
             if let Some(k) = key {
-                write_string(out, k, tag_safe);
+                string(out, k);
                 out.push(':');
             }
             value = v;

@@ -108,7 +108,7 @@ impl Resolver {
 
     async fn list_candidates_inner(&self, target: &Target, filter: &str, limit: usize) -> Result<Vec<Candidate>> {
         let listed = self.listed().await?;
-        self.discovery.retain_listed(listed.sessions());
+        self.discovery.retain_listed(&listed);
         let others = listed.positions(|s| s.id != target.id);
         let all = listed.sessions();
         if filter.is_empty() {

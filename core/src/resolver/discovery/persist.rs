@@ -66,8 +66,13 @@ impl Resolver {
     /// Writes one part of the discovery caches to `path`, through a
     /// temporary file in the same directory renamed over it (the directory
     /// must exist), so a concurrent reader sees the old file or the new
-    /// one. Never needed for correctness.
+    /// one; the file is readable by its owner only (0600). What it writes
+    /// leaves out every session the last discovery query did not list (a
+    /// deleted session's title and text do not outlive it in the file).
+    /// Never needed for correctness.
     pub fn save_discovery_cache(&self, part: DiscoveryCachePart, path: &Path) -> std::io::Result<()> {
+        // Sessions deleted since are not carried into the new file.
+        self.discovery.prune_unlisted();
         let mut head = Vec::new();
         header(&mut head, part, self.config.hardening().redact_secrets);
         let written = match part {

@@ -390,7 +390,7 @@ impl Resolver {
         }
         let Some(query) = Query::parse(&request.query) else { return Ok(Vec::new()) };
         let listed = self.listed().await?;
-        self.discovery.retain_listed(listed.sessions());
+        self.discovery.retain_listed(&listed);
         let target = &request.target;
         let picked = listed.positions(|s| {
             s.id != target.id
@@ -482,13 +482,9 @@ impl Resolver {
             )
             .await;
         // With `redactSecrets`, credentials are redacted before they are
-        // indexed: a search can neither find nor show them.
+        // indexed: a search can neither find nor show them (the titles
+        // come redacted, as the title cache keeps them).
         let redact = self.config.hardening().redact_secrets;
-        let titles: Vec<Option<String>> = if redact {
-            titles.into_iter().map(|t| t.map(|t| redacted(Cow::Owned(t)).into_owned())).collect()
-        } else {
-            titles
-        };
         let jobs: Vec<_> = missing
             .iter()
             .zip(titles)

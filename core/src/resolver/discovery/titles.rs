@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use futures::stream::{self, StreamExt};
 
-use super::listed::Fingerprints;
+use super::listed::{Fingerprints, Listed};
 use super::persist::DiscoveryCachePart;
 use crate::host::SessionHeader;
 use crate::host::{no_fingerprints, Fingerprint};
@@ -25,6 +25,8 @@ use crate::resolver::{guarded, Resolver};
 pub(crate) struct DiscoveryCache {
     titles: Mutex<HashMap<String, (Fingerprint, Option<String>)>>,
     pub(crate) docs: crate::index::DocCache,
+    /// The sessions the last discovery query listed.
+    last_listed: Mutex<Option<std::sync::Arc<[SessionHeader]>>>,
     /// Whether titles were read into or dropped from the cache since it
     /// was created, loaded or saved.
     titles_changed: std::sync::atomic::AtomicBool,
@@ -40,15 +42,31 @@ impl DiscoveryCache {
     /// Drops the entries of sessions not in `listed` (deleted sessions),
     /// when there can be any: a cache no larger than the listing holds only
     /// listed ids or is bounded by it, and entries are only ever looked up
-    /// for listed ids under their current fingerprint.
-    pub(crate) fn retain_listed(&self, listed: &[SessionHeader]) {
+    /// for listed ids under their current fingerprint. The listing is kept
+    /// for [`prune_unlisted`](Self::prune_unlisted).
+    pub(crate) fn retain_listed(&self, listed: &Listed) {
+        *lock(&self.last_listed) = Some(listed.shared_sessions());
+        let listed = listed.sessions();
         if lock(&self.titles).len() <= listed.len() && self.docs.len() <= listed.len() {
             return;
         }
+        self.retain_ids(listed);
+        self.mark_changed();
+    }
+
+    /// Drops the entries of every session the last listing did not hold
+    /// (none before any listing): what is written to a cache file holds
+    /// nothing of a deleted session, even when the cache did not outgrow
+    /// the listing (a session deleted, another created).
+    pub(crate) fn prune_unlisted(&self) {
+        let Some(listed) = lock(&self.last_listed).clone() else { return };
+        self.retain_ids(&listed);
+    }
+
+    fn retain_ids(&self, listed: &[SessionHeader]) {
         let ids: std::collections::HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         lock(&self.titles).retain(|id, _| ids.contains(id.as_str()));
         self.docs.retain(|id| ids.contains(id));
-        self.mark_changed();
     }
 
     /// Appends every title entry (see `persist.rs`).
@@ -205,6 +223,10 @@ impl Resolver {
                 let fp = fps.get(i).cloned();
                 async move {
                     let read = guarded(|| self.query.read_title(&id)).await.ok();
+                    // Kept and given as the hardened mode allows (a cached
+                    // title is given the same).
+                    let hardening = self.config.hardening();
+                    let read = read.map(|title| title.map(|t| hardening.title_to_keep(t)));
                     cache.store_title(&id, fp, read.clone());
                     (i, read.flatten())
                 }

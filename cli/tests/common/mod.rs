@@ -1,0 +1,44 @@
+//! What the command line's integration tests share: the command without the
+//! environment that would point it at the user's own logs, and a run's
+//! exit code and output.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+
+/// The command, with `DSH_HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME`
+/// unset, and a cache directory of this test run's own (the cache is on by
+/// default: never the user's).
+pub fn cmd() -> Command {
+    let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
+    c.env_remove("DSH_HOME");
+    c.env_remove("CLAUDE_CONFIG_DIR");
+    c.env_remove("CODEX_HOME");
+    c.env("XDG_CACHE_HOME", std::env::temp_dir().join(format!("dsr-cli-tests-{}", std::process::id())));
+    c
+}
+
+/// A run's exit code and output.
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the command with `args`.
+pub fn run(args: &[&str]) -> Out {
+    run_with(cmd(), args, None)
+}
+
+/// Runs `c` with `args`, writing `stdin` to it when given.
+pub fn run_with(mut c: Command, args: &[&str], stdin: Option<&str>) -> Out {
+    c.args(args);
+    if let Some(input) = stdin {
+        c.write_stdin(input);
+    }
+    let o = c.output().unwrap();
+    Out {
+        code: o.status.code().unwrap(),
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
