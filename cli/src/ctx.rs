@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use dsh_session_reference::sources::{empty_root_note, open_sources, MultiQuery, SourceKind, SourceSpec};
 use dsh_session_reference::{
-    block_on, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError, PinnedListing, Resolver, SessionQuery, Target,
+    block_on, Config, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError, PinnedListing, Resolver, SessionQuery,
+    Target,
 };
 
 use crate::args::{Global, TargetArgs};
@@ -21,6 +22,15 @@ pub(crate) enum Sources {
     Dsh(DshStore),
     /// Several sources (their report).
     Multi(Arc<MultiQuery>),
+}
+
+/// How long the context lives, and what that changes.
+enum Lifetime {
+    /// One command: `--cache` as given; the index file only when the
+    /// command searches (and then the titles file is left alone).
+    OneShot { cache: bool, needs_index: bool },
+    /// A server: watching, and with `cache` every cache file.
+    LongLived { cache: bool },
 }
 
 /// The sources, the resolver over them, and the output mode.
@@ -61,7 +71,35 @@ impl Ctx {
         candidate_limit: Option<u64>,
         needs_index: bool,
     ) -> CliResult<Ctx> {
-        let config = global.config(candidate_limit)?;
+        let lifetime = Lifetime::OneShot { cache: global.cache, needs_index };
+        Ctx::open_with(global, global.config(candidate_limit)?, specs, lifetime, |q| q)
+    }
+
+    /// The context of a long-lived process (the MCP server): its sources
+    /// watched where they can be, the resolver over `scoped(sources)`, and
+    /// with `cache` both the titles and the search index loaded from their
+    /// files (the index on its own thread) and saved by [`Ctx::save_cache`].
+    pub(crate) fn open_long_lived(
+        global: &Global,
+        config: Config,
+        specs: Vec<SourceSpec>,
+        cache: bool,
+        scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
+    ) -> CliResult<Ctx> {
+        Ctx::open_with(global, config, specs, Lifetime::LongLived { cache }, scoped)
+    }
+
+    fn open_with(
+        global: &Global,
+        config: Config,
+        specs: Vec<SourceSpec>,
+        lifetime: Lifetime,
+        scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
+    ) -> CliResult<Ctx> {
+        let (cache, needs_index, long_lived) = match lifetime {
+            Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false),
+            Lifetime::LongLived { cache } => (cache, true, true),
+        };
         let (json, context_window) = (global.json, global.context_window);
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
@@ -70,12 +108,13 @@ impl Ctx {
                 root_note = resolved.note;
                 let only = &resolved.spec;
                 // One command lists a few times at most: watching the root
-                // would cost more than it saves.
-                let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(false);
+                // would cost more than it saves; a server lists on every call.
+                let store =
+                    DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(long_lived);
                 (Sources::Dsh(store.clone()), Arc::new(store))
             }
             _ => {
-                if global.cache {
+                if cache && !long_lived {
                     eprintln!("note: --cache applies to a DSH root alone; reading every session afresh");
                 }
                 let multi =
@@ -83,7 +122,7 @@ impl Ctx {
                 (Sources::Multi(Arc::clone(&multi)), multi)
             }
         };
-        let pinned = Arc::new(PinnedListing::new(query));
+        let pinned = Arc::new(PinnedListing::new(scoped(query)));
         let resolver = Resolver::new(Arc::clone(&pinned) as Arc<dyn SessionQuery>, config);
         let mut ctx = Ctx {
             sources,
@@ -92,17 +131,20 @@ impl Ctx {
             json,
             context_window,
             cache: None,
-            skip_titles: needs_index,
+            skip_titles: needs_index && !long_lived,
             loading: None,
             root_note,
         };
-        if let (true, Sources::Dsh(store), [only]) = (global.cache, &ctx.sources, specs.as_slice()) {
+        if let (true, Sources::Dsh(store), [only]) = (cache, &ctx.sources, specs.as_slice()) {
             // The store fingerprints its logs, so the cache's entries
             // count only for logs that did not change; its listing cache
             // is used only for directories and logs whose stamps did not
             // change. The search index is read only by search.
             match cache::Files::for_root(&only.root) {
                 Ok(files) => {
+                    if long_lived {
+                        ctx.resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
+                    }
                     if needs_index {
                         // The index file is read on its own thread while the
                         // store lists the root (the two share nothing); the
@@ -115,7 +157,7 @@ impl Ctx {
                             Ok(handle) => ctx.loading = Some(handle),
                             Err(_) => load(),
                         }
-                    } else {
+                    } else if !long_lived {
                         ctx.resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
                     }
                     store.load_listing_cache(&files.listing);
@@ -134,6 +176,12 @@ impl Ctx {
         if let Some(handle) = self.loading.take() {
             drop(handle.join());
         }
+    }
+
+    /// The search index's load from its cache file, if it is being loaded,
+    /// for a caller that waits for it itself.
+    pub(crate) fn take_loading(&mut self) -> Option<std::thread::JoinHandle<()>> {
+        self.loading.take()
     }
 
     /// Writes the cache files that changed, when caching (a failure only warns).

@@ -20,6 +20,7 @@ mod args;
 mod cache;
 mod ctx;
 mod example;
+mod mcp;
 mod print;
 
 use args::{chosen_sources, default_root, Cli, Command, UriCommand};
@@ -151,6 +152,7 @@ fn run(cli: Cli) -> CliResult {
             let mention = format_mention(id, label.as_deref());
             print_text_or_json(&mention, g.json);
         }
+        Command::Mcp(args) => mcp::run(g, args, sources())?,
         Command::Demo => {
             // Without --root: the example store embedded in the binary.
             let bundled = match &g.root {
