@@ -54,6 +54,9 @@ pub(crate) struct Ctx {
     loading: Option<std::thread::JoinHandle<()>>,
     /// How a DSH root given alone was taken, when not as given.
     root_note: Option<String>,
+    /// Held while the cache files are written (a server saves from its
+    /// tasks and at its end).
+    saving: std::sync::Mutex<()>,
 }
 
 impl Ctx {
@@ -134,6 +137,7 @@ impl Ctx {
             skip_titles: needs_index && !long_lived,
             loading: None,
             root_note,
+            saving: std::sync::Mutex::new(()),
         };
         if let (true, Sources::Dsh(store), [only]) = (cache, &ctx.sources, specs.as_slice()) {
             // The store fingerprints its logs, so the cache's entries
@@ -187,6 +191,7 @@ impl Ctx {
     /// Writes the cache files that changed, when caching (a failure only warns).
     pub(crate) fn save_cache(&self) {
         let (Some(files), Sources::Dsh(store)) = (&self.cache, &self.sources) else { return };
+        let _one_at_a_time = self.saving.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(Err(e)) = files.listing.parent().map(std::fs::create_dir_all) {
             eprintln!("warning: could not write the cache {}: {e}", files.listing.display());
             return;

@@ -8,8 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 PY="${PYTHON:-python3}"
-# The SDK versions the tests were written against (docs/mcp.md).
-declare -A SDK=([1]="mcp==1.30.0" [2]="mcp==2.3.0")
+# The SDK versions the tests were written against (docs/mcp.md); PyYAML
+# for the check of docs/mcp.md's DSH snippet.
+declare -A SDK=([1]="mcp==1.30.0" [2]="mcp==2.3.0 pyyaml==6.0.3")
 majors=("$@")
 [ ${#majors[@]} -gt 0 ] || majors=(1 2)
 
@@ -22,7 +23,8 @@ venv_for() {
     echo "==> creating $dir with $want" >&2
     rm -rf "$dir"
     "$PY" -m venv "$dir"
-    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$want" >&2
+    # shellcheck disable=SC2086 # one word a requirement
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check $want >&2
     echo "$want" >"$dir/.installed"
   fi
   echo "$dir/bin/python"
@@ -34,6 +36,7 @@ for major in "${majors[@]}"; do
   echo "==> MCP tests with ${SDK[$major]}"
   "$python" tests/mcp/test_mcp.py --binary "$bin" </dev/null || status=1
 done
-# The set-up snippets of docs/mcp.md, against each client's config shape.
-"$PY" tests/mcp/check_docs.py --binary "$bin" </dev/null || status=1
+# The set-up snippets of docs/mcp.md, against each client's config shape,
+# and its runnable example.
+"$(venv_for 2)" tests/mcp/check_docs.py --binary "$bin" </dev/null || status=1
 exit $status

@@ -404,8 +404,9 @@ async def test_resources_template_list_and_read(fx, mode):
         assert text == ref["text"]
         mention = json.loads(fx.cli("mention", "in-project", "--label", "x", "--json"))
         assert (await c.ok("reference_session", {"id": mention}))["text"] == text
+        listed = (await c.ok("list_sessions", {"query": "in-project"}))["structured"]["sessions"][0]
         prompt = fx.cli("--root", str(fx.dsh), "--hardened", "prepare", "--target", "someone-else",
-                        "--message", json.loads(fx.cli("mention", "in-project", "--json")), "--prompt")
+                        "--message", listed["mention"], "--prompt")
         assert text == prompt, "the snapshot a prepare of a mention gives"
         ranged = await c.ok("reference_session", {"id": "in-project", "range": {"start": 2, "end": 5}})
         assert ranged["structured"]["reference"]["range"] == {"start": 2, "end": 5}

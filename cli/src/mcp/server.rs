@@ -51,9 +51,18 @@ pub(crate) struct Server {
     cwd: Option<String>,
     /// The search index being loaded from its cache file.
     loading: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// When the cache files were last saved (`None`: not yet).
-    saved: Mutex<Option<Instant>>,
+    /// When the cache files were last saved, and whether a save is due.
+    saving: Arc<Mutex<Saving>>,
     tools: Vec<Tool>,
+}
+
+/// The saves of the cache files.
+#[derive(Default)]
+struct Saving {
+    /// When the last save ended (`None`: none yet).
+    last: Option<Instant>,
+    /// Whether a save is scheduled.
+    due: bool,
 }
 
 /// A tool's failure: a message for the model.
@@ -102,7 +111,7 @@ impl Server {
             caller,
             cwd,
             loading: Mutex::new(loading),
-            saved: Mutex::new(None),
+            saving: Arc::default(),
             tools,
         }
     }
@@ -128,16 +137,24 @@ impl Server {
         }
     }
 
-    /// Saves the cache files on a blocking thread when they changed, at
-    /// most once every [`SAVE_EVERY`].
+    /// Schedules a save of the cache files that changed, on a blocking
+    /// thread: at once after the server's start, then at most once every
+    /// [`SAVE_EVERY`] (an index that grew is saved within that time, not
+    /// rewritten on every call).
     fn save_soon(&self) {
-        let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
-        if saved.is_some_and(|at| at.elapsed() < SAVE_EVERY) {
+        let mut saving = self.saving.lock().unwrap_or_else(|e| e.into_inner());
+        if saving.due {
             return;
         }
-        *saved = Some(Instant::now());
-        let ctx = Arc::clone(&self.ctx);
-        drop(tokio::task::spawn_blocking(move || ctx.save_cache()));
+        saving.due = true;
+        let wait = saving.last.map_or(Duration::ZERO, |at| SAVE_EVERY.saturating_sub(at.elapsed()));
+        let (ctx, state) = (Arc::clone(&self.ctx), Arc::clone(&self.saving));
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            drop(tokio::task::spawn_blocking(move || ctx.save_cache()).await);
+            let mut saving = state.lock().unwrap_or_else(|e| e.into_inner());
+            *saving = Saving { last: Some(Instant::now()), due: false };
+        });
     }
 
     /// Every session in scope the caller may see, newest first, keeping
@@ -231,11 +248,18 @@ impl Server {
     /// excerpt when given, as the core reads them): its id, label,
     /// context text and metadata.
     async fn reference(&self, target: &Target, id: &str, excerpt: &[(&str, &Value)]) -> Result<Value, Error> {
+        // The label a mention of the session carries: its title, as listed.
+        let options = CandidateOptions::default().with_limit(Some(MAX_SAFE_INTEGER));
+        let listed = self.resolver.candidates(target, id, &options, None).await?;
+        let label = listed.into_iter().find(|c| c.session_id == id).map(|c| c.label);
         let mut reference = json!({ "sessionId": id });
+        if let Some(label) = &label {
+            reference["label"] = Value::from(label.as_str());
+        }
         for (key, value) in excerpt {
             reference[*key] = (*value).clone();
         }
-        let content = json!([{"type": "text", "text": format_mention(id, None)}]);
+        let content = json!([{"type": "text", "text": format_mention(id, label.as_deref())}]);
         let prepared = self.resolver.prepare(target, &content, &[reference], &PrepareOptions::default(), None).await?;
         let context = prepared
             .additional_context
