@@ -25,11 +25,14 @@ pub(crate) enum Sources {
 }
 
 /// How long the context lives, and what that changes.
-enum Lifetime {
+pub(crate) enum Lifetime {
     /// One command: `--cache` as given; the index file only when the
     /// command searches (and then the titles file is left alone).
     OneShot { cache: bool, needs_index: bool },
-    /// A server: watching, and with `cache` every cache file.
+    /// A server (the MCP server): its sources watched where they can be,
+    /// and with `cache` both the titles and the search index loaded from
+    /// their files (the index on its own thread) and saved by
+    /// [`Ctx::save_cache`].
     LongLived { cache: bool },
 }
 
@@ -78,21 +81,9 @@ impl Ctx {
         Ctx::open_with(global, global.config(candidate_limit)?, specs, lifetime, |q| q)
     }
 
-    /// The context of a long-lived process (the MCP server): its sources
-    /// watched where they can be, the resolver over `scoped(sources)`, and
-    /// with `cache` both the titles and the search index loaded from their
-    /// files (the index on its own thread) and saved by [`Ctx::save_cache`].
-    pub(crate) fn open_long_lived(
-        global: &Global,
-        config: Config,
-        specs: Vec<SourceSpec>,
-        cache: bool,
-        scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
-    ) -> CliResult<Ctx> {
-        Ctx::open_with(global, config, specs, Lifetime::LongLived { cache }, scoped)
-    }
-
-    fn open_with(
+    /// The context over `specs` with `config`, for a command or a server
+    /// ([`Lifetime`]), the resolver reading through `scoped(sources)`.
+    pub(crate) fn open_with(
         global: &Global,
         config: Config,
         specs: Vec<SourceSpec>,

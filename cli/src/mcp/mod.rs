@@ -17,7 +17,7 @@ use dsh_session_reference::{runtime, CandidateOptions, Error, ErrorCode, Hardeni
 use rmcp::ServiceExt;
 
 use crate::args::{Global, McpArgs};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Lifetime};
 use crate::{CliResult, Failure};
 
 mod scope;
@@ -41,7 +41,8 @@ pub(crate) fn run(global: &Global, args: &McpArgs, specs: Vec<SourceSpec>) -> Cl
     .allowing(args.allow.iter().cloned());
     let cwd = scope.cwd().or_else(|| Some(working.to_string_lossy().into_owned()));
     let cache = !global.no_cache;
-    let mut ctx = Ctx::open_long_lived(global, config, specs, cache, |query| Arc::new(ScopedQuery::new(query, scope)))?;
+    let lifetime = Lifetime::LongLived { cache };
+    let mut ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
     let loading = ctx.take_loading();
     let server = Server::new(ctx, loading, hardening, args.caller.clone(), cwd.clone());
     let ctx = server.ctx();
