@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use dsh_session_reference::sources::SourceSpec;
-use dsh_session_reference::{runtime, CandidateOptions, Error, ErrorCode, Hardening, Target};
+use dsh_session_reference::{runtime, Error, ErrorCode, Hardening};
 use rmcp::ServiceExt;
 
 use crate::args::{Global, McpArgs};
@@ -44,19 +44,9 @@ pub(crate) fn run(global: &Global, args: &McpArgs, specs: Vec<SourceSpec>) -> Cl
     let lifetime = Lifetime::LongLived { cache };
     let mut ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
     let loading = ctx.take_loading();
-    let server = Server::new(ctx, loading, hardening, args.caller.clone(), cwd.clone());
+    let server = Server::new(ctx, loading, hardening, args.caller.clone(), cwd);
     let ctx = server.ctx();
     let served = runtime().block_on(async move {
-        // The sources are listed and the titles read while the client
-        // starts; then what the sources left out is said on stderr.
-        let (warm, notes) = (ctx.resolver.clone(), Arc::clone(&ctx));
-        tokio::spawn(async move {
-            let target = Target::new("\0warm-up", cwd);
-            let options = CandidateOptions::default().with_limit(Some(1));
-            if warm.candidates(&target, "", &options, None).await.is_ok() {
-                notes.notes();
-            }
-        });
         let result = match server.serve(rmcp::transport::stdio()).await {
             Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
             // A client that went away before it said anything.

@@ -53,6 +53,9 @@ pub(crate) struct Server {
     loading: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// When the cache files were last saved, and whether a save is due.
     saving: Arc<Mutex<Saving>>,
+    /// Whether what the sources left out was said on stderr (after the
+    /// first answer, whose listing it is about).
+    noted: std::sync::atomic::AtomicBool,
     tools: Vec<Tool>,
 }
 
@@ -112,6 +115,7 @@ impl Server {
             cwd,
             loading: Mutex::new(loading),
             saving: Arc::default(),
+            noted: std::sync::atomic::AtomicBool::new(false),
             tools,
         }
     }
@@ -137,11 +141,15 @@ impl Server {
         }
     }
 
-    /// Schedules a save of the cache files that changed, on a blocking
+    /// After an answer: says, once, what the sources left out; schedules a
+    /// save of the cache files that changed, on a blocking
     /// thread: at once after the server's start, then at most once every
     /// [`SAVE_EVERY`] (an index that grew is saved within that time, not
     /// rewritten on every call).
     fn save_soon(&self) {
+        if !self.noted.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            self.ctx.notes();
+        }
         let mut saving = self.saving.lock().unwrap_or_else(|e| e.into_inner());
         if saving.due {
             return;
@@ -160,7 +168,7 @@ impl Server {
     /// Every session in scope the caller may see, newest first, keeping
     /// those whose id, cwd or title contains `query`.
     async fn sessions(&self, target: &Target, query: &str) -> Result<Vec<Candidate>, Error> {
-        let options = CandidateOptions::default().with_limit(Some(MAX_SAFE_INTEGER));
+        let options = CandidateOptions::default().with_limit(Some(MAX_SAFE_INTEGER)).without_mentions();
         let mut list = self.resolver.candidates(target, query, &options, None).await?;
         let at = |c: &Candidate| c.created_at.as_f64().unwrap_or(0.0);
         list.sort_by(|a, b| at(b).total_cmp(&at(a)));
@@ -249,7 +257,7 @@ impl Server {
     /// context text and metadata.
     async fn reference(&self, target: &Target, id: &str, excerpt: &[(&str, &Value)]) -> Result<Value, Error> {
         // The label a mention of the session carries: its title, as listed.
-        let options = CandidateOptions::default().with_limit(Some(MAX_SAFE_INTEGER));
+        let options = CandidateOptions::default().with_limit(Some(MAX_SAFE_INTEGER)).without_mentions();
         let listed = self.resolver.candidates(target, id, &options, None).await?;
         let label = listed.into_iter().find(|c| c.session_id == id).map(|c| c.label);
         let mut reference = json!({ "sessionId": id });
