@@ -188,7 +188,10 @@ impl Ctx {
             return;
         }
         let mut saved = Vec::new();
-        if store.listing_cache_changed() || !files.listing.exists() {
+        // A store that watches its root answers from its last listing and
+        // keeps no walk to write: the file written before it began to
+        // watch (after a server's first listing) is kept.
+        if (store.listing_cache_changed() || !files.listing.exists()) && !store.is_watching() {
             saved.push((&files.listing, store.save_listing_cache(&files.listing)));
         }
         for (part, path) in [(DiscoveryCachePart::Titles, &files.titles), (DiscoveryCachePart::Index, &files.index)] {
