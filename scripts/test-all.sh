@@ -27,7 +27,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p dsh-session-reference
 step "Rust tests (core, store, C ABI crate, CLI)"
 cargo test --locked
 
-for script in tests/c/run.sh python/run-tests.sh node/run-tests.sh; do
+for script in tests/c/run.sh python/run-tests.sh node/run-tests.sh tests/mcp/run.sh; do
   step "$script"
   bash "$script"
 done

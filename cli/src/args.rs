@@ -153,6 +153,15 @@ impl Global {
     /// The configuration the flags ask for, read as every front reads one
     /// ([`Config::from_json`], the same keys and the same checks).
     pub(crate) fn config(&self, candidate_limit: Option<u64>) -> dsh_session_reference::Result<Config> {
+        self.config_with(candidate_limit, self.hardening())
+    }
+
+    /// [`config`](Self::config) with the protections of `hardening`.
+    pub(crate) fn config_with(
+        &self,
+        candidate_limit: Option<u64>,
+        hardening: Hardening,
+    ) -> dsh_session_reference::Result<Config> {
         let mut m = Map::new();
         let mut put = |key: &str, value: Option<Value>| {
             if let Some(v) = value {
@@ -162,7 +171,6 @@ impl Global {
         put("maxReferences", self.max_references.map(Value::from));
         put("maxReferenceBytes", self.max_reference_bytes.map(Value::from));
         put("candidateLimit", candidate_limit.map(Value::from));
-        let hardening = self.hardening();
         let [redact, escape, sanitize] = dsh_session_reference::wire::HARDENING_KEYS;
         put(redact, Some(Value::Bool(hardening.redact_secrets)));
         put(escape, Some(Value::Bool(hardening.escape_invisible)));
@@ -285,6 +293,50 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Serve the sessions to MCP clients (Claude Code, Codex, Gemini CLI,
+    /// Cursor, DSH) on standard input and output (docs/mcp.md)
+    #[command(after_long_help = MCP_EXAMPLES)]
+    Mcp(McpArgs),
+}
+
+/// Examples under `mcp --help`.
+const MCP_EXAMPLES: &str = "\
+Examples:
+  # The sessions of this project (its directory and below), every default source
+  dsh-session-ref mcp
+
+  # Register it with Claude Code (or see docs/mcp.md for Codex, Gemini CLI, Cursor, DSH)
+  claude mcp add sessions -- dsh-session-ref mcp
+
+  # Every session of two sources, plus one session of another project
+  dsh-session-ref --source dsh=$HOME/.dsh/sessions --source codex=$HOME/.codex mcp --scope all
+  dsh-session-ref mcp --allow 2f6c0e9a-demo
+
+Nothing but MCP messages is written to standard output; notes go to standard error.
+The server ends when its standard input closes.";
+
+/// Which sessions the MCP server offers, and how.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct McpArgs {
+    /// `project`: sessions whose cwd is the project directory or below it;
+    /// `all`: every session of the sources
+    #[arg(long, value_name = "SCOPE", default_value = "project", value_parser = ["project", "all"])]
+    pub(crate) scope: String,
+    /// The project directory of `--scope project` [default: the working directory]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) project: Option<PathBuf>,
+    /// Offer this session as well, whatever its cwd (repeatable)
+    #[arg(long, value_name = "ID")]
+    pub(crate) allow: Vec<String>,
+    /// The session the client runs in: never offered, and it cannot read
+    /// itself (a request's `_meta` "dsh-session-reference/callerSessionId" says the same)
+    #[arg(long, value_name = "ID")]
+    pub(crate) caller: Option<String>,
+    /// Leave the text as it is: no redaction, invisible characters and
+    /// labels as written (the hardened mode is on by default over MCP;
+    /// --redact-secrets and the like still apply)
+    #[arg(long)]
+    pub(crate) no_harden: bool,
 }
 
 #[derive(Subcommand, Debug)]

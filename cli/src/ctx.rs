@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use dsh_session_reference::sources::{empty_root_note, open_sources, MultiQuery, SourceKind, SourceSpec};
 use dsh_session_reference::{
-    block_on, listed_session_id, session_id_named, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError,
+    block_on, listed_session_id, session_id_named, Config, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError,
     PinnedListing, Resolver, SessionQuery, Target,
 };
 
@@ -34,6 +34,18 @@ pub(crate) enum Sources {
     Multi(Arc<MultiQuery>),
 }
 
+/// How long the context lives, and what that changes.
+pub(crate) enum Lifetime {
+    /// One command: caching unless `--no-cache`; the index file only when
+    /// the command searches (and then the titles file is left alone).
+    OneShot { cache: bool, needs_index: bool },
+    /// A server (the MCP server): its sources watched where they can be,
+    /// and with `cache` both the titles and the search index loaded from
+    /// their files (the index on its own thread) and saved by
+    /// [`Ctx::save_cache`].
+    LongLived { cache: bool },
+}
+
 /// The sources, the resolver over them, and the output mode.
 pub(crate) struct Ctx {
     pub(crate) sources: Sources,
@@ -58,13 +70,18 @@ pub(crate) struct Ctx {
     loading: Option<std::thread::JoinHandle<()>>,
     /// How a DSH root given alone was taken, when not as given.
     root_note: Option<String>,
+    /// Held while the cache files are written (a server saves from its
+    /// tasks and at its end).
+    saving: std::sync::Mutex<()>,
 }
 
 impl Ctx {
     /// The context over one DSH root, caching as the flags say unless
     /// `cache` is false (a root that lives only for this command).
     pub(crate) fn new(global: &Global, root: PathBuf, candidate_limit: Option<u64>, cache: bool) -> CliResult<Ctx> {
-        Ctx::open_with(global, vec![SourceSpec::new(SourceKind::Dsh, root)], candidate_limit, false, cache)
+        let lifetime = Lifetime::OneShot { cache: cache && global.caching(), needs_index: false };
+        let specs = vec![SourceSpec::new(SourceKind::Dsh, root)];
+        Ctx::open_with(global, global.config(candidate_limit)?, specs, lifetime, |q| q)
     }
 
     /// The context over `specs`; when caching (the default), the search
@@ -76,17 +93,23 @@ impl Ctx {
         candidate_limit: Option<u64>,
         needs_index: bool,
     ) -> CliResult<Ctx> {
-        Ctx::open_with(global, specs, candidate_limit, needs_index, true)
+        let lifetime = Lifetime::OneShot { cache: global.caching(), needs_index };
+        Ctx::open_with(global, global.config(candidate_limit)?, specs, lifetime, |q| q)
     }
 
-    fn open_with(
+    /// The context over `specs` with `config`, for a command or a server
+    /// ([`Lifetime`]), the resolver reading through `scoped(sources)`.
+    pub(crate) fn open_with(
         global: &Global,
+        config: Config,
         specs: Vec<SourceSpec>,
-        candidate_limit: Option<u64>,
-        needs_index: bool,
-        cache: bool,
+        lifetime: Lifetime,
+        scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
     ) -> CliResult<Ctx> {
-        let config = global.config(candidate_limit)?;
+        let (cache, needs_index, long_lived) = match lifetime {
+            Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false),
+            Lifetime::LongLived { cache } => (cache, true, true),
+        };
         let (out, context_window) = (Out::of(global), global.context_window);
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
@@ -95,8 +118,9 @@ impl Ctx {
                 root_note = resolved.note;
                 let only = &resolved.spec;
                 // One command lists a few times at most: watching the root
-                // would cost more than it saves.
-                let store = DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(false);
+                // would cost more than it saves; a server lists on every call.
+                let store =
+                    DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(long_lived);
                 (Sources::Dsh(store.clone()), Arc::new(store))
             }
             _ => {
@@ -105,7 +129,7 @@ impl Ctx {
                 (Sources::Multi(Arc::clone(&multi)), multi)
             }
         };
-        let pinned = Arc::new(PinnedListing::new(query));
+        let pinned = Arc::new(PinnedListing::new(scoped(query)));
         let resolver = Resolver::new(Arc::clone(&pinned) as Arc<dyn SessionQuery>, config);
         let mut ctx = Ctx {
             sources,
@@ -115,22 +139,26 @@ impl Ctx {
             quiet: global.quiet,
             context_window,
             cache: None,
-            skip_titles: needs_index,
+            skip_titles: needs_index && !long_lived,
             loading: None,
             root_note,
+            saving: std::sync::Mutex::new(()),
         };
-        if cache && global.caching() {
+        if cache {
             // Every source fingerprints its sessions, so the cache's
             // entries count only for sessions that did not change; the DSH
             // store's listing cache is used only for directories and logs
             // whose stamps did not change. The search index is read only
-            // by search.
-            let files = match (&ctx.sources, specs.as_slice()) {
-                (Sources::Dsh(store), _) => cache::Files::for_root(store.root()),
-                _ => cache::Files::for_sources(&specs),
+            // by search (and by a server).
+            let files = match &ctx.sources {
+                Sources::Dsh(store) => cache::Files::for_root(store.root()),
+                Sources::Multi(_) => cache::Files::for_sources(&specs),
             };
             match files {
                 Ok(files) => {
+                    if long_lived {
+                        ctx.resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
+                    }
                     if needs_index {
                         // The index file is read on its own thread while the
                         // store lists the root (the two share nothing); the
@@ -143,7 +171,7 @@ impl Ctx {
                             Ok(handle) => ctx.loading = Some(handle),
                             Err(_) => load(),
                         }
-                    } else {
+                    } else if !long_lived {
                         ctx.resolver.load_discovery_cache(DiscoveryCachePart::Titles, &files.titles);
                     }
                     if let Sources::Dsh(store) = &ctx.sources {
@@ -166,13 +194,23 @@ impl Ctx {
         }
     }
 
+    /// The search index's load from its cache file, if it is being loaded,
+    /// for a caller that waits for it itself.
+    pub(crate) fn take_loading(&mut self) -> Option<std::thread::JoinHandle<()>> {
+        self.loading.take()
+    }
+
     /// Writes the cache files that changed, when caching (a failure only warns).
     pub(crate) fn save_cache(&self) {
         // The directory was made private when the files were chosen.
         let Some(files) = &self.cache else { return };
+        let _one_at_a_time = self.saving.lock().unwrap_or_else(|e| e.into_inner());
         let mut saved = Vec::new();
+        // A store that watches its root answers from its last listing and
+        // keeps no walk to write: the file written before it began to
+        // watch (after a server's first listing) is kept.
         if let Sources::Dsh(store) = &self.sources {
-            if store.listing_cache_changed() || !files.listing.exists() {
+            if (store.listing_cache_changed() || !files.listing.exists()) && !store.is_watching() {
                 saved.push((&files.listing, store.save_listing_cache(&files.listing)));
             }
         }

@@ -18,6 +18,7 @@ mod args;
 mod cache;
 mod ctx;
 mod example;
+mod mcp;
 mod print;
 
 use args::{chosen_sources, default_root, Cli, Command, UriCommand};
@@ -258,6 +259,7 @@ fn run(cli: Cli) -> CliResult {
             let message = "demo reads its bundled example store, or a DSH root given with --root; it takes no --source";
             Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit();
         }
+        Command::Mcp(args) => mcp::run(g, args, sources()?)?,
         Command::Demo => {
             // Without --root: the example store embedded in the binary.
             let bundled = match &g.root {

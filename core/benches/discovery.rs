@@ -4,7 +4,9 @@
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench discovery`
 //! Environment: `DSR_BENCH_SESSIONS` (default 2,000), `DSR_BENCH_KB` (log
-//! size per session, default 150).
+//! size per session, default 150), `DSR_BENCH_ROOT` (write the root there
+//! and keep it), `DSR_BENCH_GENERATE_ONLY` (with `DSR_BENCH_ROOT`: write the
+//! root, time nothing).
 //!
 //! Two sources over the same sessions: the embedded DSH store read from
 //! disk (it fingerprints each log by its identity and, from its second
@@ -266,6 +268,11 @@ fn main() {
     let (gen, took) = time(|| write_root(&root, n, kb));
     let (mut logs, bytes) = gen;
     println!("generated {n} sessions, {:.0} MB of plain logs, in {:.1} s", bytes as f64 / 1e6, took.as_secs_f64());
+    if kept.is_some() && std::env::var_os("DSR_BENCH_GENERATE_ONLY").is_some() {
+        // The root alone, for a benchmark of another front (the MCP
+        // server's, bench/mcp_bench.py).
+        return;
+    }
     let target = Target::new("new-chat", Some("/work/p3".into()));
     let store = DshStore::open(&root).unwrap();
     let reps = 15;

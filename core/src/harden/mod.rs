@@ -79,6 +79,25 @@ impl Hardening {
             title
         }
     }
+
+    /// A free text shown outside a reference's frame (a search snippet, a
+    /// cwd, a message text in a structured result) as this hardening writes
+    /// it: credentials redacted under `redact_secrets`
+    /// ([`secrets::redact`]), then invisible characters written as the text
+    /// of their escapes under `escape_invisible`
+    /// ([`invisible::escape_as_text`], as the receiver parses the JSON the
+    /// text travels in). Borrowed when nothing changes.
+    pub fn text<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        use std::borrow::Cow;
+        let redacted = if self.redact_secrets { secrets::redact(text).0 } else { Cow::Borrowed(text) };
+        if !self.escape_invisible {
+            return redacted;
+        }
+        match redacted {
+            Cow::Borrowed(t) => invisible::escape_as_text(t),
+            Cow::Owned(t) => Cow::Owned(invisible::escape_as_text(&t).into_owned()),
+        }
+    }
 }
 
 /// The wire key of the preset that turns every protection on.
@@ -109,4 +128,23 @@ pub fn hardening_from_json(map: &serde_json::Map<String, serde_json::Value>) -> 
         escape_invisible: flag(escape)?.unwrap_or(preset),
         sanitize_labels: flag(sanitize)?.unwrap_or(preset),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_free_text_is_redacted_then_its_invisible_characters_shown() {
+        // Made at run time: the crate's sources hold no credential-shaped text.
+        let text = &format!("key {}{} here\u{200b}\u{202e}!", "sk-ant-api03-", "a".repeat(40));
+        let hardened = Hardening::ALL.text(text);
+        assert!(!hardened.contains("sk-ant-api03") && hardened.contains("[redacted "), "{hardened}");
+        assert!(hardened.ends_with("here\\u200b\\u202e!"), "{hardened}");
+        let none = Hardening::default();
+        assert!(matches!(none.text(text), std::borrow::Cow::Borrowed(t) if t == text));
+        assert!(matches!(Hardening::ALL.text("plain"), std::borrow::Cow::Borrowed("plain")));
+        let escape_only = Hardening { escape_invisible: true, ..Hardening::default() };
+        assert_eq!(escape_only.text("a\u{e0041}b"), "a\\udb40\\udc41b");
+    }
 }

@@ -196,6 +196,28 @@ pub fn stringify(value: &serde_json::Value) -> String {
     out
 }
 
+/// `s` with every [invisible](is_invisible) character replaced by the
+/// text of its escape (`\u200b`: a backslash, `u` and four hex digits),
+/// for a text that leaves as a parsed string (a structured result a client
+/// decodes), where a JSON escape would turn back into the character. Lossy
+/// only in that a reader cannot tell the escape from the same six
+/// characters typed; borrowed when there is nothing to replace.
+pub fn escape_as_text(s: &str) -> std::borrow::Cow<'_, str> {
+    let mut pieces = Pieces::new(s).peekable();
+    if matches!(pieces.peek(), Some(Piece::Run(run)) if run.len() == s.len()) || s.is_empty() {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 12);
+    let mut buf = [0u8; 12];
+    for piece in pieces {
+        match piece {
+            Piece::Run(run) => out.push_str(run),
+            Piece::Invisible(c) => out.push_str(escape(c, &mut buf)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The length in bytes of [`write_string`]`(s)`, without writing it.
 pub fn string_len(s: &str) -> usize {
     let mut len = 2;

@@ -1,0 +1,60 @@
+//! `dsh-session-ref mcp`: the sessions served to MCP clients on standard
+//! input and output (docs/mcp.md), on the official Rust SDK (`rmcp`).
+//!
+//! One process serves both protocol eras: a client that opens with
+//! `initialize` (2025-06-18, 2025-11-25) gets the handshake, one that sends
+//! `server/discover` or a request with its version in `_meta` (2026-07-28)
+//! is served statelessly; `rmcp` picks the lifecycle from the first
+//! message. The resolver, its title and search indexes and the sources'
+//! listings live as long as the process, the sources watched where they
+//! can be, and (with a DSH root alone) the cache files are loaded at the
+//! start and saved as they change.
+
+use std::sync::Arc;
+
+use dsh_session_reference::sources::SourceSpec;
+use dsh_session_reference::{runtime, Error, ErrorCode, Hardening};
+use rmcp::ServiceExt;
+
+use crate::args::{Global, McpArgs};
+use crate::ctx::{Ctx, Lifetime};
+use crate::{CliResult, Failure};
+
+mod scope;
+mod server;
+mod tools;
+
+use scope::{Scope, ScopedQuery};
+use server::Server;
+
+/// Serves until standard input closes.
+pub(crate) fn run(global: &Global, args: &McpArgs, specs: Vec<SourceSpec>) -> CliResult {
+    let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
+    // Over MCP the text leaves its session for a model: hardened unless asked not to.
+    let hardening = if args.no_harden { global.hardening() } else { Hardening::ALL };
+    let config = global.config_with(None, hardening)?;
+    let working = std::env::current_dir().map_err(|e| invalid(format!("the working directory: {e}")))?;
+    let scope = match args.scope.as_str() {
+        "all" => Scope::all(),
+        _ => Scope::project(args.project.as_deref().unwrap_or(&working)).map_err(invalid)?,
+    }
+    .allowing(args.allow.iter().cloned());
+    let cwd = scope.cwd().or_else(|| Some(working.to_string_lossy().into_owned()));
+    let cache = !global.no_cache;
+    let lifetime = Lifetime::LongLived { cache };
+    let mut ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
+    let loading = ctx.take_loading();
+    let server = Server::new(ctx, loading, hardening, args.caller.clone(), cwd);
+    let ctx = server.ctx();
+    let served = runtime().block_on(async move {
+        let result = match server.serve(rmcp::transport::stdio()).await {
+            Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
+            // A client that went away before it said anything.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        };
+        ctx.save_cache();
+        result
+    });
+    served.map_err(|e| crate::read_failed(format!("serving MCP: {e}")))
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The MCP server driven by the official MCP Python SDK's client, both
+# majors: mcp 1.x (the initialize handshake) and mcp 2.x (its Client, which
+# negotiates the era). Each lives in a venv of its own under target/,
+# created and installed from PyPI on first use and kept for later runs.
+# Builds the CLI (debug) first. Usage: bash tests/mcp/run.sh [1|2 ...]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
+PY="${PYTHON:-python3}"
+# The SDK versions the tests were written against (docs/mcp.md); PyYAML
+# for the check of docs/mcp.md's DSH snippet.
+declare -A SDK=([1]="mcp==1.30.0" [2]="mcp==2.3.0 pyyaml==6.0.3")
+majors=("$@")
+[ ${#majors[@]} -gt 0 ] || majors=(1 2)
+
+cargo build --locked -q -p dsh-session-ref
+bin="$PWD/target/debug/dsh-session-ref"
+
+venv_for() {
+  local major=$1 dir="target/mcp-venv/v$1" want="${SDK[$1]}"
+  if [ ! -x "$dir/bin/python" ] || [ "$(cat "$dir/.installed" 2>/dev/null)" != "$want" ]; then
+    echo "==> creating $dir with $want" >&2
+    rm -rf "$dir"
+    "$PY" -m venv "$dir"
+    # shellcheck disable=SC2086 # one word a requirement
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check $want >&2
+    echo "$want" >"$dir/.installed"
+  fi
+  echo "$dir/bin/python"
+}
+
+status=0
+for major in "${majors[@]}"; do
+  python=$(venv_for "$major")
+  echo "==> MCP tests with ${SDK[$major]}"
+  "$python" tests/mcp/test_mcp.py --binary "$bin" </dev/null || status=1
+done
+# The set-up snippets of docs/mcp.md, against each client's config shape,
+# and its runnable example.
+"$(venv_for 2)" tests/mcp/check_docs.py --binary "$bin" </dev/null || status=1
+exit $status
