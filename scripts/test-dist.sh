@@ -133,35 +133,17 @@ platform=${platform%-$version.tgz}
 [ -f "node_modules/dsh-session-reference-$platform/dsh-session-reference.$platform.node" ] ||
   die "the platform package did not install its .node"
 [ -z "$(find node_modules/dsh-session-reference -name '*.node')" ] || die "the main package holds a .node"
-# The README's examples read '../examples/sessions' (the example store) and
-# '../tests/fixtures/foreign-logs' (sample transcripts), as data beside the project.
-cp -R "$root/examples" "$work/node/examples"
-mkdir -p "$work/node/tests/fixtures"
-cp -R "$root/tests/fixtures/foreign-logs" "$work/node/tests/fixtures/foreign-logs"
-node - "$root/node/README.md" "$work/node/app" <<'JS'
-const fs = require('node:fs'), path = require('node:path')
-const { execFileSync } = require('node:child_process')
-const [readme, app] = process.argv.slice(2)
-const blocks = [...fs.readFileSync(readme, 'utf8').matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], body: m[2] }))
-const examples = blocks.flatMap((b, i) => (b.lang === 'js' ? [{ code: b.body, output: blocks[i + 1]?.lang === 'text' ? blocks[i + 1].body : 'true\n' }] : []))
-if (examples.length < 2) throw new Error('node/README.md has fewer than two js examples')
+# The README's examples, each saved in this project and run with `node FILE`
+# from here, with the variables the README says to set for its sample data
+# (node/test/readme-examples.js, which node/test/readme.test.js uses too).
+node - "$root/node/test/readme-examples.js" "$work/node/app" <<'JS'
+const path = require('node:path')
+const [helpers, app] = process.argv.slice(2)
+const { runReadmeExamples } = require(helpers)
 const resolved = require.resolve('dsh-session-reference', { paths: [app] })
 if (!resolved.startsWith(path.join(app, 'node_modules') + path.sep)) throw new Error(`resolved ${resolved}`)
-// CommonJS: the imports become require() calls, the body an async function.
-const toCjs = (code) => {
-  const body = code.replace(/import\s*\{([^}]*)\}\s*from\s*'dsh-session-reference'/g, "const {$1} = require('dsh-session-reference')")
-  if (/^\s*import\s/m.test(body)) throw new Error('an import statement is left in the CommonJS version')
-  return `'use strict'\n;(async () => {\n${body}\n})().catch((e) => { console.error(e); process.exit(1) })\n`
-}
-examples.forEach(({ code, output }, i) => {
-  for (const [ext, text] of [['mjs', code], ['cjs', toCjs(code)]]) {
-    const file = path.join(app, `example-${i}.${ext}`)
-    fs.writeFileSync(file, text)
-    const stdout = execFileSync(process.execPath, [file], { cwd: app, encoding: 'utf8', timeout: 60000 })
-    if (stdout !== output) throw new Error(`${file} printed\n${stdout}\ninstead of\n${output}`)
-  }
-})
-console.log(`${examples.length} README examples ran as ES modules and as CommonJS against ${resolved}`)
+const count = runReadmeExamples(app, { commonjs: true })
+console.log(`${count} README examples ran as ES modules and as CommonJS against ${resolved}`)
 JS
 
 # --- C --------------------------------------------------------------------------
