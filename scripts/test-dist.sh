@@ -101,26 +101,21 @@ step "Python: venv + pip install --no-index ${wheel##*/}"
 "$work/venv/bin/python" -m pip install -q --no-index --no-cache-dir "$wheel"
 "$work/venv/bin/python" -m pip check
 mkdir "$work/py" && cd "$work/py"
-step "Python: the README's example, from $work/py"
-# The sources example reads the repository's sample transcripts, as its tests do.
-DSR_FOREIGN_FIXTURES="$root/tests/fixtures/foreign-logs" \
-  "$work/venv/bin/python" - "$root/python/README.md" "$version" "$work/venv" <<'PY'
-import pathlib, re, sys
-readme, version, venv = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3]).resolve()
+step "Python: the installed package, and the README's examples run as scripts from outside the repository"
+"$work/venv/bin/python" - "$version" "$work/venv" <<'PY'
+import pathlib, sys
+version, venv = sys.argv[1], pathlib.Path(sys.argv[2]).resolve()
 import dsh_session_reference
 from dsh_session_reference import _native
 assert pathlib.Path(dsh_session_reference.__file__).resolve().is_relative_to(venv), dsh_session_reference.__file__
 assert pathlib.Path(_native.__file__).name.endswith(".abi3.so"), _native.__file__
 assert dsh_session_reference.__version__ == version, dsh_session_reference.__version__
-blocks = re.findall(r"```python\n(.*?)```", pathlib.Path(readme).read_text(encoding="utf-8"), re.S)
-assert blocks, "python/README.md has no Python example"
-for block in blocks:
-    scope = {"__name__": "__readme__"}
-    exec(compile(block, readme, "exec"), scope)
-    # The example's resolver stays alive until the interpreter exits, as in
-    # a user's script (python/tests/test_exit.py covers that exit).
-print(f"{len(blocks)} README example(s) ran against {_native.__file__}")
+print(f"dsh_session_reference {version} from {_native.__file__}")
 PY
+# Each example saved as a file in a fresh directory and run with the venv's
+# python, with the variables the README says to set (the runner of
+# python/tests/test_readme.py).
+"$work/venv/bin/python" "$root/python/tests/readme_examples.py"
 
 # --- Node -----------------------------------------------------------------------
 step "Node: a fresh project installs ${npm_platform##*/} and ${npm_main##*/} offline"
