@@ -3,13 +3,14 @@
 # no Rust toolchain on PATH and no network, and runs it:
 #
 #   1. the checksums, and the contents of the sdist and the crate;
-#   2. Python: a fresh venv, `pip install --no-index` of the wheel, then the
-#      README's example from an unrelated directory;
+#   2. Python: a fresh venv, `pip install --no-index` of the wheel, then each
+#      of the README's examples saved as a file and run from a fresh directory;
 #   3. Node: a fresh npm project installs the two tarballs (offline, with an
 #      empty cache and an unreachable registry), then runs the README's
 #      examples as ES modules and as CommonJS;
-#   4. C: the SDK tarball unpacked, the example built through pkg-config only
-#      (shared, then static) and run;
+#   4. C: the commands of the SDK tarball's README, as written, in a fresh
+#      directory holding the tarball: unpack, build the example through
+#      pkg-config (shared with an rpath, then static) and run it;
 #   5. the CLI: `dsh-session-ref demo` from an empty directory (the example
 #      store is embedded in the binary);
 #   6. the Linux binaries need no glibc newer than DSR_DIST_GLIBC (2.17).
@@ -142,11 +143,25 @@ console.log(`${count} README examples ran as ES modules and as CommonJS against 
 JS
 
 # --- C --------------------------------------------------------------------------
-step "C: ${sdk##*/} through pkg-config"
-mkdir "$work/c" && tar -xzf "$sdk" -C "$work/c"
-prefix=$work/c/dsh-session-reference-$version-$target
+step "C: ${sdk##*/}, its README's commands as written"
+# As a user: the tarball in a directory of its own, then the README's
+# commands of one terminal session there (unpack, go in, build through
+# pkg-config with the rpath, run; then static).
+sdk_dir=dsh-session-reference-$version-$target
+prefix=$work/c/$sdk_dir
+mkdir "$work/c" && cp "$sdk" "$work/c/" && cd "$work/c"
+tar -xzOf "$sdk" "$sdk_dir/README.md" > sdk-README.md
+case $target in
+  *-linux-*)
+    { "$root/scripts/readme-example.sh" sdk-README.md use.sh
+      "$root/scripts/readme-example.sh" sdk-README.md static.sh; } > session.sh
+    (env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH bash -e session.sh) | tee session.out
+    [ "$(grep -c '<referenced-sessions>' session.out)" = 2 ] || die "the C example printed no context (shared, static)"
+    ;;
+  *) tar -xzf "$sdk" ;;
+esac
 for f in include/dsh_session_reference.h lib/libdsh_session_reference.a lib/pkgconfig/dsh-session-reference.pc \
-  examples/host.c README.md LICENSE-MIT LICENSE-APACHE; do
+  examples/host.c examples/sources.c README.md LICENSE-MIT LICENSE-APACHE; do
   [ -f "$prefix/$f" ] || die "the C SDK lacks $f"
 done
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
@@ -154,29 +169,26 @@ pkg=dsh-session-reference
 pkg-config --exists --print-errors $pkg
 [ "$(pkg-config --modversion $pkg)" = "$version" ] || die "pkg-config says version $(pkg-config --modversion $pkg)"
 libdir=$(pkg-config --variable=libdir $pkg)
-cd "$work/c"
-CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic)
 case $target in
   *-linux-*)
     soname=$(readelf -d "$prefix/lib/libdsh_session_reference.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
     [ -n "$soname" ] || die "the shared library has no soname"
     [ -f "$prefix/lib/$soname" ] || die "the soname $soname is not in lib/"
-    # shellcheck disable=SC2046
-    gcc "${CFLAGS[@]}" "$prefix/examples/host.c" $(pkg-config --cflags --libs $pkg) -Wl,-rpath,"$libdir" -o host_shared
-    ./host_shared | tee host.out
-    grep -q '<referenced-sessions>' host.out || die "the C example printed no context"
     # (outputs in variables: `producer | grep -q` can fail on SIGPIPE under pipefail)
-    loaded=$(ldd host_shared)
+    loaded=$(ldd "$prefix/host")
     grep -q "=> $(cd "$libdir" && pwd -P)/$soname\|=> $libdir/$soname" <<<"$loaded" ||
-      { ldd host_shared; die "host_shared does not load $soname from the SDK"; }
-    # Static: the archive and the Libs.private libraries, nothing else.
-    # shellcheck disable=SC2046
-    gcc "${CFLAGS[@]}" "$prefix/examples/host.c" $(pkg-config --cflags $pkg) "$libdir/libdsh_session_reference.a" \
-      $(pkg-config --static --libs-only-l $pkg | sed 's/-ldsh_session_reference//') -o host_static
-    ! grep -q dsh_session_reference <<<"$(readelf -d host_static)" || die "host_static still needs the shared library"
+      { echo "$loaded"; die "the README's host does not load $soname from the SDK"; }
+    ! grep -q dsh_session_reference <<<"$(readelf -d "$prefix/host-static")" || die "host-static still needs the shared library"
     # (the same output but for the context message's random id)
-    ./host_static | sed 's/"id":"[0-9a-f-]*"/"id":ID/' | cmp - <(sed 's/"id":"[0-9a-f-]*"/"id":ID/' host.out) ||
+    [ "$(grep -c . session.out)" = 6 ] || die "expected three lines from each of host and host-static"
+    head -n 3 session.out | sed 's/"id":"[0-9a-f-]*"/"id":ID/' | cmp - <(tail -n 3 session.out | sed 's/"id":"[0-9a-f-]*"/"id":ID/') ||
       die "the static build printed something else"
+    # The examples compile without a warning.
+    CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic)
+    for example in host sources; do
+      # shellcheck disable=SC2046
+      gcc "${CFLAGS[@]}" "$prefix/examples/$example.c" $(pkg-config --cflags --libs $pkg) -o "strict-$example"
+    done
     echo "shared ($soname) and static builds run"
     ;;
 esac
