@@ -212,8 +212,20 @@ if command -v man >/dev/null; then
   man -l "$cli_dir/man/dsh-session-ref.1" 2>/dev/null | grep -q 'dsh-session-ref' || die "the manual page does not render"
 fi
 case $target in *-linux-*) ! grep -q '\.symtab' <<<"$(readelf -S "$exe")" || die "dsh-session-ref is not stripped" ;; esac
+# The README's install commands, as written, from the unpacked directory
+# (HOME a fresh directory): the binary, manual pages and completions land
+# under ~/.local and ~/.config, and the installed binary runs.
+"$root/scripts/readme-example.sh" "$cli_dir/README.md" install.sh > "$work/cli/install.sh"
+(cd "$cli_dir" && env HOME="$work/cli/home" bash -e "$work/cli/install.sh")
+for f in .local/bin/dsh-session-ref .local/share/man/man1/dsh-session-ref.1 \
+  .local/share/bash-completion/completions/dsh-session-ref .zfunc/_dsh-session-ref \
+  .config/fish/completions/dsh-session-ref.fish; do
+  [ -s "$work/cli/home/$f" ] || die "the README's install commands did not install ~/$f"
+done
 cd "$work/cli/elsewhere"
-[ "$(env -u DSH_HOME HOME="$work/cli/home" "$exe" --version)" = "dsh-session-ref $version" ] || die "--version"
+[ "$(env -u DSH_HOME HOME="$work/cli/home" "$work/cli/home/.local/bin/dsh-session-ref" --version)" = "dsh-session-ref $version" ] ||
+  die "the installed dsh-session-ref --version"
+rm -r "$work/cli/home" && mkdir "$work/cli/home"
 env -u DSH_HOME HOME="$work/cli/home" TMPDIR="$work/cli/tmp" "$exe" demo > demo.txt
 grep -q '^== Sessions root: the bundled example store' demo.txt || die "demo did not use the embedded store"
 grep -q '<referenced-sessions>' demo.txt || die "demo printed no context"
