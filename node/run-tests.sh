@@ -3,7 +3,8 @@
 #   1. npm ci (registry packages only: the pinned napi CLI and TypeScript)
 #   2. npm run build (`napi build --platform`: plain cargo)
 #   3. the committed generated index.js / index.d.ts match the build (drift)
-#   4. node --test: conformance vectors, host behaviour, DSH store, README
+#   4. node --test: conformance vectors, host behaviour, DSH store, the README's
+#      examples (run from a project outside the repository)
 #   5. tsc --noEmit: the README examples against the hand-written .d.ts
 # Non-interactive; exits non-zero on the first failure.
 #
@@ -47,7 +48,7 @@ step "node --test"
 node --test test/*.test.js test/*.test.mjs </dev/null
 
 step "tsc --noEmit: README examples against wrapper.d.ts"
-node -e "require('./test/readme.test.js').writeExamples()"
+node -e "require('./test/readme-examples.js').writeForTsc()"
 npx --no-install tsc -p tsconfig.readme.json
 
 step "node: all passed in $((SECONDS - start))s"

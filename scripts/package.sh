@@ -285,10 +285,10 @@ if has c-sdk; then
   esac
   # shellcheck disable=SC2016 # ${pcfiledir} is for pkg-config to expand
   ffi/pkg-config.sh '${pcfiledir}/../..' "$version" "$private" > "$stage/lib/pkgconfig/dsh-session-reference.pc"
-  # The example of the API documentation, as tests/c/run.sh extracts it.
-  awk '/<!-- example:host.c -->/{f=1;next} f&&/^```c$/{g=1;next} g&&/^```$/{exit} g{print}' include/README.md \
-    > "$stage/examples/host.c"
-  [ -s "$stage/examples/host.c" ] || die "no example in include/README.md"
+  # The examples of the API documentation, as tests/c/run.sh extracts them.
+  for example in host.c sources.c; do
+    scripts/readme-example.sh include/README.md "$example" > "$stage/examples/$example"
+  done
   sed "s/@VERSION@/$version/g; s/@TARGET@/$target/g" ffi/sdk/README.md > "$stage/README.md"
   cp include/README.md "$stage/include/README.md"
   cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$stage/"

@@ -3,13 +3,14 @@
 # no Rust toolchain on PATH and no network, and runs it:
 #
 #   1. the checksums, and the contents of the sdist and the crate;
-#   2. Python: a fresh venv, `pip install --no-index` of the wheel, then the
-#      README's example from an unrelated directory;
+#   2. Python: a fresh venv, `pip install --no-index` of the wheel, then each
+#      of the README's examples saved as a file and run from a fresh directory;
 #   3. Node: a fresh npm project installs the two tarballs (offline, with an
 #      empty cache and an unreachable registry), then runs the README's
 #      examples as ES modules and as CommonJS;
-#   4. C: the SDK tarball unpacked, the example built through pkg-config only
-#      (shared, then static) and run;
+#   4. C: the commands of the SDK tarball's README, as written, in a fresh
+#      directory holding the tarball: unpack, build the example through
+#      pkg-config (shared with an rpath, then static) and run it;
 #   5. the CLI: `dsh-session-ref demo` from an empty directory (the example
 #      store is embedded in the binary);
 #   6. the Linux binaries need no glibc newer than DSR_DIST_GLIBC (2.17).
@@ -101,26 +102,21 @@ step "Python: venv + pip install --no-index ${wheel##*/}"
 "$work/venv/bin/python" -m pip install -q --no-index --no-cache-dir "$wheel"
 "$work/venv/bin/python" -m pip check
 mkdir "$work/py" && cd "$work/py"
-step "Python: the README's example, from $work/py"
-# The sources example reads the repository's sample transcripts, as its tests do.
-DSR_FOREIGN_FIXTURES="$root/tests/fixtures/foreign-logs" \
-  "$work/venv/bin/python" - "$root/python/README.md" "$version" "$work/venv" <<'PY'
-import pathlib, re, sys
-readme, version, venv = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3]).resolve()
+step "Python: the installed package, and the README's examples run as scripts from outside the repository"
+"$work/venv/bin/python" - "$version" "$work/venv" <<'PY'
+import pathlib, sys
+version, venv = sys.argv[1], pathlib.Path(sys.argv[2]).resolve()
 import dsh_session_reference
 from dsh_session_reference import _native
 assert pathlib.Path(dsh_session_reference.__file__).resolve().is_relative_to(venv), dsh_session_reference.__file__
 assert pathlib.Path(_native.__file__).name.endswith(".abi3.so"), _native.__file__
 assert dsh_session_reference.__version__ == version, dsh_session_reference.__version__
-blocks = re.findall(r"```python\n(.*?)```", pathlib.Path(readme).read_text(encoding="utf-8"), re.S)
-assert blocks, "python/README.md has no Python example"
-for block in blocks:
-    scope = {"__name__": "__readme__"}
-    exec(compile(block, readme, "exec"), scope)
-    # The example's resolver stays alive until the interpreter exits, as in
-    # a user's script (python/tests/test_exit.py covers that exit).
-print(f"{len(blocks)} README example(s) ran against {_native.__file__}")
+print(f"dsh_session_reference {version} from {_native.__file__}")
 PY
+# Each example saved as a file in a fresh directory and run with the venv's
+# python, with the variables the README says to set (the runner of
+# python/tests/test_readme.py).
+"$work/venv/bin/python" "$root/python/tests/readme_examples.py"
 
 # --- Node -----------------------------------------------------------------------
 step "Node: a fresh project installs ${npm_platform##*/} and ${npm_main##*/} offline"
@@ -133,43 +129,39 @@ platform=${platform%-$version.tgz}
 [ -f "node_modules/dsh-session-reference-$platform/dsh-session-reference.$platform.node" ] ||
   die "the platform package did not install its .node"
 [ -z "$(find node_modules/dsh-session-reference -name '*.node')" ] || die "the main package holds a .node"
-# The README's examples read '../examples/sessions' (the example store) and
-# '../tests/fixtures/foreign-logs' (sample transcripts), as data beside the project.
-cp -R "$root/examples" "$work/node/examples"
-mkdir -p "$work/node/tests/fixtures"
-cp -R "$root/tests/fixtures/foreign-logs" "$work/node/tests/fixtures/foreign-logs"
-node - "$root/node/README.md" "$work/node/app" <<'JS'
-const fs = require('node:fs'), path = require('node:path')
-const { execFileSync } = require('node:child_process')
-const [readme, app] = process.argv.slice(2)
-const blocks = [...fs.readFileSync(readme, 'utf8').matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], body: m[2] }))
-const examples = blocks.flatMap((b, i) => (b.lang === 'js' ? [{ code: b.body, output: blocks[i + 1]?.lang === 'text' ? blocks[i + 1].body : 'true\n' }] : []))
-if (examples.length < 2) throw new Error('node/README.md has fewer than two js examples')
+# The README's examples, each saved in this project and run with `node FILE`
+# from here, with the variables the README says to set for its sample data
+# (node/test/readme-examples.js, which node/test/readme.test.js uses too).
+node - "$root/node/test/readme-examples.js" "$work/node/app" <<'JS'
+const path = require('node:path')
+const [helpers, app] = process.argv.slice(2)
+const { runReadmeExamples } = require(helpers)
 const resolved = require.resolve('dsh-session-reference', { paths: [app] })
 if (!resolved.startsWith(path.join(app, 'node_modules') + path.sep)) throw new Error(`resolved ${resolved}`)
-// CommonJS: the imports become require() calls, the body an async function.
-const toCjs = (code) => {
-  const body = code.replace(/import\s*\{([^}]*)\}\s*from\s*'dsh-session-reference'/g, "const {$1} = require('dsh-session-reference')")
-  if (/^\s*import\s/m.test(body)) throw new Error('an import statement is left in the CommonJS version')
-  return `'use strict'\n;(async () => {\n${body}\n})().catch((e) => { console.error(e); process.exit(1) })\n`
-}
-examples.forEach(({ code, output }, i) => {
-  for (const [ext, text] of [['mjs', code], ['cjs', toCjs(code)]]) {
-    const file = path.join(app, `example-${i}.${ext}`)
-    fs.writeFileSync(file, text)
-    const stdout = execFileSync(process.execPath, [file], { cwd: app, encoding: 'utf8', timeout: 60000 })
-    if (stdout !== output) throw new Error(`${file} printed\n${stdout}\ninstead of\n${output}`)
-  }
-})
-console.log(`${examples.length} README examples ran as ES modules and as CommonJS against ${resolved}`)
+const count = runReadmeExamples(app, { commonjs: true })
+console.log(`${count} README examples ran as ES modules and as CommonJS against ${resolved}`)
 JS
 
 # --- C --------------------------------------------------------------------------
-step "C: ${sdk##*/} through pkg-config"
-mkdir "$work/c" && tar -xzf "$sdk" -C "$work/c"
-prefix=$work/c/dsh-session-reference-$version-$target
+step "C: ${sdk##*/}, its README's commands as written"
+# As a user: the tarball in a directory of its own, then the README's
+# commands of one terminal session there (unpack, go in, build through
+# pkg-config with the rpath, run; then static).
+sdk_dir=dsh-session-reference-$version-$target
+prefix=$work/c/$sdk_dir
+mkdir "$work/c" && cp "$sdk" "$work/c/" && cd "$work/c"
+tar -xzOf "$sdk" "$sdk_dir/README.md" > sdk-README.md
+case $target in
+  *-linux-*)
+    { "$root/scripts/readme-example.sh" sdk-README.md use.sh
+      "$root/scripts/readme-example.sh" sdk-README.md static.sh; } > session.sh
+    (env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH bash -e session.sh) | tee session.out
+    [ "$(grep -c '<referenced-sessions>' session.out)" = 2 ] || die "the C example printed no context (shared, static)"
+    ;;
+  *) tar -xzf "$sdk" ;;
+esac
 for f in include/dsh_session_reference.h lib/libdsh_session_reference.a lib/pkgconfig/dsh-session-reference.pc \
-  examples/host.c README.md LICENSE-MIT LICENSE-APACHE; do
+  examples/host.c examples/sources.c README.md LICENSE-MIT LICENSE-APACHE; do
   [ -f "$prefix/$f" ] || die "the C SDK lacks $f"
 done
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
@@ -177,29 +169,26 @@ pkg=dsh-session-reference
 pkg-config --exists --print-errors $pkg
 [ "$(pkg-config --modversion $pkg)" = "$version" ] || die "pkg-config says version $(pkg-config --modversion $pkg)"
 libdir=$(pkg-config --variable=libdir $pkg)
-cd "$work/c"
-CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic)
 case $target in
   *-linux-*)
     soname=$(readelf -d "$prefix/lib/libdsh_session_reference.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
     [ -n "$soname" ] || die "the shared library has no soname"
     [ -f "$prefix/lib/$soname" ] || die "the soname $soname is not in lib/"
-    # shellcheck disable=SC2046
-    gcc "${CFLAGS[@]}" "$prefix/examples/host.c" $(pkg-config --cflags --libs $pkg) -Wl,-rpath,"$libdir" -o host_shared
-    ./host_shared | tee host.out
-    grep -q '<referenced-sessions>' host.out || die "the C example printed no context"
     # (outputs in variables: `producer | grep -q` can fail on SIGPIPE under pipefail)
-    loaded=$(ldd host_shared)
+    loaded=$(ldd "$prefix/host")
     grep -q "=> $(cd "$libdir" && pwd -P)/$soname\|=> $libdir/$soname" <<<"$loaded" ||
-      { ldd host_shared; die "host_shared does not load $soname from the SDK"; }
-    # Static: the archive and the Libs.private libraries, nothing else.
-    # shellcheck disable=SC2046
-    gcc "${CFLAGS[@]}" "$prefix/examples/host.c" $(pkg-config --cflags $pkg) "$libdir/libdsh_session_reference.a" \
-      $(pkg-config --static --libs-only-l $pkg | sed 's/-ldsh_session_reference//') -o host_static
-    ! grep -q dsh_session_reference <<<"$(readelf -d host_static)" || die "host_static still needs the shared library"
+      { echo "$loaded"; die "the README's host does not load $soname from the SDK"; }
+    ! grep -q dsh_session_reference <<<"$(readelf -d "$prefix/host-static")" || die "host-static still needs the shared library"
     # (the same output but for the context message's random id)
-    ./host_static | sed 's/"id":"[0-9a-f-]*"/"id":ID/' | cmp - <(sed 's/"id":"[0-9a-f-]*"/"id":ID/' host.out) ||
+    [ "$(grep -c . session.out)" = 6 ] || die "expected three lines from each of host and host-static"
+    head -n 3 session.out | sed 's/"id":"[0-9a-f-]*"/"id":ID/' | cmp - <(tail -n 3 session.out | sed 's/"id":"[0-9a-f-]*"/"id":ID/') ||
       die "the static build printed something else"
+    # The examples compile without a warning.
+    CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic)
+    for example in host sources; do
+      # shellcheck disable=SC2046
+      gcc "${CFLAGS[@]}" "$prefix/examples/$example.c" $(pkg-config --cflags --libs $pkg) -o "strict-$example"
+    done
     echo "shared ($soname) and static builds run"
     ;;
 esac
@@ -223,8 +212,20 @@ if command -v man >/dev/null; then
   man -l "$cli_dir/man/dsh-session-ref.1" 2>/dev/null | grep -q 'dsh-session-ref' || die "the manual page does not render"
 fi
 case $target in *-linux-*) ! grep -q '\.symtab' <<<"$(readelf -S "$exe")" || die "dsh-session-ref is not stripped" ;; esac
+# The README's install commands, as written, from the unpacked directory
+# (HOME a fresh directory): the binary, manual pages and completions land
+# under ~/.local and ~/.config, and the installed binary runs.
+"$root/scripts/readme-example.sh" "$cli_dir/README.md" install.sh > "$work/cli/install.sh"
+(cd "$cli_dir" && env HOME="$work/cli/home" bash -e "$work/cli/install.sh")
+for f in .local/bin/dsh-session-ref .local/share/man/man1/dsh-session-ref.1 \
+  .local/share/bash-completion/completions/dsh-session-ref .zfunc/_dsh-session-ref \
+  .config/fish/completions/dsh-session-ref.fish; do
+  [ -s "$work/cli/home/$f" ] || die "the README's install commands did not install ~/$f"
+done
 cd "$work/cli/elsewhere"
-[ "$(env -u DSH_HOME HOME="$work/cli/home" "$exe" --version)" = "dsh-session-ref $version" ] || die "--version"
+[ "$(env -u DSH_HOME HOME="$work/cli/home" "$work/cli/home/.local/bin/dsh-session-ref" --version)" = "dsh-session-ref $version" ] ||
+  die "the installed dsh-session-ref --version"
+rm -r "$work/cli/home" && mkdir "$work/cli/home"
 env -u DSH_HOME HOME="$work/cli/home" TMPDIR="$work/cli/tmp" "$exe" demo > demo.txt
 grep -q '^== Sessions root: the bundled example store' demo.txt || die "demo did not use the embedded store"
 grep -q '<referenced-sessions>' demo.txt || die "demo printed no context"

@@ -11,9 +11,13 @@
 # 4. runs the test against the shared library, then an AddressSanitizer +
 #    UBSan build against the static library, then the shared build under
 #    valgrind (--leak-check=full --error-exitcode=1),
-# 5. compiles and runs the host example of include/README.md,
-# 6. installs into a temporary prefix with ffi/install.sh and builds the
-#    example against it through pkg-config.
+# 5. compiles the examples of include/README.md (host.c, sources.c) strictly
+#    and runs host.c,
+# 6. runs the README's "Build and install" commands exactly as written (each
+#    fenced block marked <!-- example:NAME -->), with HOME a fresh directory,
+#    from a directory outside the checkout that holds the examples: install
+#    into $HOME/.local, build through pkg-config with the rpath and run,
+#    static, sources.c on the sample transcripts, and without installing.
 # Every conformance vector runs in each of the three runs of step 4
 # (DSR_CONFORMANCE_DIR overrides tests/conformance), and so does
 # tests/c/test_hostile.c (hostile hosts and an 8-thread stress with random
@@ -110,36 +114,60 @@ vg=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect,possi
 DSR_TEST_TIME_FACTOR=10 DSR_TEST_NO_FORK=1 "${vg[@]}" "$work/test_shared"
 DSR_TEST_TIME_FACTOR=10 DSR_TEST_BIG_MB=8 DSR_TEST_SESSIONS=3000 "${vg[@]}" "$work/hostile_shared"
 
-step "include/README.md example"
-awk '/<!-- example:host.c -->/{f=1;next} f&&/^```c$/{g=1;next} g&&/^```$/{exit} g{print}' include/README.md \
-    > "$work/host.c"
-[ -s "$work/host.c" ] || { echo "no example found in include/README.md" >&2; exit 1; }
-gcc "${CFLAGS[@]}" "$work/host.c" "$lib/libdsh_session_reference.a" "${LIBS[@]}" -o "$work/host"
+step "include/README.md examples, strict"
+# The examples as a user saves them: in a directory of their own, outside
+# the checkout.
+user=$work/user
+home=$work/home
+mkdir "$user" "$home"
+case $user in "$root"/*) echo "$user is inside the checkout: set TMPDIR elsewhere" >&2; exit 1 ;; esac
+example() { "$root/scripts/readme-example.sh" "$root/include/README.md" "$1" | sed "s|/path/to/checkout|$root|g"; }
+example host.c > "$user/host.c"
+example sources.c > "$user/sources.c"
+for prog in host sources; do
+    gcc "${CFLAGS[@]}" "$user/$prog.c" "$lib/libdsh_session_reference.a" "${LIBS[@]}" -o "$work/$prog"
+done
 "$work/host" | tee "$work/host.out"
 grep -q '<referenced-sessions>' "$work/host.out"
-awk '/<!-- example:sources.c -->/{f=1;next} f&&/^```c$/{g=1;next} g&&/^```$/{exit} g{print}' include/README.md \
-    > "$work/sources.c"
-[ -s "$work/sources.c" ] || { echo "no sources example found in include/README.md" >&2; exit 1; }
-gcc "${CFLAGS[@]}" "$work/sources.c" "$lib/libdsh_session_reference.a" "${LIBS[@]}" -o "$work/sources"
-fx=$root/tests/fixtures/foreign-logs
-"$work/sources" "[{\"kind\":\"claude-code\",\"root\":\"$fx/claude-code\"},{\"kind\":\"codex\",\"root\":\"$fx/codex/daaain\"}]" \
-    | tee "$work/sources.out"
-grep -q 'codex:11111111-1111-4111-8111-111111111111' "$work/sources.out"
-grep -q 'After compaction' "$work/sources.out"
 
-step "install into a prefix and build through pkg-config"
-# The release build the steps above made (the default, `dist`, is what a
-# user installs: the same code with LTO, a much longer build).
-DSR_PROFILE=release ffi/install.sh "$work/prefix"
-export PKG_CONFIG_PATH=$work/prefix/lib/pkgconfig
-pkg-config --exists --print-errors dsh-session-reference
+step "include/README.md build commands, as written, with HOME=$home"
+# "Build and install": ffi/install.sh "$HOME/.local" in the checkout (with the
+# release build the steps above made: the default, `dist`, is what a user
+# installs, the same code with LTO and a much longer build), then the
+# commands of one terminal session in $user, where host.c and sources.c are
+# ("/path/to/checkout" being this checkout).
+example install.sh > "$work/install.sh"
+# (the toolchain stays where it is installed when HOME changes)
+export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup} CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
+HOME=$home DSR_PROFILE=release bash -e "$work/install.sh"
+{ example build.sh; example static.sh; example sources.sh; } > "$work/session.sh"
+(cd "$user" && env HOME="$home" bash -e "$work/session.sh") | tee "$work/session.out"
+[ "$(grep -c '<referenced-sessions>' "$work/session.out")" = 3 ] # host, host-static, sources with an id
+grep -q '"sessionId":"codex:44444444-4444-4444-8444-444444444444"' "$work/session.out"
+grep -q 'codex:11111111-1111-4111-8111-111111111111' "$work/session.out"
+export PKG_CONFIG_PATH=$home/.local/lib/pkgconfig
 [ "$(pkg-config --modversion dsh-session-reference)" = "$(sed -n 's/^#define DSR_VERSION_STRING "\(.*\)"$/\1/p' include/dsh_session_reference.h)" ]
-# shellcheck disable=SC2046
-gcc -std=c11 -Wall -Wextra -Werror -pedantic "$work/host.c" $(pkg-config --cflags --libs dsh-session-reference) \
-    -Wl,-rpath,"$(pkg-config --variable=libdir dsh-session-reference)" -o "$work/host_installed"
-"$work/host_installed" >/dev/null
 # (ldd's output in a variable: `ldd | grep -q` fails on SIGPIPE under pipefail)
-grep -q "$work/prefix/lib/libdsh_session_reference.so" <<<"$(ldd "$work/host_installed")"
-echo "the installed library, header and pkg-config file work"
+grep -q "$home/.local/lib/libdsh_session_reference.so" <<<"$(ldd "$user/host")"
+! grep -q dsh_session_reference <<<"$(readelf -d "$user/host-static")"
+# Without the rpath the program does not start, as the README says.
+# shellcheck disable=SC2046
+gcc -std=c11 "$user/host.c" $(pkg-config --cflags --libs dsh-session-reference) -o "$work/host_no_rpath"
+if env -u LD_LIBRARY_PATH "$work/host_no_rpath" >/dev/null 2>"$work/no_rpath.err"; then
+    echo "a host built without -rpath started: the README's explanation is wrong here" >&2
+    exit 1
+fi
+grep -q 'error while loading shared libraries: libdsh_session_reference.so' "$work/no_rpath.err"
+LD_LIBRARY_PATH=$home/.local/lib "$work/host_no_rpath" >/dev/null
+if [ "$target" = "$root/target" ]; then
+    # "Without installing": against the checkout's target/release.
+    (cd "$user" && rm -f host && env -u CARGO_TARGET_DIR HOME="$home" bash -e <(example uninstalled.sh)) |
+        tee "$work/uninstalled.out"
+    grep -q '<referenced-sessions>' "$work/uninstalled.out"
+    grep -q "$root/target/release/libdsh_session_reference.so" <<<"$(ldd "$user/host")"
+else
+    echo "(the \"without installing\" commands assume target/; CARGO_TARGET_DIR is $target: not run)"
+fi
+echo "the README's commands build and run its examples, installed, static and uninstalled"
 
 step "C ABI tests passed"
