@@ -402,12 +402,13 @@ async def test_resources_template_list_and_read(fx, mode):
         text = await c.read_resource(uri)
         ref = await c.ok("reference_session", {"id": uri})
         assert text == ref["text"]
-        mention = json.loads(fx.cli("mention", "in-project", "--label", "x", "--json"))
+        mention = json.loads(fx.cli("--root", str(fx.dsh), "mention", "in-project", "--label", "x", "--json"))
         assert (await c.ok("reference_session", {"id": mention}))["text"] == text
         listed = (await c.ok("list_sessions", {"query": "in-project"}))["structured"]["sessions"][0]
         prompt = fx.cli("--root", str(fx.dsh), "--hardened", "prepare", "--target", "someone-else",
                         "--message", listed["mention"], "--prompt")
-        assert text == prompt, "the snapshot a prepare of a mention gives"
+        # (`--prompt` ends the context text with a line end)
+        assert prompt == text + "\n", "the snapshot a prepare of a mention gives"
         ranged = await c.ok("reference_session", {"id": "in-project", "range": {"start": 2, "end": 5}})
         assert ranged["structured"]["reference"]["range"] == {"start": 2, "end": 5}
 
