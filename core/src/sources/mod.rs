@@ -62,6 +62,18 @@ pub(crate) fn positions_in_order<'a>(
     })
 }
 
+/// A small deterministic random source for the readers' tests: each call
+/// `next(n)` gives a number in `0..n`.
+#[cfg(test)]
+pub(crate) fn test_random(mut seed: u64) -> impl FnMut(usize) -> usize {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    }
+}
+
 /// Checks that `root` is a readable directory (a link to one is fine: the
 /// root is the one link a source follows) and returns it.
 pub(crate) fn open_root(root: &Path, format: &str) -> std::io::Result<std::path::PathBuf> {

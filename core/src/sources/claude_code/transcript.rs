@@ -623,3 +623,68 @@ fn place_steering(
     out.extend(prompts.map(prompt));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The placing of steering prompts as it was (each inserted in turn
+    /// after the last item, placed ones included, timestamped no later).
+    fn one_by_one(items: &[(Option<&str>, ConversationItem)], steering: &[(String, String)]) -> Vec<ConversationItem> {
+        let mut out: Vec<(Option<String>, ConversationItem)> =
+            items.iter().map(|(ts, it)| (ts.map(str::to_owned), it.clone())).collect();
+        for (ts, text) in steering {
+            let at = out.iter().rposition(|(t, _)| t.as_deref().is_some_and(|t| t <= ts.as_str())).map_or(0, |p| p + 1);
+            out.insert(at, (Some(ts.clone()), ConversationItem::new(Role::User, text.clone())));
+        }
+        out.into_iter().map(|(_, it)| it).collect()
+    }
+
+    /// The indexed queue takes the same prompts as a scan of a list did.
+    #[test]
+    fn the_prompt_queue_takes_what_a_scan_took() {
+        let mut next = crate::sources::test_random(0x9e37_79b9_7f4a_7c15);
+        for round in 0..500 {
+            let (mut queue, mut list) = (PromptQueue::default(), VecDeque::new());
+            for step in 0..40 {
+                let text = (next(5) > 0).then(|| format!("p{}", next(4)));
+                match next(3) {
+                    0 => {
+                        queue.push(text.clone());
+                        list.push_back(text);
+                    }
+                    1 => assert_eq!(queue.pop_front(), list.pop_front(), "round {round}, step {step}"),
+                    _ => {
+                        queue.remove(&text);
+                        if let Some(at) = list.iter().position(|q| *q == text) {
+                            list.remove(at);
+                        }
+                    }
+                }
+            }
+            let rest: Vec<_> = std::iter::from_fn(|| queue.pop_front()).collect();
+            assert_eq!(rest, Vec::from(list), "round {round}");
+        }
+    }
+
+    /// Placing them in one merge gives the same conversation, timestamps
+    /// out of order, missing and tied included.
+    #[test]
+    fn steering_placed_in_one_merge_as_one_by_one() {
+        let stamps = ["1", "2", "3", "4", "5"];
+        let mut next = crate::sources::test_random(0x2545_f491_4f6c_dd1d);
+        for round in 0..2000 {
+            let items: Vec<(Option<&str>, ConversationItem)> = (0..next(6))
+                .map(|i| {
+                    let ts = (next(4) > 0).then(|| stamps[next(5)]);
+                    (ts, ConversationItem::new(Role::Assistant, format!("item {i}")))
+                })
+                .collect();
+            let steering: Vec<(String, String)> =
+                (0..next(5)).map(|i| (stamps[next(5)].to_owned(), format!("prompt {i}"))).collect();
+            let want = one_by_one(&items, &steering);
+            let got = place_steering(items, &mut steering.clone());
+            assert_eq!(got, want, "round {round}");
+        }
+    }
+}

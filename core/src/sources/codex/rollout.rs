@@ -297,6 +297,56 @@ pub fn read(file: File) -> io::Result<Transcript> {
 mod tests {
     use super::*;
 
+    /// A history that keeps its turns' starts replays as one that looked
+    /// for them at each rollback and filtered it whole at each compaction.
+    #[test]
+    fn history_replays_as_the_whole_scans_did() {
+        let mut next = crate::sources::test_random(0x2545_f491_4f6c_dd1d);
+        for round in 0..500 {
+            let (mut history, mut plain) = (History::default(), Vec::<Hist>::new());
+            for step in 0..60 {
+                match next(8) {
+                    0..=2 => {
+                        let h = Hist::User(Some(format!("u{step}")));
+                        history.push(h.clone());
+                        plain.push(h);
+                    }
+                    3 => {
+                        history.push(Hist::User(None));
+                        plain.push(Hist::User(None));
+                    }
+                    4 => {
+                        let h = Hist::Assistant(format!("a{step}"));
+                        history.push(h.clone());
+                        plain.push(h);
+                    }
+                    5 => {
+                        let n = next(4);
+                        history.roll_back(n as u64);
+                        let starts: Vec<usize> =
+                            (0..plain.len()).filter(|&i| matches!(plain[i], Hist::User(Some(_)))).collect();
+                        let n = n.min(starts.len());
+                        if n > 0 {
+                            plain.truncate(starts[starts.len() - n]);
+                        }
+                    }
+                    6 => {
+                        let c = Hist::Checkpoint(Some(format!("c{step}")));
+                        history.compact(c.clone());
+                        plain.retain(|h| matches!(h, Hist::User(Some(_))));
+                        plain.push(c);
+                    }
+                    _ => {
+                        let list = vec![Hist::User(Some(format!("r{step}"))), Hist::Assistant("x".into())];
+                        history.replace(list.clone());
+                        plain = list;
+                    }
+                }
+                assert_eq!(history.items, plain, "round {round}, step {step}");
+            }
+        }
+    }
+
     #[test]
     fn contextual_fragments() {
         assert!(is_contextual("<environment_context>\n<cwd>/w</cwd>\n</environment_context>"));
