@@ -3,7 +3,8 @@
 //! repaired; no symbolic link below the root is followed; only regular files
 //! are opened, and opening one never blocks (a FIFO in place of a log); a
 //! directory is walked in byte order of its names, so "the first" and "the
-//! second" of anything are well defined.
+//! second" of anything are well defined. Also the trust rules of cache
+//! files and their directory ([`private_dir`]), which are never under a root.
 
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};

@@ -233,10 +233,8 @@ fn base64_token_end(f: &Found<'_>) -> bool {
 fn placeholder(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
     let first = value.chars().next().unwrap_or(' ');
-    let mut chars = value.chars();
-    let one = chars.next();
     matches!(first, '$' | '%' | '<' | '{' | '*' | '[' | '#' | '@' | '&' | '.' | ':' | '/')
-        || value.chars().all(|c| Some(c) == one || c == '.')
+        || value.chars().all(|c| c == first || c == '.')
         || ["xxx", "***", "...", "\u{2026}", "your", "example", "placeholder", "changeme", "dummy", "redacted"]
             .iter()
             .any(|w| lower.contains(w))
