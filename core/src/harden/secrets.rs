@@ -1,13 +1,13 @@
 //! `redactSecrets`: credentials found in two linear passes (the `regex`
 //! crate: linear in the text) and replaced by `[redacted <kind>]`.
 //!
-//! 1. **By structure** ([`FORMATS`]): formats with a fixed prefix that
+//! 1. **By structure** (the table `FORMATS`): formats with a fixed prefix that
 //!    ordinary prose and code do not hold at a word start (`AKIA`, `ghp_`,
 //!    `sk-ant-`, `SG.`, `hf_`, `pypi-AgEI…`, `-----BEGIN … PRIVATE KEY…`,
 //!    `eyJ…​.eyJ`), followed by a body of the format's alphabet and length;
 //!    hex digests, UUIDs and base64 blobs carry no such prefix and are
 //!    never matched.
-//! 2. **By context** ([`CONTEXTS`]), on what the first pass left: a value
+//! 2. **By context** (the table `CONTEXTS`), on what the first pass left: a value
 //!    after a key that names a secret (`password=`, `"client_secret": `,
 //!    `X-Api-Key:`), an `Authorization:` header, the password of a URL
 //!    (`postgres://user:…@host`) or of `curl -u`, an Azure account key, the
