@@ -425,6 +425,18 @@ pub fn default_specs() -> Vec<SourceSpec> {
     SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, k.default_location())).filter(|s| s.root.is_dir()).collect()
 }
 
+/// `found` (the default locations that exist); when none does, every
+/// kind at its default location (`location`), so that a view over them
+/// says, per source, that its root does not exist, and its listing fails
+/// naming every place looked at, rather than answering an empty list as if
+/// there were nothing to find.
+pub fn defaults_or_every_location(found: Vec<SourceSpec>, location: impl Fn(SourceKind) -> PathBuf) -> Vec<SourceSpec> {
+    if !found.is_empty() {
+        return found;
+    }
+    SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, location(k))).collect()
+}
+
 /// What to say when no default location exists (so [`default_specs`] is
 /// empty): every place that was looked at, and what to give instead.
 pub fn no_default_location_message() -> String {
@@ -442,7 +454,7 @@ pub fn no_default_location_message() -> String {
 /// Python and Node all take this shape.
 pub fn specs_from_json(value: &serde_json::Value) -> Result<Vec<SourceSpec>, String> {
     match value {
-        serde_json::Value::Null => Ok(default_specs()),
+        serde_json::Value::Null => Ok(defaults_or_every_location(default_specs(), |k| k.default_location())),
         serde_json::Value::Array(list) if !list.is_empty() => list.iter().map(SourceSpec::from_json).collect(),
         serde_json::Value::Array(_) => Err("the list of sources is empty".into()),
         _ => Err("sources must be null (every default location) or an array of {kind, root}".into()),
@@ -575,6 +587,26 @@ mod tests {
         assert_eq!(SourceKind::Dsh.default_location_with(&set), PathBuf::from("/d/sessions"));
         assert_eq!(SourceKind::ClaudeCode.default_location_with(&set), PathBuf::from("/c/projects"));
         assert_eq!(SourceKind::Codex.default_location_with(&set), PathBuf::from("/x"));
+    }
+
+    #[test]
+    fn with_no_default_location_every_place_is_looked_at_and_reported() {
+        let home = tempfile::tempdir().unwrap();
+        let at = |k: SourceKind| home.path().join(k.name());
+        let specs = defaults_or_every_location(Vec::new(), at);
+        assert_eq!(specs.len(), SourceKind::ALL.len());
+        let multi = open_sources(&specs).unwrap();
+        let listed = crate::block_on(multi.list_sessions());
+        let why = listed.expect_err("no source could list").message().to_owned();
+        let report = report_json(&multi);
+        for kind in SourceKind::ALL {
+            let place = at(kind).display().to_string();
+            assert!(why.contains(&place), "{place} not in {why}");
+            let status = report.as_array().unwrap().iter().find(|s| s["name"] == kind.name()).unwrap();
+            assert!(status["error"].as_str().unwrap().contains(&place), "{report}");
+        }
+        let some = vec![SourceSpec::new(SourceKind::Codex, "/x")];
+        assert_eq!(defaults_or_every_location(some.clone(), at), some, "what exists is used as found");
     }
 
     #[test]
