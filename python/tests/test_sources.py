@@ -112,3 +112,20 @@ def test_sessions_that_cannot_be_read_are_named_in_the_report(tmp_path: Path) ->
     assert "seq gap" in dsh["unreadable"][0]["why"]
     s.list_sessions()
     assert "unreadable" not in s.last_report()[0], "a new listing starts afresh"
+
+
+def test_with_no_default_location_every_place_looked_at_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for var in ("DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    s = SessionSources()
+    with pytest.raises(OSError) as raised:
+        s.list_sessions()
+    places = [tmp_path / ".dsh" / "sessions", tmp_path / ".claude" / "projects", tmp_path / ".codex"]
+    for place in places:
+        assert str(place) in str(raised.value)
+    report = s.last_report()
+    assert [r["name"] for r in report] == ["dsh", "claude-code", "codex"]
+    assert all("error" in r for r in report)
