@@ -8,7 +8,7 @@ use dsh_session_reference::sources::{default_specs, no_default_location_message,
 use dsh_session_reference::{Config, Error, ErrorCode, Hardening};
 use serde_json::{Map, Value};
 
-use crate::print::display;
+use crate::print::{display, Out};
 
 /// What the command is, in one line (`--help`, the manual page's NAME).
 const ABOUT: &str = "Find, search, read and reference the sessions of your coding agents (DSH, Claude Code, Codex) as bounded, read-only snapshots";
@@ -135,6 +135,15 @@ pub(crate) struct Global {
 }
 
 impl Global {
+    /// How the result is printed: `--json` (with invisible characters
+    /// escaped under `--escape-invisible`), else for a person.
+    pub(crate) fn out(&self) -> Out {
+        match self.json {
+            false => Out::Human,
+            true => Out::Json { escape_invisible: self.hardening().escape_invisible },
+        }
+    }
+
     /// Whether the command keeps its cache files: unless `--no-cache`
     /// (the last of `--cache` / `--no-cache` wins).
     pub(crate) fn caching(&self) -> bool {

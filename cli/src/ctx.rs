@@ -110,7 +110,7 @@ impl Ctx {
             Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false),
             Lifetime::LongLived { cache } => (cache, true, true),
         };
-        let (out, context_window) = (Out::of(global), global.context_window);
+        let (out, context_window) = (global.out(), global.context_window);
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
             [only] if only.kind == SourceKind::Dsh => {

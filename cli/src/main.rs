@@ -225,11 +225,11 @@ fn run(cli: Cli) -> CliResult {
         }
         Command::Uri { command: UriCommand::Encode { id } } => {
             let uri = encode_uri(id);
-            print_text_or_json(&uri, Out::of(g));
+            print_text_or_json(&uri, g.out());
         }
         Command::Uri { command: UriCommand::Decode { uri } } => {
             let id = decode_uri(uri)?;
-            print_text_or_json(&id, Out::of(g));
+            print_text_or_json(&id, g.out());
         }
         Command::Mention { id, label } => {
             let ctx = Ctx::open(g, sources()?, None, false)?;
@@ -237,7 +237,7 @@ fn run(cli: Cli) -> CliResult {
             // The session must exist (its title is read even with --label).
             let title = ctx.mention_label(&id)?;
             let mention = format_mention(&id, Some(label.as_deref().unwrap_or(&title)));
-            print_text_or_json(&mention, Out::of(g));
+            print_text_or_json(&mention, g.out());
         }
         Command::Completions { shell } => {
             // From the plain definition: the global options complete after

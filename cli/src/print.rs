@@ -10,8 +10,6 @@ use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{Candidate, DshStore, Page, Prepared, SearchResult, SessionConversation};
 use serde_json::{Number, Value};
 
-use crate::args::Global;
-
 pub(crate) fn context_text(prepared: &Prepared) -> Option<&str> {
     prepared.additional_context.as_ref().map(|c| c.prompt.as_str())
 }
@@ -27,14 +25,6 @@ pub(crate) enum Out {
 }
 
 impl Out {
-    /// What the flags ask for.
-    pub(crate) fn of(global: &Global) -> Out {
-        match global.json {
-            false => Out::Human,
-            true => Out::Json { escape_invisible: global.hardening().escape_invisible },
-        }
-    }
-
     pub(crate) fn is_json(self) -> bool {
         matches!(self, Out::Json { .. })
     }
