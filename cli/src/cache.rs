@@ -16,6 +16,11 @@
 //!   the filters, in one sweep, and the texts of the sessions it verifies
 //!   (`docs/discovery.md`).
 //!
+//! The titles and index files of a process with `redactSecrets` on (a
+//! hardened command, the MCP server by default) are `titles-redacted-…`
+//! and `index-redacted-…`: each file holds only what its setting allows,
+//! so the two settings keep a file each rather than replacing each other's.
+//!
 //! The files hold what sessions said, so the directory is private
 //! ([`dsh_session_reference::fs::private_dir`]): created 0700, its files
 //! 0600, and refused (with a warning, and then no cache is read or
@@ -27,6 +32,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use dsh_session_reference::sources::SourceSpec;
+use dsh_session_reference::{DiscoveryCachePart, Resolver};
 
 /// The cache files of one sessions root, or of one set of sources.
 pub struct Files {
@@ -36,38 +42,46 @@ pub struct Files {
 }
 
 impl Files {
-    /// The cache files of the sources `specs`: those of its root for a DSH
-    /// root alone ([`Files::for_root`]); else the files of that set of
-    /// sources (kinds and roots, in any order), whose listing file is not
-    /// used (only the DSH store keeps a listing cache).
-    pub fn for_sources(specs: &[SourceSpec]) -> Result<Files, String> {
+    /// The cache files of the sources `specs` for `resolver`: those of its
+    /// root for a DSH root alone ([`Files::for_root`]); else the files of
+    /// that set of sources (kinds and roots, in any order), whose listing
+    /// file is not used (only the DSH store keeps a listing cache).
+    pub fn for_sources(specs: &[SourceSpec], resolver: &Resolver) -> Result<Files, String> {
         let mut roots: Vec<(String, PathBuf)> = specs
             .iter()
             .map(|s| (s.kind.name().to_owned(), s.root.canonicalize().unwrap_or_else(|_| s.root.clone())))
             .collect();
         roots.sort();
-        let mut files = Files::at(&roots.iter().map(|(_, r)| r.as_path()).collect::<Vec<_>>())?;
+        let dir = Files::dir(&roots.iter().map(|(_, r)| r.as_path()).collect::<Vec<_>>())?;
+        Ok(Files::named(&dir, &roots, resolver))
+    }
+
+    /// The cache files of `root` for `resolver` in the private cache
+    /// directory (made so when missing), or why there are none.
+    pub fn for_root(root: &Path, resolver: &Resolver) -> Result<Files, String> {
+        let dir = Files::dir(&[root])?;
+        Ok(Files::named(&dir, &root.canonicalize().unwrap_or_else(|_| root.to_owned()), resolver))
+    }
+
+    /// The files in `dir` keyed by a hash of `key`; the titles and index
+    /// files are named by the resolver (one pair per `redactSecrets`
+    /// setting, so a hardened server and a plain command line over the same
+    /// sources do not replace each other's files).
+    fn named(dir: &Path, key: &impl Hash, resolver: &Resolver) -> Files {
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        roots.hash(&mut h);
+        key.hash(&mut h);
         let key = format!("{:016x}", h.finish());
-        let dir = files.titles.parent().map(Path::to_owned).unwrap_or_default();
-        files.listing = dir.join(format!("listing-{key}.bin"));
-        files.titles = dir.join(format!("titles-{key}.bin"));
-        files.index = dir.join(format!("index-{key}.bin"));
-        Ok(files)
+        let file = |part| dir.join(format!("{}-{key}.bin", resolver.discovery_cache_name(part)));
+        Files {
+            listing: dir.join(format!("listing-{key}.bin")),
+            titles: file(DiscoveryCachePart::Titles),
+            index: file(DiscoveryCachePart::Index),
+        }
     }
 
-    /// The cache files of `root` in the private cache directory (made so
-    /// when missing), or why there are none.
-    pub fn for_root(root: &Path) -> Result<Files, String> {
-        Files::at(&[root])
-    }
-
-    /// The cache files keyed by `roots[0]` in the cache directory, or why
-    /// there are none (no home, or the cache directory inside one of
-    /// `roots`).
-    fn at(roots: &[&Path]) -> Result<Files, String> {
-        let root = roots.first().copied().unwrap_or(Path::new(""));
+    /// The private cache directory, or why there is none (no home, or the
+    /// cache directory inside one of `roots`).
+    fn dir(roots: &[&Path]) -> Result<PathBuf, String> {
         let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
             Some(dir) => PathBuf::from(dir),
             None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
@@ -84,14 +98,6 @@ impl Files {
             }
         }
         dsh_session_reference::fs::private_dir(&dir)?;
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        root.hash(&mut h);
-        let key = format!("{:016x}", h.finish());
-        Ok(Files {
-            listing: dir.join(format!("listing-{key}.bin")),
-            titles: dir.join(format!("titles-{key}.bin")),
-            index: dir.join(format!("index-{key}.bin")),
-        })
+        Ok(dir)
     }
 }

@@ -151,8 +151,8 @@ impl Ctx {
             // whose stamps did not change. The search index is read only
             // by search (and by a server).
             let files = match &ctx.sources {
-                Sources::Dsh(store) => cache::Files::for_root(store.root()),
-                Sources::Multi(_) => cache::Files::for_sources(&specs),
+                Sources::Dsh(store) => cache::Files::for_root(store.root(), &ctx.resolver),
+                Sources::Multi(_) => cache::Files::for_sources(&specs, &ctx.resolver),
             };
             match files {
                 Ok(files) => {

@@ -701,6 +701,56 @@ fn the_cache_is_the_default_and_never_changes_an_answer() {
     assert_eq!(after, before, "--no-cache (last) writes nothing");
 }
 
+/// A hardened run and a plain one over the same root keep a titles and an
+/// index file each: neither replaces the other's, so alternating between a
+/// hardened server and the plain command line stays warm.
+#[test]
+fn hardened_and_plain_runs_keep_cache_files_of_their_own() {
+    let root = raw_root();
+    let cache_home = tempfile::tempdir().unwrap();
+    let run_in = |args: &[&str]| {
+        let mut c = cmd();
+        c.env("XDG_CACHE_HOME", cache_home.path());
+        let out = run_with(c, args, None);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        out.stdout
+    };
+    let dir = cache_home.path().join("dsh-session-reference");
+    let files = || -> Vec<(String, Vec<u8>)> {
+        let mut all: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().rsplit_once('-').unwrap().0.to_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    let search = ["--root", root.as_str(), "--json", "search", "--target", "t", "goal"];
+    let cands = ["--root", root.as_str(), "--json", "candidates", "--target", "t", "--query", "a"];
+    fn hardened<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        std::iter::once("--hardened").chain(args.iter().copied()).collect()
+    }
+    let plain_search = run_in(&search);
+    let plain_cands = run_in(&cands);
+    let hardened_search = run_in(&hardened(&search));
+    let hardened_cands = run_in(&hardened(&cands));
+    let after_both = files();
+    let names: Vec<&str> = after_both.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["index", "index-redacted", "listing", "titles", "titles-redacted"]);
+    // Each setting, run again, answers as before from its own files and
+    // leaves every file as it was.
+    assert_eq!(run_in(&search), plain_search);
+    assert_eq!(run_in(&cands), plain_cands);
+    assert_eq!(run_in(&hardened(&search)), hardened_search);
+    assert_eq!(run_in(&hardened(&cands)), hardened_cands);
+    assert_eq!(files(), after_both, "no run rewrote another setting's file");
+}
+
 /// Copies the directory tree `from` into `to`.
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

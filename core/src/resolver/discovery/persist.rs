@@ -91,6 +91,22 @@ impl Resolver {
         written
     }
 
+    /// The name (without directory or extension) under which this resolver
+    /// keeps `part` of its discovery caches among such files: `titles` or
+    /// `index`, with `-redacted` under `redactSecrets`. A file holds only
+    /// what one setting allows and is ignored under the other, so processes
+    /// under both settings over the same sources (a hardened server and a
+    /// plain command line) keep a file each instead of replacing each
+    /// other's on every run.
+    pub fn discovery_cache_name(&self, part: DiscoveryCachePart) -> &'static str {
+        match (part, self.config.hardening().redact_secrets) {
+            (DiscoveryCachePart::Titles, false) => "titles",
+            (DiscoveryCachePart::Titles, true) => "titles-redacted",
+            (DiscoveryCachePart::Index, false) => "index",
+            (DiscoveryCachePart::Index, true) => "index-redacted",
+        }
+    }
+
     /// Whether this part of the discovery caches gained or lost anything
     /// since this resolver was created or the part was last loaded or saved
     /// (so a process that found everything cached need not write it again).
