@@ -13,8 +13,31 @@ pub fn cmd() -> Command {
     c.env_remove("DSH_HOME");
     c.env_remove("CLAUDE_CONFIG_DIR");
     c.env_remove("CODEX_HOME");
-    c.env("XDG_CACHE_HOME", std::env::temp_dir().join(format!("dsr-cli-tests-{}", std::process::id())));
+    c.env("XDG_CACHE_HOME", cache_home());
     c
+}
+
+/// This test process's cache directory: under cargo's scratch directory
+/// for integration tests (`target/tmp`), not the system's temporary
+/// directory, and the directories of earlier runs are removed the first
+/// time it is asked for, so runs leave nothing behind outside `target/`.
+fn cache_home() -> &'static std::path::Path {
+    static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let scratch = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let name = |pid: u32| format!("cli-tests-cache-{pid}");
+        let own = name(std::process::id());
+        if let Ok(entries) = std::fs::read_dir(scratch) {
+            for entry in entries.flatten() {
+                let file_name = entry.file_name();
+                let file_name = file_name.to_string_lossy();
+                if file_name.starts_with("cli-tests-cache-") && file_name != own {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        scratch.join(own)
+    })
 }
 
 /// A run's exit code and output.
