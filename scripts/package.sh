@@ -30,6 +30,8 @@
 #   DSR_DIST_ZIG       1 (default on Linux): link through zig against DSR_DIST_GLIBC;
 #                      0: the system toolchain (the wheel is then tagged for this machine's glibc)
 #   DSR_DIST_GLIBC     glibc floor with zig (default 2.17, manylinux2014)
+#   DSR_DIST_PROFILE   cargo profile of the artifacts (default dist; the test command passes
+#                      dist-check: the same settings without whole-program LTO, see Cargo.toml)
 #   DSR_PYTHON_VENV    virtualenv with maturin (default python/.venv, shared with python/run-tests.sh)
 #   CARGO_TARGET_DIR   honoured (default target/); CARGO_BUILD_JOBS default 2
 set -euo pipefail
@@ -41,7 +43,7 @@ die() { echo "package.sh: $*" >&2; exit 1; }
 trap 'echo "package.sh: failed (line $LINENO): $BASH_COMMAND" >&2' ERR
 
 ZIGLANG_VERSION=0.17.1
-profile=dist
+profile=${DSR_DIST_PROFILE:-dist}
 out=${DSR_DIST_DIR:-$root/dist}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -34,8 +34,10 @@ done
 
 # What a release publishes, built as it would be (dist/), then installed and
 # run the way users do, with no Rust toolchain on PATH.
-step "scripts/package.sh (the release artifacts, into dist/)"
-bash scripts/package.sh
+# The dist-check profile (Cargo.toml) unless DSR_DIST_PROFILE says otherwise:
+# the release workflow builds and tests the `dist` profile itself.
+step "scripts/package.sh (the release artifacts, into dist/, profile ${DSR_DIST_PROFILE:-dist-check})"
+DSR_DIST_PROFILE=${DSR_DIST_PROFILE:-dist-check} bash scripts/package.sh
 step "scripts/test-dist.sh (install and run them without cargo or rustc)"
 bash scripts/test-dist.sh
 

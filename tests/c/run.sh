@@ -60,8 +60,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 cbindgen=$(command -v cbindgen || true)
 if [ -z "$cbindgen" ] || [ "$("$cbindgen" --version)" != "cbindgen $CBINDGEN_VERSION" ]; then
-    # The header's exact text depends on the cbindgen version: pin it.
-    "$cargo" install cbindgen --locked --version "$CBINDGEN_VERSION" --root "$target/tools"
+    # The header's exact text depends on the cbindgen version: pin it. A
+    # debug build: it runs once on one crate, and its release build was
+    # about 110 s of a clean CI run on two cores.
+    "$cargo" install cbindgen --debug --locked --version "$CBINDGEN_VERSION" --root "$target/tools"
     cbindgen=$target/tools/bin/cbindgen
 fi
 
