@@ -5,6 +5,10 @@
 //!   ([`DshStore`](dsh::DshStore)).
 //! - [`claude_code`]: Claude Code transcripts ([`ClaudeCodeSource`](claude_code::ClaudeCodeSource)).
 //! - [`codex`]: Codex CLI rollouts ([`CodexSource`](codex::CodexSource)).
+//! - [`copilot_cli`]: GitHub Copilot CLI event logs
+//!   ([`CopilotCliSource`](copilot_cli::CopilotCliSource)).
+//! - [`files`]: what the readers of one file per session share
+//!   ([`FileSessions`](files::FileSessions)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: default locations and opening several sources by kind.
 //!
@@ -15,7 +19,9 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod copilot_cli;
 pub mod dsh;
+pub mod files;
 pub mod foreign;
 
 pub mod lenient;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::claude_code::ClaudeCodeSource;
 use super::codex::CodexSource;
+use super::copilot_cli::CopilotCliSource;
 use super::dsh::DshStore;
 use super::{FileSource, MultiQuery};
 use crate::error::HostError;
@@ -27,19 +28,36 @@ pub enum SourceKind {
     ClaudeCode,
     /// Codex CLI rollouts (a Codex home).
     Codex,
+    /// GitHub Copilot CLI event logs (a session-state directory).
+    CopilotCli,
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 3] = [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex];
+    pub const ALL: [SourceKind; 4] =
+        [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex, SourceKind::CopilotCli];
 
-    /// `"dsh"`, `"claude-code"` or `"codex"`.
+    /// The name fronts and `KIND=DIR` specs use: `"dsh"`, `"claude-code"`,
+    /// `"codex"`, `"copilot-cli"`.
     pub fn name(self) -> &'static str {
         match self {
             SourceKind::Dsh => "dsh",
             SourceKind::ClaudeCode => "claude-code",
             SourceKind::Codex => "codex",
+            SourceKind::CopilotCli => "copilot-cli",
         }
+    }
+
+    /// Every kind's [`name`](Self::name), in [`ALL`](Self::ALL) order,
+    /// joined with `", "`: what help texts and errors list.
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
+    }
+
+    /// Whether the kind has a default location (Aider keeps its history
+    /// in each repository, so it is read only where it is given).
+    pub fn has_default_location(self) -> bool {
+        true
     }
 
     /// The kind of a name given by [`name`](Self::name).
@@ -54,13 +72,16 @@ impl SourceKind {
             SourceKind::Dsh => "",
             SourceKind::ClaudeCode => super::claude_code::PREFIX,
             SourceKind::Codex => super::codex::PREFIX,
+            SourceKind::CopilotCli => super::copilot_cli::PREFIX,
         }
     }
 
     /// The default location, from the environment `env` gives:
     /// `$DSH_HOME/sessions` else `~/.dsh/sessions`;
     /// `$CLAUDE_CONFIG_DIR/projects` else `~/.claude/projects`;
-    /// `$CODEX_HOME` else `~/.codex`. (`~` is `$HOME`, else `$USERPROFILE`.)
+    /// `$CODEX_HOME` else `~/.codex`;
+    /// `$COPILOT_HOME/session-state` else `~/.copilot/session-state`.
+    /// (`~` is `$HOME`, else `$USERPROFILE`.)
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let home = || var("HOME").or_else(|| var("USERPROFILE")).unwrap_or_default();
@@ -70,6 +91,9 @@ impl SourceKind {
                 var("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home().join(".claude")).join("projects")
             }
             SourceKind::Codex => var("CODEX_HOME").unwrap_or_else(|| home().join(".codex")),
+            SourceKind::CopilotCli => {
+                var("COPILOT_HOME").unwrap_or_else(|| home().join(".copilot")).join("session-state")
+            }
         }
     }
 
@@ -94,11 +118,12 @@ impl SourceSpec {
         SourceSpec { kind, root: root.into() }
     }
 
-    /// Parses `kind=DIR` (`dsh=…`, `claude-code=…`, `codex=…`).
+    /// Parses `kind=DIR` (`dsh=…`, `claude-code=…`, `codex=…`, any
+    /// [`SourceKind::name`]).
     pub fn parse(spec: &str) -> Result<Self, String> {
         let (kind, dir) = spec.split_once('=').ok_or_else(|| format!("{spec:?} is not KIND=DIR"))?;
         let kind = SourceKind::from_name(kind)
-            .ok_or_else(|| format!("unknown source kind {kind:?}: use dsh, claude-code or codex"))?;
+            .ok_or_else(|| format!("unknown source kind {kind:?}: use one of {}", SourceKind::names()))?;
         if dir.is_empty() {
             return Err(format!("{spec:?} names no directory"));
         }
@@ -109,7 +134,7 @@ impl SourceSpec {
     pub fn from_json(value: &serde_json::Value) -> Result<Self, String> {
         let kind = value.get("kind").and_then(serde_json::Value::as_str).ok_or("a source needs a string `kind`")?;
         let kind = SourceKind::from_name(kind)
-            .ok_or_else(|| format!("unknown source kind {kind:?}: use dsh, claude-code or codex"))?;
+            .ok_or_else(|| format!("unknown source kind {kind:?}: use one of {}", SourceKind::names()))?;
         let root = match value.get("root") {
             None | Some(serde_json::Value::Null) => kind.default_location(),
             Some(serde_json::Value::String(r)) if !r.is_empty() => PathBuf::from(r),
@@ -151,6 +176,7 @@ impl SourceSpec {
             SourceKind::Codex => codex_root(root)?,
             SourceKind::ClaudeCode => claude_root(root)?,
             SourceKind::Dsh => dsh_root(root)?,
+            kind => home_root(kind, root),
         };
         Ok(match taken {
             None => ResolvedSpec { spec: self.clone(), note: None },
@@ -347,6 +373,53 @@ fn dsh_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, String>
     Ok(None)
 }
 
+/// For a kind whose default location is a directory inside the agent's
+/// home (`~/.copilot/session-state`): the home given instead, when it holds
+/// that directory, is read as it.
+fn home_root(kind: SourceKind, root: &Path) -> Option<(PathBuf, String)> {
+    let inner = kind.home_subdir()?;
+    let entries = seen(root);
+    let holds = |name: &str| entries.iter().any(|e| e.dir && named(&e.name, &[name]));
+    if root.file_name().is_some_and(|n| named(n, &[inner])) || !holds(inner) {
+        return None;
+    }
+    Some((root.join(inner), format!("is a {} home holding {inner}/", kind.format())))
+}
+
+impl SourceKind {
+    /// The format's name in messages (`"Copilot CLI"`).
+    pub fn format(self) -> &'static str {
+        match self {
+            SourceKind::Dsh => "DSH",
+            SourceKind::ClaudeCode => "Claude Code",
+            SourceKind::Codex => "Codex",
+            SourceKind::CopilotCli => "Copilot CLI",
+        }
+    }
+
+    /// The directory of the agent's home that is the root (`session-state`
+    /// for Copilot CLI), for kinds whose root a home given is taken for.
+    fn home_subdir(self) -> Option<&'static str> {
+        match self {
+            SourceKind::CopilotCli => Some("session-state"),
+            _ => None,
+        }
+    }
+
+    /// What a root of this kind holds, for a message saying that one holds
+    /// no session.
+    fn layout(self) -> &'static str {
+        match self {
+            SourceKind::Dsh => "project directories of session directories holding session.jsonl (as ~/.dsh/sessions)",
+            SourceKind::ClaudeCode => "project directories holding <session>.jsonl transcripts (as ~/.claude/projects)",
+            SourceKind::Codex => "a Codex home, holding sessions/ or archived_sessions/ (as ~/.codex)",
+            SourceKind::CopilotCli => {
+                "session directories holding events.jsonl, or <id>.jsonl logs (as ~/.copilot/session-state)"
+            }
+        }
+    }
+}
+
 /// Why a root lists no session of `kind`: what it was expected to hold and
 /// what it holds, from a look at it (for [`SourceStatus::note`](super::SourceStatus::note)
 /// and the command line).
@@ -399,6 +472,15 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
             match rollouts {
                 0 => format!("{head}: its sessions/ and archived_sessions/ hold no rollout-*.jsonl"),
                 n => format!("{head}: its {n} rollouts are empty or unreadable"),
+            }
+        }
+        SourceKind::CopilotCli => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            let logs = entries.iter().filter(|e| e.file && e.name.to_str().is_some_and(|n| n.ends_with(".jsonl"))).count()
+                + dirs.iter().filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.file && named(&e.name, &["events.jsonl"]))).count();
+            match logs {
+                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
+                n => format!("{head}: its {n} event logs are empty or unreadable"),
             }
         }
         SourceKind::Dsh => {
@@ -535,6 +617,7 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
         SourceKind::Dsh => Arc::new(DshStore::open(&spec.root)?),
         SourceKind::ClaudeCode => ClaudeCodeSource::open(&spec.root)?.into_query(),
         SourceKind::Codex => CodexSource::open(&spec.root)?.into_query(),
+        SourceKind::CopilotCli => CopilotCliSource::open(&spec.root)?.into_query(),
     })
 }
 

@@ -1,0 +1,219 @@
+//! The Copilot CLI, Gemini CLI, Cursor and Aider sources (issue 26): every
+//! fixture's listing, title, cwd, capturedThroughSeq and projected
+//! conversation pinned, and a crafted case for each rule and each kind of
+//! damage.
+
+use std::path::{Path, PathBuf};
+
+use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
+use dsh_session_reference::sources::files::{FileSessions, SessionFiles};
+use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
+use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, FileSource, SessionQuery, SurfaceData};
+
+const U: bool = true;
+const A: bool = false;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs")
+}
+
+/// `(is_user, text, checkpoint)` of each item.
+fn items(list: &[ConversationItem]) -> Vec<(bool, String, bool)> {
+    list.iter().map(|i| (i.role.as_str() == "user", i.text.clone(), i.checkpoint)).collect()
+}
+
+fn m(user: bool, text: &str) -> (bool, String, bool) {
+    (user, text.to_owned(), false)
+}
+
+fn cp(text: &str) -> (bool, String, bool) {
+    (U, text.to_owned(), true)
+}
+
+/// One pinned session: id, createdAt, listed cwd, read cwd, title,
+/// capturedThroughSeq, items.
+struct Pinned<'a> {
+    id: &'a str,
+    created_at: u64,
+    listed_cwd: Option<&'a str>,
+    cwd: Option<&'a str>,
+    title: Option<&'a str>,
+    seq: u64,
+    items: Vec<(bool, String, bool)>,
+}
+
+/// The listing of `source` is exactly `want` (in order, nothing rejected),
+/// and each session reads as pinned.
+fn check<F: SessionFiles>(source: &FileSessions<F>, want: &[Pinned<'_>]) {
+    let listing = source.list().unwrap();
+    assert!(listing.rejected.is_empty(), "{:?}", listing.rejected);
+    let listed: Vec<(String, u64, Option<String>)> = listing
+        .sessions
+        .iter()
+        .map(|s| (s.header.id.clone(), s.header.created_at.as_u64().unwrap(), s.header.cwd.clone()))
+        .collect();
+    let ids: Vec<&str> = listed.iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(ids, want.iter().map(|p| p.id).collect::<Vec<_>>(), "listing order");
+    for (p, (id, created, cwd)) in want.iter().zip(&listed) {
+        assert_eq!((*created, cwd.as_deref()), (p.created_at, p.listed_cwd), "{id}");
+        assert_eq!(source.read_title(id).unwrap().as_deref(), p.title, "{id}");
+        let SurfaceData::Conversation(c) = source.read_surface(id).unwrap() else { panic!("{id}: not a conversation") };
+        assert_eq!(c.session_id, p.id);
+        assert_eq!(c.cwd.as_deref(), p.cwd, "{id}");
+        assert_eq!(c.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(p.seq), "{id}");
+        assert_eq!(items(&c.items), p.items, "{id}");
+    }
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+// ---------------------------------------------------------------- Copilot CLI
+
+fn copilot_fixture() -> PathBuf {
+    fixtures().join("copilot-cli/synthetic/session-state")
+}
+
+#[test]
+fn copilot_cli_fixtures_project_exactly() {
+    let s = CopilotCliSource::open(copilot_fixture()).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: "copilot-cli:3f1c2b4a-0000-4000-8000-00000000000a",
+                created_at: 1_785_232_800_000,
+                listed_cwd: Some("/work/app"),
+                cwd: Some("/work/app/pkg"),
+                title: Some("Fetch retries"),
+                seq: 19,
+                items: vec![
+                    cp("Summary: the fetch helper now retries with backoff."),
+                    m(U, "Also log each attempt"),
+                    m(A, "Logged each attempt."),
+                ],
+            },
+            Pinned {
+                id: "copilot-cli:rewind-session",
+                created_at: 1_784_116_800_000,
+                listed_cwd: Some("/work/r"),
+                cwd: Some("/work/r"),
+                title: Some("First question"),
+                seq: 7,
+                items: vec![
+                    m(U, "First question"),
+                    m(A, "First answer"),
+                    m(U, "Right turn"),
+                    m(A, "Right answer"),
+                ],
+            },
+            Pinned {
+                id: "copilot-cli:legacy-0001",
+                created_at: 1_782_896_400_000,
+                listed_cwd: Some("/work/old"),
+                cwd: Some("/work/old"),
+                title: Some("Explain the build"),
+                seq: 5,
+                items: vec![m(U, "Start over:\n  list the tests"), m(A, "There are three.")],
+            },
+        ],
+    );
+    let listing = s.list().unwrap();
+    assert_eq!(listing.without_conversation, vec![copilot_fixture().join("empty-session/events.jsonl")]);
+    assert_eq!(copilot_cli::PREFIX, SourceKind::CopilotCli.prefix());
+}
+
+fn copilot_line(kind: &str, id: &str, data: serde_json::Value) -> String {
+    serde_json::json!({"type": kind, "id": id, "timestamp": "2026-07-28T10:00:00.000Z", "parentId": null, "data": data})
+        .to_string()
+}
+
+#[test]
+fn copilot_cli_damage_is_skipped_or_reported_and_nothing_hides_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let start = copilot_line("session.start", "s", serde_json::json!({"startTime": "2026-07-28T10:00:00.000Z"}));
+    let user = copilot_line("user.message", "u", serde_json::json!({"content": "hello"}));
+    // Corrupt lines anywhere, a field of the wrong type, a torn tail.
+    let odd = copilot_line("assistant.message", "a", serde_json::json!({"content": 5}));
+    let text = format!("{start}\n[1,2]\n{{not json\n{user}\n{odd}\n{}\n{{\"type\":\"assist", copilot_line(
+        "assistant.message",
+        "b",
+        serde_json::json!({"content": "world"})
+    ));
+    write(root.path(), "damaged/events.jsonl", &text);
+    // A line over the limit makes its session unreadable, with why.
+    let huge = format!("{start}\n{{\"type\":\"user.message\",\"data\":{{\"content\":\"{}\"}}}}\n", "x".repeat(65 << 20));
+    write(root.path(), "huge/events.jsonl", &huge);
+    // A link is not followed: it is rejected, and reading it fails.
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(root.path().join("damaged"), root.path().join("linked")).unwrap();
+    let s = CopilotCliSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["copilot-cli:damaged", "copilot-cli:huge"]);
+    #[cfg(unix)]
+    assert_eq!(listing.rejected.len(), 1, "{:?}", listing.rejected);
+    let SurfaceData::Conversation(c) = s.read_surface("copilot-cli:damaged").unwrap() else { panic!() };
+    assert_eq!(items(&c.items), vec![m(U, "hello"), m(A, "world")]);
+    assert_eq!(c.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(5));
+    let why = s.read_surface("copilot-cli:huge").unwrap_err().message().to_owned();
+    assert!(why.contains("copilot-cli:huge") && why.contains("huge/events.jsonl"), "{why}");
+    let why = s.read_surface("copilot-cli:linked").unwrap_err().message().to_owned();
+    assert!(why.contains("no Copilot CLI session"), "{why}");
+    // An id that would leave the root is not looked for there.
+    assert!(s.read_surface("copilot-cli:../damaged").is_err());
+}
+
+#[test]
+fn copilot_cli_fingerprints_follow_the_file() {
+    let root = tempfile::tempdir().unwrap();
+    let start = copilot_line("session.start", "s", serde_json::json!({}));
+    let user = copilot_line("user.message", "u", serde_json::json!({"content": "one"}));
+    write(root.path(), "a/events.jsonl", &format!("{start}\n{user}\n"));
+    write(root.path(), "b/events.jsonl", &format!("{start}\n{user}\n"));
+    let s = CopilotCliSource::open(root.path()).unwrap();
+    let ids = vec!["copilot-cli:a".to_owned(), "copilot-cli:b".to_owned()];
+    s.list().unwrap();
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    let more = copilot_line("assistant.message", "x", serde_json::json!({"content": "two"}));
+    write(root.path(), "b/events.jsonl", &format!("{start}\n{user}\n{more}\n"));
+    let after = s.fingerprints(&ids).unwrap().unwrap();
+    assert_eq!(before[0], after[0], "an unchanged file keeps its fingerprint");
+    assert_ne!(before[1], after[1], "a changed file changes it");
+    assert!(before.iter().all(Option::is_some));
+    assert_eq!(s.identity("copilot-cli:b").unwrap().size, std::fs::metadata(root.path().join("b/events.jsonl")).unwrap().len());
+}
+
+// ------------------------------------------------------------ every kind at once
+
+#[test]
+fn every_kind_name_is_accepted_and_opens() {
+    for kind in SourceKind::ALL {
+        assert_eq!(SourceKind::from_name(kind.name()), Some(kind));
+        let spec = SourceSpec::parse(&format!("{}=/nonexistent/{}", kind.name(), kind.name())).unwrap();
+        assert_eq!(spec.kind, kind);
+        assert!(SourceKind::names().contains(kind.name()));
+    }
+    let why = SourceSpec::parse("nope=/x").unwrap_err();
+    assert!(why.contains(&SourceKind::names()), "{why}");
+}
+
+#[test]
+fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
+    let specs = [
+        SourceSpec::new(SourceKind::Codex, fixtures().join("codex/daaain")),
+        SourceSpec::new(SourceKind::CopilotCli, copilot_fixture()),
+    ];
+    let multi = open_sources(&specs).unwrap();
+    let listed = block_on(multi.list_sessions()).unwrap();
+    let times: Vec<u64> = listed.iter().map(|h| h.created_at.as_u64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+    for kind in ["codex:", "copilot-cli:"] {
+        assert!(listed.iter().any(|h| h.id.starts_with(kind)), "{kind}");
+    }
+    let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();
+    assert!(matches!(surface, SurfaceData::Conversation(_)));
+}
