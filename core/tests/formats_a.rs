@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
 use dsh_session_reference::sources::files::{FileSessions, SessionFiles};
+use dsh_session_reference::sources::gemini_cli::{self, GeminiCliSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, FileSource, SessionQuery, SurfaceData};
 
@@ -103,12 +104,7 @@ fn copilot_cli_fixtures_project_exactly() {
                 cwd: Some("/work/r"),
                 title: Some("First question"),
                 seq: 7,
-                items: vec![
-                    m(U, "First question"),
-                    m(A, "First answer"),
-                    m(U, "Right turn"),
-                    m(A, "Right answer"),
-                ],
+                items: vec![m(U, "First question"), m(A, "First answer"), m(U, "Right turn"), m(A, "Right answer")],
             },
             Pinned {
                 id: "copilot-cli:legacy-0001",
@@ -138,14 +134,14 @@ fn copilot_cli_damage_is_skipped_or_reported_and_nothing_hides_the_rest() {
     let user = copilot_line("user.message", "u", serde_json::json!({"content": "hello"}));
     // Corrupt lines anywhere, a field of the wrong type, a torn tail.
     let odd = copilot_line("assistant.message", "a", serde_json::json!({"content": 5}));
-    let text = format!("{start}\n[1,2]\n{{not json\n{user}\n{odd}\n{}\n{{\"type\":\"assist", copilot_line(
-        "assistant.message",
-        "b",
-        serde_json::json!({"content": "world"})
-    ));
+    let text = format!(
+        "{start}\n[1,2]\n{{not json\n{user}\n{odd}\n{}\n{{\"type\":\"assist",
+        copilot_line("assistant.message", "b", serde_json::json!({"content": "world"}))
+    );
     write(root.path(), "damaged/events.jsonl", &text);
     // A line over the limit makes its session unreadable, with why.
-    let huge = format!("{start}\n{{\"type\":\"user.message\",\"data\":{{\"content\":\"{}\"}}}}\n", "x".repeat(65 << 20));
+    let huge =
+        format!("{start}\n{{\"type\":\"user.message\",\"data\":{{\"content\":\"{}\"}}}}\n", "x".repeat(65 << 20));
     write(root.path(), "huge/events.jsonl", &huge);
     // A link is not followed: it is rejected, and reading it fails.
     #[cfg(unix)]
@@ -184,7 +180,133 @@ fn copilot_cli_fingerprints_follow_the_file() {
     assert_eq!(before[0], after[0], "an unchanged file keeps its fingerprint");
     assert_ne!(before[1], after[1], "a changed file changes it");
     assert!(before.iter().all(Option::is_some));
-    assert_eq!(s.identity("copilot-cli:b").unwrap().size, std::fs::metadata(root.path().join("b/events.jsonl")).unwrap().len());
+    assert_eq!(
+        s.identity("copilot-cli:b").unwrap().size,
+        std::fs::metadata(root.path().join("b/events.jsonl")).unwrap().len()
+    );
+}
+
+// ----------------------------------------------------------------- Gemini CLI
+
+fn gemini_fixture() -> PathBuf {
+    fixtures().join("gemini-cli/synthetic/tmp")
+}
+
+const SNAPSHOT: &str = "<state_snapshot>\n<overall_goal>A faster parser.</overall_goal>\n</state_snapshot>";
+
+#[test]
+fn gemini_cli_fixtures_project_exactly() {
+    let s = GeminiCliSource::open(gemini_fixture()).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: "gemini-cli:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                created_at: 1_785_578_400_000,
+                listed_cwd: Some("/home/u/myproj"),
+                cwd: Some("/home/u/myproj"),
+                title: Some("Parser refactor"),
+                seq: 17,
+                items: vec![
+                    cp(SNAPSHOT),
+                    m(U, "Make it faster, keep the API"),
+                    m(A, "Kept the API; 2x faster."),
+                    m(U, "Add tests for @src/p.rs"),
+                    m(A, "Tests added."),
+                ],
+            },
+            Pinned {
+                id: "gemini-cli:cccc3333-0000-4000-8000-000000000003",
+                created_at: 1_782_896_400_000,
+                listed_cwd: Some("/home/u/myproj"),
+                cwd: Some("/home/u/myproj"),
+                title: Some("Old question"),
+                seq: 4,
+                items: vec![m(U, "Old question"), m(A, "Old answer"), m(U, "New question after resuming")],
+            },
+            Pinned {
+                id: "gemini-cli:bbbb2222-0000-4000-8000-000000000002",
+                created_at: 1_780_300_800_000,
+                listed_cwd: None,
+                cwd: None,
+                title: Some("Hello legacy"),
+                seq: 2,
+                items: vec![m(U, "Hello legacy"), m(A, "Hi from 0.38")],
+            },
+        ],
+    );
+    assert_eq!(gemini_cli::PREFIX, SourceKind::GeminiCli.prefix());
+}
+
+fn gemini_items(lines: &[serde_json::Value]) -> Vec<(bool, String, bool)> {
+    let root = tempfile::tempdir().unwrap();
+    let mut text =
+        serde_json::json!({"sessionId": "s", "projectHash": "h", "startTime": "2026-08-01T10:00:00Z"}).to_string();
+    for l in lines {
+        text.push('\n');
+        text.push_str(&l.to_string());
+    }
+    text.push('\n');
+    write(root.path(), "p/chats/session-x.jsonl", &text);
+    let s = GeminiCliSource::open(root.path()).unwrap();
+    let SurfaceData::Conversation(c) = s.read_surface("gemini-cli:s").unwrap() else { panic!() };
+    items(&c.items)
+}
+
+#[test]
+fn gemini_cli_rewinds_upserts_and_snapshots() {
+    use serde_json::json;
+    let u = |id: &str, t: &str| json!({"id": id, "type": "user", "content": [{"text": t}]});
+    let g = |id: &str, t: &str| json!({"id": id, "type": "gemini", "content": [{"text": t}]});
+    // An unknown rewind target clears everything (as Gemini CLI's loader does).
+    assert_eq!(
+        gemini_items(&[u("a", "one"), g("b", "two"), json!({"$rewindTo": "zzz"}), u("c", "three")]),
+        vec![m(U, "three")]
+    );
+    // The first write fixes the position, the last the content.
+    assert_eq!(
+        gemini_items(&[u("a", "one"), g("b", "draft"), u("c", "three"), g("b", "final")]),
+        vec![m(U, "one"), m(A, "final"), m(U, "three")]
+    );
+    // An empty `$set.messages` empties the conversation; later records follow.
+    assert_eq!(gemini_items(&[u("a", "one"), json!({"$set": {"messages": []}}), u("d", "after")]), vec![m(U, "after")]);
+    // The canned reply is dropped only right after a summary.
+    assert_eq!(
+        gemini_items(&[
+            g("x", "Got it. Thanks for the additional context!"),
+            u("s", "<state_snapshot>s</state_snapshot>")
+        ]),
+        vec![m(A, "Got it. Thanks for the additional context!"), cp("<state_snapshot>s</state_snapshot>")]
+    );
+    // Thought parts, tool results and warnings never reach the conversation.
+    assert_eq!(
+        gemini_items(&[
+            json!({"id": "t", "type": "gemini", "content": [{"text": "hmm", "thought": true}, {"text": "yes"}]}),
+            json!({"id": "w", "type": "warning", "content": "careful"}),
+            json!({"id": "r", "type": "user", "content": [{"functionResponse": {"name": "f"}}]}),
+        ]),
+        vec![m(A, "yes")]
+    );
+}
+
+#[test]
+fn gemini_cli_damage_is_reported_without_hiding_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let meta = serde_json::json!({"sessionId": "good", "projectHash": "h"}).to_string();
+    let msg = serde_json::json!({"id": "a", "type": "user", "content": "hi"}).to_string();
+    write(root.path(), "p/chats/session-a.jsonl", &format!("{meta}\n{msg}\n"));
+    write(root.path(), "p/chats/session-b.jsonl", &format!("{{broken\n{msg}\n"));
+    write(root.path(), "p/chats/session-c.json", "{\"sessionId\": \"legacy\", \"messages\": [");
+    write(root.path(), "p/chats/session-d.jsonl", "");
+    let s = GeminiCliSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["gemini-cli:good"]);
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert_eq!(why.len(), 2, "{why:?}");
+    assert!(why[0].contains("session-b.jsonl") && why[0].contains("no sessionId"), "{why:?}");
+    assert!(why[1].contains("session-c.json") && why[1].contains("not a chat file"), "{why:?}");
+    assert_eq!(listing.without_conversation, vec![root.path().join("p/chats/session-d.jsonl")]);
 }
 
 // ------------------------------------------------------------ every kind at once
@@ -206,12 +328,13 @@ fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
     let specs = [
         SourceSpec::new(SourceKind::Codex, fixtures().join("codex/daaain")),
         SourceSpec::new(SourceKind::CopilotCli, copilot_fixture()),
+        SourceSpec::new(SourceKind::GeminiCli, gemini_fixture()),
     ];
     let multi = open_sources(&specs).unwrap();
     let listed = block_on(multi.list_sessions()).unwrap();
     let times: Vec<u64> = listed.iter().map(|h| h.created_at.as_u64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
-    for kind in ["codex:", "copilot-cli:"] {
+    for kind in ["codex:", "copilot-cli:", "gemini-cli:"] {
         assert!(listed.iter().any(|h| h.id.starts_with(kind)), "{kind}");
     }
     let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();

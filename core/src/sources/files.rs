@@ -234,7 +234,11 @@ impl<F: SessionFiles> FileSessions<F> {
         }
         let mut m = format!("no {} session {} in {}", F::FORMAT, crate::json::js_string(bare), self.root.display());
         if let Some((path, why)) = listing.rejected.first() {
-            m.push_str(&format!(" ({} entries could not be read, the first {}: {why})", listing.rejected.len(), path.display()));
+            m.push_str(&format!(
+                " ({} entries could not be read, the first {}: {why})",
+                listing.rejected.len(),
+                path.display()
+            ));
         }
         Err(HostError::new(m))
     }

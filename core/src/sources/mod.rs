@@ -7,6 +7,7 @@
 //! - [`codex`]: Codex CLI rollouts ([`CodexSource`](codex::CodexSource)).
 //! - [`copilot_cli`]: GitHub Copilot CLI event logs
 //!   ([`CopilotCliSource`](copilot_cli::CopilotCliSource)).
+//! - [`gemini_cli`]: Gemini CLI chats ([`GeminiCliSource`](gemini_cli::GeminiCliSource)).
 //! - [`files`]: what the readers of one file per session share
 //!   ([`FileSessions`](files::FileSessions)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
@@ -23,6 +24,7 @@ pub mod copilot_cli;
 pub mod dsh;
 pub mod files;
 pub mod foreign;
+pub mod gemini_cli;
 
 pub mod lenient;
 pub mod multi;

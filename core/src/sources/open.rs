@@ -10,6 +10,7 @@ use super::claude_code::ClaudeCodeSource;
 use super::codex::CodexSource;
 use super::copilot_cli::CopilotCliSource;
 use super::dsh::DshStore;
+use super::gemini_cli::GeminiCliSource;
 use super::{FileSource, MultiQuery};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -30,21 +31,24 @@ pub enum SourceKind {
     Codex,
     /// GitHub Copilot CLI event logs (a session-state directory).
     CopilotCli,
+    /// Gemini CLI chats (its `tmp` directory).
+    GeminiCli,
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 4] =
-        [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex, SourceKind::CopilotCli];
+    pub const ALL: [SourceKind; 5] =
+        [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex, SourceKind::CopilotCli, SourceKind::GeminiCli];
 
     /// The name fronts and `KIND=DIR` specs use: `"dsh"`, `"claude-code"`,
-    /// `"codex"`, `"copilot-cli"`.
+    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`.
     pub fn name(self) -> &'static str {
         match self {
             SourceKind::Dsh => "dsh",
             SourceKind::ClaudeCode => "claude-code",
             SourceKind::Codex => "codex",
             SourceKind::CopilotCli => "copilot-cli",
+            SourceKind::GeminiCli => "gemini-cli",
         }
     }
 
@@ -73,6 +77,7 @@ impl SourceKind {
             SourceKind::ClaudeCode => super::claude_code::PREFIX,
             SourceKind::Codex => super::codex::PREFIX,
             SourceKind::CopilotCli => super::copilot_cli::PREFIX,
+            SourceKind::GeminiCli => super::gemini_cli::PREFIX,
         }
     }
 
@@ -80,7 +85,8 @@ impl SourceKind {
     /// `$DSH_HOME/sessions` else `~/.dsh/sessions`;
     /// `$CLAUDE_CONFIG_DIR/projects` else `~/.claude/projects`;
     /// `$CODEX_HOME` else `~/.codex`;
-    /// `$COPILOT_HOME/session-state` else `~/.copilot/session-state`.
+    /// `$COPILOT_HOME/session-state` else `~/.copilot/session-state`;
+    /// `$GEMINI_CLI_HOME/.gemini/tmp` else `~/.gemini/tmp`.
     /// (`~` is `$HOME`, else `$USERPROFILE`.)
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
@@ -94,6 +100,7 @@ impl SourceKind {
             SourceKind::CopilotCli => {
                 var("COPILOT_HOME").unwrap_or_else(|| home().join(".copilot")).join("session-state")
             }
+            SourceKind::GeminiCli => var("GEMINI_CLI_HOME").unwrap_or_else(home).join(".gemini").join("tmp"),
         }
     }
 
@@ -394,6 +401,7 @@ impl SourceKind {
             SourceKind::ClaudeCode => "Claude Code",
             SourceKind::Codex => "Codex",
             SourceKind::CopilotCli => "Copilot CLI",
+            SourceKind::GeminiCli => "Gemini CLI",
         }
     }
 
@@ -402,6 +410,7 @@ impl SourceKind {
     fn home_subdir(self) -> Option<&'static str> {
         match self {
             SourceKind::CopilotCli => Some("session-state"),
+            SourceKind::GeminiCli => Some("tmp"),
             _ => None,
         }
     }
@@ -416,6 +425,7 @@ impl SourceKind {
             SourceKind::CopilotCli => {
                 "session directories holding events.jsonl, or <id>.jsonl logs (as ~/.copilot/session-state)"
             }
+            SourceKind::GeminiCli => "project directories holding chats/session-*.jsonl (as ~/.gemini/tmp)",
         }
     }
 }
@@ -476,11 +486,33 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
         }
         SourceKind::CopilotCli => {
             let head = format!("no {} session in {}", kind.format(), root.display());
-            let logs = entries.iter().filter(|e| e.file && e.name.to_str().is_some_and(|n| n.ends_with(".jsonl"))).count()
-                + dirs.iter().filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.file && named(&e.name, &["events.jsonl"]))).count();
+            let logs = entries
+                .iter()
+                .filter(|e| e.file && e.name.to_str().is_some_and(|n| n.ends_with(".jsonl")))
+                .count()
+                + dirs
+                    .iter()
+                    .filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.file && named(&e.name, &["events.jsonl"])))
+                    .count();
             match logs {
                 0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
                 n => format!("{head}: its {n} event logs are empty or unreadable"),
+            }
+        }
+        SourceKind::GeminiCli => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            let chats: usize = dirs
+                .iter()
+                .map(|d| {
+                    seen(&root.join(&d.name).join("chats"))
+                        .iter()
+                        .filter(|e| e.file && e.name.to_str().is_some_and(|n| n.starts_with("session-")))
+                        .count()
+                })
+                .sum();
+            match chats {
+                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
+                n => format!("{head}: its {n} chat files are empty or unreadable"),
             }
         }
         SourceKind::Dsh => {
@@ -618,6 +650,7 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
         SourceKind::ClaudeCode => ClaudeCodeSource::open(&spec.root)?.into_query(),
         SourceKind::Codex => CodexSource::open(&spec.root)?.into_query(),
         SourceKind::CopilotCli => CopilotCliSource::open(&spec.root)?.into_query(),
+        SourceKind::GeminiCli => GeminiCliSource::open(&spec.root)?.into_query(),
     })
 }
 

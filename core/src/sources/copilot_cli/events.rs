@@ -88,7 +88,8 @@ fn start_of(event: &Event<'_>) -> Option<Start> {
         return None;
     }
     let data = event.data.as_ref();
-    let time = data.and_then(|d| d.start_time.get()).and_then(iso_ms).or_else(|| event.timestamp.get().and_then(iso_ms));
+    let time =
+        data.and_then(|d| d.start_time.get()).and_then(iso_ms).or_else(|| event.timestamp.get().and_then(iso_ms));
     Some(Start { created_at: time, cwd: event.context_cwd() })
 }
 
