@@ -893,3 +893,24 @@ fn prepare_ranges_carry_part_of_a_session() {
     assert_eq!(twice.code, 1);
     assert!(twice.stderr.contains("SESSION_REFERENCE_INVALID_REFERENCE"), "{}", twice.stderr);
 }
+
+/// Every kind the core reads is accepted by `--source` and named, with its
+/// default location, in the help (both come from `SourceKind::ALL`).
+#[test]
+fn every_source_kind_is_accepted_and_in_the_help() {
+    use dsh_session_reference::sources::SourceKind;
+    let help = run(&["--help"]).stdout;
+    let tmp = tempfile::tempdir().unwrap();
+    for kind in SourceKind::ALL {
+        assert!(help.contains(kind.name()), "{} not in the help:\n{help}", kind.name());
+        let root = tmp.path().join(kind.name());
+        std::fs::create_dir_all(&root).unwrap();
+        let spec = format!("{}={}", kind.name(), root.display());
+        let out = run(&["candidates", "--source", &spec, "--json"]);
+        assert!(!out.stderr.contains("unknown source kind"), "{spec}: {}", out.stderr);
+        assert!(out.stderr.contains(kind.name()), "{spec}: the note names the source: {}", out.stderr);
+    }
+    let out = run(&["candidates", "--source", "nope=/x"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains(&SourceKind::names()), "{}", out.stderr);
+}

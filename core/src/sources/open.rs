@@ -58,6 +58,26 @@ impl SourceKind {
         Self::ALL.map(Self::name).join(", ")
     }
 
+    /// The default location as help texts give it
+    /// (`"$CODEX_HOME, else ~/.codex"`), from the one place that knows it.
+    pub fn default_location_text(self) -> &'static str {
+        match self {
+            SourceKind::Dsh => "$DSH_HOME/sessions, else ~/.dsh/sessions",
+            SourceKind::ClaudeCode => "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects",
+            SourceKind::Codex => "$CODEX_HOME, else ~/.codex",
+            SourceKind::CopilotCli => "$COPILOT_HOME/session-state, else ~/.copilot/session-state",
+            SourceKind::GeminiCli => "$GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp",
+        }
+    }
+
+    /// Every kind with where it is read by default, for help texts:
+    /// `"dsh ($DSH_HOME/sessions, else ~/.dsh/sessions), …"`.
+    pub fn help_text() -> String {
+        let each: Vec<String> =
+            Self::ALL.iter().map(|k| format!("{} ({})", k.name(), k.default_location_text())).collect();
+        each.join("; ")
+    }
+
     /// Whether the kind has a default location (Aider keeps its history
     /// in each repository, so it is read only where it is given).
     pub fn has_default_location(self) -> bool {
