@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
+use dsh_session_reference::sources::cursor::{self, CursorSource};
 use dsh_session_reference::sources::files::{FileSessions, SessionFiles};
 use dsh_session_reference::sources::gemini_cli::{self, GeminiCliSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
@@ -309,6 +310,74 @@ fn gemini_cli_damage_is_reported_without_hiding_the_rest() {
     assert_eq!(listing.without_conversation, vec![root.path().join("p/chats/session-d.jsonl")]);
 }
 
+// --------------------------------------------------------------------- Cursor
+
+fn cursor_fixture() -> PathBuf {
+    fixtures().join("cursor/synthetic/projects")
+}
+
+/// A file's creation time (ms) where the system keeps one, else its
+/// modification time: the `createdAt` of a transcript that records none.
+fn born_ms(path: &Path) -> u64 {
+    let meta = std::fs::metadata(path).unwrap();
+    let t = meta.created().or_else(|_| meta.modified()).unwrap();
+    t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+#[test]
+fn cursor_fixtures_project_exactly() {
+    let root = cursor_fixture();
+    let s = CursorSource::open(&root).unwrap();
+    let mut want = vec![
+        Pinned {
+            id: "cursor:aaaa1111-0000-4000-8000-000000000001",
+            created_at: born_ms(&root.join("home-u-shop/agent-transcripts/aaaa1111-0000-4000-8000-000000000001.jsonl")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("Add a cart badge"),
+            seq: 5,
+            items: vec![
+                m(U, "Add a cart badge"),
+                m(A, "I'll add the badge."),
+                m(A, "Done: the badge shows the count."),
+                m(U, "Make it red"),
+            ],
+        },
+        Pinned {
+            id: "cursor:bbbb2222",
+            created_at: born_ms(&root.join("home-u-shop/agent-transcripts/bbbb2222/bbbb2222.jsonl")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("Nested question"),
+            seq: 1,
+            items: vec![m(U, "Nested question"), m(A, "Nested answer")],
+        },
+        Pinned {
+            id: "cursor:cccc3333",
+            created_at: born_ms(&root.join("home-u-old/agent-transcripts/cccc3333.txt")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("Explain the router"),
+            seq: 16,
+            items: vec![m(U, "Explain the router"), m(A, "The router maps paths to handlers.\nIt has no routes yet.")],
+        },
+        Pinned {
+            id: "cursor:dddd4444",
+            created_at: born_ms(&root.join("home-u-old/agent-transcripts/dddd4444.jsonl")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("Both formats"),
+            seq: 0,
+            items: vec![m(U, "Both formats")],
+        },
+    ];
+    want.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.id.cmp(b.id)));
+    check(&s, &want);
+    let listing = s.list().unwrap();
+    assert_eq!(listing.without_conversation, vec![root.join("home-u-old/agent-transcripts/empty.jsonl")]);
+    assert_eq!(cursor::PREFIX, SourceKind::Cursor.prefix());
+}
+
 // ------------------------------------------------------------ every kind at once
 
 #[test]
@@ -329,12 +398,13 @@ fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
         SourceSpec::new(SourceKind::Codex, fixtures().join("codex/daaain")),
         SourceSpec::new(SourceKind::CopilotCli, copilot_fixture()),
         SourceSpec::new(SourceKind::GeminiCli, gemini_fixture()),
+        SourceSpec::new(SourceKind::Cursor, cursor_fixture()),
     ];
     let multi = open_sources(&specs).unwrap();
     let listed = block_on(multi.list_sessions()).unwrap();
     let times: Vec<u64> = listed.iter().map(|h| h.created_at.as_u64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
-    for kind in ["codex:", "copilot-cli:", "gemini-cli:"] {
+    for kind in ["codex:", "copilot-cli:", "gemini-cli:", "cursor:"] {
         assert!(listed.iter().any(|h| h.id.starts_with(kind)), "{kind}");
     }
     let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();

@@ -7,6 +7,7 @@
 //! - [`codex`]: Codex CLI rollouts ([`CodexSource`](codex::CodexSource)).
 //! - [`copilot_cli`]: GitHub Copilot CLI event logs
 //!   ([`CopilotCliSource`](copilot_cli::CopilotCliSource)).
+//! - [`cursor`]: Cursor agent transcripts ([`CursorSource`](cursor::CursorSource)).
 //! - [`gemini_cli`]: Gemini CLI chats ([`GeminiCliSource`](gemini_cli::GeminiCliSource)).
 //! - [`files`]: what the readers of one file per session share
 //!   ([`FileSessions`](files::FileSessions)).
@@ -21,6 +22,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot_cli;
+pub mod cursor;
 pub mod dsh;
 pub mod files;
 pub mod foreign;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::claude_code::ClaudeCodeSource;
 use super::codex::CodexSource;
 use super::copilot_cli::CopilotCliSource;
+use super::cursor::CursorSource;
 use super::dsh::DshStore;
 use super::gemini_cli::GeminiCliSource;
 use super::{FileSource, MultiQuery};
@@ -33,15 +34,23 @@ pub enum SourceKind {
     CopilotCli,
     /// Gemini CLI chats (its `tmp` directory).
     GeminiCli,
+    /// Cursor agent transcripts (its `projects` directory).
+    Cursor,
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 5] =
-        [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex, SourceKind::CopilotCli, SourceKind::GeminiCli];
+    pub const ALL: [SourceKind; 6] = [
+        SourceKind::Dsh,
+        SourceKind::ClaudeCode,
+        SourceKind::Codex,
+        SourceKind::CopilotCli,
+        SourceKind::GeminiCli,
+        SourceKind::Cursor,
+    ];
 
     /// The name fronts and `KIND=DIR` specs use: `"dsh"`, `"claude-code"`,
-    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`.
+    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`, `"cursor"`.
     pub fn name(self) -> &'static str {
         match self {
             SourceKind::Dsh => "dsh",
@@ -49,6 +58,7 @@ impl SourceKind {
             SourceKind::Codex => "codex",
             SourceKind::CopilotCli => "copilot-cli",
             SourceKind::GeminiCli => "gemini-cli",
+            SourceKind::Cursor => "cursor",
         }
     }
 
@@ -67,6 +77,7 @@ impl SourceKind {
             SourceKind::Codex => "$CODEX_HOME, else ~/.codex",
             SourceKind::CopilotCli => "$COPILOT_HOME/session-state, else ~/.copilot/session-state",
             SourceKind::GeminiCli => "$GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp",
+            SourceKind::Cursor => "~/.cursor/projects",
         }
     }
 
@@ -98,6 +109,7 @@ impl SourceKind {
             SourceKind::Codex => super::codex::PREFIX,
             SourceKind::CopilotCli => super::copilot_cli::PREFIX,
             SourceKind::GeminiCli => super::gemini_cli::PREFIX,
+            SourceKind::Cursor => super::cursor::PREFIX,
         }
     }
 
@@ -106,7 +118,8 @@ impl SourceKind {
     /// `$CLAUDE_CONFIG_DIR/projects` else `~/.claude/projects`;
     /// `$CODEX_HOME` else `~/.codex`;
     /// `$COPILOT_HOME/session-state` else `~/.copilot/session-state`;
-    /// `$GEMINI_CLI_HOME/.gemini/tmp` else `~/.gemini/tmp`.
+    /// `$GEMINI_CLI_HOME/.gemini/tmp` else `~/.gemini/tmp`;
+    /// `~/.cursor/projects`.
     /// (`~` is `$HOME`, else `$USERPROFILE`.)
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
@@ -121,6 +134,7 @@ impl SourceKind {
                 var("COPILOT_HOME").unwrap_or_else(|| home().join(".copilot")).join("session-state")
             }
             SourceKind::GeminiCli => var("GEMINI_CLI_HOME").unwrap_or_else(home).join(".gemini").join("tmp"),
+            SourceKind::Cursor => home().join(".cursor").join("projects"),
         }
     }
 
@@ -422,6 +436,7 @@ impl SourceKind {
             SourceKind::Codex => "Codex",
             SourceKind::CopilotCli => "Copilot CLI",
             SourceKind::GeminiCli => "Gemini CLI",
+            SourceKind::Cursor => "Cursor",
         }
     }
 
@@ -431,6 +446,7 @@ impl SourceKind {
         match self {
             SourceKind::CopilotCli => Some("session-state"),
             SourceKind::GeminiCli => Some("tmp"),
+            SourceKind::Cursor => Some("projects"),
             _ => None,
         }
     }
@@ -446,6 +462,7 @@ impl SourceKind {
                 "session directories holding events.jsonl, or <id>.jsonl logs (as ~/.copilot/session-state)"
             }
             SourceKind::GeminiCli => "project directories holding chats/session-*.jsonl (as ~/.gemini/tmp)",
+            SourceKind::Cursor => "project directories holding agent-transcripts/<id>.jsonl (as ~/.cursor/projects)",
         }
     }
 }
@@ -533,6 +550,17 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
             match chats {
                 0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
                 n => format!("{head}: its {n} chat files are empty or unreadable"),
+            }
+        }
+        SourceKind::Cursor => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            let with = dirs
+                .iter()
+                .filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.dir && named(&e.name, &["agent-transcripts"])))
+                .count();
+            match with {
+                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
+                n => format!("{head}: the agent-transcripts/ of its {n} projects hold no readable transcript"),
             }
         }
         SourceKind::Dsh => {
@@ -671,6 +699,7 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
         SourceKind::Codex => CodexSource::open(&spec.root)?.into_query(),
         SourceKind::CopilotCli => CopilotCliSource::open(&spec.root)?.into_query(),
         SourceKind::GeminiCli => GeminiCliSource::open(&spec.root)?.into_query(),
+        SourceKind::Cursor => CursorSource::open(&spec.root)?.into_query(),
     })
 }
 
