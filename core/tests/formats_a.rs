@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_session_reference::sources::aider::{self, AiderSource};
 use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
 use dsh_session_reference::sources::cursor::{self, CursorSource};
 use dsh_session_reference::sources::files::{FileSessions, SessionFiles};
@@ -378,6 +379,114 @@ fn cursor_fixtures_project_exactly() {
     assert_eq!(cursor::PREFIX, SourceKind::Cursor.prefix());
 }
 
+// ---------------------------------------------------------------------- Aider
+
+fn aider_id(dir: &Path, run: u32) -> String {
+    format!("aider:{}#{run}", std::path::absolute(dir).unwrap().display())
+}
+
+#[test]
+fn aider_public_sample_projects_exactly() {
+    // kenn-io/agentsview's fixture (MIT): two runs with messages, a third
+    // with none; its `#### Step 1` is the assistant's own heading, which
+    // the format cannot tell from user input (documented).
+    let root = fixtures().join("aider/agentsview");
+    let dir = root.join("myrepo");
+    let (one, two) = (aider_id(&dir, 1), aider_id(&dir, 2));
+    let cwd = std::path::absolute(&dir).unwrap().display().to_string();
+    let s = AiderSource::open(&root).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: &two,
+                created_at: 1_781_019_000_000,
+                listed_cwd: Some(&cwd),
+                cwd: Some(&cwd),
+                title: Some("make the timeout configurable"),
+                seq: 23,
+                items: vec![
+                    m(U, "make the timeout configurable"),
+                    m(A, "Done. The timeout now reads from the environment."),
+                ],
+            },
+            Pinned {
+                id: &one,
+                created_at: 1_781_013_660_000,
+                listed_cwd: Some(&cwd),
+                cwd: Some(&cwd),
+                title: Some("add a retry to the webhook"),
+                seq: 16,
+                items: vec![
+                    m(U, "add a retry to the webhook"),
+                    m(A, "I'll add exponential backoff to the webhook handler.\n\nHere is the plan:"),
+                    m(U, "Step 1"),
+                    m(A, "Wrap the call in a loop."),
+                ],
+            },
+        ],
+    );
+    assert!(s.read_surface(&aider_id(&dir, 3)).is_err(), "a run without a message is no session");
+    assert_eq!(aider::PREFIX, SourceKind::Aider.prefix());
+}
+
+#[test]
+fn aider_runs_commands_fences_and_tool_output() {
+    let root = fixtures().join("aider/synthetic");
+    let proj = root.join("proj");
+    let repo2 = root.join("group/repo2");
+    let (p1, p3, r1) = (aider_id(&proj, 1), aider_id(&proj, 3), aider_id(&repo2, 1));
+    let proj_cwd = std::path::absolute(&proj).unwrap().display().to_string();
+    let repo2_cwd = std::path::absolute(&repo2).unwrap().display().to_string();
+    let s = AiderSource::open(&root).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: &p3,
+                created_at: 1_777_806_000_000,
+                listed_cwd: Some(&proj_cwd),
+                cwd: Some(&proj_cwd),
+                title: Some("Add a test"),
+                seq: 41,
+                items: vec![m(U, "Add a test"), m(A, "Added `test_handle`.")],
+            },
+            Pinned {
+                id: &p1,
+                created_at: 1_777_626_000_000,
+                listed_cwd: Some(&proj_cwd),
+                cwd: Some(&proj_cwd),
+                title: Some("Rename the handler and keep the old name as an alias"),
+                seq: 30,
+                items: vec![
+                    m(U, "Rename the handler\nand keep the old name as an alias"),
+                    m(A, "I'll rename it.\n\nsrc/app.py\n```python\n#### this is code, not input\ndef handle(): ...\n```"),
+                    m(U, "why an alias?"),
+                    m(A, "So existing imports keep working."),
+                ],
+            },
+            Pinned {
+                id: &r1,
+                created_at: 1_775_030_400_000,
+                listed_cwd: Some(&repo2_cwd),
+                cwd: Some(&repo2_cwd),
+                title: Some("hello from repo2"),
+                seq: 6,
+                items: vec![m(U, "hello from repo2"), m(A, "Hi.")],
+            },
+        ],
+    );
+    // A history file given instead of its directory is read as meant.
+    let file = proj.join(aider::HISTORY_FILE);
+    let resolved = SourceSpec::new(SourceKind::Aider, &file).resolve().unwrap();
+    assert_eq!(resolved.spec.root, proj);
+    assert!(resolved.note.unwrap().contains("Aider chat history"));
+    // No default location: a spec without a root is refused, saying so.
+    let why = dsh_session_reference::sources::specs_from_json(&serde_json::json!([{"kind": "aider"}])).unwrap_err();
+    assert!(why.contains("no default location"), "{why}");
+    assert!(!SourceKind::Aider.has_default_location());
+}
+
 // ------------------------------------------------------------ every kind at once
 
 #[test]
@@ -399,12 +508,13 @@ fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
         SourceSpec::new(SourceKind::CopilotCli, copilot_fixture()),
         SourceSpec::new(SourceKind::GeminiCli, gemini_fixture()),
         SourceSpec::new(SourceKind::Cursor, cursor_fixture()),
+        SourceSpec::new(SourceKind::Aider, fixtures().join("aider")),
     ];
     let multi = open_sources(&specs).unwrap();
     let listed = block_on(multi.list_sessions()).unwrap();
     let times: Vec<u64> = listed.iter().map(|h| h.created_at.as_u64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
-    for kind in ["codex:", "copilot-cli:", "gemini-cli:", "cursor:"] {
+    for kind in ["codex:", "copilot-cli:", "gemini-cli:", "cursor:", "aider:"] {
         assert!(listed.iter().any(|h| h.id.starts_with(kind)), "{kind}");
     }
     let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();

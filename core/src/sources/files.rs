@@ -53,10 +53,10 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
     /// Session `bare` of the file at `rel`: its current conversation.
     fn read(&self, root: &Path, rel: &[OsString], file: File, bare: &str) -> io::Result<Transcript>;
 
-    /// Where the file of `bare` would be, from the id alone, tried before a
-    /// walk of the whole root (none: the id does not say).
-    fn guess(&self, bare: &str) -> Vec<Rel> {
-        let _ = bare;
+    /// Where under `root` the file of `bare` would be, from the id alone,
+    /// tried before a walk of the whole root (none: the id does not say).
+    fn guess(&self, root: &Path, bare: &str) -> Vec<Rel> {
+        let _ = (root, bare);
         Vec::new()
     }
 }
@@ -224,7 +224,7 @@ impl<F: SessionFiles> FileSessions<F> {
         if let Some(rel) = remembered.filter(|r| self.holds(r, bare)) {
             return Ok(rel);
         }
-        let guesses = self.format.guess(bare).into_iter().filter(|r| plain_rel(r));
+        let guesses = self.format.guess(&self.root, bare).into_iter().filter(|r| plain_rel(r));
         if let Some(rel) = guesses.into_iter().find(|r| self.holds(r, bare)) {
             return Ok(rel);
         }

@@ -3,6 +3,7 @@
 //!
 //! - [`dsh`]: DeepSeek Harness session logs, format generations v0 to v4
 //!   ([`DshStore`](dsh::DshStore)).
+//! - [`aider`]: Aider chat histories ([`AiderSource`](aider::AiderSource)).
 //! - [`claude_code`]: Claude Code transcripts ([`ClaudeCodeSource`](claude_code::ClaudeCodeSource)).
 //! - [`codex`]: Codex CLI rollouts ([`CodexSource`](codex::CodexSource)).
 //! - [`copilot_cli`]: GitHub Copilot CLI event logs
@@ -19,6 +20,7 @@
 //! guarantees (read-only, no symbolic link below the root followed, regular
 //! files only, bounded lines, byte-ordered walks).
 
+pub mod aider;
 pub mod claude_code;
 pub mod codex;
 pub mod copilot_cli;

@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::aider::AiderSource;
 use super::claude_code::ClaudeCodeSource;
 use super::codex::CodexSource;
 use super::copilot_cli::CopilotCliSource;
@@ -36,21 +37,25 @@ pub enum SourceKind {
     GeminiCli,
     /// Cursor agent transcripts (its `projects` directory).
     Cursor,
+    /// Aider chat histories (a repository, or a directory of them; no
+    /// default location).
+    Aider,
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 6] = [
+    pub const ALL: [SourceKind; 7] = [
         SourceKind::Dsh,
         SourceKind::ClaudeCode,
         SourceKind::Codex,
         SourceKind::CopilotCli,
         SourceKind::GeminiCli,
         SourceKind::Cursor,
+        SourceKind::Aider,
     ];
 
     /// The name fronts and `KIND=DIR` specs use: `"dsh"`, `"claude-code"`,
-    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`, `"cursor"`.
+    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`, `"cursor"`, `"aider"`.
     pub fn name(self) -> &'static str {
         match self {
             SourceKind::Dsh => "dsh",
@@ -59,6 +64,7 @@ impl SourceKind {
             SourceKind::CopilotCli => "copilot-cli",
             SourceKind::GeminiCli => "gemini-cli",
             SourceKind::Cursor => "cursor",
+            SourceKind::Aider => "aider",
         }
     }
 
@@ -78,6 +84,9 @@ impl SourceKind {
             SourceKind::CopilotCli => "$COPILOT_HOME/session-state, else ~/.copilot/session-state",
             SourceKind::GeminiCli => "$GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp",
             SourceKind::Cursor => "~/.cursor/projects",
+            SourceKind::Aider => {
+                "no default location: a repository holding .aider.chat.history.md, or a directory of them"
+            }
         }
     }
 
@@ -92,7 +101,7 @@ impl SourceKind {
     /// Whether the kind has a default location (Aider keeps its history
     /// in each repository, so it is read only where it is given).
     pub fn has_default_location(self) -> bool {
-        true
+        self != SourceKind::Aider
     }
 
     /// The kind of a name given by [`name`](Self::name).
@@ -110,6 +119,7 @@ impl SourceKind {
             SourceKind::CopilotCli => super::copilot_cli::PREFIX,
             SourceKind::GeminiCli => super::gemini_cli::PREFIX,
             SourceKind::Cursor => super::cursor::PREFIX,
+            SourceKind::Aider => super::aider::PREFIX,
         }
     }
 
@@ -119,7 +129,8 @@ impl SourceKind {
     /// `$CODEX_HOME` else `~/.codex`;
     /// `$COPILOT_HOME/session-state` else `~/.copilot/session-state`;
     /// `$GEMINI_CLI_HOME/.gemini/tmp` else `~/.gemini/tmp`;
-    /// `~/.cursor/projects`.
+    /// `~/.cursor/projects`; none for Aider (the empty path: see
+    /// [`has_default_location`](Self::has_default_location)).
     /// (`~` is `$HOME`, else `$USERPROFILE`.)
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
@@ -135,6 +146,7 @@ impl SourceKind {
             }
             SourceKind::GeminiCli => var("GEMINI_CLI_HOME").unwrap_or_else(home).join(".gemini").join("tmp"),
             SourceKind::Cursor => home().join(".cursor").join("projects"),
+            SourceKind::Aider => PathBuf::new(),
         }
     }
 
@@ -177,6 +189,9 @@ impl SourceSpec {
         let kind = SourceKind::from_name(kind)
             .ok_or_else(|| format!("unknown source kind {kind:?}: use one of {}", SourceKind::names()))?;
         let root = match value.get("root") {
+            None | Some(serde_json::Value::Null) if !kind.has_default_location() => {
+                return Err(format!("a source of kind {} has no default location: give its `root`", kind.name()))
+            }
             None | Some(serde_json::Value::Null) => kind.default_location(),
             Some(serde_json::Value::String(r)) if !r.is_empty() => PathBuf::from(r),
             Some(_) => return Err("a source's `root` must be a non-empty string or null".into()),
@@ -210,6 +225,16 @@ impl SourceSpec {
     /// directory is taken as given (opening it reports why).
     pub fn resolve(&self) -> Result<ResolvedSpec, String> {
         let root = self.root.as_path();
+        if self.kind == SourceKind::Aider && root.is_file() {
+            if let Some(dir) =
+                root.parent().filter(|_| named(root.file_name().unwrap_or_default(), &[super::aider::HISTORY_FILE]))
+            {
+                let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+                let note =
+                    format!("{} is an Aider chat history: reading its directory {}", root.display(), dir.display());
+                return Ok(ResolvedSpec { spec: SourceSpec::new(self.kind, dir), note: Some(note) });
+            }
+        }
         if !root.is_dir() {
             return Ok(ResolvedSpec { spec: self.clone(), note: None });
         }
@@ -437,6 +462,7 @@ impl SourceKind {
             SourceKind::CopilotCli => "Copilot CLI",
             SourceKind::GeminiCli => "Gemini CLI",
             SourceKind::Cursor => "Cursor",
+            SourceKind::Aider => "Aider",
         }
     }
 
@@ -463,6 +489,9 @@ impl SourceKind {
             }
             SourceKind::GeminiCli => "project directories holding chats/session-*.jsonl (as ~/.gemini/tmp)",
             SourceKind::Cursor => "project directories holding agent-transcripts/<id>.jsonl (as ~/.cursor/projects)",
+            SourceKind::Aider => {
+                "a repository holding .aider.chat.history.md, or repositories up to three levels below"
+            }
         }
     }
 }
@@ -552,6 +581,13 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
                 n => format!("{head}: its {n} chat files are empty or unreadable"),
             }
         }
+        SourceKind::Aider => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            if entries.iter().any(|e| e.file && named(&e.name, &[super::aider::HISTORY_FILE])) {
+                return format!("{head}: its {} holds no run with a message", super::aider::HISTORY_FILE);
+            }
+            format!("{head}: expected {}; {}", kind.layout(), found(&entries))
+        }
         SourceKind::Cursor => {
             let head = format!("no {} session in {}", kind.format(), root.display());
             let with = dirs
@@ -584,7 +620,12 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
 /// The default location of every kind that exists as a directory on this
 /// machine, in [`SourceKind::ALL`] order.
 pub fn default_specs() -> Vec<SourceSpec> {
-    SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, k.default_location())).filter(|s| s.root.is_dir()).collect()
+    SourceKind::ALL
+        .into_iter()
+        .filter(|k| k.has_default_location())
+        .map(|k| SourceSpec::new(k, k.default_location()))
+        .filter(|s| s.root.is_dir())
+        .collect()
 }
 
 /// `found` (the default locations that exist); when none does, every
@@ -596,17 +637,24 @@ pub fn defaults_or_every_location(found: Vec<SourceSpec>, location: impl Fn(Sour
     if !found.is_empty() {
         return found;
     }
-    SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, location(k))).collect()
+    SourceKind::ALL.into_iter().filter(|k| k.has_default_location()).map(|k| SourceSpec::new(k, location(k))).collect()
 }
 
 /// What to say when no default location exists (so [`default_specs`] is
 /// empty): every place that was looked at, and what to give instead.
 pub fn no_default_location_message() -> String {
-    let looked: Vec<String> =
-        SourceKind::ALL.into_iter().map(|k| format!("{} at {}", k.name(), k.default_location().display())).collect();
+    let looked: Vec<String> = SourceKind::ALL
+        .into_iter()
+        .filter(|k| k.has_default_location())
+        .map(|k| format!("{} at {}", k.name(), k.default_location().display()))
+        .collect();
+    let opt_in: Vec<&str> =
+        SourceKind::ALL.into_iter().filter(|k| !k.has_default_location()).map(SourceKind::name).collect();
     format!(
-        "no session history found: looked for {} (none exists); give --source KIND=DIR (or --root DIR for DSH)",
-        looked.join(", ")
+        "no session history found: looked for {} (none exists; {} has no default location); give --source KIND=DIR \
+         (or --root DIR for DSH)",
+        looked.join(", "),
+        opt_in.join(", ")
     )
 }
 
@@ -700,6 +748,7 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
         SourceKind::CopilotCli => CopilotCliSource::open(&spec.root)?.into_query(),
         SourceKind::GeminiCli => GeminiCliSource::open(&spec.root)?.into_query(),
         SourceKind::Cursor => CursorSource::open(&spec.root)?.into_query(),
+        SourceKind::Aider => AiderSource::open(&spec.root)?.into_query(),
     })
 }
 
@@ -759,12 +808,12 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let at = |k: SourceKind| home.path().join(k.name());
         let specs = defaults_or_every_location(Vec::new(), at);
-        assert_eq!(specs.len(), SourceKind::ALL.len());
+        assert_eq!(specs.len(), SourceKind::ALL.iter().filter(|k| k.has_default_location()).count());
         let multi = open_sources(&specs).unwrap();
         let listed = crate::block_on(multi.list_sessions());
         let why = listed.expect_err("no source could list").message().to_owned();
         let report = report_json(&multi);
-        for kind in SourceKind::ALL {
+        for kind in SourceKind::ALL.into_iter().filter(|k| k.has_default_location()) {
             let place = at(kind).display().to_string();
             assert!(why.contains(&place), "{place} not in {why}");
             let status = report.as_array().unwrap().iter().find(|s| s["name"] == kind.name()).unwrap();

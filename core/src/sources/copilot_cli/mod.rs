@@ -134,7 +134,7 @@ impl SessionFiles for CopilotCli {
         events::read(file)
     }
 
-    fn guess(&self, bare: &str) -> Vec<Rel> {
+    fn guess(&self, _root: &Path, bare: &str) -> Vec<Rel> {
         vec![vec![OsString::from(bare), OsString::from(EVENTS_FILE)], vec![OsString::from(format!("{bare}.jsonl"))]]
     }
 }
