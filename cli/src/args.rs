@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::print::{display, Out};
 
 /// What the command is, in one line (`--help`, the manual page's NAME).
-const ABOUT: &str = "Find, search, read and reference the sessions of your coding agents (DSH, Claude Code, Codex) as bounded, read-only snapshots";
+const ABOUT: &str = "Find, search, read and reference the sessions of your coding agents (DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, …: see --source) as bounded, read-only snapshots";
 
 /// Examples shown under `--help`: the commands a person starts with.
 const EXAMPLES: &str = "\
