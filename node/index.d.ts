@@ -116,8 +116,9 @@ export declare class NativeResolver {
 }
 
 /**
- * DSH, Claude Code and Codex sessions on disk, listed together and read by
- * id (`claude-code:<uuid>`, `codex:<uuid>`, DSH ids unchanged).
+ * DSH sessions and other agents' sessions on disk, listed together and
+ * read by id (`<kind>:<id>` such as `claude-code:<uuid>`, DSH ids
+ * unchanged).
  */
 export declare class SessionSources {
   /**

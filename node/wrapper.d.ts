@@ -448,9 +448,26 @@ export declare class DshSessionStore implements SessionQuery {
 /** Opens a DSH sessions root (same as `DshSessionStore.open`). */
 export declare function openDshSessionStore(root: string): DshSessionStore
 
+/**
+ * A format `SessionSources.open` reads (the core's `SourceKind` names; an
+ * unknown kind's error lists them). `aider` has no default location.
+ */
+export type SessionSourceKind =
+  | 'dsh'
+  | 'claude-code'
+  | 'codex'
+  | 'copilot-cli'
+  | 'gemini-cli'
+  | 'cursor'
+  | 'aider'
+  | 'opencode'
+  | 'kilo'
+  | 'cline'
+  | 'roo-code'
+
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {
-  kind: 'dsh' | 'claude-code' | 'codex'
+  kind: SessionSourceKind
   root?: string | null
 }
 
@@ -474,9 +491,9 @@ export type SessionSourceStatus =
   | { name: string; error: string; note?: string; unreadable?: UnreadableSession[]; unreadableCount?: number }
 
 /**
- * The sessions that DSH, Claude Code and Codex keep on disk, read-only, as
- * one session query: listed together (newest first) and read by id
- * (`claude-code:<uuid>`, `codex:<uuid>`; DSH ids unchanged). Pass it to
+ * The sessions that DSH and other agents keep on disk, read-only, as one
+ * session query: listed together (newest first) and read by id
+ * (`<kind>:<id>` such as `claude-code:<uuid>`; DSH ids unchanged). Pass it to
  * `SessionReferenceResolver`: the resolver then reads it natively.
  */
 export declare class SessionSources implements SessionQuery {

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::print::{display, Out};
 
 /// What the command is, in one line (`--help`, the manual page's NAME).
-const ABOUT: &str = "Find, search, read and reference the sessions of your coding agents (DSH, Claude Code, Codex) as bounded, read-only snapshots";
+const ABOUT: &str = "Find, search, read and reference the sessions of your coding agents (DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, …: see --source) as bounded, read-only snapshots";
 
 /// Examples shown under `--help`: the commands a person starts with.
 const EXAMPLES: &str = "\
@@ -91,11 +91,9 @@ pub(crate) struct Global {
     /// DSH sessions root [default: $DSH_HOME/sessions, else ~/.dsh/sessions]
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "source")]
     pub(crate) root: Option<PathBuf>,
-    /// A source to read, KIND=DIR with KIND dsh, claude-code or codex
-    /// (repeatable, one per kind). Without --source and --root: every
-    /// default location that exists (~/.dsh/sessions, ~/.claude/projects or
-    /// $CLAUDE_CONFIG_DIR/projects, $CODEX_HOME or ~/.codex), named on stderr
-    #[arg(long, global = true, value_name = "KIND=DIR", value_parser = parse_spec)]
+    /// A source to read, KIND=DIR (repeatable, one per kind); the kinds and
+    /// their default locations come from the core (`source_help`).
+    #[arg(long, global = true, value_name = "KIND=DIR", value_parser = parse_spec, help = source_help())]
     pub(crate) source: Vec<SourceSpec>,
     /// Per-source byte budget of a prepared snapshot [default: 65536]
     #[arg(long, global = true, value_name = "N")]
@@ -395,6 +393,16 @@ pub(crate) fn parse_limit(s: &str) -> Result<u64, String> {
 
 pub(crate) fn parse_spec(spec: &str) -> Result<SourceSpec, String> {
     SourceSpec::parse(spec)
+}
+
+/// The help of `--source`: every kind the core reads, with its default
+/// location, from `SourceKind::ALL` (so the help never misses a kind).
+pub(crate) fn source_help() -> String {
+    format!(
+        "A source to read, KIND=DIR (repeatable, one per kind), KIND one of: {}. Without --source and --root: \
+         every default location that exists, named on stderr",
+        SourceKind::help_text()
+    )
 }
 
 /// `ID=START..END`, `ID=START..`, `ID=..END` or `ID=START..=LAST` as the

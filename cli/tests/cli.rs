@@ -943,3 +943,69 @@ fn prepare_ranges_carry_part_of_a_session() {
     assert_eq!(twice.code, 1);
     assert!(twice.stderr.contains("SESSION_REFERENCE_INVALID_REFERENCE"), "{}", twice.stderr);
 }
+
+/// Every kind the core reads is accepted by `--source` and named, with its
+/// default location, in the help (both come from `SourceKind::ALL`).
+#[test]
+fn every_source_kind_is_accepted_and_in_the_help() {
+    use dsh_session_reference::sources::SourceKind;
+    let help = run(&["--help"]).stdout;
+    let tmp = tempfile::tempdir().unwrap();
+    for kind in SourceKind::ALL {
+        assert!(help.contains(kind.name()), "{} not in the help:\n{help}", kind.name());
+        let root = tmp.path().join(kind.name());
+        std::fs::create_dir_all(&root).unwrap();
+        let spec = format!("{}={}", kind.name(), root.display());
+        let out = run(&["candidates", "--source", &spec, "--json"]);
+        assert!(!out.stderr.contains("unknown source kind"), "{spec}: {}", out.stderr);
+        assert!(out.stderr.contains(kind.name()), "{spec}: the note names the source: {}", out.stderr);
+    }
+    let out = run(&["candidates", "--source", "nope=/x"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains(&SourceKind::names()), "{}", out.stderr);
+}
+
+/// `candidates`, `search`, `show` and `prepare` across the kinds of issue 26
+/// at once (Copilot CLI, Gemini CLI, Cursor, Aider), beside Codex.
+#[test]
+fn the_new_kinds_list_search_show_and_prepare_together() {
+    let spec = |kind: &str, dir: &str| format!("{kind}={}", foreign().join(dir).display());
+    let specs = [
+        spec("copilot-cli", "copilot-cli/synthetic/session-state"),
+        spec("gemini-cli", "gemini-cli/synthetic/tmp"),
+        spec("cursor", "cursor/synthetic/projects"),
+        spec("aider", "aider/synthetic"),
+        spec("codex", "codex/daaain"),
+    ];
+    let all: Vec<&str> = specs.iter().flat_map(|s| ["--source", s.as_str()]).collect();
+    let list = ok_json(&[&all[..], &["candidates", "--target", "t", "--limit", "100", "--json"]].concat());
+    let ids: Vec<&str> = list.as_array().unwrap().iter().map(|c| c["sessionId"].as_str().unwrap()).collect();
+    for want in ["copilot-cli:rewind-session", "gemini-cli:bbbb2222-0000-4000-8000-000000000002", "cursor:cccc3333"] {
+        assert!(ids.contains(&want), "{want} not in {ids:?}");
+    }
+    assert!(ids.iter().any(|id| id.starts_with("aider:") && id.ends_with("proj#1")), "{ids:?}");
+    assert!(ids.iter().any(|id| id.starts_with("codex:")), "{ids:?}");
+    // One word said in a session of each new kind.
+    for (query, id) in [
+        ("Right answer", "copilot-cli:rewind-session"),
+        ("faster keep", "gemini-cli:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"),
+        ("router handlers", "cursor:cccc3333"),
+        ("existing imports", "proj#1"),
+    ] {
+        let found = ok_json(&[&all[..], &["search", query, "--json"]].concat());
+        let hits: Vec<&str> = found.as_array().unwrap().iter().filter_map(|r| r["sessionId"].as_str()).collect();
+        assert!(hits.iter().any(|h| h.ends_with(id)), "{query}: {hits:?}");
+    }
+    let shown = ok_json(&[&all[..], &["show", "copilot-cli:rewind-session", "--json"]].concat());
+    assert_eq!(shown["messages"][3]["text"], "Right answer");
+    let shown = ok_json(&[&all[..], &["show", "cursor:cccc3333", "--json"]].concat());
+    assert_eq!(shown["messages"][1]["text"], "The router maps paths to handlers.\nIt has no routes yet.");
+    let message = format!(
+        "compare {} and {}",
+        format_mention("gemini-cli:bbbb2222-0000-4000-8000-000000000002", None),
+        format_mention("copilot-cli:legacy-0001", None)
+    );
+    let out = run(&[&all[..], &["prepare", "--target", "t", "--message", &message, "--prompt"]].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("Hi from 0.38") && out.stdout.contains("There are three."), "{}", out.stdout);
+}

@@ -507,6 +507,8 @@ fn the_first_session_transcript_is_what_the_command_prints() {
             .env_remove("DSH_HOME")
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
+            .env_remove("COPILOT_HOME")
+            .env_remove("GEMINI_CLI_HOME")
             .output()
             .unwrap();
         assert!(out.status.success(), "{command}: {out:?}");

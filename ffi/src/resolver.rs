@@ -418,17 +418,18 @@ pub unsafe extern "C" fn dsr_resolver_new_dsh_store(
 }
 
 /// Creates a resolver over the on-disk sessions of one or several agents:
-/// DSH session logs, Claude Code transcripts and Codex CLI rollouts, listed
-/// together (newest first) and read by id (`claude-code:<uuid>`,
-/// `codex:<uuid>`; DSH ids unchanged). See docs/sources.md for what each
-/// format contributes.
+/// DSH session logs and other agents' transcripts, listed together (newest
+/// first) and read by id (`<kind>:<id>` such as `claude-code:<uuid>`; DSH
+/// ids unchanged). See docs/sources.md for every kind, its default location
+/// and what each format contributes.
 ///
 /// `sources_json` (nullable; `sources_len` bytes of UTF-8 JSON) is NULL or
-/// `null` for every default location that exists (`~/.dsh/sessions` or
-/// `$DSH_HOME/sessions`; `~/.claude/projects` or
-/// `$CLAUDE_CONFIG_DIR/projects`; `$CODEX_HOME` or `~/.codex`), or an array
-/// of `{"kind": "dsh"|"claude-code"|"codex", "root"?: string|null}` (a
-/// missing or null root is the default location), at most one per kind.
+/// `null` for every default location that exists, or an array of
+/// `{"kind": KIND, "root"?: string|null}` (a missing or null root is the
+/// default location), at most one per kind. KIND is one of `dsh`,
+/// `claude-code`, `codex`, `copilot-cli`, `gemini-cli`, `cursor`, `aider`
+/// (no default location: give its root), `opencode`, `kilo`, `cline`,
+/// `roo-code`; an unknown kind's error message lists them.
 /// Text that is not JSON is `DSR_MISUSE`; a malformed list is
 /// `DSR_INVALID_CONFIG`. A root that cannot be opened
 /// does not fail creation: listing reports it and lists the other sources

@@ -18,8 +18,9 @@ fn read_failed(message: impl Into<String>) -> NativeFailure {
     NativeFailure { code: ErrorCode::ReadFailed.as_str().to_owned(), message: message.into() }
 }
 
-/// DSH, Claude Code and Codex sessions on disk, listed together and read by
-/// id (`claude-code:<uuid>`, `codex:<uuid>`, DSH ids unchanged).
+/// DSH sessions and other agents' sessions on disk, listed together and
+/// read by id (`<kind>:<id>` such as `claude-code:<uuid>`, DSH ids
+/// unchanged).
 #[napi]
 pub struct SessionSources {
     multi: Arc<MultiQuery>,

@@ -98,3 +98,32 @@ test('sessions that cannot be read are named in the report until the next listin
     fs.rmSync(tmp, { recursive: true, force: true })
   }
 })
+
+// Every kind the core reads (the error of an unknown kind lists them, from
+// the core's SourceKind::ALL) is accepted and opened.
+test('every source kind is accepted', async () => {
+  let listed = null
+  try {
+    SessionSources.open([{ kind: 'no-such-kind', root: '/x' }])
+  } catch (e) {
+    assert.ok(e instanceof SessionReferenceError && e.code === 'SESSION_REFERENCE_INVALID_CONFIG')
+    listed = e.message.split('use one of ')[1]
+  }
+  assert.ok(listed, 'the error lists the kinds')
+  const kinds = listed.split(',').map((k) => k.trim())
+  assert.deepEqual(kinds.slice(0, 3), ['dsh', 'claude-code', 'codex'])
+  const fs = require('node:fs')
+  const os = require('node:os')
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dsr-kinds-'))
+  try {
+    for (const kind of kinds) {
+      const root = path.join(tmp, kind)
+      fs.mkdirSync(root)
+      const s = SessionSources.open([{ kind, root }])
+      await s.listSessions().catch(() => {}) // a kind whose root is a database file reports the directory
+      assert.deepEqual(s.lastReport().map((r) => r.name), [kind])
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+  }
+})

@@ -130,16 +130,20 @@ class DshSessionStore:
 
 @final
 class SessionSources:
-    """The sessions DSH, Claude Code and Codex keep on disk as one read-only
-    query (ids ``claude-code:<uuid>``, ``codex:<uuid>``; DSH ids unchanged);
+    """The sessions DSH and other agents keep on disk as one read-only query
+    (ids ``<kind>:<id>`` such as ``claude-code:<uuid>``; DSH ids unchanged);
     as the ``query`` of a ``Resolver`` it is read natively."""
 
     def __new__(
         cls: Type[_T], sources: Optional[Sequence[Mapping[str, Any]]] = None
     ) -> _T:
         """Opens ``sources``: ``None`` for every default location that exists,
-        else ``{"kind": "dsh"|"claude-code"|"codex", "root": path or None}``
-        mappings, at most one per kind (``ValueError`` otherwise)."""
+        else ``{"kind": KIND, "root": path or None}`` mappings, at most one per
+        kind (``ValueError`` otherwise). KIND is one of ``dsh``,
+        ``claude-code``, ``codex``, ``copilot-cli``, ``gemini-cli``,
+        ``cursor``, ``aider`` (no default location: give its root),
+        ``opencode``, ``kilo``, ``cline``, ``roo-code``; an unknown kind's
+        ``ValueError`` lists them."""
 
     @property
     def sources(self) -> List[Tuple[str, pathlib.Path]]:

@@ -16,13 +16,14 @@ use serde_json::{json, Value};
 
 use crate::convert::to_py;
 
-/// A read-only view over the sessions that DSH, Claude Code and Codex keep
-/// on disk, listed together (newest first) and read by id: Claude Code
-/// sessions are `claude-code:<uuid>`, Codex sessions `codex:<uuid>`, DSH ids
-/// are unchanged. Pass it as the `query` of a `Resolver`: reads then run
+/// A read-only view over the sessions that DSH and other agents keep on
+/// disk, listed together (newest first) and read by id: another agent's
+/// sessions are `<kind>:<id>` (`claude-code:<uuid>`, `codex:<uuid>`, …), DSH
+/// ids are unchanged. Pass it as the `query` of a `Resolver`: reads then run
 /// natively. `sources` is `None` for every default location that exists, or
-/// a sequence of mappings `{"kind": "dsh"|"claude-code"|"codex", "root":
-/// path or None}` (at most one per kind; `ValueError` otherwise). A root
+/// a sequence of mappings `{"kind": KIND, "root": path or None}` with KIND
+/// one of the core's `SourceKind` names (`dsh`, `claude-code`, `codex`, `copilot-cli`, `gemini-cli`, `cursor`, `aider`, `opencode`, `kilo`, `cline`, `roo-code`; an unknown
+/// kind's `ValueError` lists them), at most one per kind. A root
 /// that cannot be opened is reported by `last_report()` after a listing,
 /// never fatal to the other sources.
 #[pyclass(module = "dsh_session_reference._native", name = "SessionSources", frozen)]

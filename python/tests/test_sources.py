@@ -114,11 +114,35 @@ def test_sessions_that_cannot_be_read_are_named_in_the_report(tmp_path: Path) ->
     assert "unreadable" not in s.last_report()[0], "a new listing starts afresh"
 
 
+def source_kinds() -> list[str]:
+    """Every kind the core reads, as the error of an unknown kind lists them
+    (the core derives that list from ``SourceKind::ALL``)."""
+    with pytest.raises(ValueError) as raised:
+        SessionSources([{"kind": "no-such-kind", "root": "/x"}])
+    listed = str(raised.value).split("use one of ", 1)[1]
+    return [k.strip() for k in listed.split(",")]
+
+
+def test_every_source_kind_is_accepted(tmp_path: Path) -> None:
+    kinds = source_kinds()
+    assert kinds[:3] == ["dsh", "claude-code", "codex"] and len(kinds) == len(set(kinds))
+    for kind in kinds:
+        root = tmp_path / kind
+        root.mkdir()
+        s = SessionSources([{"kind": kind, "root": root}])
+        assert s.sources == [(kind, root)]
+        try:
+            s.list_sessions()
+        except OSError:
+            pass  # a kind whose root is a file (a database) reports the directory
+        assert [r["name"] for r in s.last_report()] == [kind]
+
+
 def test_with_no_default_location_every_place_looked_at_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    for var in ("DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+    for var in ("DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "GEMINI_CLI_HOME"):
         monkeypatch.delenv(var, raising=False)
     s = SessionSources()
     with pytest.raises(OSError) as raised:
@@ -127,5 +151,6 @@ def test_with_no_default_location_every_place_looked_at_is_named(
     for place in places:
         assert str(place) in str(raised.value)
     report = s.last_report()
-    assert [r["name"] for r in report] == ["dsh", "claude-code", "codex"]
+    assert [r["name"] for r in report][:3] == ["dsh", "claude-code", "codex"]
+    assert {r["name"] for r in report} <= set(source_kinds())
     assert all("error" in r for r in report)

@@ -42,7 +42,7 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
             "title": string,
             "cwd": {"type": ["string", "null"]},
             "createdAt": {"type": "number"},
-            "source": {"type": "string", "enum": ["dsh", "claude-code", "codex"]},
+            "source": {"type": "string", "enum": SourceKind::ALL.map(SourceKind::name)},
         });
         properties.as_object_mut().into_iter().for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
         object(properties, &["id", "title", "cwd", "createdAt", "source"], false)

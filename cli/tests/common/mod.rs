@@ -5,14 +5,16 @@
 
 use assert_cmd::Command;
 
-/// The command, with `DSH_HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME`
-/// unset, and a cache directory of this test run's own (the cache is on by
+/// The command, with `DSH_HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
+/// `COPILOT_HOME` and `GEMINI_CLI_HOME` unset, and a cache directory of this test run's own (the cache is on by
 /// default: never the user's).
 pub fn cmd() -> Command {
     let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
     c.env_remove("DSH_HOME");
     c.env_remove("CLAUDE_CONFIG_DIR");
     c.env_remove("CODEX_HOME");
+    c.env_remove("COPILOT_HOME");
+    c.env_remove("GEMINI_CLI_HOME");
     c.env("XDG_CACHE_HOME", cache_home());
     c
 }

@@ -3,8 +3,15 @@
 //!
 //! - [`dsh`]: DeepSeek Harness session logs, format generations v0 to v4
 //!   ([`DshStore`](dsh::DshStore)).
+//! - [`aider`]: Aider chat histories ([`AiderSource`](aider::AiderSource)).
 //! - [`claude_code`]: Claude Code transcripts ([`ClaudeCodeSource`](claude_code::ClaudeCodeSource)).
 //! - [`codex`]: Codex CLI rollouts ([`CodexSource`](codex::CodexSource)).
+//! - [`copilot_cli`]: GitHub Copilot CLI event logs
+//!   ([`CopilotCliSource`](copilot_cli::CopilotCliSource)).
+//! - [`cursor`]: Cursor agent transcripts ([`CursorSource`](cursor::CursorSource)).
+//! - [`gemini_cli`]: Gemini CLI chats ([`GeminiCliSource`](gemini_cli::GeminiCliSource)).
+//! - [`files`]: what the readers of one file per session share
+//!   ([`FileSessions`](files::FileSessions)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: default locations and opening several sources by kind.
 //!
@@ -13,10 +20,15 @@
 //! guarantees (read-only, no symbolic link below the root followed, regular
 //! files only, bounded lines, byte-ordered walks).
 
+pub mod aider;
 pub mod claude_code;
 pub mod codex;
+pub mod copilot_cli;
+pub mod cursor;
 pub mod dsh;
+pub mod files;
 pub mod foreign;
+pub mod gemini_cli;
 
 pub mod lenient;
 pub mod multi;

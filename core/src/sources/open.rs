@@ -6,9 +6,13 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::aider::AiderSource;
 use super::claude_code::ClaudeCodeSource;
 use super::codex::CodexSource;
+use super::copilot_cli::CopilotCliSource;
+use super::cursor::CursorSource;
 use super::dsh::DshStore;
+use super::gemini_cli::GeminiCliSource;
 use super::{FileSource, MultiQuery};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -27,19 +31,77 @@ pub enum SourceKind {
     ClaudeCode,
     /// Codex CLI rollouts (a Codex home).
     Codex,
+    /// GitHub Copilot CLI event logs (a session-state directory).
+    CopilotCli,
+    /// Gemini CLI chats (its `tmp` directory).
+    GeminiCli,
+    /// Cursor agent transcripts (its `projects` directory).
+    Cursor,
+    /// Aider chat histories (a repository, or a directory of them; no
+    /// default location).
+    Aider,
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 3] = [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex];
+    pub const ALL: [SourceKind; 7] = [
+        SourceKind::Dsh,
+        SourceKind::ClaudeCode,
+        SourceKind::Codex,
+        SourceKind::CopilotCli,
+        SourceKind::GeminiCli,
+        SourceKind::Cursor,
+        SourceKind::Aider,
+    ];
 
-    /// `"dsh"`, `"claude-code"` or `"codex"`.
+    /// The name fronts and `KIND=DIR` specs use: `"dsh"`, `"claude-code"`,
+    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`, `"cursor"`, `"aider"`.
     pub fn name(self) -> &'static str {
         match self {
             SourceKind::Dsh => "dsh",
             SourceKind::ClaudeCode => "claude-code",
             SourceKind::Codex => "codex",
+            SourceKind::CopilotCli => "copilot-cli",
+            SourceKind::GeminiCli => "gemini-cli",
+            SourceKind::Cursor => "cursor",
+            SourceKind::Aider => "aider",
         }
+    }
+
+    /// Every kind's [`name`](Self::name), in [`ALL`](Self::ALL) order,
+    /// joined with `", "`: what help texts and errors list.
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
+    }
+
+    /// The default location as help texts give it
+    /// (`"$CODEX_HOME, else ~/.codex"`), from the one place that knows it.
+    pub fn default_location_text(self) -> &'static str {
+        match self {
+            SourceKind::Dsh => "$DSH_HOME/sessions, else ~/.dsh/sessions",
+            SourceKind::ClaudeCode => "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects",
+            SourceKind::Codex => "$CODEX_HOME, else ~/.codex",
+            SourceKind::CopilotCli => "$COPILOT_HOME/session-state, else ~/.copilot/session-state",
+            SourceKind::GeminiCli => "$GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp",
+            SourceKind::Cursor => "~/.cursor/projects",
+            SourceKind::Aider => {
+                "no default location: a repository holding .aider.chat.history.md, or a directory of them"
+            }
+        }
+    }
+
+    /// Every kind with where it is read by default, for help texts:
+    /// `"dsh ($DSH_HOME/sessions, else ~/.dsh/sessions), …"`.
+    pub fn help_text() -> String {
+        let each: Vec<String> =
+            Self::ALL.iter().map(|k| format!("{} ({})", k.name(), k.default_location_text())).collect();
+        each.join("; ")
+    }
+
+    /// Whether the kind has a default location (Aider keeps its history
+    /// in each repository, so it is read only where it is given).
+    pub fn has_default_location(self) -> bool {
+        self != SourceKind::Aider
     }
 
     /// The kind of a name given by [`name`](Self::name).
@@ -54,13 +116,22 @@ impl SourceKind {
             SourceKind::Dsh => "",
             SourceKind::ClaudeCode => super::claude_code::PREFIX,
             SourceKind::Codex => super::codex::PREFIX,
+            SourceKind::CopilotCli => super::copilot_cli::PREFIX,
+            SourceKind::GeminiCli => super::gemini_cli::PREFIX,
+            SourceKind::Cursor => super::cursor::PREFIX,
+            SourceKind::Aider => super::aider::PREFIX,
         }
     }
 
     /// The default location, from the environment `env` gives:
     /// `$DSH_HOME/sessions` else `~/.dsh/sessions`;
     /// `$CLAUDE_CONFIG_DIR/projects` else `~/.claude/projects`;
-    /// `$CODEX_HOME` else `~/.codex`. (`~` is `$HOME`, else `$USERPROFILE`.)
+    /// `$CODEX_HOME` else `~/.codex`;
+    /// `$COPILOT_HOME/session-state` else `~/.copilot/session-state`;
+    /// `$GEMINI_CLI_HOME/.gemini/tmp` else `~/.gemini/tmp`;
+    /// `~/.cursor/projects`; none for Aider (the empty path: see
+    /// [`has_default_location`](Self::has_default_location)).
+    /// (`~` is `$HOME`, else `$USERPROFILE`.)
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let home = || var("HOME").or_else(|| var("USERPROFILE")).unwrap_or_default();
@@ -70,6 +141,12 @@ impl SourceKind {
                 var("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home().join(".claude")).join("projects")
             }
             SourceKind::Codex => var("CODEX_HOME").unwrap_or_else(|| home().join(".codex")),
+            SourceKind::CopilotCli => {
+                var("COPILOT_HOME").unwrap_or_else(|| home().join(".copilot")).join("session-state")
+            }
+            SourceKind::GeminiCli => var("GEMINI_CLI_HOME").unwrap_or_else(home).join(".gemini").join("tmp"),
+            SourceKind::Cursor => home().join(".cursor").join("projects"),
+            SourceKind::Aider => PathBuf::new(),
         }
     }
 
@@ -94,11 +171,12 @@ impl SourceSpec {
         SourceSpec { kind, root: root.into() }
     }
 
-    /// Parses `kind=DIR` (`dsh=…`, `claude-code=…`, `codex=…`).
+    /// Parses `kind=DIR` (`dsh=…`, `claude-code=…`, `codex=…`, any
+    /// [`SourceKind::name`]).
     pub fn parse(spec: &str) -> Result<Self, String> {
         let (kind, dir) = spec.split_once('=').ok_or_else(|| format!("{spec:?} is not KIND=DIR"))?;
         let kind = SourceKind::from_name(kind)
-            .ok_or_else(|| format!("unknown source kind {kind:?}: use dsh, claude-code or codex"))?;
+            .ok_or_else(|| format!("unknown source kind {kind:?}: use one of {}", SourceKind::names()))?;
         if dir.is_empty() {
             return Err(format!("{spec:?} names no directory"));
         }
@@ -109,8 +187,11 @@ impl SourceSpec {
     pub fn from_json(value: &serde_json::Value) -> Result<Self, String> {
         let kind = value.get("kind").and_then(serde_json::Value::as_str).ok_or("a source needs a string `kind`")?;
         let kind = SourceKind::from_name(kind)
-            .ok_or_else(|| format!("unknown source kind {kind:?}: use dsh, claude-code or codex"))?;
+            .ok_or_else(|| format!("unknown source kind {kind:?}: use one of {}", SourceKind::names()))?;
         let root = match value.get("root") {
+            None | Some(serde_json::Value::Null) if !kind.has_default_location() => {
+                return Err(format!("a source of kind {} has no default location: give its `root`", kind.name()))
+            }
             None | Some(serde_json::Value::Null) => kind.default_location(),
             Some(serde_json::Value::String(r)) if !r.is_empty() => PathBuf::from(r),
             Some(_) => return Err("a source's `root` must be a non-empty string or null".into()),
@@ -144,6 +225,16 @@ impl SourceSpec {
     /// directory is taken as given (opening it reports why).
     pub fn resolve(&self) -> Result<ResolvedSpec, String> {
         let root = self.root.as_path();
+        if self.kind == SourceKind::Aider && root.is_file() {
+            if let Some(dir) =
+                root.parent().filter(|_| named(root.file_name().unwrap_or_default(), &[super::aider::HISTORY_FILE]))
+            {
+                let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+                let note =
+                    format!("{} is an Aider chat history: reading its directory {}", root.display(), dir.display());
+                return Ok(ResolvedSpec { spec: SourceSpec::new(self.kind, dir), note: Some(note) });
+            }
+        }
         if !root.is_dir() {
             return Ok(ResolvedSpec { spec: self.clone(), note: None });
         }
@@ -151,6 +242,7 @@ impl SourceSpec {
             SourceKind::Codex => codex_root(root)?,
             SourceKind::ClaudeCode => claude_root(root)?,
             SourceKind::Dsh => dsh_root(root)?,
+            kind => home_root(kind, root),
         };
         Ok(match taken {
             None => ResolvedSpec { spec: self.clone(), note: None },
@@ -347,6 +439,63 @@ fn dsh_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, String>
     Ok(None)
 }
 
+/// For a kind whose default location is a directory inside the agent's
+/// home (`~/.copilot/session-state`): the home given instead, when it holds
+/// that directory, is read as it.
+fn home_root(kind: SourceKind, root: &Path) -> Option<(PathBuf, String)> {
+    let inner = kind.home_subdir()?;
+    let entries = seen(root);
+    let holds = |name: &str| entries.iter().any(|e| e.dir && named(&e.name, &[name]));
+    if root.file_name().is_some_and(|n| named(n, &[inner])) || !holds(inner) {
+        return None;
+    }
+    Some((root.join(inner), format!("is a {} home holding {inner}/", kind.format())))
+}
+
+impl SourceKind {
+    /// The format's name in messages (`"Copilot CLI"`).
+    pub fn format(self) -> &'static str {
+        match self {
+            SourceKind::Dsh => "DSH",
+            SourceKind::ClaudeCode => "Claude Code",
+            SourceKind::Codex => "Codex",
+            SourceKind::CopilotCli => "Copilot CLI",
+            SourceKind::GeminiCli => "Gemini CLI",
+            SourceKind::Cursor => "Cursor",
+            SourceKind::Aider => "Aider",
+        }
+    }
+
+    /// The directory of the agent's home that is the root (`session-state`
+    /// for Copilot CLI), for kinds whose root a home given is taken for.
+    fn home_subdir(self) -> Option<&'static str> {
+        match self {
+            SourceKind::CopilotCli => Some("session-state"),
+            SourceKind::GeminiCli => Some("tmp"),
+            SourceKind::Cursor => Some("projects"),
+            _ => None,
+        }
+    }
+
+    /// What a root of this kind holds, for a message saying that one holds
+    /// no session.
+    fn layout(self) -> &'static str {
+        match self {
+            SourceKind::Dsh => "project directories of session directories holding session.jsonl (as ~/.dsh/sessions)",
+            SourceKind::ClaudeCode => "project directories holding <session>.jsonl transcripts (as ~/.claude/projects)",
+            SourceKind::Codex => "a Codex home, holding sessions/ or archived_sessions/ (as ~/.codex)",
+            SourceKind::CopilotCli => {
+                "session directories holding events.jsonl, or <id>.jsonl logs (as ~/.copilot/session-state)"
+            }
+            SourceKind::GeminiCli => "project directories holding chats/session-*.jsonl (as ~/.gemini/tmp)",
+            SourceKind::Cursor => "project directories holding agent-transcripts/<id>.jsonl (as ~/.cursor/projects)",
+            SourceKind::Aider => {
+                "a repository holding .aider.chat.history.md, or repositories up to three levels below"
+            }
+        }
+    }
+}
+
 /// Why a root lists no session of `kind`: what it was expected to hold and
 /// what it holds, from a look at it (for [`SourceStatus::note`](super::SourceStatus::note)
 /// and the command line).
@@ -401,6 +550,55 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
                 n => format!("{head}: its {n} rollouts are empty or unreadable"),
             }
         }
+        SourceKind::CopilotCli => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            let logs = entries
+                .iter()
+                .filter(|e| e.file && e.name.to_str().is_some_and(|n| n.ends_with(".jsonl")))
+                .count()
+                + dirs
+                    .iter()
+                    .filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.file && named(&e.name, &["events.jsonl"])))
+                    .count();
+            match logs {
+                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
+                n => format!("{head}: its {n} event logs are empty or unreadable"),
+            }
+        }
+        SourceKind::GeminiCli => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            let chats: usize = dirs
+                .iter()
+                .map(|d| {
+                    seen(&root.join(&d.name).join("chats"))
+                        .iter()
+                        .filter(|e| e.file && e.name.to_str().is_some_and(|n| n.starts_with("session-")))
+                        .count()
+                })
+                .sum();
+            match chats {
+                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
+                n => format!("{head}: its {n} chat files are empty or unreadable"),
+            }
+        }
+        SourceKind::Aider => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            if entries.iter().any(|e| e.file && named(&e.name, &[super::aider::HISTORY_FILE])) {
+                return format!("{head}: its {} holds no run with a message", super::aider::HISTORY_FILE);
+            }
+            format!("{head}: expected {}; {}", kind.layout(), found(&entries))
+        }
+        SourceKind::Cursor => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            let with = dirs
+                .iter()
+                .filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.dir && named(&e.name, &["agent-transcripts"])))
+                .count();
+            match with {
+                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
+                n => format!("{head}: the agent-transcripts/ of its {n} projects hold no readable transcript"),
+            }
+        }
         SourceKind::Dsh => {
             let head = format!("no DSH session in {}", root.display());
             if dirs.is_empty() {
@@ -422,7 +620,12 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
 /// The default location of every kind that exists as a directory on this
 /// machine, in [`SourceKind::ALL`] order.
 pub fn default_specs() -> Vec<SourceSpec> {
-    SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, k.default_location())).filter(|s| s.root.is_dir()).collect()
+    SourceKind::ALL
+        .into_iter()
+        .filter(|k| k.has_default_location())
+        .map(|k| SourceSpec::new(k, k.default_location()))
+        .filter(|s| s.root.is_dir())
+        .collect()
 }
 
 /// `found` (the default locations that exist); when none does, every
@@ -434,17 +637,24 @@ pub fn defaults_or_every_location(found: Vec<SourceSpec>, location: impl Fn(Sour
     if !found.is_empty() {
         return found;
     }
-    SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, location(k))).collect()
+    SourceKind::ALL.into_iter().filter(|k| k.has_default_location()).map(|k| SourceSpec::new(k, location(k))).collect()
 }
 
 /// What to say when no default location exists (so [`default_specs`] is
 /// empty): every place that was looked at, and what to give instead.
 pub fn no_default_location_message() -> String {
-    let looked: Vec<String> =
-        SourceKind::ALL.into_iter().map(|k| format!("{} at {}", k.name(), k.default_location().display())).collect();
+    let looked: Vec<String> = SourceKind::ALL
+        .into_iter()
+        .filter(|k| k.has_default_location())
+        .map(|k| format!("{} at {}", k.name(), k.default_location().display()))
+        .collect();
+    let opt_in: Vec<&str> =
+        SourceKind::ALL.into_iter().filter(|k| !k.has_default_location()).map(SourceKind::name).collect();
     format!(
-        "no session history found: looked for {} (none exists); give --source KIND=DIR (or --root DIR for DSH)",
-        looked.join(", ")
+        "no session history found: looked for {} (none exists; {} has no default location); give --source KIND=DIR \
+         (or --root DIR for DSH)",
+        looked.join(", "),
+        opt_in.join(", ")
     )
 }
 
@@ -535,6 +745,10 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
         SourceKind::Dsh => Arc::new(DshStore::open(&spec.root)?),
         SourceKind::ClaudeCode => ClaudeCodeSource::open(&spec.root)?.into_query(),
         SourceKind::Codex => CodexSource::open(&spec.root)?.into_query(),
+        SourceKind::CopilotCli => CopilotCliSource::open(&spec.root)?.into_query(),
+        SourceKind::GeminiCli => GeminiCliSource::open(&spec.root)?.into_query(),
+        SourceKind::Cursor => CursorSource::open(&spec.root)?.into_query(),
+        SourceKind::Aider => AiderSource::open(&spec.root)?.into_query(),
     })
 }
 
@@ -594,12 +808,12 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let at = |k: SourceKind| home.path().join(k.name());
         let specs = defaults_or_every_location(Vec::new(), at);
-        assert_eq!(specs.len(), SourceKind::ALL.len());
+        assert_eq!(specs.len(), SourceKind::ALL.iter().filter(|k| k.has_default_location()).count());
         let multi = open_sources(&specs).unwrap();
         let listed = crate::block_on(multi.list_sessions());
         let why = listed.expect_err("no source could list").message().to_owned();
         let report = report_json(&multi);
-        for kind in SourceKind::ALL {
+        for kind in SourceKind::ALL.into_iter().filter(|k| k.has_default_location()) {
             let place = at(kind).display().to_string();
             assert!(why.contains(&place), "{place} not in {why}");
             let status = report.as_array().unwrap().iter().find(|s| s["name"] == kind.name()).unwrap();

@@ -1,0 +1,140 @@
+//! GitHub Copilot CLI sessions: a read-only session source over a
+//! session-state root (`$COPILOT_HOME/session-state`, default
+//! `~/.copilot/session-state`), reading `<id>/events.jsonl` and legacy flat
+//! `<id>.jsonl` event logs, one JSON event per line.
+//!
+//! ```no_run
+//! use dsh_session_reference::sources::copilot_cli::CopilotCliSource;
+//! use dsh_session_reference::{Config, FileSource, Resolver};
+//!
+//! let source = CopilotCliSource::open("/home/me/.copilot/session-state")?;
+//! let resolver = Resolver::new(source.into_query(), Config::default());
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! The events follow the generated types of `github/copilot-sdk`
+//! (`nodejs/src/generated/session-events.ts`, MIT): an envelope
+//! `{type, id, timestamp, parentId, data, ephemeral?, agentId?}`.
+//!
+//! # Sessions
+//!
+//! - **id**: `copilot-cli:<id>`, the session directory's name (the id
+//!   `copilot --resume` takes), or a legacy flat file's name without
+//!   `.jsonl`. When both exist, the directory wins. A zero-byte log is not a
+//!   session until something is written to it. `checkpoints/`,
+//!   `workspace.yaml` and the rest of a session directory are not read.
+//! - **createdAt**: `session.start`'s `data.startTime`, else its envelope
+//!   `timestamp`, else the file's creation (or modification) time.
+//! - **cwd**: listing gives `session.start`'s `data.context.cwd`; a read
+//!   gives the newest of it, `session.resume`'s `data.context.cwd` and
+//!   `session.context_changed`'s `data.cwd`.
+//! - **title**: the latest `session.title_changed` title, else the first
+//!   typed user message, else the first assistant text (whitespace
+//!   collapsed, at most 100 characters).
+//! - **capturedThroughSeq**: the 0-based number of the last line read. A
+//!   read sees the file as it was when it began, up to its last complete
+//!   line.
+//!
+//! # The current conversation
+//!
+//! Events are replayed in order, a line that is not JSON skipped wherever
+//! it is, events of sub-agents (with an `agentId`) ignored:
+//!
+//! - `user.message`: its `content` (what the user typed, not the
+//!   `transformedContent` the model was sent with its XML wrapping), when
+//!   it was typed: its `source` is absent or `user` (a skill's hidden
+//!   injection `skill-…`, another agent's prompt `agent-…` and every other
+//!   origin are not) and it is not an autopilot continuation;
+//! - `assistant.message`: its `content` text (never `reasoningText`,
+//!   `encryptedContent` or `toolRequests`); a message that is only tool
+//!   requests has no text and is dropped;
+//! - `session.compaction_complete` with `success: true` and a
+//!   `summaryContent`: the summary becomes the checkpoint and replaces what
+//!   came before the `session.compaction_start` it completes (messages
+//!   that arrived while a background compaction ran stay after it); a
+//!   failed compaction changes nothing;
+//! - `session.context_cleared`: the conversation starts again, empty;
+//! - `session.snapshot_rewind` (ephemeral, so normally not on disk; applied
+//!   if present): the user message `upToEventId` and everything after it
+//!   are dropped;
+//! - never `assistant.reasoning`, tool execution, system, hook or any other
+//!   event. `session.truncation` is not applied: it says how many messages
+//!   (tool messages included) left the model's window, not which.
+//!
+//! # Safety
+//!
+//! As for every source: nothing is written or locked, no link below the
+//! root is followed, a line longer than
+//! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
+//! session unreadable.
+
+pub mod events;
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::foreign::Transcript;
+
+/// What every Copilot CLI session id starts with.
+pub const PREFIX: &str = "copilot-cli:";
+
+/// The event log in a session directory.
+pub const EVENTS_FILE: &str = "events.jsonl";
+
+/// The Copilot CLI layout of a session-state root.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CopilotCli;
+
+/// A read-only session source over a Copilot CLI session-state root.
+pub type CopilotCliSource = FileSessions<CopilotCli>;
+
+impl FileSessions<CopilotCli> {
+    /// Opens a session-state root (a directory; a link to one is fine).
+    pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
+        FileSessions::with_format(root, CopilotCli)
+    }
+}
+
+/// The session id of the log at `rel`.
+fn id_of(rel: &[OsString]) -> Option<&str> {
+    match rel {
+        [dir, _events] => dir.to_str(),
+        [flat] => flat.to_str()?.strip_suffix(".jsonl").filter(|s| !s.is_empty()),
+        _ => None,
+    }
+}
+
+impl SessionFiles for CopilotCli {
+    const FORMAT: &'static str = "Copilot CLI";
+    const PREFIX: &'static str = PREFIX;
+
+    fn walk(&self, root: &Path, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>) {
+        let descend = |rel: &[OsString], _: &OsStr| rel.is_empty();
+        let take = |rel: &[OsString], name: &OsStr| match rel {
+            [] => name.to_str().is_some_and(|n| n.ends_with(".jsonl") && n.len() > 6),
+            [_] => name == EVENTS_FILE,
+            _ => false,
+        };
+        walk_tree(root, 1, &descend, &take, out, rejected);
+    }
+
+    fn heads(&self, _root: &Path, rel: &[OsString], file: File) -> io::Result<Vec<Head>> {
+        let Some(id) = id_of(rel) else { return Ok(Vec::new()) };
+        if file.metadata()?.len() == 0 {
+            return Ok(Vec::new());
+        }
+        let start = events::read_start(file)?;
+        Ok(vec![Head { bare: id.to_owned(), created_at: start.created_at, cwd: start.cwd }])
+    }
+
+    fn read(&self, _root: &Path, _rel: &[OsString], file: File, _bare: &str) -> io::Result<Transcript> {
+        events::read(file)
+    }
+
+    fn guess(&self, _root: &Path, bare: &str) -> Vec<Rel> {
+        vec![vec![OsString::from(bare), OsString::from(EVENTS_FILE)], vec![OsString::from(format!("{bare}.jsonl"))]]
+    }
+}

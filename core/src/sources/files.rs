@@ -1,0 +1,316 @@
+//! What the readers of formats that keep each session in a file of its own
+//! (or several sessions in one file) share: a walk of the root that follows
+//! no link, a listing read in parallel, the file of a session found again
+//! on a read, and fingerprints from the files' identities. A format says
+//! only where its files are ([`SessionFiles::walk`]), which sessions a file
+//! holds ([`SessionFiles::heads`]) and what one of them says
+//! ([`SessionFiles::read`]); [`FileSessions`] does the rest.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::conversation::Conversation;
+use crate::error::HostError;
+use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
+use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
+use crate::sources::foreign::{conversation, mtime_ms, read_error, ListedSession, Listing, Transcript};
+use crate::sources::FileSource;
+
+/// A file's path below the root, as components.
+pub type Rel = Vec<OsString>;
+
+/// One session a file holds, as a listing sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Head {
+    /// The session's id without the format's prefix.
+    pub bare: String,
+    /// Its creation time (ms), if the file records one (else the file's
+    /// own creation time, else its modification time, is taken).
+    pub created_at: Option<u64>,
+    /// Its working directory, if known.
+    pub cwd: Option<String>,
+}
+
+/// A format whose sessions live in files under a root.
+pub trait SessionFiles: Clone + Send + Sync + 'static {
+    /// The format's name in messages (`"Copilot CLI"`).
+    const FORMAT: &'static str;
+    /// What its session ids start with (`"copilot-cli:"`).
+    const PREFIX: &'static str;
+
+    /// The files under `root` that may hold sessions, in byte order, with
+    /// the entries that could not be looked at (and why) in `rejected`.
+    fn walk(&self, root: &Path, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>);
+
+    /// The sessions the file at `rel` holds (none: it holds no
+    /// conversation yet). `file` is open at its start.
+    fn heads(&self, root: &Path, rel: &[OsString], file: File) -> io::Result<Vec<Head>>;
+
+    /// Session `bare` of the file at `rel`: its current conversation.
+    fn read(&self, root: &Path, rel: &[OsString], file: File, bare: &str) -> io::Result<Transcript>;
+
+    /// Where under `root` the file of `bare` would be, from the id alone,
+    /// tried before a walk of the whole root (none: the id does not say).
+    fn guess(&self, root: &Path, bare: &str) -> Vec<Rel> {
+        let _ = (root, bare);
+        Vec::new()
+    }
+}
+
+/// A walk of `root` that looks into directories `descend(rel, name)`
+/// accepts (up to `max_depth` levels below the root) and keeps the regular
+/// files `take(rel, name)` accepts, all in byte order. A link is never
+/// followed: one that would have been looked into or kept is rejected.
+pub fn walk_tree(
+    root: &Path,
+    max_depth: usize,
+    descend: &dyn Fn(&[OsString], &OsStr) -> bool,
+    take: &dyn Fn(&[OsString], &OsStr) -> bool,
+    out: &mut Vec<Rel>,
+    rejected: &mut Vec<(PathBuf, String)>,
+) {
+    fn go(
+        root: &Path,
+        rel: &mut Rel,
+        max_depth: usize,
+        descend: &dyn Fn(&[OsString], &OsStr) -> bool,
+        take: &dyn Fn(&[OsString], &OsStr) -> bool,
+        out: &mut Vec<Rel>,
+        rejected: &mut Vec<(PathBuf, String)>,
+    ) {
+        let dir: PathBuf = std::iter::once(root.as_os_str()).chain(rel.iter().map(OsString::as_os_str)).collect();
+        let entries = match sorted_entries(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && rel.is_empty() => return,
+            Err(e) => {
+                rejected.push((dir, e.to_string()));
+                return;
+            }
+        };
+        for entry in entries {
+            let kind = match entry.kind(&dir) {
+                Ok(k) => k,
+                Err(e) => {
+                    rejected.push((dir.join(&entry.name), e.to_string()));
+                    continue;
+                }
+            };
+            let deeper = rel.len() < max_depth;
+            match kind {
+                EntryKind::File if take(rel, &entry.name) => {
+                    let mut r = rel.clone();
+                    r.push(entry.name);
+                    out.push(r);
+                }
+                EntryKind::Dir if deeper && descend(rel, &entry.name) => {
+                    rel.push(entry.name);
+                    go(root, rel, max_depth, descend, take, out, rejected);
+                    rel.pop();
+                }
+                EntryKind::Link if take(rel, &entry.name) || (deeper && descend(rel, &entry.name)) => {
+                    rejected.push((dir.join(&entry.name), LINK_REASON.to_owned()));
+                }
+                _ => {}
+            }
+        }
+    }
+    go(root, &mut Vec::new(), max_depth, descend, take, out, rejected);
+}
+
+/// Whether every component of `rel` is a plain name (not empty, `.` or
+/// `..`, and without a separator), so that a path guessed from an id can
+/// never leave the root.
+fn plain_rel(rel: &[OsString]) -> bool {
+    rel.iter().all(|c| {
+        let b = c.as_encoded_bytes();
+        !b.is_empty() && b != b"." && b != b".." && !b.contains(&b'/') && !b.contains(&b'\\') && !b.contains(&0)
+    })
+}
+
+/// The creation time of a file (ms) where the system records one, else its
+/// modification time: the `createdAt` of a session whose file records none.
+pub fn file_created_ms(file: &File, identity: &FileIdentity) -> u64 {
+    let born = file.metadata().ok().and_then(|m| m.created().ok());
+    born.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| u64::try_from(d.as_millis()).ok())
+        .unwrap_or_else(|| mtime_ms(identity))
+}
+
+/// A read-only session source over a root of `F`'s files. Cheap to clone;
+/// every method may run concurrently.
+#[derive(Clone, Debug)]
+pub struct FileSessions<F: SessionFiles> {
+    root: Arc<PathBuf>,
+    format: F,
+    /// Where the last listing found each session (checked again on reads).
+    found: Arc<Mutex<HashMap<String, Rel>>>,
+}
+
+impl<F: SessionFiles> FileSessions<F> {
+    /// A source of `format` over `root` (a directory; a link to one is fine).
+    pub fn with_format(root: impl AsRef<Path>, format: F) -> io::Result<Self> {
+        let root = super::open_root(root.as_ref(), F::FORMAT)?;
+        Ok(FileSessions { root: Arc::new(root), format, found: Arc::default() })
+    }
+
+    fn path_of(&self, rel: &[OsString]) -> PathBuf {
+        std::iter::once(self.root.as_os_str()).chain(rel.iter().map(OsString::as_os_str)).collect()
+    }
+
+    fn open_rel(&self, rel: &[OsString]) -> io::Result<(File, FileIdentity)> {
+        let parts: Vec<&OsStr> = rel.iter().map(OsString::as_os_str).collect();
+        open_under(&self.root, &parts)
+    }
+
+    /// The sessions under the root, newest first, with per-file problems.
+    pub fn list(&self) -> io::Result<Listing> {
+        let mut rejected = Vec::new();
+        let mut files = Vec::new();
+        self.format.walk(&self.root, &mut files, &mut rejected);
+        let heads = par_map(&files, |rel, _: &mut ()| {
+            let (file, identity) = self.open_rel(rel)?;
+            let created = file_created_ms(&file, &identity);
+            self.format.heads(&self.root, rel, file).map(|h| (h, created))
+        });
+        let mut seen = HashSet::new();
+        let mut found = HashMap::new();
+        let mut sessions = Vec::with_capacity(files.len());
+        let mut without_conversation = Vec::new();
+        for (rel, heads) in files.into_iter().zip(heads) {
+            let path = self.path_of(&rel);
+            let (heads, created) = match heads {
+                Ok(h) => h,
+                Err(e) => {
+                    rejected.push((path, e.to_string()));
+                    continue;
+                }
+            };
+            if heads.is_empty() {
+                without_conversation.push(path);
+                continue;
+            }
+            for head in heads {
+                if !seen.insert(head.bare.clone()) {
+                    rejected.push((path.clone(), format!("a session with the id {} was listed first", head.bare)));
+                    continue;
+                }
+                let at = head.created_at.unwrap_or(created);
+                sessions.push(ListedSession::new(F::PREFIX, &head.bare, at, head.cwd, path.clone()));
+                found.insert(head.bare, rel.clone());
+            }
+        }
+        if let Ok(mut memo) = self.found.lock() {
+            *memo = found;
+        }
+        let mut listing = Listing { sessions, rejected, without_conversation };
+        listing.sort();
+        Ok(listing)
+    }
+
+    /// Whether the file at `rel` holds session `bare`.
+    fn holds(&self, rel: &[OsString], bare: &str) -> bool {
+        let Ok((file, _)) = self.open_rel(rel) else { return false };
+        self.format.heads(&self.root, rel, file).is_ok_and(|heads| heads.iter().any(|h| h.bare == bare))
+    }
+
+    /// The file of `bare`: where the last listing found it, else where its
+    /// id says, else by a new listing.
+    fn locate(&self, bare: &str) -> Result<Rel, HostError> {
+        let remembered = self.found.lock().ok().and_then(|m| m.get(bare).cloned());
+        if let Some(rel) = remembered.filter(|r| self.holds(r, bare)) {
+            return Ok(rel);
+        }
+        let guesses = self.format.guess(&self.root, bare).into_iter().filter(|r| plain_rel(r));
+        if let Some(rel) = guesses.into_iter().find(|r| self.holds(r, bare)) {
+            return Ok(rel);
+        }
+        let listing = self.list().map_err(|e| HostError::new(format!("cannot list {}: {e}", F::FORMAT)))?;
+        if let Some(rel) = self.found.lock().ok().and_then(|m| m.get(bare).cloned()) {
+            return Ok(rel);
+        }
+        let mut m = format!("no {} session {} in {}", F::FORMAT, crate::json::js_string(bare), self.root.display());
+        if let Some((path, why)) = listing.rejected.first() {
+            m.push_str(&format!(
+                " ({} entries could not be read, the first {}: {why})",
+                listing.rejected.len(),
+                path.display()
+            ));
+        }
+        Err(HostError::new(m))
+    }
+
+    /// Reads session `id` (with or without the prefix): the file it was
+    /// read from and what it says.
+    pub fn read(&self, id: &str) -> Result<(PathBuf, Transcript), HostError> {
+        let bare = id.strip_prefix(F::PREFIX).unwrap_or(id);
+        let rel = self.locate(bare)?;
+        let path = self.path_of(&rel);
+        let (file, _) = self.open_rel(&rel).map_err(|e| read_error(F::FORMAT, id, &path, e))?;
+        let read = self.format.read(&self.root, &rel, file, bare).map_err(|e| read_error(F::FORMAT, id, &path, e))?;
+        Ok((path, read))
+    }
+
+    /// The current conversation of `id`, as the resolver renders it.
+    pub fn conversation(&self, id: &str) -> Result<Conversation, HostError> {
+        let (_, read) = self.read(id)?;
+        Ok(conversation(F::PREFIX, id, read.cwd, read.stats, read.items))
+    }
+}
+
+impl<F: SessionFiles> BlockingSessionQuery for FileSessions<F> {
+    fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
+        Listing::headers(self.list(), F::FORMAT, &self.root)
+    }
+
+    /// The listing with every session's fingerprint, so that a view over
+    /// several sources can share its merged listing.
+    fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
+        let sessions = self.list_sessions()?;
+        let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+        let fps = self.fingerprints(&ids)?.unwrap_or_else(|| crate::host::no_fingerprints(ids.len()));
+        Ok(SharedListing::new(sessions.into(), fps.into()))
+    }
+
+    fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
+        self.read(session_id).map(|(_, read)| read.title)
+    }
+
+    fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
+        self.conversation(session_id).map(SurfaceData::from)
+    }
+
+    /// A session is all in its file, so its fingerprint is the file's
+    /// identity (one `lstat` where the last listing found it; a session
+    /// not listed is looked up): a long-lived resolver reads again only the
+    /// sessions whose file changed.
+    fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+        let found = self.found.lock().map(|m| m.clone()).unwrap_or_default();
+        let fingerprint = |id: &String| {
+            let bare = id.strip_prefix(F::PREFIX).unwrap_or(id);
+            let identity = match found.get(bare) {
+                Some(rel) => Stamp::lstat(&self.path_of(rel)).map(|s| s.id),
+                None => self.identity(id).ok(),
+            }?;
+            Some(Fingerprint::from(identity))
+        };
+        Ok(Some(session_ids.iter().map(fingerprint).collect()))
+    }
+}
+
+impl<F: SessionFiles> FileSource for FileSessions<F> {
+    const FORMAT: &'static str = F::FORMAT;
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn identity(&self, session_id: &str) -> Result<FileIdentity, HostError> {
+        let bare = session_id.strip_prefix(F::PREFIX).unwrap_or(session_id);
+        let rel = self.locate(bare)?;
+        self.open_rel(&rel).map(|(_, i)| i).map_err(|e| read_error(F::FORMAT, session_id, &self.path_of(&rel), e))
+    }
+}

@@ -1,0 +1,522 @@
+//! The Copilot CLI, Gemini CLI, Cursor and Aider sources (issue 26): every
+//! fixture's listing, title, cwd, capturedThroughSeq and projected
+//! conversation pinned, and a crafted case for each rule and each kind of
+//! damage.
+
+use std::path::{Path, PathBuf};
+
+use dsh_session_reference::sources::aider::{self, AiderSource};
+use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
+use dsh_session_reference::sources::cursor::{self, CursorSource};
+use dsh_session_reference::sources::files::{FileSessions, SessionFiles};
+use dsh_session_reference::sources::gemini_cli::{self, GeminiCliSource};
+use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
+use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, FileSource, SessionQuery, SurfaceData};
+
+const U: bool = true;
+const A: bool = false;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs")
+}
+
+/// `(is_user, text, checkpoint)` of each item.
+fn items(list: &[ConversationItem]) -> Vec<(bool, String, bool)> {
+    list.iter().map(|i| (i.role.as_str() == "user", i.text.clone(), i.checkpoint)).collect()
+}
+
+fn m(user: bool, text: &str) -> (bool, String, bool) {
+    (user, text.to_owned(), false)
+}
+
+fn cp(text: &str) -> (bool, String, bool) {
+    (U, text.to_owned(), true)
+}
+
+/// One pinned session: id, createdAt, listed cwd, read cwd, title,
+/// capturedThroughSeq, items.
+struct Pinned<'a> {
+    id: &'a str,
+    created_at: u64,
+    listed_cwd: Option<&'a str>,
+    cwd: Option<&'a str>,
+    title: Option<&'a str>,
+    seq: u64,
+    items: Vec<(bool, String, bool)>,
+}
+
+/// The listing of `source` is exactly `want` (in order, nothing rejected),
+/// and each session reads as pinned.
+fn check<F: SessionFiles>(source: &FileSessions<F>, want: &[Pinned<'_>]) {
+    let listing = source.list().unwrap();
+    assert!(listing.rejected.is_empty(), "{:?}", listing.rejected);
+    let listed: Vec<(String, u64, Option<String>)> = listing
+        .sessions
+        .iter()
+        .map(|s| (s.header.id.clone(), s.header.created_at.as_u64().unwrap(), s.header.cwd.clone()))
+        .collect();
+    let ids: Vec<&str> = listed.iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(ids, want.iter().map(|p| p.id).collect::<Vec<_>>(), "listing order");
+    for (p, (id, created, cwd)) in want.iter().zip(&listed) {
+        assert_eq!((*created, cwd.as_deref()), (p.created_at, p.listed_cwd), "{id}");
+        assert_eq!(source.read_title(id).unwrap().as_deref(), p.title, "{id}");
+        let SurfaceData::Conversation(c) = source.read_surface(id).unwrap() else { panic!("{id}: not a conversation") };
+        assert_eq!(c.session_id, p.id);
+        assert_eq!(c.cwd.as_deref(), p.cwd, "{id}");
+        assert_eq!(c.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(p.seq), "{id}");
+        assert_eq!(items(&c.items), p.items, "{id}");
+    }
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+// ---------------------------------------------------------------- Copilot CLI
+
+fn copilot_fixture() -> PathBuf {
+    fixtures().join("copilot-cli/synthetic/session-state")
+}
+
+#[test]
+fn copilot_cli_fixtures_project_exactly() {
+    let s = CopilotCliSource::open(copilot_fixture()).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: "copilot-cli:3f1c2b4a-0000-4000-8000-00000000000a",
+                created_at: 1_785_232_800_000,
+                listed_cwd: Some("/work/app"),
+                cwd: Some("/work/app/pkg"),
+                title: Some("Fetch retries"),
+                seq: 19,
+                items: vec![
+                    cp("Summary: the fetch helper now retries with backoff."),
+                    m(U, "Also log each attempt"),
+                    m(A, "Logged each attempt."),
+                ],
+            },
+            Pinned {
+                id: "copilot-cli:rewind-session",
+                created_at: 1_784_116_800_000,
+                listed_cwd: Some("/work/r"),
+                cwd: Some("/work/r"),
+                title: Some("First question"),
+                seq: 7,
+                items: vec![m(U, "First question"), m(A, "First answer"), m(U, "Right turn"), m(A, "Right answer")],
+            },
+            Pinned {
+                id: "copilot-cli:legacy-0001",
+                created_at: 1_782_896_400_000,
+                listed_cwd: Some("/work/old"),
+                cwd: Some("/work/old"),
+                title: Some("Explain the build"),
+                seq: 5,
+                items: vec![m(U, "Start over:\n  list the tests"), m(A, "There are three.")],
+            },
+        ],
+    );
+    let listing = s.list().unwrap();
+    assert_eq!(listing.without_conversation, vec![copilot_fixture().join("empty-session/events.jsonl")]);
+    assert_eq!(copilot_cli::PREFIX, SourceKind::CopilotCli.prefix());
+}
+
+fn copilot_line(kind: &str, id: &str, data: serde_json::Value) -> String {
+    serde_json::json!({"type": kind, "id": id, "timestamp": "2026-07-28T10:00:00.000Z", "parentId": null, "data": data})
+        .to_string()
+}
+
+#[test]
+fn copilot_cli_damage_is_skipped_or_reported_and_nothing_hides_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let start = copilot_line("session.start", "s", serde_json::json!({"startTime": "2026-07-28T10:00:00.000Z"}));
+    let user = copilot_line("user.message", "u", serde_json::json!({"content": "hello"}));
+    // Corrupt lines anywhere, a field of the wrong type, a torn tail.
+    let odd = copilot_line("assistant.message", "a", serde_json::json!({"content": 5}));
+    let text = format!(
+        "{start}\n[1,2]\n{{not json\n{user}\n{odd}\n{}\n{{\"type\":\"assist",
+        copilot_line("assistant.message", "b", serde_json::json!({"content": "world"}))
+    );
+    write(root.path(), "damaged/events.jsonl", &text);
+    // A line over the limit makes its session unreadable, with why.
+    let huge =
+        format!("{start}\n{{\"type\":\"user.message\",\"data\":{{\"content\":\"{}\"}}}}\n", "x".repeat(65 << 20));
+    write(root.path(), "huge/events.jsonl", &huge);
+    // A link is not followed: it is rejected, and reading it fails.
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(root.path().join("damaged"), root.path().join("linked")).unwrap();
+    let s = CopilotCliSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["copilot-cli:damaged", "copilot-cli:huge"]);
+    #[cfg(unix)]
+    assert_eq!(listing.rejected.len(), 1, "{:?}", listing.rejected);
+    let SurfaceData::Conversation(c) = s.read_surface("copilot-cli:damaged").unwrap() else { panic!() };
+    assert_eq!(items(&c.items), vec![m(U, "hello"), m(A, "world")]);
+    assert_eq!(c.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(5));
+    let why = s.read_surface("copilot-cli:huge").unwrap_err().message().to_owned();
+    assert!(why.contains("copilot-cli:huge") && why.contains("huge/events.jsonl"), "{why}");
+    let why = s.read_surface("copilot-cli:linked").unwrap_err().message().to_owned();
+    assert!(why.contains("no Copilot CLI session"), "{why}");
+    // An id that would leave the root is not looked for there.
+    assert!(s.read_surface("copilot-cli:../damaged").is_err());
+}
+
+#[test]
+fn copilot_cli_fingerprints_follow_the_file() {
+    let root = tempfile::tempdir().unwrap();
+    let start = copilot_line("session.start", "s", serde_json::json!({}));
+    let user = copilot_line("user.message", "u", serde_json::json!({"content": "one"}));
+    write(root.path(), "a/events.jsonl", &format!("{start}\n{user}\n"));
+    write(root.path(), "b/events.jsonl", &format!("{start}\n{user}\n"));
+    let s = CopilotCliSource::open(root.path()).unwrap();
+    let ids = vec!["copilot-cli:a".to_owned(), "copilot-cli:b".to_owned()];
+    s.list().unwrap();
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    let more = copilot_line("assistant.message", "x", serde_json::json!({"content": "two"}));
+    write(root.path(), "b/events.jsonl", &format!("{start}\n{user}\n{more}\n"));
+    let after = s.fingerprints(&ids).unwrap().unwrap();
+    assert_eq!(before[0], after[0], "an unchanged file keeps its fingerprint");
+    assert_ne!(before[1], after[1], "a changed file changes it");
+    assert!(before.iter().all(Option::is_some));
+    assert_eq!(
+        s.identity("copilot-cli:b").unwrap().size,
+        std::fs::metadata(root.path().join("b/events.jsonl")).unwrap().len()
+    );
+}
+
+// ----------------------------------------------------------------- Gemini CLI
+
+fn gemini_fixture() -> PathBuf {
+    fixtures().join("gemini-cli/synthetic/tmp")
+}
+
+const SNAPSHOT: &str = "<state_snapshot>\n<overall_goal>A faster parser.</overall_goal>\n</state_snapshot>";
+
+#[test]
+fn gemini_cli_fixtures_project_exactly() {
+    let s = GeminiCliSource::open(gemini_fixture()).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: "gemini-cli:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                created_at: 1_785_578_400_000,
+                listed_cwd: Some("/home/u/myproj"),
+                cwd: Some("/home/u/myproj"),
+                title: Some("Parser refactor"),
+                seq: 17,
+                items: vec![
+                    cp(SNAPSHOT),
+                    m(U, "Make it faster, keep the API"),
+                    m(A, "Kept the API; 2x faster."),
+                    m(U, "Add tests for @src/p.rs"),
+                    m(A, "Tests added."),
+                ],
+            },
+            Pinned {
+                id: "gemini-cli:cccc3333-0000-4000-8000-000000000003",
+                created_at: 1_782_896_400_000,
+                listed_cwd: Some("/home/u/myproj"),
+                cwd: Some("/home/u/myproj"),
+                title: Some("Old question"),
+                seq: 4,
+                items: vec![m(U, "Old question"), m(A, "Old answer"), m(U, "New question after resuming")],
+            },
+            Pinned {
+                id: "gemini-cli:bbbb2222-0000-4000-8000-000000000002",
+                created_at: 1_780_300_800_000,
+                listed_cwd: None,
+                cwd: None,
+                title: Some("Hello legacy"),
+                seq: 2,
+                items: vec![m(U, "Hello legacy"), m(A, "Hi from 0.38")],
+            },
+        ],
+    );
+    assert_eq!(gemini_cli::PREFIX, SourceKind::GeminiCli.prefix());
+}
+
+fn gemini_items(lines: &[serde_json::Value]) -> Vec<(bool, String, bool)> {
+    let root = tempfile::tempdir().unwrap();
+    let mut text =
+        serde_json::json!({"sessionId": "s", "projectHash": "h", "startTime": "2026-08-01T10:00:00Z"}).to_string();
+    for l in lines {
+        text.push('\n');
+        text.push_str(&l.to_string());
+    }
+    text.push('\n');
+    write(root.path(), "p/chats/session-x.jsonl", &text);
+    let s = GeminiCliSource::open(root.path()).unwrap();
+    let SurfaceData::Conversation(c) = s.read_surface("gemini-cli:s").unwrap() else { panic!() };
+    items(&c.items)
+}
+
+#[test]
+fn gemini_cli_rewinds_upserts_and_snapshots() {
+    use serde_json::json;
+    let u = |id: &str, t: &str| json!({"id": id, "type": "user", "content": [{"text": t}]});
+    let g = |id: &str, t: &str| json!({"id": id, "type": "gemini", "content": [{"text": t}]});
+    // An unknown rewind target clears everything (as Gemini CLI's loader does).
+    assert_eq!(
+        gemini_items(&[u("a", "one"), g("b", "two"), json!({"$rewindTo": "zzz"}), u("c", "three")]),
+        vec![m(U, "three")]
+    );
+    // The first write fixes the position, the last the content.
+    assert_eq!(
+        gemini_items(&[u("a", "one"), g("b", "draft"), u("c", "three"), g("b", "final")]),
+        vec![m(U, "one"), m(A, "final"), m(U, "three")]
+    );
+    // An empty `$set.messages` empties the conversation; later records follow.
+    assert_eq!(gemini_items(&[u("a", "one"), json!({"$set": {"messages": []}}), u("d", "after")]), vec![m(U, "after")]);
+    // The canned reply is dropped only right after a summary.
+    assert_eq!(
+        gemini_items(&[
+            g("x", "Got it. Thanks for the additional context!"),
+            u("s", "<state_snapshot>s</state_snapshot>")
+        ]),
+        vec![m(A, "Got it. Thanks for the additional context!"), cp("<state_snapshot>s</state_snapshot>")]
+    );
+    // Thought parts, tool results and warnings never reach the conversation.
+    assert_eq!(
+        gemini_items(&[
+            json!({"id": "t", "type": "gemini", "content": [{"text": "hmm", "thought": true}, {"text": "yes"}]}),
+            json!({"id": "w", "type": "warning", "content": "careful"}),
+            json!({"id": "r", "type": "user", "content": [{"functionResponse": {"name": "f"}}]}),
+        ]),
+        vec![m(A, "yes")]
+    );
+}
+
+#[test]
+fn gemini_cli_damage_is_reported_without_hiding_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let meta = serde_json::json!({"sessionId": "good", "projectHash": "h"}).to_string();
+    let msg = serde_json::json!({"id": "a", "type": "user", "content": "hi"}).to_string();
+    write(root.path(), "p/chats/session-a.jsonl", &format!("{meta}\n{msg}\n"));
+    write(root.path(), "p/chats/session-b.jsonl", &format!("{{broken\n{msg}\n"));
+    write(root.path(), "p/chats/session-c.json", "{\"sessionId\": \"legacy\", \"messages\": [");
+    write(root.path(), "p/chats/session-d.jsonl", "");
+    let s = GeminiCliSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["gemini-cli:good"]);
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert_eq!(why.len(), 2, "{why:?}");
+    assert!(why[0].contains("session-b.jsonl") && why[0].contains("no sessionId"), "{why:?}");
+    assert!(why[1].contains("session-c.json") && why[1].contains("not a chat file"), "{why:?}");
+    assert_eq!(listing.without_conversation, vec![root.path().join("p/chats/session-d.jsonl")]);
+}
+
+// --------------------------------------------------------------------- Cursor
+
+fn cursor_fixture() -> PathBuf {
+    fixtures().join("cursor/synthetic/projects")
+}
+
+/// A file's creation time (ms) where the system keeps one, else its
+/// modification time: the `createdAt` of a transcript that records none.
+fn born_ms(path: &Path) -> u64 {
+    let meta = std::fs::metadata(path).unwrap();
+    let t = meta.created().or_else(|_| meta.modified()).unwrap();
+    t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+#[test]
+fn cursor_fixtures_project_exactly() {
+    let root = cursor_fixture();
+    let s = CursorSource::open(&root).unwrap();
+    let mut want = vec![
+        Pinned {
+            id: "cursor:aaaa1111-0000-4000-8000-000000000001",
+            created_at: born_ms(&root.join("home-u-shop/agent-transcripts/aaaa1111-0000-4000-8000-000000000001.jsonl")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("Add a cart badge"),
+            seq: 5,
+            items: vec![
+                m(U, "Add a cart badge"),
+                m(A, "I'll add the badge."),
+                m(A, "Done: the badge shows the count."),
+                m(U, "Make it red"),
+            ],
+        },
+        Pinned {
+            id: "cursor:bbbb2222",
+            created_at: born_ms(&root.join("home-u-shop/agent-transcripts/bbbb2222/bbbb2222.jsonl")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("Nested question"),
+            seq: 1,
+            items: vec![m(U, "Nested question"), m(A, "Nested answer")],
+        },
+        Pinned {
+            id: "cursor:cccc3333",
+            created_at: born_ms(&root.join("home-u-old/agent-transcripts/cccc3333.txt")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("Explain the router"),
+            seq: 16,
+            items: vec![m(U, "Explain the router"), m(A, "The router maps paths to handlers.\nIt has no routes yet.")],
+        },
+        Pinned {
+            id: "cursor:dddd4444",
+            created_at: born_ms(&root.join("home-u-old/agent-transcripts/dddd4444.jsonl")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("Both formats"),
+            seq: 0,
+            items: vec![m(U, "Both formats")],
+        },
+    ];
+    want.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.id.cmp(b.id)));
+    check(&s, &want);
+    let listing = s.list().unwrap();
+    assert_eq!(listing.without_conversation, vec![root.join("home-u-old/agent-transcripts/empty.jsonl")]);
+    assert_eq!(cursor::PREFIX, SourceKind::Cursor.prefix());
+}
+
+// ---------------------------------------------------------------------- Aider
+
+fn aider_id(dir: &Path, run: u32) -> String {
+    format!("aider:{}#{run}", std::path::absolute(dir).unwrap().display())
+}
+
+#[test]
+fn aider_public_sample_projects_exactly() {
+    // kenn-io/agentsview's fixture (MIT): two runs with messages, a third
+    // with none; its `#### Step 1` is the assistant's own heading, which
+    // the format cannot tell from user input (documented).
+    let root = fixtures().join("aider/agentsview");
+    let dir = root.join("myrepo");
+    let (one, two) = (aider_id(&dir, 1), aider_id(&dir, 2));
+    let cwd = std::path::absolute(&dir).unwrap().display().to_string();
+    let s = AiderSource::open(&root).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: &two,
+                created_at: 1_781_019_000_000,
+                listed_cwd: Some(&cwd),
+                cwd: Some(&cwd),
+                title: Some("make the timeout configurable"),
+                seq: 23,
+                items: vec![
+                    m(U, "make the timeout configurable"),
+                    m(A, "Done. The timeout now reads from the environment."),
+                ],
+            },
+            Pinned {
+                id: &one,
+                created_at: 1_781_013_660_000,
+                listed_cwd: Some(&cwd),
+                cwd: Some(&cwd),
+                title: Some("add a retry to the webhook"),
+                seq: 16,
+                items: vec![
+                    m(U, "add a retry to the webhook"),
+                    m(A, "I'll add exponential backoff to the webhook handler.\n\nHere is the plan:"),
+                    m(U, "Step 1"),
+                    m(A, "Wrap the call in a loop."),
+                ],
+            },
+        ],
+    );
+    assert!(s.read_surface(&aider_id(&dir, 3)).is_err(), "a run without a message is no session");
+    assert_eq!(aider::PREFIX, SourceKind::Aider.prefix());
+}
+
+#[test]
+fn aider_runs_commands_fences_and_tool_output() {
+    let root = fixtures().join("aider/synthetic");
+    let proj = root.join("proj");
+    let repo2 = root.join("group/repo2");
+    let (p1, p3, r1) = (aider_id(&proj, 1), aider_id(&proj, 3), aider_id(&repo2, 1));
+    let proj_cwd = std::path::absolute(&proj).unwrap().display().to_string();
+    let repo2_cwd = std::path::absolute(&repo2).unwrap().display().to_string();
+    let s = AiderSource::open(&root).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: &p3,
+                created_at: 1_777_806_000_000,
+                listed_cwd: Some(&proj_cwd),
+                cwd: Some(&proj_cwd),
+                title: Some("Add a test"),
+                seq: 41,
+                items: vec![m(U, "Add a test"), m(A, "Added `test_handle`.")],
+            },
+            Pinned {
+                id: &p1,
+                created_at: 1_777_626_000_000,
+                listed_cwd: Some(&proj_cwd),
+                cwd: Some(&proj_cwd),
+                title: Some("Rename the handler and keep the old name as an alias"),
+                seq: 30,
+                items: vec![
+                    m(U, "Rename the handler\nand keep the old name as an alias"),
+                    m(A, "I'll rename it.\n\nsrc/app.py\n```python\n#### this is code, not input\ndef handle(): ...\n```"),
+                    m(U, "why an alias?"),
+                    m(A, "So existing imports keep working."),
+                ],
+            },
+            Pinned {
+                id: &r1,
+                created_at: 1_775_030_400_000,
+                listed_cwd: Some(&repo2_cwd),
+                cwd: Some(&repo2_cwd),
+                title: Some("hello from repo2"),
+                seq: 6,
+                items: vec![m(U, "hello from repo2"), m(A, "Hi.")],
+            },
+        ],
+    );
+    // A history file given instead of its directory is read as meant.
+    let file = proj.join(aider::HISTORY_FILE);
+    let resolved = SourceSpec::new(SourceKind::Aider, &file).resolve().unwrap();
+    assert_eq!(resolved.spec.root, proj);
+    assert!(resolved.note.unwrap().contains("Aider chat history"));
+    // No default location: a spec without a root is refused, saying so.
+    let why = dsh_session_reference::sources::specs_from_json(&serde_json::json!([{"kind": "aider"}])).unwrap_err();
+    assert!(why.contains("no default location"), "{why}");
+    assert!(!SourceKind::Aider.has_default_location());
+}
+
+// ------------------------------------------------------------ every kind at once
+
+#[test]
+fn every_kind_name_is_accepted_and_opens() {
+    for kind in SourceKind::ALL {
+        assert_eq!(SourceKind::from_name(kind.name()), Some(kind));
+        let spec = SourceSpec::parse(&format!("{}=/nonexistent/{}", kind.name(), kind.name())).unwrap();
+        assert_eq!(spec.kind, kind);
+        assert!(SourceKind::names().contains(kind.name()));
+    }
+    let why = SourceSpec::parse("nope=/x").unwrap_err();
+    assert!(why.contains(&SourceKind::names()), "{why}");
+}
+
+#[test]
+fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
+    let specs = [
+        SourceSpec::new(SourceKind::Codex, fixtures().join("codex/daaain")),
+        SourceSpec::new(SourceKind::CopilotCli, copilot_fixture()),
+        SourceSpec::new(SourceKind::GeminiCli, gemini_fixture()),
+        SourceSpec::new(SourceKind::Cursor, cursor_fixture()),
+        SourceSpec::new(SourceKind::Aider, fixtures().join("aider")),
+    ];
+    let multi = open_sources(&specs).unwrap();
+    let listed = block_on(multi.list_sessions()).unwrap();
+    let times: Vec<u64> = listed.iter().map(|h| h.created_at.as_u64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+    for kind in ["codex:", "copilot-cli:", "gemini-cli:", "cursor:", "aider:"] {
+        assert!(listed.iter().any(|h| h.id.starts_with(kind)), "{kind}");
+    }
+    let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();
+    assert!(matches!(surface, SurfaceData::Conversation(_)));
+}
