@@ -5,6 +5,7 @@
 //!   ([`DshStore`](dsh::DshStore)).
 //! - [`claude_code`]: Claude Code transcripts ([`ClaudeCodeSource`](claude_code::ClaudeCodeSource)).
 //! - [`codex`]: Codex CLI rollouts ([`CodexSource`](codex::CodexSource)).
+//! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: default locations and opening several sources by kind.
 //!
@@ -21,6 +22,7 @@ pub mod foreign;
 pub mod lenient;
 pub mod multi;
 pub mod open;
+pub mod opencode;
 pub(crate) mod watch;
 
 use std::path::Path;

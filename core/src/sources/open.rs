@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::claude_code::ClaudeCodeSource;
 use super::codex::CodexSource;
 use super::dsh::DshStore;
+use super::opencode::{Flavor, OpenCodeSource};
 use super::{FileSource, MultiQuery};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -27,18 +28,25 @@ pub enum SourceKind {
     ClaudeCode,
     /// Codex CLI rollouts (a Codex home).
     Codex,
+    /// OpenCode sessions (its SQLite database, `opencode.db`).
+    OpenCode,
+    /// New Kilo's sessions (its SQLite database, `kilo.db`, OpenCode's schema).
+    Kilo,
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 3] = [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex];
+    pub const ALL: [SourceKind; 5] =
+        [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex, SourceKind::OpenCode, SourceKind::Kilo];
 
-    /// `"dsh"`, `"claude-code"` or `"codex"`.
+    /// `"dsh"`, `"claude-code"`, `"codex"`, `"opencode"` or `"kilo"`.
     pub fn name(self) -> &'static str {
         match self {
             SourceKind::Dsh => "dsh",
             SourceKind::ClaudeCode => "claude-code",
             SourceKind::Codex => "codex",
+            SourceKind::OpenCode => "opencode",
+            SourceKind::Kilo => "kilo",
         }
     }
 
@@ -54,22 +62,58 @@ impl SourceKind {
             SourceKind::Dsh => "",
             SourceKind::ClaudeCode => super::claude_code::PREFIX,
             SourceKind::Codex => super::codex::PREFIX,
+            SourceKind::OpenCode => super::opencode::PREFIX,
+            SourceKind::Kilo => super::opencode::KILO_PREFIX,
+        }
+    }
+
+    /// Whether its root is a file (a database) rather than a directory.
+    pub fn root_is_file(self) -> bool {
+        matches!(self, SourceKind::OpenCode | SourceKind::Kilo)
+    }
+
+    /// Whether `root` exists as this kind's root: a directory, or for a
+    /// database kind a file (or a data directory holding its database).
+    pub fn root_exists(self, root: &Path) -> bool {
+        match self.flavor() {
+            Some(flavor) => root.is_file() || root.join(flavor.file_name()).is_file(),
+            None => root.is_dir(),
+        }
+    }
+
+    /// The database flavor of an OpenCode-schema kind.
+    fn flavor(self) -> Option<Flavor> {
+        match self {
+            SourceKind::OpenCode => Some(Flavor::OpenCode),
+            SourceKind::Kilo => Some(Flavor::Kilo),
+            _ => None,
         }
     }
 
     /// The default location, from the environment `env` gives:
     /// `$DSH_HOME/sessions` else `~/.dsh/sessions`;
     /// `$CLAUDE_CONFIG_DIR/projects` else `~/.claude/projects`;
-    /// `$CODEX_HOME` else `~/.codex`. (`~` is `$HOME`, else `$USERPROFILE`.)
+    /// `$CODEX_HOME` else `~/.codex`;
+    /// `$OPENCODE_DB` else `$XDG_DATA_HOME/opencode/opencode.db` else
+    /// `~/.local/share/opencode/opencode.db`; `$KILO_DB` else
+    /// `$XDG_DATA_HOME/kilo/kilo.db` else `~/.local/share/kilo/kilo.db` (a
+    /// database variable is used only when it is an absolute path, not
+    /// `:memory:`). (`~` is `$HOME`, else `$USERPROFILE`.)
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let home = || var("HOME").or_else(|| var("USERPROFILE")).unwrap_or_default();
+        let data = || var("XDG_DATA_HOME").unwrap_or_else(|| home().join(".local").join("share"));
+        let db = |name: &str, dir: &str, file: &str| {
+            var(name).filter(|p| p.is_absolute()).unwrap_or_else(|| data().join(dir).join(file))
+        };
         match self {
             SourceKind::Dsh => var("DSH_HOME").unwrap_or_else(|| home().join(".dsh")).join("sessions"),
             SourceKind::ClaudeCode => {
                 var("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home().join(".claude")).join("projects")
             }
             SourceKind::Codex => var("CODEX_HOME").unwrap_or_else(|| home().join(".codex")),
+            SourceKind::OpenCode => db("OPENCODE_DB", "opencode", "opencode.db"),
+            SourceKind::Kilo => db("KILO_DB", "kilo", "kilo.db"),
         }
     }
 
@@ -151,6 +195,7 @@ impl SourceSpec {
             SourceKind::Codex => codex_root(root)?,
             SourceKind::ClaudeCode => claude_root(root)?,
             SourceKind::Dsh => dsh_root(root)?,
+            SourceKind::OpenCode | SourceKind::Kilo => database_root(self.kind, root),
         };
         Ok(match taken {
             None => ResolvedSpec { spec: self.clone(), note: None },
@@ -265,6 +310,14 @@ fn codex_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, Strin
         ));
     }
     Ok(None)
+}
+
+/// A directory given for a database kind: its data directory, holding the
+/// database (taken), or anything else (taken as given: opening it says why).
+fn database_root(kind: SourceKind, root: &Path) -> Option<(std::path::PathBuf, String)> {
+    let flavor = kind.flavor()?;
+    let db = root.join(flavor.file_name());
+    db.is_file().then(|| (db, format!("is a directory holding {}", flavor.file_name())))
 }
 
 /// Whether `dir` holds a Claude Code transcript itself.
@@ -401,6 +454,13 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
                 n => format!("{head}: its {n} rollouts are empty or unreadable"),
             }
         }
+        SourceKind::OpenCode | SourceKind::Kilo => {
+            let format = kind.flavor().map_or("OpenCode", Flavor::format);
+            format!(
+                "no {format} session in {}: its session table holds no top-level session with a message",
+                root.display()
+            )
+        }
         SourceKind::Dsh => {
             let head = format!("no DSH session in {}", root.display());
             if dirs.is_empty() {
@@ -422,7 +482,11 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
 /// The default location of every kind that exists as a directory on this
 /// machine, in [`SourceKind::ALL`] order.
 pub fn default_specs() -> Vec<SourceSpec> {
-    SourceKind::ALL.into_iter().map(|k| SourceSpec::new(k, k.default_location())).filter(|s| s.root.is_dir()).collect()
+    SourceKind::ALL
+        .into_iter()
+        .map(|k| SourceSpec::new(k, k.default_location()))
+        .filter(|s| s.kind.root_exists(&s.root))
+        .collect()
 }
 
 /// `found` (the default locations that exist); when none does, every
@@ -535,6 +599,8 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
         SourceKind::Dsh => Arc::new(DshStore::open(&spec.root)?),
         SourceKind::ClaudeCode => ClaudeCodeSource::open(&spec.root)?.into_query(),
         SourceKind::Codex => CodexSource::open(&spec.root)?.into_query(),
+        SourceKind::OpenCode => OpenCodeSource::open(&spec.root, Flavor::OpenCode)?.into_query(),
+        SourceKind::Kilo => OpenCodeSource::open(&spec.root, Flavor::Kilo)?.into_query(),
     })
 }
 
@@ -583,6 +649,17 @@ mod tests {
         assert_eq!(SourceKind::Dsh.default_location_with(&plain), PathBuf::from("/h/.dsh/sessions"));
         assert_eq!(SourceKind::ClaudeCode.default_location_with(&plain), PathBuf::from("/h/.claude/projects"));
         assert_eq!(SourceKind::Codex.default_location_with(&plain), PathBuf::from("/h/.codex"));
+        assert_eq!(
+            SourceKind::OpenCode.default_location_with(&plain),
+            PathBuf::from("/h/.local/share/opencode/opencode.db")
+        );
+        assert_eq!(SourceKind::Kilo.default_location_with(&plain), PathBuf::from("/h/.local/share/kilo/kilo.db"));
+        let data = env(&[("HOME", "/h"), ("XDG_DATA_HOME", "/x"), ("KILO_DB", ":memory:")]);
+        assert_eq!(SourceKind::OpenCode.default_location_with(&data), PathBuf::from("/x/opencode/opencode.db"));
+        assert_eq!(SourceKind::Kilo.default_location_with(&data), PathBuf::from("/x/kilo/kilo.db"));
+        let dbs = env(&[("HOME", "/h"), ("OPENCODE_DB", "/o.db"), ("KILO_DB", "/k.db")]);
+        assert_eq!(SourceKind::OpenCode.default_location_with(&dbs), PathBuf::from("/o.db"));
+        assert_eq!(SourceKind::Kilo.default_location_with(&dbs), PathBuf::from("/k.db"));
         let set = env(&[("HOME", "/h"), ("DSH_HOME", "/d"), ("CLAUDE_CONFIG_DIR", "/c"), ("CODEX_HOME", "/x")]);
         assert_eq!(SourceKind::Dsh.default_location_with(&set), PathBuf::from("/d/sessions"));
         assert_eq!(SourceKind::ClaudeCode.default_location_with(&set), PathBuf::from("/c/projects"));
