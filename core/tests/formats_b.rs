@@ -5,14 +5,43 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use dsh_session_reference::sources::cline::{self, ClineSource};
 use dsh_session_reference::sources::opencode::{Flavor, OpenCodeSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
-use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, SessionQuery, SurfaceData};
+use dsh_session_reference::{
+    block_on, BlockingSessionQuery, CandidateOptions, Config, ConversationItem, PrepareOptions, Resolver, SessionQuery,
+    SurfaceData, Target,
+};
 use rusqlite::Connection;
 use serde_json::json;
 
+fn foreign() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs")
+}
+
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs/opencode")
+    foreign().join("opencode")
+}
+
+fn cline_root() -> PathBuf {
+    foreign().join("cline/saoudrizwan.claude-dev")
+}
+
+fn roo_root() -> PathBuf {
+    foreign().join("roo-code/rooveterinaryinc.roo-cline")
+}
+
+/// `(id, createdAt, cwd)` of a listing, all of it listed.
+fn listed(l: dsh_session_reference::sources::foreign::Listing) -> Vec<(String, u64, Option<String>)> {
+    assert!(l.rejected.is_empty(), "{:?}", l.rejected);
+    l.sessions.into_iter().map(|s| (s.header.id, s.header.created_at.as_u64().unwrap(), s.header.cwd)).collect()
+}
+
+fn conv<S: BlockingSessionQuery>(source: &S, id: &str) -> std::sync::Arc<dsh_session_reference::Conversation> {
+    match source.read_surface(id).unwrap() {
+        SurfaceData::Conversation(c) => c,
+        _ => panic!("{id}: not a conversation"),
+    }
 }
 
 /// A WAL-mode database at `path` holding the fixture's rows, closed (so
@@ -288,4 +317,161 @@ fn fingerprints_change_for_the_session_that_changed_only() {
     let listing = source.shared_listing().unwrap().unwrap();
     assert_eq!(listing.sessions().len(), 2);
     assert!(listing.fingerprints().iter().all(Option::is_some));
+}
+
+#[test]
+fn cline_fixtures_project_exactly() {
+    let s = ClineSource::open(cline_root(), cline::Flavor::Cline).unwrap();
+    assert_eq!(
+        listed(s.list().unwrap()),
+        vec![
+            ("cline:1767200000000".to_owned(), 1_767_200_000_000, None),
+            ("cline:1767000000000".to_owned(), 1_767_000_000_000, Some("/work/app".to_owned())),
+        ]
+    );
+    // The deleted range of taskHistory.json ([2, 5]): the first pair, then
+    // from 6 on; only what the user typed (in <task>, <feedback>: not tool
+    // output nor environment details), the assistant's text without its
+    // XML tool calls or thinking; a number in the array is skipped.
+    let one = conv(&s, "cline:1767000000000");
+    assert_eq!(
+        one.to_snapshot_json(),
+        json!({
+            "session": {"id": "cline:1767000000000", "cwd": "/work/app"},
+            "capturedThroughSeq": 10,
+            "conversation": [
+                {"role": "user", "text": "Fix the failing test in parser.rs"},
+                {"role": "assistant", "text": "I'll read the parser."},
+                {"role": "assistant", "text": "The test passes now."},
+                {"role": "user", "text": "Thanks, also add a comment"},
+                {"role": "assistant", "text": "Added the comment.\nAnything else?"},
+            ],
+        })
+    );
+    assert_eq!(s.read_title("cline:1767000000000").unwrap().as_deref(), Some("Fix the failing test in parser.rs"));
+    // No history item: the range from the UI messages ([2, 3]), the title
+    // from the first typed text.
+    let two = conv(&s, "cline:1767200000000");
+    assert_eq!(
+        items(&two.items),
+        vec![(true, "Rename   the\nmodule", false), (false, "Renaming.", false), (false, "Renamed to lexer.", false)]
+    );
+    assert_eq!(two.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(5));
+    assert_eq!(s.read_title("cline:1767200000000").unwrap().as_deref(), Some("Rename the module"));
+    let err = s.read_title("cline:1767999999999").unwrap_err().message().to_owned();
+    assert!(err.contains("1767999999999") && err.contains("api_conversation_history.json"), "{err}");
+}
+
+#[test]
+fn roo_code_fixture_projects_exactly() {
+    let s = ClineSource::open(roo_root(), cline::Flavor::RooCode).unwrap();
+    let id = "roo-code:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+    assert_eq!(listed(s.list().unwrap()), vec![(id.to_owned(), 1_767_300_000_000, Some("/work/roo".to_owned()))]);
+    // Condensed messages (their summary is there) and truncated ones (their
+    // marker is there) are not sent; the summary is a checkpoint, the
+    // marker a notice; a condensed message whose summary is gone is sent.
+    assert_eq!(
+        conv(&s, id).to_snapshot_json(),
+        json!({
+            "session": {"id": id, "cwd": "/work/roo"},
+            "capturedThroughSeq": 10,
+            "conversation": [
+                {"role": "user", "text": "## Conversation Summary\nLogging was added to every module.", "checkpoint": true},
+                {"role": "assistant", "text": "Running them."},
+                {"role": "assistant", "text": "All green."},
+            ],
+        })
+    );
+    assert_eq!(s.read_title(id).unwrap().as_deref(), Some("Add logging"));
+}
+
+/// A storage root holding one Cline task whose history is `history`.
+fn cline_task(task: &str, history: &[u8]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("tasks").join(task);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(cline::HISTORY), history).unwrap();
+    root
+}
+
+#[test]
+fn cline_torn_damaged_and_linked_histories() {
+    // Cut while being rewritten: the elements before the cut.
+    let torn = br#"[{"role":"user","content":"<task>a</task>"},{"role":"assistant","content":[{"type":"text","text":"b"}]},{"role":"user","content":"<feedback>c"#;
+    let root = cline_task("1767000000001", torn);
+    let s = ClineSource::open(root.path(), cline::Flavor::Cline).unwrap();
+    let c = conv(&s, "cline:1767000000001");
+    assert_eq!(items(&c.items), vec![(true, "a", false), (false, "b", false)]);
+    // Not an array: unreadable, saying why, and the others still list.
+    std::fs::create_dir_all(root.path().join("tasks/1767000000002")).unwrap();
+    std::fs::write(root.path().join("tasks/1767000000002").join(cline::HISTORY), b"{\"role\":1}").unwrap();
+    assert_eq!(s.list().unwrap().sessions.len(), 2);
+    let err = s.read_title("cline:1767000000002").unwrap_err().message().to_owned();
+    assert!(err.contains("not a JSON array"), "{err}");
+    // An empty history is no session yet; a directory without one is none.
+    std::fs::create_dir_all(root.path().join("tasks/1767000000003")).unwrap();
+    std::fs::write(root.path().join("tasks/1767000000003").join(cline::HISTORY), b"").unwrap();
+    std::fs::create_dir_all(root.path().join("tasks/1767000000004")).unwrap();
+    let l = s.list().unwrap();
+    assert_eq!(l.sessions.len(), 2);
+    assert_eq!(l.without_conversation.len(), 1);
+    // Ids cannot leave the tasks directory.
+    assert!(s.read_title("cline:../state").is_err());
+    #[cfg(unix)]
+    {
+        let outside = cline_task("1767000000005", br#"[{"role":"user","content":"<task>secret</task>"}]"#);
+        std::os::unix::fs::symlink(outside.path().join("tasks/1767000000005"), root.path().join("tasks/1767000000005"))
+            .unwrap();
+        let l = s.list().unwrap();
+        assert!(
+            l.rejected.iter().any(|(p, why)| p.ends_with("1767000000005") && why.contains("link")),
+            "{:?}",
+            l.rejected
+        );
+        assert!(s.read_title("cline:1767000000005").is_err());
+    }
+}
+
+#[test]
+fn every_kind_of_this_issue_together_in_one_view() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture_db(&dir.path().join("opencode.db"));
+    let specs = [
+        SourceSpec::new(SourceKind::OpenCode, dir.path().join("opencode.db")),
+        SourceSpec::new(SourceKind::Cline, cline_root()),
+        SourceSpec::new(SourceKind::RooCode, roo_root().join("tasks")),
+    ];
+    let multi = open_sources(&specs).unwrap();
+    let ids: Vec<String> = block_on(multi.list_sessions()).unwrap().into_iter().map(|h| h.id).collect();
+    assert_eq!(
+        ids,
+        [
+            "roo-code:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+            "cline:1767200000000",
+            "opencode:ses_b",
+            // Equal times: in source order.
+            "opencode:ses_a",
+            "cline:1767000000000",
+        ]
+    );
+    let report = multi.last_report();
+    assert!(report[2].note.as_deref().unwrap().contains("tasks/ directory"), "{report:?}");
+    let resolver = Resolver::new(std::sync::Arc::new(multi), Config::default());
+    let target = Target::new("new", Some("/work".into()));
+    let found = block_on(resolver.candidates(&target, "parser", &CandidateOptions::default(), None)).unwrap();
+    let found: Vec<&str> = found.iter().map(|c| c.session_id.as_str()).collect();
+    assert!(found.contains(&"cline:1767000000000") && found.contains(&"opencode:ses_b"), "{found:?}");
+    let refs = [
+        json!({"sessionId": "opencode:ses_a"}),
+        json!({"sessionId": "cline:1767000000000"}),
+        json!({"sessionId": "roo-code:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"}),
+    ];
+    let p = block_on(resolver.prepare(&target, &json!("compare"), &refs, &PrepareOptions::default(), None)).unwrap();
+    let prompt = p.additional_context.unwrap().prompt;
+    for seen in ["Tests added.", "Thanks, also add a comment", "All green."] {
+        assert!(prompt.contains(seen), "{seen} not in {prompt}");
+    }
+    for unseen in ["So was this reply", "fn parse() {}", "Tests written."] {
+        assert!(!prompt.contains(unseen), "{unseen} in {prompt}");
+    }
 }

@@ -6,6 +6,7 @@
 //! - [`claude_code`]: Claude Code transcripts ([`ClaudeCodeSource`](claude_code::ClaudeCodeSource)).
 //! - [`codex`]: Codex CLI rollouts ([`CodexSource`](codex::CodexSource)).
 //! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
+//! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: default locations and opening several sources by kind.
 //!
@@ -15,6 +16,7 @@
 //! files only, bounded lines, byte-ordered walks).
 
 pub mod claude_code;
+pub mod cline;
 pub mod codex;
 pub mod dsh;
 pub mod foreign;

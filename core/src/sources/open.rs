@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::claude_code::ClaudeCodeSource;
+use super::cline::{self, ClineSource};
 use super::codex::CodexSource;
 use super::dsh::DshStore;
 use super::opencode::{Flavor, OpenCodeSource};
@@ -32,14 +33,27 @@ pub enum SourceKind {
     OpenCode,
     /// New Kilo's sessions (its SQLite database, `kilo.db`, OpenCode's schema).
     Kilo,
+    /// Cline tasks (its VS Code global storage directory).
+    Cline,
+    /// Roo Code tasks (its VS Code global storage directory; legacy Kilo
+    /// Code's too, given as the root).
+    RooCode,
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 5] =
-        [SourceKind::Dsh, SourceKind::ClaudeCode, SourceKind::Codex, SourceKind::OpenCode, SourceKind::Kilo];
+    pub const ALL: [SourceKind; 7] = [
+        SourceKind::Dsh,
+        SourceKind::ClaudeCode,
+        SourceKind::Codex,
+        SourceKind::OpenCode,
+        SourceKind::Kilo,
+        SourceKind::Cline,
+        SourceKind::RooCode,
+    ];
 
-    /// `"dsh"`, `"claude-code"`, `"codex"`, `"opencode"` or `"kilo"`.
+    /// `"dsh"`, `"claude-code"`, `"codex"`, `"opencode"`, `"kilo"`,
+    /// `"cline"` or `"roo-code"`.
     pub fn name(self) -> &'static str {
         match self {
             SourceKind::Dsh => "dsh",
@@ -47,6 +61,8 @@ impl SourceKind {
             SourceKind::Codex => "codex",
             SourceKind::OpenCode => "opencode",
             SourceKind::Kilo => "kilo",
+            SourceKind::Cline => "cline",
+            SourceKind::RooCode => "roo-code",
         }
     }
 
@@ -64,6 +80,8 @@ impl SourceKind {
             SourceKind::Codex => super::codex::PREFIX,
             SourceKind::OpenCode => super::opencode::PREFIX,
             SourceKind::Kilo => super::opencode::KILO_PREFIX,
+            SourceKind::Cline => cline::PREFIX,
+            SourceKind::RooCode => cline::ROO_PREFIX,
         }
     }
 
@@ -98,7 +116,11 @@ impl SourceKind {
     /// `~/.local/share/opencode/opencode.db`; `$KILO_DB` else
     /// `$XDG_DATA_HOME/kilo/kilo.db` else `~/.local/share/kilo/kilo.db` (a
     /// database variable is used only when it is an absolute path, not
-    /// `:memory:`). (`~` is `$HOME`, else `$USERPROFILE`.)
+    /// `:memory:`); for `cline` and `roo-code`, the extension's directory
+    /// in VS Code's global storage: `$XDG_CONFIG_HOME/Code/User/globalStorage/<extension id>`
+    /// else `~/.config/Code/…` (Linux), `~/Library/Application Support/Code/…`
+    /// (macOS), `$APPDATA/Code/…` (Windows). (`~` is `$HOME`, else
+    /// `$USERPROFILE`.)
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let home = || var("HOME").or_else(|| var("USERPROFILE")).unwrap_or_default();
@@ -114,6 +136,8 @@ impl SourceKind {
             SourceKind::Codex => var("CODEX_HOME").unwrap_or_else(|| home().join(".codex")),
             SourceKind::OpenCode => db("OPENCODE_DB", "opencode", "opencode.db"),
             SourceKind::Kilo => db("KILO_DB", "kilo", "kilo.db"),
+            SourceKind::Cline => vs_code_storage(&var, &home).join(cline::Flavor::Cline.extension_id()),
+            SourceKind::RooCode => vs_code_storage(&var, &home).join(cline::Flavor::RooCode.extension_id()),
         }
     }
 
@@ -121,6 +145,18 @@ impl SourceKind {
     pub fn default_location(self) -> PathBuf {
         self.default_location_with(&|name| std::env::var_os(name))
     }
+}
+
+/// VS Code's global storage directory on this platform.
+fn vs_code_storage(var: &dyn Fn(&str) -> Option<PathBuf>, home: &dyn Fn() -> PathBuf) -> PathBuf {
+    let config = if cfg!(target_os = "macos") {
+        home().join("Library").join("Application Support")
+    } else if cfg!(windows) {
+        var("APPDATA").unwrap_or_else(|| home().join("AppData").join("Roaming"))
+    } else {
+        var("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
+    };
+    config.join("Code").join("User").join("globalStorage")
 }
 
 /// One source to open: a kind and its root.
@@ -196,6 +232,7 @@ impl SourceSpec {
             SourceKind::ClaudeCode => claude_root(root)?,
             SourceKind::Dsh => dsh_root(root)?,
             SourceKind::OpenCode | SourceKind::Kilo => database_root(self.kind, root),
+            SourceKind::Cline | SourceKind::RooCode => tasks_root(root),
         };
         Ok(match taken {
             None => ResolvedSpec { spec: self.clone(), note: None },
@@ -318,6 +355,16 @@ fn database_root(kind: SourceKind, root: &Path) -> Option<(std::path::PathBuf, S
     let flavor = kind.flavor()?;
     let db = root.join(flavor.file_name());
     db.is_file().then(|| (db, format!("is a directory holding {}", flavor.file_name())))
+}
+
+/// A root given for Cline or Roo Code: its global storage directory (as
+/// given), or the `tasks/` directory inside one (taken for its parent).
+fn tasks_root(root: &Path) -> Option<(std::path::PathBuf, String)> {
+    if root.join("tasks").is_dir() || !named(root.file_name().unwrap_or_default(), &["tasks"]) {
+        return None;
+    }
+    let parent = root.parent().filter(|p| !p.as_os_str().is_empty())?;
+    Some((parent.to_path_buf(), "is the tasks/ directory of an extension's global storage".to_owned()))
 }
 
 /// Whether `dir` holds a Claude Code transcript itself.
@@ -461,6 +508,19 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
                 root.display()
             )
         }
+        SourceKind::Cline | SourceKind::RooCode => {
+            let format = if kind == SourceKind::Cline { "Cline" } else { "Roo Code" };
+            let head = format!("no {format} session in {}", root.display());
+            if !root.join("tasks").is_dir() {
+                return format!(
+                    "{head}: expected an extension's global storage directory holding tasks/ (as \
+                     …/globalStorage/{}); {}",
+                    if kind == SourceKind::Cline { "saoudrizwan.claude-dev" } else { "rooveterinaryinc.roo-cline" },
+                    found(&entries)
+                );
+            }
+            format!("{head}: no directory of its tasks/ holds a non-empty api_conversation_history.json")
+        }
         SourceKind::Dsh => {
             let head = format!("no DSH session in {}", root.display());
             if dirs.is_empty() {
@@ -601,6 +661,8 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
         SourceKind::Codex => CodexSource::open(&spec.root)?.into_query(),
         SourceKind::OpenCode => OpenCodeSource::open(&spec.root, Flavor::OpenCode)?.into_query(),
         SourceKind::Kilo => OpenCodeSource::open(&spec.root, Flavor::Kilo)?.into_query(),
+        SourceKind::Cline => ClineSource::open(&spec.root, cline::Flavor::Cline)?.into_query(),
+        SourceKind::RooCode => ClineSource::open(&spec.root, cline::Flavor::RooCode)?.into_query(),
     })
 }
 
@@ -660,6 +722,17 @@ mod tests {
         let dbs = env(&[("HOME", "/h"), ("OPENCODE_DB", "/o.db"), ("KILO_DB", "/k.db")]);
         assert_eq!(SourceKind::OpenCode.default_location_with(&dbs), PathBuf::from("/o.db"));
         assert_eq!(SourceKind::Kilo.default_location_with(&dbs), PathBuf::from("/k.db"));
+        if cfg!(target_os = "linux") {
+            let cfg = env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/c")]);
+            assert_eq!(
+                SourceKind::Cline.default_location_with(&plain),
+                PathBuf::from("/h/.config/Code/User/globalStorage/saoudrizwan.claude-dev")
+            );
+            assert_eq!(
+                SourceKind::RooCode.default_location_with(&cfg),
+                PathBuf::from("/c/Code/User/globalStorage/rooveterinaryinc.roo-cline")
+            );
+        }
         let set = env(&[("HOME", "/h"), ("DSH_HOME", "/d"), ("CLAUDE_CONFIG_DIR", "/c"), ("CODEX_HOME", "/x")]);
         assert_eq!(SourceKind::Dsh.default_location_with(&set), PathBuf::from("/d/sessions"));
         assert_eq!(SourceKind::ClaudeCode.default_location_with(&set), PathBuf::from("/c/projects"));
