@@ -49,20 +49,30 @@ fn copilot(target: usize) -> String {
         "sessionId": "s", "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.76",
         "startTime": ts(0), "context": {"cwd": "/work/app", "gitRoot": "/work/app", "branch": "main"}}});
     let body = lines(target, |i, out| {
-        let ev = |kind: &str, n: usize, data: serde_json::Value| {
-            json!({"type": kind, "id": format!("e{i}.{n}"), "timestamp": ts(i), "parentId": format!("e{i}.{}", n.max(1) - 1), "data": data})
-        };
-        out.push(ev("user.message", 1, json!({"content": text(i, 300),
+        let ev = |kind: &str, n: usize, data: serde_json::Value| json!({"type": kind, "id": format!("e{i}.{n}"), "timestamp": ts(i), "parentId": format!("e{i}.{}", n.max(1) - 1), "data": data});
+        out.push(ev(
+            "user.message",
+            1,
+            json!({"content": text(i, 300),
             "transformedContent": format!("<current_datetime>{}</current_datetime>\n{}", ts(i), text(i, 300)),
-            "attachments": [], "agentMode": "interactive", "delivery": "idle"})));
+            "attachments": [], "agentMode": "interactive", "delivery": "idle"}),
+        ));
         out.push(ev("assistant.turn_start", 2, json!({"turnId": i.to_string()})));
         out.push(ev("assistant.reasoning", 3, json!({"reasoningId": format!("r{i}"), "content": text(i, 800)})));
-        out.push(ev("assistant.message", 4, json!({"messageId": format!("m{i}a"), "content": "",
+        out.push(ev(
+            "assistant.message",
+            4,
+            json!({"messageId": format!("m{i}a"), "content": "",
             "toolRequests": [{"toolCallId": format!("t{i}"), "name": "view", "arguments": {"path": "src/lib.rs"}}],
-            "reasoningText": text(i, 400)})));
+            "reasoningText": text(i, 400)}),
+        ));
         out.push(ev("tool.execution_start", 5, json!({"toolCallId": format!("t{i}"), "toolName": "view"})));
-        out.push(ev("tool.execution_complete", 6, json!({"toolCallId": format!("t{i}"), "success": true,
-            "result": {"content": text(i, 3000)}})));
+        out.push(ev(
+            "tool.execution_complete",
+            6,
+            json!({"toolCallId": format!("t{i}"), "success": true,
+            "result": {"content": text(i, 3000)}}),
+        ));
         out.push(ev("assistant.message", 7, json!({"messageId": format!("m{i}b"), "content": text(i, 400)})));
         if i % 500 == 499 {
             out.push(ev("session.compaction_start", 8, json!({"trigger": "threshold"})));
@@ -76,14 +86,18 @@ fn copilot(target: usize) -> String {
 fn gemini(target: usize) -> String {
     let head = json!({"sessionId": "s", "projectHash": "h", "startTime": ts(0), "lastUpdated": ts(0), "kind": "main"});
     let body = lines(target, |i, out| {
-        out.push(json!({"id": format!("u{i}"), "timestamp": ts(i), "type": "user", "content": [{"text": text(i, 300)}]}));
+        out.push(
+            json!({"id": format!("u{i}"), "timestamp": ts(i), "type": "user", "content": [{"text": text(i, 300)}]}),
+        );
         let call = json!({"id": format!("t{i}"), "name": "read_file", "args": {"path": "src/lib.rs"}, "status": "success",
             "timestamp": ts(i), "result": [{"functionResponse": {"id": format!("t{i}"), "name": "read_file",
             "response": {"output": text(i, 3000)}}}]});
         out.push(json!({"id": format!("g{i}"), "timestamp": ts(i), "type": "gemini", "content": "",
             "thoughts": [{"subject": "plan", "description": text(i, 800), "timestamp": ts(i)}], "toolCalls": [call]}));
-        out.push(json!({"id": format!("g{i}"), "timestamp": ts(i), "type": "gemini", "content": [{"text": text(i, 400)}],
-            "thoughts": [], "toolCalls": [call], "tokens": {"input": 1, "output": 1, "cached": 0, "total": 2}}));
+        out.push(
+            json!({"id": format!("g{i}"), "timestamp": ts(i), "type": "gemini", "content": [{"text": text(i, 400)}],
+            "thoughts": [], "toolCalls": [call], "tokens": {"input": 1, "output": 1, "cached": 0, "total": 2}}),
+        );
         out.push(json!({"$set": {"lastUpdated": ts(i)}}));
     });
     format!("{head}\n{body}")
@@ -173,7 +187,11 @@ fn main() {
     };
     let path = t.join("copilot/big/events.jsonl");
     write(&path, &copilot(size));
-    row("copilot-cli", &path, read_best(&CopilotCliSource::open(t.join("copilot")).unwrap(), "copilot-cli:big", rounds));
+    row(
+        "copilot-cli",
+        &path,
+        read_best(&CopilotCliSource::open(t.join("copilot")).unwrap(), "copilot-cli:big", rounds),
+    );
     std::fs::remove_dir_all(t.join("copilot")).unwrap();
 
     let path = t.join("gemini/p/chats/session-2026-07-01T00-00-big.jsonl");

@@ -12,6 +12,8 @@
 //! - [`gemini_cli`]: Gemini CLI chats ([`GeminiCliSource`](gemini_cli::GeminiCliSource)).
 //! - [`files`]: what the readers of one file per session share
 //!   ([`FileSessions`](files::FileSessions)).
+//! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
+//! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: default locations and opening several sources by kind.
 //!
@@ -22,6 +24,7 @@
 
 pub mod aider;
 pub mod claude_code;
+pub mod cline;
 pub mod codex;
 pub mod copilot_cli;
 pub mod cursor;
@@ -33,6 +36,7 @@ pub mod gemini_cli;
 pub mod lenient;
 pub mod multi;
 pub mod open;
+pub mod opencode;
 pub(crate) mod watch;
 
 use std::path::Path;

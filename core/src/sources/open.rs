@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use super::aider::AiderSource;
 use super::claude_code::ClaudeCodeSource;
+use super::cline::{self, ClineSource};
 use super::codex::CodexSource;
 use super::copilot_cli::CopilotCliSource;
 use super::cursor::CursorSource;
 use super::dsh::DshStore;
 use super::gemini_cli::GeminiCliSource;
+use super::opencode::{Flavor, OpenCodeSource};
 use super::{FileSource, MultiQuery};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -40,11 +42,20 @@ pub enum SourceKind {
     /// Aider chat histories (a repository, or a directory of them; no
     /// default location).
     Aider,
+    /// OpenCode sessions (its SQLite database, `opencode.db`).
+    OpenCode,
+    /// New Kilo's sessions (its SQLite database, `kilo.db`, OpenCode's schema).
+    Kilo,
+    /// Cline tasks (its VS Code global storage directory).
+    Cline,
+    /// Roo Code tasks (its VS Code global storage directory; legacy Kilo
+    /// Code's too, given as the root).
+    RooCode,
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 7] = [
+    pub const ALL: [SourceKind; 11] = [
         SourceKind::Dsh,
         SourceKind::ClaudeCode,
         SourceKind::Codex,
@@ -52,10 +63,15 @@ impl SourceKind {
         SourceKind::GeminiCli,
         SourceKind::Cursor,
         SourceKind::Aider,
+        SourceKind::OpenCode,
+        SourceKind::Kilo,
+        SourceKind::Cline,
+        SourceKind::RooCode,
     ];
 
     /// The name fronts and `KIND=DIR` specs use: `"dsh"`, `"claude-code"`,
-    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`, `"cursor"`, `"aider"`.
+    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`, `"cursor"`, `"aider"`,
+    /// `"opencode"`, `"kilo"`, `"cline"`, `"roo-code"`.
     pub fn name(self) -> &'static str {
         match self {
             SourceKind::Dsh => "dsh",
@@ -65,6 +81,10 @@ impl SourceKind {
             SourceKind::GeminiCli => "gemini-cli",
             SourceKind::Cursor => "cursor",
             SourceKind::Aider => "aider",
+            SourceKind::OpenCode => "opencode",
+            SourceKind::Kilo => "kilo",
+            SourceKind::Cline => "cline",
+            SourceKind::RooCode => "roo-code",
         }
     }
 
@@ -87,6 +107,12 @@ impl SourceKind {
             SourceKind::Aider => {
                 "no default location: a repository holding .aider.chat.history.md, or a directory of them"
             }
+            SourceKind::OpenCode => {
+                "$OPENCODE_DB, else $XDG_DATA_HOME/opencode/opencode.db, else ~/.local/share/opencode/opencode.db"
+            }
+            SourceKind::Kilo => "$KILO_DB, else $XDG_DATA_HOME/kilo/kilo.db, else ~/.local/share/kilo/kilo.db",
+            SourceKind::Cline => "VS Code's globalStorage/saoudrizwan.claude-dev",
+            SourceKind::RooCode => "VS Code's globalStorage/rooveterinaryinc.roo-cline",
         }
     }
 
@@ -120,6 +146,33 @@ impl SourceKind {
             SourceKind::GeminiCli => super::gemini_cli::PREFIX,
             SourceKind::Cursor => super::cursor::PREFIX,
             SourceKind::Aider => super::aider::PREFIX,
+            SourceKind::OpenCode => super::opencode::PREFIX,
+            SourceKind::Kilo => super::opencode::KILO_PREFIX,
+            SourceKind::Cline => cline::PREFIX,
+            SourceKind::RooCode => cline::ROO_PREFIX,
+        }
+    }
+
+    /// Whether its root is a file (a database) rather than a directory.
+    pub fn root_is_file(self) -> bool {
+        matches!(self, SourceKind::OpenCode | SourceKind::Kilo)
+    }
+
+    /// Whether `root` exists as this kind's root: a directory, or for a
+    /// database kind a file (or a data directory holding its database).
+    pub fn root_exists(self, root: &Path) -> bool {
+        match self.flavor() {
+            Some(flavor) => root.is_file() || root.join(flavor.file_name()).is_file(),
+            None => root.is_dir(),
+        }
+    }
+
+    /// The database flavor of an OpenCode-schema kind.
+    fn flavor(self) -> Option<Flavor> {
+        match self {
+            SourceKind::OpenCode => Some(Flavor::OpenCode),
+            SourceKind::Kilo => Some(Flavor::Kilo),
+            _ => None,
         }
     }
 
@@ -130,11 +183,23 @@ impl SourceKind {
     /// `$COPILOT_HOME/session-state` else `~/.copilot/session-state`;
     /// `$GEMINI_CLI_HOME/.gemini/tmp` else `~/.gemini/tmp`;
     /// `~/.cursor/projects`; none for Aider (the empty path: see
-    /// [`has_default_location`](Self::has_default_location)).
-    /// (`~` is `$HOME`, else `$USERPROFILE`.)
+    /// [`has_default_location`](Self::has_default_location));
+    /// `$OPENCODE_DB` else `$XDG_DATA_HOME/opencode/opencode.db` else
+    /// `~/.local/share/opencode/opencode.db`; `$KILO_DB` else
+    /// `$XDG_DATA_HOME/kilo/kilo.db` else `~/.local/share/kilo/kilo.db` (a
+    /// database variable is used only when it is an absolute path, not
+    /// `:memory:`); for `cline` and `roo-code`, the extension's directory
+    /// in VS Code's global storage: `$XDG_CONFIG_HOME/Code/User/globalStorage/<extension id>`
+    /// else `~/.config/Code/…` (Linux), `~/Library/Application Support/Code/…`
+    /// (macOS), `$APPDATA/Code/…` (Windows). (`~` is `$HOME`, else
+    /// `$USERPROFILE`.)
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let home = || var("HOME").or_else(|| var("USERPROFILE")).unwrap_or_default();
+        let data = || var("XDG_DATA_HOME").unwrap_or_else(|| home().join(".local").join("share"));
+        let db = |name: &str, dir: &str, file: &str| {
+            var(name).filter(|p| p.is_absolute()).unwrap_or_else(|| data().join(dir).join(file))
+        };
         match self {
             SourceKind::Dsh => var("DSH_HOME").unwrap_or_else(|| home().join(".dsh")).join("sessions"),
             SourceKind::ClaudeCode => {
@@ -147,6 +212,10 @@ impl SourceKind {
             SourceKind::GeminiCli => var("GEMINI_CLI_HOME").unwrap_or_else(home).join(".gemini").join("tmp"),
             SourceKind::Cursor => home().join(".cursor").join("projects"),
             SourceKind::Aider => PathBuf::new(),
+            SourceKind::OpenCode => db("OPENCODE_DB", "opencode", "opencode.db"),
+            SourceKind::Kilo => db("KILO_DB", "kilo", "kilo.db"),
+            SourceKind::Cline => vs_code_storage(&var, &home).join(cline::Flavor::Cline.extension_id()),
+            SourceKind::RooCode => vs_code_storage(&var, &home).join(cline::Flavor::RooCode.extension_id()),
         }
     }
 
@@ -154,6 +223,18 @@ impl SourceKind {
     pub fn default_location(self) -> PathBuf {
         self.default_location_with(&|name| std::env::var_os(name))
     }
+}
+
+/// VS Code's global storage directory on this platform.
+fn vs_code_storage(var: &dyn Fn(&str) -> Option<PathBuf>, home: &dyn Fn() -> PathBuf) -> PathBuf {
+    let config = if cfg!(target_os = "macos") {
+        home().join("Library").join("Application Support")
+    } else if cfg!(windows) {
+        var("APPDATA").unwrap_or_else(|| home().join("AppData").join("Roaming"))
+    } else {
+        var("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
+    };
+    config.join("Code").join("User").join("globalStorage")
 }
 
 /// One source to open: a kind and its root.
@@ -242,6 +323,8 @@ impl SourceSpec {
             SourceKind::Codex => codex_root(root)?,
             SourceKind::ClaudeCode => claude_root(root)?,
             SourceKind::Dsh => dsh_root(root)?,
+            SourceKind::OpenCode | SourceKind::Kilo => database_root(self.kind, root),
+            SourceKind::Cline | SourceKind::RooCode => tasks_root(root),
             kind => home_root(kind, root),
         };
         Ok(match taken {
@@ -359,6 +442,24 @@ fn codex_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, Strin
     Ok(None)
 }
 
+/// A directory given for a database kind: its data directory, holding the
+/// database (taken), or anything else (taken as given: opening it says why).
+fn database_root(kind: SourceKind, root: &Path) -> Option<(std::path::PathBuf, String)> {
+    let flavor = kind.flavor()?;
+    let db = root.join(flavor.file_name());
+    db.is_file().then(|| (db, format!("is a directory holding {}", flavor.file_name())))
+}
+
+/// A root given for Cline or Roo Code: its global storage directory (as
+/// given), or the `tasks/` directory inside one (taken for its parent).
+fn tasks_root(root: &Path) -> Option<(std::path::PathBuf, String)> {
+    if root.join("tasks").is_dir() || !named(root.file_name().unwrap_or_default(), &["tasks"]) {
+        return None;
+    }
+    let parent = root.parent().filter(|p| !p.as_os_str().is_empty())?;
+    Some((parent.to_path_buf(), "is the tasks/ directory of an extension's global storage".to_owned()))
+}
+
 /// Whether `dir` holds a Claude Code transcript itself.
 fn holds_transcripts(dir: &Path) -> bool {
     seen(dir).iter().any(|e| e.file && is_transcript(&e.name))
@@ -463,6 +564,10 @@ impl SourceKind {
             SourceKind::GeminiCli => "Gemini CLI",
             SourceKind::Cursor => "Cursor",
             SourceKind::Aider => "Aider",
+            SourceKind::OpenCode => "OpenCode",
+            SourceKind::Kilo => "Kilo",
+            SourceKind::Cline => "Cline",
+            SourceKind::RooCode => "Roo Code",
         }
     }
 
@@ -491,6 +596,14 @@ impl SourceKind {
             SourceKind::Cursor => "project directories holding agent-transcripts/<id>.jsonl (as ~/.cursor/projects)",
             SourceKind::Aider => {
                 "a repository holding .aider.chat.history.md, or repositories up to three levels below"
+            }
+            SourceKind::OpenCode => "an OpenCode database (as ~/.local/share/opencode/opencode.db)",
+            SourceKind::Kilo => "a Kilo database (as ~/.local/share/kilo/kilo.db)",
+            SourceKind::Cline => {
+                "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/saoudrizwan.claude-dev)"
+            }
+            SourceKind::RooCode => {
+                "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/rooveterinaryinc.roo-cline)"
             }
         }
     }
@@ -599,6 +712,20 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
                 n => format!("{head}: the agent-transcripts/ of its {n} projects hold no readable transcript"),
             }
         }
+        SourceKind::OpenCode | SourceKind::Kilo => {
+            format!(
+                "no {} session in {}: its session table holds no top-level session with a message",
+                kind.format(),
+                root.display()
+            )
+        }
+        SourceKind::Cline | SourceKind::RooCode => {
+            let head = format!("no {} session in {}", kind.format(), root.display());
+            if !root.join("tasks").is_dir() {
+                return format!("{head}: expected {}; {}", kind.layout(), found(&entries));
+            }
+            format!("{head}: no directory of its tasks/ holds a non-empty api_conversation_history.json")
+        }
         SourceKind::Dsh => {
             let head = format!("no DSH session in {}", root.display());
             if dirs.is_empty() {
@@ -624,7 +751,7 @@ pub fn default_specs() -> Vec<SourceSpec> {
         .into_iter()
         .filter(|k| k.has_default_location())
         .map(|k| SourceSpec::new(k, k.default_location()))
-        .filter(|s| s.root.is_dir())
+        .filter(|s| s.kind.root_exists(&s.root))
         .collect()
 }
 
@@ -749,6 +876,10 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
         SourceKind::GeminiCli => GeminiCliSource::open(&spec.root)?.into_query(),
         SourceKind::Cursor => CursorSource::open(&spec.root)?.into_query(),
         SourceKind::Aider => AiderSource::open(&spec.root)?.into_query(),
+        SourceKind::OpenCode => OpenCodeSource::open(&spec.root, Flavor::OpenCode)?.into_query(),
+        SourceKind::Kilo => OpenCodeSource::open(&spec.root, Flavor::Kilo)?.into_query(),
+        SourceKind::Cline => ClineSource::open(&spec.root, cline::Flavor::Cline)?.into_query(),
+        SourceKind::RooCode => ClineSource::open(&spec.root, cline::Flavor::RooCode)?.into_query(),
     })
 }
 
@@ -797,6 +928,28 @@ mod tests {
         assert_eq!(SourceKind::Dsh.default_location_with(&plain), PathBuf::from("/h/.dsh/sessions"));
         assert_eq!(SourceKind::ClaudeCode.default_location_with(&plain), PathBuf::from("/h/.claude/projects"));
         assert_eq!(SourceKind::Codex.default_location_with(&plain), PathBuf::from("/h/.codex"));
+        assert_eq!(
+            SourceKind::OpenCode.default_location_with(&plain),
+            PathBuf::from("/h/.local/share/opencode/opencode.db")
+        );
+        assert_eq!(SourceKind::Kilo.default_location_with(&plain), PathBuf::from("/h/.local/share/kilo/kilo.db"));
+        let data = env(&[("HOME", "/h"), ("XDG_DATA_HOME", "/x"), ("KILO_DB", ":memory:")]);
+        assert_eq!(SourceKind::OpenCode.default_location_with(&data), PathBuf::from("/x/opencode/opencode.db"));
+        assert_eq!(SourceKind::Kilo.default_location_with(&data), PathBuf::from("/x/kilo/kilo.db"));
+        let dbs = env(&[("HOME", "/h"), ("OPENCODE_DB", "/o.db"), ("KILO_DB", "/k.db")]);
+        assert_eq!(SourceKind::OpenCode.default_location_with(&dbs), PathBuf::from("/o.db"));
+        assert_eq!(SourceKind::Kilo.default_location_with(&dbs), PathBuf::from("/k.db"));
+        if cfg!(target_os = "linux") {
+            let cfg = env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/c")]);
+            assert_eq!(
+                SourceKind::Cline.default_location_with(&plain),
+                PathBuf::from("/h/.config/Code/User/globalStorage/saoudrizwan.claude-dev")
+            );
+            assert_eq!(
+                SourceKind::RooCode.default_location_with(&cfg),
+                PathBuf::from("/c/Code/User/globalStorage/rooveterinaryinc.roo-cline")
+            );
+        }
         let set = env(&[("HOME", "/h"), ("DSH_HOME", "/d"), ("CLAUDE_CONFIG_DIR", "/c"), ("CODEX_HOME", "/x")]);
         assert_eq!(SourceKind::Dsh.default_location_with(&set), PathBuf::from("/d/sessions"));
         assert_eq!(SourceKind::ClaudeCode.default_location_with(&set), PathBuf::from("/c/projects"));

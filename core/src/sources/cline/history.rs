@@ -1,0 +1,441 @@
+//! One task's `api_conversation_history.json` replayed into its current
+//! model-visible conversation (the rules are in the parent module's docs).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::conversation::ConversationItem;
+use crate::projection::Role;
+use crate::sources::foreign::title_from_text;
+use crate::sources::lenient::{Content, LBool, LStr};
+
+/// One content block of a message: its type, its text, and (for a tool
+/// result) its own content.
+#[derive(Deserialize, Default)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LStr<'a>,
+    #[serde(borrow, default)]
+    text: LStr<'a>,
+    #[serde(borrow, default)]
+    content: Content<'a>,
+}
+
+/// A message's content: a string, or blocks.
+#[derive(Default)]
+enum Body<'a> {
+    #[default]
+    None,
+    Str(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+}
+
+struct BodyVisitor;
+
+impl<'de> serde::de::Visitor<'de> for BodyVisitor {
+    type Value = Body<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string or a list of blocks")
+    }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Body::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Body::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut blocks = Vec::new();
+        while let Some(b) = seq.next_element::<Block<'de>>()? {
+            blocks.push(b);
+        }
+        Ok(Body::Blocks(blocks))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Body::None)
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Body::None)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Body::None)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Body::None)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Body::None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Body::None)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Body<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(BodyVisitor)
+    }
+}
+
+/// One element of the history (an Anthropic `MessageParam` with the
+/// agent's own tags); every field lenient.
+#[derive(Deserialize, Default)]
+pub struct RawMessage<'a> {
+    #[serde(borrow, default)]
+    role: LStr<'a>,
+    #[serde(borrow, default)]
+    content: Body<'a>,
+    #[serde(rename = "isSummary", default)]
+    is_summary: LBool,
+    #[serde(rename = "condenseId", borrow, default)]
+    condense_id: LStr<'a>,
+    #[serde(rename = "condenseParent", borrow, default)]
+    condense_parent: LStr<'a>,
+    #[serde(rename = "isTruncationMarker", default)]
+    is_truncation_marker: LBool,
+    #[serde(rename = "truncationId", borrow, default)]
+    truncation_id: LStr<'a>,
+    #[serde(rename = "truncationParent", borrow, default)]
+    truncation_parent: LStr<'a>,
+}
+
+/// What a history parse gives: the messages read, and whether the array
+/// ended early (a torn or damaged tail, not read).
+pub struct Parsed<'a> {
+    /// The elements read, in order (one that is not an object as an empty
+    /// message).
+    pub messages: Vec<RawMessage<'a>>,
+    /// Elements that were not a JSON object (skipped, counted).
+    pub skipped: u64,
+    /// The array did not close: the file ends, or is damaged, after the
+    /// last element read.
+    pub torn: bool,
+}
+
+fn skip_ws(b: &[u8], mut at: usize) -> usize {
+    while b.get(at).is_some_and(u8::is_ascii_whitespace) {
+        at += 1;
+    }
+    at
+}
+
+/// Parses a JSON array element by element, so that a file cut short (a
+/// writer rewriting it in place) gives the elements before the cut.
+/// `None` when the file does not start as an array.
+pub fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
+    let mut at = skip_ws(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    at += 1;
+    let mut out = Parsed { messages: Vec::new(), skipped: 0, torn: false };
+    loop {
+        at = skip_ws(bytes, at);
+        match bytes.get(at) {
+            Some(b']') => return Some(out),
+            None => {
+                out.torn = true;
+                return Some(out);
+            }
+            _ => {}
+        }
+        // An object parses as a message in one pass; anything else (or a
+        // torn element) is looked at again to tell where it ends.
+        let mut stream = serde_json::Deserializer::from_slice(&bytes[at..]).into_iter::<RawMessage<'_>>();
+        let end = match stream.next() {
+            Some(Ok(m)) if bytes[at] == b'{' => {
+                out.messages.push(m);
+                at + stream.byte_offset()
+            }
+            _ => {
+                let mut any = serde_json::Deserializer::from_slice(&bytes[at..]).into_iter::<serde::de::IgnoredAny>();
+                match any.next() {
+                    Some(Ok(_)) => {
+                        // Kept as an empty place, so that positions (Cline's
+                        // deleted range) stay those of the file.
+                        out.messages.push(RawMessage::default());
+                        out.skipped += 1;
+                        at + any.byte_offset()
+                    }
+                    _ => {
+                        out.torn = true;
+                        return Some(out);
+                    }
+                }
+            }
+        };
+        at = skip_ws(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at += 1,
+            Some(b']') => return Some(out),
+            _ => {
+                out.torn = true;
+                return Some(out);
+            }
+        }
+    }
+}
+
+/// The tags Cline and Roo Code wrap what the user typed in.
+const USER_TAGS: [&str; 4] = ["task", "feedback", "answer", "user_message"];
+
+/// The inner texts of `<tag>…</tag>` for the user tags, in order.
+fn user_tagged(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    loop {
+        let next =
+            USER_TAGS.iter().filter_map(|t| rest.find(&format!("<{t}>")).map(|at| (at, *t))).min_by_key(|(at, _)| *at);
+        let Some((at, tag)) = next else { return out };
+        let inner = &rest[at + tag.len() + 2..];
+        let close = format!("</{tag}>");
+        match inner.find(&close) {
+            Some(end) => {
+                out.push(inner[..end].trim());
+                rest = &inner[end + close.len()..];
+            }
+            None => {
+                out.push(inner.trim());
+                return out;
+            }
+        }
+    }
+}
+
+/// The typed text of a user message: the inner texts of the user tags,
+/// in its text blocks and its tool results (feedback on a tool); nothing
+/// else (tool output, environment details and notices are the harness's).
+fn user_text(m: &RawMessage<'_>) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    match &m.content {
+        Body::None => {}
+        Body::Str(s) => out.extend(user_tagged(s)),
+        Body::Blocks(blocks) => {
+            for b in blocks {
+                match b.kind.get() {
+                    Some("text") => out.extend(b.text.get().map(user_tagged).unwrap_or_default()),
+                    Some("tool_result") => {
+                        for t in b.content.texts(&["text"]) {
+                            out.extend(user_tagged(t));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    out.retain(|t| !t.is_empty());
+    out.join("\n")
+}
+
+/// The tool calls Cline and Roo Code write as XML in an assistant's text,
+/// and their reasoning tag: removed from the visible text.
+const XML_TOOLS: [&str; 31] = [
+    "thinking",
+    "read_file",
+    "write_to_file",
+    "replace_in_file",
+    "apply_diff",
+    "insert_content",
+    "search_and_replace",
+    "execute_command",
+    "search_files",
+    "list_files",
+    "list_code_definition_names",
+    "codebase_search",
+    "browser_action",
+    "use_mcp_tool",
+    "access_mcp_resource",
+    "new_task",
+    "switch_mode",
+    "fetch_instructions",
+    "update_todo_list",
+    "new_rule",
+    "report_bug",
+    "condense",
+    "summarize_task",
+    "load_mcp_documentation",
+    "web_fetch",
+    "web_search",
+    "generate_image",
+    "run_slash_command",
+    "attempt_completion",
+    "ask_followup_question",
+    "plan_mode_respond",
+];
+
+/// The tools whose one parameter is what the user reads: the text shown.
+fn shown_part(tool: &str) -> Option<&'static str> {
+    match tool {
+        "attempt_completion" => Some("result"),
+        "ask_followup_question" => Some("question"),
+        "plan_mode_respond" => Some("response"),
+        _ => None,
+    }
+}
+
+/// An assistant text with its XML tool calls and reasoning removed (a
+/// completion's result, a question and a plan-mode response kept as text).
+/// A call left open (the reply was cut) is removed to the end.
+pub fn visible_assistant_text(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(lt) = rest.find('<') {
+        let after = &rest[lt + 1..];
+        let tool = XML_TOOLS.iter().find(|t| after.starts_with(*t) && after[t.len()..].starts_with('>'));
+        let Some(tool) = tool else {
+            out.push_str(&rest[..=lt]);
+            rest = after;
+            continue;
+        };
+        out.push_str(&rest[..lt]);
+        let inner_start = &after[tool.len() + 1..];
+        let close = format!("</{tool}>");
+        let (inner, tail) = match inner_start.find(&close) {
+            Some(end) => (&inner_start[..end], &inner_start[end + close.len()..]),
+            None => (inner_start, ""),
+        };
+        if let Some(part) = shown_part(tool) {
+            let (open, close) = (format!("<{part}>"), format!("</{part}>"));
+            if let Some(s) = inner.find(&open) {
+                let body = &inner[s + open.len()..];
+                let body = body.find(&close).map_or(body, |e| &body[..e]);
+                out.push_str(body.trim());
+            }
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out.trim().to_owned()
+}
+
+/// The visible text of an assistant message: its text blocks (never
+/// reasoning or tool use), each without XML tool calls, joined with `"\n"`.
+fn assistant_text(m: &RawMessage<'_>) -> String {
+    let texts: Vec<String> = match &m.content {
+        Body::None => Vec::new(),
+        Body::Str(s) => vec![visible_assistant_text(s)],
+        Body::Blocks(blocks) => blocks
+            .iter()
+            .filter(|b| b.kind.get() == Some("text"))
+            .filter_map(|b| b.text.get().map(visible_assistant_text))
+            .collect(),
+    };
+    texts.into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n")
+}
+
+/// The whole text of a summary message (any role), its text blocks joined.
+fn summary_text(m: &RawMessage<'_>) -> String {
+    match &m.content {
+        Body::None => String::new(),
+        Body::Str(s) => s.trim().to_owned(),
+        Body::Blocks(blocks) => {
+            let texts: Vec<&str> =
+                blocks.iter().filter(|b| b.kind.get() == Some("text")).filter_map(|b| b.text.get()).collect();
+            texts.join("\n").trim().to_owned()
+        }
+    }
+}
+
+/// The positions Cline sends after truncation: the first user-assistant
+/// pair, then every message after the deleted range's end (`[start, end]`,
+/// inclusive; no range: every message).
+pub fn cline_effective(len: usize, deleted: Option<(u64, u64)>) -> Vec<usize> {
+    match deleted {
+        None => (0..len).collect(),
+        Some((_, end)) => {
+            let from = usize::try_from(end).unwrap_or(usize::MAX).saturating_add(1).max(2);
+            (0..len.min(2)).chain(from..len).collect()
+        }
+    }
+}
+
+/// The positions Roo Code sends: every message but those whose
+/// `condenseParent` names a summary still there (`isSummary` with that
+/// `condenseId`) or whose `truncationParent` names a truncation marker
+/// still there (`isTruncationMarker` with that `truncationId`).
+pub fn roo_effective(messages: &[RawMessage<'_>]) -> Vec<usize> {
+    let summaries: std::collections::HashSet<&str> =
+        messages.iter().filter(|m| m.is_summary.0).filter_map(|m| m.condense_id.get()).collect();
+    let markers: std::collections::HashSet<&str> =
+        messages.iter().filter(|m| m.is_truncation_marker.0).filter_map(|m| m.truncation_id.get()).collect();
+    (0..messages.len())
+        .filter(|&i| {
+            let m = &messages[i];
+            !m.condense_parent.get().is_some_and(|p| summaries.contains(p))
+                && !m.truncation_parent.get().is_some_and(|p| markers.contains(p))
+        })
+        .collect()
+}
+
+/// The conversation items of the messages at `positions`: a summary as a
+/// checkpoint, a truncation marker dropped, user and assistant text.
+pub fn items(messages: &[RawMessage<'_>], positions: &[usize]) -> Vec<ConversationItem> {
+    let mut out = Vec::new();
+    for &i in positions {
+        let m = &messages[i];
+        if m.is_truncation_marker.0 {
+            continue;
+        }
+        if m.is_summary.0 {
+            let text = summary_text(m);
+            if !text.is_empty() {
+                out.push(ConversationItem::checkpoint(text));
+            }
+            continue;
+        }
+        let (role, text) = match m.role.get() {
+            Some("user") => (Role::User, user_text(m)),
+            Some("assistant") => (Role::Assistant, assistant_text(m)),
+            _ => continue,
+        };
+        if !text.is_empty() {
+            out.push(ConversationItem::new(role, text));
+        }
+    }
+    out
+}
+
+/// The first typed user text of the whole history, as a title.
+pub fn first_user_title(messages: &[RawMessage<'_>]) -> Option<String> {
+    messages
+        .iter()
+        .filter(|m| m.role.get() == Some("user") && !m.is_summary.0)
+        .find_map(|m| title_from_text(&user_text(m)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_tool_calls_leave_only_what_is_shown() {
+        let t = "<thinking>plan</thinking>\nI will read it.\n<read_file>\n<path>a.rs</path>\n</read_file>";
+        assert_eq!(visible_assistant_text(t), "I will read it.");
+        let done =
+            "<attempt_completion>\n<result>\nAll fixed.\n</result>\n<command>ls</command>\n</attempt_completion>";
+        assert_eq!(visible_assistant_text(done), "All fixed.");
+        assert_eq!(visible_assistant_text("a < b and <b>bold</b>"), "a < b and <b>bold</b>");
+        assert_eq!(visible_assistant_text("Cut: <execute_command><command>make"), "Cut:");
+    }
+
+    #[test]
+    fn user_tags_give_the_typed_text() {
+        assert_eq!(user_tagged("<task>\nFix it\n</task>"), vec!["Fix it"]);
+        assert_eq!(user_tagged("[TASK RESUMPTION] …\n<user_message>\ngo on\n</user_message>"), vec!["go on"]);
+        assert!(user_tagged("<environment_details>x</environment_details>").is_empty());
+    }
+
+    #[test]
+    fn a_torn_array_gives_the_elements_before_the_cut() {
+        let p =
+            parse(br#"[{"role":"user","content":"a"}, 5, {"role":"assistant","content":"b"}, {"role":"us"#).unwrap();
+        assert_eq!((p.messages.len(), p.skipped, p.torn), (3, 1, true));
+        let p = parse(b" [ ] ").unwrap();
+        assert_eq!((p.messages.len(), p.torn), (0, false));
+        assert!(parse(b"{}").is_none());
+        assert_eq!(cline_effective(6, Some((2, 3))), vec![0, 1, 4, 5]);
+        assert_eq!(cline_effective(3, None), vec![0, 1, 2]);
+    }
+}

@@ -1,0 +1,454 @@
+//! Cline and Roo Code tasks (and legacy Kilo Code's, Roo's shape): a
+//! read-only session source over a VS Code extension's global storage
+//! directory (`…/globalStorage/saoudrizwan.claude-dev` for Cline,
+//! `…/globalStorage/rooveterinaryinc.roo-cline` for Roo Code), reading
+//! `tasks/<task id>/api_conversation_history.json`.
+//!
+//! ```no_run
+//! use dsh_session_reference::sources::cline::{ClineSource, Flavor};
+//! use dsh_session_reference::{Config, FileSource, Resolver};
+//!
+//! let source = ClineSource::open("/home/me/.config/Code/User/globalStorage/saoudrizwan.claude-dev", Flavor::Cline)?;
+//! let resolver = Resolver::new(source.into_query(), Config::default());
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! # Sessions
+//!
+//! - **id**: `cline:<task id>` (`roo-code:<task id>`), the task's directory
+//!   name. A task directory without `api_conversation_history.json`, or with
+//!   an empty one, is not a session (yet).
+//! - **createdAt**: Cline: the task id (Cline's ids are the creation time in
+//!   ms), else the task's `ts` in `state/taskHistory.json`; Roo Code: `ts`
+//!   of the task's `history_item.json`; else the history file's
+//!   modification time.
+//! - **cwd**: Cline: `cwdOnTaskInitialization` of the task in
+//!   `state/taskHistory.json`; Roo Code: `workspace` of `history_item.json`.
+//! - **title**: the task's `task` text from that index (the prompt that
+//!   started it, as the agent keeps it), else the first typed user text of
+//!   the history (whitespace collapsed, at most 100 characters).
+//! - **capturedThroughSeq**: the 0-based number of the last element of the
+//!   history array read.
+//!
+//! # Replay
+//!
+//! The history is an array of Anthropic `MessageParam`s, rewritten whole
+//! by the agent. It is read element by element: an element that is not an
+//! object is skipped; a file cut short (read while being rewritten) gives
+//! the elements before the cut.
+//!
+//! - **Cline** sends the first user-assistant pair, then every message
+//!   after its `conversationHistoryDeletedRange` (`[start, end]`, inclusive),
+//!   which it keeps on the task's history item (else on its UI messages,
+//!   `ui_messages.json`, the last one that carries it).
+//! - **Roo Code** keeps condensed and truncated messages, tagged: a message
+//!   whose `condenseParent` is the `condenseId` of a summary still in the
+//!   history (`isSummary`), or whose `truncationParent` is the
+//!   `truncationId` of a truncation marker still there
+//!   (`isTruncationMarker`), is not sent. A summary is a checkpoint; a
+//!   truncation marker (a notice) is dropped.
+//!
+//! What reaches the conversation:
+//!
+//! - user: what the user typed, which the agents wrap in `<task>`,
+//!   `<feedback>`, `<answer>` or `<user_message>` (inside tool results too:
+//!   feedback on a denied tool); nothing else of a user message (tool
+//!   output, environment details, resumption notices and errors are the
+//!   harness's);
+//! - assistant: text blocks, with the XML tool calls the agents write in
+//!   them and `<thinking>` removed (the `result` of `attempt_completion`,
+//!   the `question` of `ask_followup_question` and the `response` of
+//!   `plan_mode_respond`, which the user reads, kept);
+//! - never tool use or results, images, reasoning blocks, environment
+//!   details.
+//!
+//! # Safety
+//!
+//! As for every source: nothing is written or locked, no link below the
+//! root is followed; a history larger than [`MAX_HISTORY_BYTES`] makes
+//! its task unreadable (the whole file is parsed at once).
+
+pub mod history;
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+
+use crate::conversation::Conversation;
+use crate::error::HostError;
+use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
+use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
+use crate::sources::foreign::{conversation, mtime_ms, read_error, title_from_text, LineStats, ListedSession, Listing};
+use crate::sources::lenient::{lenient, LStr, LU64};
+use crate::sources::FileSource;
+
+/// What every Cline session id starts with.
+pub const PREFIX: &str = "cline:";
+
+/// What every Roo Code session id starts with.
+pub const ROO_PREFIX: &str = "roo-code:";
+
+/// The history file of a task.
+pub const HISTORY: &str = "api_conversation_history.json";
+
+/// The largest history read, in bytes (it is parsed whole).
+pub const MAX_HISTORY_BYTES: u64 = 1 << 30;
+
+/// Which extension wrote the tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Flavor {
+    /// Cline (`saoudrizwan.claude-dev`).
+    Cline,
+    /// Roo Code (`rooveterinaryinc.roo-cline`), and legacy Kilo Code
+    /// (`kilocode.kilo-code`), which writes Roo's shape.
+    RooCode,
+}
+
+impl Flavor {
+    /// The prefix of its session ids.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Flavor::Cline => PREFIX,
+            Flavor::RooCode => ROO_PREFIX,
+        }
+    }
+
+    /// Its name in messages.
+    pub fn format(self) -> &'static str {
+        match self {
+            Flavor::Cline => "Cline",
+            Flavor::RooCode => "Roo Code",
+        }
+    }
+
+    /// Its VS Code extension id (its global storage directory's name).
+    pub fn extension_id(self) -> &'static str {
+        match self {
+            Flavor::Cline => "saoudrizwan.claude-dev",
+            Flavor::RooCode => "rooveterinaryinc.roo-cline",
+        }
+    }
+}
+
+/// What a task's index entry says (Cline's `taskHistory.json` item, Roo's
+/// `history_item.json`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskInfo {
+    /// `ts` (ms).
+    pub ts: Option<u64>,
+    /// The prompt that started the task.
+    pub task: Option<String>,
+    /// Its working directory.
+    pub cwd: Option<String>,
+    /// Cline's `conversationHistoryDeletedRange`.
+    pub deleted: Option<(u64, u64)>,
+}
+
+#[derive(Deserialize, Default)]
+struct ItemJson<'a> {
+    #[serde(borrow, default)]
+    id: LStr<'a>,
+    #[serde(default)]
+    ts: LU64,
+    #[serde(borrow, default)]
+    task: LStr<'a>,
+    #[serde(rename = "cwdOnTaskInitialization", borrow, default)]
+    cwd: LStr<'a>,
+    #[serde(borrow, default)]
+    workspace: LStr<'a>,
+    #[serde(rename = "conversationHistoryDeletedRange", default, deserialize_with = "lenient")]
+    deleted: Option<(u64, u64)>,
+}
+
+impl ItemJson<'_> {
+    fn info(&self) -> TaskInfo {
+        TaskInfo {
+            ts: self.ts.0,
+            task: self.task.owned().filter(|t| !t.trim().is_empty()),
+            cwd: self.cwd.owned().or_else(|| self.workspace.owned()).filter(|c| !c.is_empty()),
+            deleted: self.deleted,
+        }
+    }
+}
+
+/// A UI message's deleted range (the rest skipped).
+#[derive(Deserialize, Default)]
+struct UiJson {
+    #[serde(rename = "conversationHistoryDeletedRange", default, deserialize_with = "lenient")]
+    deleted: Option<(u64, u64)>,
+}
+
+/// Cline's task index, by task id, with the identity it was read at.
+type IndexMemo = Option<(FileIdentity, Arc<HashMap<String, TaskInfo>>)>;
+
+/// A read-only session source over Cline's or Roo Code's global storage.
+/// Cheap to clone; every method may run concurrently.
+#[derive(Clone, Debug)]
+pub struct ClineSource {
+    root: Arc<PathBuf>,
+    flavor: Flavor,
+    index: Arc<Mutex<IndexMemo>>,
+}
+
+/// Cline's index of tasks, below the storage root.
+const TASK_INDEX: [&str; 2] = ["state", "taskHistory.json"];
+
+/// One read task.
+#[derive(Clone, Debug, Default)]
+pub struct Read {
+    /// The current conversation.
+    pub items: Vec<crate::conversation::ConversationItem>,
+    /// The title by the rules of the module docs.
+    pub title: Option<String>,
+    /// The working directory.
+    pub cwd: Option<String>,
+    /// Elements read (`lines`) and skipped.
+    pub stats: LineStats,
+}
+
+fn os(parts: &[&str]) -> Vec<OsString> {
+    parts.iter().map(OsString::from).collect()
+}
+
+impl ClineSource {
+    /// Opens a global storage directory (a link to one is fine). It need not
+    /// have `tasks/` yet.
+    pub fn open(root: impl AsRef<Path>, flavor: Flavor) -> io::Result<Self> {
+        let root = super::open_root(root.as_ref(), flavor.format())?;
+        Ok(ClineSource { root: Arc::new(root), flavor, index: Arc::default() })
+    }
+
+    fn bare<'a>(&self, id: &'a str) -> &'a str {
+        id.strip_prefix(self.flavor.prefix()).unwrap_or(id)
+    }
+
+    fn open_in(&self, parts: &[OsString]) -> io::Result<(std::fs::File, FileIdentity)> {
+        let parts: Vec<&OsStr> = parts.iter().map(OsString::as_os_str).collect();
+        open_under(&self.root, &parts)
+    }
+
+    fn task_path(&self, task: &str, file: &str) -> PathBuf {
+        self.root.join("tasks").join(task).join(file)
+    }
+
+    /// Cline's `state/taskHistory.json`, by task id (re-read only when it
+    /// changed; empty for Roo Code, or when it is absent or not JSON).
+    pub fn task_index(&self) -> Arc<HashMap<String, TaskInfo>> {
+        if self.flavor != Flavor::Cline {
+            return Arc::default();
+        }
+        let Ok((mut file, identity)) = self.open_in(&os(&TASK_INDEX)) else { return Arc::default() };
+        if let Some((known, index)) = self.index.lock().ok().and_then(|m| m.clone()) {
+            if known == identity {
+                return index;
+            }
+        }
+        let mut bytes = Vec::new();
+        let read = (&mut file).take(MAX_HISTORY_BYTES).read_to_end(&mut bytes);
+        let items: Vec<ItemJson<'_>> =
+            if read.is_ok() { serde_json::from_slice(&bytes).unwrap_or_default() } else { Vec::new() };
+        let index: HashMap<String, TaskInfo> =
+            items.iter().filter_map(|i| i.id.owned().map(|id| (id, i.info()))).collect();
+        let index = Arc::new(index);
+        if let Ok(mut memo) = self.index.lock() {
+            *memo = Some((identity, index.clone()));
+        }
+        index
+    }
+
+    /// Roo Code's `history_item.json` of a task (`None` when absent or not JSON).
+    fn history_item(&self, task: &str) -> Option<TaskInfo> {
+        let (mut file, _) = self.open_in(&os(&["tasks", task, "history_item.json"])).ok()?;
+        let mut bytes = Vec::new();
+        (&mut file).take(1 << 20).read_to_end(&mut bytes).ok()?;
+        serde_json::from_slice::<ItemJson<'_>>(&bytes).ok().map(|i| i.info())
+    }
+
+    /// What the agent's index says of `task`.
+    fn info(&self, task: &str, index: &HashMap<String, TaskInfo>) -> Option<TaskInfo> {
+        match self.flavor {
+            Flavor::Cline => index.get(task).cloned(),
+            Flavor::RooCode => self.history_item(task),
+        }
+    }
+
+    /// The task directories, in byte order, with per-entry problems.
+    fn tasks(&self, rejected: &mut Vec<(PathBuf, String)>) -> Vec<String> {
+        let dir = self.root.join("tasks");
+        let entries = match sorted_entries(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
+            Err(e) => {
+                rejected.push((dir, e.to_string()));
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            match entry.kind(&dir) {
+                Ok(EntryKind::Dir) => match entry.name.to_str() {
+                    Some(name) => out.push(name.to_owned()),
+                    None => rejected.push((dir.join(&entry.name), "a task directory name that is not UTF-8".into())),
+                },
+                Ok(EntryKind::Link) => rejected.push((dir.join(&entry.name), LINK_REASON.to_owned())),
+                Ok(_) => {}
+                Err(e) => rejected.push((dir.join(&entry.name), e.to_string())),
+            }
+        }
+        out
+    }
+
+    /// The tasks with a history, newest first.
+    pub fn list(&self) -> io::Result<Listing> {
+        let mut rejected = Vec::new();
+        let tasks = self.tasks(&mut rejected);
+        let index = self.task_index();
+        let found = par_map(&tasks, |task, _: &mut ()| {
+            let (_, identity) = self.open_in(&os(&["tasks", task, HISTORY]))?;
+            Ok::<_, io::Error>((identity, self.info(task, &index)))
+        });
+        let mut listing =
+            Listing { sessions: Vec::with_capacity(tasks.len()), rejected, without_conversation: Vec::new() };
+        for (task, found) in tasks.iter().zip(found) {
+            let path = self.task_path(task, HISTORY);
+            let (identity, info) = match found {
+                Ok(f) => f,
+                // A task directory without its history is not a session.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    listing.rejected.push((path, e.to_string()));
+                    continue;
+                }
+            };
+            if identity.size == 0 {
+                listing.without_conversation.push(path);
+                continue;
+            }
+            let info = info.unwrap_or_default();
+            let from_id =
+                (self.flavor == Flavor::Cline && task.len() >= 12 && task.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| task.parse().ok())
+                    .flatten();
+            let created = from_id.or(info.ts).unwrap_or_else(|| mtime_ms(&identity));
+            listing.sessions.push(ListedSession::new(self.flavor.prefix(), task, created, info.cwd, path));
+        }
+        listing.sort();
+        Ok(listing)
+    }
+
+    /// Cline's deleted range from the task's UI messages (the last one
+    /// that carries it).
+    fn ui_deleted_range(&self, task: &str) -> Option<(u64, u64)> {
+        let (mut file, _) = self.open_in(&os(&["tasks", task, "ui_messages.json"])).ok()?;
+        let mut bytes = Vec::new();
+        (&mut file).take(MAX_HISTORY_BYTES).read_to_end(&mut bytes).ok()?;
+        let ui: Vec<UiJson> = serde_json::from_slice(&bytes).ok()?;
+        ui.iter().rev().find_map(|m| m.deleted)
+    }
+
+    /// Reads the task `id` (with or without the prefix).
+    pub fn read(&self, id: &str) -> Result<Read, HostError> {
+        let task = self.bare(id);
+        let path = self.task_path(task, HISTORY);
+        let fail = |e: String| read_error(self.flavor.format(), id, &path, e);
+        if task.is_empty() || task.contains(['/', '\\']) || task == "." || task == ".." {
+            return Err(fail("not a task id".into()));
+        }
+        let (mut file, identity) = self.open_in(&os(&["tasks", task, HISTORY])).map_err(|e| fail(e.to_string()))?;
+        if identity.size > MAX_HISTORY_BYTES {
+            return Err(fail(format!("the history is {} bytes, over the {MAX_HISTORY_BYTES} read", identity.size)));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(identity.size).unwrap_or(0));
+        (&mut file).take(MAX_HISTORY_BYTES).read_to_end(&mut bytes).map_err(|e| fail(e.to_string()))?;
+        let parsed = history::parse(&bytes).ok_or_else(|| fail("not a JSON array of messages".into()))?;
+        let info = self.info(task, &self.task_index()).unwrap_or_default();
+        let positions = match self.flavor {
+            Flavor::Cline => {
+                let deleted = info.deleted.or_else(|| self.ui_deleted_range(task));
+                history::cline_effective(parsed.messages.len(), deleted)
+            }
+            Flavor::RooCode => history::roo_effective(&parsed.messages),
+        };
+        let items = history::items(&parsed.messages, &positions);
+        let title =
+            info.task.as_deref().and_then(title_from_text).or_else(|| history::first_user_title(&parsed.messages));
+        let stats = LineStats { lines: parsed.messages.len() as u64, skipped: parsed.skipped };
+        Ok(Read { items, title, cwd: info.cwd, stats })
+    }
+
+    /// The title of `id` by the rules of the module docs.
+    pub fn title(&self, id: &str) -> Result<Option<String>, HostError> {
+        self.read(id).map(|r| r.title)
+    }
+
+    /// The current conversation of `id`, as the resolver renders it.
+    pub fn conversation(&self, id: &str) -> Result<Conversation, HostError> {
+        let read = self.read(id)?;
+        Ok(conversation(self.flavor.prefix(), id, read.cwd, read.stats, read.items))
+    }
+}
+
+impl BlockingSessionQuery for ClineSource {
+    fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
+        Listing::headers(self.list(), self.flavor.format(), &self.root)
+    }
+
+    /// The listing with every task's fingerprint (a few `lstat`s each).
+    fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
+        let sessions = self.list_sessions()?;
+        let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+        let fps = self.fingerprints(&ids)?.unwrap_or_else(|| crate::host::no_fingerprints(ids.len()));
+        Ok(SharedListing::new(sessions.into(), fps.into()))
+    }
+
+    fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
+        self.title(session_id)
+    }
+
+    fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
+        self.conversation(session_id).map(SurfaceData::from)
+    }
+
+    /// A task's fingerprint: the identities of every file its read may
+    /// use: its history, its UI messages (Cline's deleted range may come
+    /// from them), and the index (Cline's `taskHistory.json`, Roo Code's
+    /// `history_item.json`).
+    fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
+        let cline_index = Stamp::lstat(&self.root.join(TASK_INDEX[0]).join(TASK_INDEX[1]));
+        let print = |id: &String| {
+            let task = self.bare(id);
+            let mut bytes = Fingerprint::from(Stamp::lstat(&self.task_path(task, HISTORY))?.id).as_bytes().to_vec();
+            let extra = match self.flavor {
+                Flavor::Cline => [Stamp::lstat(&self.task_path(task, "ui_messages.json")), cline_index],
+                Flavor::RooCode => [Stamp::lstat(&self.task_path(task, "history_item.json")), None],
+            };
+            for stamp in extra {
+                match stamp {
+                    Some(s) => bytes.extend_from_slice(Fingerprint::from(s.id).as_bytes()),
+                    None => bytes.push(0),
+                }
+            }
+            Some(Fingerprint::from_bytes(bytes))
+        };
+        Ok(Some(session_ids.iter().map(print).collect()))
+    }
+}
+
+impl FileSource for ClineSource {
+    const FORMAT: &'static str = "Cline";
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn identity(&self, session_id: &str) -> Result<FileIdentity, HostError> {
+        let task = self.bare(session_id);
+        self.open_in(&os(&["tasks", task, HISTORY]))
+            .map(|(_, i)| i)
+            .map_err(|e| read_error(self.flavor.format(), session_id, &self.task_path(task, HISTORY), e))
+    }
+}

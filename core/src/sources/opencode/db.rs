@@ -1,0 +1,185 @@
+//! Reading an SQLite database that another program may be writing, without
+//! writing, creating or write-locking anything.
+//!
+//! SQLite's own read-only mode is not enough: a connection opened
+//! `SQLITE_OPEN_READONLY` to a WAL-mode database whose `-wal` and `-shm`
+//! files are absent creates both (and leaves them). So a read goes one of
+//! two ways, chosen by what lies beside the database when it starts:
+//!
+//! - **`-wal` and `-shm` exist** (a writer has the database open, or left
+//!   them): open read-only (`SQLITE_OPEN_READONLY`, checkpoint on close
+//!   disabled) and read in one transaction. SQLite's WAL protocol gives the
+//!   transaction one consistent snapshot while the writer goes on; the
+//!   database file is opened `O_RDONLY`, so no write lock can be taken on
+//!   it, and a reader never takes the WAL write lock (it marks what it reads
+//!   in the `-shm` index, as every reader does).
+//! - **no `-wal`**: open with `immutable=1` (no lock, no `-wal` or `-shm`,
+//!   the file as it is) and, after the read, check that the database file
+//!   is the one that was read (identity, size, modification and change
+//!   times unchanged) and that no rollback journal appeared. A writer that
+//!   starts meanwhile appends to a new `-wal` and leaves the database file
+//!   as it was until a checkpoint, which changes it: so an unchanged file
+//!   means the read saw one committed state. A changed one is read again.
+//!
+//! A `-wal` without its `-shm` (left by a crash, with no process holding
+//! the database) or a rollback journal (a write in progress, or one that
+//! was interrupted) cannot be read without writing: after a few tries the
+//! read fails with a message saying why.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::fs::Stamp;
+
+/// How many times a read is tried before it gives up (each waits a little
+/// longer for a writer to finish).
+pub const TRIES: u32 = 5;
+
+/// The longest value (a row's JSON `data`) a read accepts, in bytes: the
+/// same bound as a transcript's line, so that memory stays bounded.
+const MAX_VALUE_BYTES: usize = crate::sources::foreign::MAX_LINE_BYTES;
+
+/// `path` with `suffix` appended to its file name (`-wal`, `-shm`, `-journal`).
+pub fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The stamps of the database and of its `-wal`, for telling whether
+/// anything changed between two looks (`None` for a file that is absent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DbStamp {
+    /// The database file.
+    pub db: Option<Stamp>,
+    /// Its `-wal` file.
+    pub wal: Option<Stamp>,
+}
+
+impl DbStamp {
+    /// The stamps as they are now.
+    pub fn now(path: &Path) -> DbStamp {
+        DbStamp { db: Stamp::lstat(path), wal: Stamp::lstat(&beside(path, "-wal")) }
+    }
+}
+
+/// A `file:` URI of `path` for `sqlite3_open_v2` (every byte that is not
+/// plainly safe percent-encoded) with `query` appended.
+fn uri(path: &Path, query: &str) -> String {
+    let mut out = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'-' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out.push('?');
+    out.push_str(query);
+    out
+}
+
+fn prepare(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_millis(500))?;
+    conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, i32::try_from(MAX_VALUE_BYTES).unwrap_or(i32::MAX))?;
+    // A read-only connection must not try to checkpoint when it closes.
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    Ok(())
+}
+
+/// What went wrong with one try.
+enum Try<E> {
+    /// Try again (the database changed, or a writer was busy).
+    Again(String),
+    /// Give up with this error.
+    Fail(E),
+}
+
+/// Runs `read` on a read-only connection to the database at `path`, in one
+/// read transaction, by the rules of the module docs. `read`'s own error
+/// (`E`) ends the read; an SQLite error is given to `sqlite_error` to make
+/// one.
+pub fn read<T, E>(
+    path: &Path,
+    sqlite_error: impl Fn(String) -> E,
+    mut read: impl FnMut(&Connection) -> Result<Result<T, E>, rusqlite::Error>,
+) -> Result<T, E> {
+    let mut last = String::new();
+    for attempt in 0..TRIES {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(10 << attempt));
+        }
+        match read_once(path, &mut read) {
+            Ok(v) => return v,
+            Err(Try::Fail(e)) => return Err(sqlite_error(e)),
+            Err(Try::Again(why)) => last = why,
+        }
+    }
+    Err(sqlite_error(format!("{last} (tried {TRIES} times)")))
+}
+
+fn read_once<T, E>(
+    path: &Path,
+    read: &mut impl FnMut(&Connection) -> Result<Result<T, E>, rusqlite::Error>,
+) -> Result<Result<T, E>, Try<String>> {
+    let exists = |suffix: &str| Stamp::lstat(&beside(path, suffix)).is_some();
+    if exists("-journal") {
+        return Err(Try::Again(
+            "a rollback journal lies beside the database (a write is in progress or was interrupted; \
+             reading it would need a recovery that writes)"
+                .into(),
+        ));
+    }
+    let before = Stamp::lstat(path).ok_or_else(|| Try::Fail("the database file is gone".to_owned()))?;
+    let wal = exists("-wal");
+    let (conn, immutable) = if wal {
+        if !exists("-shm") {
+            return Err(Try::Again(
+                "the database has a -wal file but no -shm file (left by a crash?): reading it would create \
+                 the -shm file; open it once with OpenCode to recover it"
+                    .into(),
+            ));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        (Connection::open_with_flags(path, flags).map_err(|e| Try::Fail(e.to_string()))?, false)
+    } else {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        (Connection::open_with_flags(uri(path, "immutable=1"), flags).map_err(|e| Try::Fail(e.to_string()))?, true)
+    };
+    prepare(&conn).map_err(|e| Try::Fail(e.to_string()))?;
+    let outcome = (|| {
+        conn.execute_batch("BEGIN")?;
+        let v = read(&conn)?;
+        conn.execute_batch("COMMIT")?;
+        Ok(v)
+    })();
+    drop(conn);
+    let value = match outcome {
+        Ok(v) => v,
+        Err(e) if is_busy(&e) => return Err(Try::Again(e.to_string())),
+        // An immutable read of a file that changed under it may see a
+        // torn page: read again rather than report it.
+        Err(e) if immutable && Stamp::lstat(path) != Some(before) => return Err(Try::Again(e.to_string())),
+        Err(e) => return Err(Try::Fail(e.to_string())),
+    };
+    if immutable && (Stamp::lstat(path) != Some(before) || exists("-journal")) {
+        return Err(Try::Again("the database changed while it was read".into()));
+    }
+    Ok(value)
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_escape_every_odd_byte() {
+        assert_eq!(uri(Path::new("/a b/c?d#e%.db"), "immutable=1"), "file:/a%20b/c%3Fd%23e%25.db?immutable=1");
+    }
+}
