@@ -239,6 +239,39 @@ fn claude_code_title_read() {
     assert_eq!(conversation.items.len(), 2_400);
 }
 
+/// A title read of a 24 MB Codex rollout keeps the title's text only,
+/// without replaying the history.
+fn codex_title_read() {
+    use dsh_session_reference::sources::codex::CodexSource;
+    let id = "0199aaaa-0000-7000-8000-000000000001";
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/2026/01/01");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ts = "2026-01-01T00:00:00.000Z";
+    let mut out = json!({"timestamp": ts, "type": "session_meta", "payload": {"id": id, "timestamp": ts, "cwd": "/w"}})
+        .to_string()
+        + "\n";
+    for n in 0..1_200 {
+        let (role, kind, text) = match n % 2 {
+            0 => ("user", "input_text", format!("question {n}: {}", words(6_000, n))),
+            _ => ("assistant", "output_text", format!("answer {n}: {}", words(14_000, n))),
+        };
+        let payload = json!({"type": "message", "role": role, "content": [{"type": kind, "text": text}]});
+        out.push_str(&json!({"timestamp": ts, "type": "response_item", "payload": payload}).to_string());
+        out.push('\n');
+    }
+    std::fs::write(dir.join(format!("rollout-2026-01-01T00-00-00-{id}.jsonl")), out).unwrap();
+    let bytes = log_bytes(home.path());
+    assert!(bytes > 10 * MB, "{bytes}");
+    let source = CodexSource::open(home.path()).unwrap();
+    let codex_id = format!("codex:{id}");
+    BlockingSessionQuery::list_sessions(&source).unwrap();
+    let (title, peak) = peak_of(|| BlockingSessionQuery::read_title(&source, &codex_id).unwrap());
+    assert_eq!(title.as_deref().map(|t| t.starts_with("question 0: ")), Some(true), "{title:?}");
+    assert!(peak < bytes / 8, "a title read of {bytes} bytes peaked at {peak} bytes");
+    assert_eq!(source.conversation(&codex_id).unwrap().items.len(), 1_200);
+}
+
 /// `prepare` of a 24 MB DSH log of tool output (a prompt of 64 KiB) reads
 /// it holding its messages, not its tool results.
 fn dsh_prepare_of_tool_output() {
@@ -341,6 +374,7 @@ fn the_visible_surface_projects_as_the_whole_one() {
 #[test]
 fn memory_follows_what_is_kept_not_the_log() {
     claude_code_title_read();
+    codex_title_read();
     dsh_prepare_of_tool_output();
     index_build_of_a_big_session();
 }
