@@ -19,18 +19,20 @@ TEMPLATE = os.path.join(HERE, "..", "tests", "fixtures", "dsh-generations", "raw
                         "--home-dev-gen--", "tool-call-turn", "session.v4.jsonl")
 
 
+POOL = []
+
+
 def words(n, salt):
-    """About n bytes of varied ASCII text (distinct per salt)."""
-    base = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron "
-            "pi rho sigma tau upsilon phi chi psi omega ").split()
-    out, i = [], salt
-    size = 0
-    while size < n:
-        w = base[(i * 7 + salt) % len(base)] + str(i % 97)
-        out.append(w)
-        size += len(w) + 1
-        i += 1
-    return " ".join(out)
+    """About n bytes of varied ASCII text (different per salt): a slice of
+    a pool of words made once (generating each text word by word made a
+    1 GB log take most of an hour)."""
+    if not POOL:
+        base = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron "
+                "pi rho sigma tau upsilon phi chi psi omega ").split()
+        POOL.append(" ".join(base[(i * 7 + i // 24) % len(base)] + str(i % 97) for i in range(400000)))
+    pool = POOL[0]
+    start = (salt * 7919) % (len(pool) - n - 1)
+    return pool[start:start + n]
 
 
 def dump(obj):
