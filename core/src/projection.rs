@@ -160,6 +160,17 @@ pub fn project_json(bytes: &[u8]) -> Result<Projection<'_>, String> {
     snapshot(&mut Reader::new(bytes)).map_err(|e| format!("malformed surface snapshot: {e}"))
 }
 
+/// Whether projecting one surface event (the JSON text of one element of
+/// `events`) may give anything: an item, or an error that fails the
+/// snapshot. `false` only for an event projection drops (a type other than
+/// a message, a message from a source other than the user or a checkpoint,
+/// one without visible text): a snapshot without such events projects
+/// exactly as the whole one, item for item and error for error, so a
+/// source that reads a log may leave them out (`SessionQuery::read_surface_for_projection`).
+pub fn may_project(event_json: &[u8]) -> bool {
+    !matches!(event(&mut Reader::new(event_json)), Ok(Ok(None)))
+}
+
 /// The last value read for a required field.
 fn required<T>(field: &str, value: Option<Result<T, String>>) -> Result<T, String> {
     value.unwrap_or_else(|| Err(format!("missing field `{field}`")))

@@ -152,6 +152,27 @@ impl ScopedQuery {
 
     /// Whether `id` is a session of the scope as listed now (every id is,
     /// to a scope of every session, until its read fails).
+    /// A session's surface (for projection, or as the source gives it)
+    /// when the scope offers it.
+    async fn scoped_surface(&self, session_id: &str, for_projection: bool) -> Result<SurfaceData, HostError> {
+        if !self.offers(session_id).await? {
+            return Err(no_session(session_id));
+        }
+        let read = match for_projection {
+            true => self.inner.read_surface_for_projection(session_id).await,
+            false => self.inner.read_surface(session_id).await,
+        };
+        match read {
+            Ok(surface) => Ok(surface),
+            // A source says "no session" in words of its own, with its
+            // root: one message for every id that is not there.
+            Err(e) => match self.listed(session_id).await {
+                Ok(false) => Err(no_session(session_id)),
+                _ => Err(e),
+            },
+        }
+    }
+
     async fn offers(&self, id: &str) -> Result<bool, HostError> {
         if self.scope.project.is_none() {
             return Ok(true);
@@ -188,20 +209,11 @@ impl SessionQuery for ScopedQuery {
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        Box::pin(async move {
-            if !self.offers(session_id).await? {
-                return Err(no_session(session_id));
-            }
-            match self.inner.read_surface(session_id).await {
-                Ok(surface) => Ok(surface),
-                // A source says "no session" in words of its own, with its
-                // root: one message for every id that is not there.
-                Err(e) => match self.listed(session_id).await {
-                    Ok(false) => Err(no_session(session_id)),
-                    _ => Err(e),
-                },
-            }
-        })
+        Box::pin(self.scoped_surface(session_id, false))
+    }
+
+    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        Box::pin(self.scoped_surface(session_id, true))
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {

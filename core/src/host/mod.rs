@@ -212,6 +212,15 @@ pub trait SessionQuery: Send + Sync {
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>>;
     /// The current surface snapshot of a session.
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData>;
+    /// Optional: the surface snapshot of a session as the library reads it
+    /// to project it (prepare, pages, search), which must project exactly
+    /// as [`read_surface`](Self::read_surface)'s does, item for item and
+    /// error for error; it may leave out the events projection drops
+    /// (`projection::may_project`), which are most of an agent's log
+    /// (tool output). Default: [`read_surface`](Self::read_surface).
+    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        self.read_surface(session_id)
+    }
     /// Optional change detection: the current [`Fingerprint`] of each
     /// session in `session_ids` (same order, same length; `None` for one the
     /// source cannot fingerprint), or `None` (the default) when the source
@@ -254,6 +263,9 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         (**self).read_surface(session_id)
     }
+    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        (**self).read_surface_for_projection(session_id)
+    }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         (**self).fingerprints(session_ids)
     }
@@ -275,6 +287,12 @@ pub trait BlockingSessionQuery: Send + Sync + 'static {
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError>;
     /// The current surface snapshot of a session.
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError>;
+    /// Optional: the surface as the library reads it to project it, as
+    /// [`SessionQuery::read_surface_for_projection`] (default:
+    /// [`read_surface`](Self::read_surface)).
+    fn read_surface_for_projection(&self, session_id: &str) -> Result<SurfaceData, HostError> {
+        self.read_surface(session_id)
+    }
     /// Optional change detection, as [`SessionQuery::fingerprints`]
     /// (default: `None`, no fingerprints). Called once per discovery query
     /// for all the sessions it needs.
@@ -337,6 +355,10 @@ impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         let id = session_id.to_owned();
         on_blocking_pool(&self.0, move |q| q.read_surface(&id))
+    }
+    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        let id = session_id.to_owned();
+        on_blocking_pool(&self.0, move |q| q.read_surface_for_projection(&id))
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let ids = session_ids.to_vec();

@@ -106,6 +106,9 @@ impl SessionQuery for PinnedListing {
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         self.recorded(session_id, self.query.read_surface(session_id))
     }
+    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        self.recorded(session_id, self.query.read_surface_for_projection(session_id))
+    }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         self.query.fingerprints(session_ids)
     }

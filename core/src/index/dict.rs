@@ -108,6 +108,145 @@ impl Encoder {
     }
 }
 
+/// A session's text of at least this many bytes is compressed as a
+/// stream, item by item, rather than joined first (see [`compress_parts`]).
+pub(super) const STREAM_AT: usize = 8 << 20;
+
+/// The concatenation of `parts` (`total` bytes in all) compressed as
+/// [`compress`] compresses it, with `dict` if given. From [`STREAM_AT`]
+/// bytes on the parts are streamed into the compressor, so the text is
+/// never held whole next to its compressed form (a session of 1 GB
+/// doubled the memory of the index build); below that they are joined
+/// and compressed in one call, on the thread's reused context.
+pub(super) fn compress_parts<'p>(
+    parts: impl Iterator<Item = &'p [u8]> + Clone,
+    total: usize,
+    dict: Option<&Encoder>,
+) -> Box<[u8]> {
+    if total >= STREAM_AT {
+        if let Some(packed) = compress_stream(parts.clone(), total, dict) {
+            return packed.into_boxed_slice();
+        }
+    }
+    let mut text = Vec::with_capacity(total);
+    for part in parts {
+        text.extend_from_slice(part);
+    }
+    compress(&text, dict)
+}
+
+/// One zstd frame of the parts, written as they come; `None` if zstd
+/// fails (then the parts are joined and compressed at once).
+fn compress_stream<'p>(parts: impl Iterator<Item = &'p [u8]>, total: usize, dict: Option<&Encoder>) -> Option<Vec<u8>> {
+    let mut stream = CompressStream::new(total, dict)?;
+    for part in parts {
+        stream.write(part)?;
+    }
+    stream.finish()
+}
+
+/// A text of a known length compressed as it comes, into one zstd frame
+/// that [`decompress`] reads as it reads [`compress`]'s. On a context of
+/// its own: the thread's reused one cannot hold a dictionary by reference.
+pub(super) struct CompressStream<'d> {
+    cctx: CCtx<'d>,
+    out: Vec<u8>,
+}
+
+impl<'d> CompressStream<'d> {
+    /// A stream of `total` bytes in all, compressed with `dict` if given.
+    pub(super) fn new(total: usize, dict: Option<&'d Encoder>) -> Option<CompressStream<'d>> {
+        use zstd::zstd_safe::CParameter;
+        let mut cctx = CCtx::try_create()?;
+        match dict {
+            Some(d) => cctx.ref_cdict(&d.compress).ok()?,
+            None => cctx.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL)).ok()?,
+        };
+        cctx.set_pledged_src_size(Some(total as u64)).ok()?;
+        Some(CompressStream { cctx, out: Vec::new() })
+    }
+
+    /// Compresses the next bytes of the text.
+    pub(super) fn write(&mut self, part: &[u8]) -> Option<()> {
+        use zstd::zstd_safe::{zstd_sys::ZSTD_EndDirective, InBuffer, OutBuffer};
+        let mut input = InBuffer::around(part);
+        while input.pos() < part.len() {
+            self.out.reserve(CCtx::out_size());
+            let at = self.out.len();
+            let mut output = OutBuffer::around_pos(&mut self.out, at);
+            self.cctx.compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_continue).ok()?;
+        }
+        Some(())
+    }
+
+    /// Ends the frame; its bytes (`None` if the text was not the length
+    /// pledged).
+    pub(super) fn finish(mut self) -> Option<Vec<u8>> {
+        use zstd::zstd_safe::{zstd_sys::ZSTD_EndDirective, InBuffer, OutBuffer};
+        loop {
+            self.out.reserve(CCtx::out_size());
+            let at = self.out.len();
+            let mut output = OutBuffer::around_pos(&mut self.out, at);
+            let left = self
+                .cctx
+                .compress_stream2(&mut output, &mut InBuffer::around(&[]), ZSTD_EndDirective::ZSTD_e_end)
+                .ok()?;
+            if left == 0 {
+                return Some(self.out);
+            }
+        }
+    }
+}
+
+/// Calls `f` with each item of a text compressed as one frame (`packed`,
+/// with `dict` if given; the items end at `ends`), decompressing it as a
+/// stream: only one item and one chunk are held at a time, never the whole
+/// text. Stops at the first `None` of `f`; `None` if the text does not
+/// decompress to the items, or an item is not UTF-8.
+pub(super) fn each_item(
+    packed: &[u8],
+    dict: Option<&Dictionary>,
+    ends: &[usize],
+    mut f: impl FnMut(&str) -> Option<()>,
+) -> Option<()> {
+    use zstd::zstd_safe::{InBuffer, OutBuffer};
+    let mut dctx = DCtx::try_create()?;
+    if let Some(d) = dict {
+        dctx.ref_ddict(&d.decompress).ok()?;
+    }
+    let mut input = InBuffer::around(packed);
+    let mut pending: Vec<u8> = Vec::new();
+    let (mut start, mut next) = (0usize, 0usize); // text offset of pending[0]; next item
+    loop {
+        // The items complete in `pending`, then what they took dropped at once.
+        let mut taken = 0;
+        while let Some(&end) = ends.get(next) {
+            let len = end.checked_sub(start)?;
+            if pending.len() - taken < len {
+                break;
+            }
+            f(std::str::from_utf8(&pending[taken..taken + len]).ok()?)?;
+            taken += len;
+            start = end;
+            next += 1;
+        }
+        pending.drain(..taken);
+        if next == ends.len() {
+            return (pending.is_empty() && input.pos() == packed.len()).then_some(());
+        }
+        if input.pos() == packed.len() {
+            return None;
+        }
+        pending.reserve(DCtx::out_size());
+        let at = pending.len();
+        let mut output = OutBuffer::around_pos(&mut pending, at);
+        dctx.decompress_stream(&mut output, &mut input).ok()?;
+        if output.pos() == at && input.pos() == packed.len() {
+            return None;
+        }
+    }
+}
+
 /// `text` compressed, with `dict` if given.
 pub(super) fn compress(text: &[u8], dict: Option<&Encoder>) -> Box<[u8]> {
     if text.is_empty() {
@@ -160,9 +299,24 @@ pub(super) fn distinct_keys<'a>(
     items: impl Iterator<Item = &'a str> + Clone,
     dict: Option<&Dictionary>,
 ) -> (Vec<u64>, Vec<u64>) {
-    let (mut keys, mut again) = (Vec::new(), Vec::new());
-    // About 8 slots per key around a space (one per byte), at most 2^20.
     let bytes: usize = items.clone().map(str::len).sum();
+    distinct_keys_of(bytes, dict, |key| items.for_each(key))
+}
+
+/// [`distinct_keys`] of the items (`bytes` in all) that `feed` passes one
+/// by one to the function it is given: they need not all be held at once.
+pub(super) fn distinct_keys_of(
+    bytes: usize,
+    dict: Option<&Dictionary>,
+    feed: impl FnOnce(&mut dyn FnMut(&str)),
+) -> (Vec<u64>, Vec<u64>) {
+    let (mut keys, mut again) = (Vec::new(), Vec::new());
+    // `again` holds a key each time its slot was taken, so on a big text
+    // most of its keys around spaces, again and again: once it outgrows
+    // this it is sorted and deduplicated (the filter sets each once
+    // anyway), so it stays bounded by the distinct keys, not the text.
+    let mut again_cap = 1usize << 16;
+    // About 8 slots per key around a space (one per byte), at most 2^20.
     let shift = 64 - bytes.clamp(1 << 9, 1 << 20).next_power_of_two().trailing_zeros();
     let spaced_slot = |k: u64| (k & 0xffff_ffff).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift;
     SEEN.with(|seen| {
@@ -186,7 +340,7 @@ pub(super) fn distinct_keys<'a>(
             seen.common_of = id;
         }
         let (trigrams, spaced) = (&mut seen.trigrams, &mut seen.spaced);
-        for item in items {
+        feed(&mut |item: &str| {
             self::keys(fold(item).as_bytes(), |k| {
                 if k & SPACED == 0 {
                     let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
@@ -206,9 +360,14 @@ pub(super) fn distinct_keys<'a>(
                     keys.push(k);
                 } else {
                     again.push(k);
+                    if again.len() >= again_cap {
+                        again.sort_unstable();
+                        again.dedup();
+                        again_cap = again_cap.max(2 * again.len());
+                    }
                 }
             });
-        }
+        });
         for &k in &keys {
             match k & SPACED {
                 0 => trigrams[(k >> 6) as usize] &= !(1 << (k & 63)),

@@ -2,7 +2,10 @@
 //! the cache file), its item lengths, its filter and its title.
 
 use super::bloom::Bloom;
-use super::dict::{compress, decompress, distinct_keys, Dictionary, Encoder};
+use super::dict::{
+    compress, compress_parts, decompress, distinct_keys, distinct_keys_of, each_item, CompressStream, Dictionary,
+    Encoder, STREAM_AT,
+};
 use super::fold::fold;
 use super::keys::items_of;
 use super::needle::Needle;
@@ -124,19 +127,19 @@ impl Doc {
         items: Vec<IndexedItem<'_>>,
         encoder: Option<&Encoder>,
     ) -> Doc {
-        let total: usize = items.iter().map(|i| i.text.len()).sum();
-        let mut text = String::with_capacity(total);
+        let mut len = 0;
         let mut ends = Vec::with_capacity(items.len());
         for item in &items {
-            text.push_str(&item.text);
-            ends.push(text.len());
+            len += item.text.len();
+            ends.push(len);
         }
         let bloom = Bloom::with_keys(distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict)));
-        let packed = compress(text.as_bytes(), encoder);
+        // The items are compressed as one text without being joined first.
+        let packed = compress_parts(items.iter().map(|i| i.text.as_bytes()), len, encoder);
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
         let title_folded = folded_title(title.as_deref());
         let lengths = encode_lengths(&ends);
-        Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len: text.len(), bloom }
+        Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len, bloom }
     }
 
     /// The title lower-cased (`""` without one).
@@ -164,16 +167,31 @@ impl Doc {
     /// dictionary, and its filter without the dictionary's common keys;
     /// `None` if its text cannot be read (a stored one) or does not
     /// decompress (never: the index wrote it).
+    /// A text of [`STREAM_AT`] bytes or more is decompressed and
+    /// recompressed as a stream, item by item, never held whole.
     pub(super) fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
-        let text = self.decompressed()?;
         let ends = self.ends();
-        let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
-        let keys = distinct_keys(items, Some(&encoder.dict));
+        let (keys, packed) = if self.len >= STREAM_AT {
+            let mut stream = CompressStream::new(self.len, Some(encoder))?;
+            let mut read = None;
+            let keys = distinct_keys_of(self.len, Some(&encoder.dict), |key| {
+                read = self.each_item(&ends, |item| {
+                    key(item);
+                    stream.write(item.as_bytes())
+                });
+            });
+            read?;
+            (keys, stream.finish()?.into_boxed_slice())
+        } else {
+            let text = self.decompressed()?;
+            let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
+            (distinct_keys(items, Some(&encoder.dict)), compress(&text, Some(encoder)))
+        };
         Some(Doc {
             fingerprint: self.fingerprint.clone(),
             title: self.title.clone(),
             title_folded: self.title_folded.clone(),
-            packed: Packed::Held(compress(&text, Some(encoder))),
+            packed: Packed::Held(packed),
             dict: Some(Arc::clone(&encoder.dict)),
             lengths: self.lengths.clone(),
             len: self.len,
@@ -199,6 +217,37 @@ impl Doc {
     /// (of a doc with a body).
     pub(super) fn may_contain_in(&self, bits: &[u8], needle: &Needle) -> bool {
         needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| Bloom::contains(bits, h)))
+    }
+
+    /// A sample of its text to train a dictionary on, with its items' ends,
+    /// and whether it is the whole text: the whole text below
+    /// [`STREAM_AT`] bytes (as it always was), else its first items up to
+    /// `want` bytes (at least one), decompressed as a stream: a big
+    /// session is never decompressed whole to sample it. `None` if it
+    /// cannot be read.
+    pub(super) fn sample(&self, want: usize) -> Option<(Vec<u8>, Vec<usize>, bool)> {
+        let ends = self.ends();
+        if self.len < STREAM_AT {
+            return Some((self.decompressed()?, ends, true));
+        }
+        let (mut text, mut kept) = (Vec::new(), Vec::new());
+        let read = self.each_item(&ends, |item| {
+            if !text.is_empty() && text.len() + item.len() > want {
+                return None;
+            }
+            text.extend_from_slice(item.as_bytes());
+            kept.push(text.len());
+            Some(())
+        });
+        let whole = read.is_some();
+        (whole || !kept.is_empty()).then_some((text, kept, whole))
+    }
+
+    /// Calls `f` with each item of its text (which end at `ends`),
+    /// decompressed as a stream ([`each_item`]); `None` if the text cannot
+    /// be read or does not decompress to its items.
+    pub(super) fn each_item(&self, ends: &[usize], f: impl FnMut(&str) -> Option<()>) -> Option<()> {
+        each_item(&self.packed.bytes(self.len).ok()?, self.dict.as_deref(), ends, f)
     }
 
     /// Its text decompressed to exactly its length, `None` if it cannot

@@ -121,14 +121,17 @@ impl DocCache {
                     return;
                 }
                 let mut samples = Vec::new();
+                // What each sample takes compressed without a dictionary.
+                let mut plain = Vec::new();
                 let mut sampled = 0;
                 for (_, d) in &undicted {
                     if sampled >= TRAIN_SAMPLE {
                         break;
                     }
-                    if let Some(text) = d.decompressed() {
+                    if let Some((text, ends, whole)) = d.sample(TRAIN_SAMPLE - sampled) {
                         sampled += text.len();
-                        samples.push((text, d.ends()));
+                        plain.push(if whole { d.packed.len() } else { compress(&text, None).len() });
+                        samples.push((text, ends));
                     }
                 }
                 // Kept only if it saves more than it weighs, extrapolated
@@ -138,10 +141,10 @@ impl DocCache {
                 let trained = Dictionary::train(&samples).map(|(dict, n)| (Arc::new(dict), n));
                 let pays = trained.filter(|(dict, left_out)| {
                     let Some(encoder) = Encoder::new(dict) else { return false };
-                    let (plain, packed): (usize, usize) = undicted
+                    let (plain, packed): (usize, usize) = plain
                         .iter()
                         .zip(&samples)
-                        .map(|((_, d), (text, _))| (d.packed.len(), compress(text, Some(&encoder)).len()))
+                        .map(|(&plain, (text, _))| (plain, compress(text, Some(&encoder)).len()))
                         .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
                     let saved = plain.saturating_sub(packed) + left_out * BITS_PER_KEY / 8;
                     saved as f64 * bytes as f64 / sampled as f64 > dict.bytes() as f64
@@ -389,6 +392,43 @@ mod tests {
         let doc = Doc::build(None, None, vec![IndexedItem { text: Cow::Borrowed("re7 de14") }], encoder.as_deref());
         assert!(!doc.undicted());
         assert_eq!(doc.items(), ["re7 de14"]);
+    }
+
+    /// A session of more than `STREAM_AT` bytes: its text is compressed,
+    /// sampled and recompressed as a stream, item by item, and reads back
+    /// the same, with the filter a text joined first gets.
+    #[test]
+    fn a_big_text_is_streamed_and_reads_back_the_same() {
+        let (cache, _) = big_cache(5000);
+        let items: Vec<String> = (0..40).map(|j| prose(9000 + j, 230_000, 5000)).collect();
+        let borrowed = || items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect::<Vec<_>>();
+        assert!(items.iter().map(String::len).sum::<usize>() >= dict::STREAM_AT);
+        let big = Doc::build(Some(Fingerprint::from_u64(999)), None, borrowed(), None);
+        assert_eq!(big.items(), items);
+        cache.put("zbig", &Arc::new(big));
+        // The sample of a big text is its first items, not all of it (here
+        // the small texts, first in id order, are the sample).
+        let (sample, ends, whole) = held(&cache, "zbig").sample(TRAIN_SAMPLE).unwrap();
+        assert!(!whole && sample.len() <= TRAIN_SAMPLE && ends.len() == 4, "{} {}", sample.len(), ends.len());
+        assert_eq!(sample, items[..4].concat().as_bytes());
+        cache.settle();
+        assert!(cache.dictionary().is_some());
+        let redone = held(&cache, "zbig");
+        assert!(!redone.undicted());
+        assert_eq!(redone.items(), items);
+        // The same keys as a doc built with the dictionary from the start
+        // (its text joined and compressed at once below `STREAM_AT`).
+        let encoder = cache.encoder().unwrap();
+        let direct = Doc::build(None, None, borrowed(), Some(&encoder));
+        assert_eq!(redone.bloom.bits().unwrap(), direct.bloom.bits().unwrap());
+        assert_eq!(direct.items(), items);
+        let mut seen = Vec::new();
+        assert!(redone.each_item(&redone.ends(), |i| Some(seen.push(i.len()))).is_some());
+        assert_eq!(seen, items.iter().map(String::len).collect::<Vec<_>>());
+        // A text that is not what its ends say does not read.
+        let mut short = redone.ends();
+        short.pop();
+        assert!(redone.each_item(&short, |_| Some(())).is_none());
     }
 
     #[test]

@@ -242,7 +242,7 @@ impl Resolver {
             // Read every source concurrently, failing fast on a read error
             // (a pending read must not delay the failure).
             let reads = refs.iter().map(|r| async move {
-                let data = guarded(|| self.query.read_surface(&r.session_id))
+                let data = guarded(|| self.query.read_surface_for_projection(&r.session_id))
                     .await
                     .map_err(|e| Error::read_failed(&r.session_id, e))?;
                 let (id, label, excerpt) = (r.session_id.clone(), r.label.clone(), r.excerpt);

@@ -78,7 +78,7 @@ impl Resolver {
     pub async fn conversation(&self, session_id: &str, cancel: Option<&CancelToken>) -> Result<SessionConversation> {
         let work = async {
             let (surface, title) = futures::join!(
-                guarded(|| self.query.read_surface(session_id)),
+                guarded(|| self.query.read_surface_for_projection(session_id)),
                 guarded(|| self.query.read_title(session_id))
             );
             let surface = surface.map_err(|e| Error::read_failed(session_id, e))?;

@@ -299,6 +299,10 @@ impl SessionQuery for MultiQuery {
         self.read_recorded(session_id, |query| query.read_surface(session_id))
     }
 
+    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        self.read_recorded(session_id, |query| query.read_surface_for_projection(session_id))
+    }
+
     /// Each id's fingerprint from the source its reads go to, asked once per
     /// source for all of its ids; a source that has none (or fails to
     /// answer) leaves its sessions without one, so they are read afresh.

@@ -495,7 +495,7 @@ impl Resolver {
                 // cached).
                 let fp = fps.get(i).filter(|fp| self.discovery.holds_title(&id, fp)).cloned();
                 async move {
-                    let doc = match guarded(|| self.query.read_surface(&id)).await {
+                    let doc = match guarded(|| self.query.read_surface_for_projection(&id)).await {
                         Ok(data) => {
                             // The dictionary as it is now: trained during
                             // this loop, the docs built after use it.

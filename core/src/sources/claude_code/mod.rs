@@ -727,12 +727,19 @@ impl ClaudeCodeSource {
     /// Reads the transcript of `id`; its title looks at the project's
     /// summaries only when `titled` (a surface read does not need them).
     fn read_with(&self, id: &str, titled: bool) -> Result<(PathBuf, Transcript), HostError> {
+        self.read_as(id, titled, true)
+    }
+
+    /// [`read_with`](Self::read_with); a read for the title alone (`texts`
+    /// off) keeps no text: its conversation is empty, and its memory is
+    /// bounded by the transcript's line count rather than its size.
+    fn read_as(&self, id: &str, titled: bool, texts: bool) -> Result<(PathBuf, Transcript), HostError> {
         let (path, parts) = self.locate(id)?;
         let (file, identity) =
             open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, id, &path, e))?;
         self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let project = || titled.then(|| self.project_summaries(&parts[0])).flatten();
-        let (read, title) = transcript::read(file, project).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        let (read, title) = transcript::read(file, project, texts).map_err(|e| read_error(FORMAT, id, &path, e))?;
         // Kept under the identity the file had before the read.
         self.kept().titles.insert(path.clone(), (identity, Arc::new(title)));
         Ok((path, read))
@@ -799,7 +806,7 @@ impl BlockingSessionQuery for ClaudeCodeSource {
         }
         match transcript::tail_custom_title(file, identity.size) {
             Ok(Some(title)) => Ok(Some(title)),
-            _ => Ok(self.read_with(session_id, true)?.1.title),
+            _ => Ok(self.read_as(session_id, true, false)?.1.title),
         }
     }
 

@@ -302,7 +302,16 @@ impl TitleParts {
 /// project directory; it is called only when the title may come from them
 /// (a transcript written before Claude Code 2.1 with no `custom-title` or
 /// `ai-title`). Also gives what the title is made of.
-pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::Result<(Transcript, TitleParts)> {
+///
+/// With `texts` off (a read for the title alone) no text is kept: only the
+/// structure of the chain (uuids, parents, boundaries), the title lines and
+/// the first typed prompt as a title, so memory is bounded by the number of
+/// lines, not by their texts; the conversation then has no items.
+pub fn read(
+    file: File,
+    project: impl FnOnce() -> Option<Arc<Winners>>,
+    texts: bool,
+) -> io::Result<(Transcript, TitleParts)> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let (mut custom, mut ai) = (None::<String>, None::<String>);
@@ -314,6 +323,8 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
     let mut queued = PromptQueue::default();
     let (mut created_at, mut first_cwd) = (None, None);
     let mut last_uuid: Option<String> = None;
+    // Without texts: the first typed prompt of the main chain, as a title.
+    let mut first_prompt_title: Option<String> = None;
     let stats: LineStats = each_line(as_of_now(file)?, u64::MAX, |n, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else {
             head.feed(n, None);
@@ -345,6 +356,8 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
                     summaries.insert(leaf, text);
                 }
             }
+            // Steering prompts are items, never titles.
+            "queue-operation" if !texts => {}
             "queue-operation" => match line.operation.get() {
                 Some("enqueue") => queued.push(typed(&line.content)),
                 // Taken up as the next prompt (its own user line follows)
@@ -381,6 +394,12 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
                 let message = line.message.unwrap_or_default();
                 let kind = match kind {
                     "user" if line.meta.0 => Kind::Other,
+                    "user" if !texts => {
+                        if first_prompt_title.is_none() && !line.sidechain.0 && !line.compact_summary.0 {
+                            first_prompt_title = typed(&message.content).and_then(|t| title_from_text(&t));
+                        }
+                        Kind::User { typed: None, summary: None }
+                    }
                     "user" => {
                         let summary = line.compact_summary.0.then(|| full_text(&message.content)).flatten();
                         Kind::User {
@@ -389,6 +408,7 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
                         }
                     }
                     "assistant" if line.api_error.0 || message.model.get() == Some("<synthetic>") => Kind::Other,
+                    "assistant" if !texts => Kind::Assistant { text: None, msg_id: None },
                     "assistant" => Kind::Assistant {
                         text: join(message.content.texts(&["text"]).map(str::to_owned)),
                         msg_id: message.id.owned(),
@@ -400,7 +420,10 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
                         Some(a)
                             if a.kind.get() == Some("queued_command") && a.mode.get() != Some("task-notification") =>
                         {
-                            typed(&a.prompt).map_or(Kind::Other, |text| Kind::Queued { text })
+                            // A queued prompt may be the leaf: kept as one, without its text
+                            // when the read is for the title.
+                            let text = |t: String| if texts { t } else { String::new() };
+                            typed(&a.prompt).map_or(Kind::Other, |t| Kind::Queued { text: text(t) })
                         }
                         _ => Kind::Other,
                     },
@@ -422,12 +445,13 @@ pub fn read(file: File, project: impl FnOnce() -> Option<Arc<Winners>>) -> io::R
         true
     })?;
     let path = current_path(&nodes, &index);
-    let items = classify(&nodes, &path, steering);
-    let first_prompt = || {
-        nodes.iter().find_map(|n| match &n.kind {
+    let items = if texts { classify(&nodes, &path, steering) } else { Vec::new() };
+    let first_prompt = || match texts {
+        true => nodes.iter().find_map(|n| match &n.kind {
             Kind::User { typed: Some(t), .. } if !n.sidechain => title_from_text(t),
             _ => None,
-        })
+        }),
+        false => first_prompt_title.clone(),
     };
     // A summary titles the session whose message is its leaf: the summary
     // of the leaf, else of the newest message of the path that has one.

@@ -312,18 +312,24 @@ impl CodexSource {
 
     /// Replays the rollout of `id` (with or without the prefix).
     pub fn read(&self, id: &str) -> Result<(PathBuf, Transcript), HostError> {
+        self.read_as(id, true)
+    }
+
+    /// [`read`](Self::read); for the title alone (`texts` off) without
+    /// replaying the history or keeping its texts.
+    fn read_as(&self, id: &str, texts: bool) -> Result<(PathBuf, Transcript), HostError> {
         let bare = id.strip_prefix(PREFIX).unwrap_or(id);
         let rel = self.locate(bare)?;
         let path = self.path_of(&rel);
         let (file, _) = self.open_rel(&rel).map_err(|e| read_error(FORMAT, id, &path, e))?;
-        let read = rollout::read(file).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        let read = rollout::read(file, texts).map_err(|e| read_error(FORMAT, id, &path, e))?;
         Ok((path, read))
     }
 
     /// The title of `id` by the rules of the module docs.
     pub fn title(&self, id: &str) -> Result<Option<String>, HostError> {
         let bare = id.strip_prefix(PREFIX).unwrap_or(id);
-        let (_, read) = self.read(id)?;
+        let (_, read) = self.read_as(id, false)?;
         Ok(self.index_titles().get(bare).cloned().or(read.title))
     }
 

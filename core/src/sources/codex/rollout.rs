@@ -216,7 +216,11 @@ impl History {
 /// complete line (a line a writer is in the middle of is not read). Its title is the latest `thread_name_updated`
 /// name, else the first real user message, else the first assistant text
 /// (the source looks up `session_index.jsonl` first).
-pub fn read(file: File) -> io::Result<Transcript> {
+///
+/// With `texts` off (a read for the title alone) the history is not
+/// replayed and no text is kept but the title's: the conversation is then
+/// empty, and memory stays bounded by one line, not the rollout.
+pub fn read(file: File, texts: bool) -> io::Result<Transcript> {
     let mut out = Transcript::default();
     let mut thread_name = None;
     let mut history = History::default();
@@ -242,15 +246,18 @@ pub fn read(file: File) -> io::Result<Transcript> {
             (Some(p), Some("response_item")) => {
                 if let Some(h) = classify(p) {
                     note_first(&h);
-                    history.push(h);
+                    if texts {
+                        history.push(h);
+                    }
                 }
             }
+            (Some(_), Some("compacted")) if !texts => {}
             (Some(p), Some("compacted")) => match &p.replacement_history {
                 Some(list) => history.replace(list.iter().filter_map(classify).collect()),
                 None => history.compact(Hist::Checkpoint(p.message.owned().filter(|m| !m.trim().is_empty()))),
             },
             (Some(p), Some("event_msg")) => match p.kind.get() {
-                Some("thread_rolled_back") => history.roll_back(p.num_turns.0.unwrap_or(0)),
+                Some("thread_rolled_back") if texts => history.roll_back(p.num_turns.0.unwrap_or(0)),
                 Some("thread_name_updated") => {
                     if let Some(name) = p.thread_name.owned().filter(|t| !t.trim().is_empty()) {
                         thread_name = Some(name);
@@ -267,7 +274,9 @@ pub fn read(file: File) -> io::Result<Transcript> {
             (None, Some(_)) if line.record_type.get().is_none() => {
                 if let Some(h) = classify(&line) {
                     note_first(&h);
-                    history.push(h);
+                    if texts {
+                        history.push(h);
+                    }
                 }
             }
             _ => {}

@@ -34,11 +34,20 @@ pub(crate) struct KeptLines {
     index: SeqMap<usize>,
     live_bytes: usize,
     dead_bytes: usize,
+    /// Keeps only the lines that projection may not drop unread
+    /// (`projection::may_project`); the others are never copied.
+    visible_only: bool,
 }
 
 impl KeptLines {
     pub(crate) fn new() -> Self {
         KeptLines::default()
+    }
+
+    /// Lines that keep only the events projection may not drop unread:
+    /// a read for projection holds the messages, not the tool output.
+    pub(crate) fn visible_only() -> Self {
+        KeptLines { visible_only: true, ..KeptLines::default() }
     }
 
     /// About how many bytes of memory the kept lines hold.
@@ -48,8 +57,12 @@ impl KeptLines {
             + self.index.capacity() * (2 * std::mem::size_of::<usize>() + 1)
     }
 
-    /// Keeps the line of event `seq` (which must not be kept already).
+    /// Keeps the line of event `seq` (which must not be kept already),
+    /// unless only visible lines are kept and projection drops it unread.
     pub(crate) fn insert(&mut self, seq: u64, line: &[u8]) {
+        if self.visible_only && !crate::projection::may_project(line) {
+            return;
+        }
         let start = self.arena.len();
         self.arena.reserve(line.len() + 1);
         self.arena.extend_from_slice(line);
@@ -92,9 +105,18 @@ impl KeptLines {
     }
 
     /// Builds `prefix` + the lines of `order` joined with `,` + `suffix`.
-    /// Every seq of `order` must be kept, and nothing else.
+    /// Every seq of `order` must be kept, and nothing else (when only
+    /// visible lines are kept: every kept seq must be in `order`, whose
+    /// seqs not kept are left out).
     pub(crate) fn into_joined(mut self, prefix: &[u8], order: &[u64], suffix: &[u8]) -> Vec<u8> {
         self.compact();
+        let visible: Vec<u64>;
+        let order = if self.visible_only {
+            visible = order.iter().copied().filter(|s| self.index.contains_key(s)).collect();
+            &visible[..]
+        } else {
+            order
+        };
         debug_assert_eq!(self.entries.len(), order.len());
         let in_order = self.entries.len() == order.len() && self.entries.iter().zip(order).all(|(e, s)| e.seq == *s);
         if !in_order {

@@ -138,12 +138,12 @@ pub(crate) struct Fold {
 }
 
 impl Fold {
-    fn new(generation: Generation, header_json: Map<String, Value>, keep_lines: bool) -> Fold {
+    fn new(generation: Generation, header_json: Map<String, Value>, keep: Keep) -> Fold {
         Fold {
             header_json,
             surface: Surface::for_generation(generation),
-            keep_lines,
-            lines: KeptLines::new(),
+            keep_lines: keep != Keep::Nothing,
+            lines: if keep == Keep::Visible { KeptLines::visible_only() } else { KeptLines::new() },
             turns: TurnTracker::for_generation(generation),
             title: None,
             expected: 0,
@@ -216,11 +216,25 @@ fn check_line(line: &[u8], expected: u64) -> Result<Row<'_>, String> {
     Ok(row)
 }
 
+/// Which lines a read keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// None: a read for the title and the stats.
+    Nothing,
+    /// The line of every surface event: the surface snapshot as DSH gives it.
+    Surface,
+    /// The lines of the surface events that projection does not drop
+    /// unread (messages, and whatever would fail it): a snapshot that
+    /// projects exactly as the whole surface does, without tool results,
+    /// reasoning-only steps or system notes (`projection::may_project`).
+    Visible,
+}
+
 /// Reads a whole log once, streaming, and validates it (see the module
-/// docs). With `keep_lines`, the lines of surface events are kept.
-pub(crate) fn load(found: &Found, id: &str, keep_lines: bool) -> Result<Loaded, StoreError> {
+/// docs), keeping the lines `keep` says.
+pub(crate) fn load(found: &Found, id: &str, keep: Keep) -> Result<Loaded, StoreError> {
     let (file, identity) = open_log(found)?;
-    read_log(found, id, file, identity.size, None, keep_lines, false).map(|(loaded, _)| loaded)
+    read_log(found, id, file, identity.size, None, keep, false).map(|(loaded, _)| loaded)
 }
 
 /// Reads the log of `found` from `file` (opened when its size was
@@ -234,9 +248,10 @@ pub(crate) fn read_log(
     file: File,
     file_bytes: u64,
     from: Option<ResumePoint>,
-    keep_lines: bool,
+    keep: Keep,
     want_resume: bool,
 ) -> Result<(Loaded, Option<ResumePoint>), StoreError> {
+    let keep_lines = keep != Keep::Nothing;
     let path = &found.path;
     let generation = found.generation;
     // A fold that keeps lines is never kept for later.
@@ -255,7 +270,7 @@ pub(crate) fn read_log(
             if header.id != id {
                 return Err(corrupt(format!("its header names session {}", crate::json::js_string(&header.id))));
             }
-            (reader, Fold::new(generation, header.json, keep_lines))
+            (reader, Fold::new(generation, header.json, keep))
         }
         Some(point) => {
             let reader = match (found.encoding, point.frames) {

@@ -137,7 +137,7 @@ use self::discover::{candidates_for, check_root_encoding, path_matches, Found};
 use self::header::{read_log_header, HeaderError};
 use self::layout::Encoding;
 use self::listing::{ListingCache, Snapshot};
-use self::load::load;
+use self::load::{load, Keep};
 
 /// A read-only session query over a DSH sessions root. Cheap to clone;
 /// every method may run concurrently from many threads.
@@ -567,8 +567,20 @@ impl DshStore {
     /// where each event is the log's own line, byte for byte (packed chunk
     /// rows and recovery closers are never surface events).
     pub fn read_surface_json(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        self.surface_json(id, Keep::Surface)
+    }
+
+    /// [`read_surface_json`](Self::read_surface_json) with only the events
+    /// projection may not drop unread (`projection::may_project`): it
+    /// projects exactly as the whole surface does, and a log of tool output
+    /// is read holding its messages only.
+    pub fn read_visible_surface_json(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        self.surface_json(id, Keep::Visible)
+    }
+
+    fn surface_json(&self, id: &str, keep: Keep) -> Result<Vec<u8>, StoreError> {
         let found = self.locate(id)?;
-        let loaded = load(&found, id, true)?;
+        let loaded = load(&found, id, keep)?;
         let session = serde_json::to_vec(&loaded.header_json).expect("a JSON map serializes");
         let mut prefix = Vec::with_capacity(session.len() + 64);
         prefix.extend_from_slice(b"{\"session\":");
@@ -647,6 +659,12 @@ impl BlockingSessionQuery for DshStore {
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.read_surface_json(session_id).map(SurfaceData::json).map_err(HostError::from)
     }
+
+    /// The surface without the events projection drops unread (tool
+    /// results, system notes): most of a log, never needed to project it.
+    fn read_surface_for_projection(&self, session_id: &str) -> Result<SurfaceData, HostError> {
+        self.read_visible_surface_json(session_id).map(SurfaceData::json).map_err(HostError::from)
+    }
 }
 
 impl FileSource for DshStore {
@@ -684,6 +702,11 @@ impl SessionQuery for DshStore {
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         let blocking = Blocking::new(self.clone());
         Box::pin(async move { SessionQuery::read_surface(&blocking, session_id).await })
+    }
+
+    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::read_surface_for_projection(&blocking, session_id).await })
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {

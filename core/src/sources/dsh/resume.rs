@@ -55,7 +55,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
 use super::discover::Found;
-use super::load::{bytes_before, open_log, read_log, ResumePoint};
+use super::load::{bytes_before, open_log, read_log, Keep, ResumePoint};
 use super::{LogStats, StoreError};
 use crate::fs::FileIdentity;
 
@@ -169,7 +169,7 @@ pub(crate) fn read_stats(cache: &Mutex<ResumeCache>, found: &Found, id: &str) ->
     let kind = ();
     // Without inode numbers a replaced log cannot be told apart.
     let want_resume = identity.dev != 0 || identity.inode != 0;
-    let read = read_log(found, id, file, identity.size, from, false, want_resume);
+    let read = read_log(found, id, file, identity.size, from, Keep::Nothing, want_resume);
     let mut cache = lock(cache);
     cache.note(kind);
     let (loaded, point) = read?;

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use super::{ReadKind, MAX_ENTRIES, MAX_KEPT_BYTES};
 use crate::sources::dsh::layout::Encoding;
-use crate::sources::dsh::load::{load, open_log, read_log};
+use crate::sources::dsh::load::{load, open_log, read_log, Keep};
 use crate::sources::dsh::{DshStore, LogStats, StoreError};
 
 fn repo() -> PathBuf {
@@ -65,7 +65,7 @@ impl Log {
     /// A read from the start, without the store's resume points.
     fn full(&self) -> Result<LogStats, StoreError> {
         let found = self.store.locate(&self.id).unwrap();
-        load(&found, &self.id, false).map(|l| l.stats)
+        load(&found, &self.id, Keep::Nothing).map(|l| l.stats)
     }
 
     fn size(&self) -> u64 {
@@ -477,7 +477,7 @@ fn kept_points_are_bounded() {
     let log = Log::new("tests/fixtures/dsh-generations/raw", "tool-call-turn");
     let found = log.store.locate(&log.id).unwrap();
     let (file, identity) = open_log(&found).unwrap();
-    let (_, point) = read_log(&found, &log.id, file, identity.size, None, false, true).unwrap();
+    let (_, point) = read_log(&found, &log.id, file, identity.size, None, Keep::Nothing, true).unwrap();
     let point = point.expect("a clean plain log has a resume point");
     let mut cache = super::ResumeCache::default();
     let entry = |cost| super::Entry { id: log.id.clone(), identity, point: point.clone(), cost, used: 0 };

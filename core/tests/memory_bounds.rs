@@ -1,0 +1,380 @@
+//! Memory proportional to what is kept, not to the log (issue 28, item 4).
+//!
+//! A counting allocator measures the peak of live heap bytes during one
+//! call, over what was live before it; each case reads a generated log of
+//! tens of MB and asserts that the peak stays under a small fraction of
+//! it. Before the fixes each of these peaked at more than the whole log
+//! (a title read of a Claude Code transcript held every text; a `prepare`
+//! of a DSH log held every tool result; building a session's index entry
+//! held its text joined, then again decompressed to train and recompress).
+//! The cases run one after another (one test): the counter is the
+//! process's.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
+use dsh_session_reference::{
+    block_on, BlockingSessionQuery, Config, DshStore, MemoryQuery, PrepareOptions, Resolver, SearchOptions,
+    SessionHeader, SurfaceData, Target,
+};
+use serde_json::{json, Value};
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// The system allocator, counting live bytes and their peak.
+struct Counting;
+
+fn grew(bytes: usize) {
+    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
+// SAFETY: every call is passed on to `System` unchanged; the counters
+// only observe sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract is `System.alloc`'s.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract is `System.alloc_zeroed`'s.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is `System.dealloc`'s.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract is `System.realloc`'s.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            grew(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// `f`'s result and the peak of live heap bytes during it, over those
+/// live when it began.
+fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let out = f();
+    (out, PEAK.load(Ordering::Relaxed).saturating_sub(base))
+}
+
+const MB: usize = 1 << 20;
+
+/// About `n` bytes of words, different for each `salt`, on lines.
+fn words(n: usize, salt: usize) -> String {
+    words_in(n, salt, '\n')
+}
+
+/// [`words`], with `every13` after every 13th word.
+fn words_in(n: usize, salt: usize, every13: char) -> String {
+    const BASE: [&str; 12] =
+        ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "sigma", "omega", "rho"];
+    let mut out = String::with_capacity(n + 16);
+    let mut i = salt;
+    while out.len() < n {
+        out.push_str(BASE[(i * 7 + salt) % BASE.len()]);
+        out.push_str(&(i % 997).to_string());
+        out.push(if i % 13 == 0 { every13 } else { ' ' });
+        i += 1;
+    }
+    out
+}
+
+fn set_texts(content: &mut Value, text: &str) {
+    for block in content.as_array_mut().into_iter().flatten() {
+        if block["type"] == "text" {
+            block["text"] = json!(text);
+        }
+    }
+}
+
+/// A DSH v4 log of `turns` turns, each the fixture's tool-call turn with
+/// a user prompt of `prompt` bytes and a tool result of `tool` bytes;
+/// returns its sessions root.
+fn dsh_root(turns: usize, prompt: usize, tool: usize) -> tempfile::TempDir {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/dsh-generations/raw/--home-dev-gen--/tool-call-turn/session.v4.jsonl");
+    let lines: Vec<Value> =
+        std::fs::read_to_string(fixture).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (mut header, pre, turn) = (lines[0].clone(), &lines[1..4], &lines[4..]);
+    header["id"] = json!("big");
+    let mut out = String::new();
+    for line in std::iter::once(&header).chain(pre) {
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    let period = turn.len() as u64;
+    for n in 0..turns {
+        let shift = n as u64 * period;
+        let prompt_text = format!("turn {n}: {}", words(prompt, n));
+        for template in turn {
+            let mut ev = template.clone();
+            ev["seq"] = json!(ev["seq"].as_u64().unwrap() + shift);
+            if let Some(seqs) = ev.get_mut("sourceEventSeqs").and_then(Value::as_array_mut) {
+                for s in seqs {
+                    *s = json!(s.as_u64().unwrap() + shift);
+                }
+            }
+            let kind = ev["type"].as_str().unwrap().to_owned();
+            let data = &mut ev["data"];
+            if let Some(seqs) = data.get_mut("messageSeqs").and_then(Value::as_array_mut) {
+                for s in seqs {
+                    *s = json!(s.as_u64().unwrap() + shift);
+                }
+            }
+            if data.get("turn").is_some() {
+                data["turn"] = json!(n + 1);
+            }
+            if let Some(id) = data["message"]["id"].as_str().map(str::to_owned) {
+                data["message"]["id"] = json!(format!("{id}-{n}"));
+            }
+            if let Some(inserted) = data.get_mut("inserted").and_then(Value::as_array_mut) {
+                for ins in inserted {
+                    ins["id"] = json!(format!("{}-{n}", ins["id"].as_str().unwrap()));
+                    set_texts(&mut ins["content"], &prompt_text);
+                }
+            }
+            if kind == "user/message" && data["source"]["kind"] == "user" {
+                data["id"] = json!(format!("{}-{n}", data["id"].as_str().unwrap()));
+                set_texts(&mut data["content"], &prompt_text);
+            }
+            if kind == "tool/result" {
+                set_texts(&mut data["message"]["content"], &words(tool, n + 1));
+            }
+            out.push_str(&ev.to_string());
+            out.push('\n');
+        }
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("--home-dev-gen--/big");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("session.v4.jsonl"), out).unwrap();
+    root
+}
+
+/// A Claude Code transcript of `rounds` prompts of `prompt` bytes, each
+/// answered in `answer` bytes; returns its projects root.
+fn claude_root(stem: &str, rounds: usize, prompt: usize, answer: usize) -> tempfile::TempDir {
+    let mut out = String::new();
+    let mut parent: Option<String> = None;
+    for n in 0..2 * rounds {
+        let uuid = format!("00000000-0000-4000-8000-{n:012}");
+        let (kind, message) = match n % 2 {
+            0 => ("user", json!({"role": "user", "content": format!("question {n}: {}", words(prompt, n))})),
+            _ => (
+                "assistant",
+                json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
+                       "content": [{"type": "text", "text": format!("answer {n}: {}", words(answer, n))}]}),
+            ),
+        };
+        let line = json!({"parentUuid": parent, "isSidechain": false, "type": kind, "message": message,
+            "uuid": uuid, "cwd": "/w", "version": "2.1.5",
+            "timestamp": format!("2026-01-01T00:{:02}:{:02}.000Z", n / 60 % 60, n % 60)});
+        out.push_str(&line.to_string());
+        out.push('\n');
+        parent = Some(uuid);
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("-w")).unwrap();
+    std::fs::write(root.path().join(format!("-w/{stem}.jsonl")), out).unwrap();
+    root
+}
+
+fn log_bytes(root: &Path) -> usize {
+    fn walk(p: &Path) -> usize {
+        std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                match e.file_type().unwrap().is_dir() {
+                    true => walk(&e.path()),
+                    false => e.metadata().unwrap().len() as usize,
+                }
+            })
+            .sum()
+    }
+    walk(root)
+}
+
+/// A title read of a 24 MB Claude Code transcript holds no text: the
+/// chain's structure and the first prompt only.
+fn claude_code_title_read() {
+    let stem = "0000aaaa-0000-4000-8000-000000000001";
+    let root = claude_root(stem, 1_200, 6_000, 14_000);
+    let bytes = log_bytes(root.path());
+    assert!(bytes > 20 * MB, "{bytes}");
+    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+    let id = format!("claude-code:{stem}");
+    BlockingSessionQuery::list_sessions(&source).unwrap();
+    let (title, peak) = peak_of(|| BlockingSessionQuery::read_title(&source, &id).unwrap());
+    assert_eq!(title.as_deref().map(|t| t.starts_with("question 0: ")), Some(true), "{title:?}");
+    assert!(peak < bytes / 8, "a title read of {bytes} bytes peaked at {peak} bytes");
+    // The conversation is still all there.
+    let conversation = source.conversation(&id).unwrap();
+    assert_eq!(conversation.items.len(), 2_400);
+}
+
+/// A title read of a 24 MB Codex rollout keeps the title's text only,
+/// without replaying the history.
+fn codex_title_read() {
+    use dsh_session_reference::sources::codex::CodexSource;
+    let id = "0199aaaa-0000-7000-8000-000000000001";
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/2026/01/01");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ts = "2026-01-01T00:00:00.000Z";
+    let mut out = json!({"timestamp": ts, "type": "session_meta", "payload": {"id": id, "timestamp": ts, "cwd": "/w"}})
+        .to_string()
+        + "\n";
+    for n in 0..1_200 {
+        let (role, kind, text) = match n % 2 {
+            0 => ("user", "input_text", format!("question {n}: {}", words(6_000, n))),
+            _ => ("assistant", "output_text", format!("answer {n}: {}", words(14_000, n))),
+        };
+        let payload = json!({"type": "message", "role": role, "content": [{"type": kind, "text": text}]});
+        out.push_str(&json!({"timestamp": ts, "type": "response_item", "payload": payload}).to_string());
+        out.push('\n');
+    }
+    std::fs::write(dir.join(format!("rollout-2026-01-01T00-00-00-{id}.jsonl")), out).unwrap();
+    let bytes = log_bytes(home.path());
+    assert!(bytes > 10 * MB, "{bytes}");
+    let source = CodexSource::open(home.path()).unwrap();
+    let codex_id = format!("codex:{id}");
+    BlockingSessionQuery::list_sessions(&source).unwrap();
+    let (title, peak) = peak_of(|| BlockingSessionQuery::read_title(&source, &codex_id).unwrap());
+    assert_eq!(title.as_deref().map(|t| t.starts_with("question 0: ")), Some(true), "{title:?}");
+    assert!(peak < bytes / 8, "a title read of {bytes} bytes peaked at {peak} bytes");
+    assert_eq!(source.conversation(&codex_id).unwrap().items.len(), 1_200);
+}
+
+/// `prepare` of a 24 MB DSH log of tool output (a prompt of 64 KiB) reads
+/// it holding its messages, not its tool results.
+fn dsh_prepare_of_tool_output() {
+    let root = dsh_root(120, 300, 200_000);
+    let bytes = log_bytes(root.path());
+    assert!(bytes > 20 * MB, "{bytes}");
+    let store = DshStore::open(root.path()).unwrap().with_watching(false);
+    let whole = store.read_surface_json("big").unwrap();
+    let visible = store.read_visible_surface_json("big").unwrap();
+    assert!(whole.len() > 20 * MB && visible.len() < MB, "{} / {}", whole.len(), visible.len());
+    drop((whole, visible));
+    let resolver = Resolver::new(Arc::new(store), Config::default());
+    let target = Target::new("new-chat", None);
+    let content = json!([{"type": "text", "text": "see"}]);
+    let refs = [json!({"sessionId": "big"})];
+    block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
+    let (prepared, peak) =
+        peak_of(|| block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap());
+    let prompt = prepared.additional_context.unwrap().prompt;
+    assert!(prompt.contains("turn 119: "), "the newest prompt is kept");
+    assert!(peak < bytes / 8, "prepare of a {bytes}-byte log peaked at {peak} bytes");
+}
+
+/// Indexing one session of 24 MB of text (the first search) holds its
+/// text once, as given, beside its compressed form: not joined again, nor
+/// decompressed whole to train the dictionary or to recompress with it.
+fn index_build_of_a_big_session() {
+    let items: Vec<Value> = (0..240)
+        .map(|n| {
+            let role = if n % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "text": words_in(100_000, n, ' ')})
+        })
+        .collect();
+    let surface = json!({"session": {"id": "big", "cwd": "/w"}, "capturedThroughSeq": 239, "conversation": items});
+    let surface = serde_json::to_vec(&surface).unwrap();
+    let bytes = surface.len();
+    assert!(bytes > 20 * MB, "{bytes}");
+    let query = MemoryQuery::new();
+    query.add_session(SessionHeader::new("big", 1u64, Some("/w".into())));
+    query.set_surface("big", SurfaceData::json(surface));
+    let resolver = Resolver::new(Arc::new(query), Config::default());
+    let target = Target::new("new-chat", None);
+    // A query no filter lets through: what is measured is the build.
+    let search = || block_on(resolver.search(&target, "qqxxzz", &SearchOptions::default(), None)).unwrap();
+    let (results, peak) = peak_of(search);
+    assert!(results.is_empty());
+    assert_eq!(resolver.search_index_stats().sessions, 1, "the session is indexed");
+    assert!(peak < bytes / 4, "indexing {bytes} bytes of text peaked at {peak} bytes");
+}
+
+/// The surface read for projection projects exactly as the whole one,
+/// item for item and error for error, on every fixture log (damaged ones
+/// included), and leaves out what projection drops.
+#[test]
+fn the_visible_surface_projects_as_the_whole_one() {
+    use dsh_session_reference::projection::project_json;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let (mut compared, mut smaller) = (0, 0);
+    for root in ["dsh-logs/raw", "dsh-logs/zstd", "dsh-logs/damaged", "dsh-generations/raw", "dsh-generations/zstd"] {
+        let Ok(store) = DshStore::open(fixtures.join(root)) else { continue };
+        let Ok(listing) = store.list() else { continue };
+        for session in listing.sessions {
+            let id = &session.header.id;
+            let (whole, visible) = (store.read_surface_json(id), store.read_visible_surface_json(id));
+            let (whole, visible) = match (whole, visible) {
+                (Ok(w), Ok(v)) => (w, v),
+                (Err(a), Err(b)) => {
+                    assert_eq!(a, b, "{root} {id}");
+                    continue;
+                }
+                (w, v) => panic!("{root} {id}: {:?} / {:?}", w.map(|_| ()), v.map(|_| ())),
+            };
+            assert_eq!(project_json(&whole), project_json(&visible), "{root} {id}");
+            compared += 1;
+            smaller += usize::from(visible.len() < whole.len());
+        }
+    }
+    assert!(compared >= 20 && smaller >= 10, "{compared} sessions, {smaller} smaller");
+    // A surface event projection drops, and ones it keeps or fails on.
+    use dsh_session_reference::projection::may_project;
+    assert!(!may_project(
+        br#"{"type":"tool/result","seq":3,"data":{"message":{"content":[{"type":"text","text":"x"}]}}}"#
+    ));
+    assert!(!may_project(
+        br#"{"type":"user/message","data":{"content":[{"type":"text","text":"x"}],"source":{"kind":"system-prompt"}}}"#
+    ));
+    assert!(!may_project(
+        br#"{"type":"assistant/message","data":{"message":{"content":[{"type":"reasoning","text":"r"}]}}}"#
+    ));
+    assert!(may_project(
+        br#"{"type":"user/message","data":{"content":[{"type":"text","text":"x"}],"source":{"kind":"user"}}}"#
+    ));
+    assert!(may_project(
+        br#"{"type":"assistant/message","data":{"message":{"content":[{"type":"text","text":"a"}]}}}"#
+    ));
+    assert!(may_project(br#"{"type":"user/message","data":{"content":"not blocks"}}"#), "an error is kept");
+    assert!(may_project(br#"{"data":{}}"#), "no type: an error");
+}
+
+#[test]
+fn memory_follows_what_is_kept_not_the_log() {
+    claude_code_title_read();
+    codex_title_read();
+    dsh_prepare_of_tool_output();
+    index_build_of_a_big_session();
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Generates big session logs for the memory benchmarks of BENCHMARKS.md
+(issue 28 item 4): a DSH v4 log of tool output or of conversation, and a
+Claude Code transcript, each about SIZE megabytes. Nothing is committed but
+this script; delete the output when done.
+
+    scripts/gen_big_logs.py OUT_DIR KIND SIZE_MB
+    KIND: dsh-tools | dsh-talk | claude
+
+OUT_DIR then holds a DSH sessions root (OUT_DIR/dsh) or a Claude Code
+projects root (OUT_DIR/claude).
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TEMPLATE = os.path.join(HERE, "..", "tests", "fixtures", "dsh-generations", "raw",
+                        "--home-dev-gen--", "tool-call-turn", "session.v4.jsonl")
+
+
+POOL = []
+
+
+def words(n, salt):
+    """About n bytes of varied ASCII text (different per salt): a slice of
+    a pool of words made once (generating each text word by word made a
+    1 GB log take most of an hour)."""
+    if not POOL:
+        base = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron "
+                "pi rho sigma tau upsilon phi chi psi omega ").split()
+        POOL.append(" ".join(base[(i * 7 + i // 24) % len(base)] + str(i % 97) for i in range(400000)))
+    pool = POOL[0]
+    start = (salt * 7919) % (len(pool) - n - 1)
+    return pool[start:start + n]
+
+
+def dump(obj):
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def shift_seqs(ev, offset):
+    if "seq" in ev:
+        ev["seq"] += offset
+    if "sourceEventSeqs" in ev:
+        ev["sourceEventSeqs"] = [s + offset if isinstance(s, int) else [a + offset for a in s]
+                                 for s in ev["sourceEventSeqs"]]
+    d = ev.get("data")
+    if isinstance(d, dict) and "messageSeqs" in d:
+        d["messageSeqs"] = [s + offset for s in d["messageSeqs"]]
+
+
+def set_texts(content, text):
+    for block in content:
+        if block.get("type") == "text":
+            block["text"] = text
+
+
+def dsh(out, kind, size):
+    lines = [json.loads(l) for l in open(TEMPLATE, encoding="utf-8")]
+    header, events = lines[0], lines[1:]
+    header["id"] = "big-" + kind
+    header["cwd"] = "/home/dev/big"
+    pre, turn = events[:3], events[3:]  # seqs 0-2, then one turn of seqs 3..20
+    d = os.path.join(out, "dsh", "--home-dev-big--", "big-" + kind)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "session.v4.jsonl")
+    period = len(turn)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(dump(header) + "\n")
+        for ev in pre:
+            f.write(dump(ev) + "\n")
+        n, written = 0, 0
+        while written < size:
+            for tmpl in turn:
+                ev = json.loads(dump(tmpl))
+                shift_seqs(ev, n * period)
+                t, data = ev["type"], ev.get("data", {})
+                if isinstance(data, dict):
+                    if "turn" in data:
+                        data["turn"] = n + 1
+                    msg = data.get("message")
+                    if isinstance(msg, dict) and "id" in msg:
+                        msg["id"] = f"{msg['id']}-{n}"
+                    if "id" in data and t == "user/message":
+                        data["id"] = f"{data['id']}-{n}"
+                if t == "agent/inbox/spliced" and data.get("inserted"):
+                    user_text = f"turn {n}: " + words(200 if kind == "dsh-tools" else 4000, n)
+                    for ins in data["inserted"]:
+                        ins["id"] = f"{ins['id']}-{n}"
+                        set_texts(ins["content"], user_text)
+                if t == "user/message" and data.get("source", {}).get("kind") == "user":
+                    set_texts(data["content"], user_text)
+                if t == "tool/result" and kind == "dsh-tools":
+                    set_texts(data["message"]["content"], words(60000, n))
+                if t == "assistant/message" and kind == "dsh-talk":
+                    set_texts(data["message"]["content"], f"answer {n}: " + words(4000, n + 1))
+                line = dump(ev) + "\n"
+                f.write(line)
+                written += len(line.encode())
+            n += 1
+    return path
+
+
+def claude(out, size):
+    d = os.path.join(out, "claude", "-home-dev-big")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "0b9f4c56-1111-4222-8333-944455556666.jsonl")
+    parent, n, written = None, 0, 0
+    with open(path, "w", encoding="utf-8") as f:
+        while written < size:
+            for role in ("user", "assistant"):
+                uuid = f"00000000-0000-4000-8000-{n:012d}"
+                if role == "user":
+                    message = {"role": "user", "content": f"question {n}: " + words(3000, n)}
+                else:
+                    message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": "claude",
+                               "content": [{"type": "text", "text": f"answer {n}: " + words(6000, n + 1)}]}
+                line = {"parentUuid": parent, "isSidechain": False, "userType": "external",
+                        "cwd": "/home/dev/big", "sessionId": "0b9f4c56-1111-4222-8333-944455556666",
+                        "version": "2.1.5", "type": role, "message": message, "uuid": uuid,
+                        "timestamp": f"2026-11-01T10:{(n // 60) % 60:02d}:{n % 60:02d}.000Z"}
+                s = dump(line) + "\n"
+                f.write(s)
+                written += len(s.encode())
+                parent = uuid
+                n += 1
+    return path
+
+
+def main():
+    out, kind, size_mb = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    size = int(size_mb * 1e6)
+    path = claude(out, size) if kind == "claude" else dsh(out, kind, size)
+    print(path, os.path.getsize(path))
+
+
+if __name__ == "__main__":
+    main()
