@@ -2,7 +2,7 @@
 //! the cache file), its item lengths, its filter and its title.
 
 use super::bloom::Bloom;
-use super::dict::{compress, decompress, distinct_keys, Dictionary, Encoder};
+use super::dict::{compress, decompress, distinct_keys, distinct_pairs, Dictionary, Encoder};
 use super::fold::fold;
 use super::keys::items_of;
 use super::needle::Needle;
@@ -28,6 +28,9 @@ pub(crate) struct Doc {
     /// Their sum: the length of the decompressed text.
     pub(super) len: usize,
     pub(super) bloom: Bloom,
+    /// Its serial in its dictionary's vocabulary (0: not registered, as a
+    /// doc without dictionary).
+    pub(super) serial: u32,
 }
 
 /// Where a doc's compressed text is.
@@ -110,6 +113,12 @@ pub(super) fn folded_title(title: Option<&str>) -> Option<Box<str>> {
     }
 }
 
+/// Registers a doc of these items and distinct filter keys in `dict`'s
+/// vocabulary: its serial.
+fn register<'a>(dict: &Dictionary, items: impl Iterator<Item = &'a str>, keys: &[u64]) -> u32 {
+    dict.vocab.register(keys, &distinct_pairs(items, dict))
+}
+
 /// One projected item's text, as the index is given it.
 pub(crate) struct IndexedItem<'a> {
     pub(crate) text: Cow<'a, str>,
@@ -131,12 +140,24 @@ impl Doc {
             text.push_str(&item.text);
             ends.push(text.len());
         }
-        let bloom = Bloom::with_keys(distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict)));
+        let keys = distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict));
         let packed = compress(text.as_bytes(), encoder);
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
+        let serial = dict.as_deref().map_or(0, |d| register(d, items.iter().map(|i| &*i.text), &keys.0));
+        let bloom = Bloom::with_keys(keys);
         let title_folded = folded_title(title.as_deref());
         let lengths = encode_lengths(&ends);
-        Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len: text.len(), bloom }
+        Doc {
+            fingerprint,
+            title,
+            title_folded,
+            packed: Packed::Held(packed),
+            dict,
+            lengths,
+            len: text.len(),
+            bloom,
+            serial,
+        }
     }
 
     /// The title lower-cased (`""` without one).
@@ -168,7 +189,8 @@ impl Doc {
         let text = self.decompressed()?;
         let ends = self.ends();
         let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
-        let keys = distinct_keys(items, Some(&encoder.dict));
+        let keys = distinct_keys(items.clone(), Some(&encoder.dict));
+        let serial = register(&encoder.dict, items, &keys.0);
         Some(Doc {
             fingerprint: self.fingerprint.clone(),
             title: self.title.clone(),
@@ -178,6 +200,7 @@ impl Doc {
             lengths: self.lengths.clone(),
             len: self.len,
             bloom: Bloom::with_keys(keys),
+            serial,
         })
     }
 
@@ -198,7 +221,19 @@ impl Doc {
     /// [`may_contain`](Self::may_contain) with its filter's bytes `bits`
     /// (of a doc with a body).
     pub(super) fn may_contain_in(&self, bits: &[u8], needle: &Needle) -> bool {
+        if !self.admits(needle) {
+            return false;
+        }
         needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| Bloom::contains(bits, h)))
+    }
+
+    /// Whether its dictionary's vocabulary lets it hold `needle` (always,
+    /// for a doc without dictionary or serial).
+    pub(super) fn admits(&self, needle: &Needle) -> bool {
+        match &self.dict {
+            Some(dict) if self.serial != 0 => needle.with_verdict(dict, |v| v.admits(self.serial)),
+            _ => true,
+        }
     }
 
     /// Its text decompressed to exactly its length, `None` if it cannot
