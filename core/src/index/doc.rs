@@ -143,7 +143,12 @@ impl Doc {
         let keys = distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict));
         let packed = compress(text.as_bytes(), encoder);
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
-        let serial = dict.as_deref().map_or(0, |d| register(d, items.iter().map(|i| &*i.text), &keys.0));
+        // Only a doc that may be kept is registered (one built for a
+        // single query would be registered again by every query).
+        let serial = match dict.as_deref() {
+            Some(d) if fingerprint.is_some() => register(d, items.iter().map(|i| &*i.text), &keys.0),
+            _ => 0,
+        };
         let bloom = Bloom::with_keys(keys);
         let title_folded = folded_title(title.as_deref());
         let lengths = encode_lengths(&ends);
@@ -190,7 +195,10 @@ impl Doc {
         let ends = self.ends();
         let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
         let keys = distinct_keys(items.clone(), Some(&encoder.dict));
-        let serial = register(&encoder.dict, items, &keys.0);
+        let serial = match self.fingerprint {
+            Some(_) => register(&encoder.dict, items, &keys.0),
+            None => 0,
+        };
         Some(Doc {
             fingerprint: self.fingerprint.clone(),
             title: self.title.clone(),

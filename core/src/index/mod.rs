@@ -387,6 +387,23 @@ mod tests {
             .unwrap();
         assert!(texts.iter().all(|(id, _)| may(&held(&cache, id), &word)), "{word}");
         assert!(texts.iter().all(|(id, _)| !may(&held(&cache, id), "qqqzzzxx")));
+        // The dictionary's vocabulary rules out docs for a word that is
+        // nowhere without testing their filters, and for the words it
+        // lists the holders of, and never a doc holding the word.
+        let nowhere = Needle::new("qqqzzzxx".to_owned());
+        assert!(texts.iter().all(|(id, _)| !held(&cache, id).admits(&nowhere)));
+        let mut ruled_out = 0;
+        for (_, items) in texts.iter().take(8) {
+            for w in items[0].split(' ').filter(|w| w.len() >= 5) {
+                let needle = Needle::new(w.to_owned());
+                for (other, other_items) in &texts {
+                    let admitted = held(&cache, other).admits(&needle);
+                    assert!(admitted || !other_items.iter().any(|i| i.contains(w)), "{w:?} in {other}");
+                    ruled_out += usize::from(!admitted);
+                }
+            }
+        }
+        assert!(ruled_out > 0, "some docs ruled out by the pairs alone");
         // A doc built now uses it at once.
         let encoder = cache.encoder();
         let doc = Doc::build(None, None, vec![IndexedItem { text: Cow::Borrowed("re7 de14") }], encoder.as_deref());
