@@ -256,6 +256,78 @@ fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (out, t.elapsed())
 }
 
+/// SQLite FTS5 (trigram) over the same fields, in a Python process of
+/// its own (scripts/fts5_bench.py): bench-only, nothing of it is built
+/// into the library.
+struct Fts5 {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    export: PathBuf,
+}
+
+impl Fts5 {
+    fn start(root: &Path, corpus: &[(String, String, f64, String)]) -> Fts5 {
+        use std::io::BufRead;
+        let export = root.with_extension("fts5-export.jsonl");
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&export).unwrap());
+        for (sid, cwd, created, body) in corpus {
+            writeln!(f, "{}", json!({"sid": sid, "cwd": cwd, "created": created, "body": body})).unwrap();
+        }
+        drop(f);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fts5_bench.py");
+        let mut child = std::process::Command::new("python3")
+            .arg(script)
+            .arg(&export)
+            .arg(root.with_extension("fts5.db"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let built: serde_json::Value = serde_json::from_str(&line).expect("the FTS5 build's figures");
+        let (db, text) = (built["db_bytes"].as_f64().unwrap(), built["text_bytes"].as_f64().unwrap());
+        println!(
+            "  FTS5 (trigram): built in {:.1} s, database {:.0} MB = {:.0}% of the {:.0} MB it indexes",
+            built["build_s"].as_f64().unwrap(),
+            db / 1e6,
+            100.0 * db / text,
+            text / 1e6
+        );
+        Fts5 { child, out, export }
+    }
+
+    fn ask(&mut self, q: &str, cwd: &str, full: bool) -> serde_json::Value {
+        use std::io::BufRead;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{}", json!({"q": q, "cwd": cwd, "full": full})).unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// One ranked query, cut at 50: its time as FTS5 measured it.
+    fn time(&mut self, q: &str, cwd: &str) -> Duration {
+        Duration::from_secs_f64(self.ask(q, cwd, false)["ms"].as_f64().unwrap() / 1e3)
+    }
+
+    /// Every session it finds.
+    fn all(&mut self, q: &str) -> std::collections::BTreeSet<String> {
+        let v = self.ask(q, "", true);
+        v["ids"].as_array().unwrap().iter().map(|i| i.as_str().unwrap().to_owned()).collect()
+    }
+}
+
+impl Drop for Fts5 {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        drop(self.child.wait());
+        drop(std::fs::remove_file(&self.export));
+    }
+}
+
 fn main() {
     let n: usize = std::env::var("DSR_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);
     let kb: usize = std::env::var("DSR_BENCH_KB").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
@@ -439,25 +511,92 @@ fn main() {
     let queries = [
         ("identifier fragment", "PR1137".to_owned()),
         ("one word (rank ~2000)", pick(2000)),
+        ("one word (rank ~3000)", pick(3000)),
+        ("one rare word of common trigrams (rank ~4900)", pick(4900)),
         ("one frequent word (rank ~50)", pick(50)),
         ("three words", three),
         ("substring in half the sessions", "alphamarker".to_owned()),
         ("CJK substring", "缓存索引".to_owned()),
+        ("CJK pair, no match", "模型".to_owned()),
         ("no match", "zzqqxx".to_owned()),
+        ("no match, a word of common trigrams", "teranise".to_owned()),
     ];
+    // Every session's searched fields, for the brute-force check (and the
+    // export FTS5 is built from): its projected items, title, id and cwd,
+    // one per line (a word holds no line break, so none spans two).
+    let corpus: Vec<(String, String, f64, String)> = listed
+        .sessions
+        .iter()
+        .map(|s| {
+            let h = &s.header;
+            let json = store.read_surface_json(&h.id).unwrap();
+            let projection = dsh_session_reference::projection::project_json(&json).unwrap();
+            let mut body = String::new();
+            for item in &projection.items {
+                body.push_str(&item.text.decode().unwrap());
+                body.push('\n');
+            }
+            let title = store.read_title(&h.id).unwrap().unwrap_or_default();
+            let cwd = h.cwd.clone().unwrap_or_default();
+            body.push_str(&format!("{title}\n{}\n{cwd}", h.id));
+            (h.id.clone(), cwd, h.created_at.as_f64().unwrap_or(0.0), body)
+        })
+        .collect();
+    let lowered: Vec<String> = corpus.iter().map(|(_, _, _, body)| body.to_lowercase()).collect();
+    let brute = |q: &str| -> std::collections::BTreeSet<String> {
+        let words: Vec<String> = q.to_lowercase().split_whitespace().map(str::to_owned).collect();
+        corpus
+            .iter()
+            .zip(&lowered)
+            .filter(|(_, body)| words.iter().all(|w| body.contains(w.as_str())))
+            .map(|((id, ..), _)| id.clone())
+            .collect()
+    };
+    // FTS5 beside it (`DSR_BENCH_FTS5=1`): scripts/fts5_bench.py over an
+    // export of the same fields, asked in turn with each of our queries.
+    let mut fts5 = std::env::var_os("DSR_BENCH_FTS5").map(|_| Fts5::start(&root, &corpus));
+    let limit = dsh_session_reference::DEFAULT_CANDIDATE_LIMIT as usize;
+    println!("  (ratios: ours / FTS5, medians interleaved in this run; results checked against a brute-force scan)");
     for (what, q) in &queries {
+        let expected = brute(q);
         let mut found = 0;
+        let mut theirs = Vec::new();
         let t = median(
             (0..reps)
                 .map(|_| {
                     let (res, t) = time(|| block_on(rm.search(&target, q.as_str(), &opts, None)).unwrap());
                     found = res.len();
+                    assert_eq!(found, expected.len().min(limit), "{q:?}: as many results as a scan finds");
+                    for r in &res {
+                        assert!(expected.contains(&r.candidate.session_id), "{q:?}: {}", r.candidate.session_id);
+                    }
+                    if let Some(f) = fts5.as_mut() {
+                        theirs.push(f.time(q, "/work/p3"));
+                    }
                     t
                 })
                 .collect(),
         );
-        println!("  warm, {what} {q:?}: {} median ({found} results)", ms(t));
+        let side = match fts5.as_mut() {
+            Some(f) => {
+                let all = f.all(q);
+                let check = if all == expected {
+                    "exact".to_owned()
+                } else {
+                    format!("{} of {} sessions", all.intersection(&expected).count(), expected.len())
+                };
+                let theirs = median(theirs);
+                format!(
+                    "; FTS5 {} ({check}), ratio {:.2}x",
+                    ms(theirs),
+                    t.as_secs_f64() / theirs.as_secs_f64().max(1e-9)
+                )
+            }
+            None => String::new(),
+        };
+        println!("  warm, {what} {q:?}: {} median ({found} results of {} matching){side}", ms(t), expected.len());
     }
+    drop(fts5);
     let (_, sbuild) = time(|| block_on(r.search(&target, "alphamarker", &opts, None)).unwrap());
     let swarm =
         median((0..reps).map(|_| time(|| block_on(r.search(&target, "PR1137", &opts, None)).unwrap()).1).collect());

@@ -3,7 +3,8 @@
 //! without it.
 
 use super::fold::fold;
-use super::keys::{hash, items_of, keys, KeySet, MixHasher, SPACED};
+use super::keys::{hash, items_of, keys, pairs, KeySet, MixHasher, SPACED};
+use super::vocab::{Vocabulary, SEEN_BITS};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -41,20 +42,22 @@ pub(crate) struct Dictionary {
     pub(super) raw: Box<[u8]>,
     pub(super) decompress: DDict<'static>,
     pub(super) common: KeySet,
+    /// What the docs compressed with it hold, known once for them all.
+    pub(super) vocab: Vocabulary,
 }
 
 impl Dictionary {
-    /// A dictionary from its bytes and common keys (as trained, or read
-    /// back from a cache file); `None` if zstd rejects the bytes or the
-    /// keys are not sorted.
-    pub(super) fn new(raw: Box<[u8]>, common: Box<[u64]>) -> Option<Dictionary> {
+    /// A dictionary from its bytes, common keys and vocabulary (as
+    /// trained, or read back from a cache file); `None` if zstd rejects
+    /// the bytes or the keys are not sorted.
+    pub(super) fn new(raw: Box<[u8]>, common: Box<[u64]>, vocab: Vocabulary) -> Option<Dictionary> {
         static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         if common.windows(2).any(|w| w[0] >= w[1]) {
             return None;
         }
         let decompress = DDict::try_create(&raw)?;
         let common = KeySet::new(&common);
-        Some(Dictionary { id: IDS.fetch_add(1, Ordering::Relaxed), raw, decompress, common })
+        Some(Dictionary { id: IDS.fetch_add(1, Ordering::Relaxed), raw, decompress, common, vocab })
     }
 
     /// Trains one on sample texts (each with its items' ends); also
@@ -64,6 +67,8 @@ impl Dictionary {
         let raw = zstd::dict::from_samples(&texts, DICTIONARY_BYTES).ok()?;
         let mut common = Vec::new();
         let mut left_out = 0;
+        // Sized by the distinct uncommon trigrams of the sample.
+        let mut uncommon = 0;
         if samples.len() >= COMMON_SAMPLES {
             let mut counts: HashMap<u64, usize, std::hash::BuildHasherDefault<MixHasher>> = HashMap::default();
             for (text, ends) in samples {
@@ -76,21 +81,24 @@ impl Dictionary {
                 if n >= at_least {
                     common.push(k);
                     left_out += n;
+                } else if k & SPACED == 0 {
+                    uncommon += 1;
                 }
             }
             common.sort_unstable();
         }
-        Some((Dictionary::new(raw.into_boxed_slice(), common.into())?, left_out))
+        let vocab = Vocabulary::new(uncommon * SEEN_BITS.2);
+        Some((Dictionary::new(raw.into_boxed_slice(), common.into(), vocab)?, left_out))
     }
 
     pub(super) fn is_common(&self, key: u64) -> bool {
         self.common.contains(key, hash(key))
     }
 
-    /// Bytes it holds: its own, zstd's digested form for reading, and the
-    /// common keys.
+    /// Bytes it holds: its own, zstd's digested form for reading, the
+    /// common keys and the vocabulary.
     pub(super) fn bytes(&self) -> usize {
-        self.raw.len() + self.decompress.sizeof() + self.common.bytes()
+        self.raw.len() + self.decompress.sizeof() + self.common.bytes() + self.vocab.bytes()
     }
 }
 
@@ -321,24 +329,9 @@ pub(super) fn distinct_keys_of(
     let spaced_slot = |k: u64| (k & 0xffff_ffff).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift;
     SEEN.with(|seen| {
         let seen = &mut *seen.borrow_mut();
-        if seen.trigrams.is_empty() {
-            seen.trigrams.resize(1 << 18, 0);
-            seen.spaced.resize(1 << 14, 0);
-        }
         // The common trigrams are marked seen already: they are skipped
         // at the cost of the test every trigram takes anyway.
-        let id = dict.map_or(0, |d| d.id);
-        if seen.common_of != id {
-            for &k in &seen.common {
-                seen.trigrams[(k >> 6) as usize] &= !(1 << (k & 63));
-            }
-            seen.common = dict.map(|d| d.common.sorted()).unwrap_or_default();
-            seen.common.retain(|&k| k & SPACED == 0);
-            for &k in &seen.common {
-                seen.trigrams[(k >> 6) as usize] |= 1 << (k & 63);
-            }
-            seen.common_of = id;
-        }
+        seen.mark_common(dict);
         let (trigrams, spaced) = (&mut seen.trigrams, &mut seen.spaced);
         feed(&mut |item: &str| {
             self::keys(fold(item).as_bytes(), |k| {
@@ -390,6 +383,108 @@ pub(super) struct Seen {
     /// dictionary (0: none).
     pub(super) common: Vec<u64>,
     pub(super) common_of: u64,
+    /// The pairs met so far in the doc [`distinct_pairs`] is at, by hash
+    /// (open addressing, [`NO_PAIR`] where free).
+    pub(super) pairs: Vec<u32>,
+}
+
+/// No pair is this (a pair is of valid UTF-8, never of 0xff bytes).
+const NO_PAIR: u32 = u32::MAX;
+
+impl Seen {
+    /// Makes `trigrams` mark exactly the common trigrams of `dict` (none
+    /// without one), the state it is left in between docs.
+    fn mark_common(&mut self, dict: Option<&Dictionary>) {
+        if self.trigrams.is_empty() {
+            self.trigrams.resize(1 << 18, 0);
+            self.spaced.resize(1 << 14, 0);
+        }
+        let id = dict.map_or(0, |d| d.id);
+        if self.common_of != id {
+            for &k in &self.common {
+                self.trigrams[(k >> 6) as usize] &= !(1 << (k & 63));
+            }
+            self.common = dict.map(|d| d.common.sorted()).unwrap_or_default();
+            self.common.retain(|&k| k & SPACED == 0);
+            for &k in &self.common {
+                self.trigrams[(k >> 6) as usize] |= 1 << (k & 63);
+            }
+            self.common_of = id;
+        }
+    }
+}
+
+/// The distinct pairs (`keys::pairs`) of the lower-cased items under
+/// `dict`'s common trigrams (a pair never spans two items).
+pub(super) fn distinct_pairs<'a>(items: impl Iterator<Item = &'a str>, dict: &Dictionary) -> Vec<u32> {
+    distinct_pairs_of(dict, |pair| items.for_each(pair))
+}
+
+/// [`distinct_pairs`] of the items that `feed` passes one by one to the
+/// function it is given: they need not all be held at once.
+pub(super) fn distinct_pairs_of(dict: &Dictionary, feed: impl FnOnce(&mut dyn FnMut(&str))) -> Vec<u32> {
+    SEEN.with(|seen| {
+        let seen = &mut *seen.borrow_mut();
+        seen.mark_common(Some(dict));
+        let (trigrams, slots) = (&seen.trigrams, &mut seen.pairs);
+        if slots.is_empty() {
+            slots.resize(1 << 12, NO_PAIR);
+        }
+        let mut out = Vec::new();
+        feed(&mut |item: &str| {
+            pairs(
+                fold(item).as_bytes(),
+                |k| trigrams[(k >> 6) as usize] & (1 << (k & 63)) != 0,
+                |p| {
+                    if out.len() * 2 >= slots.len() {
+                        // Kept at most half full.
+                        slots.clear();
+                        slots.resize((out.len() * 4).next_power_of_two(), NO_PAIR);
+                        for &q in &out {
+                            insert_pair(slots, q);
+                        }
+                    }
+                    if insert_pair(slots, p) {
+                        out.push(p);
+                    }
+                },
+            );
+        });
+        // Freed once every pair is found (a freed slot would cut the
+        // probe runs of the others).
+        let at: Vec<usize> = out.iter().map(|&p| pair_slot(slots, p)).collect();
+        for i in at {
+            slots[i] = NO_PAIR;
+        }
+        out
+    })
+}
+
+/// Inserts `p` in the open-addressing `slots` (a power of two of them, not
+/// full): whether it was not there.
+fn insert_pair(slots: &mut [u32], p: u32) -> bool {
+    let mask = slots.len() - 1;
+    let mut i = (hash(u64::from(p)) as usize) & mask;
+    loop {
+        match slots[i] {
+            NO_PAIR => {
+                slots[i] = p;
+                return true;
+            }
+            q if q == p => return false,
+            _ => i = (i + 1) & mask,
+        }
+    }
+}
+
+/// Where `p` is in the open-addressing `slots` (it is there).
+fn pair_slot(slots: &[u32], p: u32) -> usize {
+    let mask = slots.len() - 1;
+    let mut i = (hash(u64::from(p)) as usize) & mask;
+    while slots[i] != p {
+        i = (i + 1) & mask;
+    }
+    i
 }
 
 thread_local! {

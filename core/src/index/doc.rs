@@ -3,8 +3,8 @@
 
 use super::bloom::Bloom;
 use super::dict::{
-    compress, compress_parts, decompress, distinct_keys, distinct_keys_of, each_item, CompressStream, Dictionary,
-    Encoder, STREAM_AT,
+    compress, compress_parts, decompress, distinct_keys, distinct_keys_of, distinct_pairs, distinct_pairs_of,
+    each_item, CompressStream, Dictionary, Encoder, STREAM_AT,
 };
 use super::fold::fold;
 use super::keys::items_of;
@@ -31,6 +31,9 @@ pub(crate) struct Doc {
     /// Their sum: the length of the decompressed text.
     pub(super) len: usize,
     pub(super) bloom: Bloom,
+    /// Its serial in its dictionary's vocabulary (0: not registered, as a
+    /// doc without dictionary).
+    pub(super) serial: u32,
 }
 
 /// Where a doc's compressed text is.
@@ -113,6 +116,12 @@ pub(super) fn folded_title(title: Option<&str>) -> Option<Box<str>> {
     }
 }
 
+/// Registers a doc of these items and distinct filter keys in `dict`'s
+/// vocabulary: its serial.
+fn register<'a>(dict: &Dictionary, items: impl Iterator<Item = &'a str>, keys: &[u64]) -> u32 {
+    dict.vocab.register(keys, &distinct_pairs(items, dict))
+}
+
 /// One projected item's text, as the index is given it.
 pub(crate) struct IndexedItem<'a> {
     pub(crate) text: Cow<'a, str>,
@@ -133,13 +142,20 @@ impl Doc {
             len += item.text.len();
             ends.push(len);
         }
-        let bloom = Bloom::with_keys(distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict)));
+        let keys = distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict));
         // The items are compressed as one text without being joined first.
         let packed = compress_parts(items.iter().map(|i| i.text.as_bytes()), len, encoder);
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
+        // Only a doc that may be kept is registered (one built for a
+        // single query would be registered again by every query).
+        let serial = match dict.as_deref() {
+            Some(d) if fingerprint.is_some() => register(d, items.iter().map(|i| &*i.text), &keys.0),
+            _ => 0,
+        };
+        let bloom = Bloom::with_keys(keys);
         let title_folded = folded_title(title.as_deref());
         let lengths = encode_lengths(&ends);
-        Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len, bloom }
+        Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len, bloom, serial }
     }
 
     /// The title lower-cased (`""` without one).
@@ -171,7 +187,7 @@ impl Doc {
     /// recompressed as a stream, item by item, never held whole.
     pub(super) fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
         let ends = self.ends();
-        let (keys, packed) = if self.len >= STREAM_AT {
+        let (keys, packed, serial) = if self.len >= STREAM_AT {
             let mut stream = CompressStream::new(self.len, Some(encoder))?;
             let mut read = None;
             let keys = distinct_keys_of(self.len, Some(&encoder.dict), |key| {
@@ -181,11 +197,33 @@ impl Doc {
                 });
             });
             read?;
-            (keys, stream.finish()?.into_boxed_slice())
+            let packed = stream.finish()?.into_boxed_slice();
+            // The vocabulary's pairs in a second streamed pass (the two
+            // passes share the thread's scratch tables).
+            let serial = match self.fingerprint {
+                Some(_) => {
+                    let mut read = None;
+                    let pairs = distinct_pairs_of(&encoder.dict, |pair| {
+                        read = self.each_item(&ends, |item| {
+                            pair(item);
+                            Some(())
+                        });
+                    });
+                    read?;
+                    encoder.dict.vocab.register(&keys.0, &pairs)
+                }
+                None => 0,
+            };
+            (keys, packed, serial)
         } else {
             let text = self.decompressed()?;
             let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
-            (distinct_keys(items, Some(&encoder.dict)), compress(&text, Some(encoder)))
+            let keys = distinct_keys(items.clone(), Some(&encoder.dict));
+            let serial = match self.fingerprint {
+                Some(_) => register(&encoder.dict, items, &keys.0),
+                None => 0,
+            };
+            (keys, compress(&text, Some(encoder)), serial)
         };
         Some(Doc {
             fingerprint: self.fingerprint.clone(),
@@ -196,6 +234,7 @@ impl Doc {
             lengths: self.lengths.clone(),
             len: self.len,
             bloom: Bloom::with_keys(keys),
+            serial,
         })
     }
 
@@ -216,6 +255,9 @@ impl Doc {
     /// [`may_contain`](Self::may_contain) with its filter's bytes `bits`
     /// (of a doc with a body).
     pub(super) fn may_contain_in(&self, bits: &[u8], needle: &Needle) -> bool {
+        if !self.admits(needle) {
+            return false;
+        }
         needle.with_hashes(self.dict.as_deref(), |h| h.iter().all(|&h| Bloom::contains(bits, h)))
     }
 
@@ -248,6 +290,15 @@ impl Doc {
     /// be read or does not decompress to its items.
     pub(super) fn each_item(&self, ends: &[usize], f: impl FnMut(&str) -> Option<()>) -> Option<()> {
         each_item(&self.packed.bytes(self.len).ok()?, self.dict.as_deref(), ends, f)
+    }
+
+    /// Whether its dictionary's vocabulary lets it hold `needle` (always,
+    /// for a doc without dictionary or serial).
+    pub(super) fn admits(&self, needle: &Needle) -> bool {
+        match &self.dict {
+            Some(dict) if self.serial != 0 => needle.with_verdict(dict, |v| v.admits(self.serial)),
+            _ => true,
+        }
     }
 
     /// Its text decompressed to exactly its length, `None` if it cannot

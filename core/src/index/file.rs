@@ -8,6 +8,7 @@ use super::bloom::{filter_checksum, Bits, Bloom, StoredBits};
 use super::dict::Dictionary;
 use super::doc::{each_end, folded_title, text_checksum, Doc, Packed};
 use super::stored::Stored;
+use super::vocab::Vocabulary;
 use super::DocCache;
 use crate::cache_file::StoredTexts;
 use crate::host::Fingerprint;
@@ -56,6 +57,14 @@ impl DocCache {
             for &k in &common {
                 out.extend_from_slice(&k.to_le_bytes());
             }
+            // Its vocabulary, of the docs written with it.
+            let mut live: Vec<u32> = kept
+                .iter()
+                .filter(|(_, d, _, _)| d.dict.as_ref().is_some_and(|x| Arc::ptr_eq(x, dict)))
+                .map(|(_, d, _, _)| d.serial)
+                .collect();
+            live.sort_unstable();
+            dict.vocab.encode(&mut out, |s| live.binary_search(&s).is_ok());
         }
         out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
         let mut filter_at = 0u64;
@@ -65,6 +74,7 @@ impl DocCache {
             put_opt(&mut out, d.title.as_deref().map(str::as_bytes));
             let dict = d.dict.as_ref().and_then(|x| dicts.iter().position(|y| Arc::ptr_eq(x, y))).map_or(0, |i| i + 1);
             out.extend_from_slice(&(dict as u64).to_le_bytes());
+            out.extend_from_slice(&u64::from(if dict == 0 { 0 } else { d.serial }).to_le_bytes());
             put(&mut out, &d.lengths);
             let text_sum = match &d.packed {
                 Packed::Stored(s) => s.checksum,
@@ -98,7 +108,8 @@ impl DocCache {
             for _ in 0..n {
                 common.push(input.u64()?);
             }
-            dicts.push(Arc::new(Dictionary::new(raw, common.into())?));
+            let vocab = Vocabulary::decode(&mut input)?;
+            dicts.push(Arc::new(Dictionary::new(raw, common.into(), vocab)?));
         }
         let n = usize::try_from(input.u64()?).ok()?;
         let mut out = Vec::with_capacity(n.min(input.0.len() / 64));
@@ -120,6 +131,11 @@ impl DocCache {
                 0 => None,
                 i => Some(Arc::clone(dicts.get(i - 1)?)),
             };
+            // Registered in its dictionary's vocabulary (0 never is).
+            let serial = u32::try_from(input.u64()?).ok()?;
+            if dict.as_ref().map_or(serial != 0, |d| serial >= d.vocab.next_serial()) {
+                return None;
+            }
             let lengths: Box<[u8]> = input.bytes()?.into();
             let len = each_end(&lengths, |_| {})?;
             let text = region(&mut input)?;
@@ -140,7 +156,8 @@ impl DocCache {
                 _ => Bits::Stored(Box::new(StoredBits { at: filter, kept: std::sync::OnceLock::new() })),
             };
             let title_folded = folded_title(title.as_deref());
-            let doc = Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom: Bloom { bits } };
+            let doc =
+                Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom: Bloom { bits }, serial };
             out.push((id, Arc::new(doc)));
         }
         input.0.is_empty().then_some(out)

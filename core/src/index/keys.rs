@@ -130,3 +130,29 @@ pub(super) fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
 }
+
+/// Calls `f` with every pair of a lower-cased text or needle (repeats
+/// included): each 4 bytes without ASCII whitespace whose two trigrams
+/// are both `common` (the keys a filter built with a dictionary leaves
+/// out, so that a word of common trigrams alone passes every filter; the
+/// dictionary's vocabulary lists who holds them, `vocab.rs`).
+pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, mut f: impl FnMut(u32)) {
+    // The last four bytes; how many of the last bytes are not whitespace;
+    // whether the last trigram was common.
+    let (mut last, mut clean, mut was_common) = (0u32, 0usize, false);
+    for &b in text {
+        last = (last << 8) | u32::from(b);
+        if b.is_ascii_whitespace() {
+            (clean, was_common) = (0, false);
+            continue;
+        }
+        clean += 1;
+        if clean >= 3 {
+            let now = common(u64::from(last & 0xff_ffff));
+            if clean >= 4 && now && was_common {
+                f(last);
+            }
+            was_common = now;
+        }
+    }
+}

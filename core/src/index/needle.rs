@@ -2,7 +2,8 @@
 //! them (`FilterPass`, which sweeps the stored filters in file order).
 
 use super::dict::Dictionary;
-use super::keys::{hash, keys};
+use super::keys::{hash, keys, pairs, SPACED};
+use super::vocab::Verdict;
 use memchr::memmem;
 
 /// A lower-cased needle, prepared once per query for every session.
@@ -14,6 +15,9 @@ pub(crate) struct Needle {
     /// The hashes of its keys a doc's filter is tested with, per
     /// dictionary (by id; 0: none, every key), made on first use.
     pub(super) hashes: std::cell::RefCell<Vec<(u64, Box<[u64]>)>>,
+    /// What each dictionary's vocabulary says of it (by id), asked on
+    /// first use: once per search, as the needle is made per search.
+    pub(super) verdicts: std::cell::RefCell<Vec<(u64, Verdict)>>,
 }
 
 impl Needle {
@@ -23,7 +27,7 @@ impl Needle {
         self::keys(text.as_bytes(), |k| keys.push(k));
         keys.sort_unstable();
         keys.dedup();
-        Needle { text, finder, keys: keys.into(), hashes: Default::default() }
+        Needle { text, finder, keys: keys.into(), hashes: Default::default(), verdicts: Default::default() }
     }
 
     /// Runs `f` on the hashes of the keys a filter built with `dict` holds
@@ -37,6 +41,26 @@ impl Needle {
             None => {
                 let kept = self.keys.iter().filter(|&&k| dict.is_none_or(|d| !d.is_common(k))).map(|&k| hash(k));
                 memo.push((id, kept.collect()));
+                memo.len() - 1
+            }
+        };
+        f(&memo[at].1)
+    }
+
+    /// Runs `f` on what `dict`'s vocabulary says of the needle: asked
+    /// with its uncommon trigrams and its pairs under `dict`.
+    pub(super) fn with_verdict<T>(&self, dict: &Dictionary, f: impl FnOnce(&Verdict) -> T) -> T {
+        let mut memo = self.verdicts.borrow_mut();
+        let at = match memo.iter().position(|(i, _)| *i == dict.id) {
+            Some(at) => at,
+            None => {
+                let trigrams: Vec<u64> =
+                    self.keys.iter().copied().filter(|&k| k & SPACED == 0 && !dict.is_common(k)).collect();
+                let mut held = Vec::new();
+                pairs(self.text.as_bytes(), |k| dict.is_common(k), |p| held.push(p));
+                held.sort_unstable();
+                held.dedup();
+                memo.push((dict.id, dict.vocab.verdict(&trigrams, &held)));
                 memo.len() - 1
             }
         };

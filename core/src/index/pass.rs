@@ -43,11 +43,20 @@ impl<'a> FilterPass<'a> {
     pub(crate) fn new(docs: &'a [Arc<Doc>], needles: &'a [&'a Needle], keep: bool) -> FilterPass<'a> {
         let n = needles.len();
         let mut verdicts = vec![UNTESTED; docs.len() * n];
+        // What the docs' vocabularies rule out first: a stored filter is
+        // read only for a doc they leave a needle open for.
+        for (i, d) in docs.iter().enumerate().filter(|(_, d)| !d.lengths.is_empty()) {
+            for (v, needle) in verdicts[i * n..(i + 1) * n].iter_mut().zip(needles) {
+                if !d.admits(needle) {
+                    *v = NOT;
+                }
+            }
+        }
         // The stored filters not in memory, by file and then by offset.
         let mut stored: Vec<(usize, &StoredBits)> = docs
             .iter()
             .enumerate()
-            .filter(|(_, d)| !d.lengths.is_empty())
+            .filter(|(i, d)| !d.lengths.is_empty() && verdicts[i * n..(i + 1) * n].contains(&UNTESTED))
             .filter_map(|(i, d)| match &d.bloom.bits {
                 Bits::Stored(b) if b.kept.get().is_none() => Some((i, &**b)),
                 _ => None,
@@ -83,10 +92,10 @@ impl<'a> FilterPass<'a> {
                 let bits = read.and(buf.get(at..at + b.at.len)).filter(|bits| filter_checksum(bits) == b.at.checksum);
                 let row = &mut verdicts[i * n..(i + 1) * n];
                 let Some(bits) = bits else {
-                    row.fill(UNREADABLE);
+                    row.iter_mut().filter(|v| **v == UNTESTED).for_each(|v| *v = UNREADABLE);
                     continue;
                 };
-                for (v, needle) in row.iter_mut().zip(needles) {
+                for (v, needle) in row.iter_mut().zip(needles).filter(|(v, _)| **v == UNTESTED) {
                     *v = if docs[i].may_contain_in(bits, needle) { MAY } else { NOT };
                 }
                 if keep {

@@ -30,8 +30,10 @@ const MAGIC: &[u8; 8] = b"DSRDISC\0";
 /// index in files of their own, the part named in the header; 4: the index
 /// read in place, uncompressed, its texts out of its checksummed
 /// directory; 5: its filters out of the directory too, each with its
-/// checksum, all of them before the texts).
-const FORMAT: u32 = 5;
+/// checksum, all of them before the texts; 6: each dictionary's
+/// vocabulary and each doc's serial in it, without which a doc built with
+/// it could be ruled out wrongly).
+const FORMAT: u32 = 6;
 
 /// The file's header: what it is, its format, the library version, the
 /// part it holds, and whether its texts were indexed with credentials redacted (`redactSecrets`),

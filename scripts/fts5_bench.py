@@ -1,0 +1,97 @@
+"""SQLite FTS5 (trigram tokenizer) beside the built-in search index, for
+the discovery benchmark (core/benches/discovery.rs, `DSR_BENCH_FTS5=1`).
+
+Not part of the library or any release artifact: the benchmark starts it
+with the path of a JSON-lines export of the sessions it generated (one
+object per session: `sid`, `cwd`, `created`, `body` = the projected items,
+the title, the id and the cwd, one per line) and a database path. It builds
+the FTS5 table, then answers one request per line on stdin with one JSON
+line on stdout:
+
+- `{"q": "...", "cwd": "...", "full": false}`: runs the query once, ranked
+  like ours where FTS5 can (the target's cwd first, then newer), cut at 50,
+  and answers `{"ms": time, "n": results}`;
+- the same with `"full": true`: every matching session, unranked, and
+  answers `{"ms": time, "ids": [...]}` (checked against the benchmark's
+  brute-force scan).
+
+With `DSR_FTS5_KEEP_DB` set the database is kept (to time the `sqlite3`
+command line over it); else it is removed at the end.
+
+Semantics as the built-in search's: case-insensitive substrings, every
+word of the query somewhere in the session. FTS5's trigram tokenizer
+answers `MATCH` only for words of three characters or more; shorter ones
+go through `LIKE`, which that tokenizer serves by scanning every row.
+"""
+
+import json
+import os
+import sqlite3
+import sys
+import time
+
+
+def where(query):
+    words = []
+    for w in query.lower().split():
+        if w not in words:
+            words.append(w)
+    match = [w for w in words if len(w) >= 3]
+    like = [w for w in words if len(w) < 3]
+    conds, args = [], []
+    if match:
+        conds.append("docs MATCH ?")
+        args.append(" AND ".join('"' + w.replace('"', '""') + '"' for w in match))
+    for w in like:
+        conds.append("body LIKE ? ESCAPE '\\'")
+        args.append("%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+    return " AND ".join(conds), args
+
+
+def main():
+    export, db = sys.argv[1], sys.argv[2]
+    if os.path.exists(db):
+        os.remove(db)
+    con = sqlite3.connect(db)
+    con.execute(
+        "CREATE VIRTUAL TABLE docs USING fts5(body, sid UNINDEXED, cwd UNINDEXED, created UNINDEXED, "
+        "tokenize='trigram')"
+    )
+    t = time.perf_counter()
+    text = 0
+    with open(export, encoding="utf-8") as f:
+        rows = []
+        for line in f:
+            d = json.loads(line)
+            text += len(d["body"].encode())
+            rows.append((d["body"], d["sid"], d["cwd"], d["created"]))
+            if len(rows) >= 500:
+                con.executemany("INSERT INTO docs(body, sid, cwd, created) VALUES (?, ?, ?, ?)", rows)
+                rows = []
+        con.executemany("INSERT INTO docs(body, sid, cwd, created) VALUES (?, ?, ?, ?)", rows)
+    con.commit()
+    build = time.perf_counter() - t
+    con.execute("INSERT INTO docs(docs) VALUES ('optimize')")
+    con.commit()
+    size = os.path.getsize(db)
+    print(json.dumps({"build_s": build, "db_bytes": size, "text_bytes": text}), flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        cond, args = where(req["q"])
+        if req.get("full"):
+            sql = f"SELECT sid FROM docs WHERE {cond}"
+        else:
+            sql = f"SELECT sid FROM docs WHERE {cond} ORDER BY (cwd = ?) DESC, created DESC LIMIT 50"
+            args = args + [req["cwd"]]
+        t = time.perf_counter()
+        ids = [r[0] for r in con.execute(sql, args)]
+        ms = (time.perf_counter() - t) * 1e3
+        out = {"ms": ms, "ids": ids} if req.get("full") else {"ms": ms, "n": len(ids)}
+        print(json.dumps(out), flush=True)
+    con.close()
+    if not os.environ.get("DSR_FTS5_KEEP_DB"):
+        os.remove(db)
+
+
+if __name__ == "__main__":
+    main()
