@@ -1,9 +1,12 @@
 //! The SQLite and Cline sources (issue 26, "formats B"): listing an
 //! OpenCode database of 5,000 sessions, the fingerprints of all of them,
-//! and reading one session of about 100 MB of rows.
+//! and reading one session of about 100 MB of rows; listing 10,000 Cline
+//! and 10,000 Roo Code tasks, and reading a 100 MB Cline history (against
+//! reading its bytes alone in the same run).
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench formats_b`
-//! (`-- --quick` for 1,000 sessions and 20 MB).
+//! (`-- --quick` for 1,000 sessions and 20 MB; `-- --cline` or
+//! `-- --opencode` for one half).
 //!
 //! Inputs are generated deterministically in a temporary directory, shaped
 //! like OpenCode's rows: per turn a user message with a text part, an
@@ -12,6 +15,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use dsh_session_reference::sources::cline::{self, ClineSource};
 use dsh_session_reference::sources::opencode::{Flavor, OpenCodeSource};
 use dsh_session_reference::{BlockingSessionQuery, SurfaceData};
 use rusqlite::Connection;
@@ -89,8 +93,110 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// A Cline history of about `target` bytes, shaped like Cline's: a task
+/// with environment details, assistant text with XML tool calls, tool
+/// results as text blocks, feedback now and then.
+fn cline_history(target: usize) -> String {
+    let env =
+        format!("<environment_details>\n# VSCode Visible Files\nsrc/lib.rs\n{}\n</environment_details>", text(0, 600));
+    let mut out = String::with_capacity(target + (1 << 20));
+    out.push('[');
+    let mut i = 0;
+    while out.len() < target {
+        let user = if i == 0 {
+            json!({"role": "user", "content": [{"type": "text", "text": format!("<task>\n{}\n</task>", text(i, 300))}, {"type": "text", "text": env}]})
+        } else if i % 10 == 0 {
+            json!({"role": "user", "content": [{"type": "text", "text": "[attempt_completion] Result:"},
+                {"type": "text", "text": format!("<feedback>\n{}\n</feedback>", text(i, 200))}, {"type": "text", "text": env}]})
+        } else {
+            json!({"role": "user", "content": [{"type": "text", "text": "[read_file for 'src/lib.rs'] Result:"},
+                {"type": "text", "text": text(i, 3000)}, {"type": "text", "text": env}]})
+        };
+        let asst = json!({"role": "assistant", "content": [{"type": "text", "text": format!(
+            "<thinking>{}</thinking>\n{}\n<read_file>\n<path>src/lib.rs</path>\n</read_file>", text(i, 500), text(i, 400))}]});
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&user.to_string());
+        out.push(',');
+        out.push_str(&asst.to_string());
+        i += 1;
+    }
+    out.push(']');
+    out
+}
+
+fn cline_bench(quick: bool) {
+    let tasks = if quick { 2_000 } else { 10_000 };
+    let big = if quick { 20 << 20 } else { 100 << 20 };
+    let dir = tempfile::tempdir().unwrap();
+    for (flavor, name) in [(cline::Flavor::Cline, "cline"), (cline::Flavor::RooCode, "roo")] {
+        let root = dir.path().join(name);
+        let small = cline_history(4_000);
+        let mut index = Vec::new();
+        for t in 0..tasks {
+            let id = match flavor {
+                cline::Flavor::Cline => format!("{}", 1_767_000_000_000u64 + t as u64 * 1000),
+                cline::Flavor::RooCode => format!("0199a1b2-c3d4-7e5f-8a9b-{t:012}"),
+            };
+            let task = root.join("tasks").join(&id);
+            std::fs::create_dir_all(&task).unwrap();
+            std::fs::write(task.join(cline::HISTORY), &small).unwrap();
+            let item = json!({"id": id, "ts": 1_767_000_000_000u64 + t as u64 * 1000, "task": text(t, 200),
+                "tokensIn": 1, "tokensOut": 1, "totalCost": 0.0, "cwdOnTaskInitialization": "/work", "workspace": "/work"});
+            if flavor == cline::Flavor::RooCode {
+                std::fs::write(task.join("history_item.json"), item.to_string()).unwrap();
+            }
+            index.push(item);
+        }
+        if flavor == cline::Flavor::Cline {
+            std::fs::create_dir_all(root.join("state")).unwrap();
+            std::fs::write(root.join("state/taskHistory.json"), serde_json::Value::Array(index).to_string()).unwrap();
+        }
+        let list = best(5, || {
+            let s = ClineSource::open(&root, flavor).unwrap();
+            assert_eq!(s.list_sessions().unwrap().len(), tasks);
+        });
+        println!("{name}: list {tasks} tasks (new source each time): {:.1} ms", ms(list));
+    }
+    let root = dir.path().join("cline");
+    let bytes = cline_history(big);
+    let id = "1767999999999";
+    std::fs::create_dir_all(root.join("tasks").join(id)).unwrap();
+    let path = root.join("tasks").join(id).join(cline::HISTORY);
+    std::fs::write(&path, &bytes).unwrap();
+    let size = bytes.len() as f64;
+    drop(bytes);
+    let source = ClineSource::open(&root, cline::Flavor::Cline).unwrap();
+    let plain = best(3, || {
+        let b = std::fs::read(&path).unwrap();
+        assert!(b.len() as f64 == size);
+    });
+    let mut items = 0;
+    let read = best(3, || {
+        let SurfaceData::Conversation(c) = source.read_surface(&format!("cline:{id}")).unwrap() else { panic!() };
+        items = c.items.len();
+    });
+    println!(
+        "cline: read a {:.0} MB history ({items} items): {:.0} ms, {:.0} MB/s (reading its bytes alone: {:.0} ms)",
+        size / 1e6,
+        ms(read),
+        size / 1e6 / read.as_secs_f64(),
+        ms(plain)
+    );
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let only_cline = std::env::args().any(|a| a == "--cline");
+    let only_opencode = std::env::args().any(|a| a == "--opencode");
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    if !only_opencode {
+        cline_bench(quick);
+    }
+    if only_cline {
+        return;
+    }
     let (sessions, turns, big_turns) = if quick { (1_000, 10, 1_000) } else { (5_000, 10, 5_000) };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("opencode.db");

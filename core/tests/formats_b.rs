@@ -257,6 +257,22 @@ fn a_database_being_written_reads_consistently_and_gains_no_file() {
     assert!(now.is_subset(&set(&["opencode.db", "opencode.db-wal", "opencode.db-shm"])), "{now:?}");
 }
 
+/// Why the reader does not simply open read-only: SQLite's read-only mode
+/// creates the -wal and -shm of a WAL database that has none (and leaves
+/// them). If this ever stops being true, the rule could be simpler.
+#[test]
+fn sqlite_read_only_mode_alone_creates_files_beside_a_wal_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("opencode.db");
+    fixture_db(&db);
+    {
+        let conn = Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let n: i64 = conn.query_row("SELECT count(*) FROM session", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 4);
+    }
+    assert_eq!(names(dir.path()), set(&["opencode.db", "opencode.db-shm", "opencode.db-wal"]));
+}
+
 #[test]
 fn a_database_that_cannot_be_read_without_writing_is_refused_saying_why() {
     let dir = tempfile::tempdir().unwrap();

@@ -231,6 +231,21 @@ impl ClineSource {
         open_under(&self.root, &parts)
     }
 
+    /// The whole file at `parts` below the root (at most `max` bytes: a
+    /// larger file is an error), with its identity.
+    fn read_all(&self, parts: &[OsString], max: u64) -> io::Result<(Vec<u8>, FileIdentity)> {
+        let (mut file, identity) = self.open_in(parts)?;
+        if identity.size > max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("the file is {} bytes, over the {max} read", identity.size),
+            ));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(identity.size).unwrap_or(0));
+        (&mut file).take(max).read_to_end(&mut bytes)?;
+        Ok((bytes, identity))
+    }
+
     fn task_path(&self, task: &str, file: &str) -> PathBuf {
         self.root.join("tasks").join(task).join(file)
     }
@@ -241,16 +256,16 @@ impl ClineSource {
         if self.flavor != Flavor::Cline {
             return Arc::default();
         }
-        let Ok((mut file, identity)) = self.open_in(&os(&TASK_INDEX)) else { return Arc::default() };
+        let Some(identity) = Stamp::lstat(&self.root.join(TASK_INDEX[0]).join(TASK_INDEX[1])).map(|s| s.id) else {
+            return Arc::default();
+        };
         if let Some((known, index)) = self.index.lock().ok().and_then(|m| m.clone()) {
             if known == identity {
                 return index;
             }
         }
-        let mut bytes = Vec::new();
-        let read = (&mut file).take(MAX_HISTORY_BYTES).read_to_end(&mut bytes);
-        let items: Vec<ItemJson<'_>> =
-            if read.is_ok() { serde_json::from_slice(&bytes).unwrap_or_default() } else { Vec::new() };
+        let Ok((bytes, identity)) = self.read_all(&os(&TASK_INDEX), MAX_HISTORY_BYTES) else { return Arc::default() };
+        let items: Vec<ItemJson<'_>> = serde_json::from_slice(&bytes).unwrap_or_default();
         let index: HashMap<String, TaskInfo> =
             items.iter().filter_map(|i| i.id.owned().map(|id| (id, i.info()))).collect();
         let index = Arc::new(index);
@@ -262,9 +277,7 @@ impl ClineSource {
 
     /// Roo Code's `history_item.json` of a task (`None` when absent or not JSON).
     fn history_item(&self, task: &str) -> Option<TaskInfo> {
-        let (mut file, _) = self.open_in(&os(&["tasks", task, "history_item.json"])).ok()?;
-        let mut bytes = Vec::new();
-        (&mut file).take(1 << 20).read_to_end(&mut bytes).ok()?;
+        let (bytes, _) = self.read_all(&os(&["tasks", task, "history_item.json"]), 1 << 20).ok()?;
         serde_json::from_slice::<ItemJson<'_>>(&bytes).ok().map(|i| i.info())
     }
 
@@ -343,9 +356,7 @@ impl ClineSource {
     /// Cline's deleted range from the task's UI messages (the last one
     /// that carries it).
     fn ui_deleted_range(&self, task: &str) -> Option<(u64, u64)> {
-        let (mut file, _) = self.open_in(&os(&["tasks", task, "ui_messages.json"])).ok()?;
-        let mut bytes = Vec::new();
-        (&mut file).take(MAX_HISTORY_BYTES).read_to_end(&mut bytes).ok()?;
+        let (bytes, _) = self.read_all(&os(&["tasks", task, "ui_messages.json"]), MAX_HISTORY_BYTES).ok()?;
         let ui: Vec<UiJson> = serde_json::from_slice(&bytes).ok()?;
         ui.iter().rev().find_map(|m| m.deleted)
     }
@@ -358,12 +369,8 @@ impl ClineSource {
         if task.is_empty() || task.contains(['/', '\\']) || task == "." || task == ".." {
             return Err(fail("not a task id".into()));
         }
-        let (mut file, identity) = self.open_in(&os(&["tasks", task, HISTORY])).map_err(|e| fail(e.to_string()))?;
-        if identity.size > MAX_HISTORY_BYTES {
-            return Err(fail(format!("the history is {} bytes, over the {MAX_HISTORY_BYTES} read", identity.size)));
-        }
-        let mut bytes = Vec::with_capacity(usize::try_from(identity.size).unwrap_or(0));
-        (&mut file).take(MAX_HISTORY_BYTES).read_to_end(&mut bytes).map_err(|e| fail(e.to_string()))?;
+        let (bytes, _) =
+            self.read_all(&os(&["tasks", task, HISTORY]), MAX_HISTORY_BYTES).map_err(|e| fail(e.to_string()))?;
         let parsed = history::parse(&bytes).ok_or_else(|| fail("not a JSON array of messages".into()))?;
         let info = self.info(task, &self.task_index()).unwrap_or_default();
         let positions = match self.flavor {
