@@ -66,7 +66,9 @@
 //! from the start. The result — title, stats, errors — is always what a
 //! read from the start gives. At most 128 logs' states, about 32 MiB in
 //! all (about 100 bytes per surface event), are kept, least recently used
-//! first out. Surface reads always read the whole log.
+//! first out. Surface reads always read the whole log; a surface read for
+//! projection ([`DshStore::read_visible_surface_json`], what the
+//! resolver reads) keeps only the lines projection may use.
 //!
 //! # Damage
 //!
