@@ -69,7 +69,6 @@ impl Dictionary {
         let mut left_out = 0;
         // Sized by the distinct uncommon trigrams of the sample.
         let mut uncommon = 0;
-        let mut frequent = Vec::new();
         if samples.len() >= COMMON_SAMPLES {
             let mut counts: HashMap<u64, usize, std::hash::BuildHasherDefault<MixHasher>> = HashMap::default();
             for (text, ends) in samples {
@@ -78,11 +77,7 @@ impl Dictionary {
                 }
             }
             let at_least = (samples.len() * COMMON.0).div_ceil(COMMON.1);
-            let half = samples.len().div_ceil(2);
             for (k, n) in counts {
-                if n >= half && k & SPACED == 0 {
-                    frequent.push(k);
-                }
                 if n >= at_least {
                     common.push(k);
                     left_out += n;
@@ -92,8 +87,7 @@ impl Dictionary {
             }
             common.sort_unstable();
         }
-        frequent.sort_unstable();
-        let vocab = Vocabulary::new(uncommon * SEEN_BITS.2, &frequent);
+        let vocab = Vocabulary::new(uncommon * SEEN_BITS.2);
         Some((Dictionary::new(raw.into_boxed_slice(), common.into(), vocab)?, left_out))
     }
 
@@ -104,13 +98,7 @@ impl Dictionary {
     /// Bytes it holds: its own, zstd's digested form for reading, the
     /// common keys and the vocabulary.
     pub(super) fn bytes(&self) -> usize {
-        self.weight() + self.vocab.bytes()
-    }
-
-    /// What it weighs to save space (the vocabulary apart, which buys
-    /// speed): its own bytes, zstd's digested form and the common keys.
-    pub(super) fn weight(&self) -> usize {
-        self.raw.len() + self.decompress.sizeof() + self.common.bytes()
+        self.raw.len() + self.decompress.sizeof() + self.common.bytes() + self.vocab.bytes()
     }
 }
 
@@ -395,10 +383,6 @@ pub(super) struct Seen {
     /// dictionary (0: none).
     pub(super) common: Vec<u64>,
     pub(super) common_of: u64,
-    /// One bit per possible trigram, the frequent ones of the dictionary
-    /// `frequent_of` set ([`distinct_pairs`]; 2 MiB once used).
-    pub(super) frequent: Vec<u64>,
-    pub(super) frequent_of: u64,
     /// The pairs met so far in the doc [`distinct_pairs`] is at, by hash
     /// (open addressing, [`NO_PAIR`] where free).
     pub(super) pairs: Vec<u32>,
@@ -431,8 +415,7 @@ impl Seen {
 }
 
 /// The distinct pairs (`keys::pairs`) of the lower-cased items under
-/// the frequent trigrams of `dict`'s vocabulary (a pair never spans two
-/// items).
+/// `dict`'s common trigrams (a pair never spans two items).
 pub(super) fn distinct_pairs<'a>(items: impl Iterator<Item = &'a str>, dict: &Dictionary) -> Vec<u32> {
     distinct_pairs_of(dict, |pair| items.for_each(pair))
 }
@@ -442,15 +425,8 @@ pub(super) fn distinct_pairs<'a>(items: impl Iterator<Item = &'a str>, dict: &Di
 pub(super) fn distinct_pairs_of(dict: &Dictionary, feed: impl FnOnce(&mut dyn FnMut(&str))) -> Vec<u32> {
     SEEN.with(|seen| {
         let seen = &mut *seen.borrow_mut();
-        if seen.frequent_of != dict.id {
-            seen.frequent.clear();
-            seen.frequent.resize(1 << 18, 0);
-            for k in dict.vocab.frequent.sorted() {
-                seen.frequent[(k >> 6) as usize] |= 1 << (k & 63);
-            }
-            seen.frequent_of = dict.id;
-        }
-        let (trigrams, slots) = (&seen.frequent, &mut seen.pairs);
+        seen.mark_common(Some(dict));
+        let (trigrams, slots) = (&seen.trigrams, &mut seen.pairs);
         if slots.is_empty() {
             slots.resize(1 << 12, NO_PAIR);
         }

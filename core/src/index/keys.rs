@@ -133,10 +133,9 @@ pub(super) fn mix(mut x: u64) -> u64 {
 
 /// Calls `f` with every pair of a lower-cased text or needle (repeats
 /// included): each 4 bytes without ASCII whitespace whose two trigrams
-/// are both `common` (here: the frequent trigrams of a dictionary's
-/// vocabulary, which nearly every filter holds or leaves out, so that a
-/// word of them alone passes nearly every filter; the vocabulary lists who
-/// holds the pairs, `vocab.rs`).
+/// are both `common` (the keys a filter built with a dictionary leaves
+/// out, so that a word of common trigrams alone passes every filter; the
+/// dictionary's vocabulary lists who holds them, `vocab.rs`).
 pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, mut f: impl FnMut(u32)) {
     // The last four bytes; how many of the last bytes are not whitespace;
     // whether the last trigram was common.

@@ -148,7 +148,7 @@ impl DocCache {
                         .map(|(&plain, (text, _))| (plain, compress(text, Some(&encoder)).len()))
                         .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
                     let saved = plain.saturating_sub(packed) + left_out * BITS_PER_KEY / 8;
-                    saved as f64 * bytes as f64 / sampled as f64 > dict.weight() as f64
+                    saved as f64 * bytes as f64 / sampled as f64 > dict.bytes() as f64
                 });
                 let Some((dict, _)) = pays else {
                     self.retry_at.store(bytes.saturating_mul(2), Ordering::Relaxed);

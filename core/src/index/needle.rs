@@ -57,7 +57,7 @@ impl Needle {
                 let trigrams: Vec<u64> =
                     self.keys.iter().copied().filter(|&k| k & SPACED == 0 && !dict.is_common(k)).collect();
                 let mut held = Vec::new();
-                pairs(self.text.as_bytes(), |k| dict.vocab.is_frequent(k), |p| held.push(p));
+                pairs(self.text.as_bytes(), |k| dict.is_common(k), |p| held.push(p));
                 held.sort_unstable();
                 held.dedup();
                 memo.push((dict.id, dict.vocab.verdict(&trigrams, &held)));

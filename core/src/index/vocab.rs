@@ -6,9 +6,8 @@
 //!   with an uncommon trigram none of them holds is in none of them (no
 //!   match: nothing is tested, nothing decompressed);
 //! - the **pairs**: 4-byte keys (no ASCII whitespace) whose two trigrams
-//!   are both frequent (held by at least half of the sampled texts): the
-//!   filters leave the common ones out and pass nearly every text for the
-//!   others, so that a word made of them passes nearly every filter. Per pair, the docs holding it
+//!   are both common, which the filters leave out, so that a word made of
+//!   common trigrams passes every filter. Per pair, the docs holding it
 //!   (by serial) while few do ([`rare_at`]), or only that many do. A needle
 //!   with a pair no doc holds is in none; one with a rare pair is in at
 //!   most the docs listed for it.
@@ -20,7 +19,7 @@
 //! verified on its text. A doc with serial 0 (none) is never ruled out
 //! here.
 
-use super::keys::{hash, KeySet, MixHasher, SPACED};
+use super::keys::{hash, MixHasher, SPACED};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::RwLock;
@@ -45,10 +44,6 @@ const ONE: u32 = 1 << 31;
 
 /// See the module's documentation.
 pub(crate) struct Vocabulary {
-    /// The frequent trigrams: held by at least half of the sampled texts
-    /// (the common ones among them). A pair is 4 bytes whose two trigrams
-    /// are frequent: a word of such trigrams passes nearly every filter.
-    pub(super) frequent: KeySet,
     pub(super) inner: RwLock<Inner>,
 }
 
@@ -93,8 +88,8 @@ impl Verdict {
 
 impl Vocabulary {
     /// An empty one with `bits` bits for the uncommon trigrams (rounded to
-    /// a power of two within [`SEEN_BITS`]) and these frequent trigrams.
-    pub(super) fn new(bits: usize, frequent: &[u64]) -> Vocabulary {
+    /// a power of two within [`SEEN_BITS`]).
+    pub(super) fn new(bits: usize) -> Vocabulary {
         let bits = bits.clamp(SEEN_BITS.0, SEEN_BITS.1).next_power_of_two();
         let inner = Inner {
             seen: vec![0; bits / 64].into(),
@@ -103,12 +98,7 @@ impl Vocabulary {
             free: Vec::new(),
             next: 1,
         };
-        Vocabulary { frequent: KeySet::new(frequent), inner: RwLock::new(inner) }
-    }
-
-    /// Whether a trigram is frequent (pairs are made of them).
-    pub(super) fn is_frequent(&self, key: u64) -> bool {
-        self.frequent.contains(key, hash(key))
+        Vocabulary { inner: RwLock::new(inner) }
     }
 
     /// Registers a doc's distinct filter keys (of which the uncommon
@@ -207,8 +197,7 @@ impl Vocabulary {
     pub(super) fn bytes(&self) -> usize {
         let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
         let listed = inner.lists.iter().filter(|l| !l.is_empty());
-        self.frequent.bytes()
-            + inner.seen.len() * 8
+        inner.seen.len() * 8
             + inner.pairs.len() * 12
             + listed.map(|l| std::mem::size_of::<Vec<u32>>() + l.len() * 4).sum::<usize>()
     }
@@ -218,11 +207,6 @@ impl Vocabulary {
     /// left out: no doc written holds it). Pairs in ascending order.
     pub(super) fn encode(&self, out: &mut Vec<u8>, live: impl Fn(u32) -> bool) {
         let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        let frequent = self.frequent.sorted();
-        out.extend_from_slice(&(frequent.len() as u64).to_le_bytes());
-        for k in frequent {
-            out.extend_from_slice(&k.to_le_bytes());
-        }
         out.extend_from_slice(&(inner.next as u64).to_le_bytes());
         out.extend_from_slice(&(inner.seen.len() as u64).to_le_bytes());
         for w in inner.seen.iter() {
@@ -261,15 +245,6 @@ impl Vocabulary {
     /// (bits not a power of two within bounds, pairs or serials out of
     /// order, a serial not below the next one).
     pub(super) fn decode(input: &mut crate::cache_file::Input<'_>) -> Option<Vocabulary> {
-        let n = usize::try_from(input.u64()?).ok()?;
-        let mut frequent = Vec::with_capacity(n.min(input.0.len() / 8));
-        for _ in 0..n {
-            let k = input.u64()?;
-            if k >= 1 << 24 || frequent.last().is_some_and(|&l| l >= k) {
-                return None;
-            }
-            frequent.push(k);
-        }
         let next = u32::try_from(input.u64()?).ok().filter(|&n| n >= 1)?;
         let words = usize::try_from(input.u64()?).ok()?;
         if !(words * 64).is_power_of_two() || words * 64 < SEEN_BITS.0 || words * 64 > SEEN_BITS.1 {
@@ -318,8 +293,7 @@ impl Vocabulary {
         if next >= ONE {
             return None;
         }
-        let inner = Inner { seen: seen.into(), pairs, lists, free: Vec::new(), next };
-        Some(Vocabulary { frequent: KeySet::new(&frequent), inner: RwLock::new(inner) })
+        Some(Vocabulary { inner: RwLock::new(Inner { seen: seen.into(), pairs, lists, free: Vec::new(), next }) })
     }
 
     /// The serial the next doc gets.
@@ -334,7 +308,7 @@ mod tests {
 
     #[test]
     fn a_vocabulary_rules_out_only_what_no_registered_doc_holds() {
-        let v = Vocabulary::new(0, &[5, 9]);
+        let v = Vocabulary::new(0);
         let a = v.register(&[1, 2, SPACED | 7], &[10, 11]);
         let b = v.register(&[2, 3], &[11, 12]);
         assert_eq!((a, b), (1, 2));
@@ -355,7 +329,7 @@ mod tests {
 
     #[test]
     fn a_vocabulary_round_trips_keeping_the_live_serials() {
-        let v = Vocabulary::new(0, &[5, 9]);
+        let v = Vocabulary::new(0);
         for i in 0..100u32 {
             v.register(&[u64::from(i % 7)], &[0, 1000 + i]);
         }
@@ -363,7 +337,6 @@ mod tests {
         v.encode(&mut out, |s| s % 2 == 0);
         let back = Vocabulary::decode(&mut crate::cache_file::Input(&out)).expect("well-formed");
         assert_eq!(back.next_serial(), v.next_serial());
-        assert!(back.is_frequent(9) && !back.is_frequent(4));
         assert_eq!(back.verdict(&[3], &[]), Verdict::Any);
         assert_eq!(back.verdict(&[], &[1002]), Verdict::Absent, "serial 3 was not written");
         assert_eq!(back.verdict(&[], &[1001]), Verdict::Only(vec![2]));
