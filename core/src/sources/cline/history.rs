@@ -194,12 +194,21 @@ impl Block<'_> {
     /// escapes, so the raw text must hold its `<…>` as is).
     fn user_text(&self) -> Option<Cow<'_, str>> {
         let raw = self.text?.get();
-        USER_TAGS.iter().any(|t| raw.contains(&format!("<{t}>"))).then(|| self.text()).flatten()
+        opening_tags().is_match(raw).then(|| self.text()).flatten()
     }
 }
 
 /// The tags Cline and Roo Code wrap what the user typed in.
 const USER_TAGS: [&str; 4] = ["task", "feedback", "answer", "user_message"];
+
+/// A matcher of the user tags' openings, for one pass over a text.
+fn opening_tags() -> &'static aho_corasick::AhoCorasick {
+    static TAGS: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    TAGS.get_or_init(|| {
+        aho_corasick::AhoCorasick::new(USER_TAGS.iter().map(|t| format!("<{t}>")))
+            .expect("four short literal patterns build")
+    })
+}
 
 /// The inner texts of `<tag>…</tag>` for the user tags, in order.
 fn user_tagged(text: &str) -> Vec<&str> {
