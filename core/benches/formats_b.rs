@@ -37,8 +37,8 @@ fn opencode_session(conn: &Connection, s: usize, turns: usize, tool_bytes: usize
         (&sid, format!("/work/p{}", s % 50), format!("Session {s}"), t0),
     )
     .unwrap();
-    let mut msg = conn.prepare_cached("INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)").unwrap();
-    let mut part = conn.prepare_cached("INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)").unwrap();
+    let mut msg = conn.prepare("INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)").unwrap();
+    let mut part = conn.prepare("INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)").unwrap();
     for i in 0..turns {
         let t = t0 + i as i64 * 2;
         let (u, a) = (format!("msg_{s:06}_{i:06}u"), format!("msg_{s:06}_{i:06}a"));

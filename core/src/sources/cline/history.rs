@@ -10,14 +10,16 @@ use crate::projection::Role;
 use crate::sources::foreign::title_from_text;
 use crate::sources::lenient::{Content, LBool, LStr};
 
-/// One content block of a message: its type, its text, and (for a tool
-/// result) its own content.
+/// One content block of a message: its type, its text (as written, still
+/// escaped: most texts of a history are tool output, which a read looks
+/// for a user tag in without unescaping), and (for a tool result) its own
+/// content.
 #[derive(Deserialize, Default)]
 struct Block<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: LStr<'a>,
     #[serde(borrow, default)]
-    text: LStr<'a>,
+    text: Option<&'a serde_json::value::RawValue>,
     #[serde(borrow, default)]
     content: Content<'a>,
 }
@@ -177,8 +179,36 @@ pub fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
     }
 }
 
+impl Block<'_> {
+    /// The text, unescaped (`None` when it is not a string).
+    fn text(&self) -> Option<Cow<'_, str>> {
+        let raw = self.text?.get();
+        let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+        if !inner.contains('\\') {
+            return Some(Cow::Borrowed(inner));
+        }
+        serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
+    }
+
+    /// The text, when it may hold a user tag (one is written without
+    /// escapes, so the raw text must hold its `<…>` as is).
+    fn user_text(&self) -> Option<Cow<'_, str>> {
+        let raw = self.text?.get();
+        opening_tags().is_match(raw).then(|| self.text()).flatten()
+    }
+}
+
 /// The tags Cline and Roo Code wrap what the user typed in.
 const USER_TAGS: [&str; 4] = ["task", "feedback", "answer", "user_message"];
+
+/// A matcher of the user tags' openings, for one pass over a text.
+fn opening_tags() -> &'static aho_corasick::AhoCorasick {
+    static TAGS: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    TAGS.get_or_init(|| {
+        aho_corasick::AhoCorasick::new(USER_TAGS.iter().map(|t| format!("<{t}>")))
+            .expect("four short literal patterns build")
+    })
+}
 
 /// The inner texts of `<tag>…</tag>` for the user tags, in order.
 fn user_tagged(text: &str) -> Vec<&str> {
@@ -207,25 +237,27 @@ fn user_tagged(text: &str) -> Vec<&str> {
 /// in its text blocks and its tool results (feedback on a tool); nothing
 /// else (tool output, environment details and notices are the harness's).
 fn user_text(m: &RawMessage<'_>) -> String {
-    let mut out: Vec<&str> = Vec::new();
+    let mut out: Vec<String> = Vec::new();
+    let mut take = |t: &str| out.extend(user_tagged(t).into_iter().filter(|s| !s.is_empty()).map(str::to_owned));
     match &m.content {
         Body::None => {}
-        Body::Str(s) => out.extend(user_tagged(s)),
+        Body::Str(s) => take(s),
         Body::Blocks(blocks) => {
             for b in blocks {
                 match b.kind.get() {
-                    Some("text") => out.extend(b.text.get().map(user_tagged).unwrap_or_default()),
-                    Some("tool_result") => {
-                        for t in b.content.texts(&["text"]) {
-                            out.extend(user_tagged(t));
+                    Some("text") => {
+                        if let Some(t) = b.user_text() {
+                            take(&t);
                         }
                     }
+                    // Only what the user typed in answer to a tool (its
+                    // tags); the result itself is tool output.
+                    Some("tool_result") => b.content.texts(&["text"]).for_each(&mut take),
                     _ => {}
                 }
             }
         }
     }
-    out.retain(|t| !t.is_empty());
     out.join("\n")
 }
 
@@ -319,7 +351,7 @@ fn assistant_text(m: &RawMessage<'_>) -> String {
         Body::Blocks(blocks) => blocks
             .iter()
             .filter(|b| b.kind.get() == Some("text"))
-            .filter_map(|b| b.text.get().map(visible_assistant_text))
+            .filter_map(|b| b.text().map(|t| visible_assistant_text(&t)))
             .collect(),
     };
     texts.into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n")
@@ -331,8 +363,8 @@ fn summary_text(m: &RawMessage<'_>) -> String {
         Body::None => String::new(),
         Body::Str(s) => s.trim().to_owned(),
         Body::Blocks(blocks) => {
-            let texts: Vec<&str> =
-                blocks.iter().filter(|b| b.kind.get() == Some("text")).filter_map(|b| b.text.get()).collect();
+            let texts: Vec<Cow<'_, str>> =
+                blocks.iter().filter(|b| b.kind.get() == Some("text")).filter_map(Block::text).collect();
             texts.join("\n").trim().to_owned()
         }
     }
