@@ -13,6 +13,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use dsh_session_reference::fs::{open_regular, BoundedLines};
 use dsh_session_reference::sources::aider::AiderSource;
 use dsh_session_reference::sources::copilot_cli::CopilotCliSource;
 use dsh_session_reference::sources::cursor::CursorSource;
@@ -49,20 +50,30 @@ fn copilot(target: usize) -> String {
         "sessionId": "s", "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.76",
         "startTime": ts(0), "context": {"cwd": "/work/app", "gitRoot": "/work/app", "branch": "main"}}});
     let body = lines(target, |i, out| {
-        let ev = |kind: &str, n: usize, data: serde_json::Value| {
-            json!({"type": kind, "id": format!("e{i}.{n}"), "timestamp": ts(i), "parentId": format!("e{i}.{}", n.max(1) - 1), "data": data})
-        };
-        out.push(ev("user.message", 1, json!({"content": text(i, 300),
+        let ev = |kind: &str, n: usize, data: serde_json::Value| json!({"type": kind, "id": format!("e{i}.{n}"), "timestamp": ts(i), "parentId": format!("e{i}.{}", n.max(1) - 1), "data": data});
+        out.push(ev(
+            "user.message",
+            1,
+            json!({"content": text(i, 300),
             "transformedContent": format!("<current_datetime>{}</current_datetime>\n{}", ts(i), text(i, 300)),
-            "attachments": [], "agentMode": "interactive", "delivery": "idle"})));
+            "attachments": [], "agentMode": "interactive", "delivery": "idle"}),
+        ));
         out.push(ev("assistant.turn_start", 2, json!({"turnId": i.to_string()})));
         out.push(ev("assistant.reasoning", 3, json!({"reasoningId": format!("r{i}"), "content": text(i, 800)})));
-        out.push(ev("assistant.message", 4, json!({"messageId": format!("m{i}a"), "content": "",
+        out.push(ev(
+            "assistant.message",
+            4,
+            json!({"messageId": format!("m{i}a"), "content": "",
             "toolRequests": [{"toolCallId": format!("t{i}"), "name": "view", "arguments": {"path": "src/lib.rs"}}],
-            "reasoningText": text(i, 400)})));
+            "reasoningText": text(i, 400)}),
+        ));
         out.push(ev("tool.execution_start", 5, json!({"toolCallId": format!("t{i}"), "toolName": "view"})));
-        out.push(ev("tool.execution_complete", 6, json!({"toolCallId": format!("t{i}"), "success": true,
-            "result": {"content": text(i, 3000)}})));
+        out.push(ev(
+            "tool.execution_complete",
+            6,
+            json!({"toolCallId": format!("t{i}"), "success": true,
+            "result": {"content": text(i, 3000)}}),
+        ));
         out.push(ev("assistant.message", 7, json!({"messageId": format!("m{i}b"), "content": text(i, 400)})));
         if i % 500 == 499 {
             out.push(ev("session.compaction_start", 8, json!({"trigger": "threshold"})));
@@ -76,14 +87,18 @@ fn copilot(target: usize) -> String {
 fn gemini(target: usize) -> String {
     let head = json!({"sessionId": "s", "projectHash": "h", "startTime": ts(0), "lastUpdated": ts(0), "kind": "main"});
     let body = lines(target, |i, out| {
-        out.push(json!({"id": format!("u{i}"), "timestamp": ts(i), "type": "user", "content": [{"text": text(i, 300)}]}));
+        out.push(
+            json!({"id": format!("u{i}"), "timestamp": ts(i), "type": "user", "content": [{"text": text(i, 300)}]}),
+        );
         let call = json!({"id": format!("t{i}"), "name": "read_file", "args": {"path": "src/lib.rs"}, "status": "success",
             "timestamp": ts(i), "result": [{"functionResponse": {"id": format!("t{i}"), "name": "read_file",
             "response": {"output": text(i, 3000)}}}]});
         out.push(json!({"id": format!("g{i}"), "timestamp": ts(i), "type": "gemini", "content": "",
             "thoughts": [{"subject": "plan", "description": text(i, 800), "timestamp": ts(i)}], "toolCalls": [call]}));
-        out.push(json!({"id": format!("g{i}"), "timestamp": ts(i), "type": "gemini", "content": [{"text": text(i, 400)}],
-            "thoughts": [], "toolCalls": [call], "tokens": {"input": 1, "output": 1, "cached": 0, "total": 2}}));
+        out.push(
+            json!({"id": format!("g{i}"), "timestamp": ts(i), "type": "gemini", "content": [{"text": text(i, 400)}],
+            "thoughts": [], "toolCalls": [call], "tokens": {"input": 1, "output": 1, "cached": 0, "total": 2}}),
+        );
         out.push(json!({"$set": {"lastUpdated": ts(i)}}));
     });
     format!("{head}\n{body}")
@@ -121,6 +136,31 @@ fn aider(target: usize, runs: usize) -> String {
         }
     }
     out
+}
+
+/// The floor of any reader of the file, best of `rounds`: its lines read
+/// with the sources' own line reader (nothing parsed), and every line
+/// parsed by serde_json into `IgnoredAny` (builds nothing).
+fn floors(path: &Path, rounds: usize) -> (Duration, Duration) {
+    let pass = |parse: bool| {
+        let (file, _) = open_regular(path).unwrap();
+        let mut lines = BoundedLines::new(file, 64 << 20);
+        let mut n = 0u64;
+        while let Some(line) = lines.next_line().unwrap() {
+            n += if parse { u64::from(serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()) } else { 1 };
+        }
+        std::hint::black_box(n);
+    };
+    let (mut scan, mut skip) = (Duration::MAX, Duration::MAX);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        pass(false);
+        scan = scan.min(t.elapsed());
+        let t = Instant::now();
+        pass(true);
+        skip = skip.min(t.elapsed());
+    }
+    (scan, skip)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -166,14 +206,26 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
 
-    println!("format          MB        read     MB/s   items");
+    println!("format          MB   line scan  skip-parse        read     MB/s   /skip   items");
     let row = |name: &str, path: &Path, (best, items): (Duration, usize)| {
         let mb = std::fs::metadata(path).unwrap().len() as f64 / 1e6;
-        println!("{name:<12} {mb:6.1} {:9.1}ms {:8.0} {items:7}", ms(best), mb / best.as_secs_f64());
+        let (scan, skip) = floors(path, rounds);
+        let skip_text = if name == "aider" { "         -".to_owned() } else { format!("{:9.1}ms", ms(skip)) };
+        let ratio = if name == "aider" { "      -".to_owned() } else { format!("{:6.2}x", ms(best) / ms(skip)) };
+        println!(
+            "{name:<12} {mb:6.1} {:9.1}ms {skip_text} {:9.1}ms {:8.0} {ratio} {items:7}",
+            ms(scan),
+            ms(best),
+            mb / best.as_secs_f64()
+        );
     };
     let path = t.join("copilot/big/events.jsonl");
     write(&path, &copilot(size));
-    row("copilot-cli", &path, read_best(&CopilotCliSource::open(t.join("copilot")).unwrap(), "copilot-cli:big", rounds));
+    row(
+        "copilot-cli",
+        &path,
+        read_best(&CopilotCliSource::open(t.join("copilot")).unwrap(), "copilot-cli:big", rounds),
+    );
     std::fs::remove_dir_all(t.join("copilot")).unwrap();
 
     let path = t.join("gemini/p/chats/session-2026-07-01T00-00-big.jsonl");
