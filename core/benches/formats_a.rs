@@ -13,6 +13,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use dsh_session_reference::fs::{open_regular, BoundedLines};
 use dsh_session_reference::sources::aider::AiderSource;
 use dsh_session_reference::sources::copilot_cli::CopilotCliSource;
 use dsh_session_reference::sources::cursor::CursorSource;
@@ -137,6 +138,31 @@ fn aider(target: usize, runs: usize) -> String {
     out
 }
 
+/// The floor of any reader of the file, best of `rounds`: its lines read
+/// with the sources' own line reader (nothing parsed), and every line
+/// parsed by serde_json into `IgnoredAny` (builds nothing).
+fn floors(path: &Path, rounds: usize) -> (Duration, Duration) {
+    let pass = |parse: bool| {
+        let (file, _) = open_regular(path).unwrap();
+        let mut lines = BoundedLines::new(file, 64 << 20);
+        let mut n = 0u64;
+        while let Some(line) = lines.next_line().unwrap() {
+            n += if parse { u64::from(serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()) } else { 1 };
+        }
+        std::hint::black_box(n);
+    };
+    let (mut scan, mut skip) = (Duration::MAX, Duration::MAX);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        pass(false);
+        scan = scan.min(t.elapsed());
+        let t = Instant::now();
+        pass(true);
+        skip = skip.min(t.elapsed());
+    }
+    (scan, skip)
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -180,10 +206,18 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
 
-    println!("format          MB        read     MB/s   items");
+    println!("format          MB   line scan  skip-parse        read     MB/s   /skip   items");
     let row = |name: &str, path: &Path, (best, items): (Duration, usize)| {
         let mb = std::fs::metadata(path).unwrap().len() as f64 / 1e6;
-        println!("{name:<12} {mb:6.1} {:9.1}ms {:8.0} {items:7}", ms(best), mb / best.as_secs_f64());
+        let (scan, skip) = floors(path, rounds);
+        let skip_text = if name == "aider" { "         -".to_owned() } else { format!("{:9.1}ms", ms(skip)) };
+        let ratio = if name == "aider" { "      -".to_owned() } else { format!("{:6.2}x", ms(best) / ms(skip)) };
+        println!(
+            "{name:<12} {mb:6.1} {:9.1}ms {skip_text} {:9.1}ms {:8.0} {ratio} {items:7}",
+            ms(scan),
+            ms(best),
+            mb / best.as_secs_f64()
+        );
     };
     let path = t.join("copilot/big/events.jsonl");
     write(&path, &copilot(size));

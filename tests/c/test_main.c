@@ -1271,6 +1271,37 @@ static void test_sources(void) {
         dsr_error_free(e);
         e = NULL;
     }
+    /* Every kind the core reads is accepted: the error of an unknown kind
+     * lists them (the core derives the list from SourceKind::ALL). */
+    {
+        const char unknown[] = "[{\"kind\":\"no-such-kind\",\"root\":\"/x\"}]";
+        r = NULL;
+        CHECK(dsr_resolver_new_sources(unknown, strlen(unknown), NULL, 0, &r, &e) == DSR_INVALID_CONFIG && r == NULL,
+              "an unknown kind: %s", code_of(e));
+        const char *m = e ? dsr_error_message(e) : NULL;
+        const char *list = m ? strstr(m, "use one of ") : NULL;
+        CHECK(list != NULL, "the error lists the kinds: %s", msg_of(e));
+        int n = 0;
+        if (list) {
+            char kinds[512];
+            snprintf(kinds, sizeof kinds, "%s", list + strlen("use one of "));
+            for (char *k = strtok(kinds, ", "); k; k = strtok(NULL, ", ")) {
+                char one[256];
+                snprintf(one, sizeof one, "[{\"kind\":\"%s\",\"root\":\"/nonexistent/%s\"}]", k, k);
+                dsr_resolver *rk = NULL;
+                dsr_error *ek = NULL;
+                CHECK(dsr_resolver_new_sources(one, strlen(one), NULL, 0, &rk, &ek) == DSR_OK && rk, "kind %s: %s", k,
+                      msg_of(ek));
+                dsr_resolver_free(rk);
+                dsr_error_free(ek);
+                n++;
+            }
+        }
+        CHECK(n >= 3, "every kind, dsh, claude-code and codex at least: %d", n);
+        dsr_error_free(e);
+        e = NULL;
+        r = NULL;
+    }
     /* NULL: every default location that exists (possibly none). */
     CHECK(dsr_resolver_new_sources(NULL, 0, NULL, 0, &r, &e) == DSR_OK, "default sources: %s", msg_of(e));
     dsr_resolver_free(r);

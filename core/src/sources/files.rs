@@ -47,8 +47,9 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
     fn walk(&self, root: &Path, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>);
 
     /// The sessions the file at `rel` holds (none: it holds no
-    /// conversation yet). `file` is open at its start.
-    fn heads(&self, root: &Path, rel: &[OsString], file: File) -> io::Result<Vec<Head>>;
+    /// conversation yet). `file` is open at its start; `identity` is its
+    /// identity as opened.
+    fn heads(&self, root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>>;
 
     /// Session `bare` of the file at `rel`: its current conversation.
     fn read(&self, root: &Path, rel: &[OsString], file: File, bare: &str) -> io::Result<Transcript>;
@@ -131,10 +132,11 @@ fn plain_rel(rel: &[OsString]) -> bool {
     })
 }
 
-/// The creation time of a file (ms) where the system records one, else its
-/// modification time: the `createdAt` of a session whose file records none.
-pub fn file_created_ms(file: &File, identity: &FileIdentity) -> u64 {
-    let born = file.metadata().ok().and_then(|m| m.created().ok());
+/// The creation time of the file at `path` (ms) where the system records
+/// one, else its modification time (from `identity`): the `createdAt` of a
+/// session whose file records none.
+pub fn file_created_ms(path: &Path, identity: &FileIdentity) -> u64 {
+    let born = std::fs::symlink_metadata(path).ok().and_then(|m| m.created().ok());
     born.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .and_then(|d| u64::try_from(d.as_millis()).ok())
         .unwrap_or_else(|| mtime_ms(identity))
@@ -173,8 +175,11 @@ impl<F: SessionFiles> FileSessions<F> {
         self.format.walk(&self.root, &mut files, &mut rejected);
         let heads = par_map(&files, |rel, _: &mut ()| {
             let (file, identity) = self.open_rel(rel)?;
-            let created = file_created_ms(&file, &identity);
-            self.format.heads(&self.root, rel, file).map(|h| (h, created))
+            let heads = self.format.heads(&self.root, rel, file, &identity)?;
+            // The file's own time only where a session records none.
+            let created =
+                heads.iter().any(|h| h.created_at.is_none()).then(|| file_created_ms(&self.path_of(rel), &identity));
+            Ok::<_, io::Error>((heads, created.unwrap_or_default()))
         });
         let mut seen = HashSet::new();
         let mut found = HashMap::new();
@@ -184,6 +189,9 @@ impl<F: SessionFiles> FileSessions<F> {
             let path = self.path_of(&rel);
             let (heads, created) = match heads {
                 Ok(h) => h,
+                // Gone since the walk, or a guessed file that is not there
+                // (a session directory without its log): not a session.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => {
                     rejected.push((path, e.to_string()));
                     continue;
@@ -213,8 +221,8 @@ impl<F: SessionFiles> FileSessions<F> {
 
     /// Whether the file at `rel` holds session `bare`.
     fn holds(&self, rel: &[OsString], bare: &str) -> bool {
-        let Ok((file, _)) = self.open_rel(rel) else { return false };
-        self.format.heads(&self.root, rel, file).is_ok_and(|heads| heads.iter().any(|h| h.bare == bare))
+        let Ok((file, identity)) = self.open_rel(rel) else { return false };
+        self.format.heads(&self.root, rel, file, &identity).is_ok_and(|heads| heads.iter().any(|h| h.bare == bare))
     }
 
     /// The file of `bare`: where the last listing found it, else where its

@@ -53,7 +53,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::conversation::ConversationItem;
-use crate::fs::as_of_now;
+use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{iso_ms, scan_lines, title_from_text, LineStats, Transcript};
@@ -116,6 +116,10 @@ struct Gather {
     user: Vec<String>,
     reply: String,
     in_fence: bool,
+    /// Whether reply text is kept (a read), or only whether there is some
+    /// (a listing, which then holds no more than a line).
+    keep: bool,
+    reply_seen: bool,
 }
 
 impl Gather {
@@ -136,6 +140,9 @@ impl Gather {
     }
 
     fn take_reply(&mut self) -> Option<String> {
+        if !self.keep {
+            return std::mem::take(&mut self.reply_seen).then(String::new);
+        }
         let text = std::mem::take(&mut self.reply);
         let text = text.trim();
         (!text.is_empty()).then(|| text.to_owned())
@@ -147,7 +154,7 @@ impl Gather {
 fn parse(file: File, want: Option<usize>) -> io::Result<(Vec<Run>, Vec<ConversationItem>, u64)> {
     let mut runs: Vec<Run> = Vec::new();
     let mut items = Vec::new();
-    let mut g = Gather::default();
+    let mut g = Gather { keep: want.is_some(), ..Gather::default() };
     let mut line_no = 0u64;
     let mut lines = 0u64;
     // Ends what is being gathered: into the wanted run's items, and marks
@@ -207,8 +214,12 @@ fn parse(file: File, want: Option<usize>) -> io::Result<(Vec<Run>, Vec<Conversat
         if line.trim_start().starts_with("```") {
             g.in_fence = !g.in_fence;
         }
-        g.reply.push_str(line);
-        g.reply.push('\n');
+        if g.keep {
+            g.reply.push_str(line);
+            g.reply.push('\n');
+        } else if !line.trim().is_empty() {
+            g.reply_seen = true;
+        }
         true
     })?;
     flush_user(&mut g, &mut runs, &mut items);
@@ -233,7 +244,7 @@ impl SessionFiles for Aider {
         walk_tree(root, 3, &descend, &take, out, rejected);
     }
 
-    fn heads(&self, root: &Path, rel: &[OsString], file: File) -> io::Result<Vec<Head>> {
+    fn heads(&self, root: &Path, rel: &[OsString], file: File, _identity: &FileIdentity) -> io::Result<Vec<Head>> {
         let (runs, _, _) = parse(file, None)?;
         let dir = directory_of(root, rel);
         Ok(runs

@@ -75,7 +75,8 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::fs::{sorted_entries, EntryKind, FileIdentity, LINK_REASON};
+use crate::sources::files::{FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::Transcript;
 
 /// What every Copilot CLI session id starts with.
@@ -111,19 +112,33 @@ impl SessionFiles for CopilotCli {
     const FORMAT: &'static str = "Copilot CLI";
     const PREFIX: &'static str = PREFIX;
 
+    /// The root's entries only: a session directory's log is opened where
+    /// it must be (a directory read per session would double a listing's
+    /// cost), and a directory without one is not a session.
     fn walk(&self, root: &Path, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>) {
-        let descend = |rel: &[OsString], _: &OsStr| rel.is_empty();
-        let take = |rel: &[OsString], name: &OsStr| match rel {
-            [] => name.to_str().is_some_and(|n| n.ends_with(".jsonl") && n.len() > 6),
-            [_] => name == EVENTS_FILE,
-            _ => false,
+        let entries = match sorted_entries(root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) => {
+                rejected.push((root.to_path_buf(), e.to_string()));
+                return;
+            }
         };
-        walk_tree(root, 1, &descend, &take, out, rejected);
+        let is_log = |name: &OsStr| name.to_str().is_some_and(|n| n.ends_with(".jsonl") && n.len() > 6);
+        for entry in entries {
+            match entry.kind(root) {
+                Ok(EntryKind::Dir) => out.push(vec![entry.name, OsString::from(EVENTS_FILE)]),
+                Ok(EntryKind::File) if is_log(&entry.name) => out.push(vec![entry.name]),
+                Ok(EntryKind::Link) => rejected.push((root.join(&entry.name), LINK_REASON.to_owned())),
+                Ok(_) => {}
+                Err(e) => rejected.push((root.join(&entry.name), e.to_string())),
+            }
+        }
     }
 
-    fn heads(&self, _root: &Path, rel: &[OsString], file: File) -> io::Result<Vec<Head>> {
+    fn heads(&self, _root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         let Some(id) = id_of(rel) else { return Ok(Vec::new()) };
-        if file.metadata()?.len() == 0 {
+        if identity.size == 0 {
             return Ok(Vec::new());
         }
         let start = events::read_start(file)?;

@@ -57,7 +57,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
-use crate::fs::as_of_now;
+use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{each_line, scan_lines, title_from_text, LineStats, Transcript};
@@ -233,9 +233,9 @@ impl SessionFiles for Cursor {
         );
     }
 
-    fn heads(&self, _root: &Path, rel: &[OsString], file: File) -> io::Result<Vec<Head>> {
+    fn heads(&self, _root: &Path, rel: &[OsString], _file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         let Some(id) = id_of(rel) else { return Ok(Vec::new()) };
-        if file.metadata()?.len() == 0 {
+        if identity.size == 0 {
             return Ok(Vec::new());
         }
         Ok(vec![Head { bare: id.to_owned(), created_at: None, cwd: None }])

@@ -68,12 +68,14 @@
 
 pub mod chat;
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use crate::fs::open_under;
+use crate::fs::{open_under, FileIdentity};
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::Transcript;
 
@@ -83,9 +85,26 @@ pub const PREFIX: &str = "gemini-cli:";
 /// The file in a project directory that holds the project's path.
 pub const PROJECT_ROOT_FILE: &str = ".project_root";
 
-/// The Gemini CLI layout of a `tmp` root.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GeminiCli;
+/// The Gemini CLI layout of a `tmp` root, with the project paths a
+/// listing read (each project's `.project_root` once per walk).
+#[derive(Clone, Debug, Default)]
+pub struct GeminiCli {
+    roots: Arc<Mutex<HashMap<OsString, Option<String>>>>,
+}
+
+impl GeminiCli {
+    /// The project path of `project`, read once per walk.
+    fn cwd(&self, root: &Path, project: &OsStr) -> Option<String> {
+        if let Some(known) = self.roots.lock().ok().and_then(|m| m.get(project).cloned()) {
+            return known;
+        }
+        let cwd = project_root(root, project);
+        if let Ok(mut m) = self.roots.lock() {
+            m.insert(project.to_owned(), cwd.clone());
+        }
+        cwd
+    }
+}
 
 /// A read-only session source over Gemini CLI's `tmp` directory.
 pub type GeminiCliSource = FileSessions<GeminiCli>;
@@ -94,7 +113,7 @@ impl FileSessions<GeminiCli> {
     /// Opens a Gemini CLI `tmp` directory (a directory; a link to one is
     /// fine).
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
-        FileSessions::with_format(root, GeminiCli)
+        FileSessions::with_format(root, GeminiCli::default())
     }
 }
 
@@ -120,6 +139,9 @@ impl SessionFiles for GeminiCli {
     const PREFIX: &'static str = PREFIX;
 
     fn walk(&self, root: &Path, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>) {
+        if let Ok(mut m) = self.roots.lock() {
+            m.clear();
+        }
         let descend = |rel: &[OsString], name: &OsStr| rel.is_empty() || (rel.len() == 1 && name == "chats");
         let take = |rel: &[OsString], name: &OsStr| rel.len() == 2 && is_chat(name);
         let mut found = Vec::new();
@@ -134,15 +156,15 @@ impl SessionFiles for GeminiCli {
         }));
     }
 
-    fn heads(&self, root: &Path, rel: &[OsString], file: File) -> io::Result<Vec<Head>> {
-        if file.metadata()?.len() == 0 {
+    fn heads(&self, root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+        if identity.size == 0 {
             return Ok(Vec::new());
         }
         let meta = if is_legacy(rel) { chat::read_legacy_meta(file)? } else { chat::read_meta(file)? };
         let Some(id) = meta.session_id.filter(|s| !s.is_empty()) else {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "no sessionId in its first line"));
         };
-        let cwd = rel.first().and_then(|p| project_root(root, p));
+        let cwd = rel.first().and_then(|p| self.cwd(root, p));
         Ok(vec![Head { bare: id, created_at: meta.created_at, cwd }])
     }
 
