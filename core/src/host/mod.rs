@@ -277,6 +277,19 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
     }
 }
 
+/// The shared listing of a blocking source that keeps fingerprints: its
+/// listing and every listed session's fingerprint, in one answer (what the
+/// built-in file and database sources answer
+/// [`BlockingSessionQuery::shared_listing`] with).
+pub(crate) fn listing_with_fingerprints(
+    query: &(impl BlockingSessionQuery + ?Sized),
+) -> Result<Option<SharedListing>, HostError> {
+    let sessions = query.list_sessions()?;
+    let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+    let fps = query.fingerprints(&ids)?.unwrap_or_else(|| no_fingerprints(ids.len()));
+    Ok(SharedListing::new(sessions.into(), fps.into()))
+}
+
 /// A session query whose operations block the calling thread (C callbacks,
 /// plain Python callables, file readers). Wrap it in [`Blocking`] to use it
 /// with a [`Resolver`](crate::Resolver).

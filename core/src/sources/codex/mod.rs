@@ -349,10 +349,7 @@ impl BlockingSessionQuery for CodexSource {
     /// several sources can share its merged listing): a Codex listing reads
     /// every rollout's head, next to which one `lstat` per rollout is small.
     fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
-        let sessions = self.list_sessions()?;
-        let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
-        let fps = self.fingerprints(&ids)?.unwrap_or_else(|| crate::host::no_fingerprints(ids.len()));
-        Ok(SharedListing::new(sessions.into(), fps.into()))
+        crate::host::listing_with_fingerprints(self)
     }
 
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
