@@ -629,18 +629,22 @@ fn search_finds_what_was_said_with_snippets() {
     assert_eq!(bad.code, 1, "{}", bad.stderr);
 }
 
+/// Runs the command with `args` and the cache under `cache_home`: it must
+/// succeed and write nothing to stderr; its stdout.
+fn run_cached(cache_home: &Path, args: &[&str]) -> String {
+    let mut c = cmd();
+    c.env("XDG_CACHE_HOME", cache_home);
+    let out = run_with(c, args, None);
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    assert_eq!(out.stderr, "", "{args:?}");
+    out.stdout
+}
+
 #[test]
 fn the_cache_is_the_default_and_never_changes_an_answer() {
     let root = raw_root();
     let cache_home = tempfile::tempdir().unwrap();
-    let run_in = |args: &[&str]| {
-        let mut c = cmd();
-        c.env("XDG_CACHE_HOME", cache_home.path());
-        let out = run_with(c, args, None);
-        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
-        assert_eq!(out.stderr, "", "{args:?}");
-        out.stdout
-    };
+    let run_in = |args: &[&str]| run_cached(cache_home.path(), args);
     let search = ["--root", root.as_str(), "--json", "search", "--target", "t", "--cwd", "/home/dev/alpha", "goal"];
     let cands = ["--root", root.as_str(), "--json", "candidates", "--target", "t", "--query", "a"];
     let uncached = |args: &[&str]| run_in(&[args, &["--no-cache"]].concat());
@@ -708,13 +712,7 @@ fn the_cache_is_the_default_and_never_changes_an_answer() {
 fn hardened_and_plain_runs_keep_cache_files_of_their_own() {
     let root = raw_root();
     let cache_home = tempfile::tempdir().unwrap();
-    let run_in = |args: &[&str]| {
-        let mut c = cmd();
-        c.env("XDG_CACHE_HOME", cache_home.path());
-        let out = run_with(c, args, None);
-        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
-        out.stdout
-    };
+    let run_in = |args: &[&str]| run_cached(cache_home.path(), args);
     let dir = cache_home.path().join("dsh-session-reference");
     let files = || -> Vec<(String, Vec<u8>)> {
         let mut all: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
