@@ -20,7 +20,9 @@
 # codegen unit, stripped) into one target dir. On Linux the C code and the
 # final links go through `zig cc` (the ziglang package from PyPI, driven by
 # maturin's zig wrapper) against glibc 2.17, so every artifact, not only the
-# wheel, runs on glibc >= 2.17; the wheel's tag is then manylinux2014.
+# wheel, runs on glibc >= 2.17; the wheel's tag is then manylinux2014. They
+# link libgcc_s.so.1, as a plain gcc link does, not zig's unwinder (see "The
+# unwinder" below).
 # scripts/test-dist.sh installs and runs the results without a Rust toolchain.
 # .github/workflows/release.yml runs the same steps per platform.
 #
@@ -92,14 +94,47 @@ if [ "$zig" != 0 ]; then
     *-linux-musl) zig_target=$arch-linux-musl ;;
   esac
   wrappers=$CARGO_TARGET_DIR/zig-wrappers/$zig_target
+  # The unwinder. Rust's standard library links libgcc_s on *-linux-gnu,
+  # and `maturin zig cc` (cargo-zigbuild) turns -lgcc_s into zig's own static
+  # libunwind. glibc's pthread_exit unwinds with libgcc_s, which it loads
+  # itself; CPython before 3.14 calls it on a thread that takes the GIL back
+  # during finalization, and the Rust frames on such a thread were then
+  # unwound by one unwinder and read by the other: the wheel crashed at
+  # interpreter exit with work in flight (python/tests/test_exit.py).
+  # So the linker wrapper passes libgcc_s itself, by path, as a plain gcc
+  # link would: every artifact needs libgcc_s.so.1 (in every manylinux
+  # policy's list), and scripts/test-dist.sh checks that it does.
+  gcc_s=""
+  case $target in
+    *-linux-gnu)
+      for gcc in "$arch-linux-gnu-gcc" gcc; do
+        [ "$gcc" = gcc ] && [ "$arch" != "${host%%-*}" ] && continue
+        command -v "$gcc" >/dev/null 2>&1 || continue
+        candidate=$("$gcc" -print-file-name=libgcc_s.so.1)
+        case $candidate in /*) [ -f "$candidate" ] && { gcc_s=$candidate; break; } ;; esac
+      done
+      [ -n "$gcc_s" ] || die "no libgcc_s.so.1 for $target (tried $arch-linux-gnu-gcc$([ "$arch" = "${host%%-*}" ] && echo " and gcc") -print-file-name): install that target's gcc"
+      # (a path of its own: the wrappers before this rule linked zig's
+      # unwinder, and cargo relinks only when the linker's path changes)
+      wrappers=$wrappers+gcc_s
+      ;;
+  esac
   mkdir -p "$wrappers"
   for tool in cc c++ ar; do
     case $tool in ar) flags="" ;; *) flags="-target $zig_target" ;; esac
-    cat > "$wrappers/$tool.tmp" <<SH
-#!/bin/sh
+    {
+      echo '#!/bin/sh'
+      if [ -n "$gcc_s" ] && [ "$tool" != ar ]; then
+        echo '# -lgcc_s by path (scripts/package.sh, "The unwinder"): zig would put its libunwind in its place'
+        # (this machine's libgcc_s may use a newer glibc than the floor; the
+        # user's own libgcc_s is the one loaded at run time)
+        echo 'for arg do shift; if [ "$arg" = -lgcc_s ]; then set -- "$@" '"'$gcc_s'"' -Wl,--allow-shlib-undefined; else set -- "$@" "$arg"; fi; done'
+      fi
+      cat <<SH
 CARGO_ZIGBUILD_ZIG_COMMAND="$vbin/python" CARGO_ZIGBUILD_ZIG_COMMAND_ARGS="-m ziglang" \\
   exec "$maturin" zig $tool -- $flags "\$@"
 SH
+    } > "$wrappers/$tool.tmp"
     chmod +x "$wrappers/$tool.tmp"
     # Rewritten only when it changes: cargo fingerprints the linker's path.
     if cmp -s "$wrappers/$tool.tmp" "$wrappers/$tool"; then rm "$wrappers/$tool.tmp"; else mv "$wrappers/$tool.tmp" "$wrappers/$tool"; fi
@@ -178,12 +213,15 @@ if has npm; then
   clean "dsh-session-reference-[0-9]*.tgz" "dsh-session-reference-*-[0-9]*.tgz"
   (cd node && [ -d node_modules/@napi-rs/cli ] || npm ci --no-audit --no-fund --loglevel=error </dev/null)
   # A fixed output directory: napi's build environment names it, and a new
-  # one each time would rebuild the addon.
+  # one each time would rebuild the addon. It also receives the generated
+  # index.js and index.d.ts (not packed from here: the main package takes
+  # the committed ones), so that node/run-tests.sh can test this build
+  # (DSR_NODE_ADDON_DIR, as the test command does).
   napi_out=$CARGO_TARGET_DIR/napi-$profile/$target
   rm -rf "$napi_out"
   mkdir -p "$napi_out"
   (cd node && with_toolchain npx --no-install napi build --platform --profile "$profile" --target "$target" \
-    --output-dir "$napi_out" --no-js -- --locked </dev/null)
+    --output-dir "$napi_out" -- --locked </dev/null)
   addon=$(cd "$napi_out" && ls dsh-session-reference.*.node)
   platform=${addon#dsh-session-reference.}
   platform=${platform%.node}

@@ -13,7 +13,8 @@
 #      pkg-config (shared with an rpath, then static) and run it;
 #   5. the CLI: `dsh-session-ref demo` from an empty directory (the example
 #      store is embedded in the binary);
-#   6. the Linux binaries need no glibc newer than DSR_DIST_GLIBC (2.17).
+#   6. the Linux binaries need no glibc newer than DSR_DIST_GLIBC (2.17), and
+#      link libgcc_s.so.1 (the unwinder glibc's pthread_exit uses).
 #
 # Fails loudly when an artifact is missing or broken. Part of
 # scripts/test-all.sh, after scripts/package.sh.
@@ -253,6 +254,11 @@ case $target in
         [ "$(printf '%s\n%s\n' "$need" "$floor" | sort -V | tail -n 1)" = "$floor" ] ||
           die "${bin##*/} needs glibc $need, newer than $floor"
         echo "${bin##*/}: glibc $need"
+        # The unwinder glibc's pthread_exit uses (scripts/package.sh, "The
+        # unwinder"): with zig's static one instead, a Python thread ended
+        # during interpreter exit crashed the process.
+        readelf -d "$bin" | grep -q 'NEEDED.*\[libgcc_s\.so\.1\]' ||
+          die "${bin##*/} does not link libgcc_s.so.1: it carries another unwinder than glibc's pthread_exit uses"
       done
     fi
     ;;
