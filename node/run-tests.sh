@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Node addon from a clean checkout and runs every Node check:
 #   1. npm ci (registry packages only: the pinned napi CLI and TypeScript)
-#   2. npm run build (`napi build --platform`: plain cargo)
+#   2. npm run build (`napi build --platform`: plain cargo), or the addon in
+#      DSR_NODE_ADDON_DIR
 #   3. the committed generated index.js / index.d.ts match the build (drift)
 #   4. node --test: conformance vectors, host behaviour, DSH store, the README's
 #      examples (run from a project outside the repository)
@@ -9,6 +10,11 @@
 # Non-interactive; exits non-zero on the first failure.
 #
 # Environment:
+#   DSR_NODE_ADDON_DIR   test a built addon instead of building one: a directory
+#                        holding what `napi build --platform --output-dir` wrote
+#                        (the .node, index.js, index.d.ts). The test command
+#                        passes the one scripts/package.sh built, so that the Rust
+#                        code is compiled once for both; steps 3-5 are the same.
 #   CARGO_TARGET_DIR     honoured (default: the workspace's target/)
 #   CARGO_BUILD_JOBS     default 2
 #   DSR_CONFORMANCE_DIR  vector set to run (default tests/conformance)
@@ -28,11 +34,22 @@ export npm_config_yes=true npm_config_audit=false npm_config_fund=false npm_conf
 step "npm ci"
 npm ci --no-audit --no-fund --loglevel=error </dev/null
 
-step "npm run build (CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-<workspace target>})"
 committed="$(mktemp -d)"
 trap 'rm -rf "$committed"' EXIT
 cp index.js index.d.ts "$committed/"
-npm run build </dev/null
+if [ -n "${DSR_NODE_ADDON_DIR:-}" ]; then
+  step "the addon to test: $DSR_NODE_ADDON_DIR (DSR_NODE_ADDON_DIR)"
+  addons=("$DSR_NODE_ADDON_DIR"/dsh-session-reference.*.node)
+  if [ ! -f "${addons[0]}" ] || [ ! -f "$DSR_NODE_ADDON_DIR/index.js" ] || [ ! -f "$DSR_NODE_ADDON_DIR/index.d.ts" ]; then
+    echo "DSR_NODE_ADDON_DIR=$DSR_NODE_ADDON_DIR lacks the .node, index.js or index.d.ts of a napi build" >&2
+    exit 1
+  fi
+  rm -f dsh-session-reference.*.node
+  cp "${addons[@]}" "$DSR_NODE_ADDON_DIR/index.js" "$DSR_NODE_ADDON_DIR/index.d.ts" .
+else
+  step "npm run build (CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-<workspace target>})"
+  npm run build </dev/null
+fi
 
 step "generated index.js / index.d.ts match the committed ones"
 drift=0

@@ -11,6 +11,9 @@
 #   DSR_PYTHON_PROFILE  cargo profile of the wheel: dev (default: shares the
 #                       workspace's debug artifacts, ~2x faster to build on 2 cores
 #                       than release, and the suite still runs in ~20 s) or release
+#   DSR_PYTHON_WHEEL    a built wheel to test instead of building one (the test
+#                       command passes the wheel scripts/package.sh made, so that
+#                       the Rust code is compiled once for both)
 #   CARGO_TARGET_DIR    honoured (default: the workspace's target/)
 #   DSR_CONFORMANCE_DIR vector set to run (default tests/conformance)
 set -euo pipefail
@@ -31,11 +34,18 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install -q -r "$here/requirements-dev.txt"
 
-step "build the wheel (maturin, profile $profile, CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-"$venv/bin/maturin" build --manifest-path "$here/Cargo.toml" --interpreter "$venv/bin/python" \
-  --profile "$profile" --out "$work/wheels"
+mkdir "$work/wheels"
+if [ -n "${DSR_PYTHON_WHEEL:-}" ]; then
+  step "the wheel to test: $DSR_PYTHON_WHEEL (DSR_PYTHON_WHEEL)"
+  [ -f "$DSR_PYTHON_WHEEL" ] || { echo "DSR_PYTHON_WHEEL: no such file: $DSR_PYTHON_WHEEL" >&2; exit 1; }
+  cp "$DSR_PYTHON_WHEEL" "$work/wheels/"
+else
+  step "build the wheel (maturin, profile $profile, CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
+  "$venv/bin/maturin" build --manifest-path "$here/Cargo.toml" --interpreter "$venv/bin/python" \
+    --profile "$profile" --out "$work/wheels"
+fi
 
 step "install the wheel"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$work"/wheels/*.whl
