@@ -178,6 +178,21 @@ fn write_turn(conn: &Connection, n: i64) {
     tx.commit().unwrap();
 }
 
+/// The fixture database in `dir` plus a session `ses_w` with its first
+/// turn, for a writer to go on with (closed: nothing lies beside it).
+fn written_db(dir: &Path) -> PathBuf {
+    let db = dir.join("opencode.db");
+    fixture_db(&db);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
+         VALUES ('ses_w', 'prj_1', 'w', '/w', 'written', '1', 1767500000000, 1767500000000)",
+    )
+    .unwrap();
+    write_turn(&conn, 0);
+    db
+}
+
 /// What a read gives must be a prefix of the turns the writer commits, whole
 /// turns only (never a question without its answer).
 fn check_consistent(c: &dsh_session_reference::Conversation, at_least: usize) -> usize {
@@ -195,17 +210,7 @@ fn check_consistent(c: &dsh_session_reference::Conversation, at_least: usize) ->
 #[test]
 fn a_database_being_written_reads_consistently_and_gains_no_file() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("opencode.db");
-    fixture_db(&db);
-    {
-        let conn = Connection::open(&db).unwrap();
-        conn.execute_batch(
-            "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
-             VALUES ('ses_w', 'prj_1', 'w', '/w', 'written', '1', 1767500000000, 1767500000000)",
-        )
-        .unwrap();
-        write_turn(&conn, 0);
-    }
+    let db = written_db(dir.path());
     assert_eq!(names(dir.path()), set(&["opencode.db"]));
     let source = OpenCodeSource::open(&db, Flavor::OpenCode).unwrap();
     let id = "opencode:ses_w";
@@ -415,17 +420,7 @@ impl Drop for Writer {
 #[test]
 fn a_database_written_by_another_process_reads_consistently_and_gains_no_file() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("opencode.db");
-    fixture_db(&db);
-    {
-        let conn = Connection::open(&db).unwrap();
-        conn.execute_batch(
-            "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
-             VALUES ('ses_w', 'prj_1', 'w', '/w', 'written', '1', 1767500000000, 1767500000000)",
-        )
-        .unwrap();
-        write_turn(&conn, 0);
-    }
+    let db = written_db(dir.path());
     let only_db = set(&["opencode.db"]);
     let with_wal = set(&["opencode.db", "opencode.db-wal", "opencode.db-shm"]);
     let source = OpenCodeSource::open(&db, Flavor::OpenCode).unwrap();
