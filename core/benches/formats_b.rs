@@ -78,15 +78,26 @@ fn build(path: &Path, sessions: usize, turns: usize, big_turns: usize) {
     conn.execute_batch("COMMIT").unwrap();
 }
 
-fn best(rounds: usize, mut f: impl FnMut()) -> Duration {
-    (0..rounds)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap()
+/// The best wall time of `rounds` runs of `f`, and the least CPU time
+/// (user + system, all threads of the process) one took: on a machine
+/// shared with other work, the CPU time grows much less with the load.
+fn best(rounds: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+    let (mut wall, mut cpu) = (Duration::MAX, Duration::MAX);
+    for _ in 0..rounds {
+        let (t, c) = (Instant::now(), cpu_time());
+        f();
+        cpu = cpu.min(cpu_time() - c);
+        wall = wall.min(t.elapsed());
+    }
+    (wall, cpu)
+}
+
+/// CPU time (user + system) of the whole process so far.
+fn cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -153,11 +164,11 @@ fn cline_bench(quick: bool) {
             std::fs::create_dir_all(root.join("state")).unwrap();
             std::fs::write(root.join("state/taskHistory.json"), serde_json::Value::Array(index).to_string()).unwrap();
         }
-        let list = best(5, || {
+        let (list, list_cpu) = best(5, || {
             let s = ClineSource::open(&root, flavor).unwrap();
             assert_eq!(s.list_sessions().unwrap().len(), tasks);
         });
-        println!("{name}: list {tasks} tasks (new source each time): {:.1} ms", ms(list));
+        println!("{name}: list {tasks} tasks (new source each time): {:.1} ms; cpu {:.1} ms", ms(list), ms(list_cpu));
     }
     let root = dir.path().join("cline");
     let bytes = cline_history(big);
@@ -168,21 +179,24 @@ fn cline_bench(quick: bool) {
     let size = bytes.len() as f64;
     drop(bytes);
     let source = ClineSource::open(&root, cline::Flavor::Cline).unwrap();
-    let plain = best(3, || {
+    let (plain, plain_cpu) = best(3, || {
         let b = std::fs::read(&path).unwrap();
         assert!(b.len() as f64 == size);
     });
     let mut items = 0;
-    let read = best(3, || {
+    let (read, read_cpu) = best(3, || {
         let SurfaceData::Conversation(c) = source.read_surface(&format!("cline:{id}")).unwrap() else { panic!() };
         items = c.items.len();
     });
     println!(
-        "cline: read a {:.0} MB history ({items} items): {:.0} ms, {:.0} MB/s (reading its bytes alone: {:.0} ms)",
+        "cline: read a {:.0} MB history ({items} items): {:.0} ms, {:.0} MB/s; cpu {:.0} ms \
+         (reading its bytes alone: {:.0} ms; cpu {:.0} ms)",
         size / 1e6,
         ms(read),
         size / 1e6 / read.as_secs_f64(),
-        ms(plain)
+        ms(read_cpu),
+        ms(plain),
+        ms(plain_cpu)
     );
 }
 
@@ -195,6 +209,7 @@ fn main() {
         cline_bench(quick);
     }
     if only_cline {
+        println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
         return;
     }
     let (sessions, turns, big_turns) = if quick { (1_000, 10, 1_000) } else { (5_000, 10, 5_000) };
@@ -210,23 +225,31 @@ fn main() {
     );
 
     // Cold: a new source (no memo) on a database no connection has open.
-    let cold = best(5, || {
+    let (cold, cold_cpu) = best(5, || {
         let s = OpenCodeSource::open(&db, Flavor::OpenCode).unwrap();
         assert_eq!(s.list_sessions().unwrap().len(), sessions + 1);
     });
-    println!("list {} sessions (new source each time): {:.1} ms", sessions + 1, ms(cold));
-    let shared_cold = best(5, || {
+    println!("list {} sessions (new source each time): {:.1} ms; cpu {:.1} ms", sessions + 1, ms(cold), ms(cold_cpu));
+    let (shared_cold, shared_cold_cpu) = best(5, || {
         let s = OpenCodeSource::open(&db, Flavor::OpenCode).unwrap();
         let l = s.shared_listing().unwrap().unwrap();
         assert!(l.fingerprints().iter().all(Option::is_some));
     });
-    println!("list + fingerprint every session (new source): {:.1} ms", ms(shared_cold));
+    println!(
+        "list + fingerprint every session (new source): {:.1} ms; cpu {:.1} ms",
+        ms(shared_cold),
+        ms(shared_cold_cpu)
+    );
     let source = OpenCodeSource::open(&db, Flavor::OpenCode).unwrap();
     source.shared_listing().unwrap();
-    let shared_warm = best(5, || {
+    let (shared_warm, shared_warm_cpu) = best(5, || {
         source.shared_listing().unwrap().unwrap();
     });
-    println!("list + fingerprints, database unchanged (memo): {:.1} ms", ms(shared_warm));
+    println!(
+        "list + fingerprints, database unchanged (memo): {:.1} ms; cpu {:.1} ms",
+        ms(shared_warm),
+        ms(shared_warm_cpu)
+    );
 
     let big = format!("opencode:ses_{sessions:06}");
     let mut rows_bytes = 0u64;
@@ -243,14 +266,16 @@ fn main() {
         rows_bytes += n as u64;
     }
     let mut items = 0;
-    let read = best(3, || {
+    let (read, read_cpu) = best(3, || {
         let SurfaceData::Conversation(c) = source.read_surface(&big).unwrap() else { panic!() };
         items = c.items.len();
     });
     println!(
-        "read one session of {:.0} MB of rows ({items} items): {:.0} ms, {:.0} MB/s",
+        "read one session of {:.0} MB of rows ({items} items): {:.0} ms, {:.0} MB/s; cpu {:.0} ms",
         rows_bytes as f64 / 1e6,
         ms(read),
-        rows_bytes as f64 / 1e6 / read.as_secs_f64()
+        rows_bytes as f64 / 1e6 / read.as_secs_f64(),
+        ms(read_cpu)
     );
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 }

@@ -476,6 +476,16 @@ fn aider_runs_commands_fences_and_tool_output() {
             },
         ],
     );
+    // A new source reads a run from the history its id names, with no
+    // listing first; a run without a message, or past the last, is no
+    // session, as a listing says.
+    let fresh = AiderSource::open(&root).unwrap();
+    let read = fresh.conversation(&p3).unwrap();
+    assert_eq!(items(&read.items), vec![m(U, "Add a test"), m(A, "Added `test_handle`.")]);
+    for missing in [aider_id(&proj, 2), aider_id(&proj, 4), format!("aider:{}", proj.display())] {
+        let err = fresh.conversation(&missing).unwrap_err().message().to_owned();
+        assert!(err.contains("no Aider session"), "{missing}: {err}");
+    }
     // A history file given instead of its directory is read as meant.
     let file = proj.join(aider::HISTORY_FILE);
     let resolved = SourceSpec::new(SourceKind::Aider, &file).resolve().unwrap();

@@ -1,6 +1,7 @@
 //! The OpenCode and Kilo sources (SQLite, read-only): the fixture's
 //! listing, titles and snapshots pinned, a database read while another
-//! connection writes it, and every way a database can refuse a read.
+//! connection (in this process, and in another one) writes it, and every
+//! way a database can refuse a read.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -177,6 +178,21 @@ fn write_turn(conn: &Connection, n: i64) {
     tx.commit().unwrap();
 }
 
+/// The fixture database in `dir` plus a session `ses_w` with its first
+/// turn, for a writer to go on with (closed: nothing lies beside it).
+fn written_db(dir: &Path) -> PathBuf {
+    let db = dir.join("opencode.db");
+    fixture_db(&db);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
+         VALUES ('ses_w', 'prj_1', 'w', '/w', 'written', '1', 1767500000000, 1767500000000)",
+    )
+    .unwrap();
+    write_turn(&conn, 0);
+    db
+}
+
 /// What a read gives must be a prefix of the turns the writer commits, whole
 /// turns only (never a question without its answer).
 fn check_consistent(c: &dsh_session_reference::Conversation, at_least: usize) -> usize {
@@ -194,17 +210,7 @@ fn check_consistent(c: &dsh_session_reference::Conversation, at_least: usize) ->
 #[test]
 fn a_database_being_written_reads_consistently_and_gains_no_file() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("opencode.db");
-    fixture_db(&db);
-    {
-        let conn = Connection::open(&db).unwrap();
-        conn.execute_batch(
-            "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
-             VALUES ('ses_w', 'prj_1', 'w', '/w', 'written', '1', 1767500000000, 1767500000000)",
-        )
-        .unwrap();
-        write_turn(&conn, 0);
-    }
+    let db = written_db(dir.path());
     assert_eq!(names(dir.path()), set(&["opencode.db"]));
     let source = OpenCodeSource::open(&db, Flavor::OpenCode).unwrap();
     let id = "opencode:ses_w";
@@ -255,6 +261,238 @@ fn a_database_being_written_reads_consistently_and_gains_no_file() {
     // What is left beside the database is what the writer left, nothing else.
     let now = names(dir.path());
     assert!(now.is_subset(&set(&["opencode.db", "opencode.db-wal", "opencode.db-shm"])), "{now:?}");
+}
+
+/// The environment variable that makes [`wal_writer_process`] the writer
+/// of the database it names (set only by the test that starts it).
+const WRITER_DB: &str = "DSR_TEST_WAL_WRITER_DB";
+
+/// How long the cross-process test may take before it kills its writer and
+/// fails (it takes well under a second when the machine is idle).
+const WRITER_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The writer process of
+/// [`a_database_written_by_another_process_reads_consistently_and_gains_no_file`]:
+/// this test binary started again running only this test, with
+/// [`WRITER_DB`] set. It obeys one command a line on its standard input and
+/// answers each with a line when it is done:
+///
+/// - `run A B`: commits turns `A..B` on the connection it keeps open
+///   (opened on the first `run`, WAL mode, checkpointing every few pages),
+///   saying `started` after the first commit and `ran B` at the end;
+/// - `close`: closes that connection (the last one: SQLite checkpoints and
+///   removes the `-wal` and `-shm`), answering `closed`;
+/// - `reopen A B`: for each turn opens a connection, commits it and closes
+///   it again, answering `started` after the first and `ran B` at the end.
+///
+/// It stops at the end of its input (the test ended, or died) and after
+/// the deadline whatever happens. Without [`WRITER_DB`] it does nothing.
+#[test]
+#[ignore = "the writer process of a cross-process test, started by it"]
+fn wal_writer_process() {
+    use std::io::{BufRead as _, Write as _};
+    let Some(db) = std::env::var_os(WRITER_DB) else { return };
+    let start = std::time::Instant::now();
+    let open = || {
+        let conn = Connection::open(&db).unwrap();
+        conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+        conn.pragma_update(None, "journal_mode", "wal").unwrap();
+        conn
+    };
+    let say = |line: &str| {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}").unwrap();
+        out.flush().unwrap();
+    };
+    let range =
+        |a: Option<&str>, b: Option<&str>| -> (i64, i64) { (a.unwrap().parse().unwrap(), b.unwrap().parse().unwrap()) };
+    let mut kept: Option<Connection> = None;
+    for line in std::io::stdin().lock().lines() {
+        assert!(start.elapsed() < WRITER_DEADLINE, "the writer ran past its deadline");
+        let line = line.unwrap();
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("run") => {
+                let (a, b) = range(words.next(), words.next());
+                let conn = kept.get_or_insert_with(|| {
+                    let conn = open();
+                    conn.pragma_update(None, "wal_autocheckpoint", 4).unwrap();
+                    conn
+                });
+                for n in a..b {
+                    write_turn(conn, n);
+                    if n == a {
+                        say("started");
+                    }
+                }
+                say(&format!("ran {b}"));
+            }
+            Some("close") => {
+                drop(kept.take());
+                say("closed");
+            }
+            Some("reopen") => {
+                let (a, b) = range(words.next(), words.next());
+                for n in a..b {
+                    write_turn(&open(), n);
+                    if n == a {
+                        say("started");
+                    }
+                }
+                say(&format!("ran {b}"));
+            }
+            other => panic!("the writer was told {other:?}"),
+        }
+    }
+}
+
+/// The writer process as the test sees it: its input, its answers (read
+/// on a thread, so that waiting for one has a deadline) and a kill when
+/// the test ends, however it ends.
+struct Writer {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    answers: std::sync::mpsc::Receiver<String>,
+    deadline: std::time::Instant,
+}
+
+impl Writer {
+    fn start(db: &Path) -> Writer {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["wal_writer_process", "--exact", "--ignored", "--nocapture", "--test-threads=1", "-q"])
+            .env(WRITER_DB, db)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = child.stdin.take().unwrap();
+        let output = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (send, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // The test harness's own lines ("running 1 test", …) are not answers.
+            let words = ["started", "ran", "closed"];
+            for line in output.lines().map_while(Result::ok) {
+                if words.iter().any(|w| line.starts_with(w)) && send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Writer { child, input, answers, deadline: std::time::Instant::now() + WRITER_DEADLINE }
+    }
+
+    fn tell(&mut self, command: &str) {
+        use std::io::Write as _;
+        writeln!(self.input, "{command}").unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// The next answer, waiting for it at most until the deadline.
+    fn answer(&self) -> String {
+        let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+        self.answers.recv_timeout(left).expect("the writer process answered in time")
+    }
+
+    /// The next answer if there is one already.
+    fn answered(&self) -> Option<String> {
+        assert!(std::time::Instant::now() < self.deadline, "the writer process took too long");
+        match self.answers.try_recv() {
+            Ok(a) => Some(a),
+            Err(std::sync::mpsc::TryRecvError::Empty) => None,
+            Err(e) => panic!("the writer process ended: {e}"),
+        }
+    }
+
+    /// Kills it and waits for it (it holds no lock after that).
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_database_written_by_another_process_reads_consistently_and_gains_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = written_db(dir.path());
+    let only_db = set(&["opencode.db"]);
+    let with_wal = set(&["opencode.db", "opencode.db-wal", "opencode.db-shm"]);
+    let source = OpenCodeSource::open(&db, Flavor::OpenCode).unwrap();
+    let id = "opencode:ses_w";
+    let mut writer = Writer::start(&db);
+
+    // Reads while the other process commits on a connection it keeps open:
+    // each sees whole turns, never fewer than before, and nothing but the
+    // writer's own -wal and -shm appears.
+    let (kept, reopened): (usize, usize) = (200, 260);
+    writer.tell(&format!("run 1 {kept}"));
+    assert_eq!(writer.answer(), "started");
+    // (At least one read after the writer's first commit, however the
+    // two processes are scheduled.)
+    let mut seen = 2;
+    let done = loop {
+        seen = check_consistent(&surface(&source, id), seen);
+        let now = names(dir.path());
+        assert!(now.is_subset(&with_wal), "{now:?}");
+        if let Some(done) = writer.answered() {
+            break done;
+        }
+    };
+    assert_eq!(done, format!("ran {kept}"));
+    // The writer is idle with its connection open: a read sees every turn
+    // and leaves the writer's -wal as it is.
+    assert_eq!(names(dir.path()), with_wal, "the writer's connection is open");
+    let wal = std::fs::read(dir.path().join("opencode.db-wal")).unwrap();
+    assert_eq!(check_consistent(&surface(&source, id), kept * 2), kept * 2);
+    assert_eq!(source.read_title(id).unwrap().as_deref(), Some("written"));
+    assert_eq!(std::fs::read(dir.path().join("opencode.db-wal")).unwrap(), wal, "a read wrote to the -wal");
+    assert_eq!(names(dir.path()), with_wal);
+
+    // The writer closes (the last connection: SQLite removes its files);
+    // with no writer, reads create nothing.
+    writer.tell("close");
+    assert_eq!(writer.answer(), "closed");
+    assert_eq!(names(dir.path()), only_db);
+    assert_eq!(check_consistent(&surface(&source, id), kept * 2), kept * 2);
+    assert_eq!(source.list().unwrap().sessions.len(), 3);
+    assert_eq!(names(dir.path()), only_db, "a read with no writer created a file");
+
+    // A writer that opens, commits one turn and closes again and again:
+    // reads alternate between the immutable and the WAL way while the file
+    // changes under them.
+    writer.tell(&format!("reopen {kept} {reopened}"));
+    assert_eq!(writer.answer(), "started");
+    let mut seen = kept * 2;
+    let done = loop {
+        seen = check_consistent(&surface(&source, id), seen);
+        let now = names(dir.path());
+        assert!(now.is_subset(&with_wal), "{now:?}");
+        if let Some(done) = writer.answered() {
+            break done;
+        }
+    };
+    assert_eq!(done, format!("ran {reopened}"));
+    assert_eq!(check_consistent(&surface(&source, id), reopened * 2), reopened * 2);
+
+    // The writer dies with its connection open after committing (its
+    // -wal and -shm stay, with no process holding them): still read whole,
+    // and its -wal is left as it was.
+    let crashed = reopened + 20;
+    writer.tell(&format!("run {reopened} {crashed}"));
+    assert_eq!(writer.answer(), "started");
+    assert_eq!(writer.answer(), format!("ran {crashed}"));
+    writer.kill();
+    assert_eq!(names(dir.path()), with_wal, "a killed writer leaves its files");
+    let wal = std::fs::read(dir.path().join("opencode.db-wal")).unwrap();
+    assert_eq!(check_consistent(&surface(&source, id), crashed * 2), crashed * 2);
+    assert_eq!(std::fs::read(dir.path().join("opencode.db-wal")).unwrap(), wal, "a read wrote to the -wal");
+    assert_eq!(names(dir.path()), with_wal);
 }
 
 /// Why the reader does not simply open read-only: SQLite's read-only mode

@@ -54,6 +54,15 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
     /// Session `bare` of the file at `rel`: its current conversation.
     fn read(&self, root: &Path, rel: &[OsString], file: File, bare: &str) -> io::Result<Transcript>;
 
+    /// Whether [`read`](Self::read) itself fails when the file does not
+    /// hold session `bare`. Then the file a listing found for a session, or
+    /// the one its id names ([`guess`](Self::guess)), is read at once,
+    /// without first being checked with [`heads`](Self::heads): for a
+    /// format whose files hold several sessions that check is a second
+    /// pass over the whole file. A read that fails there falls back to the
+    /// checked way (so its error is the one that way gives).
+    const READ_CHECKS_ID: bool = false;
+
     /// Where under `root` the file of `bare` would be, from the id alone,
     /// tried before a walk of the whole root (none: the id does not say).
     fn guess(&self, root: &Path, bare: &str) -> Vec<Rel> {
@@ -225,15 +234,18 @@ impl<F: SessionFiles> FileSessions<F> {
         self.format.heads(&self.root, rel, file, &identity).is_ok_and(|heads| heads.iter().any(|h| h.bare == bare))
     }
 
+    /// The files that may hold `bare` without a listing: where the last
+    /// listing found it, then where its id says.
+    fn likely(&self, bare: &str) -> impl Iterator<Item = Rel> {
+        let remembered = self.found.lock().ok().and_then(|m| m.get(bare).cloned());
+        let guesses = self.format.guess(&self.root, bare).into_iter().filter(|r| plain_rel(r));
+        remembered.into_iter().chain(guesses)
+    }
+
     /// The file of `bare`: where the last listing found it, else where its
     /// id says, else by a new listing.
     fn locate(&self, bare: &str) -> Result<Rel, HostError> {
-        let remembered = self.found.lock().ok().and_then(|m| m.get(bare).cloned());
-        if let Some(rel) = remembered.filter(|r| self.holds(r, bare)) {
-            return Ok(rel);
-        }
-        let guesses = self.format.guess(&self.root, bare).into_iter().filter(|r| plain_rel(r));
-        if let Some(rel) = guesses.into_iter().find(|r| self.holds(r, bare)) {
+        if let Some(rel) = self.likely(bare).find(|r| self.holds(r, bare)) {
             return Ok(rel);
         }
         let listing = self.list().map_err(|e| HostError::new(format!("cannot list {}: {e}", F::FORMAT)))?;
@@ -255,10 +267,16 @@ impl<F: SessionFiles> FileSessions<F> {
     /// read from and what it says.
     pub fn read(&self, id: &str) -> Result<(PathBuf, Transcript), HostError> {
         let bare = id.strip_prefix(F::PREFIX).unwrap_or(id);
+        let read_at =
+            |rel: &Rel| self.open_rel(rel).and_then(|(file, _)| self.format.read(&self.root, rel, file, bare));
+        if F::READ_CHECKS_ID {
+            if let Some((rel, read)) = self.likely(bare).find_map(|rel| read_at(&rel).ok().map(|read| (rel, read))) {
+                return Ok((self.path_of(&rel), read));
+            }
+        }
         let rel = self.locate(bare)?;
         let path = self.path_of(&rel);
-        let (file, _) = self.open_rel(&rel).map_err(|e| read_error(F::FORMAT, id, &path, e))?;
-        let read = self.format.read(&self.root, &rel, file, bare).map_err(|e| read_error(F::FORMAT, id, &path, e))?;
+        let read = read_at(&rel).map_err(|e| read_error(F::FORMAT, id, &path, e))?;
         Ok((path, read))
     }
 

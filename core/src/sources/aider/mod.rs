@@ -56,7 +56,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
-use crate::sources::foreign::{iso_ms, scan_lines, title_from_text, LineStats, Transcript};
+use crate::sources::foreign::{iso_ms, scan_lines, text_line, title_from_text, LineStats, Transcript};
 
 /// What every Aider session id starts with.
 pub const PREFIX: &str = "aider:";
@@ -183,8 +183,8 @@ fn parse(file: File, want: Option<usize>) -> io::Result<(Vec<Run>, Vec<Conversat
         let n = line_no;
         line_no += 1;
         lines = line_no;
-        let text = String::from_utf8_lossy(bytes);
-        let line = text.strip_suffix('\r').unwrap_or(&text);
+        let text = text_line(bytes);
+        let line: &str = &text;
         if let Some(time) = line.strip_prefix(RUN_HEADER) {
             flush_user(&mut g, &mut runs, &mut items);
             flush_reply(&mut g, &mut runs, &mut items);
@@ -236,6 +236,9 @@ fn run_of(bare: &str) -> Option<(&str, usize)> {
 impl SessionFiles for Aider {
     const FORMAT: &'static str = "Aider";
     const PREFIX: &'static str = PREFIX;
+    /// A read fails when the history has no such run with a message, so
+    /// the history is read once (not listed first, then read).
+    const READ_CHECKS_ID: bool = true;
 
     fn walk(&self, root: &Path, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>) {
         let descend =

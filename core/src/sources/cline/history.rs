@@ -10,10 +10,11 @@ use crate::projection::Role;
 use crate::sources::foreign::title_from_text;
 use crate::sources::lenient::{Content, LBool, LStr};
 
-/// One content block of a message: its type, its text (as written, still
-/// escaped: most texts of a history are tool output, which a read looks
-/// for a user tag in without unescaping), and (for a tool result) its own
-/// content.
+/// One content block of a message: its type, its text and (for a tool
+/// result) its own content, both as written, still escaped: most of a
+/// history is tool output, which a read only looks for a user tag in
+/// (without unescaping it, and without building a tool result's blocks
+/// unless one is there).
 #[derive(Deserialize, Default)]
 struct Block<'a> {
     #[serde(rename = "type", borrow, default)]
@@ -21,7 +22,7 @@ struct Block<'a> {
     #[serde(borrow, default)]
     text: Option<&'a serde_json::value::RawValue>,
     #[serde(borrow, default)]
-    content: Content<'a>,
+    content: Option<&'a serde_json::value::RawValue>,
 }
 
 /// A message's content: a string, or blocks.
@@ -194,19 +195,27 @@ impl Block<'_> {
     /// escapes, so the raw text must hold its `<…>` as is).
     fn user_text(&self) -> Option<Cow<'_, str>> {
         let raw = self.text?.get();
-        opening_tags().is_match(raw).then(|| self.text()).flatten()
+        opens_user_tag(raw).then(|| self.text()).flatten()
+    }
+
+    /// A tool result's content (a string, or blocks), when it may hold a
+    /// user tag (as for [`user_text`](Self::user_text)); built only then.
+    fn user_content(&self) -> Option<Content<'_>> {
+        let raw = self.content?.get();
+        opens_user_tag(raw).then(|| serde_json::from_str(raw).ok()).flatten()
     }
 }
 
 /// The tags Cline and Roo Code wrap what the user typed in.
 const USER_TAGS: [&str; 4] = ["task", "feedback", "answer", "user_message"];
 
-/// A matcher of the user tags' openings, for one pass over a text.
-fn opening_tags() -> &'static aho_corasick::AhoCorasick {
-    static TAGS: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
-    TAGS.get_or_init(|| {
-        aho_corasick::AhoCorasick::new(USER_TAGS.iter().map(|t| format!("<{t}>")))
-            .expect("four short literal patterns build")
+/// Whether `text` holds the opening of a user tag (`<task>`, …): one pass,
+/// each `<` found by `memchr` and the name after it compared.
+fn opens_user_tag(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr::memchr_iter(b'<', b).any(|at| {
+        let after = &b[at + 1..];
+        USER_TAGS.iter().any(|t| after.starts_with(t.as_bytes()) && after.get(t.len()) == Some(&b'>'))
     })
 }
 
@@ -252,7 +261,11 @@ fn user_text(m: &RawMessage<'_>) -> String {
                     }
                     // Only what the user typed in answer to a tool (its
                     // tags); the result itself is tool output.
-                    Some("tool_result") => b.content.texts(&["text"]).for_each(&mut take),
+                    Some("tool_result") => {
+                        if let Some(content) = b.user_content() {
+                            content.texts(&["text"]).for_each(&mut take);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -297,6 +310,18 @@ const XML_TOOLS: [&str; 31] = [
     "plan_mode_respond",
 ];
 
+/// The tool (or reasoning) tag `after` starts with, closed by its `>`
+/// (`after` is what follows a `<`): the name is read up to the first byte
+/// that cannot be in one, then looked up, rather than every tag compared.
+fn xml_tool(after: &str) -> Option<&'static str> {
+    let len = after.bytes().position(|b| !(b.is_ascii_lowercase() || b == b'_')).unwrap_or(after.len());
+    if after.as_bytes().get(len) != Some(&b'>') {
+        return None;
+    }
+    let name = &after[..len];
+    XML_TOOLS.iter().copied().find(|t| *t == name)
+}
+
 /// The tools whose one parameter is what the user reads: the text shown.
 fn shown_part(tool: &str) -> Option<&'static str> {
     match tool {
@@ -313,9 +338,9 @@ fn shown_part(tool: &str) -> Option<&'static str> {
 pub fn visible_assistant_text(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
-    while let Some(lt) = rest.find('<') {
+    while let Some(lt) = memchr::memchr(b'<', rest.as_bytes()) {
         let after = &rest[lt + 1..];
-        let tool = XML_TOOLS.iter().find(|t| after.starts_with(*t) && after[t.len()..].starts_with('>'));
+        let tool = xml_tool(after);
         let Some(tool) = tool else {
             out.push_str(&rest[..=lt]);
             rest = after;
@@ -450,6 +475,38 @@ mod tests {
         assert_eq!(visible_assistant_text(done), "All fixed.");
         assert_eq!(visible_assistant_text("a < b and <b>bold</b>"), "a < b and <b>bold</b>");
         assert_eq!(visible_assistant_text("Cut: <execute_command><command>make"), "Cut:");
+    }
+
+    #[test]
+    fn tool_names_are_read_whole() {
+        // Every listed tag, and names that only start or end like one.
+        for t in XML_TOOLS {
+            assert_eq!(xml_tool(&format!("{t}>rest")), Some(t));
+            assert_eq!(xml_tool(t), None);
+            assert_eq!(xml_tool(&format!("{t}x>")), None);
+            assert_eq!(xml_tool(&format!("{t} >")), None);
+            assert_eq!(xml_tool(&format!("x{t}>")), None);
+        }
+        assert_eq!(xml_tool("Thinking>"), None);
+        assert_eq!(xml_tool(">"), None);
+        let t = "a <b> <read_file <thinking>x</thinking>y <é> <attempt_completion><result>r</result>";
+        assert_eq!(visible_assistant_text(t), "a <b> <read_file y <é> r");
+    }
+
+    #[test]
+    fn user_tags_are_found_in_tool_results_only_when_written() {
+        let message = |content: &str| {
+            let json = format!(r#"{{"role":"user","content":[{{"type":"tool_result","content":{content}}}]}}"#);
+            let m: RawMessage<'_> = serde_json::from_str(&json).unwrap();
+            user_text(&m)
+        };
+        assert_eq!(message(r#""denied\n<feedback>\nuse \"b\"\n</feedback>""#), "use \"b\"");
+        assert_eq!(message(r#"[{"type":"text","text":"<answer>yes</answer>"},{"type":"image"},7]"#), "yes");
+        assert_eq!(message(r#""output with <tags> and \"quotes\"""#), "");
+        assert_eq!(message(r#"{"text":"<task>not a list</task>"}"#), "");
+        assert!(
+            opens_user_tag("x<task>") && opens_user_tag("<user_message>") && !opens_user_tag("<task <tasks> task>")
+        );
     }
 
     #[test]

@@ -60,7 +60,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
-use crate::sources::foreign::{each_line, scan_lines, title_from_text, LineStats, Transcript};
+use crate::sources::foreign::{each_line, scan_lines, text_line, title_from_text, LineStats, Transcript};
 use crate::sources::lenient::{lenient, Content, LStr};
 
 /// What every Cursor session id starts with.
@@ -180,8 +180,8 @@ fn read_txt(file: File) -> io::Result<(Vec<ConversationItem>, LineStats)> {
     };
     scan_lines(as_of_now(file)?, |bytes| {
         lines += 1;
-        let line = String::from_utf8_lossy(bytes);
-        let line = line.strip_suffix('\r').unwrap_or(&line);
+        let line = text_line(bytes);
+        let line: &str = &line;
         match line {
             "user:" | "assistant:" => {
                 flush(role, &mut block, &mut items);
