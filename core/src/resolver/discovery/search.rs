@@ -15,7 +15,7 @@ use futures::stream::{self, StreamExt};
 
 use super::listed::{Fingerprints, Listed};
 use super::rank;
-use super::searched::{has, Picked, SearchSet};
+use super::searched::{has, Picked, SearchMemo, SearchSet};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{
@@ -391,7 +391,8 @@ impl Resolver {
         let scope = request.scope;
         // The same sessions as the last search picked, when it was over
         // the same shared listing for the same target and scope.
-        let picked = self.discovery.memo_picked(&listed, target, scope).unwrap_or_else(|| {
+        let memo = SearchMemo::picked(&self.discovery.search_memo(), &listed, target, scope);
+        let picked = memo.unwrap_or_else(|| {
             let at = listed.positions(|s| {
                 s.id != target.id
                     && match scope {
@@ -445,14 +446,17 @@ impl Resolver {
             // Read before the docs are looked up: a change meanwhile makes
             // the set remembered here stale at once, never wrongly current.
             let generation = self.discovery.docs.generation();
-            let set = match self.discovery.memo_set(picked, generation) {
+            let memo = SearchMemo::set(&self.discovery.search_memo(), picked, generation);
+            let set = match memo {
                 Some(set) => set,
                 None => {
                     let sessions = picked.refs();
                     let (docs, built) = self.indexed(&sessions, fps).await;
                     let set = Arc::new(SearchSet::new(&sessions, docs));
                     let kept = (!built).then(|| (generation, Arc::clone(&set)));
-                    self.discovery.remember_search(listed, target, scope, picked, kept);
+                    if let Some(memo) = SearchMemo::new(listed, target, scope, picked, kept) {
+                        *self.discovery.search_memo() = Some(memo);
+                    }
                     set
                 }
             };

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use super::listed::Listed;
-use super::titles::DiscoveryCache;
 use crate::host::{SearchScope, SessionHeader, SharedListing, Target};
 use crate::index::{fold_into, Doc, Needle, Roster};
 
@@ -101,36 +100,38 @@ pub(crate) struct SearchMemo {
     set: Option<(u64, Arc<SearchSet>)>,
 }
 
-impl DiscoveryCache {
-    /// The sessions the last search picked, when this one is over the same
-    /// shared listing with the same target and scope.
-    pub(super) fn memo_picked(&self, listed: &Listed, target: &Target, scope: SearchScope) -> Option<Picked> {
+impl SearchMemo {
+    /// The sessions the last search (`memo`) picked, when this one is over
+    /// the same shared listing with the same target and scope.
+    pub(super) fn picked(
+        memo: &Option<SearchMemo>,
+        listed: &Listed,
+        target: &Target,
+        scope: SearchScope,
+    ) -> Option<Picked> {
         let Listed::Shared(listing) = listed else { return None };
-        let memo = self.search_memo();
         let m = memo.as_ref()?;
         (m.listing.ptr_eq(listing) && m.target == *target && m.scope == scope).then(|| m.picked.clone())
     }
 
-    /// The set the last search made of `picked` (the same positions), if
-    /// the index is still at `generation`.
-    pub(super) fn memo_set(&self, picked: &Picked, generation: u64) -> Option<Arc<SearchSet>> {
-        let memo = self.search_memo();
+    /// The set the last search (`memo`) made of `picked` (the same
+    /// positions), if the index is still at `generation`.
+    pub(super) fn set(memo: &Option<SearchMemo>, picked: &Picked, generation: u64) -> Option<Arc<SearchSet>> {
         let m = memo.as_ref().filter(|m| Arc::ptr_eq(&m.picked.at, &picked.at))?;
         m.set.as_ref().filter(|(g, _)| *g == generation).map(|(_, set)| Arc::clone(set))
     }
 
-    /// Keeps what a search over a shared listing picked and, if given, the
-    /// set it made under the index's generation `generation`.
-    pub(super) fn remember_search(
-        &self,
+    /// What to keep of a search over a shared listing (`None` over any
+    /// other): what it picked and, if given, the set it made under the
+    /// index's generation `generation`.
+    pub(super) fn new(
         listed: &Listed,
         target: &Target,
         scope: SearchScope,
         picked: &Picked,
         set: Option<(u64, Arc<SearchSet>)>,
-    ) {
-        let Listed::Shared(listing) = listed else { return };
-        *self.search_memo() =
-            Some(SearchMemo { listing: listing.clone(), target: target.clone(), scope, picked: picked.clone(), set });
+    ) -> Option<SearchMemo> {
+        let Listed::Shared(listing) = listed else { return None };
+        Some(SearchMemo { listing: listing.clone(), target: target.clone(), scope, picked: picked.clone(), set })
     }
 }
