@@ -818,3 +818,47 @@ fn the_memory_query_shares_its_listing_until_it_changes() {
     q.fail_listing("down");
     assert!(block_on(q.shared_listing()).is_err(), "a failing listing fails shared too");
 }
+
+/// Searches over a source that shares its listing reuse what the last one
+/// made of the same sessions (their docs and packed fields) while nothing
+/// changed; every change between two searches (a title, a body, a new
+/// session, a cleared cache, another target or scope) still shows in the
+/// next answer, which is always the answer of a resolver that caches
+/// nothing.
+#[test]
+fn repeated_searches_over_a_shared_listing_see_every_change() {
+    let mem = Arc::new(MemoryQuery::new());
+    let r = Resolver::new(mem.clone(), Config::default());
+    let plain = Resolver::new(Arc::new(Counting::new(Arc::clone(&mem), false)), Config::default());
+    add(&mem, "s1", 1, Some("/work/a"), Some("Parser work"), &["the lexer is slow", "fix it"]);
+    add(&mem, "s2", 2, Some("/work/zeta"), None, &["cache keys"]);
+    add(&mem, "me", 3, Some("/work/a"), Some("zeta"), &["zeta here"]);
+    let search = |r: &Resolver, t: &Target, q: &str, scope: SearchScope| -> Vec<Value> {
+        let opts = SearchOptions { scope, ..SearchOptions::default() };
+        block_on(r.search(t, q, &opts, None)).unwrap().iter().map(SearchResult::to_json).collect()
+    };
+    let same_for = |t: &Target, q: &str, scope: SearchScope| -> usize {
+        let a = search(&r, t, q, scope);
+        assert_eq!(a, search(&plain, t, q, scope), "{q:?} for {t:?} ({scope:?})");
+        a.len()
+    };
+    let same = |q: &str| same_for(&target(), q, SearchScope::All);
+    for q in ["zeta", "lexer", "parser", "s2", "ork/ze", "nowhere", "模型"] {
+        same(q);
+        same(q);
+    }
+    assert_eq!(same("zeta"), 1, "s2 by its cwd; never the target");
+    assert_eq!(same("S2"), 1, "by its id");
+    mem.set_title("s1", Some("Zeta too".into()));
+    assert_eq!(same("zeta"), 2, "a new title");
+    mem.set_surface("s2", conversation("s2", Some("/work/zeta"), &["nothing"]));
+    assert_eq!(same("cache"), 0, "a body changed");
+    add(&mem, "zeta-3", 4, None, None, &["plain"]);
+    assert_eq!(same("zeta"), 3, "a new session, by its id");
+    r.clear_discovery_cache();
+    assert_eq!(same("zeta"), 3, "after the cache was cleared");
+    let other = Target::new("s1", Some("/work/zeta".into()));
+    assert_eq!(same_for(&other, "zeta", SearchScope::All), 3, "another target: the first target now");
+    assert_eq!(same_for(&other, "zeta", SearchScope::SameCwd), 1, "another scope");
+    assert_eq!(same("zeta"), 3);
+}

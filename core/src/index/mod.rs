@@ -13,7 +13,7 @@
 //! filtered and every session is verified.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::host::Fingerprint;
@@ -36,7 +36,7 @@ pub(crate) use dict::{Dictionary, Encoder, TRAIN_AT};
 pub(crate) use doc::{Doc, IndexedItem};
 pub(crate) use fold::{fold, fold_into, original_offset};
 pub(crate) use needle::Needle;
-pub(crate) use pass::FilterPass;
+pub(crate) use pass::{FilterPass, Roster};
 pub(crate) use stored::Unreadable;
 
 /// The built docs of a resolver, by session id, and the dictionary new
@@ -54,6 +54,9 @@ pub(crate) struct DocCache {
     retry_at: AtomicUsize,
     /// Searches that tested the filters so far ([`Self::keeps_filters`]).
     filter_passes: AtomicUsize,
+    /// Bumped by every change of the kept docs or the dictionary
+    /// ([`Self::generation`]).
+    generation: AtomicU64,
 }
 
 impl DocCache {
@@ -65,6 +68,18 @@ impl DocCache {
     ) -> Vec<Option<Arc<Doc>>> {
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         wanted.map(|(id, fp)| docs.get(id).filter(|d| fp.is_some() && d.fingerprint.as_ref() == fp).cloned()).collect()
+    }
+
+    /// A number that changes whenever a doc is kept, replaced or dropped
+    /// (or the dictionary changes): what was made of the docs under one
+    /// generation holds while it is the same.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Marks the kept docs changed ([`Self::generation`]).
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Whether the search about to test the filters keeps the stored ones
@@ -170,6 +185,8 @@ impl DocCache {
                 }
             }
         }
+        drop(docs);
+        self.changed();
     }
 
     /// Drops the doc held for `id` if it is `doc` (not one built since):
@@ -179,6 +196,8 @@ impl DocCache {
         let held = docs.get(id).is_some_and(|d| Arc::ptr_eq(d, doc));
         if held {
             docs.remove(id);
+            drop(docs);
+            self.changed();
         }
         held
     }
@@ -194,6 +213,8 @@ impl DocCache {
         let mut held = self.docs.write().unwrap_or_else(|e| e.into_inner());
         held.reserve(docs.len());
         held.extend(docs);
+        drop(held);
+        self.changed();
     }
 
     /// Number of kept docs.
@@ -209,10 +230,13 @@ impl DocCache {
         } else {
             docs.remove(id);
         }
+        drop(docs);
+        self.changed();
     }
 
     pub(crate) fn retain(&self, keep: impl Fn(&str) -> bool) {
         self.docs.write().unwrap_or_else(|e| e.into_inner()).retain(|id, _| keep(id));
+        self.changed();
     }
 
     /// Forgets every doc and the dictionary (trained on them).
@@ -220,6 +244,7 @@ impl DocCache {
         self.docs.write().unwrap_or_else(|e| e.into_inner()).clear();
         *self.dictionary.write().unwrap_or_else(|e| e.into_inner()) = None;
         self.retry_at.store(0, Ordering::Relaxed);
+        self.changed();
     }
 
     /// (sessions, projected text bytes, index bytes, of which filters) of
@@ -580,15 +605,15 @@ mod tests {
         let verdicts = |pass: &FilterPass<'_>| -> Vec<Result<bool, Unreadable>> {
             (0..ids.len()).flat_map(|i| (0..needles.len()).map(move |j| (i, j))).map(|(i, j)| pass.may(i, j)).collect()
         };
-        let expected = verdicts(&FilterPass::new(&held_docs, &needles, false));
+        let expected = verdicts(&FilterPass::new(&held_docs, &Roster::new(&held_docs), &needles, false));
         assert!(expected.contains(&Ok(true)) && expected.contains(&Ok(false)));
-        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, false)), expected);
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &Roster::new(&stored_docs), &needles, false)), expected);
         assert!(stored_docs.iter().all(|d| d.bloom.held().is_none() || d.lengths.is_empty()), "not kept");
-        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, true)), expected);
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &Roster::new(&stored_docs), &needles, true)), expected);
         assert!(stored_docs.iter().all(|d| d.bloom.held().is_some()), "kept");
         // Kept, they are tested in memory, even with the file emptied.
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
-        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &needles, false)), expected);
+        assert_eq!(verdicts(&FilterPass::new(&stored_docs, &Roster::new(&stored_docs), &needles, false)), expected);
 
         // One byte of the third filter in the file flipped: that doc's
         // verdicts are all unreadable, the others' unchanged.
@@ -612,7 +637,7 @@ mod tests {
         let damaged = DocCache::default();
         damaged.insert_all(damaged.decode(directory, &stored).unwrap());
         let damaged_docs: Vec<Arc<Doc>> = ids.iter().map(|id| held(&damaged, id)).collect();
-        let got = verdicts(&FilterPass::new(&damaged_docs, &needles, true));
+        let got = verdicts(&FilterPass::new(&damaged_docs, &Roster::new(&damaged_docs), &needles, true));
         for (i, id) in ids.iter().enumerate() {
             let (a, b) = (&got[i * needles.len()..][..needles.len()], &expected[i * needles.len()..][..needles.len()]);
             if id.as_str() == hit {

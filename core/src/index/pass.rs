@@ -3,10 +3,55 @@
 //! tested when asked.
 
 use super::bloom::{filter_checksum, Bits, StoredBits};
+use super::dict::Dictionary;
 use super::doc::Doc;
 use super::needle::Needle;
 use super::stored::Unreadable;
+use super::vocab::Verdict;
 use std::sync::Arc;
+
+/// What a [`FilterPass`] needs to know of each doc before touching it:
+/// whether it has a body, and its dictionary and serial in that
+/// dictionary's vocabulary, packed (a few bytes a doc), so that a needle
+/// the vocabularies rule out is ruled out for every doc in one pass over
+/// this list, without reading a doc. Made once for a list of docs and kept
+/// with it.
+pub(crate) struct Roster {
+    /// The dictionaries of the docs, each once.
+    dicts: Vec<Arc<Dictionary>>,
+    /// Per doc: the place of its dictionary in `dicts` ([`NO_BODY`],
+    /// [`NO_VOCABULARY`]) and its serial.
+    of: Vec<(u32, u32)>,
+}
+
+/// A doc without body: no needle is in it.
+const NO_BODY: u32 = u32::MAX;
+
+/// A doc with a body its vocabulary does not cover (no dictionary, or
+/// serial 0): never ruled out by a vocabulary.
+const NO_VOCABULARY: u32 = u32::MAX - 1;
+
+impl Roster {
+    /// The roster of `docs`, in order.
+    pub(crate) fn new(docs: &[Arc<Doc>]) -> Roster {
+        let mut dicts: Vec<Arc<Dictionary>> = Vec::new();
+        let of = docs
+            .iter()
+            .map(|d| match &d.dict {
+                _ if d.lengths.is_empty() => (NO_BODY, 0),
+                Some(dict) if d.serial != 0 => {
+                    let slot = dicts.iter().position(|x| Arc::ptr_eq(x, dict)).unwrap_or_else(|| {
+                        dicts.push(Arc::clone(dict));
+                        dicts.len() - 1
+                    });
+                    (slot as u32, d.serial)
+                }
+                _ => (NO_VOCABULARY, 0),
+            })
+            .collect();
+        Roster { dicts, of }
+    }
+}
 
 /// What the filters of one search's docs say of its needles. A filter in
 /// memory is tested when asked. The stored ones (docs loaded from a cache
@@ -39,24 +84,36 @@ pub(super) const PASS_READ: usize = if cfg!(test) { 16 << 10 } else { 1 << 20 };
 pub(super) const PASS_GAP: u64 = 64 << 10;
 
 impl<'a> FilterPass<'a> {
-    /// The verdicts of the stored filters of `docs` on `needles`.
-    pub(crate) fn new(docs: &'a [Arc<Doc>], needles: &'a [&'a Needle], keep: bool) -> FilterPass<'a> {
+    /// The verdicts of the stored filters of `docs` (whose roster is
+    /// `roster`) on `needles`.
+    pub(crate) fn new(docs: &'a [Arc<Doc>], roster: &Roster, needles: &'a [&'a Needle], keep: bool) -> FilterPass<'a> {
         let n = needles.len();
         let mut verdicts = vec![UNTESTED; docs.len() * n];
-        // What the docs' vocabularies rule out first: a stored filter is
-        // read only for a doc they leave a needle open for.
-        for (i, d) in docs.iter().enumerate().filter(|(_, d)| !d.lengths.is_empty()) {
-            for (v, needle) in verdicts[i * n..(i + 1) * n].iter_mut().zip(needles) {
-                if !d.admits(needle) {
-                    *v = NOT;
-                }
+        // What the docs' vocabularies rule out first, from the roster (no
+        // doc touched): a stored filter is read only for a doc they leave
+        // a needle open for. A doc without body holds nothing.
+        for (i, _) in roster.of.iter().enumerate().filter(|(_, (slot, _))| *slot == NO_BODY) {
+            verdicts[i * n..(i + 1) * n].fill(NOT);
+        }
+        for (j, needle) in needles.iter().enumerate() {
+            for (slot, dict) in roster.dicts.iter().enumerate() {
+                needle.with_verdict(dict, |verdict| {
+                    if *verdict == Verdict::Any {
+                        return;
+                    }
+                    for (i, &(at, serial)) in roster.of.iter().enumerate() {
+                        if at == slot as u32 && !verdict.admits(serial) {
+                            verdicts[i * n + j] = NOT;
+                        }
+                    }
+                });
             }
         }
         // The stored filters not in memory, by file and then by offset.
         let mut stored: Vec<(usize, &StoredBits)> = docs
             .iter()
             .enumerate()
-            .filter(|(i, d)| !d.lengths.is_empty() && verdicts[i * n..(i + 1) * n].contains(&UNTESTED))
+            .filter(|(i, d)| verdicts[i * n..(i + 1) * n].contains(&UNTESTED) && !d.lengths.is_empty())
             .filter_map(|(i, d)| match &d.bloom.bits {
                 Bits::Stored(b) if b.kept.get().is_none() => Some((i, &**b)),
                 _ => None,

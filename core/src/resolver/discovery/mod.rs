@@ -12,6 +12,7 @@ mod listed;
 mod persist;
 mod rank;
 mod search;
+mod searched;
 mod titles;
 
 pub use persist::DiscoveryCachePart;

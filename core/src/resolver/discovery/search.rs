@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 
-use super::listed::Fingerprints;
+use super::listed::{Fingerprints, Listed};
 use super::rank;
+use super::searched::{has, Picked, SearchMemo, SearchSet};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{
@@ -130,21 +131,6 @@ fn whole(text: &str) -> String {
     snippet(text, 0)
 }
 
-/// The sessions a search looks at: their positions in the listing, which
-/// is shared (with the blocking pool too), so no header is copied.
-#[derive(Clone)]
-struct Picked {
-    all: Arc<[SessionHeader]>,
-    at: Arc<[usize]>,
-}
-
-impl Picked {
-    /// The picked sessions, in order.
-    fn refs(&self) -> Vec<&SessionHeader> {
-        self.at.iter().map(|&i| &self.all[i]).collect()
-    }
-}
-
 /// What [`score`] found: the hits, and the sessions (by index) whose
 /// stored filter or text it could not read; when there are any, the hits
 /// may miss those sessions and must not be used.
@@ -158,7 +144,7 @@ struct Scored {
 fn score(
     query: &Query,
     sessions: &[&SessionHeader],
-    docs: &[Arc<Doc>],
+    set: &SearchSet,
     target: &Target,
     limit: usize,
     keep_filters: bool,
@@ -167,23 +153,28 @@ fn score(
     // The needles the filters are tested with: the words, then the phrase.
     let needles: Vec<&Needle> = query.words.iter().chain([&query.phrase]).collect();
     let phrase_at = needles.len() - 1;
-    let filters = FilterPass::new(docs, &needles, keep_filters);
+    let docs = &set.docs[..];
+    let filters = FilterPass::new(docs, &set.roster, &needles, keep_filters);
+    // Per word, the sessions holding it in their id, cwd or title (one
+    // scan of the packed fields each), which no filter covers.
+    let in_fields: Vec<Vec<u64>> = query.words.iter().map(|w| set.fields.holding(w)).collect();
     let mut prospects = Vec::new();
     let mut unreadable = Vec::new();
-    for (at, (s, doc)) in sessions.iter().zip(docs).enumerate() {
+    for at in 0..sessions.len() {
         if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(Error::cancelled());
         }
-        let title = doc.title_folded();
-        let id = fold(&s.id);
-        let cwd = s.cwd.as_deref().map(fold);
-        let cwd = cwd.as_deref().unwrap_or("");
-        let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(cwd);
-        let passed = query
-            .words
-            .iter()
-            .enumerate()
-            .try_fold(true, |all, (j, w)| Ok::<_, Unreadable>(all && (in_fields(w) || filters.may(at, j)?)));
+        // Every word in a field or maybe in the body (the words in order,
+        // up to the first that is in neither).
+        let mut passed = Ok(true);
+        for (j, held) in in_fields.iter().enumerate() {
+            if !has(held, at) {
+                passed = filters.may(at, j);
+                if passed != Ok(true) {
+                    break;
+                }
+            }
+        }
         match passed {
             Ok(true) => {}
             Ok(false) => continue,
@@ -192,6 +183,11 @@ fn score(
                 continue;
             }
         }
+        let (s, doc) = (sessions[at], &docs[at]);
+        let title = doc.title_folded();
+        let id = fold(&s.id);
+        let cwd = s.cwd.as_deref().map(fold);
+        let cwd = cwd.as_deref().unwrap_or("");
         let phrase = &query.phrase;
         let (tier, settled) = if phrase.is_in(title) {
             (0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or("")))))
@@ -392,21 +388,27 @@ impl Resolver {
         let listed = self.listed().await?;
         self.discovery.retain_listed(&listed);
         let target = &request.target;
-        let picked = listed.positions(|s| {
-            s.id != target.id
-                && match request.scope {
-                    SearchScope::All => true,
-                    SearchScope::SameCwd => target.cwd.is_some() && s.cwd == target.cwd,
-                }
+        let scope = request.scope;
+        // The same sessions as the last search picked, when it was over
+        // the same shared listing for the same target and scope.
+        let memo = SearchMemo::picked(&self.discovery.search_memo(), &listed, target, scope);
+        let picked = memo.unwrap_or_else(|| {
+            let at = listed.positions(|s| {
+                s.id != target.id
+                    && match scope {
+                        SearchScope::All => true,
+                        SearchScope::SameCwd => target.cwd.is_some() && s.cwd == target.cwd,
+                    }
+            });
+            Picked { all: listed.shared_sessions(), at: at.into() }
         });
-        let picked = Picked { all: listed.shared_sessions(), at: picked.into() };
         let fps = listed.fingerprints_at(self, &picked.at).await;
         let sessions = picked.refs();
-        let (docs, hits) = self.scored(query, &picked, &fps, target, limit, cancel).await?;
+        let (set, hits) = self.scored(query, (&listed, scope), &picked, &fps, target, limit, cancel).await?;
         Ok(hits
             .into_iter()
             .map(|h| {
-                let (s, doc) = (&sessions[h.at], &docs[h.at]);
+                let (s, doc) = (&sessions[h.at], &set.docs[h.at]);
                 let candidate = super::candidate_from_header(s, doc.title.clone(), &self.config, target);
                 SearchResult {
                     candidate: candidate.with_mention(),
@@ -418,38 +420,59 @@ impl Resolver {
             .collect())
     }
 
-    /// The doc of every session (whose fingerprints are `fps`) and the hits
-    /// among them: indexed, then
-    /// scored on the blocking pool. When some docs loaded from a cache file
+    /// The [`SearchSet`] of the picked sessions (whose fingerprints are
+    /// `fps`) and the hits among them: indexed (or the set the last search
+    /// made of the same sessions, while the index has not changed), then
+    /// scored on the blocking pool. A set all of whose docs the index
+    /// kept is remembered for the next search over the same shared
+    /// listing (`listed`, with the search's scope). When some docs loaded from a cache file
     /// could not read their stored filter or text (gone, damaged, not what
     /// it was recorded as), those docs are dropped, their sessions indexed again
     /// from their source and the search run again, so they are never
     /// missed; each round leaves fewer docs read from a file (docs built
     /// here are never unreadable), so it ends.
+    #[allow(clippy::too_many_arguments)]
     async fn scored(
         &self,
         mut query: Query,
+        (listed, scope): (&Listed, SearchScope),
         picked: &Picked,
         fps: &Fingerprints<'_>,
         target: &Target,
         limit: usize,
         cancel: Option<&CancelToken>,
-    ) -> Result<(Arc<Vec<Arc<Doc>>>, Vec<Hit>)> {
+    ) -> Result<(Arc<SearchSet>, Vec<Hit>)> {
         loop {
-            let docs = Arc::new(self.indexed(&picked.refs(), fps).await);
-            let (p, d, t, token) = (picked.clone(), Arc::clone(&docs), target.clone(), cancel.cloned());
+            // Read before the docs are looked up: a change meanwhile makes
+            // the set remembered here stale at once, never wrongly current.
+            let generation = self.discovery.docs.generation();
+            let memo = SearchMemo::set(&self.discovery.search_memo(), picked, generation);
+            let set = match memo {
+                Some(set) => set,
+                None => {
+                    let sessions = picked.refs();
+                    let (docs, built) = self.indexed(&sessions, fps).await;
+                    let set = Arc::new(SearchSet::new(&sessions, docs));
+                    let kept = (!built).then(|| (generation, Arc::clone(&set)));
+                    if let Some(memo) = SearchMemo::new(listed, target, scope, picked, kept) {
+                        *self.discovery.search_memo() = Some(memo);
+                    }
+                    set
+                }
+            };
+            let (p, s, t, token) = (picked.clone(), Arc::clone(&set), target.clone(), cancel.cloned());
             let keep = self.discovery.docs.keeps_filters();
             let work = tokio::task::spawn_blocking(move || {
-                let scored = score(&query, &p.refs(), &d, &t, limit, keep, token.as_ref());
+                let scored = score(&query, &p.refs(), &s, &t, limit, keep, token.as_ref());
                 (query, scored)
             });
             let (back, scored) = work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?;
             let Scored { hits, unreadable } = scored?;
             if unreadable.is_empty() {
-                return Ok((docs, hits));
+                return Ok((set, hits));
             }
             query = back;
-            self.evict_unreadable(&picked.refs(), &docs, &unreadable);
+            self.evict_unreadable(&picked.refs(), &set.docs, &unreadable);
         }
     }
 
@@ -467,8 +490,8 @@ impl Resolver {
     /// The doc of every session (same order), whose fingerprints are `fps`:
     /// cached under an unchanged fingerprint, else built from its title and surface. A surface that
     /// cannot be read gives a doc without body (searched by title, id and
-    /// cwd) that is not kept.
-    async fn indexed(&self, sessions: &[&SessionHeader], fps: &Fingerprints<'_>) -> Vec<Arc<Doc>> {
+    /// cwd) that is not kept. And whether any doc was built.
+    async fn indexed(&self, sessions: &[&SessionHeader], fps: &Fingerprints<'_>) -> (Vec<Arc<Doc>>, bool) {
         let mut docs =
             self.discovery.docs.get_all(sessions.iter().enumerate().map(|(i, s)| (s.id.as_str(), fps.get(i))));
         // Titles only of the sessions to index: a kept doc holds the title
@@ -551,7 +574,8 @@ impl Resolver {
         if any {
             self.settle_index().await;
         }
-        docs.into_iter().map(|d| d.unwrap_or_else(|| Arc::new(Doc::build(None, None, Vec::new(), None)))).collect()
+        let docs = docs.into_iter().map(|d| d.unwrap_or_else(|| Arc::new(Doc::build(None, None, Vec::new(), None))));
+        (docs.collect(), any)
     }
 
     /// [`DocCache::settle`](crate::index::DocCache::settle) on the blocking

@@ -27,6 +27,8 @@ pub(crate) struct DiscoveryCache {
     pub(crate) docs: crate::index::DocCache,
     /// The sessions the last discovery query listed.
     last_listed: Mutex<Option<std::sync::Arc<[SessionHeader]>>>,
+    /// What the last search picked and made of its docs (`searched.rs`).
+    search_memo: Mutex<Option<super::searched::SearchMemo>>,
     /// Whether titles were read into or dropped from the cache since it
     /// was created, loaded or saved.
     titles_changed: std::sync::atomic::AtomicBool,
@@ -63,7 +65,14 @@ impl DiscoveryCache {
         self.retain_ids(&listed);
     }
 
+    /// The last search's [`SearchMemo`](super::searched::SearchMemo).
+    pub(super) fn search_memo(&self) -> std::sync::MutexGuard<'_, Option<super::searched::SearchMemo>> {
+        lock(&self.search_memo)
+    }
+
     fn retain_ids(&self, listed: &[SessionHeader]) {
+        // What the last search made holds docs that may be dropped here.
+        *self.search_memo() = None;
         let ids: std::collections::HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         lock(&self.titles).retain(|id, _| ids.contains(id.as_str()));
         self.docs.retain(|id| ids.contains(id));
@@ -113,6 +122,7 @@ impl DiscoveryCache {
     /// Forgets everything (the next query reads every session again).
     pub(crate) fn clear(&self) {
         lock(&self.titles).clear();
+        *self.search_memo() = None;
         self.docs.clear();
         self.mark_changed();
     }

@@ -1,0 +1,89 @@
+"""The one-shot command line beside the `sqlite3` command line over an FTS5
+database of the same text (issue 29, item 3): whole processes, warm, one
+query class at a time, interleaved, medians.
+
+Not part of the library or any release artifact. Needs a root and the
+FTS5 database the discovery benchmark leaves with `DSR_FTS5_KEEP_DB=1`:
+
+    DSR_BENCH_FTS5=1 DSR_FTS5_KEEP_DB=1 DSR_BENCH_NO_FOREIGN=1 DSR_BENCH_SESSIONS=10000 \\
+        DSR_BENCH_ROOT=target/s29/root cargo bench -p dsh-session-reference --bench discovery
+    cargo build --release -p dsh-session-ref
+    python3 scripts/cli_fts5_bench.py target/release/dsh-session-ref target/s29/root target/s29/root.fts5.db \\
+        PR1137 maewaoe ... (the benchmark's query words; without any, its fixed ones)
+
+Ours: `dsh-session-ref --root ROOT search WORDS --cwd /work/p3 --json` with
+the cache on, in a cache home of its own, after two runs that wrote the
+cache files (each call still checks every log for change, so its answer
+holds every change made before it). Theirs: `sqlite3 DB "SELECT ..."`, the
+query of scripts/fts5_bench.py (`MATCH` for words of three characters or
+more, `LIKE` for shorter ones, the target's cwd first, newer first, 50),
+which answers from what was last indexed. Both are started the same way
+(`subprocess.run`, output captured), so the ratio is of whole calls.
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fts5_bench import where  # noqa: E402
+
+CWD = "/work/p3"
+REPS = int(os.environ.get("DSR_CLI_REPS", "15"))
+
+
+def sql_literal(v):
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def sqlite_query(q):
+    cond, args = where(q)
+    args = args + [CWD]
+    sql = f"SELECT sid FROM docs WHERE {cond} ORDER BY (cwd = ?) DESC, created DESC LIMIT 50"
+    parts = sql.split("?")
+    out = parts[0]
+    for a, p in zip(args, parts[1:]):
+        out += sql_literal(a) + p
+    return out
+
+
+def timed(cmd, env):
+    t = time.perf_counter()
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    took = time.perf_counter() - t
+    if r.returncode != 0:
+        sys.exit(f"{cmd[0]} failed ({r.returncode}): {r.stderr.decode(errors='replace')[:500]}")
+    return took, r.stdout
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    binary, root, db = sys.argv[1:4]
+    queries = sys.argv[4:] or ["PR1137", "alphamarker", "zzqqxx", "teranise", "缓存索引", "模型"]
+    home = tempfile.mkdtemp(prefix="dsr-cli-bench-")
+    env = dict(os.environ, XDG_CACHE_HOME=home)
+    ours = lambda q: [binary, "--root", root, "--quiet", "search", *q.split(), "--cwd", CWD, "--json"]  # noqa: E731
+    theirs = lambda q: ["sqlite3", db, sqlite_query(q)]  # noqa: E731
+    # Warm: the first run indexes every session and writes the cache files,
+    # the second starts from them.
+    for _ in range(2):
+        timed(ours(queries[0]), env)
+    print(f"one-shot command line, warm cache, medians of {REPS}, interleaved ({os.getloadavg()[0]:.1f} load)")
+    for q in queries:
+        a, b = [], []
+        timed(ours(q), env)
+        timed(theirs(q), env)
+        for _ in range(REPS):
+            a.append(timed(ours(q), env)[0])
+            b.append(timed(theirs(q), env)[0])
+        ma, mb = statistics.median(a) * 1e3, statistics.median(b) * 1e3
+        print(f"  {q!r}: ours {ma:.1f} ms, sqlite3 CLI {mb:.1f} ms, ratio {ma / mb:.2f}x", flush=True)
+    print(f"(load average after: {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
