@@ -167,7 +167,7 @@ pub use conversation::{
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;
 pub use host::{
-    listed_session_id, Blocking, BlockingSessionQuery, Candidate, Fingerprint, MatchField, PinnedListing, QueryFuture,
+    listed_session_id, Blocking, BlockingSessionQuery, BudgetedSurface, Candidate, Fingerprint, MatchField, PinnedListing, QueryFuture,
     SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery,
     SharedBytes, SharedListing, SurfaceData, Target,
 };
