@@ -85,6 +85,14 @@ fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
 
 const MB: usize = 1 << 20;
 
+/// Held by every test: the counter is the process's, so no test allocates
+/// while another measures.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// About `n` bytes of words, different for each `salt`, on lines.
 fn words(n: usize, salt: usize) -> String {
     words_in(n, salt, '\n')
@@ -300,7 +308,7 @@ fn dsh_prepare_of_tool_output() {
 /// message: the log is read keeping where the messages are, then the kept
 /// ones are read again.
 fn dsh_prepare_of_conversation() {
-    let root = dsh_root(120, 200_000, 300);
+    let root = dsh_root(1_200, 20_000, 300);
     let bytes = log_bytes(root.path());
     assert!(bytes > 20 * MB, "{bytes}");
     let store = DshStore::open(root.path()).unwrap().with_watching(false);
@@ -315,7 +323,7 @@ fn dsh_prepare_of_conversation() {
     let (prepared, peak) =
         peak_of(|| block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap());
     let context = prepared.additional_context.unwrap();
-    assert!(context.prompt.contains("turn 119: "), "the newest prompt is kept");
+    assert!(context.prompt.contains("turn 1199: "), "the newest prompt is kept");
     assert!(peak < bytes / 8, "prepare of a {bytes}-byte log of conversation peaked at {peak} bytes");
 }
 
@@ -376,6 +384,7 @@ fn index_build_of_a_big_session() {
 /// included), and leaves out what projection drops.
 #[test]
 fn the_visible_surface_projects_as_the_whole_one() {
+    let _one = one_at_a_time();
     use dsh_session_reference::projection::project_json;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let (mut compared, mut smaller) = (0, 0);
@@ -422,6 +431,7 @@ fn the_visible_surface_projects_as_the_whole_one() {
 
 #[test]
 fn memory_follows_what_is_kept_not_the_log() {
+    let _one = one_at_a_time();
     claude_code_title_read();
     codex_title_read();
     dsh_prepare_of_tool_output();
@@ -472,6 +482,7 @@ fn prepared(resolver: &Resolver, id: &str) -> Result<(String, String), String> {
 /// omissions section; and the smaller budgets do leave messages out.
 #[test]
 fn a_read_within_the_budget_prepares_as_the_whole_one() {
+    let _one = one_at_a_time();
     use dsh_session_reference::Hardening;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let generated = dsh_root(60, 3_000, 500);

@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::{
-    BudgetedSurface, Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing, SurfaceData,
+    BudgetedSurface, Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing,
+    SurfaceData,
 };
 use crate::error::HostError;
 

@@ -250,18 +250,20 @@ impl Resolver {
                 // needs every message's index.
                 let read = match r.excerpt {
                     None => guarded(|| self.query.read_surface_within(&r.session_id, budget)).await,
-                    Some(_) => {
-                        guarded(|| self.query.read_surface_for_projection(&r.session_id)).await.map(BudgetedSurface::whole)
-                    }
+                    Some(_) => guarded(|| self.query.read_surface_for_projection(&r.session_id))
+                        .await
+                        .map(BudgetedSurface::whole),
                 };
                 let BudgetedSurface { data, elided } = read.map_err(|e| Error::read_failed(&r.session_id, e))?;
                 let (id, label, excerpt) = (r.session_id.clone(), r.label.clone(), r.excerpt);
                 let size = surface_len(&data);
                 let offload = size >= BLOCKING_PROJECTION_BYTES || (several && size >= PARALLEL_PROJECTION_BYTES);
                 let outcome = if offload {
-                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget, hardening, excerpt, elided))
-                        .await
-                        .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?
+                    tokio::task::spawn_blocking(move || {
+                        process_surface(&data, &id, &label, budget, hardening, excerpt, elided)
+                    })
+                    .await
+                    .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?
                 } else {
                     process_surface(&data, &id, &label, budget, hardening, excerpt, elided)
                 };

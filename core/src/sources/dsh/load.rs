@@ -549,7 +549,8 @@ pub(crate) fn load_within(found: &Found, id: &str, budget: u64) -> Result<Option
             if buf.len() != stub.len || line_checksum(&buf) != stub.checksum {
                 return Ok(None);
             }
-            got[k] = std::mem::take(&mut buf);
+            // A copy of its size (the buffer grew to the longest line read).
+            got[k] = buf.clone();
         }
     }
     let lines = got.into_iter().enumerate().filter(|(k, _)| !dropped[*k]).map(|(_, l)| l).collect();

@@ -131,8 +131,8 @@ use crate::error::HostError;
 use crate::fs::{open_regular, FileIdentity};
 use crate::host::Fingerprint;
 use crate::host::{
-    BudgetedSurface,
-    Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData,
+    Blocking, BlockingSessionQuery, BudgetedSurface, QueryFuture, SessionHeader, SessionQuery, SharedListing,
+    SurfaceData,
 };
 use crate::sources::FileSource;
 
