@@ -327,10 +327,9 @@ fn dsh_prepare_of_conversation() {
     assert!(peak < bytes / 8, "prepare of a {bytes}-byte log of conversation peaked at {peak} bytes");
 }
 
-/// A search whose words a 24 MB session holds apart (no message holds the
-/// phrase) verifies it on its text decompressed item by item: not the
-/// whole text decompressed, and again lower-cased.
-fn search_verification_of_a_big_session() {
+/// A resolver over one session "big" of 24 MB of text (240 messages of
+/// words), and the size of its surface.
+fn big_session_resolver() -> (Resolver, usize) {
     let items: Vec<Value> = (0..240)
         .map(|n| {
             let role = if n % 2 == 0 { "user" } else { "assistant" };
@@ -343,7 +342,14 @@ fn search_verification_of_a_big_session() {
     let query = MemoryQuery::new();
     query.add_session(SessionHeader::new("big", 1u64, Some("/w".into())));
     query.set_surface("big", SurfaceData::json(surface));
-    let resolver = Resolver::new(Arc::new(query), Config::default());
+    (Resolver::new(Arc::new(query), Config::default()), bytes)
+}
+
+/// A search whose words a 24 MB session holds apart (no message holds the
+/// phrase) verifies it on its text decompressed item by item: not the
+/// whole text decompressed, and again lower-cased.
+fn search_verification_of_a_big_session() {
+    let (resolver, bytes) = big_session_resolver();
     let target = Target::new("new-chat", None);
     let search = || block_on(resolver.search(&target, "omega5 alpha7", &SearchOptions::default(), None)).unwrap();
     assert_eq!(search().len(), 1, "the first search indexes the session and finds it");
@@ -356,20 +362,8 @@ fn search_verification_of_a_big_session() {
 /// text once, as given, beside its compressed form: not joined again, nor
 /// decompressed whole to train the dictionary or to recompress with it.
 fn index_build_of_a_big_session() {
-    let items: Vec<Value> = (0..240)
-        .map(|n| {
-            let role = if n % 2 == 0 { "user" } else { "assistant" };
-            json!({"role": role, "text": words_in(100_000, n, ' ')})
-        })
-        .collect();
-    let surface = json!({"session": {"id": "big", "cwd": "/w"}, "capturedThroughSeq": 239, "conversation": items});
-    let surface = serde_json::to_vec(&surface).unwrap();
-    let bytes = surface.len();
+    let (resolver, bytes) = big_session_resolver();
     assert!(bytes > 20 * MB, "{bytes}");
-    let query = MemoryQuery::new();
-    query.add_session(SessionHeader::new("big", 1u64, Some("/w".into())));
-    query.set_surface("big", SurfaceData::json(surface));
-    let resolver = Resolver::new(Arc::new(query), Config::default());
     let target = Target::new("new-chat", None);
     // A query no filter lets through: what is measured is the build.
     let search = || block_on(resolver.search(&target, "qqxxzz", &SearchOptions::default(), None)).unwrap();
