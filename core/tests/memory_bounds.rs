@@ -291,6 +291,14 @@ fn dsh_prepare_of_tool_output() {
     let visible = store.read_visible_surface_json("big").unwrap();
     assert!(whole.len() > 20 * MB && visible.len() < MB, "{} / {}", whole.len(), visible.len());
     drop((whole, visible));
+    let (prompt, peak) = prompt_peak(store);
+    assert!(prompt.contains("turn 119: "), "the newest prompt is kept");
+    assert!(peak < bytes / 8, "prepare of a {bytes}-byte log peaked at {peak} bytes");
+}
+
+/// The prompt of referencing session "big" of `store` (default budget),
+/// and the peak of the second such `prepare` (the first warms up).
+fn prompt_peak(store: DshStore) -> (String, usize) {
     let resolver = Resolver::new(Arc::new(store), Config::default());
     let target = Target::new("new-chat", None);
     let content = json!([{"type": "text", "text": "see"}]);
@@ -298,9 +306,7 @@ fn dsh_prepare_of_tool_output() {
     block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
     let (prepared, peak) =
         peak_of(|| block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap());
-    let prompt = prepared.additional_context.unwrap().prompt;
-    assert!(prompt.contains("turn 119: "), "the newest prompt is kept");
-    assert!(peak < bytes / 8, "prepare of a {bytes}-byte log peaked at {peak} bytes");
+    (prepared.additional_context.unwrap().prompt, peak)
 }
 
 /// `prepare` of a 24 MB DSH log of conversation (long prompts, short tool
@@ -315,15 +321,8 @@ fn dsh_prepare_of_conversation() {
     let visible = store.read_visible_surface_json("big").unwrap();
     assert!(visible.len() > 20 * MB, "{}", visible.len());
     drop(visible);
-    let resolver = Resolver::new(Arc::new(store), Config::default());
-    let target = Target::new("new-chat", None);
-    let content = json!([{"type": "text", "text": "see"}]);
-    let refs = [json!({"sessionId": "big"})];
-    block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
-    let (prepared, peak) =
-        peak_of(|| block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap());
-    let context = prepared.additional_context.unwrap();
-    assert!(context.prompt.contains("turn 1199: "), "the newest prompt is kept");
+    let (prompt, peak) = prompt_peak(store);
+    assert!(prompt.contains("turn 1199: "), "the newest prompt is kept");
     assert!(peak < bytes / 8, "prepare of a {bytes}-byte log of conversation peaked at {peak} bytes");
 }
 
