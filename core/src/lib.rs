@@ -167,9 +167,9 @@ pub use conversation::{
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;
 pub use host::{
-    listed_session_id, Blocking, BlockingSessionQuery, Candidate, Fingerprint, MatchField, PinnedListing, QueryFuture,
-    SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope, SessionHeader, SessionQuery,
-    SharedBytes, SharedListing, SurfaceData, Target,
+    listed_session_id, Blocking, BlockingSessionQuery, BudgetedSurface, Candidate, Fingerprint, MatchField,
+    PinnedListing, QueryFuture, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
+    SessionHeader, SessionQuery, SharedBytes, SharedListing, SurfaceData, Target,
 };
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;

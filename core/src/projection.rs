@@ -171,6 +171,15 @@ pub fn may_project(event_json: &[u8]) -> bool {
     !matches!(event(&mut Reader::new(event_json)), Ok(Ok(None)))
 }
 
+/// The item projecting one surface event (the JSON text of one element of
+/// `events`) gives, `None` for an event projection drops, or why it fails
+/// the snapshot: what [`may_project`] tells apart, with the item (for a
+/// source that measures the items of a log without keeping their texts,
+/// `SessionQuery::read_surface_within`).
+pub fn project_event(event_json: &[u8]) -> Result<Option<Item<'_>>, String> {
+    event(&mut Reader::new(event_json)).and_then(|r| r)
+}
+
 /// The last value read for a required field.
 fn required<T>(field: &str, value: Option<Result<T, String>>) -> Result<T, String> {
     value.unwrap_or_else(|| Err(format!("missing field `{field}`")))

@@ -216,6 +216,85 @@ pub fn retain_with<'a>(
     Ok(Some(Retained { items: retained, omitted_messages, omitted_bytes }))
 }
 
+/// Items a source left out of a snapshot because retention drops them
+/// under the budget whatever else it is given
+/// ([`certainly_dropped`]): they count as dropped (in the omitted
+/// messages and bytes, and the projected ones) as if they had been there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Elided {
+    /// Items left out.
+    pub messages: usize,
+    /// UTF-8 bytes of their texts.
+    pub bytes: u64,
+}
+
+/// What [`certainly_dropped`] needs of one projected item: whether
+/// retention never drops it on its own (a checkpoint; or an event whose
+/// projection fails the snapshot, which must stay to fail it), a lower
+/// bound of its serialized size under any hardening, and its text's UTF-8
+/// bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ItemFloor {
+    /// Never left out.
+    pub fixed: bool,
+    /// At most its serialized size as retention measures it, whatever the
+    /// hardening (redaction may shorten a text that may hold a credential
+    /// to nothing; escaping invisible characters only lengthens one).
+    pub floor: u64,
+    /// UTF-8 bytes of its text.
+    pub bytes: u64,
+}
+
+impl ItemFloor {
+    /// The floor of a projected item.
+    pub fn of(item: &Item<'_>) -> ItemFloor {
+        let text = match item.text.json_literal() {
+            Some(lit) if !crate::harden::secrets::may_hold_secret(lit) => item.text.tag_safe_len(),
+            _ => 0,
+        };
+        ItemFloor { fixed: item.checkpoint, floor: item_size(item, text) as u64, bytes: item.text.byte_len() as u64 }
+    }
+
+    /// An event that must stay whatever its size (its projection fails).
+    pub fn fixed() -> ItemFloor {
+        ItemFloor { fixed: true, floor: 0, bytes: 0 }
+    }
+}
+
+/// Which items (of a projection's items in order, given by their floors)
+/// retention drops under `budget` whatever the source object's fixed part
+/// and the hardening: going back from the newest droppable item as the
+/// drop phase does, with every size at its floor and the fixed part at 0,
+/// the first that does not fit, and every droppable item before it, is
+/// dropped by [`retain_with`] too (its sizes are at least these). A snapshot
+/// without the items marked retains exactly as the whole one (the same
+/// items kept, cut and redacted) once they are counted as [`Elided`]. The
+/// first droppable item that does not fit is kept in the snapshot, so
+/// retention still stops there.
+pub fn certainly_dropped(items: &[ItemFloor], budget: u64) -> Vec<bool> {
+    let n = items.len();
+    let droppable = |i: usize| i + 1 < n && !items[i].fixed;
+    let mut total = 0u64;
+    let mut count = 0u64;
+    for i in (0..n).filter(|&i| !droppable(i)) {
+        total = total.saturating_add(items[i].floor);
+        count += 1;
+    }
+    total = total.saturating_add(count.saturating_sub(1));
+    let mut out = vec![false; n];
+    let cut = (0..n).rev().filter(|&i| droppable(i)).find(|&i| {
+        total = total.saturating_add(items[i].floor + u64::from(count > 0));
+        count += 1;
+        total > budget
+    });
+    if let Some(j) = cut {
+        for (i, out) in out.iter_mut().enumerate().take(j) {
+            *out = droppable(i);
+        }
+    }
+    out
+}
+
 /// Redacts the credentials of one item's text in place; returns how many
 /// were replaced. A literal that certainly holds none is not decoded; a text
 /// that cannot be decoded (a lone surrogate) is left as it is: retention

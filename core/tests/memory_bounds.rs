@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
 use dsh_session_reference::{
-    block_on, BlockingSessionQuery, Config, DshStore, MemoryQuery, PrepareOptions, Resolver, SearchOptions,
+    block_on, Blocking, BlockingSessionQuery, Config, DshStore, MemoryQuery, PrepareOptions, Resolver, SearchOptions,
     SessionHeader, SurfaceData, Target,
 };
 use serde_json::{json, Value};
@@ -84,6 +84,14 @@ fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
 }
 
 const MB: usize = 1 << 20;
+
+/// Held by every test: the counter is the process's, so no test allocates
+/// while another measures.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// About `n` bytes of words, different for each `salt`, on lines.
 fn words(n: usize, salt: usize) -> String {
@@ -283,6 +291,14 @@ fn dsh_prepare_of_tool_output() {
     let visible = store.read_visible_surface_json("big").unwrap();
     assert!(whole.len() > 20 * MB && visible.len() < MB, "{} / {}", whole.len(), visible.len());
     drop((whole, visible));
+    let (prompt, peak) = prompt_peak(store);
+    assert!(prompt.contains("turn 119: "), "the newest prompt is kept");
+    assert!(peak < bytes / 8, "prepare of a {bytes}-byte log peaked at {peak} bytes");
+}
+
+/// The prompt of referencing session "big" of `store` (default budget),
+/// and the peak of the second such `prepare` (the first warms up).
+fn prompt_peak(store: DshStore) -> (String, usize) {
     let resolver = Resolver::new(Arc::new(store), Config::default());
     let target = Target::new("new-chat", None);
     let content = json!([{"type": "text", "text": "see"}]);
@@ -290,15 +306,29 @@ fn dsh_prepare_of_tool_output() {
     block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
     let (prepared, peak) =
         peak_of(|| block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap());
-    let prompt = prepared.additional_context.unwrap().prompt;
-    assert!(prompt.contains("turn 119: "), "the newest prompt is kept");
-    assert!(peak < bytes / 8, "prepare of a {bytes}-byte log peaked at {peak} bytes");
+    (prepared.additional_context.unwrap().prompt, peak)
 }
 
-/// Indexing one session of 24 MB of text (the first search) holds its
-/// text once, as given, beside its compressed form: not joined again, nor
-/// decompressed whole to train the dictionary or to recompress with it.
-fn index_build_of_a_big_session() {
+/// `prepare` of a 24 MB DSH log of conversation (long prompts, short tool
+/// output; a prompt of 64 KiB) holds what the budget keeps, not every
+/// message: the log is read keeping where the messages are, then the kept
+/// ones are read again.
+fn dsh_prepare_of_conversation() {
+    let root = dsh_root(1_200, 20_000, 300);
+    let bytes = log_bytes(root.path());
+    assert!(bytes > 20 * MB, "{bytes}");
+    let store = DshStore::open(root.path()).unwrap().with_watching(false);
+    let visible = store.read_visible_surface_json("big").unwrap();
+    assert!(visible.len() > 20 * MB, "{}", visible.len());
+    drop(visible);
+    let (prompt, peak) = prompt_peak(store);
+    assert!(prompt.contains("turn 1199: "), "the newest prompt is kept");
+    assert!(peak < bytes / 8, "prepare of a {bytes}-byte log of conversation peaked at {peak} bytes");
+}
+
+/// A resolver over one session "big" of 24 MB of text (240 messages of
+/// words), and the size of its surface.
+fn big_session_resolver() -> (Resolver, usize) {
     let items: Vec<Value> = (0..240)
         .map(|n| {
             let role = if n % 2 == 0 { "user" } else { "assistant" };
@@ -308,11 +338,31 @@ fn index_build_of_a_big_session() {
     let surface = json!({"session": {"id": "big", "cwd": "/w"}, "capturedThroughSeq": 239, "conversation": items});
     let surface = serde_json::to_vec(&surface).unwrap();
     let bytes = surface.len();
-    assert!(bytes > 20 * MB, "{bytes}");
     let query = MemoryQuery::new();
     query.add_session(SessionHeader::new("big", 1u64, Some("/w".into())));
     query.set_surface("big", SurfaceData::json(surface));
-    let resolver = Resolver::new(Arc::new(query), Config::default());
+    (Resolver::new(Arc::new(query), Config::default()), bytes)
+}
+
+/// A search whose words a 24 MB session holds apart (no message holds the
+/// phrase) verifies it on its text decompressed item by item: not the
+/// whole text decompressed, and again lower-cased.
+fn search_verification_of_a_big_session() {
+    let (resolver, bytes) = big_session_resolver();
+    let target = Target::new("new-chat", None);
+    let search = || block_on(resolver.search(&target, "omega5 alpha7", &SearchOptions::default(), None)).unwrap();
+    assert_eq!(search().len(), 1, "the first search indexes the session and finds it");
+    let (results, peak) = peak_of(search);
+    assert_eq!(results.len(), 1);
+    assert!(peak < bytes / 8, "verifying a match in {bytes} bytes of text peaked at {peak} bytes");
+}
+
+/// Indexing one session of 24 MB of text (the first search) holds its
+/// text once, as given, beside its compressed form: not joined again, nor
+/// decompressed whole to train the dictionary or to recompress with it.
+fn index_build_of_a_big_session() {
+    let (resolver, bytes) = big_session_resolver();
+    assert!(bytes > 20 * MB, "{bytes}");
     let target = Target::new("new-chat", None);
     // A query no filter lets through: what is measured is the build.
     let search = || block_on(resolver.search(&target, "qqxxzz", &SearchOptions::default(), None)).unwrap();
@@ -327,6 +377,7 @@ fn index_build_of_a_big_session() {
 /// included), and leaves out what projection drops.
 #[test]
 fn the_visible_surface_projects_as_the_whole_one() {
+    let _one = one_at_a_time();
     use dsh_session_reference::projection::project_json;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let (mut compared, mut smaller) = (0, 0);
@@ -373,8 +424,93 @@ fn the_visible_surface_projects_as_the_whole_one() {
 
 #[test]
 fn memory_follows_what_is_kept_not_the_log() {
+    let _one = one_at_a_time();
     claude_code_title_read();
     codex_title_read();
     dsh_prepare_of_tool_output();
+    dsh_prepare_of_conversation();
     index_build_of_a_big_session();
+    search_verification_of_a_big_session();
+}
+
+/// A DSH store that offers the surface for projection only: a resolver
+/// over it reads every session whole (`read_surface_within`'s default).
+struct Whole(DshStore);
+
+impl BlockingSessionQuery for Whole {
+    fn list_sessions(&self) -> Result<Vec<SessionHeader>, dsh_session_reference::HostError> {
+        BlockingSessionQuery::list_sessions(&self.0)
+    }
+    fn read_title(&self, id: &str) -> Result<Option<String>, dsh_session_reference::HostError> {
+        BlockingSessionQuery::read_title(&self.0, id)
+    }
+    fn read_surface(&self, id: &str) -> Result<SurfaceData, dsh_session_reference::HostError> {
+        BlockingSessionQuery::read_surface(&self.0, id)
+    }
+    fn read_surface_for_projection(&self, id: &str) -> Result<SurfaceData, dsh_session_reference::HostError> {
+        BlockingSessionQuery::read_surface_for_projection(&self.0, id)
+    }
+}
+
+/// The prompt and metadata of referencing `id` under `config`, or the
+/// error's code and message.
+fn prepared(resolver: &Resolver, id: &str) -> Result<(String, String), String> {
+    let target = Target::new("new-chat", None);
+    let content = json!([{"type": "text", "text": "see"}]);
+    let refs = [json!({"sessionId": id})];
+    match block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)) {
+        Ok(p) => {
+            let c = p.additional_context.unwrap();
+            Ok((c.prompt, format!("{:?}", c.source)))
+        }
+        Err(e) => Err(format!("{:?}: {}", e.code(), e.message())),
+    }
+}
+
+/// A session read under its budget (the messages retention certainly
+/// drops left out, counted) prepares byte for byte as the whole session,
+/// prompt and metadata, errors too: every fixture log (damaged ones
+/// included) and a generated conversation, under budgets from tiny to
+/// larger than the session, plain and hardened, with and without the
+/// omissions section; and the smaller budgets do leave messages out.
+#[test]
+fn a_read_within_the_budget_prepares_as_the_whole_one() {
+    let _one = one_at_a_time();
+    use dsh_session_reference::Hardening;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let generated = dsh_root(60, 3_000, 500);
+    let mut roots: Vec<std::path::PathBuf> =
+        ["dsh-logs/raw", "dsh-logs/zstd", "dsh-logs/damaged", "dsh-generations/raw", "dsh-generations/zstd"]
+            .iter()
+            .map(|r| fixtures.join(r))
+            .collect();
+    roots.push(generated.path().to_owned());
+    let (mut compared, mut elided) = (0, 0);
+    for root in &roots {
+        let Ok(store) = DshStore::open(root) else { continue };
+        let store = store.with_watching(false);
+        let Ok(listing) = store.list() else { continue };
+        for session in listing.sessions {
+            let id = &session.header.id;
+            for budget in [120u64, 600, 2_000, 9_000, 65_536, 1 << 22] {
+                for (compat, hardening) in
+                    [("0.1.1", Hardening::default()), ("0.1.7", Hardening::default()), ("0.1.7", Hardening::ALL)]
+                {
+                    let config = || {
+                        Config::from_json(&json!({"maxReferenceBytes": budget, "dshCompat": compat}))
+                            .unwrap()
+                            .with_hardening(hardening)
+                    };
+                    let within = Resolver::new(Arc::new(store.clone()), config());
+                    let whole = Resolver::new(Arc::new(Blocking::new(Whole(store.clone()))), config());
+                    assert_eq!(prepared(&within, id), prepared(&whole, id), "{} {id} {budget}", root.display());
+                    compared += 1;
+                }
+                if let Ok((_, left_out)) = store.read_visible_surface_within(id, budget) {
+                    elided += usize::from(left_out.messages > 0);
+                }
+            }
+        }
+    }
+    assert!(compared >= 300 && elided >= 10, "{compared} compared, {elided} with messages left out");
 }

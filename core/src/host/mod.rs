@@ -25,7 +25,7 @@ pub use search::{
     SearchResult, SearchScope,
 };
 pub(crate) use surface::with_projection;
-pub use surface::{SharedBytes, SurfaceData};
+pub use surface::{BudgetedSurface, SharedBytes, SurfaceData};
 
 /// A boxed future returned by [`SessionQuery`] methods.
 pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> + Send + 'a>>;
@@ -221,6 +221,20 @@ pub trait SessionQuery: Send + Sync {
     fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         self.read_surface(session_id)
     }
+    /// Optional: the surface snapshot of a session for a whole-session
+    /// reference retained under `budget` bytes (prepare), which may leave
+    /// out, besides what [`read_surface_for_projection`](Self::read_surface_for_projection)
+    /// may, the oldest messages retention certainly drops under that budget
+    /// (`retention::certainly_dropped`) and say so in
+    /// [`BudgetedSurface::elided`]; it then retains exactly as the whole
+    /// snapshot does. A source that reads a long log keeps what the budget
+    /// can keep, not the log. Default: the whole
+    /// [`read_surface_for_projection`](Self::read_surface_for_projection).
+    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
+        let _ = budget;
+        let read = self.read_surface_for_projection(session_id);
+        Box::pin(async move { read.await.map(BudgetedSurface::whole) })
+    }
     /// Optional change detection: the current [`Fingerprint`] of each
     /// session in `session_ids` (same order, same length; `None` for one the
     /// source cannot fingerprint), or `None` (the default) when the source
@@ -266,6 +280,9 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
     fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         (**self).read_surface_for_projection(session_id)
     }
+    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
+        (**self).read_surface_within(session_id, budget)
+    }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         (**self).fingerprints(session_ids)
     }
@@ -305,6 +322,13 @@ pub trait BlockingSessionQuery: Send + Sync + 'static {
     /// [`read_surface`](Self::read_surface)).
     fn read_surface_for_projection(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.read_surface(session_id)
+    }
+    /// Optional: the surface under a byte budget, as
+    /// [`SessionQuery::read_surface_within`] (default: the whole
+    /// [`read_surface_for_projection`](Self::read_surface_for_projection)).
+    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
+        let _ = budget;
+        self.read_surface_for_projection(session_id).map(BudgetedSurface::whole)
     }
     /// Optional change detection, as [`SessionQuery::fingerprints`]
     /// (default: `None`, no fingerprints). Called once per discovery query
@@ -372,6 +396,10 @@ impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
     fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         let id = session_id.to_owned();
         on_blocking_pool(&self.0, move |q| q.read_surface_for_projection(&id))
+    }
+    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
+        let id = session_id.to_owned();
+        on_blocking_pool(&self.0, move |q| q.read_surface_within(&id, budget))
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let ids = session_ids.to_vec();

@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::{
-    Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing, SurfaceData,
+    BudgetedSurface, Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing,
+    SurfaceData,
 };
 use crate::error::HostError;
 
@@ -108,6 +109,9 @@ impl SessionQuery for PinnedListing {
     }
     fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         self.recorded(session_id, self.query.read_surface_for_projection(session_id))
+    }
+    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
+        self.recorded(session_id, self.query.read_surface_within(session_id, budget))
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         self.query.fingerprints(session_ids)

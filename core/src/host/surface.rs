@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::conversation::Conversation;
 use crate::projection::{project_json, Projection};
+use crate::retention::Elided;
 
 /// Bytes of a JSON document owned by someone else (a `Vec<u8>`, a Python
 /// `bytes`, a Node `Buffer`, a memory map). Lets a snapshot reach the parser
@@ -32,6 +33,25 @@ impl SurfaceData {
     /// Snapshot JSON text held in any shareable byte container.
     pub fn json(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Self {
         SurfaceData::Json(Arc::new(bytes))
+    }
+}
+
+/// A surface snapshot read under a byte budget
+/// ([`SessionQuery::read_surface_within`](crate::host::SessionQuery::read_surface_within)):
+/// the snapshot, without the oldest messages retention certainly drops
+/// under that budget, and what was left out, which still counts as dropped.
+#[derive(Clone, Debug)]
+pub struct BudgetedSurface {
+    /// The snapshot (whole, or without the elided messages).
+    pub data: SurfaceData,
+    /// The messages left out (none for a whole snapshot).
+    pub elided: Elided,
+}
+
+impl BudgetedSurface {
+    /// A whole snapshot: nothing left out.
+    pub fn whole(data: SurfaceData) -> Self {
+        BudgetedSurface { data, elided: Elided::default() }
     }
 }
 

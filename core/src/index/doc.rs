@@ -311,6 +311,7 @@ impl Doc {
     /// [`Unreadable`] for a stored text that cannot be read back, does not
     /// match its checksum or does not decompress to its length: the doc
     /// cannot tell whether the session matches.
+    #[cfg(test)]
     pub(crate) fn text(&self) -> Result<(String, Vec<usize>), Unreadable> {
         let ends = self.ends();
         if ends.last() != Some(&self.len) {
@@ -322,6 +323,35 @@ impl Doc {
             _ if self.is_stored() => Err(Unreadable),
             // Never: this process compressed the text itself.
             _ => Ok((String::new(), Vec::new())),
+        }
+    }
+
+    /// Calls `f` with each item of its text in order, decompressed as a
+    /// stream (one item and one chunk held at a time, never the whole
+    /// text), until `f` returns `None`. The errors are
+    /// [`text`](Self::text)'s: [`Unreadable`] for a stored text that cannot
+    /// be read back, does not match its checksum or does not decompress to
+    /// its items (a doc without a body, or a held text that does not
+    /// decompress, never: has no items).
+    pub(crate) fn each_item_text(&self, f: impl FnMut(&str) -> Option<()>) -> Result<(), Unreadable> {
+        let ends = self.ends();
+        if ends.last() != Some(&self.len) {
+            return Ok(());
+        }
+        let Ok(packed) = self.packed.bytes(self.len) else {
+            return if self.is_stored() { Err(Unreadable) } else { Ok(()) };
+        };
+        // `f` stopping is `None` too: told apart by whether it asked to.
+        let mut stopped = false;
+        let mut f = f;
+        let read = each_item(&packed, self.dict.as_deref(), &ends, |item| {
+            let go = f(item);
+            stopped = go.is_none();
+            go
+        });
+        match read {
+            None if !stopped && self.is_stored() => Err(Unreadable),
+            _ => Ok(()),
         }
     }
 

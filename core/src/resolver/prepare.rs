@@ -12,8 +12,9 @@ use crate::config::index_from_json;
 use crate::context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata};
 use crate::error::{Error, ErrorCode, Result};
 use crate::harden::Hardening;
-use crate::host::{SurfaceData, Target};
-use crate::prompt::{append_omissions, render_prompt, render_reference, Excerpt, RenderedSource};
+use crate::host::{BudgetedSurface, SurfaceData, Target};
+use crate::prompt::{append_omissions, render_prompt, render_reference, render_source_elided, Excerpt, RenderedSource};
+use crate::retention::Elided;
 use crate::uri::{parse_text_with, ParsedReference};
 
 /// With several references, snapshots at least this large are projected on
@@ -166,11 +167,13 @@ fn process_surface(
     budget: u64,
     hardening: Hardening,
     excerpt: Option<Excerpt>,
+    elided: Elided,
 ) -> Result<RenderedSource, SourceFailure> {
     // A value is written out and read like JSON text: one projection. A
     // projected conversation needs none.
-    let rendered = crate::host::with_projection(data, |projection| {
-        render_reference(projection, label, budget, hardening, excerpt)
+    let rendered = crate::host::with_projection(data, |projection| match excerpt {
+        None => render_source_elided(projection, label, budget, hardening, elided),
+        Some(_) => render_reference(projection, label, budget, hardening, excerpt),
     })
     .and_then(|r| r)
     .map_err(|e| SourceFailure::Read(Error::read_failed(id, e.into())))?;
@@ -242,18 +245,27 @@ impl Resolver {
             // Read every source concurrently, failing fast on a read error
             // (a pending read must not delay the failure).
             let reads = refs.iter().map(|r| async move {
-                let data = guarded(|| self.query.read_surface_for_projection(&r.session_id))
-                    .await
-                    .map_err(|e| Error::read_failed(&r.session_id, e))?;
+                // A whole session is read under its budget (the source may
+                // leave out what retention certainly drops); an excerpt
+                // needs every message's index.
+                let read = match r.excerpt {
+                    None => guarded(|| self.query.read_surface_within(&r.session_id, budget)).await,
+                    Some(_) => guarded(|| self.query.read_surface_for_projection(&r.session_id))
+                        .await
+                        .map(BudgetedSurface::whole),
+                };
+                let BudgetedSurface { data, elided } = read.map_err(|e| Error::read_failed(&r.session_id, e))?;
                 let (id, label, excerpt) = (r.session_id.clone(), r.label.clone(), r.excerpt);
                 let size = surface_len(&data);
                 let offload = size >= BLOCKING_PROJECTION_BYTES || (several && size >= PARALLEL_PROJECTION_BYTES);
                 let outcome = if offload {
-                    tokio::task::spawn_blocking(move || process_surface(&data, &id, &label, budget, hardening, excerpt))
-                        .await
-                        .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?
+                    tokio::task::spawn_blocking(move || {
+                        process_surface(&data, &id, &label, budget, hardening, excerpt, elided)
+                    })
+                    .await
+                    .map_err(|_| Error::read_failed(&r.session_id, "processing the snapshot panicked".into()))?
                 } else {
-                    process_surface(&data, &id, &label, budget, hardening, excerpt)
+                    process_surface(&data, &id, &label, budget, hardening, excerpt, elided)
                 };
                 match outcome {
                     Ok(rendered) => Ok(Ok(rendered)),

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::HostError;
 use crate::host::Fingerprint;
-use crate::host::{QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData};
+use crate::host::{BudgetedSurface, QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData};
 
 struct Entry {
     name: String,
@@ -301,6 +301,10 @@ impl SessionQuery for MultiQuery {
 
     fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         self.read_recorded(session_id, |query| query.read_surface_for_projection(session_id))
+    }
+
+    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
+        self.read_recorded(session_id, move |query| query.read_surface_within(session_id, budget))
     }
 
     /// Each id's fingerprint from the source its reads go to, asked once per

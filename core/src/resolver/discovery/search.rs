@@ -242,87 +242,88 @@ fn score(
     Ok(Scored { hits, unreadable })
 }
 
-/// The exact tier and best hit of a prospect, from its decompressed text;
-/// `None` when the filter let through a session that does not match;
-/// [`Unreadable`] when its stored text cannot be read.
+/// The exact tier and best hit of a prospect, from its text decompressed
+/// item by item (one item held at a time, never the whole text; it stops at
+/// the first message holding the phrase); `None` when the filter let
+/// through a session that does not match; [`Unreadable`] when its stored
+/// text cannot be read.
 fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Result<Option<Hit>, Unreadable> {
-    let (text, ends) = doc.text()?;
-    Ok(verify_text(query, s, doc, &text, &ends, key, at))
+    let mut scan = Scan::new(query);
+    doc.each_item_text(|item| scan.item(item))?;
+    Ok(scan.finish(s, doc, key, at))
 }
 
-/// [`verify`] on the doc's text and item ends.
-fn verify_text(
-    query: &Query,
-    s: &SessionHeader,
-    doc: &Doc,
-    text: &str,
-    ends: &[usize],
-    key: Key,
-    at: usize,
-) -> Option<Hit> {
-    // Every item lower-cased into one buffer (one allocation per session).
-    let mut folded_text = String::with_capacity(text.len());
-    let mut spans: Vec<(&str, std::ops::Range<usize>)> = Vec::with_capacity(ends.len());
-    let mut start = 0;
-    for &end in ends {
-        let item = text.get(start..end).unwrap_or_default();
-        let from = folded_text.len();
-        fold_into(item, &mut folded_text);
-        spans.push((item, from..folded_text.len()));
-        start = end;
+/// [`verify`]'s pass over the items, in order.
+struct Scan<'q> {
+    query: &'q Query,
+    /// The current item lower-cased (one buffer, reused).
+    folded: String,
+    /// Items seen.
+    next: usize,
+    /// The first message holding the phrase, and its snippet.
+    phrase: Option<(usize, String)>,
+    /// Which words some message holds.
+    found: Vec<bool>,
+    /// The message with the most distinct words (the first of those): how
+    /// many, which, and its snippet around the first of them.
+    best: Option<(usize, usize, String)>,
+}
+
+impl<'q> Scan<'q> {
+    fn new(query: &'q Query) -> Self {
+        Scan { query, folded: String::new(), next: 0, phrase: None, found: vec![false; query.words.len()], best: None }
     }
-    // A needle in no message is not in the text of them all (one search
-    // each, where most prospects the filter let through end).
-    let title = doc.title_folded();
-    let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
-    let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
-    if !query.words.iter().all(|w| w.is_in(&folded_text) || in_fields(w)) {
-        return None;
-    }
-    let items: Vec<&str> = spans.iter().map(|(item, _)| *item).collect();
-    let folded: Vec<&str> = spans.iter().map(|(_, r)| &folded_text[r.clone()]).collect();
-    if query.phrase.is_in(&folded_text) {
-        for (i, (text, f)) in items.iter().zip(&folded).enumerate() {
-            if let Some(pos) = query.phrase.find(f) {
-                let snippet = snippet(text, original_offset(text, pos));
-                let key = Key { tier: 1, ..key };
-                return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
-            }
+
+    /// One item; `None` once the phrase is found (nothing after it counts).
+    fn item(&mut self, text: &str) -> Option<()> {
+        let i = self.next;
+        self.next += 1;
+        self.folded.clear();
+        fold_into(text, &mut self.folded);
+        let f = self.folded.as_str();
+        if let Some(pos) = self.query.phrase.find(f) {
+            self.phrase = Some((i, snippet(text, original_offset(text, pos))));
+            return None;
         }
-    }
-    // Scattered words: each must be somewhere; the best message holds the
-    // most distinct words (the first of those).
-    let mut best: Option<(usize, usize, usize)> = None; // (count, item, first hit)
-    let mut found = vec![false; query.words.len()];
-    for (i, f) in folded.iter().enumerate() {
-        let mut count = 0;
-        let mut first = usize::MAX;
-        for (w, word) in query.words.iter().enumerate() {
+        let (mut count, mut first) = (0, usize::MAX);
+        for (w, word) in self.query.words.iter().enumerate() {
             if let Some(pos) = word.find(f) {
-                found[w] = true;
+                self.found[w] = true;
                 count += 1;
                 first = first.min(pos);
             }
         }
-        if count > 0 && best.is_none_or(|(c, _, _)| count > c) {
-            best = Some((count, i, first));
+        if count > 0 && self.best.as_ref().is_none_or(|(c, _, _)| count > *c) {
+            self.best = Some((count, i, snippet(text, original_offset(text, first))));
         }
+        Some(())
     }
-    if !query.words.iter().zip(&found).all(|(w, f)| *f || in_fields(w)) {
-        return None;
+
+    /// The hit the items gave, if the session matches.
+    fn finish(self, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
+        if let Some((i, snippet)) = self.phrase {
+            // A message holding the phrase holds every word of it.
+            let key = Key { tier: 1, ..key };
+            return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
+        }
+        let title = doc.title_folded();
+        let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
+        let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
+        let words = &self.query.words;
+        if !words.iter().zip(&self.found).all(|(w, f)| *f || in_fields(w)) {
+            return None;
+        }
+        let key = Key { tier: 2, ..key };
+        let (field, snippet, message_index) = match self.best {
+            Some((_, i, snippet)) => (MatchField::Message, snippet, Some(i as u64)),
+            None if words.iter().any(|w| w.is_in(title)) => {
+                (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
+            }
+            None if words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
+            None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
+        };
+        Some(Hit { key, at, field, snippet, message_index })
     }
-    let key = Key { tier: 2, ..key };
-    let (field, snippet, message_index) = match best {
-        Some((_, i, first)) => {
-            (MatchField::Message, snippet(items[i], original_offset(items[i], first)), Some(i as u64))
-        }
-        None if query.words.iter().any(|w| w.is_in(title)) => {
-            (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
-        }
-        None if query.words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
-        None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
-    };
-    Some(Hit { key, at, field, snippet, message_index })
 }
 
 impl Resolver {

@@ -445,12 +445,17 @@ pub fn read(
         true
     })?;
     let path = current_path(&nodes, &index);
-    let items = if texts { classify(&nodes, &path, steering) } else { Vec::new() };
-    let first_prompt = || match texts {
+    // Before `classify` moves the texts out of the nodes.
+    let first_prompt_text = match texts {
         true => nodes.iter().find_map(|n| match &n.kind {
             Kind::User { typed: Some(t), .. } if !n.sidechain => title_from_text(t),
             _ => None,
         }),
+        false => None,
+    };
+    let items = if texts { classify(&mut nodes, &path, steering) } else { Vec::new() };
+    let first_prompt = || match texts {
+        true => first_prompt_text.clone(),
         false => first_prompt_title.clone(),
     };
     // A summary titles the session whose message is its leaf: the summary
@@ -550,47 +555,65 @@ fn current_path(nodes: &[Node], index: &HashMap<String, usize>) -> Vec<usize> {
 }
 
 /// The items of the path, with same-`message.id` assistant texts joined
-/// and steering prompts put where they were typed.
-fn classify(nodes: &[Node], path: &[usize], steering: Vec<(String, String)>) -> Vec<ConversationItem> {
+/// and steering prompts put where they were typed. Texts are moved out of
+/// the nodes, not copied (a text named twice by the path is copied for all
+/// but its last use), so a conversation's texts are held once.
+fn classify(nodes: &mut [Node], path: &[usize], steering: Vec<(String, String)>) -> Vec<ConversationItem> {
     // Text lines of one API response, by message id, in file order, each
     // text once (found by hash: a response of many lines stays linear).
-    let mut by_msg: HashMap<&str, Vec<&str>> = HashMap::new();
-    let mut msg_texts: HashSet<(&str, &str)> = HashSet::new();
-    for n in nodes.iter().filter(|n| !n.sidechain) {
-        if let Kind::Assistant { text: Some(t), msg_id: Some(id) } = &n.kind {
-            if msg_texts.insert((id.as_str(), t.as_str())) {
-                by_msg.entry(id.as_str()).or_default().push(t);
+    let mut by_msg: HashMap<String, Vec<usize>> = HashMap::new();
+    {
+        let mut msg_texts: HashSet<(&str, &str)> = HashSet::new();
+        let mut groups: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate().filter(|(_, n)| !n.sidechain) {
+            if let Kind::Assistant { text: Some(t), msg_id: Some(id) } = &n.kind {
+                if msg_texts.insert((id.as_str(), t.as_str())) {
+                    groups.entry(id.as_str()).or_default().push(i);
+                }
             }
         }
+        by_msg.extend(groups.into_iter().map(|(id, members)| (id.to_owned(), members)));
     }
-    let mut items: Vec<(Option<&str>, ConversationItem)> = Vec::new();
-    let mut done_msgs = HashSet::new();
-    let mut queued = HashSet::new();
+    // How many more times the path names each node: its text is moved out
+    // at the last.
+    let mut uses = vec![0u32; nodes.len()];
+    for &i in path {
+        uses[i] += 1;
+    }
+    let mut items: Vec<(Option<usize>, ConversationItem)> = Vec::new();
+    let mut done_msgs: HashSet<String> = HashSet::new();
+    let mut queued: HashSet<String> = HashSet::new();
     let mut prev_boundary = false;
     for &i in path {
-        let n = &nodes[i];
-        if n.sidechain {
+        uses[i] -= 1;
+        let last_use = uses[i] == 0;
+        if nodes[i].sidechain {
             continue;
         }
-        let after_boundary = std::mem::replace(&mut prev_boundary, matches!(n.kind, Kind::Boundary { .. }));
-        let ts = n.timestamp.as_deref();
-        match &n.kind {
-            Kind::User { summary: Some(s), .. } => items.push((ts, ConversationItem::checkpoint(s.clone()))),
+        let after_boundary = std::mem::replace(&mut prev_boundary, matches!(nodes[i].kind, Kind::Boundary { .. }));
+        let ts = nodes[i].timestamp.as_ref().map(|_| i);
+        let take = |s: &mut String| if last_use { std::mem::take(s) } else { s.clone() };
+        match &mut nodes[i].kind {
+            Kind::User { summary: Some(s), .. } => items.push((ts, ConversationItem::checkpoint(take(s)))),
             Kind::User { typed, .. } if after_boundary => {
                 // The boundary's first child is the summary, flagged or not.
-                let text = typed.clone().unwrap_or_else(|| MISSING_SUMMARY.to_owned());
+                let text = typed.as_mut().map_or_else(|| MISSING_SUMMARY.to_owned(), take);
                 items.push((ts, ConversationItem::checkpoint(text)));
             }
-            Kind::User { typed: Some(t), .. } => items.push((ts, ConversationItem::new(Role::User, t.clone()))),
+            Kind::User { typed: Some(t), .. } => items.push((ts, ConversationItem::new(Role::User, take(t)))),
             Kind::Queued { text } => {
-                queued.insert(text.as_str());
-                items.push((ts, ConversationItem::new(Role::User, text.clone())));
+                queued.insert(text.clone());
+                items.push((ts, ConversationItem::new(Role::User, take(text))));
             }
             Kind::Assistant { text, msg_id } => {
                 let joined = match msg_id {
-                    Some(id) if !done_msgs.insert(id.as_str()) => continue,
-                    Some(id) => by_msg.get(id.as_str()).map(|t| t.join("\n")),
-                    None => text.clone(),
+                    Some(id) if done_msgs.contains(id.as_str()) => continue,
+                    Some(id) => {
+                        done_msgs.insert(id.clone());
+                        // Every text of the response is used here only.
+                        by_msg.remove(id.as_str()).map(|members| join_texts(nodes, &members))
+                    }
+                    None => text.as_mut().map(take),
                 };
                 if let Some(t) = joined {
                     items.push((ts, ConversationItem::new(Role::Assistant, t)));
@@ -599,6 +622,8 @@ fn classify(nodes: &[Node], path: &[usize], steering: Vec<(String, String)>) -> 
             _ => {}
         }
     }
+    let stamp = |i: Option<usize>| i.and_then(|i| nodes[i].timestamp.as_deref());
+    let items: Vec<(Option<&str>, ConversationItem)> = items.into_iter().map(|(ts, it)| (stamp(ts), it)).collect();
     // Steering prompts outside the tree: after the last item typed before
     // them; none before the current view starts.
     let first_ts = path.iter().find_map(|&i| nodes[i].timestamp.as_deref());
@@ -606,10 +631,23 @@ fn classify(nodes: &[Node], path: &[usize], steering: Vec<(String, String)>) -> 
         items.iter().filter(|(_, it)| it.role == Role::User).map(|(_, it)| it.text.as_str()).collect();
     let mut steering: Vec<(String, String)> = steering
         .into_iter()
-        .filter(|(_, text)| !queued.contains(text.as_str()) && !typed_users.contains(text.as_str()))
+        .filter(|(_, text)| !queued.contains(text) && !typed_users.contains(text.as_str()))
         .filter(|(ts, _)| first_ts.is_some_and(|f| ts.as_str() >= f))
         .collect();
     place_steering(items, &mut steering)
+}
+
+/// The texts of the assistant nodes `members` (one API response), joined
+/// with newlines, moved out of the nodes.
+fn join_texts(nodes: &mut [Node], members: &[usize]) -> String {
+    let mut texts = members.iter().map(|&j| match &mut nodes[j].kind {
+        Kind::Assistant { text: Some(t), .. } => std::mem::take(t),
+        _ => String::new(),
+    });
+    match members.len() {
+        1 => texts.next().unwrap_or_default(),
+        _ => texts.collect::<Vec<String>>().join("\n"),
+    }
 }
 
 /// The items with the steering prompts (`(timestamp, text)`, in file order)

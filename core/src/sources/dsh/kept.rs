@@ -10,6 +10,7 @@
 //! and is turned into the snapshot in place, without a second copy.
 
 use super::fold::SeqMap;
+use crate::retention::ItemFloor;
 
 /// Dead bytes below this are never worth a compaction.
 const MIN_COMPACTION_BYTES: usize = 1 << 20;
@@ -37,6 +38,33 @@ pub(crate) struct KeptLines {
     /// Keeps only the lines that projection may not drop unread
     /// (`projection::may_project`); the others are never copied.
     visible_only: bool,
+    /// Keeps, of the visible lines, where they are and what retention
+    /// needs of their items, not their bytes (a read under a budget):
+    /// live seq → its stub.
+    stubs: Option<SeqMap<LineStub>>,
+}
+
+/// Where a line was read: its number in the log (the header is line 1)
+/// and, in a plain log, its byte offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LineAt {
+    pub line: u64,
+    pub offset: Option<u64>,
+}
+
+/// A visible line kept by where it is, its length and checksum (to read it
+/// again and know it is the same), and its item's floor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LineStub {
+    pub at: LineAt,
+    pub len: usize,
+    pub checksum: u64,
+    pub floor: ItemFloor,
+}
+
+/// The checksum a [`LineStub`] keeps of its line.
+pub(crate) fn line_checksum(line: &[u8]) -> u64 {
+    crate::cache_file::checksum(0x6473_6873_7475_6231, line)
 }
 
 impl KeptLines {
@@ -50,16 +78,38 @@ impl KeptLines {
         KeptLines { visible_only: true, ..KeptLines::default() }
     }
 
+    /// Lines kept as [`LineStub`]s: the visible ones, by where they are.
+    pub(crate) fn stubs_only() -> Self {
+        KeptLines { visible_only: true, stubs: Some(SeqMap::default()), ..KeptLines::default() }
+    }
+
     /// About how many bytes of memory the kept lines hold.
     pub(crate) fn approx_bytes(&self) -> usize {
-        self.arena.capacity()
+        self.stubs.as_ref().map_or(0, |m| m.capacity() * (std::mem::size_of::<(u64, LineStub)>() + 1))
+            + self.arena.capacity()
             + self.entries.capacity() * std::mem::size_of::<Entry>()
             + self.index.capacity() * (2 * std::mem::size_of::<usize>() + 1)
     }
 
     /// Keeps the line of event `seq` (which must not be kept already),
     /// unless only visible lines are kept and projection drops it unread.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, seq: u64, line: &[u8]) {
+        self.insert_at(seq, line, LineAt { line: 0, offset: None });
+    }
+
+    /// [`insert`](Self::insert) of a line read `at` (kept as a stub when
+    /// only stubs are kept).
+    pub(crate) fn insert_at(&mut self, seq: u64, line: &[u8], at: LineAt) {
+        if let Some(stubs) = &mut self.stubs {
+            let floor = match crate::projection::project_event(line) {
+                Ok(None) => return,
+                Ok(Some(item)) => ItemFloor::of(&item),
+                Err(_) => ItemFloor::fixed(),
+            };
+            stubs.insert(seq, LineStub { at, len: line.len(), checksum: line_checksum(line), floor });
+            return;
+        }
         if self.visible_only && !crate::projection::may_project(line) {
             return;
         }
@@ -75,6 +125,10 @@ impl KeptLines {
 
     /// Drops the line of event `seq`, if kept.
     pub(crate) fn remove(&mut self, seq: u64) {
+        if let Some(stubs) = &mut self.stubs {
+            stubs.remove(&seq);
+            return;
+        }
         let Some(i) = self.index.remove(&seq) else { return };
         let entry = &mut self.entries[i];
         entry.live = false;
@@ -102,6 +156,13 @@ impl KeptLines {
         self.index.clear();
         self.index.extend(self.entries.iter().enumerate().map(|(i, e)| (e.seq, i)));
         self.dead_bytes = 0;
+    }
+
+    /// The stubs of the kept lines in surface order (`order`, whose seqs
+    /// not kept are left out); empty unless only stubs are kept.
+    pub(crate) fn into_stubs(self, order: &[u64]) -> Vec<LineStub> {
+        let Some(stubs) = self.stubs else { return Vec::new() };
+        order.iter().filter_map(|s| stubs.get(s).copied()).collect()
     }
 
     /// Builds `prefix` + the lines of `order` joined with `,` + `suffix`.

@@ -24,7 +24,7 @@ use super::fold::{Surface, SurfaceOp};
 use super::frames::{read_at, FrameStats, LineRead, LineReader, ZstdScratch, MAX_LINE_BYTES, ZSTD_CHUNK};
 use super::generation::Generation;
 use super::header::read_header;
-use super::kept::KeptLines;
+use super::kept::{line_checksum, KeptLines, LineAt};
 use super::layout::Encoding;
 use super::message::{check_facts, facts_of, CHECKED_TYPES};
 use super::recovery::TurnTracker;
@@ -32,6 +32,7 @@ use super::rows::{may_be_turn_end, parse_row, Row, SeqRuns};
 use super::title::{title_of, TITLE_EVENT};
 use super::{LogStats, StoreError, StoreErrorKind, TornTail};
 use crate::fs::{open_regular, FileIdentity};
+use crate::retention::{certainly_dropped, Elided, ItemFloor};
 
 /// The event type of a top-level streamed chunk (v0 and v1 only).
 const CHUNK_EVENT: &str = "assistant/chunk";
@@ -143,7 +144,11 @@ impl Fold {
             header_json,
             surface: Surface::for_generation(generation),
             keep_lines: keep != Keep::Nothing,
-            lines: if keep == Keep::Visible { KeptLines::visible_only() } else { KeptLines::new() },
+            lines: match keep {
+                Keep::Visible => KeptLines::visible_only(),
+                Keep::Stubs => KeptLines::stubs_only(),
+                Keep::Nothing | Keep::Surface => KeptLines::new(),
+            },
             turns: TurnTracker::for_generation(generation),
             title: None,
             expected: 0,
@@ -228,6 +233,11 @@ pub(crate) enum Keep {
     /// projects exactly as the whole surface does, without tool results,
     /// reasoning-only steps or system notes (`projection::may_project`).
     Visible,
+    /// Of the lines [`Keep::Visible`] keeps, where they are and what
+    /// retention needs of their items, not their bytes
+    /// ([`LineStub`](super::kept::LineStub)): a read under a budget reads
+    /// the ones it keeps again.
+    Stubs,
 }
 
 /// Reads a whole log once, streaming, and validates it (see the module
@@ -297,6 +307,7 @@ pub(crate) fn read_log(
     let mut at_commit: Option<ResumePoint> = None;
     let mut buf = Vec::new();
     loop {
+        let line_offset = reader.raw_offset();
         let info = match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
             LineRead::Line(info) => info,
             LineRead::End { torn_bytes: t } => {
@@ -391,7 +402,7 @@ pub(crate) fn read_log(
                         for r in removed {
                             fold.lines.remove(r);
                         }
-                        fold.lines.insert(seq, &buf);
+                        fold.lines.insert_at(seq, &buf, LineAt { line: line_no, offset: line_offset });
                     }
                 }
                 if let Some(t) = new_title {
@@ -470,4 +481,78 @@ pub(crate) fn read_log(
         Some(point)
     });
     Ok((Loaded { header_json, stats, lines }, resume))
+}
+
+/// A read of a log under a byte budget: the header, the stats, and the
+/// surface's visible lines in surface order, without those retention
+/// certainly drops under the budget, which are counted in `elided`.
+pub(crate) struct LoadedWithin {
+    pub header_json: Map<String, Value>,
+    pub stats: LogStats,
+    pub lines: Vec<Vec<u8>>,
+    pub elided: Elided,
+}
+
+/// Reads a log under `budget` in two passes: the first, streaming, keeps
+/// where each visible line is and its item's floor, not the line
+/// ([`Keep::Stubs`]); the lines retention may keep
+/// ([`certainly_dropped`]) are then read again from the same open file
+/// (a plain log from the first of them on, a zstd log decompressed again
+/// from its start). `None` when a line read again is not the line the
+/// first pass read (same length and checksum): the file changed under the
+/// read, and the caller reads it whole again rather than mix two versions.
+pub(crate) fn load_within(found: &Found, id: &str, budget: u64) -> Result<Option<LoadedWithin>, StoreError> {
+    let (file, identity) = open_log(found)?;
+    let again = file.try_clone().map_err(|e| io_error(&found.path, e))?;
+    let (loaded, _) = read_log(found, id, file, identity.size, None, Keep::Stubs, false)?;
+    let Loaded { header_json, stats, lines } = loaded;
+    let stubs = lines.into_stubs(&stats.surface_seqs);
+    let floors: Vec<ItemFloor> = stubs.iter().map(|s| s.floor).collect();
+    let dropped = certainly_dropped(&floors, budget);
+    let mut elided = Elided::default();
+    // The stubs read again, in line order (surface order may differ).
+    let mut wanted: Vec<usize> = Vec::with_capacity(stubs.len());
+    for (k, stub) in stubs.iter().enumerate() {
+        if dropped[k] {
+            elided.messages += 1;
+            elided.bytes += stub.floor.bytes;
+        } else {
+            wanted.push(k);
+        }
+    }
+    wanted.sort_by_key(|&k| stubs[k].at.line);
+    let mut got: Vec<Vec<u8>> = vec![Vec::new(); stubs.len()];
+    if let Some(&first) = wanted.first() {
+        let io_error = |e: io::Error| io_error(&found.path, e);
+        let start = stubs[first].at;
+        let (mut reader, mut line) = match (found.encoding, start.offset) {
+            (Encoding::Raw, Some(offset)) => (LineReader::raw_at(again, offset).map_err(io_error)?, start.line),
+            (Encoding::Raw, None) => (LineReader::raw_at(again, 0).map_err(io_error)?, 1),
+            (Encoding::Zstd, _) => {
+                let scratch = ZstdScratch::new().map_err(io_error)?;
+                (LineReader::zstd_with(again, identity.size, scratch, ZSTD_CHUNK), 1)
+            }
+        };
+        let mut buf = Vec::new();
+        for &k in &wanted {
+            let stub = &stubs[k];
+            while line < stub.at.line {
+                match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
+                    LineRead::Line(_) => line += 1,
+                    LineRead::End { .. } => return Ok(None),
+                }
+            }
+            match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
+                LineRead::Line(_) => line += 1,
+                LineRead::End { .. } => return Ok(None),
+            }
+            if buf.len() != stub.len || line_checksum(&buf) != stub.checksum {
+                return Ok(None);
+            }
+            // A copy of its size (the buffer grew to the longest line read).
+            got[k] = buf.clone();
+        }
+    }
+    let lines = got.into_iter().enumerate().filter(|(k, _)| !dropped[*k]).map(|(_, l)| l).collect();
+    Ok(Some(LoadedWithin { header_json, stats, lines, elided }))
 }

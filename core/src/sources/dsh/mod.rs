@@ -131,7 +131,8 @@ use crate::error::HostError;
 use crate::fs::{open_regular, FileIdentity};
 use crate::host::Fingerprint;
 use crate::host::{
-    Blocking, BlockingSessionQuery, QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData,
+    Blocking, BlockingSessionQuery, BudgetedSurface, QueryFuture, SessionHeader, SessionQuery, SharedListing,
+    SurfaceData,
 };
 use crate::sources::FileSource;
 
@@ -139,7 +140,8 @@ use self::discover::{candidates_for, check_root_encoding, path_matches, Found};
 use self::header::{read_log_header, HeaderError};
 use self::layout::Encoding;
 use self::listing::{ListingCache, Snapshot};
-use self::load::{load, Keep};
+use self::load::{load, load_within, Keep};
+use crate::retention::Elided;
 
 /// A read-only session query over a DSH sessions root. Cheap to clone;
 /// every method may run concurrently from many threads.
@@ -583,17 +585,36 @@ impl DshStore {
     fn surface_json(&self, id: &str, keep: Keep) -> Result<Vec<u8>, StoreError> {
         let found = self.locate(id)?;
         let loaded = load(&found, id, keep)?;
-        let session = serde_json::to_vec(&loaded.header_json).expect("a JSON map serializes");
-        let mut prefix = Vec::with_capacity(session.len() + 64);
-        prefix.extend_from_slice(b"{\"session\":");
-        prefix.extend_from_slice(&session);
-        prefix.extend_from_slice(b",\"capturedThroughSeq\":");
-        match loaded.stats.captured_through_seq {
-            Some(n) => prefix.extend_from_slice(n.to_string().as_bytes()),
-            None => prefix.extend_from_slice(b"null"),
-        }
-        prefix.extend_from_slice(b",\"events\":[");
+        let prefix = surface_prefix(&loaded.header_json, &loaded.stats);
         Ok(loaded.lines.into_joined(&prefix, &loaded.stats.surface_seqs, b"]}"))
+    }
+
+    /// [`read_visible_surface_json`](Self::read_visible_surface_json) for a
+    /// reference retained under `budget` bytes: without the oldest messages
+    /// retention certainly drops under it (`retention::certainly_dropped`),
+    /// which are returned counted; it retains exactly as the whole surface.
+    /// The log is read twice from one open file, the first time keeping
+    /// where the messages are, not their text, the second reading only the
+    /// messages kept; if those are not the bytes the first pass read (the
+    /// log was rewritten meanwhile), the log is read whole again, once.
+    /// So a log of conversation is read holding what the budget keeps.
+    pub fn read_visible_surface_within(&self, id: &str, budget: u64) -> Result<(Vec<u8>, Elided), StoreError> {
+        let found = self.locate(id)?;
+        let Some(loaded) = load_within(&found, id, budget)? else {
+            return self.read_visible_surface_json(id).map(|json| (json, Elided::default()));
+        };
+        let prefix = surface_prefix(&loaded.header_json, &loaded.stats);
+        let body: usize = loaded.lines.iter().map(|l| l.len() + 1).sum();
+        let mut out = Vec::with_capacity(prefix.len() + body + 2);
+        out.extend_from_slice(&prefix);
+        for (i, line) in loaded.lines.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(line);
+        }
+        out.extend_from_slice(b"]}");
+        Ok((out, loaded.elided))
     }
 
     /// Reads a session's whole log and reports what was kept: line and
@@ -667,6 +688,14 @@ impl BlockingSessionQuery for DshStore {
     fn read_surface_for_projection(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.read_visible_surface_json(session_id).map(SurfaceData::json).map_err(HostError::from)
     }
+
+    /// The visible surface without the messages retention certainly drops
+    /// under `budget`, read holding only the messages it keeps
+    /// ([`DshStore::read_visible_surface_within`]).
+    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
+        let (json, elided) = self.read_visible_surface_within(session_id, budget).map_err(HostError::from)?;
+        Ok(BudgetedSurface { data: SurfaceData::json(json), elided })
+    }
 }
 
 impl FileSource for DshStore {
@@ -679,6 +708,22 @@ impl FileSource for DshStore {
     fn identity(&self, session_id: &str) -> Result<FileIdentity, HostError> {
         self.log_identity(session_id).map_err(HostError::from)
     }
+}
+
+/// `{"session":…,"capturedThroughSeq":…,"events":[`: a surface snapshot
+/// up to its events.
+fn surface_prefix(header_json: &Map<String, Value>, stats: &LogStats) -> Vec<u8> {
+    let session = serde_json::to_vec(header_json).expect("a JSON map serializes");
+    let mut prefix = Vec::with_capacity(session.len() + 64);
+    prefix.extend_from_slice(b"{\"session\":");
+    prefix.extend_from_slice(&session);
+    prefix.extend_from_slice(b",\"capturedThroughSeq\":");
+    match stats.captured_through_seq {
+        Some(n) => prefix.extend_from_slice(n.to_string().as_bytes()),
+        None => prefix.extend_from_slice(b"null"),
+    }
+    prefix.extend_from_slice(b",\"events\":[");
+    prefix
 }
 
 /// The header of a listing cache file: what it is, its layout, the library
@@ -709,6 +754,11 @@ impl SessionQuery for DshStore {
     fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         let blocking = Blocking::new(self.clone());
         Box::pin(async move { SessionQuery::read_surface_for_projection(&blocking, session_id).await })
+    }
+
+    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::read_surface_within(&blocking, session_id, budget).await })
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
