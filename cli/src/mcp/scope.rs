@@ -14,8 +14,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use dsh_session_reference::{
-    Fingerprint, HostError, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing,
-    SurfaceData,
+    BudgetedSurface, Fingerprint, HostError, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery,
+    SharedListing, SurfaceData,
 };
 
 /// The sessions offered.
@@ -154,15 +154,17 @@ impl ScopedQuery {
     /// to a scope of every session, until its read fails).
     /// A session's surface (for projection, or as the source gives it)
     /// when the scope offers it.
-    async fn scoped_surface(&self, session_id: &str, for_projection: bool) -> Result<SurfaceData, HostError> {
+    /// (`read` is one of the inner query's surface reads of `session_id`,
+    /// not yet started: futures run only when awaited.)
+    async fn scoped_surface<T>(
+        &self,
+        session_id: &str,
+        read: impl std::future::Future<Output = Result<T, HostError>>,
+    ) -> Result<T, HostError> {
         if !self.offers(session_id).await? {
             return Err(no_session(session_id));
         }
-        let read = match for_projection {
-            true => self.inner.read_surface_for_projection(session_id).await,
-            false => self.inner.read_surface(session_id).await,
-        };
-        match read {
+        match read.await {
             Ok(surface) => Ok(surface),
             // A source says "no session" in words of its own, with its
             // root: one message for every id that is not there.
@@ -209,11 +211,15 @@ impl SessionQuery for ScopedQuery {
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        Box::pin(self.scoped_surface(session_id, false))
+        Box::pin(self.scoped_surface(session_id, self.inner.read_surface(session_id)))
     }
 
     fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        Box::pin(self.scoped_surface(session_id, true))
+        Box::pin(self.scoped_surface(session_id, self.inner.read_surface_for_projection(session_id)))
+    }
+
+    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
+        Box::pin(self.scoped_surface(session_id, self.inner.read_surface_within(session_id, budget)))
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
