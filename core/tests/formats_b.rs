@@ -430,13 +430,9 @@ fn a_database_written_by_another_process_reads_consistently_and_gains_no_file() 
     // Reads while the other process commits on a connection it keeps open:
     // each sees whole turns, never fewer than before, and nothing but the
     // writer's own -wal and -shm appears.
-    let (kept, reopened): (usize, usize) = (200, 260);
-    writer.tell(&format!("run 1 {kept}"));
-    assert_eq!(writer.answer(), "started");
-    // (At least one read after the writer's first commit, however the
-    // two processes are scheduled.)
-    let mut seen = 2;
-    let done = loop {
+    // Reads until the writer answers: each consistent, with at least
+    // `seen` turns, and no file beside the database but the writer's own.
+    let read_while_writing = |writer: &Writer, mut seen: usize| loop {
         seen = check_consistent(&surface(&source, id), seen);
         let now = names(dir.path());
         assert!(now.is_subset(&with_wal), "{now:?}");
@@ -444,6 +440,12 @@ fn a_database_written_by_another_process_reads_consistently_and_gains_no_file() 
             break done;
         }
     };
+    let (kept, reopened): (usize, usize) = (200, 260);
+    writer.tell(&format!("run 1 {kept}"));
+    assert_eq!(writer.answer(), "started");
+    // (At least one read after the writer's first commit, however the
+    // two processes are scheduled.)
+    let done = read_while_writing(&writer, 2);
     assert_eq!(done, format!("ran {kept}"));
     // The writer is idle with its connection open: a read sees every turn
     // and leaves the writer's -wal as it is.
@@ -468,15 +470,7 @@ fn a_database_written_by_another_process_reads_consistently_and_gains_no_file() 
     // changes under them.
     writer.tell(&format!("reopen {kept} {reopened}"));
     assert_eq!(writer.answer(), "started");
-    let mut seen = kept * 2;
-    let done = loop {
-        seen = check_consistent(&surface(&source, id), seen);
-        let now = names(dir.path());
-        assert!(now.is_subset(&with_wal), "{now:?}");
-        if let Some(done) = writer.answered() {
-            break done;
-        }
-    };
+    let done = read_while_writing(&writer, kept * 2);
     assert_eq!(done, format!("ran {reopened}"));
     assert_eq!(check_consistent(&surface(&source, id), reopened * 2), reopened * 2);
 
