@@ -59,3 +59,16 @@ step "python/run-tests.sh (DSR_PYTHON_WHEEL: the wheel of scripts/package.sh)"
 DSR_PYTHON_WHEEL=${wheels[0]} bash python/run-tests.sh
 step "node/run-tests.sh (DSR_NODE_ADDON_DIR: the addon of scripts/package.sh)"
 DSR_NODE_ADDON_DIR=$target_dir/napi-$DSR_DIST_PROFILE/${DSR_DIST_TARGET:-$host} bash node/run-tests.sh
+
+if [ -f fuzz/replay.sh ]; then
+  # Where cargo-fuzz and a nightly toolchain are installed, every fuzz target
+  # also gets a short smoke run (FUZZ_SMOKE_SECONDS each; 0 turns it off).
+  # Elsewhere the committed corpus is replayed through the same checks.
+  if [ -z "${FUZZ_SMOKE_SECONDS:-}" ] && cargo +nightly fuzz --version >/dev/null 2>&1; then
+    export FUZZ_SMOKE_SECONDS=5
+  fi
+  step "fuzz corpus replay${FUZZ_SMOKE_SECONDS:+, smoke runs of ${FUZZ_SMOKE_SECONDS}s per target}"
+  bash fuzz/replay.sh
+fi
+
+step "all tests passed in $((SECONDS - start))s"
