@@ -14,8 +14,12 @@
 //! threads) of the best round: on a machine shared with other work the
 //! wall time grows with the load, the CPU time much less.
 
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use common::cpu_time;
 
 use dsh_session_reference::fs::{open_regular, BoundedLines};
 use dsh_session_reference::sources::aider::AiderSource;
@@ -165,14 +169,6 @@ fn floors(path: &Path, rounds: usize) -> (Duration, Duration) {
         skip = skip.min(t.elapsed());
     }
     (scan, skip)
-}
-
-/// CPU time (user + system) of the whole process so far.
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// `f`'s wall and CPU time.

@@ -12,8 +12,12 @@
 //! like OpenCode's rows: per turn a user message with a text part, an
 //! assistant message with step, reasoning, tool (1 KB output) and text parts.
 
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use common::cpu_time;
 
 use dsh_session_reference::sources::cline::{self, ClineSource};
 use dsh_session_reference::sources::opencode::{Flavor, OpenCodeSource};
@@ -90,14 +94,6 @@ fn best(rounds: usize, mut f: impl FnMut()) -> (Duration, Duration) {
         wall = wall.min(t.elapsed());
     }
     (wall, cpu)
-}
-
-/// CPU time (user + system) of the whole process so far.
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -23,10 +23,14 @@
 //! of the hardened mode off and with the `hardened` preset, alternately;
 //! its ratio is on / off.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use common::cpu_time;
 
 use dsh_session_reference::{
     block_on, Config, Hardening, MemoryQuery, PrepareOptions, Resolver, SurfaceData, Target, MAX_SAFE_INTEGER,
@@ -72,13 +76,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
-
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
 
 fn text(i: usize, len: usize) -> String {
     format!("message {i:>8} <tag> \"quoted\" and plain words that fill the line ").chars().cycle().take(len).collect()
