@@ -433,11 +433,11 @@ fn memory_follows_what_is_kept_not_the_log() {
     search_verification_of_a_big_session();
 }
 
-/// A DSH store that offers the surface for projection only: a resolver
-/// over it reads every session whole (`read_surface_within`'s default).
-struct Whole(DshStore);
+/// A source that offers the surface for projection only: a resolver over
+/// it reads every session whole (`read_surface_within`'s default).
+struct Whole<Q>(Q);
 
-impl BlockingSessionQuery for Whole {
+impl<Q: BlockingSessionQuery> BlockingSessionQuery for Whole<Q> {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, dsh_session_reference::HostError> {
         BlockingSessionQuery::list_sessions(&self.0)
     }
@@ -513,4 +513,149 @@ fn a_read_within_the_budget_prepares_as_the_whole_one() {
         }
     }
     assert!(compared >= 300 && elided >= 10, "{compared} compared, {elided} with messages left out");
+}
+
+/// A Claude Code transcript of what the read under a budget must get
+/// right: responses split over several lines (one repeated), a compaction
+/// with its summary and preserved messages, prompts queued and delivered
+/// mid-turn, a sidechain, a credential, empty texts, and `rounds` rounds
+/// of conversation of about `size` bytes each.
+fn claude_rich_root(stem: &str, rounds: usize, size: usize) -> tempfile::TempDir {
+    let mut lines: Vec<Value> = Vec::new();
+    let mut parent: Option<String> = None;
+    let ts = |n: usize| format!("2026-01-01T{:02}:{:02}:{:02}.000Z", n / 3600 % 24, n / 60 % 60, n % 60);
+    let push = |lines: &mut Vec<Value>, parent: &mut Option<String>, kind: &str, extra: Value| -> String {
+        let n = lines.len();
+        let uuid = format!("00000000-0000-4000-8000-{n:012}");
+        let mut line = json!({"parentUuid": parent.clone(), "isSidechain": false, "type": kind,
+            "uuid": uuid, "cwd": format!("/w/{}", n / 50), "version": "2.1.5", "timestamp": ts(n)});
+        for (k, v) in extra.as_object().unwrap() {
+            line[k] = v.clone();
+        }
+        lines.push(line);
+        *parent = Some(uuid.clone());
+        uuid
+    };
+    let mut preserved = Vec::new();
+    for r in 0..rounds {
+        let text = format!("question {r}: {}", words(size, r));
+        let u = push(&mut lines, &mut parent, "user", json!({"message": {"role": "user", "content": text}}));
+        if r % 7 == 3 {
+            preserved.push(u);
+        }
+        let id = format!("msg_{r}");
+        for part in 0..(1 + r % 3) {
+            let t = match (r % 5, part) {
+                (0, 1) => String::new(),
+                (4, 0) => format!("the key is AKIAIOSFODNN7EXAMPLE and {}", words(size / 4, r)),
+                _ => format!("answer {r}.{part}: {}", words(size, r + part)),
+            };
+            let message = json!({"id": id, "type": "message", "role": "assistant", "model": "m",
+                "content": [{"type": "text", "text": t}, {"type": "tool_use", "id": "t", "name": "x", "input": {}}]});
+            let line = push(&mut lines, &mut parent, "assistant", json!({"message": message}));
+            if part == 0 && r % 4 == 1 {
+                // Re-appended: the first copy wins.
+                let again = lines.last().unwrap().clone();
+                lines.push(again);
+                let _ = line;
+            }
+        }
+        if r % 6 == 2 {
+            let q = format!("steer {r}: {}", words(size / 2, r + 9));
+            lines.push(
+                json!({"type": "queue-operation", "operation": "enqueue", "timestamp": ts(lines.len()), "content": q}),
+            );
+            lines.push(
+                json!({"type": "queue-operation", "operation": "remove", "timestamp": ts(lines.len()), "content": q}),
+            );
+        }
+        if r % 9 == 4 {
+            let q = format!("queued {r}: {}", words(size / 3, r + 5));
+            push(
+                &mut lines,
+                &mut parent,
+                "attachment",
+                json!({"attachment": {"type": "queued_command", "prompt": q, "commandMode": "prompt"}}),
+            );
+        }
+        if r % 8 == 5 {
+            let side = json!({"message": {"role": "user", "content": "a side question"}, "isSidechain": true});
+            let mut p2 = parent.clone();
+            push(&mut lines, &mut p2, "user", side);
+        }
+        if r == rounds / 2 {
+            let anchor = parent.clone().unwrap();
+            let boundary = json!({"subtype": "compact_boundary", "parentUuid": null,
+                "compactMetadata": {"preservedMessages": {"anchorUuid": anchor, "uuids": preserved.clone()}}});
+            let mut none = None;
+            push(&mut lines, &mut none, "system", boundary);
+            parent = none;
+            let summary = format!("summary: {}", words(size * 2, 77));
+            push(
+                &mut lines,
+                &mut parent,
+                "user",
+                json!({"isCompactSummary": true, "message": {"role": "user", "content": summary}}),
+            );
+        }
+    }
+    let mut out = String::new();
+    for line in lines {
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("-w")).unwrap();
+    std::fs::write(root.path().join(format!("-w/{stem}.jsonl")), out).unwrap();
+    root
+}
+
+/// The same for Claude Code transcripts: a read under the budget (a first
+/// pass keeping where texts are, the kept ones read again) prepares byte
+/// for byte as the whole read, on every fixture transcript and generated
+/// ones, under six budgets, plain, hardened, with and without omissions.
+#[test]
+fn a_claude_code_read_within_the_budget_prepares_as_the_whole_one() {
+    let _one = one_at_a_time();
+    use dsh_session_reference::Hardening;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let rich = claude_rich_root("rich", 90, 700);
+    let plain = claude_root("plain", 40, 900, 1_500);
+    let mut roots: Vec<std::path::PathBuf> = [
+        "foreign-logs/claude-code",
+        "on-disk/claude-code-queue",
+        "on-disk/claude-code-titles/first",
+        "on-disk/claude-code-empty",
+    ]
+    .iter()
+    .map(|r| fixtures.join(r))
+    .collect();
+    roots.push(rich.path().to_owned());
+    roots.push(plain.path().to_owned());
+    let (mut compared, mut elided) = (0, 0);
+    for root in &roots {
+        let source = ClaudeCodeSource::open(root).unwrap().with_watching(false);
+        let listing = source.list().unwrap();
+        for session in listing.sessions {
+            let id = &session.header.id;
+            for budget in [120u64, 600, 2_000, 9_000, 65_536, 1 << 22] {
+                for (compat, hardening) in
+                    [("0.1.1", Hardening::default()), ("0.1.7", Hardening::default()), ("0.1.7", Hardening::ALL)]
+                {
+                    let config = || {
+                        Config::from_json(&json!({"maxReferenceBytes": budget, "dshCompat": compat}))
+                            .unwrap()
+                            .with_hardening(hardening)
+                    };
+                    let within = Resolver::new(Arc::new(Blocking::new(source.clone())), config());
+                    let whole = Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), config());
+                    assert_eq!(prepared(&within, id), prepared(&whole, id), "{} {id} {budget}", root.display());
+                    compared += 1;
+                }
+                let read = BlockingSessionQuery::read_surface_within(&source, id, budget).unwrap();
+                elided += usize::from(read.elided.messages > 0);
+            }
+        }
+    }
+    assert!(compared >= 150 && elided >= 10, "{compared} compared, {elided} with messages left out");
 }
