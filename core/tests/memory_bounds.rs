@@ -299,10 +299,15 @@ fn dsh_prepare_of_tool_output() {
 /// The prompt of referencing session "big" of `store` (default budget),
 /// and the peak of the second such `prepare` (the first warms up).
 fn prompt_peak(store: DshStore) -> (String, usize) {
-    let resolver = Resolver::new(Arc::new(store), Config::default());
+    prompt_peak_of(Resolver::new(Arc::new(store), Config::default()), "big")
+}
+
+/// The prompt of referencing `id` (default budget) and the peak of
+/// preparing it (the second time: the first lists the sources).
+fn prompt_peak_of(resolver: Resolver, id: &str) -> (String, usize) {
     let target = Target::new("new-chat", None);
     let content = json!([{"type": "text", "text": "see"}]);
-    let refs = [json!({"sessionId": "big"})];
+    let refs = [json!({"sessionId": id})];
     block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
     let (prepared, peak) =
         peak_of(|| block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap());
@@ -324,6 +329,21 @@ fn dsh_prepare_of_conversation() {
     let (prompt, peak) = prompt_peak(store);
     assert!(prompt.contains("turn 1199: "), "the newest prompt is kept");
     assert!(peak < bytes / 8, "prepare of a {bytes}-byte log of conversation peaked at {peak} bytes");
+}
+
+/// `prepare` of a 24 MB Claude Code transcript of conversation (a prompt
+/// of 64 KiB) holds the chain and what the budget keeps, not every text:
+/// a first pass keeps where the texts are, the kept ones are read again.
+fn claude_code_prepare_of_conversation() {
+    let stem = "0000aaaa-0000-4000-8000-000000000002";
+    let root = claude_root(stem, 1_200, 6_000, 14_000);
+    let bytes = log_bytes(root.path());
+    assert!(bytes > 20 * MB, "{bytes}");
+    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+    let resolver = Resolver::new(Arc::new(Blocking::new(source)), Config::default());
+    let (prompt, peak) = prompt_peak_of(resolver, &format!("claude-code:{stem}"));
+    assert!(prompt.contains("answer 2399: "), "the newest answer is kept");
+    assert!(peak < bytes / 8, "prepare of a {bytes}-byte transcript peaked at {peak} bytes");
 }
 
 /// A resolver over one session "big" of 24 MB of text (240 messages of
@@ -429,6 +449,7 @@ fn memory_follows_what_is_kept_not_the_log() {
     codex_title_read();
     dsh_prepare_of_tool_output();
     dsh_prepare_of_conversation();
+    claude_code_prepare_of_conversation();
     index_build_of_a_big_session();
     search_verification_of_a_big_session();
 }
