@@ -73,6 +73,11 @@
 //! listed, and reading it fails naming the link). A line longer than
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable; memory is bounded by the texts kept plus one line.
+//! A title read keeps no text; a `prepare` of the whole session
+//! (`read_surface_within`) keeps the chain and where each text is, then
+//! reads again only the lines of the texts retention may keep under the
+//! budget (checked by length and checksum; a file rewritten under the read
+//! is read again whole).
 
 pub mod project;
 pub mod text;
