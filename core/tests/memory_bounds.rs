@@ -488,6 +488,33 @@ fn prepared(resolver: &Resolver, id: &str) -> Result<(String, String), String> {
     }
 }
 
+/// The budgets a read within the budget is compared under: from tiny to
+/// larger than the session.
+const BUDGETS: [u64; 6] = [120, 600, 2_000, 9_000, 65_536, 1 << 22];
+
+/// Asserts that `id` prepares under `budget` through `within` (a resolver
+/// made with a config) as through `whole`, plain, hardened and with the
+/// omissions section (`dshCompat` 0.1.7); returns how many were compared.
+fn prepares_alike(
+    within: impl Fn(Config) -> Resolver,
+    whole: impl Fn(Config) -> Resolver,
+    id: &str,
+    budget: u64,
+    place: &str,
+) -> usize {
+    use dsh_session_reference::Hardening;
+    let modes = [("0.1.1", Hardening::default()), ("0.1.7", Hardening::default()), ("0.1.7", Hardening::ALL)];
+    for (compat, hardening) in modes {
+        let config = || {
+            Config::from_json(&json!({"maxReferenceBytes": budget, "dshCompat": compat}))
+                .unwrap()
+                .with_hardening(hardening)
+        };
+        assert_eq!(prepared(&within(config()), id), prepared(&whole(config()), id), "{place} {id} {budget}");
+    }
+    modes.len()
+}
+
 /// A session read under its budget (the messages retention certainly
 /// drops left out, counted) prepares byte for byte as the whole session,
 /// prompt and metadata, errors too: every fixture log (damaged ones
@@ -497,7 +524,6 @@ fn prepared(resolver: &Resolver, id: &str) -> Result<(String, String), String> {
 #[test]
 fn a_read_within_the_budget_prepares_as_the_whole_one() {
     let _one = one_at_a_time();
-    use dsh_session_reference::Hardening;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let generated = dsh_root(60, 3_000, 500);
     let mut roots: Vec<std::path::PathBuf> =
@@ -513,20 +539,14 @@ fn a_read_within_the_budget_prepares_as_the_whole_one() {
         let Ok(listing) = store.list() else { continue };
         for session in listing.sessions {
             let id = &session.header.id;
-            for budget in [120u64, 600, 2_000, 9_000, 65_536, 1 << 22] {
-                for (compat, hardening) in
-                    [("0.1.1", Hardening::default()), ("0.1.7", Hardening::default()), ("0.1.7", Hardening::ALL)]
-                {
-                    let config = || {
-                        Config::from_json(&json!({"maxReferenceBytes": budget, "dshCompat": compat}))
-                            .unwrap()
-                            .with_hardening(hardening)
-                    };
-                    let within = Resolver::new(Arc::new(store.clone()), config());
-                    let whole = Resolver::new(Arc::new(Blocking::new(Whole(store.clone()))), config());
-                    assert_eq!(prepared(&within, id), prepared(&whole, id), "{} {id} {budget}", root.display());
-                    compared += 1;
-                }
+            for budget in BUDGETS {
+                compared += prepares_alike(
+                    |c| Resolver::new(Arc::new(store.clone()), c),
+                    |c| Resolver::new(Arc::new(Blocking::new(Whole(store.clone()))), c),
+                    id,
+                    budget,
+                    &root.display().to_string(),
+                );
                 if let Ok((_, left_out)) = store.read_visible_surface_within(id, budget) {
                     elided += usize::from(left_out.messages > 0);
                 }
@@ -638,7 +658,6 @@ fn claude_rich_root(stem: &str, rounds: usize, size: usize) -> tempfile::TempDir
 #[test]
 fn a_claude_code_read_within_the_budget_prepares_as_the_whole_one() {
     let _one = one_at_a_time();
-    use dsh_session_reference::Hardening;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let rich = claude_rich_root("rich", 90, 700);
     let plain = claude_root("plain", 40, 900, 1_500);
@@ -659,20 +678,14 @@ fn a_claude_code_read_within_the_budget_prepares_as_the_whole_one() {
         let listing = source.list().unwrap();
         for session in listing.sessions {
             let id = &session.header.id;
-            for budget in [120u64, 600, 2_000, 9_000, 65_536, 1 << 22] {
-                for (compat, hardening) in
-                    [("0.1.1", Hardening::default()), ("0.1.7", Hardening::default()), ("0.1.7", Hardening::ALL)]
-                {
-                    let config = || {
-                        Config::from_json(&json!({"maxReferenceBytes": budget, "dshCompat": compat}))
-                            .unwrap()
-                            .with_hardening(hardening)
-                    };
-                    let within = Resolver::new(Arc::new(Blocking::new(source.clone())), config());
-                    let whole = Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), config());
-                    assert_eq!(prepared(&within, id), prepared(&whole, id), "{} {id} {budget}", root.display());
-                    compared += 1;
-                }
+            for budget in BUDGETS {
+                compared += prepares_alike(
+                    |c| Resolver::new(Arc::new(Blocking::new(source.clone())), c),
+                    |c| Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), c),
+                    id,
+                    budget,
+                    &root.display().to_string(),
+                );
                 let read = BlockingSessionQuery::read_surface_within(&source, id, budget).unwrap();
                 elided += usize::from(read.elided.messages > 0);
             }

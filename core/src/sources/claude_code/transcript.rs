@@ -247,11 +247,13 @@ fn text_of(line: &Line<'_>, message: &Message<'_>, what: Extract) -> Option<Stri
 #[derive(Clone, Copy, Debug)]
 struct TextAt {
     offset: u64,
-    len: usize,
     checksum: u64,
+    /// Lines are at most `MAX_LINE_BYTES` (64 MiB), so their lengths,
+    /// their texts' and their floors fit 32 bits.
+    len: u32,
+    bytes: u32,
+    floor: u32,
     what: Extract,
-    bytes: u64,
-    floor: u64,
 }
 
 /// What a read keeps of the texts.
@@ -545,7 +547,7 @@ pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, El
 fn text_again(file: &mut File, at: &TextAt, buf: &mut Vec<u8>) -> io::Result<Option<String>> {
     use std::io::{Read, Seek, SeekFrom};
     buf.clear();
-    buf.resize(at.len, 0);
+    buf.resize(at.len as usize, 0);
     file.seek(SeekFrom::Start(at.offset))?;
     match file.read_exact(buf) {
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
@@ -557,15 +559,17 @@ fn text_again(file: &mut File, at: &TextAt, buf: &mut Vec<u8>) -> io::Result<Opt
     let Ok(line) = serde_json::from_slice::<Line<'_>>(buf) else { return Ok(None) };
     let empty = Message::default();
     let message = line.message.as_ref().unwrap_or(&empty);
-    Ok(text_of(&line, message, at.what).filter(|t| t.len() as u64 == at.bytes))
+    Ok(text_of(&line, message, at.what).filter(|t| t.len() as u64 == u64::from(at.bytes)))
 }
 
 /// UTF-8 bytes of a text.
 fn txt_bytes(t: &Txt, texts: &[TextAt]) -> u64 {
     match t {
         Txt::Held(s) => s.len() as u64,
-        Txt::At { id, .. } => texts[*id].bytes,
-        Txt::Joined(ids) => ids.iter().map(|&id| texts[id].bytes).sum::<u64>() + ids.len().saturating_sub(1) as u64,
+        Txt::At { id, .. } => u64::from(texts[*id].bytes),
+        Txt::Joined(ids) => {
+            ids.iter().map(|&id| u64::from(texts[id].bytes)).sum::<u64>() + ids.len().saturating_sub(1) as u64
+        }
     }
 }
 
@@ -574,7 +578,7 @@ fn txt_bytes(t: &Txt, texts: &[TextAt]) -> u64 {
 fn txt_floor(t: &Txt, texts: &[TextAt]) -> u64 {
     match t {
         Txt::Held(s) => text_floor(s),
-        Txt::At { id, .. } => texts[*id].floor,
+        Txt::At { id, .. } => u64::from(texts[*id].floor),
         Txt::Joined(_) => 0,
     }
 }
@@ -662,8 +666,11 @@ fn first_pass(
                 Keep::Places => {
                     let id = texts.len();
                     let checksum = *checksum.get_or_insert_with(|| line_checksum(bytes));
-                    let (bytes_len, floor) = (t.len() as u64, text_floor(&t));
-                    texts.push(TextAt { offset, len: bytes.len(), checksum, what, bytes: bytes_len, floor });
+                    // (A floor that did not fit would be 0, still a floor.)
+                    let floor = u32::try_from(text_floor(&t)).unwrap_or(0);
+                    let fit = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    let (len, bytes_len) = (fit(bytes.len()), fit(t.len()));
+                    texts.push(TextAt { offset, checksum, len, bytes: bytes_len, floor, what });
                     Some(Txt::At { id, hash: text_hash(&t) })
                 }
                 _ => Some(Txt::Held(t)),
@@ -789,16 +796,17 @@ fn first_pass(
         }),
         _ => None,
     };
-    let said = if keep == Keep::Nothing { Vec::new() } else { classify(&mut nodes, &path, steering) };
     let first_prompt = || match keep {
         Keep::Nothing => first_prompt_title.clone(),
         _ => first_prompt_text.clone(),
     };
     // A summary titles the session whose message is its leaf: the summary
     // of the leaf, else of the newest message of the path that has one.
-    let summary_of: HashMap<usize, &String> =
-        summaries.iter().filter_map(|(leaf, text)| Some((names.get(leaf)?, text))).collect();
-    let own = path.iter().rev().find_map(|&i| summary_of.get(&nodes[i].uuid)).map(|t| (*t).clone());
+    let own = {
+        let summary_of: HashMap<usize, &String> =
+            summaries.iter().filter_map(|(leaf, text)| Some((names.get(leaf)?, text))).collect();
+        path.iter().rev().find_map(|&i| summary_of.get(&nodes[i].uuid)).map(|t| (*t).clone())
+    };
     let parts = match custom.or(ai) {
         Some(title) => TitleParts::Own(Some(title)),
         None if head.writes_summaries() => {
@@ -817,6 +825,10 @@ fn first_pass(
         (TitleParts::Own(title), _) => title.clone(),
     };
     let cwd = path.iter().rev().find_map(|&i| nodes[i].cwd.as_deref().map(str::to_owned)).or(first_cwd);
+    // The names are not needed to classify: not held while it runs.
+    drop((names, msg_ids, summaries));
+    let said = if keep == Keep::Nothing { Vec::new() } else { classify(&mut nodes, &path, steering) };
+    drop(nodes);
     let transcript = Transcript { items: Vec::new(), title, cwd, created_at, stats };
     Ok((First { transcript, said, texts }, parts))
 }
