@@ -247,6 +247,24 @@ fn claude_code_title_read() {
     assert_eq!(conversation.items.len(), 2_400);
 }
 
+/// A title read of a transcript of many short lines holds its chain in
+/// about 200 bytes a line: each uuid once, nodes referring to it by
+/// number (each node held its uuid, its parent's, a third copy as the
+/// index's key, its timestamp and its cwd: about 450 bytes a line, which a
+/// 1 GB transcript of 205k lines took 104 MB for).
+fn claude_code_title_read_of_many_lines() {
+    let stem = "0000aaaa-0000-4000-8000-000000000003";
+    let rounds = 60_000;
+    let root = claude_root(stem, rounds, 10, 10);
+    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+    BlockingSessionQuery::list_sessions(&source).unwrap();
+    let id = format!("claude-code:{stem}");
+    let (title, peak) = peak_of(|| BlockingSessionQuery::read_title(&source, &id).unwrap());
+    assert!(title.is_some());
+    let lines = 2 * rounds;
+    assert!(peak < lines * 300, "a title read of {lines} lines peaked at {peak} bytes");
+}
+
 /// A title read of a 24 MB Codex rollout keeps the title's text only,
 /// without replaying the history.
 fn codex_title_read() {
@@ -446,6 +464,7 @@ fn the_visible_surface_projects_as_the_whole_one() {
 fn memory_follows_what_is_kept_not_the_log() {
     let _one = one_at_a_time();
     claude_code_title_read();
+    claude_code_title_read_of_many_lines();
     codex_title_read();
     dsh_prepare_of_tool_output();
     dsh_prepare_of_conversation();
