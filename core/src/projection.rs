@@ -109,6 +109,14 @@ impl<'a> ItemText<'a> {
         }
     }
 
+    /// The text, when it is held decoded (not a JSON literal).
+    pub(crate) fn as_decoded(&self) -> Option<&str> {
+        match &self.repr {
+            Repr::Decoded(t) => Some(t),
+            Repr::Literal(_) => None,
+        }
+    }
+
     /// The decoded text (borrowed from the input when it has no escapes).
     pub fn decode(&self) -> Result<Cow<'a, str>, String> {
         match &self.repr {

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::projection::{Item, ItemText};
+use crate::projection::{Item, ItemText, Role};
 
 /// `{"role":"` … `","text":` … `}` around an item's role and text literal.
 const ITEM_ENVELOPE: usize = r#"{"role":"","text":}"#.len();
@@ -248,16 +248,35 @@ pub struct ItemFloor {
 impl ItemFloor {
     /// The floor of a projected item.
     pub fn of(item: &Item<'_>) -> ItemFloor {
-        let text = match item.text.json_literal() {
-            Some(lit) if !crate::harden::secrets::may_hold_secret(lit) => item.text.tag_safe_len(),
+        let text = match (item.text.json_literal(), item.text.as_decoded()) {
+            (Some(lit), _) if !crate::harden::secrets::may_hold_secret(lit) => item.text.tag_safe_len(),
+            (_, Some(text)) => text_floor(text) as usize,
             _ => 0,
         };
         ItemFloor { fixed: item.checkpoint, floor: item_size(item, text) as u64, bytes: item.text.byte_len() as u64 }
     }
 
+    /// The floor of an item of `role` whose text is not held: `text_floor`
+    /// ([`text_floor`] of its text, or anything below it) and its text's
+    /// UTF-8 `bytes`; a checkpoint is never left out.
+    pub fn parts(role: Role, checkpoint: bool, text_floor: u64, bytes: u64) -> ItemFloor {
+        let floor = (ITEM_ENVELOPE + role.as_str().len()) as u64 + text_floor;
+        ItemFloor { fixed: checkpoint, floor, bytes }
+    }
+
     /// An event that must stay whatever its size (its projection fails).
     pub fn fixed() -> ItemFloor {
         ItemFloor { fixed: true, floor: 0, bytes: 0 }
+    }
+}
+
+/// At most the serialized length retention measures of a decoded text,
+/// whatever the hardening: its tag-safe JSON literal's length, or 0 when
+/// redaction may shorten it (it may hold a credential).
+pub fn text_floor(text: &str) -> u64 {
+    match crate::harden::secrets::may_hold_secret(text.as_bytes()) {
+        true => 0,
+        false => crate::json::string_len(text, true) as u64,
     }
 }
 

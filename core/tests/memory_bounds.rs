@@ -247,6 +247,24 @@ fn claude_code_title_read() {
     assert_eq!(conversation.items.len(), 2_400);
 }
 
+/// A title read of a transcript of many short lines holds its chain in
+/// about 200 bytes a line: each uuid once, nodes referring to it by
+/// number (each node held its uuid, its parent's, a third copy as the
+/// index's key, its timestamp and its cwd: about 450 bytes a line, which a
+/// 1 GB transcript of 205k lines took 104 MB for).
+fn claude_code_title_read_of_many_lines() {
+    let stem = "0000aaaa-0000-4000-8000-000000000003";
+    let rounds = 60_000;
+    let root = claude_root(stem, rounds, 10, 10);
+    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+    BlockingSessionQuery::list_sessions(&source).unwrap();
+    let id = format!("claude-code:{stem}");
+    let (title, peak) = peak_of(|| BlockingSessionQuery::read_title(&source, &id).unwrap());
+    assert!(title.is_some());
+    let lines = 2 * rounds;
+    assert!(peak < lines * 300, "a title read of {lines} lines peaked at {peak} bytes");
+}
+
 /// A title read of a 24 MB Codex rollout keeps the title's text only,
 /// without replaying the history.
 fn codex_title_read() {
@@ -299,10 +317,15 @@ fn dsh_prepare_of_tool_output() {
 /// The prompt of referencing session "big" of `store` (default budget),
 /// and the peak of the second such `prepare` (the first warms up).
 fn prompt_peak(store: DshStore) -> (String, usize) {
-    let resolver = Resolver::new(Arc::new(store), Config::default());
+    prompt_peak_of(Resolver::new(Arc::new(store), Config::default()), "big")
+}
+
+/// The prompt of referencing `id` (default budget) and the peak of
+/// preparing it (the second time: the first lists the sources).
+fn prompt_peak_of(resolver: Resolver, id: &str) -> (String, usize) {
     let target = Target::new("new-chat", None);
     let content = json!([{"type": "text", "text": "see"}]);
-    let refs = [json!({"sessionId": "big"})];
+    let refs = [json!({"sessionId": id})];
     block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
     let (prepared, peak) =
         peak_of(|| block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap());
@@ -324,6 +347,21 @@ fn dsh_prepare_of_conversation() {
     let (prompt, peak) = prompt_peak(store);
     assert!(prompt.contains("turn 1199: "), "the newest prompt is kept");
     assert!(peak < bytes / 8, "prepare of a {bytes}-byte log of conversation peaked at {peak} bytes");
+}
+
+/// `prepare` of a 24 MB Claude Code transcript of conversation (a prompt
+/// of 64 KiB) holds the chain and what the budget keeps, not every text:
+/// a first pass keeps where the texts are, the kept ones are read again.
+fn claude_code_prepare_of_conversation() {
+    let stem = "0000aaaa-0000-4000-8000-000000000002";
+    let root = claude_root(stem, 1_200, 6_000, 14_000);
+    let bytes = log_bytes(root.path());
+    assert!(bytes > 20 * MB, "{bytes}");
+    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+    let resolver = Resolver::new(Arc::new(Blocking::new(source)), Config::default());
+    let (prompt, peak) = prompt_peak_of(resolver, &format!("claude-code:{stem}"));
+    assert!(prompt.contains("answer 2399: "), "the newest answer is kept");
+    assert!(peak < bytes / 8, "prepare of a {bytes}-byte transcript peaked at {peak} bytes");
 }
 
 /// A resolver over one session "big" of 24 MB of text (240 messages of
@@ -426,18 +464,20 @@ fn the_visible_surface_projects_as_the_whole_one() {
 fn memory_follows_what_is_kept_not_the_log() {
     let _one = one_at_a_time();
     claude_code_title_read();
+    claude_code_title_read_of_many_lines();
     codex_title_read();
     dsh_prepare_of_tool_output();
     dsh_prepare_of_conversation();
+    claude_code_prepare_of_conversation();
     index_build_of_a_big_session();
     search_verification_of_a_big_session();
 }
 
-/// A DSH store that offers the surface for projection only: a resolver
-/// over it reads every session whole (`read_surface_within`'s default).
-struct Whole(DshStore);
+/// A source that offers the surface for projection only: a resolver over
+/// it reads every session whole (`read_surface_within`'s default).
+struct Whole<Q>(Q);
 
-impl BlockingSessionQuery for Whole {
+impl<Q: BlockingSessionQuery> BlockingSessionQuery for Whole<Q> {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, dsh_session_reference::HostError> {
         BlockingSessionQuery::list_sessions(&self.0)
     }
@@ -467,6 +507,33 @@ fn prepared(resolver: &Resolver, id: &str) -> Result<(String, String), String> {
     }
 }
 
+/// The budgets a read within the budget is compared under: from tiny to
+/// larger than the session.
+const BUDGETS: [u64; 6] = [120, 600, 2_000, 9_000, 65_536, 1 << 22];
+
+/// Asserts that `id` prepares under `budget` through `within` (a resolver
+/// made with a config) as through `whole`, plain, hardened and with the
+/// omissions section (`dshCompat` 0.1.7); returns how many were compared.
+fn prepares_alike(
+    within: impl Fn(Config) -> Resolver,
+    whole: impl Fn(Config) -> Resolver,
+    id: &str,
+    budget: u64,
+    place: &str,
+) -> usize {
+    use dsh_session_reference::Hardening;
+    let modes = [("0.1.1", Hardening::default()), ("0.1.7", Hardening::default()), ("0.1.7", Hardening::ALL)];
+    for (compat, hardening) in modes {
+        let config = || {
+            Config::from_json(&json!({"maxReferenceBytes": budget, "dshCompat": compat}))
+                .unwrap()
+                .with_hardening(hardening)
+        };
+        assert_eq!(prepared(&within(config()), id), prepared(&whole(config()), id), "{place} {id} {budget}");
+    }
+    modes.len()
+}
+
 /// A session read under its budget (the messages retention certainly
 /// drops left out, counted) prepares byte for byte as the whole session,
 /// prompt and metadata, errors too: every fixture log (damaged ones
@@ -476,7 +543,6 @@ fn prepared(resolver: &Resolver, id: &str) -> Result<(String, String), String> {
 #[test]
 fn a_read_within_the_budget_prepares_as_the_whole_one() {
     let _one = one_at_a_time();
-    use dsh_session_reference::Hardening;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let generated = dsh_root(60, 3_000, 500);
     let mut roots: Vec<std::path::PathBuf> =
@@ -492,20 +558,14 @@ fn a_read_within_the_budget_prepares_as_the_whole_one() {
         let Ok(listing) = store.list() else { continue };
         for session in listing.sessions {
             let id = &session.header.id;
-            for budget in [120u64, 600, 2_000, 9_000, 65_536, 1 << 22] {
-                for (compat, hardening) in
-                    [("0.1.1", Hardening::default()), ("0.1.7", Hardening::default()), ("0.1.7", Hardening::ALL)]
-                {
-                    let config = || {
-                        Config::from_json(&json!({"maxReferenceBytes": budget, "dshCompat": compat}))
-                            .unwrap()
-                            .with_hardening(hardening)
-                    };
-                    let within = Resolver::new(Arc::new(store.clone()), config());
-                    let whole = Resolver::new(Arc::new(Blocking::new(Whole(store.clone()))), config());
-                    assert_eq!(prepared(&within, id), prepared(&whole, id), "{} {id} {budget}", root.display());
-                    compared += 1;
-                }
+            for budget in BUDGETS {
+                compared += prepares_alike(
+                    |c| Resolver::new(Arc::new(store.clone()), c),
+                    |c| Resolver::new(Arc::new(Blocking::new(Whole(store.clone()))), c),
+                    id,
+                    budget,
+                    &root.display().to_string(),
+                );
                 if let Ok((_, left_out)) = store.read_visible_surface_within(id, budget) {
                     elided += usize::from(left_out.messages > 0);
                 }
@@ -513,4 +573,142 @@ fn a_read_within_the_budget_prepares_as_the_whole_one() {
         }
     }
     assert!(compared >= 300 && elided >= 10, "{compared} compared, {elided} with messages left out");
+}
+
+/// A Claude Code transcript of what the read under a budget must get
+/// right: responses split over several lines (one repeated), a compaction
+/// with its summary and preserved messages, prompts queued and delivered
+/// mid-turn, a sidechain, a credential, empty texts, and `rounds` rounds
+/// of conversation of about `size` bytes each.
+fn claude_rich_root(stem: &str, rounds: usize, size: usize) -> tempfile::TempDir {
+    let mut lines: Vec<Value> = Vec::new();
+    let mut parent: Option<String> = None;
+    let ts = |n: usize| format!("2026-01-01T{:02}:{:02}:{:02}.000Z", n / 3600 % 24, n / 60 % 60, n % 60);
+    let push = |lines: &mut Vec<Value>, parent: &mut Option<String>, kind: &str, extra: Value| -> String {
+        let n = lines.len();
+        let uuid = format!("00000000-0000-4000-8000-{n:012}");
+        let mut line = json!({"parentUuid": parent.clone(), "isSidechain": false, "type": kind,
+            "uuid": uuid, "cwd": format!("/w/{}", n / 50), "version": "2.1.5", "timestamp": ts(n)});
+        for (k, v) in extra.as_object().unwrap() {
+            line[k] = v.clone();
+        }
+        lines.push(line);
+        *parent = Some(uuid.clone());
+        uuid
+    };
+    let mut preserved = Vec::new();
+    for r in 0..rounds {
+        let text = format!("question {r}: {}", words(size, r));
+        let u = push(&mut lines, &mut parent, "user", json!({"message": {"role": "user", "content": text}}));
+        if r % 7 == 3 {
+            preserved.push(u);
+        }
+        let id = format!("msg_{r}");
+        for part in 0..(1 + r % 3) {
+            let t = match (r % 5, part) {
+                (0, 1) => String::new(),
+                (4, 0) => format!("the key is AKIAIOSFODNN7EXAMPLE and {}", words(size / 4, r)),
+                _ => format!("answer {r}.{part}: {}", words(size, r + part)),
+            };
+            let message = json!({"id": id, "type": "message", "role": "assistant", "model": "m",
+                "content": [{"type": "text", "text": t}, {"type": "tool_use", "id": "t", "name": "x", "input": {}}]});
+            let line = push(&mut lines, &mut parent, "assistant", json!({"message": message}));
+            if part == 0 && r % 4 == 1 {
+                // Re-appended: the first copy wins.
+                let again = lines.last().unwrap().clone();
+                lines.push(again);
+                let _ = line;
+            }
+        }
+        if r % 6 == 2 {
+            let q = format!("steer {r}: {}", words(size / 2, r + 9));
+            lines.push(
+                json!({"type": "queue-operation", "operation": "enqueue", "timestamp": ts(lines.len()), "content": q}),
+            );
+            lines.push(
+                json!({"type": "queue-operation", "operation": "remove", "timestamp": ts(lines.len()), "content": q}),
+            );
+        }
+        if r % 9 == 4 {
+            let q = format!("queued {r}: {}", words(size / 3, r + 5));
+            push(
+                &mut lines,
+                &mut parent,
+                "attachment",
+                json!({"attachment": {"type": "queued_command", "prompt": q, "commandMode": "prompt"}}),
+            );
+        }
+        if r % 8 == 5 {
+            let side = json!({"message": {"role": "user", "content": "a side question"}, "isSidechain": true});
+            let mut p2 = parent.clone();
+            push(&mut lines, &mut p2, "user", side);
+        }
+        if r == rounds / 2 {
+            let anchor = parent.clone().unwrap();
+            let boundary = json!({"subtype": "compact_boundary", "parentUuid": null,
+                "compactMetadata": {"preservedMessages": {"anchorUuid": anchor, "uuids": preserved.clone()}}});
+            let mut none = None;
+            push(&mut lines, &mut none, "system", boundary);
+            parent = none;
+            let summary = format!("summary: {}", words(size * 2, 77));
+            push(
+                &mut lines,
+                &mut parent,
+                "user",
+                json!({"isCompactSummary": true, "message": {"role": "user", "content": summary}}),
+            );
+        }
+    }
+    let mut out = String::new();
+    for line in lines {
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("-w")).unwrap();
+    std::fs::write(root.path().join(format!("-w/{stem}.jsonl")), out).unwrap();
+    root
+}
+
+/// The same for Claude Code transcripts: a read under the budget (a first
+/// pass keeping where texts are, the kept ones read again) prepares byte
+/// for byte as the whole read, on every fixture transcript and generated
+/// ones, under six budgets, plain, hardened, with and without omissions.
+#[test]
+fn a_claude_code_read_within_the_budget_prepares_as_the_whole_one() {
+    let _one = one_at_a_time();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let rich = claude_rich_root("rich", 90, 700);
+    let plain = claude_root("plain", 40, 900, 1_500);
+    let mut roots: Vec<std::path::PathBuf> = [
+        "foreign-logs/claude-code",
+        "on-disk/claude-code-queue",
+        "on-disk/claude-code-titles/first",
+        "on-disk/claude-code-empty",
+    ]
+    .iter()
+    .map(|r| fixtures.join(r))
+    .collect();
+    roots.push(rich.path().to_owned());
+    roots.push(plain.path().to_owned());
+    let (mut compared, mut elided) = (0, 0);
+    for root in &roots {
+        let source = ClaudeCodeSource::open(root).unwrap().with_watching(false);
+        let listing = source.list().unwrap();
+        for session in listing.sessions {
+            let id = &session.header.id;
+            for budget in BUDGETS {
+                compared += prepares_alike(
+                    |c| Resolver::new(Arc::new(Blocking::new(source.clone())), c),
+                    |c| Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), c),
+                    id,
+                    budget,
+                    &root.display().to_string(),
+                );
+                let read = BlockingSessionQuery::read_surface_within(&source, id, budget).unwrap();
+                elided += usize::from(read.elided.messages > 0);
+            }
+        }
+    }
+    assert!(compared >= 150 && elided >= 10, "{compared} compared, {elided} with messages left out");
 }

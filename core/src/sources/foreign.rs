@@ -53,15 +53,26 @@ pub fn each_line(
     max_lines: u64,
     mut parse: impl FnMut(u64, &[u8]) -> bool,
 ) -> io::Result<LineStats> {
+    each_line_at(file, max_lines, |n, _, line| parse(n, line))
+}
+
+/// [`each_line`], with each line's byte offset from where `file` stood
+/// (a read that keeps where lines are, to read some of them again).
+pub fn each_line_at(
+    file: impl io::Read,
+    max_lines: u64,
+    mut parse: impl FnMut(u64, u64, &[u8]) -> bool,
+) -> io::Result<LineStats> {
     let mut lines = BoundedLines::new(file, MAX_LINE_BYTES);
     let mut stats = LineStats::default();
     while stats.lines < max_lines {
+        let at = lines.offset;
         let Some(line) = lines.next_line()? else { break };
         let n = stats.lines;
         stats.lines += 1;
         // Every record is an object: anything else is skipped unparsed.
         let is_object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-        if !is_object || !parse(n, line) {
+        if !is_object || !parse(n, at, line) {
             stats.skipped += 1;
         }
     }

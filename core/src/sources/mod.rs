@@ -57,6 +57,13 @@ pub use crate::fs::FileIdentity;
 pub use self::multi::SourceNotes;
 pub use self::open::{empty_root_note, no_default_location_message, ResolvedSpec};
 
+/// The checksum a read keeps of a line it means to read again (with its
+/// length), to know the line read again is the line it read first: a file
+/// changed under the read is read whole again rather than mixing versions.
+pub(crate) fn line_checksum(line: &[u8]) -> u64 {
+    crate::cache_file::checksum(0x6473_6873_7475_6231, line)
+}
+
 /// The position in a listing of each of `ids` (same order): ids given in
 /// listing order (as a resolver gives them, the target left out) are
 /// matched by walking the listing along, without hashing; others are

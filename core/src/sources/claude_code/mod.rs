@@ -73,6 +73,11 @@
 //! listed, and reading it fails naming the link). A line longer than
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable; memory is bounded by the texts kept plus one line.
+//! A title read keeps no text; a `prepare` of the whole session
+//! (`read_surface_within`) keeps the chain and where each text is, then
+//! reads again only the lines of the texts retention may keep under the
+//! budget (checked by length and checksum; a file rewritten under the read
+//! is read again whole).
 
 pub mod project;
 pub mod text;
@@ -88,7 +93,8 @@ use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
 use crate::host::Fingerprint;
-use crate::host::{BlockingSessionQuery, SessionHeader, SharedListing, SurfaceData};
+use crate::host::{BlockingSessionQuery, BudgetedSurface, SessionHeader, SharedListing, SurfaceData};
+use crate::retention::Elided;
 use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error};
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 use crate::sources::{positions_in_order, FileSource};
@@ -745,6 +751,18 @@ impl ClaudeCodeSource {
         Ok((path, read))
     }
 
+    /// The conversation of `id` for a prompt of `budget` bytes, holding
+    /// what retention may keep ([`transcript::read_within`]), with the
+    /// items left out; `None` when the file changed under the read.
+    fn conversation_within(&self, id: &str, budget: u64) -> Result<Option<(Conversation, Elided)>, HostError> {
+        let (path, parts) = self.locate(id)?;
+        let (file, _) =
+            open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let read = transcript::read_within(file, budget).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        Ok(read.map(|(read, elided)| (conversation(PREFIX, id, read.cwd, read.stats, read.items), elided)))
+    }
+
     /// The title of the transcript at `path` (of the project directory
     /// `project`) from what a read of it left, if the file is still as it
     /// was: only the project's summaries may have changed.
@@ -812,6 +830,16 @@ impl BlockingSessionQuery for ClaudeCodeSource {
 
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.conversation(session_id).map(SurfaceData::from)
+    }
+
+    /// The conversation without the items retention certainly drops under
+    /// `budget`, read holding only the texts it may keep (a file rewritten
+    /// under the read is read again whole).
+    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
+        match self.conversation_within(session_id, budget)? {
+            Some((conversation, elided)) => Ok(BudgetedSurface { data: SurfaceData::from(conversation), elided }),
+            None => self.read_surface(session_id).map(BudgetedSurface::whole),
+        }
     }
 
     /// The identity of each session's transcript as of now, with the

@@ -14,8 +14,10 @@ use super::text::typed_text;
 use crate::conversation::ConversationItem;
 use crate::fs::as_of_now;
 use crate::projection::Role;
-use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
+use crate::retention::{certainly_dropped, text_floor, Elided, ItemFloor};
+use crate::sources::foreign::{each_line, each_line_at, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
+use crate::sources::line_checksum;
 
 use super::project::{uuid_hash, Head, HeadFields, Winners};
 use crate::sources::foreign::Transcript;
@@ -150,18 +152,133 @@ pub fn tail_custom_title(mut file: File, size: u64) -> io::Result<Option<String>
     Ok(title)
 }
 
+/// A text as a read keeps it: the text itself, or (a read under a budget)
+/// where it is and its hash, read again only if retention may keep it.
+/// Texts compare equal when they are the same text (by their keyed hash
+/// when one is not held).
+#[derive(Clone, Debug)]
+enum Txt {
+    /// The text.
+    Held(String),
+    /// The text of the read's `texts[id]`; `hash` is [`text_hash`] of it.
+    At { id: usize, hash: u64 },
+    /// The texts of one response's lines (`texts[id]` each), joined with
+    /// `"\n"`.
+    Joined(Vec<usize>),
+}
+
+impl Default for Txt {
+    fn default() -> Self {
+        Txt::Held(String::new())
+    }
+}
+
+/// The keyed hash a text not held is compared by (keys drawn once per
+/// process, so no transcript can be written to make two texts collide).
+fn text_hash(text: &str) -> u64 {
+    std::hash::BuildHasher::hash_one(keys(), text)
+}
+
+/// The keys of [`text_hash`].
+fn keys() -> &'static std::collections::hash_map::RandomState {
+    static KEYS: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+        std::sync::LazyLock::new(Default::default);
+    &KEYS
+}
+
+impl Txt {
+    /// What equal texts share.
+    fn key(&self) -> u64 {
+        match self {
+            Txt::Held(s) => text_hash(s),
+            Txt::At { hash, .. } => *hash,
+            Txt::Joined(ids) => std::hash::BuildHasher::hash_one(keys(), ids),
+        }
+    }
+}
+
+impl PartialEq for Txt {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Txt::Held(a), Txt::Held(b)) => a == b,
+            (Txt::Joined(a), Txt::Joined(b)) => a == b,
+            _ => self.key() == other.key(),
+        }
+    }
+}
+
+impl Eq for Txt {}
+
+impl std::hash::Hash for Txt {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.key());
+    }
+}
+
+/// Which text of its line a text kept by where it is is ([`text_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Extract {
+    /// A user line's typed text.
+    Typed,
+    /// A compaction summary's full text.
+    Summary,
+    /// An assistant line's text blocks, joined.
+    Answer,
+    /// A `queued_command` attachment's prompt.
+    Queued,
+    /// A `queue-operation` line's prompt.
+    Operation,
+}
+
+/// The `what` text of a line (`message`: its message, or an empty one).
+fn text_of(line: &Line<'_>, message: &Message<'_>, what: Extract) -> Option<String> {
+    match what {
+        Extract::Typed => typed(&message.content),
+        Extract::Summary => full_text(&message.content),
+        Extract::Answer => join(message.content.texts(&["text"]).map(str::to_owned)),
+        Extract::Queued => line.attachment.as_ref().and_then(|a| typed(&a.prompt)),
+        Extract::Operation => typed(&line.content),
+    }
+}
+
+/// A text kept by where it is: its line (offset, length and checksum, to
+/// read it again and know it is the same line), which of its texts it is,
+/// its UTF-8 bytes and its floor (`retention::text_floor`).
+#[derive(Clone, Copy, Debug)]
+struct TextAt {
+    offset: u64,
+    checksum: u64,
+    /// Lines are at most `MAX_LINE_BYTES` (64 MiB), so their lengths,
+    /// their texts' and their floors fit 32 bits.
+    len: u32,
+    bytes: u32,
+    floor: u32,
+    what: Extract,
+}
+
+/// What a read keeps of the texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keep {
+    /// None (a read for the title).
+    Nothing,
+    /// Every text.
+    Texts,
+    /// Where each text is (a read under a budget).
+    Places,
+}
+
 #[derive(Clone, Debug)]
 enum Kind {
-    /// A user line: its typed text (`None` when nothing typed is left),
-    /// whether it is a compaction summary, and its full text (for a
-    /// summary).
-    User { typed: Option<String>, summary: Option<String> },
-    /// An assistant line's text blocks, joined.
-    Assistant { text: Option<String>, msg_id: Option<String> },
+    /// A user line: its typed text, or for a compaction summary (`summary`)
+    /// its full text (`None` when nothing is left).
+    User { text: Option<Txt>, summary: bool },
+    /// An assistant line's text blocks, joined, and its `message.id`
+    /// (interned).
+    Assistant { text: Option<Txt>, msg_id: Option<usize> },
     /// A compact boundary and what it preserved.
-    Boundary { preserved: Option<Kept> },
+    Boundary { preserved: Option<Box<Kept>> },
     /// A queued prompt attachment (a steering prompt).
-    Queued { text: String },
+    Queued { text: Txt },
     /// Any other chain line (system notes, progress, attachments).
     Other,
 }
@@ -175,14 +292,61 @@ struct Kept {
     segment: Option<(String, String)>,
 }
 
+/// One chain line: its uuid and parent (as [`Names`]), and what it says.
 #[derive(Clone, Debug)]
 struct Node {
-    uuid: String,
-    parent: Option<String>,
+    uuid: usize,
+    parent: Option<usize>,
     sidechain: bool,
-    timestamp: Option<String>,
-    cwd: Option<String>,
+    /// Kept only by a read of the texts (steering prompts are placed by it).
+    timestamp: Option<Box<str>>,
+    cwd: Option<Arc<str>>,
     kind: Kind,
+}
+
+/// The uuids a transcript names (its lines', their parents'), each held
+/// once and known by its number, with the line that has it, if any: a
+/// node holds numbers, not strings.
+#[derive(Default)]
+struct Names {
+    ids: HashMap<Box<str>, usize>,
+    /// Name → its node (`usize::MAX`: none).
+    node: Vec<usize>,
+}
+
+impl Names {
+    fn intern(&mut self, s: &str) -> usize {
+        if let Some(&n) = self.ids.get(s) {
+            return n;
+        }
+        let n = self.node.len();
+        self.ids.insert(s.into(), n);
+        self.node.push(usize::MAX);
+        n
+    }
+
+    fn get(&self, s: &str) -> Option<usize> {
+        self.ids.get(s).copied()
+    }
+
+    /// The node named `name`.
+    fn node(&self, name: usize) -> Option<usize> {
+        self.node.get(name).copied().filter(|&i| i != usize::MAX)
+    }
+
+    /// The node of the uuid `s`.
+    fn node_of(&self, s: &str) -> Option<usize> {
+        self.get(s).and_then(|n| self.node(n))
+    }
+
+    /// Every name's string, by number.
+    fn strings(&self) -> Vec<&str> {
+        let mut out = vec![""; self.node.len()];
+        for (s, &n) in &self.ids {
+            out[n] = s;
+        }
+        out
+    }
 }
 
 /// Prompts queued while the model worked, oldest first (`None`: one that
@@ -193,7 +357,7 @@ struct Node {
 #[derive(Default)]
 struct PromptQueue {
     /// Every prompt queued, in order; `None` once taken.
-    slots: Vec<Option<Option<String>>>,
+    slots: Vec<Option<Option<Txt>>>,
     /// The first slot that may still be queued.
     head: usize,
     /// The slots of each text's hash, oldest first (taken ones are skipped
@@ -203,18 +367,18 @@ struct PromptQueue {
 }
 
 impl PromptQueue {
-    fn hash(&self, text: &Option<String>) -> u64 {
+    fn hash(&self, text: &Option<Txt>) -> u64 {
         std::hash::BuildHasher::hash_one(&self.hasher, text)
     }
 
-    fn push(&mut self, text: Option<String>) {
+    fn push(&mut self, text: Option<Txt>) {
         let h = self.hash(&text);
         self.by_hash.entry(h).or_default().push_back(self.slots.len());
         self.slots.push(Some(text));
     }
 
     /// Takes the oldest prompt still queued.
-    fn pop_front(&mut self) -> Option<Option<String>> {
+    fn pop_front(&mut self) -> Option<Option<Txt>> {
         while let Some(slot) = self.slots.get_mut(self.head) {
             self.head += 1;
             if let Some(text) = slot.take() {
@@ -225,7 +389,7 @@ impl PromptQueue {
     }
 
     /// Takes the oldest prompt still queued whose text is `text`, if any.
-    fn remove(&mut self, text: &Option<String>) {
+    fn remove(&mut self, text: &Option<Txt>) {
         let h = self.hash(text);
         let Some(bucket) = self.by_hash.get_mut(&h) else { return };
         // Taken ones are a prefix of the bucket (unless two texts share a
@@ -312,20 +476,168 @@ pub fn read(
     project: impl FnOnce() -> Option<Arc<Winners>>,
     texts: bool,
 ) -> io::Result<(Transcript, TitleParts)> {
+    let keep = if texts { Keep::Texts } else { Keep::Nothing };
+    let (First { transcript, said, .. }, parts) = first_pass(file, project, keep)?;
+    let items = said.into_iter().map(|s| s.into_item(held)).collect();
+    Ok((Transcript { items, ..transcript }, parts))
+}
+
+/// Reads a transcript's conversation for a prompt of `budget` bytes, as
+/// [`read`] reads it (as it was when the read began), holding what
+/// retention may keep rather than every text: a first pass keeps the chain
+/// and where each text is (its line's offset, length and checksum, its
+/// size floor); the items retention certainly drops under the budget
+/// (`retention::certainly_dropped`) are left out and counted in the
+/// [`Elided`]; the lines of the others are read again from the same open
+/// file. `None` when a line read again is not the line the first pass read
+/// (the file was rewritten under the read): the caller reads it whole
+/// again rather than mix two versions. The title is not read (`None`).
+pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, Elided)>> {
+    let mut again = file.try_clone()?;
+    let (read, _) = first_pass(file, || None, Keep::Places)?;
+    let First { transcript, said, texts } = read;
+    // Only the projected items (those with a text) are retained.
+    let shown: Vec<usize> = (0..said.len()).filter(|&k| txt_bytes(&said[k].text, &texts) > 0).collect();
+    let floors: Vec<ItemFloor> = shown
+        .iter()
+        .map(|&k| {
+            let s = &said[k];
+            ItemFloor::parts(s.role, s.checkpoint, txt_floor(&s.text, &texts), txt_bytes(&s.text, &texts))
+        })
+        .collect();
+    let dropped = certainly_dropped(&floors, budget);
+    let mut elided = Elided::default();
+    let mut left_out = vec![false; said.len()];
+    for (j, &k) in shown.iter().enumerate().filter(|(j, _)| dropped[*j]) {
+        left_out[k] = true;
+        elided.messages += 1;
+        elided.bytes += floors[j].bytes;
+    }
+    let mut wanted: Vec<usize> = Vec::new();
+    for (s, _) in said.iter().zip(&left_out).filter(|(_, out)| !**out) {
+        match &s.text {
+            Txt::At { id, .. } => wanted.push(*id),
+            Txt::Joined(ids) => wanted.extend(ids),
+            Txt::Held(_) => {}
+        }
+    }
+    wanted.sort_by_key(|&id| texts[id].offset);
+    wanted.dedup();
+    let mut got: HashMap<usize, String> = HashMap::with_capacity(wanted.len());
+    let mut buf = Vec::new();
+    for id in wanted {
+        let at = &texts[id];
+        match text_again(&mut again, at, &mut buf)? {
+            Some(text) => got.insert(id, text),
+            None => return Ok(None),
+        };
+    }
+    let text = |t: Txt| match t {
+        Txt::Held(s) => s,
+        Txt::At { id, .. } => got.get(&id).cloned().unwrap_or_default(),
+        Txt::Joined(ids) => ids.iter().map(|id| got.get(id).map_or("", String::as_str)).collect::<Vec<_>>().join("\n"),
+    };
+    let items = said.into_iter().zip(left_out).filter(|(_, out)| !out).map(|(s, _)| s.into_item(text)).collect();
+    Ok(Some((Transcript { items, ..transcript }, elided)))
+}
+
+/// The text `at` read again from `file` into `buf`: `None` when its line is
+/// not the line the first pass read there (length, checksum, its text's
+/// length).
+fn text_again(file: &mut File, at: &TextAt, buf: &mut Vec<u8>) -> io::Result<Option<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    buf.clear();
+    buf.resize(at.len as usize, 0);
+    file.seek(SeekFrom::Start(at.offset))?;
+    match file.read_exact(buf) {
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        r => r?,
+    }
+    if line_checksum(buf) != at.checksum {
+        return Ok(None);
+    }
+    let Ok(line) = serde_json::from_slice::<Line<'_>>(buf) else { return Ok(None) };
+    let empty = Message::default();
+    let message = line.message.as_ref().unwrap_or(&empty);
+    Ok(text_of(&line, message, at.what).filter(|t| t.len() as u64 == u64::from(at.bytes)))
+}
+
+/// UTF-8 bytes of a text.
+fn txt_bytes(t: &Txt, texts: &[TextAt]) -> u64 {
+    match t {
+        Txt::Held(s) => s.len() as u64,
+        Txt::At { id, .. } => u64::from(texts[*id].bytes),
+        Txt::Joined(ids) => {
+            ids.iter().map(|&id| u64::from(texts[id].bytes)).sum::<u64>() + ids.len().saturating_sub(1) as u64
+        }
+    }
+}
+
+/// At most the serialized length of a text (`retention::text_floor`; a
+/// joined text: 0, as its parts joined might hold a credential none holds).
+fn txt_floor(t: &Txt, texts: &[TextAt]) -> u64 {
+    match t {
+        Txt::Held(s) => text_floor(s),
+        Txt::At { id, .. } => u64::from(texts[*id].floor),
+        Txt::Joined(_) => 0,
+    }
+}
+
+/// One item of the conversation, its text as the read keeps it.
+#[derive(Debug)]
+struct Said {
+    role: Role,
+    checkpoint: bool,
+    text: Txt,
+}
+
+impl Said {
+    fn new(role: Role, text: Txt) -> Said {
+        Said { role, checkpoint: false, text }
+    }
+
+    fn checkpoint(text: Txt) -> Said {
+        Said { role: Role::User, checkpoint: true, text }
+    }
+
+    fn into_item(self, text: impl FnOnce(Txt) -> String) -> ConversationItem {
+        ConversationItem { role: self.role, text: text(self.text), checkpoint: self.checkpoint }
+    }
+}
+
+/// What the first pass of a read gives: the transcript without its items,
+/// the items with their texts as kept, and where the texts kept by where
+/// they are are.
+struct First {
+    transcript: Transcript,
+    said: Vec<Said>,
+    texts: Vec<TextAt>,
+}
+
+/// Reads every complete line of the transcript as it was when the read
+/// began, keeping of the texts what `keep` says.
+fn first_pass(
+    file: File,
+    project: impl FnOnce() -> Option<Arc<Winners>>,
+    keep: Keep,
+) -> io::Result<(First, TitleParts)> {
     let mut nodes: Vec<Node> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut names = Names::default();
+    let mut msg_ids: HashMap<Box<str>, usize> = HashMap::new();
+    let mut texts: Vec<TextAt> = Vec::new();
     let (mut custom, mut ai) = (None::<String>, None::<String>);
     let mut summaries: HashMap<String, String> = HashMap::new();
     let mut head = Head::default();
-    let mut steering: Vec<(String, String)> = Vec::new();
+    let mut steering: Vec<(String, Txt)> = Vec::new();
     // Prompts queued while the model worked, oldest first (`None`: one that
     // is not typed text, such as a task notification).
     let mut queued = PromptQueue::default();
     let (mut created_at, mut first_cwd) = (None, None);
-    let mut last_uuid: Option<String> = None;
+    let mut last_cwd: Option<Arc<str>> = None;
+    let mut last_uuid: Option<usize> = None;
     // Without texts: the first typed prompt of the main chain, as a title.
     let mut first_prompt_title: Option<String> = None;
-    let stats: LineStats = each_line(as_of_now(file)?, u64::MAX, |n, bytes| {
+    let stats: LineStats = each_line_at(as_of_now(file)?, u64::MAX, |n, offset, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else {
             head.feed(n, None);
             return false;
@@ -346,6 +658,25 @@ pub fn read(
         if first_cwd.is_none() {
             first_cwd = line.cwd.owned().filter(|c| !c.is_empty());
         }
+        // The `what` text of this line as the read keeps it.
+        let mut checksum = None;
+        let mut text = |message: &Message<'_>, what: Extract| -> Option<Txt> {
+            let t = text_of(&line, message, what)?;
+            match keep {
+                Keep::Places => {
+                    let id = texts.len();
+                    let checksum = *checksum.get_or_insert_with(|| line_checksum(bytes));
+                    // (A floor that did not fit would be 0, still a floor.)
+                    let floor = u32::try_from(text_floor(&t)).unwrap_or(0);
+                    let fit = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    let (len, bytes_len) = (fit(bytes.len()), fit(t.len()));
+                    texts.push(TextAt { offset, checksum, len, bytes: bytes_len, floor, what });
+                    Some(Txt::At { id, hash: text_hash(&t) })
+                }
+                _ => Some(Txt::Held(t)),
+            }
+        };
+        let empty = Message::default();
         match kind {
             "custom-title" => custom = line.custom_title.owned().filter(|t| !t.trim().is_empty()).or(custom.take()),
             "ai-title" => ai = line.ai_title.owned().filter(|t| !t.trim().is_empty()).or(ai.take()),
@@ -357,64 +688,64 @@ pub fn read(
                 }
             }
             // Steering prompts are items, never titles.
-            "queue-operation" if !texts => {}
+            "queue-operation" if keep == Keep::Nothing => {}
             "queue-operation" => match line.operation.get() {
-                Some("enqueue") => queued.push(typed(&line.content)),
+                Some("enqueue") => queued.push(text(&empty, Extract::Operation)),
                 // Taken up as the next prompt (its own user line follows)
                 // or pulled back into the prompt box: no message of its own.
                 Some("dequeue") => drop(queued.pop_front()),
                 // Delivered to the model mid-turn. Since 2.1.205 the line
                 // carries the text; before, it is the oldest queued prompt's.
                 Some("remove") => {
-                    let text = match &line.content {
+                    let t = match &line.content {
                         Content::None => queued.pop_front().flatten(),
-                        content => {
-                            let text = typed(content);
-                            queued.remove(&text);
-                            text
+                        _ => {
+                            let t = text(&empty, Extract::Operation);
+                            queued.remove(&t);
+                            t
                         }
                     };
-                    if let (Some(text), Some(ts)) = (text, line.timestamp.owned()) {
-                        steering.push((ts, text));
+                    if let (Some(t), Some(ts)) = (t, line.timestamp.owned()) {
+                        steering.push((ts, t));
                     }
                 }
                 _ => {}
             },
             "user" | "assistant" | "system" | "attachment" | "progress" => {
-                let Some(uuid) = line.uuid.owned() else { return true };
-                if index.contains_key(&uuid) {
+                let Some(uuid) = line.uuid.get() else { return true };
+                if names.node_of(uuid).is_some() {
                     // Re-appended copies are identical: the first wins.
                     return true;
                 }
                 let parent = match &line.parent {
-                    Some(p) => p.owned(),
+                    Some(p) => p.get().map(|p| names.intern(p)),
                     // No `parentUuid` at all: a legacy file, in file order.
-                    None => last_uuid.clone(),
+                    None => last_uuid,
                 };
-                let message = line.message.unwrap_or_default();
-                let kind = match kind {
+                let message = line.message.as_ref().unwrap_or(&empty);
+                let node_kind = match kind {
                     "user" if line.meta.0 => Kind::Other,
-                    "user" if !texts => {
+                    "user" if keep == Keep::Nothing => {
                         if first_prompt_title.is_none() && !line.sidechain.0 && !line.compact_summary.0 {
                             first_prompt_title = typed(&message.content).and_then(|t| title_from_text(&t));
                         }
-                        Kind::User { typed: None, summary: None }
+                        Kind::User { text: None, summary: false }
                     }
-                    "user" => {
-                        let summary = line.compact_summary.0.then(|| full_text(&message.content)).flatten();
-                        Kind::User {
-                            typed: if line.compact_summary.0 { None } else { typed(&message.content) },
-                            summary,
-                        }
+                    "user" if line.compact_summary.0 => {
+                        Kind::User { text: text(message, Extract::Summary), summary: true }
                     }
+                    "user" => Kind::User { text: text(message, Extract::Typed), summary: false },
                     "assistant" if line.api_error.0 || message.model.get() == Some("<synthetic>") => Kind::Other,
-                    "assistant" if !texts => Kind::Assistant { text: None, msg_id: None },
+                    "assistant" if keep == Keep::Nothing => Kind::Assistant { text: None, msg_id: None },
                     "assistant" => Kind::Assistant {
-                        text: join(message.content.texts(&["text"]).map(str::to_owned)),
-                        msg_id: message.id.owned(),
+                        text: text(message, Extract::Answer),
+                        msg_id: message.id.get().map(|id| {
+                            let next = msg_ids.len();
+                            *msg_ids.entry(id.into()).or_insert(next)
+                        }),
                     },
                     "system" if line.subtype.get() == Some("compact_boundary") => {
-                        Kind::Boundary { preserved: kept(line.compact.as_ref()) }
+                        Kind::Boundary { preserved: kept(line.compact.as_ref()).map(Box::new) }
                     }
                     "attachment" => match &line.attachment {
                         Some(a)
@@ -422,60 +753,84 @@ pub fn read(
                         {
                             // A queued prompt may be the leaf: kept as one, without its text
                             // when the read is for the title.
-                            let text = |t: String| if texts { t } else { String::new() };
-                            typed(&a.prompt).map_or(Kind::Other, |t| Kind::Queued { text: text(t) })
+                            match keep {
+                                Keep::Nothing => typed(&a.prompt).map(|_| Txt::default()),
+                                _ => text(message, Extract::Queued),
+                            }
+                            .map_or(Kind::Other, |text| Kind::Queued { text })
                         }
                         _ => Kind::Other,
                     },
                     _ => Kind::Other,
                 };
-                index.insert(uuid.clone(), nodes.len());
-                last_uuid = Some(uuid.clone());
+                let uuid = names.intern(uuid);
+                names.node[uuid] = nodes.len();
+                last_uuid = Some(uuid);
+                let cwd = line.cwd.get().filter(|c| !c.is_empty()).map(|c| match &last_cwd {
+                    Some(last) if **last == *c => last.clone(),
+                    _ => {
+                        let c: Arc<str> = c.into();
+                        last_cwd = Some(c.clone());
+                        c
+                    }
+                });
                 nodes.push(Node {
                     uuid,
                     parent,
                     sidechain: line.sidechain.0,
-                    timestamp: line.timestamp.owned(),
-                    cwd: line.cwd.owned().filter(|c| !c.is_empty()),
-                    kind,
+                    timestamp: line.timestamp.get().filter(|_| keep != Keep::Nothing).map(Box::from),
+                    cwd,
+                    kind: node_kind,
                 });
             }
             _ => {}
         }
         true
     })?;
-    let path = current_path(&nodes, &index);
+    let path = current_path(&nodes, &names);
     // Before `classify` moves the texts out of the nodes.
-    let first_prompt_text = match texts {
-        true => nodes.iter().find_map(|n| match &n.kind {
-            Kind::User { typed: Some(t), .. } if !n.sidechain => title_from_text(t),
+    let first_prompt_text = match keep {
+        Keep::Texts => nodes.iter().find_map(|n| match &n.kind {
+            Kind::User { text: Some(Txt::Held(t)), summary: false } if !n.sidechain => title_from_text(t),
             _ => None,
         }),
-        false => None,
+        _ => None,
     };
-    let items = if texts { classify(&mut nodes, &path, steering) } else { Vec::new() };
-    let first_prompt = || match texts {
-        true => first_prompt_text.clone(),
-        false => first_prompt_title.clone(),
+    let first_prompt = || match keep {
+        Keep::Nothing => first_prompt_title.clone(),
+        _ => first_prompt_text.clone(),
     };
     // A summary titles the session whose message is its leaf: the summary
     // of the leaf, else of the newest message of the path that has one.
-    let own = path.iter().rev().find_map(|&i| summaries.get(&nodes[i].uuid)).cloned();
+    let own = {
+        let summary_of: HashMap<usize, &String> =
+            summaries.iter().filter_map(|(leaf, text)| Some((names.get(leaf)?, text))).collect();
+        path.iter().rev().find_map(|&i| summary_of.get(&nodes[i].uuid)).map(|t| (*t).clone())
+    };
     let parts = match custom.or(ai) {
         Some(title) => TitleParts::Own(Some(title)),
-        None if head.writes_summaries() => TitleParts::Project {
-            path: path.iter().rev().map(|&i| uuid_hash(&nodes[i].uuid)).collect(),
-            own,
-            first_prompt: first_prompt(),
-        },
+        None if head.writes_summaries() => {
+            let strings = names.strings();
+            TitleParts::Project {
+                path: path.iter().rev().map(|&i| uuid_hash(strings[nodes[i].uuid])).collect(),
+                own,
+                first_prompt: first_prompt(),
+            }
+        }
         None => TitleParts::Own(own.or_else(first_prompt)),
     };
-    let title = match &parts {
-        TitleParts::Project { .. } => parts.title(project().as_deref()),
-        TitleParts::Own(title) => title.clone(),
+    let title = match (&parts, keep) {
+        (_, Keep::Places) => None,
+        (TitleParts::Project { .. }, _) => parts.title(project().as_deref()),
+        (TitleParts::Own(title), _) => title.clone(),
     };
-    let cwd = path.iter().rev().find_map(|&i| nodes[i].cwd.clone()).or(first_cwd);
-    Ok((Transcript { items, title, cwd, created_at, stats }, parts))
+    let cwd = path.iter().rev().find_map(|&i| nodes[i].cwd.as_deref().map(str::to_owned)).or(first_cwd);
+    // The names are not needed to classify: not held while it runs.
+    drop((names, msg_ids, summaries));
+    let said = if keep == Keep::Nothing { Vec::new() } else { classify(&mut nodes, &path, steering) };
+    drop(nodes);
+    let transcript = Transcript { items: Vec::new(), title, cwd, created_at, stats };
+    Ok((First { transcript, said, texts }, parts))
 }
 
 /// What a boundary's metadata preserves: `preservedMessages` when it
@@ -492,20 +847,22 @@ fn kept(meta: Option<&CompactMeta<'_>>) -> Option<Kept> {
     Some(Kept { anchor: s.anchor.owned()?, uuids: Vec::new(), segment: Some((s.head.owned()?, s.tail.owned()?)) })
 }
 
-/// The uuids of a preserved segment, head to tail, walked back from the
+/// The names of a preserved segment, head to tail, walked back from the
 /// tail by parent links (empty when the walk does not reach the head).
-fn segment_uuids(head: &str, tail: &str, nodes: &[Node], index: &HashMap<String, usize>) -> Vec<String> {
+fn segment_names(head: &str, tail: &str, nodes: &[Node], names: &Names) -> Vec<usize> {
+    // A tail no line names has no node: nothing of it would be kept.
+    let Some(tail) = names.get(tail) else { return Vec::new() };
+    let head = names.get(head);
     let mut out = Vec::new();
-    let mut at = Some(tail.to_owned());
+    let mut at = Some(tail);
     let mut seen = HashSet::new();
     while let Some(u) = at {
-        if !seen.insert(u.clone()) {
+        if !seen.insert(u) {
             break;
         }
-        let parent = index.get(&u).and_then(|&i| nodes[i].parent.clone());
-        let is_head = u == head;
+        let parent = names.node(u).and_then(|i| nodes[i].parent);
         out.push(u);
-        if is_head {
+        if Some(u) == head {
             out.reverse();
             return out;
         }
@@ -518,7 +875,7 @@ fn segment_uuids(head: &str, tail: &str, nodes: &[Node], index: &HashMap<String,
 /// back along `parentUuid` (stopping at a root, a dangling parent or a
 /// cycle), in conversation order, with the preserved messages of its
 /// compact boundary spliced in after the boundary's anchor.
-fn current_path(nodes: &[Node], index: &HashMap<String, usize>) -> Vec<usize> {
+fn current_path(nodes: &[Node], names: &Names) -> Vec<usize> {
     let leaf = nodes.iter().rposition(|n| {
         !n.sidechain && matches!(n.kind, Kind::User { .. } | Kind::Assistant { .. } | Kind::Queued { .. })
     });
@@ -531,23 +888,22 @@ fn current_path(nodes: &[Node], index: &HashMap<String, usize>) -> Vec<usize> {
             break;
         }
         path.push(i);
-        at = nodes[i].parent.as_deref().and_then(|p| index.get(p).copied());
+        at = nodes[i].parent.and_then(|p| names.node(p));
     }
     path.reverse();
     let Some(Kind::Boundary { preserved: Some(k) }) = path.first().map(|&i| &nodes[i].kind) else { return path };
-    let Some(a) = path.iter().position(|&i| nodes[i].uuid == k.anchor) else { return path };
-    let uuids = match &k.segment {
-        Some((head, tail)) => segment_uuids(head, tail, nodes, index),
-        None => k.uuids.clone(),
+    let anchor = names.get(&k.anchor);
+    let Some(a) = path.iter().position(|&i| Some(nodes[i].uuid) == anchor) else { return path };
+    let preserved: Vec<usize> = match &k.segment {
+        Some((head, tail)) => {
+            segment_names(head, tail, nodes, names).into_iter().filter_map(|n| names.node(n)).collect()
+        }
+        None => k.uuids.iter().filter_map(|u| names.node_of(u)).collect(),
     };
     // Each preserved message once, where it is first named: a list that
     // names one message many times must not copy it as many times.
     let mut kept_set: HashSet<usize> = HashSet::new();
-    let kept: Vec<usize> = uuids
-        .iter()
-        .filter_map(|u| index.get(u).copied())
-        .filter(|&i| !nodes[i].sidechain && kept_set.insert(i))
-        .collect();
+    let kept: Vec<usize> = preserved.into_iter().filter(|&i| !nodes[i].sidechain && kept_set.insert(i)).collect();
     let mut spliced: Vec<usize> = path[..=a].to_vec();
     spliced.extend(&kept);
     spliced.extend(path[a + 1..].iter().filter(|i| !kept_set.contains(i)));
@@ -558,21 +914,19 @@ fn current_path(nodes: &[Node], index: &HashMap<String, usize>) -> Vec<usize> {
 /// and steering prompts put where they were typed. Texts are moved out of
 /// the nodes, not copied (a text named twice by the path is copied for all
 /// but its last use), so a conversation's texts are held once.
-fn classify(nodes: &mut [Node], path: &[usize], steering: Vec<(String, String)>) -> Vec<ConversationItem> {
+fn classify(nodes: &mut [Node], path: &[usize], steering: Vec<(String, Txt)>) -> Vec<Said> {
     // Text lines of one API response, by message id, in file order, each
     // text once (found by hash: a response of many lines stays linear).
-    let mut by_msg: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut by_msg: HashMap<usize, Vec<usize>> = HashMap::new();
     {
-        let mut msg_texts: HashSet<(&str, &str)> = HashSet::new();
-        let mut groups: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut msg_texts: HashSet<(usize, &Txt)> = HashSet::new();
         for (i, n) in nodes.iter().enumerate().filter(|(_, n)| !n.sidechain) {
             if let Kind::Assistant { text: Some(t), msg_id: Some(id) } = &n.kind {
-                if msg_texts.insert((id.as_str(), t.as_str())) {
-                    groups.entry(id.as_str()).or_default().push(i);
+                if msg_texts.insert((*id, t)) {
+                    by_msg.entry(*id).or_default().push(i);
                 }
             }
         }
-        by_msg.extend(groups.into_iter().map(|(id, members)| (id.to_owned(), members)));
     }
     // How many more times the path names each node: its text is moved out
     // at the last.
@@ -580,9 +934,9 @@ fn classify(nodes: &mut [Node], path: &[usize], steering: Vec<(String, String)>)
     for &i in path {
         uses[i] += 1;
     }
-    let mut items: Vec<(Option<usize>, ConversationItem)> = Vec::new();
-    let mut done_msgs: HashSet<String> = HashSet::new();
-    let mut queued: HashSet<String> = HashSet::new();
+    let mut items: Vec<(Option<usize>, Said)> = Vec::new();
+    let mut done_msgs: HashSet<usize> = HashSet::new();
+    let mut queued: HashSet<Txt> = HashSet::new();
     let mut prev_boundary = false;
     for &i in path {
         uses[i] -= 1;
@@ -592,61 +946,76 @@ fn classify(nodes: &mut [Node], path: &[usize], steering: Vec<(String, String)>)
         }
         let after_boundary = std::mem::replace(&mut prev_boundary, matches!(nodes[i].kind, Kind::Boundary { .. }));
         let ts = nodes[i].timestamp.as_ref().map(|_| i);
-        let take = |s: &mut String| if last_use { std::mem::take(s) } else { s.clone() };
+        let take = |s: &mut Txt| if last_use { std::mem::take(s) } else { s.clone() };
         match &mut nodes[i].kind {
-            Kind::User { summary: Some(s), .. } => items.push((ts, ConversationItem::checkpoint(take(s)))),
-            Kind::User { typed, .. } if after_boundary => {
+            Kind::User { text: Some(s), summary: true } => items.push((ts, Said::checkpoint(take(s)))),
+            Kind::User { text, .. } if after_boundary => {
                 // The boundary's first child is the summary, flagged or not.
-                let text = typed.as_mut().map_or_else(|| MISSING_SUMMARY.to_owned(), take);
-                items.push((ts, ConversationItem::checkpoint(text)));
+                let text = text.as_mut().map_or_else(|| Txt::Held(MISSING_SUMMARY.to_owned()), take);
+                items.push((ts, Said::checkpoint(text)));
             }
-            Kind::User { typed: Some(t), .. } => items.push((ts, ConversationItem::new(Role::User, take(t)))),
+            Kind::User { text: Some(t), summary: false } => items.push((ts, Said::new(Role::User, take(t)))),
             Kind::Queued { text } => {
                 queued.insert(text.clone());
-                items.push((ts, ConversationItem::new(Role::User, take(text))));
+                items.push((ts, Said::new(Role::User, take(text))));
             }
             Kind::Assistant { text, msg_id } => {
                 let joined = match msg_id {
-                    Some(id) if done_msgs.contains(id.as_str()) => continue,
+                    Some(id) if done_msgs.contains(id) => continue,
                     Some(id) => {
-                        done_msgs.insert(id.clone());
+                        done_msgs.insert(*id);
                         // Every text of the response is used here only.
-                        by_msg.remove(id.as_str()).map(|members| join_texts(nodes, &members))
+                        by_msg.remove(id).map(|members| join_texts(nodes, &members))
                     }
                     None => text.as_mut().map(take),
                 };
                 if let Some(t) = joined {
-                    items.push((ts, ConversationItem::new(Role::Assistant, t)));
+                    items.push((ts, Said::new(Role::Assistant, t)));
                 }
             }
             _ => {}
         }
     }
     let stamp = |i: Option<usize>| i.and_then(|i| nodes[i].timestamp.as_deref());
-    let items: Vec<(Option<&str>, ConversationItem)> = items.into_iter().map(|(ts, it)| (stamp(ts), it)).collect();
+    let items: Vec<(Option<&str>, Said)> = items.into_iter().map(|(ts, it)| (stamp(ts), it)).collect();
     // Steering prompts outside the tree: after the last item typed before
     // them; none before the current view starts.
     let first_ts = path.iter().find_map(|&i| nodes[i].timestamp.as_deref());
-    let typed_users: HashSet<&str> =
-        items.iter().filter(|(_, it)| it.role == Role::User).map(|(_, it)| it.text.as_str()).collect();
-    let mut steering: Vec<(String, String)> = steering
+    let typed_users: HashSet<&Txt> =
+        items.iter().filter(|(_, it)| it.role == Role::User).map(|(_, it)| &it.text).collect();
+    let mut steering: Vec<(String, Txt)> = steering
         .into_iter()
-        .filter(|(_, text)| !queued.contains(text) && !typed_users.contains(text.as_str()))
+        .filter(|(_, text)| !queued.contains(text) && !typed_users.contains(text))
         .filter(|(ts, _)| first_ts.is_some_and(|f| ts.as_str() >= f))
         .collect();
-    place_steering(items, &mut steering)
+    place_steering(items, &mut steering, |text| Said::new(Role::User, text))
 }
 
 /// The texts of the assistant nodes `members` (one API response), joined
-/// with newlines, moved out of the nodes.
-fn join_texts(nodes: &mut [Node], members: &[usize]) -> String {
+/// with newlines, moved out of the nodes (texts not held: the list of
+/// them, joined when read).
+fn join_texts(nodes: &mut [Node], members: &[usize]) -> Txt {
     let mut texts = members.iter().map(|&j| match &mut nodes[j].kind {
         Kind::Assistant { text: Some(t), .. } => std::mem::take(t),
-        _ => String::new(),
+        _ => Txt::default(),
     });
-    match members.len() {
-        1 => texts.next().unwrap_or_default(),
-        _ => texts.collect::<Vec<String>>().join("\n"),
+    if members.len() == 1 {
+        return texts.next().unwrap_or_default();
+    }
+    let texts: Vec<Txt> = texts.collect();
+    if texts.iter().all(|t| matches!(t, Txt::Held(_))) {
+        let held: Vec<String> = texts.into_iter().map(held).collect();
+        return Txt::Held(held.join("\n"));
+    }
+    Txt::Joined(texts.iter().filter_map(|t| if let Txt::At { id, .. } = t { Some(*id) } else { None }).collect())
+}
+
+/// The string of a text a read of the texts holds (it holds every text).
+fn held(t: Txt) -> String {
+    debug_assert!(matches!(t, Txt::Held(_)), "a read of the texts holds every text");
+    match t {
+        Txt::Held(s) => s,
+        _ => String::new(),
     }
 }
 
@@ -656,10 +1025,11 @@ fn join_texts(nodes: &mut [Node], members: &[usize]) -> String {
 /// (inserting them one by one was quadratic): a prompt goes after the last
 /// item of the conversation timestamped no later than it, and prompts that
 /// go after the same item follow in timestamp order, then file order.
-fn place_steering(
-    items: Vec<(Option<&str>, ConversationItem)>,
-    steering: &mut [(String, String)],
-) -> Vec<ConversationItem> {
+fn place_steering<T, S: Default>(
+    items: Vec<(Option<&str>, T)>,
+    steering: &mut [(String, S)],
+    prompt: impl Fn(S) -> T,
+) -> Vec<T> {
     // The earliest timestamp from each item on: a prompt goes before item
     // `k`, where `k` is how many of these are no later than it (they never
     // decrease).
@@ -675,14 +1045,14 @@ fn place_steering(
     steering.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out = Vec::with_capacity(items.len() + steering.len());
     let mut prompts = steering.iter_mut().peekable();
-    let prompt = |(_, text): &mut (String, String)| ConversationItem::new(Role::User, std::mem::take(text));
+    let take = |(_, text): &mut (String, S)| prompt(std::mem::take(text));
     for (k, (_, item)) in items.into_iter().enumerate() {
         while let Some(p) = prompts.next_if(|(ts, _)| before(ts) <= k) {
-            out.push(prompt(p));
+            out.push(take(p));
         }
         out.push(item);
     }
-    out.extend(prompts.map(prompt));
+    out.extend(prompts.map(take));
     out
 }
 
@@ -709,7 +1079,7 @@ mod tests {
         for round in 0..500 {
             let (mut queue, mut list) = (PromptQueue::default(), VecDeque::new());
             for step in 0..40 {
-                let text = (next(5) > 0).then(|| format!("p{}", next(4)));
+                let text = (next(5) > 0).then(|| Txt::Held(format!("p{}", next(4))));
                 match next(3) {
                     0 => {
                         queue.push(text.clone());
@@ -745,7 +1115,7 @@ mod tests {
             let steering: Vec<(String, String)> =
                 (0..next(5)).map(|i| (stamps[next(5)].to_owned(), format!("prompt {i}"))).collect();
             let want = one_by_one(&items, &steering);
-            let got = place_steering(items, &mut steering.clone());
+            let got = place_steering(items, &mut steering.clone(), |t| ConversationItem::new(Role::User, t));
             assert_eq!(got, want, "round {round}");
         }
     }

@@ -11,6 +11,7 @@
 
 use super::fold::SeqMap;
 use crate::retention::ItemFloor;
+use crate::sources::line_checksum;
 
 /// Dead bytes below this are never worth a compaction.
 const MIN_COMPACTION_BYTES: usize = 1 << 20;
@@ -60,11 +61,6 @@ pub(crate) struct LineStub {
     pub len: usize,
     pub checksum: u64,
     pub floor: ItemFloor,
-}
-
-/// The checksum a [`LineStub`] keeps of its line.
-pub(crate) fn line_checksum(line: &[u8]) -> u64 {
-    crate::cache_file::checksum(0x6473_6873_7475_6231, line)
 }
 
 impl KeptLines {

@@ -24,7 +24,7 @@ use super::fold::{Surface, SurfaceOp};
 use super::frames::{read_at, FrameStats, LineRead, LineReader, ZstdScratch, MAX_LINE_BYTES, ZSTD_CHUNK};
 use super::generation::Generation;
 use super::header::read_header;
-use super::kept::{line_checksum, KeptLines, LineAt};
+use super::kept::{KeptLines, LineAt};
 use super::layout::Encoding;
 use super::message::{check_facts, facts_of, CHECKED_TYPES};
 use super::recovery::TurnTracker;
@@ -33,6 +33,7 @@ use super::title::{title_of, TITLE_EVENT};
 use super::{LogStats, StoreError, StoreErrorKind, TornTail};
 use crate::fs::{open_regular, FileIdentity};
 use crate::retention::{certainly_dropped, Elided, ItemFloor};
+use crate::sources::line_checksum;
 
 /// The event type of a top-level streamed chunk (v0 and v1 only).
 const CHUNK_EVENT: &str = "assistant/chunk";
