@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
+use crate::json::bytes::find2;
 use crate::json::read::{Reader, Str};
 use crate::projection::Role;
 use crate::sources::foreign::title_from_text;
@@ -414,7 +415,7 @@ impl Block<'_> {
 /// one other than `\/` (so none stands for a `<`, `>`, `/` or a letter).
 fn two_byte_escapes_only(inner: &[u8]) -> bool {
     let mut at = 0;
-    while let Some(p) = memchr::memchr(b'\\', &inner[at..]) {
+    while let Some(p) = find2(&inner[at..], b'\\', b'\\') {
         match inner.get(at + p + 1) {
             Some(b'u' | b'/') | None => return false,
             Some(_) => at += p + 2,
@@ -427,7 +428,7 @@ fn two_byte_escapes_only(inner: &[u8]) -> bool {
 /// ones ([`two_byte_escapes_only`]), unescaped.
 fn unescape_short(out: &mut String, piece: &str) {
     let mut rest = piece;
-    while let Some(p) = memchr::memchr(b'\\', rest.as_bytes()) {
+    while let Some(p) = find2(rest.as_bytes(), b'\\', b'\\') {
         out.push_str(&rest[..p]);
         out.push(match rest.as_bytes().get(p + 1) {
             Some(b'n') => '\n',
@@ -455,12 +456,19 @@ fn trimmed(mut s: String) -> String {
 const USER_TAGS: [&str; 4] = ["task", "feedback", "answer", "user_message"];
 
 /// Whether `text` holds the opening of a user tag (`<task>`, …): one pass,
-/// each `<` found by `memchr` and the name after it compared.
+/// each `<` found by [`find2`] (texts hold one every few dozen bytes, where
+/// an inline loop beats a call into `memchr`) and the name after it
+/// compared.
 fn opens_user_tag(text: &[u8]) -> bool {
-    memchr::memchr_iter(b'<', text).any(|at| {
-        let after = &text[at + 1..];
-        USER_TAGS.iter().any(|t| after.starts_with(t.as_bytes()) && after.get(t.len()) == Some(&b'>'))
-    })
+    let mut at = 0;
+    while let Some(lt) = find2(&text[at..], b'<', b'<') {
+        let after = &text[at + lt + 1..];
+        if USER_TAGS.iter().any(|t| after.starts_with(t.as_bytes()) && after.get(t.len()) == Some(&b'>')) {
+            return true;
+        }
+        at += lt + 1;
+    }
+    false
 }
 
 /// The inner texts of `<tag>…</tag>` for the user tags, in order.
@@ -591,7 +599,7 @@ pub fn visible_assistant_text(text: &str) -> String {
 /// `>`, never inside a JSON escape of the text as written.
 fn cut_tool_calls<'t>(text: &'t str, mut keep: impl FnMut(&'t str, bool)) {
     let mut rest = text;
-    while let Some(lt) = memchr::memchr(b'<', rest.as_bytes()) {
+    while let Some(lt) = find2(rest.as_bytes(), b'<', b'<') {
         let after = &rest[lt + 1..];
         let tool = xml_tool(after);
         let Some(tool) = tool else {
@@ -602,7 +610,7 @@ fn cut_tool_calls<'t>(text: &'t str, mut keep: impl FnMut(&'t str, bool)) {
         keep(&rest[..lt], false);
         let inner_start = &after[tool.len() + 1..];
         let close = format!("</{tool}>");
-        let (inner, tail) = match inner_start.find(&close) {
+        let (inner, tail) = match memchr::memmem::find(inner_start.as_bytes(), close.as_bytes()) {
             Some(end) => (&inner_start[..end], &inner_start[end + close.len()..]),
             None => (inner_start, ""),
         };
