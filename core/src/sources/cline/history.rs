@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
 use crate::json::bytes::find2;
-use crate::json::read::{Reader, Str};
+use crate::json::read::Reader;
 use crate::projection::Role;
 use crate::sources::foreign::title_from_text;
 use crate::sources::lenient::{Content, LBool, LStr};
@@ -225,28 +225,18 @@ const FAST_DEPTH: usize = 64;
 fn fast_message<'a>(r: &mut Reader<'a>, at: usize) -> Option<RawMessage<'a>> {
     r.seek(at);
     let mut m = RawMessage::default();
-    let mut seen = 0u8;
-    let mut field = fields(r)?;
-    while let Some(key) = field(r)? {
-        let bit = match &*key.name() {
-            b"role" => 0,
-            b"content" => 1,
-            b"isSummary" => 2,
-            b"condenseId" => 3,
-            b"condenseParent" => 4,
-            b"isTruncationMarker" => 5,
-            b"truncationId" => 6,
-            b"truncationParent" => 7,
-            _ => {
-                r.skip_within(FAST_DEPTH).ok()?;
-                continue;
-            }
-        };
-        if seen & 1 << bit != 0 {
-            return None;
-        }
-        seen |= 1 << bit;
-        match bit {
+    let names: [&[u8]; 8] = [
+        b"role",
+        b"content",
+        b"isSummary",
+        b"condenseId",
+        b"condenseParent",
+        b"isTruncationMarker",
+        b"truncationId",
+        b"truncationParent",
+    ];
+    fast_object(r, &names, |r, field| {
+        match field {
             0 => m.role = fast_str(r)?,
             1 => m.content = fast_body(r)?,
             2 => m.is_summary = fast_bool(r)?,
@@ -256,25 +246,39 @@ fn fast_message<'a>(r: &mut Reader<'a>, at: usize) -> Option<RawMessage<'a>> {
             6 => m.truncation_id = fast_str(r)?,
             _ => m.truncation_parent = fast_str(r)?,
         }
-    }
+        Some(())
+    })?;
     Some(m)
 }
 
-/// Enters the object at the reader (`None` if it is not one) and gives a
-/// function that reads its next key (`Some(None)` after the last).
-fn fields<'a>(r: &mut Reader<'a>) -> Option<impl FnMut(&mut Reader<'a>) -> Option<Option<Str<'a>>>> {
+/// Reads the object at the reader by the fast path: each key among `names`
+/// by `read(r, its index)`, any other skipped. `None` when it is not an
+/// object, a key cannot be decoded (serde decodes every key of a struct,
+/// and refuses one it cannot), a named key comes twice, or `read` fails.
+fn fast_object<'a>(
+    r: &mut Reader<'a>,
+    names: &[&[u8]],
+    mut read: impl FnMut(&mut Reader<'a>, usize) -> Option<()>,
+) -> Option<()> {
     if r.peek() != Some(b'{') || !r.enter_object().ok()? {
         return None;
     }
-    let mut first = true;
-    Some(move |r: &mut Reader<'a>| {
-        let key = r.next_key(&mut first).ok()?;
-        // serde decodes every key of a struct, and refuses one it cannot.
-        match key {
-            Some(k) if k.escaped && k.decode().is_err() => None,
-            key => Some(key),
+    let (mut first, mut seen) = (true, 0u32);
+    while let Some(key) = r.next_key(&mut first).ok()? {
+        if key.escaped && key.decode().is_err() {
+            return None;
         }
-    })
+        let Some(field) = names.iter().position(|n| *n == &*key.name()) else {
+            r.skip_within(FAST_DEPTH).ok()?;
+            continue;
+        };
+        if seen & 1 << field != 0 {
+            return None;
+        }
+        seen |= 1 << field;
+        read(r, field)?;
+    }
+    Some(())
 }
 
 /// A value that is neither a string nor a number, skipped (`None` for a
@@ -334,28 +338,14 @@ fn fast_body<'a>(r: &mut Reader<'a>) -> Option<Body<'a>> {
 /// [`Block`] by the fast path.
 fn fast_block<'a>(r: &mut Reader<'a>) -> Option<Block<'a>> {
     let mut b = Block::default();
-    let mut seen = 0u8;
-    let mut field = fields(r)?;
-    while let Some(key) = field(r)? {
-        let bit = match &*key.name() {
-            b"type" => 0,
-            b"text" => 1,
-            b"content" => 2,
-            _ => {
-                r.skip_within(FAST_DEPTH).ok()?;
-                continue;
-            }
-        };
-        if seen & 1 << bit != 0 {
-            return None;
-        }
-        seen |= 1 << bit;
-        match bit {
+    fast_object(r, &[b"type", b"text", b"content"], |r, field| {
+        match field {
             0 => b.kind = fast_str(r)?,
             1 => b.text = fast_raw(r)?,
             _ => b.content = fast_raw(r)?,
         }
-    }
+        Some(())
+    })?;
     Some(b)
 }
 
