@@ -290,6 +290,121 @@ pub fn open_under(root: &Path, parts: &[&std::ffi::OsStr]) -> io::Result<(File, 
     open_regular(&path)
 }
 
+/// A directory below a root, opened once, to open regular files below it
+/// relative to it: on Linux each with one `openat2` that follows no
+/// symbolic link anywhere on the way (`RESOLVE_NO_SYMLINKS`) and cannot
+/// leave the directory (`RESOLVE_BENEATH`), instead of an `lstat` of every
+/// directory on the way and of the file ([`open_under`]), which is what
+/// is done elsewhere, where `openat2` is missing or refused, and whenever
+/// it fails for another reason than a missing file (so that every error
+/// reads as [`open_under`] gives it). The same files are opened either
+/// way, with the same checks.
+pub(crate) struct DirUnder {
+    root: std::path::PathBuf,
+    dir: Vec<OsString>,
+    #[cfg(target_os = "linux")]
+    fd: Option<rustix::fd::OwnedFd>,
+}
+
+/// Whether `openat2` failed as missing or refused (then not tried again).
+#[cfg(target_os = "linux")]
+static NO_OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl DirUnder {
+    /// The directory `root/dir[0]/…` (each part a real directory, not a
+    /// link). Never fails: a directory that cannot be opened leaves every
+    /// open to [`open_under`], which says why.
+    pub(crate) fn open(root: &Path, dir: &[&std::ffi::OsStr]) -> DirUnder {
+        #[cfg(target_os = "linux")]
+        let fd = {
+            use rustix::fs::{openat2, Mode, OFlags, ResolveFlags, CWD};
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let root_fd = openat2(CWD, root, flags & !OFlags::NOFOLLOW, Mode::empty(), ResolveFlags::empty()).ok();
+            let rel: std::path::PathBuf = dir.iter().collect();
+            root_fd.and_then(|root_fd| {
+                if dir.is_empty() {
+                    return Some(root_fd);
+                }
+                openat2(&root_fd, &rel, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH).ok()
+            })
+        };
+        DirUnder {
+            root: root.to_path_buf(),
+            dir: dir.iter().map(|d| (*d).to_owned()).collect(),
+            #[cfg(target_os = "linux")]
+            fd,
+        }
+    }
+
+    /// Opens the regular file `rel[0]/…` below the directory, as
+    /// [`open_under`] opens `root/dir…/rel…`, with its [`Stamp`].
+    pub(crate) fn open_file(&self, rel: &[&std::ffi::OsStr]) -> io::Result<(File, Stamp)> {
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = self.fd.as_ref().filter(|_| !NO_OPENAT2.load(Ordering::Relaxed)) {
+            use rustix::fs::{openat2, Mode, OFlags, ResolveFlags};
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            let path: std::path::PathBuf = rel.iter().collect();
+            match openat2(fd, &path, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH) {
+                Ok(fd) => {
+                    let file = File::from(fd);
+                    let meta = file.metadata()?;
+                    if meta.is_file() {
+                        return Ok((file, Stamp::of(&meta)));
+                    }
+                }
+                Err(rustix::io::Errno::NOENT) => {
+                    return Err(io::Error::new(io::ErrorKind::NotFound, "no such file or directory"))
+                }
+                Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => NO_OPENAT2.store(true, Ordering::Relaxed),
+                Err(_) => {}
+            }
+        }
+        let parts: Vec<&std::ffi::OsStr> =
+            self.dir.iter().map(OsString::as_os_str).chain(rel.iter().copied()).collect();
+        let (file, _) = open_under(&self.root, &parts)?;
+        let meta = file.metadata()?;
+        Ok((file, Stamp::of(&meta)))
+    }
+}
+
+/// The whole of a small file just opened, whose stamp says it holds `size`
+/// bytes: one `read` when it still does; more (up to `max` bytes: a larger
+/// file is an error) when it changed since.
+pub(crate) fn read_opened(mut file: File, size: u64, max: usize) -> io::Result<Vec<u8>> {
+    use io::Read;
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    if size > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the file is {size} bytes, over the {max} read"),
+        ));
+    }
+    // One byte more than the stamp says, to see a file that grew.
+    let mut buf = vec![0; size + 1];
+    let mut len = 0;
+    loop {
+        let n = match file.read(&mut buf[len..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        len += n;
+        if n == 0 || len == size {
+            buf.truncate(len);
+            return Ok(buf);
+        }
+        if len == buf.len() {
+            if len > max {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("the file is over the {max} bytes read"),
+                ));
+            }
+            buf.resize((len * 2).min(max + 1), 0);
+        }
+    }
+}
+
 /// What one [`read_line`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineEnd {
@@ -567,6 +682,57 @@ mod tests {
         assert!(open_regular(dir.path()).is_err());
         let names: Vec<_> = sorted_entries(dir.path()).unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(names, vec![OsString::from("f")]);
+    }
+
+    #[test]
+    fn files_opened_below_a_directory_follow_no_link() {
+        let root = tempfile::tempdir().unwrap();
+        let task = root.path().join("tasks").join("t1");
+        fs::create_dir_all(&task).unwrap();
+        fs::write(task.join("h.json"), b"[1]").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("h.json"), b"secret").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(outside.path(), root.path().join("tasks").join("t2")).unwrap();
+            std::os::unix::fs::symlink(task.join("h.json"), task.join("link.json")).unwrap();
+        }
+        let os = |s: &'static str| std::ffi::OsStr::new(s);
+        for dir in [DirUnder::open(root.path(), &[os("tasks")]), DirUnder::open(root.path().join("nope").as_ref(), &[])]
+        {
+            let found = dir.open_file(&[os("t1"), os("h.json")]);
+            if dir.dir.is_empty() {
+                // A directory that cannot be opened: every open says why.
+                assert_eq!(found.unwrap_err().kind(), io::ErrorKind::NotFound);
+                continue;
+            }
+            let (file, stamp) = found.unwrap();
+            let (_, want) = open_stamped(&task.join("h.json")).unwrap();
+            assert_eq!(stamp, want);
+            assert_eq!(read_opened(file, stamp.id.size, 10).unwrap(), b"[1]");
+            let missing = dir.open_file(&[os("t1"), os("none.json")]).unwrap_err();
+            assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+            assert_eq!(dir.open_file(&[os("t3"), os("h.json")]).unwrap_err().kind(), io::ErrorKind::NotFound);
+            #[cfg(unix)]
+            for rel in [[os("t2"), os("h.json")], [os("t1"), os("link.json")]] {
+                let err = dir.open_file(&rel).unwrap_err();
+                assert!(err.to_string().contains(LINK_REASON), "{err}");
+            }
+            assert!(dir.open_file(&[os("t1")]).is_err(), "a directory is not a regular file");
+        }
+    }
+
+    #[test]
+    fn a_small_read_takes_what_is_there_up_to_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"abcdef").unwrap();
+        let read = |size: u64, max: usize| read_opened(File::open(&path).unwrap(), size, max);
+        assert_eq!(read(6, 6).unwrap(), b"abcdef");
+        // The file changed since its stamp: what is there now.
+        assert_eq!(read(2, 6).unwrap(), b"abcdef");
+        assert_eq!(read(9, 9).unwrap(), b"abcdef");
+        assert!(read(2, 4).is_err() && read(7, 6).is_err());
     }
 
     #[test]

@@ -97,6 +97,18 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
+    /// The whole input.
+    pub fn input(&self) -> &'a [u8] {
+        self.b
+    }
+
+    /// Moves to the byte offset `pos` of the same input (to read a value
+    /// found by other means, or again after an error).
+    pub fn seek(&mut self, pos: usize) {
+        self.pos = pos.min(self.b.len());
+        self.stack.clear();
+    }
+
     /// An error message for the current position.
     #[cold]
     #[inline(never)]

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::conversation::Conversation;
 use crate::error::HostError;
-use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
+use crate::fs::{open_under, par_map, sorted_entries, DirUnder, EntryKind, FileIdentity, Stamp, LINK_REASON};
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, mtime_ms, read_error, ListedSession, Listing, Transcript};
 use crate::sources::FileSource;
@@ -182,8 +182,12 @@ impl<F: SessionFiles> FileSessions<F> {
         let mut rejected = Vec::new();
         let mut files = Vec::new();
         self.format.walk(&self.root, &mut files, &mut rejected);
+        // Each file opened by one call relative to the root.
+        let root = DirUnder::open(&self.root, &[]);
         let heads = par_map(&files, |rel, _: &mut ()| {
-            let (file, identity) = self.open_rel(rel)?;
+            let parts: Vec<&OsStr> = rel.iter().map(OsString::as_os_str).collect();
+            let (file, stamp) = root.open_file(&parts)?;
+            let identity = stamp.id;
             let heads = self.format.heads(&self.root, rel, file, &identity)?;
             // The file's own time only where a session records none.
             let created =

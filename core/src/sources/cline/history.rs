@@ -6,27 +6,37 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
+use crate::json::bytes::find2;
+use crate::json::read::Reader;
 use crate::projection::Role;
 use crate::sources::foreign::title_from_text;
 use crate::sources::lenient::{Content, LBool, LStr};
 
 /// One content block of a message: its type, its text and (for a tool
-/// result) its own content, both as written, still escaped: most of a
-/// history is tool output, which a read only looks for a user tag in
-/// (without unescaping it, and without building a tool result's blocks
-/// unless one is there).
+/// result) its own content, both as written, still escaped (the JSON text
+/// of the value): most of a history is tool output, which a read only looks
+/// for a user tag in (without unescaping it, and without building a tool
+/// result's blocks unless one is there).
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Block<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: LStr<'a>,
-    #[serde(borrow, default)]
-    text: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    content: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    text: Option<&'a [u8]>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    content: Option<&'a [u8]>,
+}
+
+/// A value's JSON text as written (`None` for `null`).
+fn raw<'de: 'a, 'a, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'a [u8]>, D::Error> {
+    let value = Option::<&'de serde_json::value::RawValue>::deserialize(d)?;
+    Ok(value.map(|v| v.get().as_bytes()))
 }
 
 /// A message's content: a string, or blocks.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 enum Body<'a> {
     #[default]
     None,
@@ -84,6 +94,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Body<'a> {
 /// One element of the history (an Anthropic `MessageParam` with the
 /// agent's own tags); every field lenient.
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 pub struct RawMessage<'a> {
     #[serde(borrow, default)]
     role: LStr<'a>,
@@ -133,6 +144,7 @@ pub fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
     }
     at += 1;
     let mut out = Parsed { messages: Vec::new(), skipped: 0, torn: false };
+    let mut reader = Reader::new(bytes);
     loop {
         at = skip_ws(bytes, at);
         match bytes.get(at) {
@@ -143,8 +155,24 @@ pub fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
             }
             _ => {}
         }
-        // An object parses as a message in one pass; anything else (or a
-        // torn element) is looked at again to tell where it ends.
+        // An object parses as a message in one pass, by the crate's reader
+        // when it is of the usual shape, else by serde; anything else (or
+        // a torn element) is looked at again to tell where it ends.
+        if bytes[at] == b'{' {
+            if let Some(m) = fast_message(&mut reader, at) {
+                out.messages.push(m);
+                at = skip_ws(bytes, reader.pos());
+                match bytes.get(at) {
+                    Some(b',') => at += 1,
+                    Some(b']') => return Some(out),
+                    _ => {
+                        out.torn = true;
+                        return Some(out);
+                    }
+                }
+                continue;
+            }
+        }
         let mut stream = serde_json::Deserializer::from_slice(&bytes[at..]).into_iter::<RawMessage<'_>>();
         let end = match stream.next() {
             Some(Ok(m)) if bytes[at] == b'{' => {
@@ -180,43 +208,257 @@ pub fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
     }
 }
 
+/// How deep a value the fast path skips: far under serde_json's limit
+/// (128 levels in all), so that nothing it reads is one serde refuses.
+const FAST_DEPTH: usize = 64;
+
+/// The message object at `at`, read by the crate's validating reader
+/// ([`Reader`], strings classified 16 bytes at a time) into the same
+/// message serde builds from it, the reader left after it. `None` when
+/// anything in it is outside the shape read here exactly, for serde to read
+/// by its own rules: a syntax error or torn text, a block that is not an
+/// object, a field given twice (serde refuses the message), a number
+/// where a string, flag or content goes (serde checks its range), a key
+/// or a string in those places that cannot be decoded, invalid UTF-8
+/// anywhere (serde does not check what it skips), or nesting deeper than
+/// [`FAST_DEPTH`].
+fn fast_message<'a>(r: &mut Reader<'a>, at: usize) -> Option<RawMessage<'a>> {
+    r.seek(at);
+    let mut m = RawMessage::default();
+    let names: [&[u8]; 8] = [
+        b"role",
+        b"content",
+        b"isSummary",
+        b"condenseId",
+        b"condenseParent",
+        b"isTruncationMarker",
+        b"truncationId",
+        b"truncationParent",
+    ];
+    fast_object(r, &names, |r, field| {
+        match field {
+            0 => m.role = fast_str(r)?,
+            1 => m.content = fast_body(r)?,
+            2 => m.is_summary = fast_bool(r)?,
+            3 => m.condense_id = fast_str(r)?,
+            4 => m.condense_parent = fast_str(r)?,
+            5 => m.is_truncation_marker = fast_bool(r)?,
+            6 => m.truncation_id = fast_str(r)?,
+            _ => m.truncation_parent = fast_str(r)?,
+        }
+        Some(())
+    })?;
+    Some(m)
+}
+
+/// Reads the object at the reader by the fast path: each key among `names`
+/// by `read(r, its index)`, any other skipped. `None` when it is not an
+/// object, a key cannot be decoded (serde decodes every key of a struct,
+/// and refuses one it cannot), a named key comes twice, or `read` fails.
+fn fast_object<'a>(
+    r: &mut Reader<'a>,
+    names: &[&[u8]],
+    mut read: impl FnMut(&mut Reader<'a>, usize) -> Option<()>,
+) -> Option<()> {
+    if r.peek() != Some(b'{') || !r.enter_object().ok()? {
+        return None;
+    }
+    let (mut first, mut seen) = (true, 0u32);
+    while let Some(key) = r.next_key(&mut first).ok()? {
+        if key.escaped && key.decode().is_err() {
+            return None;
+        }
+        let Some(field) = names.iter().position(|n| *n == &*key.name()) else {
+            r.skip_within(FAST_DEPTH).ok()?;
+            continue;
+        };
+        if seen & 1 << field != 0 {
+            return None;
+        }
+        seen |= 1 << field;
+        read(r, field)?;
+    }
+    Some(())
+}
+
+/// A value that is neither a string nor a number, skipped (`None` for a
+/// number: see [`fast_message`]).
+fn fast_skip(r: &mut Reader<'_>) -> Option<()> {
+    match r.peek()? {
+        b'-' | b'0'..=b'9' => None,
+        _ => r.skip_within(FAST_DEPTH).ok(),
+    }
+}
+
+/// [`LStr`] by the fast path.
+fn fast_str<'a>(r: &mut Reader<'a>) -> Option<LStr<'a>> {
+    if r.peek()? == b'"' {
+        let s = r.maybe_string().ok()??;
+        return s.decode().ok().map(|s| LStr(Some(s)));
+    }
+    fast_skip(r).map(|()| LStr(None))
+}
+
+/// [`LBool`] by the fast path.
+fn fast_bool(r: &mut Reader<'_>) -> Option<LBool> {
+    match r.peek()? {
+        b't' | b'f' | b'n' => r.bool_or_null("").ok().map(|b| LBool(b == Ok(Some(true)))),
+        b'"' => fast_str(r).map(|_| LBool(false)),
+        _ => fast_skip(r).map(|()| LBool(false)),
+    }
+}
+
+/// A value's JSON text as written (`None` for `null`), by the fast path.
+fn fast_raw<'a>(r: &mut Reader<'a>) -> Option<Option<&'a [u8]>> {
+    if r.peek()? == b'n' {
+        return r.eat_literal(b"null").then_some(None);
+    }
+    let start = r.pos();
+    r.skip_within(FAST_DEPTH).ok()?;
+    Some(Some(&r.input()[start..r.pos()]))
+}
+
+/// [`Body`] by the fast path.
+fn fast_body<'a>(r: &mut Reader<'a>) -> Option<Body<'a>> {
+    match r.peek()? {
+        b'"' => fast_str(r).map(|s| s.0.map_or(Body::None, Body::Str)),
+        b'[' => {
+            r.enter_array().ok()?;
+            let mut blocks = Vec::new();
+            let mut first = true;
+            while r.next_element(&mut first).ok()? {
+                blocks.push(fast_block(r)?);
+            }
+            Some(Body::Blocks(blocks))
+        }
+        _ => fast_skip(r).map(|()| Body::None),
+    }
+}
+
+/// [`Block`] by the fast path.
+fn fast_block<'a>(r: &mut Reader<'a>) -> Option<Block<'a>> {
+    let mut b = Block::default();
+    fast_object(r, &[b"type", b"text", b"content"], |r, field| {
+        match field {
+            0 => b.kind = fast_str(r)?,
+            1 => b.text = fast_raw(r)?,
+            _ => b.content = fast_raw(r)?,
+        }
+        Some(())
+    })?;
+    Some(b)
+}
+
 impl Block<'_> {
     /// The text, unescaped (`None` when it is not a string).
     fn text(&self) -> Option<Cow<'_, str>> {
-        let raw = self.text?.get();
-        let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
-        if !inner.contains('\\') {
-            return Some(Cow::Borrowed(inner));
+        let raw = self.text?;
+        let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        if memchr::memchr(b'\\', inner).is_none() {
+            return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
         }
-        serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
+        serde_json::from_slice::<String>(raw).ok().map(Cow::Owned)
     }
 
     /// The text, when it may hold a user tag (one is written without
     /// escapes, so the raw text must hold its `<…>` as is).
     fn user_text(&self) -> Option<Cow<'_, str>> {
-        let raw = self.text?.get();
-        opens_user_tag(raw).then(|| self.text()).flatten()
+        opens_user_tag(self.text?).then(|| self.text()).flatten()
     }
 
     /// A tool result's content (a string, or blocks), when it may hold a
     /// user tag (as for [`user_text`](Self::user_text)); built only then.
     fn user_content(&self) -> Option<Content<'_>> {
-        let raw = self.content?.get();
-        opens_user_tag(raw).then(|| serde_json::from_str(raw).ok()).flatten()
+        let raw = self.content?;
+        opens_user_tag(raw).then(|| serde_json::from_slice(raw).ok()).flatten()
     }
+
+    /// The text with its XML tool calls and reasoning removed
+    /// ([`visible_assistant_text`]; `None` when it is not a string). The
+    /// calls are cut out of the text as written, and only what is kept is
+    /// unescaped, when no escape in it can stand for a byte of a tag (none
+    /// is `\u` or `\/`; a tag's `<`, name and `>` are then the same bytes
+    /// escaped or not); else the whole text is unescaped first.
+    fn visible_text(&self) -> Option<String> {
+        let raw = self.text?;
+        let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        if !two_byte_escapes_only(inner) {
+            return self.text().map(|t| visible_assistant_text(&t));
+        }
+        let inner = std::str::from_utf8(inner).ok()?;
+        let mut out = String::new();
+        let mut shown = String::new();
+        cut_tool_calls(inner, |piece, is_shown| {
+            if is_shown {
+                shown.clear();
+                unescape_short(&mut shown, piece);
+                out.push_str(shown.trim());
+            } else {
+                unescape_short(&mut out, piece);
+            }
+        });
+        Some(trimmed(out))
+    }
+}
+
+/// Whether every escape of the string literal body `inner` is a two-byte
+/// one other than `\/` (so none stands for a `<`, `>`, `/` or a letter).
+fn two_byte_escapes_only(inner: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(p) = find2(&inner[at..], b'\\', b'\\') {
+        match inner.get(at + p + 1) {
+            Some(b'u' | b'/') | None => return false,
+            Some(_) => at += p + 2,
+        }
+    }
+    true
+}
+
+/// Appends the string literal body `piece`, whose escapes are all two-byte
+/// ones ([`two_byte_escapes_only`]), unescaped.
+fn unescape_short(out: &mut String, piece: &str) {
+    let mut rest = piece;
+    while let Some(p) = find2(rest.as_bytes(), b'\\', b'\\') {
+        out.push_str(&rest[..p]);
+        out.push(match rest.as_bytes().get(p + 1) {
+            Some(b'n') => '\n',
+            Some(b't') => '\t',
+            Some(b'r') => '\r',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(&c) => char::from(c),
+            None => return,
+        });
+        rest = rest.get(p + 2..).unwrap_or_default();
+    }
+    out.push_str(rest);
+}
+
+/// `s` without its leading and trailing whitespace, in place.
+fn trimmed(mut s: String) -> String {
+    s.truncate(s.trim_end().len());
+    let lead = s.len() - s.trim_start().len();
+    s.drain(..lead);
+    s
 }
 
 /// The tags Cline and Roo Code wrap what the user typed in.
 const USER_TAGS: [&str; 4] = ["task", "feedback", "answer", "user_message"];
 
 /// Whether `text` holds the opening of a user tag (`<task>`, …): one pass,
-/// each `<` found by `memchr` and the name after it compared.
-fn opens_user_tag(text: &str) -> bool {
-    let b = text.as_bytes();
-    memchr::memchr_iter(b'<', b).any(|at| {
-        let after = &b[at + 1..];
-        USER_TAGS.iter().any(|t| after.starts_with(t.as_bytes()) && after.get(t.len()) == Some(&b'>'))
-    })
+/// each `<` found by [`find2`] (texts hold one every few dozen bytes, where
+/// an inline loop beats a call into `memchr`) and the name after it
+/// compared.
+fn opens_user_tag(text: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(lt) = find2(&text[at..], b'<', b'<') {
+        let after = &text[at + lt + 1..];
+        if USER_TAGS.iter().any(|t| after.starts_with(t.as_bytes()) && after.get(t.len()) == Some(&b'>')) {
+            return true;
+        }
+        at += lt + 1;
+    }
+    false
 }
 
 /// The inner texts of `<tag>…</tag>` for the user tags, in order.
@@ -337,19 +579,28 @@ fn shown_part(tool: &str) -> Option<&'static str> {
 /// A call left open (the reply was cut) is removed to the end.
 pub fn visible_assistant_text(text: &str) -> String {
     let mut out = String::new();
+    cut_tool_calls(text, |piece, shown| out.push_str(if shown { piece.trim() } else { piece }));
+    trimmed(out)
+}
+
+/// The rule of [`visible_assistant_text`]: gives the pieces of `text` kept,
+/// in order, each with whether it is the shown part of a tool call (which
+/// is trimmed on its own). A piece starts and ends at a `<` or after a
+/// `>`, never inside a JSON escape of the text as written.
+fn cut_tool_calls<'t>(text: &'t str, mut keep: impl FnMut(&'t str, bool)) {
     let mut rest = text;
-    while let Some(lt) = memchr::memchr(b'<', rest.as_bytes()) {
+    while let Some(lt) = find2(rest.as_bytes(), b'<', b'<') {
         let after = &rest[lt + 1..];
         let tool = xml_tool(after);
         let Some(tool) = tool else {
-            out.push_str(&rest[..=lt]);
+            keep(&rest[..=lt], false);
             rest = after;
             continue;
         };
-        out.push_str(&rest[..lt]);
+        keep(&rest[..lt], false);
         let inner_start = &after[tool.len() + 1..];
         let close = format!("</{tool}>");
-        let (inner, tail) = match inner_start.find(&close) {
+        let (inner, tail) = match memchr::memmem::find(inner_start.as_bytes(), close.as_bytes()) {
             Some(end) => (&inner_start[..end], &inner_start[end + close.len()..]),
             None => (inner_start, ""),
         };
@@ -357,14 +608,12 @@ pub fn visible_assistant_text(text: &str) -> String {
             let (open, close) = (format!("<{part}>"), format!("</{part}>"));
             if let Some(s) = inner.find(&open) {
                 let body = &inner[s + open.len()..];
-                let body = body.find(&close).map_or(body, |e| &body[..e]);
-                out.push_str(body.trim());
+                keep(body.find(&close).map_or(body, |e| &body[..e]), true);
             }
         }
         rest = tail;
     }
-    out.push_str(rest);
-    out.trim().to_owned()
+    keep(rest, false);
 }
 
 /// The visible text of an assistant message: its text blocks (never
@@ -373,11 +622,9 @@ fn assistant_text(m: &RawMessage<'_>) -> String {
     let texts: Vec<String> = match &m.content {
         Body::None => Vec::new(),
         Body::Str(s) => vec![visible_assistant_text(s)],
-        Body::Blocks(blocks) => blocks
-            .iter()
-            .filter(|b| b.kind.get() == Some("text"))
-            .filter_map(|b| b.text().map(|t| visible_assistant_text(&t)))
-            .collect(),
+        Body::Blocks(blocks) => {
+            blocks.iter().filter(|b| b.kind.get() == Some("text")).filter_map(Block::visible_text).collect()
+        }
     };
     texts.into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n")
 }
@@ -466,6 +713,155 @@ pub fn first_user_title(messages: &[RawMessage<'_>]) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The message serde reads from `text` (the whole of it), and the one
+    /// the fast path reads with where it stops.
+    fn both(text: &[u8]) -> (Option<RawMessage<'_>>, Option<(RawMessage<'_>, usize)>) {
+        let slow = serde_json::from_slice::<RawMessage<'_>>(text).ok().filter(|_| text.first() == Some(&b'{'));
+        let mut r = Reader::new(text);
+        let fast = fast_message(&mut r, 0).map(|m| (m, r.pos()));
+        (slow, fast)
+    }
+
+    /// The fast path reads a message only as serde does (`false` when it
+    /// leaves it to serde).
+    fn agree(text: &[u8]) -> bool {
+        let (slow, fast) = both(text);
+        let Some((fast, end)) = fast else { return false };
+        assert_eq!(end, text.len(), "{}", String::from_utf8_lossy(text));
+        assert_eq!(slow.as_ref(), Some(&fast), "{}", String::from_utf8_lossy(text));
+        true
+    }
+
+    #[test]
+    fn the_fast_path_reads_usual_messages_as_serde_does() {
+        for text in [
+            r#"{"role":"user","content":[{"type":"text","text":"<task>\nFix \"it\"\n</task>"},{"type":"image","source":{"data":"x"}}]}"#,
+            r#"{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"tool_use","id":"t","input":{"a":[1,2.5e3,null]}}],"ts":1}"#,
+            r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"}],"is_error":false}]}"#,
+            r#"{ "role" : "assistant" , "content" : "plain \u00e9" , "isSummary" : true , "condenseId" : "c1" }"#,
+            r#"{"role":"user","content":"x","condenseParent":"c1","truncationParent":"t1","isTruncationMarker":false,"truncationId":"t2"}"#,
+            r#"{"\u0072ole":"user","content":null,"isSummary":null,"condenseId":["a"],"truncationId":{"b":1}}"#,
+            r#"{"role":"user","content":{"text":"<task>x</task>"},"isSummary":"yes"}"#,
+            r#"{"role":true,"content":[{"type":null,"text":null,"content":null},{}]}"#,
+            r#"{"role":"user","content":[{"type":"text","text":[1,{"a":"b"}]}],"extra":[[[[1e400]]]]}"#,
+            r#"{}"#,
+        ] {
+            assert!(agree(text.as_bytes()), "not read by the fast path: {text}");
+        }
+    }
+
+    #[test]
+    fn the_fast_path_leaves_what_serde_reads_differently() {
+        for text in [
+            &br#"{"role":"user","role":"assistant"}"#[..],
+            br#"{"role":"user","content":[{"type":"text","type":"text"}]}"#,
+            br#"{"role":"user","content":["a string block"]}"#,
+            br#"{"role":"user","content":[["text","\"x\""]]}"#,
+            br#"{"role":1e400}"#,
+            br#"{"role":"user","content":[{"type":7,"text":"x"}]}"#,
+            br#"{"role":"user","isSummary":2}"#,
+            br#"{"role":"\ud800"}"#,
+            br#"{"\ud800":1}"#,
+            br#"{"role":"user","isSummary":"\udc00"}"#,
+            b"{\"role\":\"user\",\"x\":\"\xff\"}",
+            br#"{"role":"user","content":"torn"#,
+            br#"["role","user"]"#,
+        ] {
+            let (slow, fast) = both(text);
+            assert!(fast.is_none(), "{}: {slow:?}", String::from_utf8_lossy(text));
+        }
+        let nested = |n: usize| format!(r#"{{"role":"user","x":{}1{}}}"#, "[".repeat(n), "]".repeat(n));
+        assert!(both(nested(FAST_DEPTH + 1).as_bytes()).1.is_none());
+        assert!(agree(nested(FAST_DEPTH).as_bytes()));
+    }
+
+    #[test]
+    fn random_messages_read_alike_both_ways() {
+        // Fields and blocks of every kind the two ways could read apart,
+        // joined at random (repeats included).
+        let values = [
+            r#""user""#,
+            r#""assistant""#,
+            r#""a \"q\" \\ \/ \u00e9 \ud83d\ude00""#,
+            r#""\ud800""#,
+            "null",
+            "true",
+            "false",
+            "0",
+            "-1.5e3",
+            "1e400",
+            "[]",
+            "{}",
+            r#"[1,"x",{"y":null}]"#,
+            r#"{"text":"<task>t</task>"}"#,
+        ];
+        let blocks = [
+            r#"{"type":"text","text":"<feedback>f</feedback>"}"#,
+            r#"{"type":"tool_result","content":[{"type":"text","text":"<answer>a</answer>"}]}"#,
+            r#"{"type":"text","text":null,"content":"c"}"#,
+            r#"{"type":"text","type":"x"}"#,
+            r#""s""#,
+            "3",
+            "{}",
+        ];
+        let keys = [
+            "role",
+            "content",
+            "isSummary",
+            "condenseId",
+            "condenseParent",
+            "isTruncationMarker",
+            "truncationId",
+            "truncationParent",
+            "other",
+            r"r\u006fle",
+        ];
+        let mut seed = 7u64;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        let mut read_fast = 0;
+        for _ in 0..20_000 {
+            let fields: Vec<String> = (0..next(5))
+                .map(|_| {
+                    let key = keys[next(keys.len())];
+                    let value = if next(3) == 0 {
+                        let list: Vec<&str> = (0..next(4)).map(|_| blocks[next(blocks.len())]).collect();
+                        format!("[{}]", list.join(","))
+                    } else {
+                        values[next(values.len())].to_owned()
+                    };
+                    format!(r#""{key}":{value}"#)
+                })
+                .collect();
+            read_fast += usize::from(agree(format!("{{{}}}", fields.join(",")).as_bytes()));
+        }
+        // Most are of a shape the fast path reads.
+        assert!(read_fast > 5_000, "{read_fast}");
+    }
+
+    #[test]
+    fn tool_calls_cut_from_the_escaped_text_as_from_the_unescaped() {
+        let texts = [
+            r#"<thinking>a \"b\"\n</thinking>\nI will read it.\n<read_file>\n<path>a.rs</path>\n</read_file>"#,
+            r#"<attempt_completion>\n<result>\n\tAll \"fixed\".\n</result>\n</attempt_completion>"#,
+            r"x <\/thinking> <thinking>y<\/thinking>z",
+            r"\u003cthinking>y</thinking>z",
+            r#"a\\<b> c \\\"<thinking>t</thinking>"#,
+            r"<ask_followup_question><question>\n Why? \n</question>",
+            r"tab\t<thinking\t>x</thinking>",
+            r"\ud800 <thinking>x</thinking>",
+            r"\r\n\b\f plain",
+        ];
+        for text in texts {
+            let literal = format!("\"{text}\"");
+            let block = Block { text: Some(literal.as_bytes()), ..Block::default() };
+            let want = serde_json::from_str::<String>(&literal).ok().map(|t| visible_assistant_text(&t));
+            assert_eq!(block.visible_text(), want, "{text}");
+        }
+    }
+
     #[test]
     fn xml_tool_calls_leave_only_what_is_shown() {
         let t = "<thinking>plan</thinking>\nI will read it.\n<read_file>\n<path>a.rs</path>\n</read_file>";
@@ -505,7 +901,7 @@ mod tests {
         assert_eq!(message(r#""output with <tags> and \"quotes\"""#), "");
         assert_eq!(message(r#"{"text":"<task>not a list</task>"}"#), "");
         assert!(
-            opens_user_tag("x<task>") && opens_user_tag("<user_message>") && !opens_user_tag("<task <tasks> task>")
+            opens_user_tag(b"x<task>") && opens_user_tag(b"<user_message>") && !opens_user_tag(b"<task <tasks> task>")
         );
     }
 

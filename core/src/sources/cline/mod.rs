@@ -80,7 +80,9 @@ use serde::Deserialize;
 
 use crate::conversation::Conversation;
 use crate::error::HostError;
-use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
+use crate::fs::{
+    open_under, par_map, read_opened, sorted_entries, DirUnder, EntryKind, FileIdentity, Stamp, LINK_REASON,
+};
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, mtime_ms, read_error, title_from_text, LineStats, ListedSession, Listing};
 use crate::sources::lenient::{lenient, LStr, LU64};
@@ -275,17 +277,24 @@ impl ClineSource {
         index
     }
 
-    /// Roo Code's `history_item.json` of a task (`None` when absent or not JSON).
-    fn history_item(&self, task: &str) -> Option<TaskInfo> {
-        let (bytes, _) = self.read_all(&os(&["tasks", task, "history_item.json"]), 1 << 20).ok()?;
+    /// Roo Code's `history_item.json` of a task (`None` when absent or not
+    /// JSON), opened in the tasks directory `tasks`.
+    fn history_item(tasks: &DirUnder, task: &str) -> Option<TaskInfo> {
+        let (file, stamp) = tasks.open_file(&[OsStr::new(task), OsStr::new("history_item.json")]).ok()?;
+        let bytes = read_opened(file, stamp.id.size, 1 << 20).ok()?;
         serde_json::from_slice::<ItemJson<'_>>(&bytes).ok().map(|i| i.info())
     }
 
-    /// What the agent's index says of `task`.
-    fn info(&self, task: &str, index: &HashMap<String, TaskInfo>) -> Option<TaskInfo> {
+    /// The tasks directory, opened to open files below it.
+    fn tasks_dir(&self) -> DirUnder {
+        DirUnder::open(&self.root, &[OsStr::new("tasks")])
+    }
+
+    /// What the agent's index says of `task` (`tasks`: the tasks directory).
+    fn info(&self, tasks: &DirUnder, task: &str, index: &HashMap<String, TaskInfo>) -> Option<TaskInfo> {
         match self.flavor {
             Flavor::Cline => index.get(task).cloned(),
-            Flavor::RooCode => self.history_item(task),
+            Flavor::RooCode => Self::history_item(tasks, task),
         }
     }
 
@@ -320,9 +329,13 @@ impl ClineSource {
         let mut rejected = Vec::new();
         let tasks = self.tasks(&mut rejected);
         let index = self.task_index();
+        // Per task: its history opened (and closed) for its identity, and
+        // for Roo Code its `history_item.json` read, each opened by one
+        // call relative to the tasks directory.
+        let dir = self.tasks_dir();
         let found = par_map(&tasks, |task, _: &mut ()| {
-            let (_, identity) = self.open_in(&os(&["tasks", task, HISTORY]))?;
-            Ok::<_, io::Error>((identity, self.info(task, &index)))
+            let (_, stamp) = dir.open_file(&[OsStr::new(task), OsStr::new(HISTORY)])?;
+            Ok::<_, io::Error>((stamp.id, self.info(&dir, task, &index)))
         });
         let mut listing =
             Listing { sessions: Vec::with_capacity(tasks.len()), rejected, without_conversation: Vec::new() };
@@ -372,7 +385,7 @@ impl ClineSource {
         let (bytes, _) =
             self.read_all(&os(&["tasks", task, HISTORY]), MAX_HISTORY_BYTES).map_err(|e| fail(e.to_string()))?;
         let parsed = history::parse(&bytes).ok_or_else(|| fail("not a JSON array of messages".into()))?;
-        let info = self.info(task, &self.task_index()).unwrap_or_default();
+        let info = self.info(&self.tasks_dir(), task, &self.task_index()).unwrap_or_default();
         let positions = match self.flavor {
             Flavor::Cline => {
                 let deleted = info.deleted.or_else(|| self.ui_deleted_range(task));
