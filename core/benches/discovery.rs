@@ -527,7 +527,7 @@ fn main() {
         bytes as f64 / 1e6 / build.as_secs_f64()
     );
     println!(
-        "  index memory: {:.1} MB = {:.0}% of the projected text it covers ({} sessions); filters {:.0}%, \
+        "  index memory: {:.1} MB = {:.2}% of the projected text it covers ({} sessions); filters {:.0}%, \
          the rest compressed text",
         stats.index_bytes as f64 / 1e6,
         100.0 * stats.index_bytes as f64 / stats.text_bytes as f64,
