@@ -6,7 +6,9 @@
 //! Environment: `DSR_BENCH_SESSIONS` (default 2,000), `DSR_BENCH_KB` (log
 //! size per session, default 150), `DSR_BENCH_ROOT` (write the root there
 //! and keep it), `DSR_BENCH_GENERATE_ONLY` (with `DSR_BENCH_ROOT`: write the
-//! root, time nothing).
+//! root, time nothing), `DSR_BENCH_CANDIDATES_ONLY` (time the DSH store's
+//! `candidates` rows, print them also as one `sdk-compare` JSON line, and
+//! stop: what scripts/sdk_discovery_bench.py sets the SDK's figures beside).
 //!
 //! Two sources over the same sessions: the embedded DSH store read from
 //! disk (it fingerprints each log by its identity and, from its second
@@ -26,6 +28,9 @@ use dsh_session_reference::{
     SessionQuery, SurfaceData, Target,
 };
 use serde_json::json;
+
+mod common;
+use common::cpu_time;
 
 /// A deterministic generator (xorshift).
 struct Rng(u64);
@@ -358,8 +363,20 @@ fn main() {
     let unwatched = DshStore::open(&root).unwrap().with_watching(false);
     let r = Resolver::new(Arc::new(watched.clone()), Config::default());
     let ru = Resolver::new(Arc::new(unwatched.clone()), Config::default());
+    let cpu = cpu_time();
     let (first_list, first) =
         time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
+    let first_cpu = cpu_time() - cpu;
+    // A store kept for the process that watches from its first listing on
+    // (the Python `DshSessionStore`): its title reads find each log in
+    // that listing.
+    let early =
+        Resolver::new(Arc::new(DshStore::open(&root).unwrap().watching_from_first_listing()), Config::default());
+    let cpu = cpu_time();
+    let (early_list, first_early) =
+        time(|| block_on(early.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
+    let first_early_cpu = cpu_time() - cpu;
+    assert_eq!(early_list, first_list, "the same candidates");
     assert_eq!(
         first_list,
         block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
@@ -398,11 +415,26 @@ fn main() {
         bytes as f64 / 1e6 / uncached.as_secs_f64()
     );
     println!("  first query (cold cache):        {} ({:.0} MB/s)", ms(first), bytes as f64 / 1e6 / first.as_secs_f64());
+    println!(
+        "  first query, watching from the first listing: {} ({:.0} MB/s; CPU {} against {})",
+        ms(first_early),
+        bytes as f64 / 1e6 / first_early.as_secs_f64(),
+        ms(first_early_cpu),
+        ms(first_cpu)
+    );
     println!("  later, nothing changed (median): {}   (the listing alone: {})", ms(warm), ms(listing));
-    println!("  after one log gained 100 lines:  {}", ms(median(appended)));
+    println!("  after one log gained 100 lines:  {}", ms(median(appended.clone())));
     println!("  unwatched store, nothing changed: {}", ms(warm_unwatched));
     println!("  unwatched store, after an append: {}", ms(median(appended_unwatched)));
     println!("  a fresh store's first listing (walk and header reads): {}", ms(walk));
+    if std::env::var_os("DSR_BENCH_CANDIDATES_ONLY").is_some() {
+        let secs = |d: Duration| d.as_secs_f64();
+        let figures = json!({"sessions": n, "log_bytes": bytes, "first_s": secs(first), "first_cpu_s": secs(first_cpu),
+            "first_early_s": secs(first_early), "first_early_cpu_s": secs(first_early_cpu),
+            "warm_s": secs(warm), "appended_s": secs(median(appended)), "watching": watched.is_watching()});
+        println!("sdk-compare {figures}");
+        return;
+    }
 
     // --- the same sessions in memory: the resolver's own cost
     let mem = MemoryQuery::new();
@@ -495,7 +527,7 @@ fn main() {
         bytes as f64 / 1e6 / build.as_secs_f64()
     );
     println!(
-        "  index memory: {:.1} MB = {:.0}% of the projected text it covers ({} sessions); filters {:.0}%, \
+        "  index memory: {:.1} MB = {:.2}% of the projected text it covers ({} sessions); filters {:.0}%, \
          the rest compressed text",
         stats.index_bytes as f64 / 1e6,
         100.0 * stats.index_bytes as f64 / stats.text_bytes as f64,

@@ -118,11 +118,22 @@ fn agree(kept: &DshStore, resolver: &Resolver, root: &Path, what: &str) {
 }
 
 fn every_kind_of_change(watching: bool) {
+    every_kind_of_change_of(watching, false);
+}
+
+/// `early`: the store watches from its first listing on.
+fn every_kind_of_change_of(watching: bool, early: bool) {
     let tmp = example_root();
     let root = tmp.path();
-    let kept = DshStore::open(root).unwrap().with_watching(watching);
+    let mut kept = DshStore::open(root).unwrap().with_watching(watching);
+    if early {
+        kept = kept.watching_from_first_listing();
+    }
     let resolver = Resolver::new(Arc::new(kept.clone()), Config::default());
     agree(&kept, &resolver, root, "nothing");
+    if watching && early && cfg!(target_os = "linux") && std::env::var_os("DSR_NO_WATCH").is_none() {
+        assert!(kept.is_watching(), "watching from the first listing on");
+    }
     agree(&kept, &resolver, root, "nothing, twice");
     if watching && cfg!(target_os = "linux") && std::env::var_os("DSR_NO_WATCH").is_none() {
         assert!(kept.is_watching(), "a store watches from its second listing on");
@@ -222,6 +233,17 @@ fn a_watched_store_agrees_with_a_fresh_one_after_every_kind_of_change() {
 #[test]
 fn an_unwatched_store_agrees_with_a_fresh_one_after_every_kind_of_change() {
     every_kind_of_change(false);
+}
+
+#[test]
+fn a_store_watched_from_its_first_listing_agrees_with_a_fresh_one_after_every_kind_of_change() {
+    every_kind_of_change_of(true, true);
+}
+
+/// `watching_from_first_listing` gives way to `with_watching(false)`.
+#[test]
+fn a_store_watched_from_its_first_listing_can_still_be_unwatched() {
+    every_kind_of_change_of(false, true);
 }
 
 #[test]

@@ -21,6 +21,7 @@ __all__ = [
     "stringify_tag_safe_json",
     "conversation_snapshot",
     "_bench_prepare_rust",
+    "_bench_candidates_rust",
     "_wait_for_library_threads",
     "_after_fork_in_child",
     "CancelToken",
@@ -93,6 +94,11 @@ def _bench_prepare_rust(
 ) -> float:
     """Private (``python/bench``): seconds for ``iterations`` core ``prepare``
     calls of ``references`` over ``snapshots``, entirely in Rust."""
+
+def _bench_candidates_rust(resolver: Resolver, target: Mapping[str, Any], query: str) -> Tuple[float, int]:
+    """Private (``scripts/sdk_discovery_bench.py``): seconds for one core
+    ``candidates(target, query)`` of ``resolver``'s own core resolver,
+    entirely in Rust, and how many candidates it gave."""
 
 @final
 class CancelToken:

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use dsh_session_reference::{Config, MemoryQuery, PrepareOptions, Resolver, SurfaceData, Target};
+use dsh_session_reference::{CandidateOptions, Config, MemoryQuery, PrepareOptions, Resolver, SurfaceData, Target};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use serde_json::json;
@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::convert::sequence_arg;
 use crate::errors::to_pyerr;
 use crate::host::PyBytesData;
+use crate::resolver::target_arg;
 use dsh_session_reference::runtime;
 
 /// Seconds taken by `iterations` calls of the core's `prepare` of
@@ -49,6 +50,30 @@ pub fn bench_prepare_rust(
             }
             Ok::<_, dsh_session_reference::Error>(started.elapsed().as_secs_f64())
         })
+    });
+    outcome.map_err(|e| to_pyerr(py, &e))
+}
+
+/// Seconds taken by one `candidates(target, query)` (default limit, with
+/// mentions) of `resolver`'s own core resolver, and how many candidates it
+/// gave: the call entirely in Rust on the package's runtime
+/// (`block_on`, as the core's discovery benchmark calls it) with the GIL
+/// released, sharing the resolver's caches and source. The baseline of a
+/// Python `Resolver.candidates` in the same process
+/// (scripts/sdk_discovery_bench.py).
+#[pyfunction(name = "_bench_candidates_rust")]
+pub fn bench_candidates_rust(
+    py: Python<'_>,
+    resolver: PyRef<'_, crate::resolver::Resolver>,
+    target: &Bound<'_, PyAny>,
+    query: String,
+) -> PyResult<(f64, usize)> {
+    let target = target_arg(target)?;
+    let core = resolver.base.clone();
+    let outcome = py.detach(move || {
+        let started = Instant::now();
+        let list = runtime().block_on(core.candidates(&target, &query, &CandidateOptions::default(), None))?;
+        Ok::<_, dsh_session_reference::Error>((started.elapsed().as_secs_f64(), list.len()))
     });
     outcome.map_err(|e| to_pyerr(py, &e))
 }

@@ -140,6 +140,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_wait_for_library_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(bench::bench_prepare_rust, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::bench_candidates_rust, m)?)?;
     m.add_class::<resolver::CancelToken>()?;
     m.add_class::<resolver::Resolver>()?;
     m.add_class::<store::DshSessionStore>()?;

@@ -102,7 +102,7 @@ fn candidate_options(limit: Option<u64>, mentions: bool) -> core::CandidateOptio
     }
 }
 
-fn target_arg(obj: &Bound<'_, PyAny>) -> PyResult<Target> {
+pub(crate) fn target_arg(obj: &Bound<'_, PyAny>) -> PyResult<Target> {
     if !obj.is_instance_of::<pyo3::types::PyDict>() {
         return Err(PyTypeError::new_err(format!(
             "target must be a dict {{\"id\": str, \"cwd\": str | None}}, not {}",
@@ -184,7 +184,7 @@ pub struct Resolver {
     native: Option<Arc<dyn SessionQuery>>,
     config: Config,
     /// The core resolver whose discovery caches every call shares.
-    base: core::Resolver,
+    pub(crate) base: core::Resolver,
 }
 
 impl Resolver {

@@ -36,7 +36,9 @@ impl DshSessionStore {
     /// Opens the sessions root `root` (a `str` or path-like object).
     #[new]
     fn new(py: Python<'_>, root: PathBuf) -> PyResult<Self> {
-        let store = py.detach(move || DshStore::open(root))?;
+        // Kept for the life of the process (README): watching from the
+        // first listing, the reads of a first query find each log in it.
+        let store = py.detach(move || DshStore::open(root).map(DshStore::watching_from_first_listing))?;
         Ok(DshSessionStore { store })
     }
 

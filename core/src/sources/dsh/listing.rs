@@ -229,8 +229,11 @@ impl Walked {
 /// The state kept between listings of one store.
 #[derive(Default)]
 pub(crate) struct ListingCache {
-    /// Listings made so far (watching begins with the second).
+    /// Listings made so far (watching begins with the second, or with the
+    /// first when `early`).
     listings: u64,
+    /// Watch from the first listing on ([`set_watching_early`](Self::set_watching_early)).
+    early: bool,
     watcher: Option<DirWatcher>,
     /// Watching is not possible or not wanted for this root.
     no_watch: bool,
@@ -263,7 +266,7 @@ impl ListingCache {
             return Ok(current.clone());
         }
         self.listings += 1;
-        if self.watcher.is_none() && !self.no_watch && self.listings >= 2 {
+        if self.watcher.is_none() && !self.no_watch && (self.early || self.listings >= 2) {
             match DirWatcher::new(root).filter(|_| watching_allowed()) {
                 Some(watcher) => self.watcher = Some(watcher),
                 None => self.no_watch = true,
@@ -409,6 +412,12 @@ impl ListingCache {
         if !enabled {
             self.watcher = None;
         }
+    }
+
+    /// Watches from the first listing on rather than the second (where
+    /// watching is allowed at all).
+    pub(crate) fn set_watching_early(&mut self) {
+        self.early = true;
     }
 
     /// Whether a watcher is active.

@@ -394,6 +394,22 @@ impl DshStore {
         self
     }
 
+    /// The store watching from its first listing on, not its second (where
+    /// it may watch at all: [`with_watching`](Self::with_watching),
+    /// `DSR_NO_WATCH` and the file system still decide). For a store kept
+    /// for the life of a process (the Python `DshSessionStore`): its first
+    /// listing watches each directory before reading it, so the reads
+    /// that follow it (a first filtered `candidates` reads every title)
+    /// find each session's log in that listing while no event says
+    /// otherwise, instead of looking for it under the root (a read of the
+    /// root and an `lstat` in each project directory per read), and the
+    /// second listing does not walk the root again. A process that lists
+    /// once would only pay for the watches. Shared by the store's clones.
+    pub fn watching_from_first_listing(self) -> DshStore {
+        self.listing_cache().set_watching_early();
+        self
+    }
+
     /// Writes what the store learned of its root (each session directory's
     /// entries and each listed log's header, with the stamps they had when
     /// read) to `path`, so that a later process (the command line) lists
