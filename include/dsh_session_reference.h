@@ -506,8 +506,9 @@ dsr_status dsr_resolver_read(const struct dsr_resolver *resolver, const char *re
  * Unix any bytes; elsewhere UTF-8). A root that cannot be opened as a
  * directory is `DSR_READ_FAILED`; configuration as for `dsr_resolver_new`.
  * Keep the resolver for the life of the host: its store keeps its listing
- * and, on Linux, watches the root (inotify, from the second listing on), so
- * a query that finds nothing changed reads nothing; `DSR_NO_WATCH=1` in the
+ * and, on Linux, watches the root (inotify, from its first listing on, so
+ * the title reads of a first query find each log in that listing), so a
+ * query that finds nothing changed reads nothing; `DSR_NO_WATCH=1` in the
  * environment turns watching off (docs/discovery.md).
  *
  * # Safety

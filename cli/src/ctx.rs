@@ -118,9 +118,12 @@ impl Ctx {
                 root_note = resolved.note;
                 let only = &resolved.spec;
                 // One command lists a few times at most: watching the root
-                // would cost more than it saves; a server lists on every call.
+                // would cost more than it saves; a server lists on every call,
+                // and from its first on (the title reads of its first query
+                // then find each log in that listing).
                 let store =
                     DshStore::open(&only.root).map_err(|e| read_failed(e.to_string()))?.with_watching(long_lived);
+                let store = if long_lived { store.watching_from_first_listing() } else { store };
                 (Sources::Dsh(store.clone()), Arc::new(store))
             }
             _ => {

@@ -372,8 +372,9 @@ pub unsafe extern "C" fn dsr_resolver_read(
 /// Unix any bytes; elsewhere UTF-8). A root that cannot be opened as a
 /// directory is `DSR_READ_FAILED`; configuration as for `dsr_resolver_new`.
 /// Keep the resolver for the life of the host: its store keeps its listing
-/// and, on Linux, watches the root (inotify, from the second listing on), so
-/// a query that finds nothing changed reads nothing; `DSR_NO_WATCH=1` in the
+/// and, on Linux, watches the root (inotify, from its first listing on, so
+/// the title reads of a first query find each log in that listing), so a
+/// query that finds nothing changed reads nothing; `DSR_NO_WATCH=1` in the
 /// environment turns watching off (docs/discovery.md).
 ///
 /// # Safety
@@ -411,7 +412,9 @@ pub unsafe extern "C" fn dsr_resolver_new_dsh_store(
                     e.to_string(),
                 ))
             })?;
-            store_resolver(out, Arc::new(store), config);
+            // Kept for the life of the host (above): watching from the first
+            // listing, the reads of a first query find each log in it.
+            store_resolver(out, Arc::new(store.watching_from_first_listing()), config);
             Ok(())
         })
     }

@@ -47,7 +47,9 @@ impl DshSessionStore {
     #[napi(factory)]
     pub fn open(root: String) -> Result<Self, &'static str> {
         DshStore::open(&root)
-            .map(|store| DshSessionStore { store: Arc::new(store) })
+            // Kept for the life of the server (README): watching from the
+            // first listing, the reads of a first query find each log in it.
+            .map(|store| DshSessionStore { store: Arc::new(store.watching_from_first_listing()) })
             .map_err(|e| Error::new(io_code(&e), e.to_string()))
     }
 

@@ -397,7 +397,8 @@ impl DshStore {
     /// The store watching from its first listing on, not its second (where
     /// it may watch at all: [`with_watching`](Self::with_watching),
     /// `DSR_NO_WATCH` and the file system still decide). For a store kept
-    /// for the life of a process (the Python `DshSessionStore`): its first
+    /// for the life of a process (the Python and Node `DshSessionStore`, the
+    /// C `dsr_resolver_new_dsh_store`, the MCP server): its first
     /// listing watches each directory before reading it, so the reads
     /// that follow it (a first filtered `candidates` reads every title)
     /// find each session's log in that listing while no event says
