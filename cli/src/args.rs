@@ -130,6 +130,9 @@ pub(crate) struct Global {
     /// Read every session afresh and read or write no cache file
     #[arg(long, global = true, overrides_with = "cache")]
     pub(crate) no_cache: bool,
+    /// Answer in this process even when a daemon runs (dsh-session-ref daemon)
+    #[arg(long, global = true)]
+    pub(crate) no_daemon: bool,
 }
 
 impl Global {
@@ -304,6 +307,50 @@ pub(crate) enum Command {
     /// Cursor, DSH) on standard input and output (docs/mcp.md)
     #[command(after_long_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
+    /// Keep one process that answers your commands warm: start, stop or ask
+    /// about it (Linux; the commands use it when it runs, with the same output)
+    #[command(after_long_help = DAEMON_EXAMPLES)]
+    Daemon(DaemonArgs),
+}
+
+/// Examples under `daemon --help`.
+const DAEMON_EXAMPLES: &str = "\
+Examples:
+  dsh-session-ref daemon start       answer every later command from one warm process
+  dsh-session-ref search goal        ... now answered by the daemon (the same output)
+  dsh-session-ref daemon status      its pid, what it keeps, how many commands it answered
+  dsh-session-ref daemon stop
+
+A command goes to the daemon when it is yours, the same build, and started
+with the same environment (HOME, XDG_CACHE_HOME, DSH_HOME, ...); otherwise,
+or with --no-daemon, the command runs in its own process. Every change to
+the logs made before a command began is in its answer (docs/store-and-cli.md).";
+
+/// `daemon`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct DaemonArgs {
+    #[command(subcommand)]
+    pub(crate) command: DaemonCommand,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub(crate) enum DaemonCommand {
+    /// Start the daemon in the background (nothing happens when one runs)
+    Start {
+        /// End after this many minutes without a command (0: never)
+        #[arg(long, value_name = "MINUTES", default_value_t = 60)]
+        idle_timeout: u64,
+    },
+    /// Stop the daemon (it saves its cache files first)
+    Stop,
+    /// Say whether the daemon runs, and what it keeps
+    Status,
+    /// Run the daemon in the foreground (for a service manager)
+    Run {
+        /// End after this many minutes without a command (0: never)
+        #[arg(long, value_name = "MINUTES", default_value_t = 0)]
+        idle_timeout: u64,
+    },
 }
 
 /// Examples under `mcp --help`.

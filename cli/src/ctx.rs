@@ -46,19 +46,37 @@ pub(crate) enum Lifetime {
     LongLived { cache: bool },
 }
 
-/// The sources, the resolver over them, and the output mode.
+/// What one command acts through: the sources and the resolver over them
+/// ([`Shared`]: a command's own, or one the daemon keeps between commands),
+/// and how this command prints.
 pub(crate) struct Ctx {
-    pub(crate) sources: Sources,
-    /// The query the resolver reads through: the sources, with the one
-    /// listing the command makes pinned for its discovery query.
-    pinned: Arc<PinnedListing>,
-    pub(crate) resolver: Resolver,
+    shared: Arc<Shared>,
     /// How the result is printed.
     pub(crate) out: Out,
     /// `--quiet`: no `note:` lines.
     quiet: bool,
     /// `--context-window`.
     pub(crate) context_window: Option<u64>,
+    /// Cancels the command (in the daemon: when its caller goes away).
+    pub(crate) cancel: Option<dsh_session_reference::CancelToken>,
+}
+
+impl std::ops::Deref for Ctx {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// The sources, the resolver over them and their cache files: one
+/// command's, or kept by the daemon for every command over the same
+/// sources with the same configuration ([`crate::daemon`]).
+pub(crate) struct Shared {
+    pub(crate) sources: Sources,
+    /// The query the resolver reads through: the sources, with the one
+    /// listing the command makes pinned for its discovery query.
+    pinned: Arc<PinnedListing>,
+    pub(crate) resolver: Resolver,
     /// The cache files (unless `--no-cache`).
     cache: Option<cache::Files>,
     /// Whether the titles file is left alone (`search`: each indexed
@@ -67,12 +85,15 @@ pub(crate) struct Ctx {
     skip_titles: bool,
     /// The search index being loaded from its cache file on its own
     /// thread, while the command lists the root (see [`Ctx::index_loaded`]).
-    loading: Option<std::thread::JoinHandle<()>>,
+    loading: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// How a DSH root given alone was taken, when not as given.
     root_note: Option<String>,
     /// Held while the cache files are written (a server saves from its
     /// tasks and at its end).
     saving: std::sync::Mutex<()>,
+    /// Kept by the daemon: its cache files are saved by the daemon between
+    /// commands ([`Shared::save_files`]), not at the end of each.
+    kept: bool,
 }
 
 impl Ctx {
@@ -98,7 +119,10 @@ impl Ctx {
     }
 
     /// The context over `specs` with `config`, for a command or a server
-    /// ([`Lifetime`]), the resolver reading through `scoped(sources)`.
+    /// ([`Lifetime`]), the resolver reading through `scoped(sources)`. In
+    /// the daemon a command's context is the one it keeps for these sources
+    /// and this configuration ([`crate::daemon::kept`]), made long-lived the
+    /// first time.
     pub(crate) fn open_with(
         global: &Global,
         config: Config,
@@ -106,11 +130,69 @@ impl Ctx {
         lifetime: Lifetime,
         scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
     ) -> CliResult<Ctx> {
+        let (out, quiet, context_window) = (global.out(), global.quiet, global.context_window);
+        let shared = match lifetime {
+            #[cfg(target_os = "linux")]
+            Lifetime::OneShot { cache, .. } if crate::daemon::is_daemon() => {
+                let shared = crate::daemon::kept(&specs, &config, cache, || {
+                    Shared::open(config, specs.clone(), Lifetime::LongLived { cache }, scoped, true)
+                })?;
+                // What this command reports is what its own reads found.
+                shared.pinned.forget_failed_reads();
+                shared
+            }
+            lifetime => Arc::new(Shared::open(config, specs, lifetime, scoped, false)?),
+        };
+        #[cfg(target_os = "linux")]
+        let cancel = crate::daemon::command_cancel();
+        #[cfg(not(target_os = "linux"))]
+        let cancel = None;
+        Ok(Ctx { shared, out, quiet, context_window, cancel })
+    }
+
+    /// Ends a command: a context of its own is left for the process's end
+    /// to take (its memory goes with the process faster than thousands of
+    /// cached sessions are dropped one by one); one the daemon keeps stays.
+    pub(crate) fn end(self) {
+        if !self.kept {
+            std::mem::forget(self);
+        }
+    }
+
+    /// Writes the cache files that changed, when caching (a failure only
+    /// warns); in the daemon, the daemon does it between commands.
+    pub(crate) fn save_cache(&self) {
+        if !self.kept {
+            self.save_files();
+        }
+    }
+
+    /// Tells, on stderr, what the sources left out and why: sessions a
+    /// newer DSH wrote, sources that could not be listed, a root taken for
+    /// the one it meant, and a root that holds no session of its kind.
+    pub(crate) fn notes(&self) {
+        if self.quiet {
+            return;
+        }
+        self.shared.notes();
+    }
+}
+
+impl Shared {
+    /// The sources of `specs` and the resolver over them with `config`,
+    /// for a command or a server ([`Lifetime`]), the resolver reading
+    /// through `scoped(sources)`; `kept` by the daemon or not.
+    fn open(
+        config: Config,
+        specs: Vec<SourceSpec>,
+        lifetime: Lifetime,
+        scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
+        kept: bool,
+    ) -> CliResult<Shared> {
         let (cache, needs_index, long_lived) = match lifetime {
             Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false),
             Lifetime::LongLived { cache } => (cache, true, true),
         };
-        let (out, context_window) = (global.out(), global.context_window);
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
             [only] if only.kind == SourceKind::Dsh => {
@@ -134,18 +216,16 @@ impl Ctx {
         };
         let pinned = Arc::new(PinnedListing::new(scoped(query)));
         let resolver = Resolver::new(Arc::clone(&pinned) as Arc<dyn SessionQuery>, config);
-        let mut ctx = Ctx {
+        let mut ctx = Shared {
             sources,
             pinned,
             resolver,
-            out,
-            quiet: global.quiet,
-            context_window,
             cache: None,
             skip_titles: needs_index && !long_lived,
-            loading: None,
+            loading: std::sync::Mutex::new(None),
             root_note,
             saving: std::sync::Mutex::new(()),
+            kept,
         };
         if cache {
             // Every source fingerprints its sessions, so the cache's
@@ -171,7 +251,7 @@ impl Ctx {
                             resolver.load_discovery_cache(DiscoveryCachePart::Index, &path);
                         };
                         match std::thread::Builder::new().name("index-load".into()).spawn(load.clone()) {
-                            Ok(handle) => ctx.loading = Some(handle),
+                            Ok(handle) => ctx.loading = std::sync::Mutex::new(Some(handle)),
                             Err(_) => load(),
                         }
                     } else if !long_lived {
@@ -191,20 +271,20 @@ impl Ctx {
     /// Waits for the search index to be loaded from its cache file, if it
     /// is being loaded (a load that panicked leaves the index as it was:
     /// empty, or partly filled and then every session is checked again).
-    pub(crate) fn index_loaded(&mut self) {
-        if let Some(handle) = self.loading.take() {
+    pub(crate) fn index_loaded(&self) {
+        if let Some(handle) = self.take_loading() {
             drop(handle.join());
         }
     }
 
     /// The search index's load from its cache file, if it is being loaded,
     /// for a caller that waits for it itself.
-    pub(crate) fn take_loading(&mut self) -> Option<std::thread::JoinHandle<()>> {
-        self.loading.take()
+    pub(crate) fn take_loading(&self) -> Option<std::thread::JoinHandle<()>> {
+        self.loading.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// Writes the cache files that changed, when caching (a failure only warns).
-    pub(crate) fn save_cache(&self) {
+    pub(crate) fn save_files(&self) {
         // The directory was made private when the files were chosen.
         let Some(files) = &self.cache else { return };
         let _one_at_a_time = self.saving.lock().unwrap_or_else(|e| e.into_inner());
@@ -275,13 +355,8 @@ impl Ctx {
         Ok(self.resolver.config().hardening().label(title, id))
     }
 
-    /// Tells, on stderr, what the sources left out and why: sessions a
-    /// newer DSH wrote, sources that could not be listed, a root taken for
-    /// the one it meant, and a root that holds no session of its kind.
-    pub(crate) fn notes(&self) {
-        if self.quiet {
-            return;
-        }
+    /// [`Ctx::notes`], said whatever `--quiet`.
+    fn notes(&self) {
         match &self.sources {
             Sources::Dsh(store) => {
                 note_rejected(store);

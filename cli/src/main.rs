@@ -10,13 +10,15 @@ use std::process::ExitCode;
 
 use dsh_session_reference::{
     block_on, decode_uri, encode_uri, format_mention, parse_text_with, Candidate, CandidateOptions, Error, ErrorCode,
-    PrepareOptions, Prepared, ReadOptions, Resolver, SearchOptions, SearchScope, Target,
+    PrepareOptions, Prepared, ReadOptions, SearchOptions, SearchScope, Target,
 };
 use serde_json::{json, Value};
 
 mod args;
 mod cache;
 mod ctx;
+#[cfg(target_os = "linux")]
+mod daemon;
 mod example;
 mod mcp;
 mod print;
@@ -42,7 +44,12 @@ pub(crate) type CliResult<T = ()> = Result<T, Failure>;
 fn main() -> ExitCode {
     restore_sigpipe();
     let cli = Cli::parse_or_exit();
-    match run(cli) {
+    // A command this user's daemon answers runs there (the same output).
+    #[cfg(target_os = "linux")]
+    if let Some(code) = daemon::forward(&cli) {
+        return code;
+    }
+    match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(e)) => {
             print::print_error(e.code(), e.message());
@@ -110,7 +117,8 @@ pub(crate) fn read_failed(message: impl Into<String>) -> Failure {
     Failure(Error::new(ErrorCode::ReadFailed, message))
 }
 
-fn run(cli: Cli) -> CliResult {
+/// Runs the command `cli` in this process (or, in the daemon, for a caller).
+pub(crate) fn run(cli: &Cli) -> CliResult {
     let g = &cli.global;
     let root = || g.root.clone().unwrap_or_else(default_root);
     let sources = || chosen_sources(g, root());
@@ -118,31 +126,29 @@ fn run(cli: Cli) -> CliResult {
         Command::Candidates { target, query, limit } => {
             let ctx = Ctx::open(g, sources()?, None, false)?;
             let target = ctx.target(target)?;
-            let list = candidates(&ctx.resolver, &target, query, *limit)?;
+            let list = candidates(&ctx, &target, query, *limit)?;
             ctx.save_cache();
             print_candidates(&list, ctx.out);
             ctx.notes();
             if !ctx.out.is_json() && !g.quiet {
                 print_ranking_note(&list, target.cwd.as_deref());
             }
-            // The process ends here: its memory goes with it faster than
-            // the caches (thousands of sessions) are dropped one by one.
-            std::mem::forget(ctx);
+            ctx.end();
         }
         Command::Search { target, query, limit, same_cwd } => {
-            let mut ctx = Ctx::open(g, sources()?, None, true)?;
+            let ctx = Ctx::open(g, sources()?, None, true)?;
             let target = ctx.target(target)?;
             ctx.index_loaded();
             let scope = if *same_cwd { SearchScope::SameCwd } else { SearchScope::All };
             let options = SearchOptions { limit: *limit, scope };
             let progress = (!g.quiet).then(|| Progress::after_a_second("indexing what was said in every session (a first search over these sources; later ones start warm)"));
-            let list = block_on(ctx.resolver.search(&target, &query.join(" "), &options, None));
+            let list = block_on(ctx.resolver.search(&target, &query.join(" "), &options, ctx.cancel.as_ref()));
             drop(progress);
             let list = list?;
             ctx.save_cache();
             print_search(&list, ctx.out);
             ctx.notes();
-            std::mem::forget(ctx);
+            ctx.end();
         }
         Command::Prepare { target, message, stdin, prompt, references, range, around } => {
             let text = match (message, stdin) {
@@ -214,7 +220,7 @@ fn run(cli: Cli) -> CliResult {
             // target id that differs from every id read (the id with a NUL
             // after it), so that no read is refused as a self reference.
             let target = Target::new(target.clone().unwrap_or_else(|| format!("{id}\0")), None);
-            let page = block_on(ctx.resolver.read(&target, id, &options, None))?;
+            let page = block_on(ctx.resolver.read(&target, id, &options, ctx.cancel.as_ref()))?;
             if *text {
                 print_data(&page.text, false);
             } else if ctx.out.is_json() {
@@ -260,6 +266,12 @@ fn run(cli: Cli) -> CliResult {
             Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit();
         }
         Command::Mcp(args) => mcp::run(g, args, sources()?)?,
+        #[cfg(target_os = "linux")]
+        Command::Daemon(args) => daemon::command(g, args)?,
+        #[cfg(not(target_os = "linux"))]
+        Command::Daemon(_) => {
+            return Err(Failure(Error::new(ErrorCode::InvalidConfig, "the daemon runs on Linux only")));
+        }
         Command::Demo => {
             // Without --root: the example store embedded in the binary.
             let bundled = match &g.root {
@@ -275,8 +287,9 @@ fn run(cli: Cli) -> CliResult {
     Ok(())
 }
 
-fn candidates(resolver: &Resolver, target: &Target, query: &str, limit: Option<u64>) -> CliResult<Vec<Candidate>> {
-    Ok(block_on(resolver.candidates(target, query, &CandidateOptions::default().with_limit(limit), None))?)
+fn candidates(ctx: &Ctx, target: &Target, query: &str, limit: Option<u64>) -> CliResult<Vec<Candidate>> {
+    let options = CandidateOptions::default().with_limit(limit);
+    Ok(block_on(ctx.resolver.candidates(target, query, &options, ctx.cancel.as_ref()))?)
 }
 
 /// Parses the mentions of `text` and prepares `[{"type":"text","text": rewritten}]`.
@@ -317,13 +330,13 @@ fn prepare_with(ctx: &Ctx, target: &Target, text: &str, excerpts: &[(&str, &str,
     }
     let content = json!([{"type": "text", "text": parsed.text}]);
     let options = PrepareOptions::default().with_context_window(ctx.context_window);
-    Ok(block_on(ctx.resolver.prepare(target, &content, &references, &options, None))?)
+    Ok(block_on(ctx.resolver.prepare(target, &content, &references, &options, ctx.cancel.as_ref()))?)
 }
 
 /// One session's whole projected conversation (the core's
-/// [`Resolver::conversation`]), as text or its JSON.
+/// [`dsh_session_reference::Resolver::conversation`]), as text or its JSON.
 fn show(ctx: &Ctx, id: &str) -> CliResult {
-    let conversation = block_on(ctx.resolver.conversation(id, None))?;
+    let conversation = block_on(ctx.resolver.conversation(id, ctx.cancel.as_ref()))?;
     if ctx.out.is_json() {
         println!("{}", ctx.out.json(&conversation.to_json()));
     } else {
@@ -334,7 +347,7 @@ fn show(ctx: &Ctx, id: &str) -> CliResult {
 
 fn demo(ctx: &Ctx, bundled: bool) -> CliResult {
     let target = Target::new("demo-new-session", Some("/home/dev/alpha".to_owned()));
-    let list = candidates(&ctx.resolver, &target, "", None)?;
+    let list = candidates(ctx, &target, "", None)?;
     let picked: Vec<&Candidate> = list.iter().take(2).collect();
     if picked.len() < 2 {
         return Err(read_failed("the demo root needs at least two sessions"));

@@ -42,7 +42,7 @@ pub(crate) fn run(global: &Global, args: &McpArgs, specs: Vec<SourceSpec>) -> Cl
     let cwd = scope.cwd().or_else(|| Some(working.to_string_lossy().into_owned()));
     let cache = !global.no_cache;
     let lifetime = Lifetime::LongLived { cache };
-    let mut ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
+    let ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
     let loading = ctx.take_loading();
     let server = Server::new(ctx, loading, hardening, args.caller.clone(), cwd);
     let ctx = server.ctx();

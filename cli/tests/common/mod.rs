@@ -16,7 +16,15 @@ pub fn cmd() -> Command {
     c.env_remove("COPILOT_HOME");
     c.env_remove("GEMINI_CLI_HOME");
     c.env("XDG_CACHE_HOME", cache_home());
+    // No daemon: a test that wants one starts its own (tests/daemon.rs).
+    c.env("XDG_RUNTIME_DIR", cache_home().with_extension("no-daemon"));
     c
+}
+
+/// This test process's cache directory (for a test that starts commands
+/// of its own with the same environment as [`cmd`]).
+pub fn cache_dir() -> &'static std::path::Path {
+    cache_home()
 }
 
 /// This test process's cache directory: under cargo's scratch directory

@@ -63,6 +63,13 @@ impl PinnedListing {
         self.failed.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Forgets the failed reads kept so far: a query that lives across
+    /// several commands (a daemon's) reports to each command only the
+    /// failures of its own reads.
+    pub fn forget_failed_reads(&self) {
+        self.failed.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// `read`, a read of `session_id`, its failure kept.
     fn recorded<'a, T: 'a>(&'a self, session_id: &'a str, read: QueryFuture<'a, T>) -> QueryFuture<'a, T> {
         Box::pin(async move {

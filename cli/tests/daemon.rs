@@ -1,0 +1,316 @@
+//! `dsh-session-ref daemon`: a command it answers prints what the command
+//! prints in its own process (the same bytes on stdout and stderr, the same
+//! exit code), every change made before the command is in its answer, and a
+//! daemon that cannot answer a command exactly (another environment) leaves
+//! it to the command's own process.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{cmd, run_with, Out};
+use serde_json::Value;
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sessions")
+}
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+}
+
+/// A daemon of this test's own (its own runtime directory), stopped when
+/// dropped.
+struct Daemon {
+    runtime: tempfile::TempDir,
+}
+
+impl Daemon {
+    fn start() -> Daemon {
+        let runtime = tempfile::tempdir().unwrap();
+        let daemon = Daemon { runtime };
+        let out = daemon.run(&["daemon", "start", "--idle-timeout", "5"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.starts_with("the daemon started (pid "), "{}", out.stdout);
+        daemon
+    }
+
+    /// The command as [`cmd`] makes it, with this daemon's runtime directory.
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut c = cmd();
+        c.env("XDG_RUNTIME_DIR", self.runtime.path());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Out {
+        run_with(self.cmd(), args, None)
+    }
+
+    /// How many commands the daemon answered so far.
+    fn answered(&self) -> u64 {
+        let out = self.run(&["daemon", "status", "--json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let status: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(status["running"], true, "{status}");
+        status["commands"].as_u64().unwrap()
+    }
+
+    /// Runs `args` in `dir` through the daemon and again in the command's own
+    /// process (`--no-daemon`), asserting the same output and exit code and
+    /// that the daemon answered the first; the output.
+    fn same_in(&self, dir: Option<&Path>, args: &[&str], stdin: Option<&str>) -> Out {
+        let before = self.answered();
+        let mut through = self.cmd();
+        let mut own = self.cmd();
+        if let Some(dir) = dir {
+            through.current_dir(dir);
+            own.current_dir(dir);
+        }
+        let daemon = run_with(through, args, stdin);
+        assert_eq!(self.answered(), before + 1, "{args:?}: answered by the daemon");
+        let alone = run_with(own, &[&["--no-daemon"], args].concat(), stdin);
+        // A prepared message's id is new on every run.
+        let (ours, theirs) = (without_message_ids(&daemon.stdout), without_message_ids(&alone.stdout));
+        assert_eq!(
+            (daemon.code, &ours, &daemon.stderr),
+            (alone.code, &theirs, &alone.stderr),
+            "{args:?}: the daemon's answer (left) and the command's own (right)"
+        );
+        daemon
+    }
+
+    fn same(&self, args: &[&str]) -> Out {
+        self.same_in(None, args, None)
+    }
+}
+
+/// `text` with each `"id":"<uuid>"` as `"id":"…"`.
+fn without_message_ids(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\"id\":\"") {
+        let (head, tail) = rest.split_at(at + 6);
+        out.push_str(head);
+        let uuid = tail.get(..36).filter(|u| u.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'));
+        rest = match uuid {
+            Some(_) => {
+                out.push('…');
+                &tail[36..]
+            }
+            None => tail,
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let out = self.run(&["daemon", "stop"]);
+        assert!(out.stdout.starts_with("the daemon stopped") || std::thread::panicking(), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn every_command_it_answers_prints_what_the_command_prints_alone() {
+    let daemon = Daemon::start();
+    let root = examples();
+    let root = root.to_str().unwrap();
+    let raw = fixtures().join("dsh-logs/raw");
+    let raw = raw.to_str().unwrap();
+    let claude = format!("claude-code={}", fixtures().join("foreign-logs/claude-code").display());
+    let codex = format!("codex={}", fixtures().join("foreign-logs/codex/daaain").display());
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["--root", root, "candidates"],
+        vec!["--root", root, "candidates", "--json"],
+        vec!["--root", root, "candidates", "--query", "goal", "--cwd", "/home/dev/alpha"],
+        vec!["--root", root, "search", "goal", "snapshot"],
+        vec!["--root", root, "search", "goal", "--json", "--limit", "2"],
+        vec!["--root", root, "search", "nowhere-at-all"],
+        vec!["--root", root, "show", "goal-wrapup"],
+        vec!["--root", root, "show", "goal-wrapup", "--json", "--hardened"],
+        vec!["--root", root, "read", "goal-wrapup", "--max-bytes", "600"],
+        vec!["--root", root, "read", "goal-wrapup", "--json", "--start", "1"],
+        vec!["--root", root, "prepare", "--ref", "goal-wrapup", "--prompt"],
+        vec!["--root", root, "prepare", "--message", "see @[x](dsh-session:ImdvYWwtd3JhcHVwIg)", "--json"],
+        vec!["--root", root, "mention", "goal-wrapup"],
+        vec!["--root", root, "--quiet", "--no-cache", "candidates"],
+        // Errors: the same message and exit code.
+        vec!["--root", root, "show", "no-such-session"],
+        vec!["--root", root, "prepare", "--message", "@[x](dsh-session:bad)"],
+        vec!["--root", "/no/such/root", "candidates"],
+        vec!["--root", raw, "candidates", "--target", "t", "--json"],
+        vec!["--root", raw, "search", "the", "--target", "t"],
+        vec!["--source", &claude, "--source", &codex, "candidates", "--target", "t", "--limit", "100"],
+        vec!["--source", &claude, "show", "claude-code:dag_compact_after_rewind"],
+        vec!["--source", &claude, "--source", &codex, "search", "the", "--json"],
+    ];
+    let mut errors = 0;
+    for args in &runs {
+        let out = daemon.same(args);
+        errors += usize::from(out.code != 0);
+    }
+    assert_eq!(errors, 3, "the three error cases fail, and only those");
+    // A root given relative to the caller's directory is that directory's.
+    let parent = examples().parent().unwrap().to_owned();
+    let out = daemon.same_in(Some(&parent), &["--root", "sessions", "candidates", "--json"], None);
+    assert!(out.stdout.contains("goal-wrapup"), "{}", out.stdout);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = daemon.same_in(Some(elsewhere.path()), &["--root", "sessions", "candidates"], None);
+    assert_eq!(out.code, 1, "no such root there: {}", out.stderr);
+    // Standard input is the caller's.
+    let out = daemon.same_in(
+        None,
+        &["--root", root, "prepare", "--stdin", "--json"],
+        Some("see @[x](dsh-session:ImdvYWwtd3JhcHVwIg)\n"),
+    );
+    assert!(out.stdout.contains("goal-wrapup"), "{}", out.stdout);
+}
+
+fn append_message(log: &Path, seq: u64, text: &str) {
+    use std::io::Write;
+    let line = serde_json::json!({
+        "type": "user/message", "seq": seq, "time": 1760025300000u64 + seq,
+        "data": {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user", "id": "goal-wrapup"},
+        "surfaceOp": "append",
+    });
+    let mut f = std::fs::OpenOptions::new().append(true).open(log).unwrap();
+    writeln!(f, "{line}").unwrap();
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_change_made_before_a_command_is_in_its_answer() {
+    let daemon = Daemon::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("sessions");
+    copy_tree(&examples(), &root);
+    let r = root.to_str().unwrap();
+    let ids = |out: &Out| -> Vec<String> {
+        let list: Value = serde_json::from_str(&out.stdout).unwrap();
+        let mut ids: Vec<String> =
+            list.as_array().unwrap().iter().map(|c| c["sessionId"].as_str().unwrap().to_owned()).collect();
+        ids.sort();
+        ids
+    };
+    // Warm: the daemon has listed, indexed and watches the root.
+    let first = daemon.same(&["--root", r, "candidates", "--json"]);
+    assert!(ids(&first).contains(&"goal-wrapup".to_owned()));
+    assert_eq!(ids(&daemon.same(&["--root", r, "search", "zebrafish", "--json"])), Vec::<String>::new());
+    // A log that grew: the next search finds what it said (no wait between).
+    let log = root.join("--home-dev-alpha--/goal-wrapup/session.jsonl");
+    append_message(&log, 55, "the zebrafish result is in");
+    assert_eq!(ids(&daemon.same(&["--root", r, "search", "zebrafish", "--json"])), vec!["goal-wrapup"]);
+    // A new session, then one removed.
+    copy_tree(&root.join("--home-dev-alpha--/goal-wrapup"), &root.join("--home-dev-alpha--/goal-copy"));
+    let copy = root.join("--home-dev-alpha--/goal-copy/session.jsonl");
+    let text = std::fs::read_to_string(&copy).unwrap().replacen("\"id\":\"goal-wrapup\"", "\"id\":\"goal-copy\"", 1);
+    std::fs::write(&copy, text).unwrap();
+    let found = ids(&daemon.same(&["--root", r, "search", "zebrafish", "--json"]));
+    assert_eq!(found, vec!["goal-copy", "goal-wrapup"]);
+    std::fs::remove_dir_all(root.join("--home-dev-alpha--/goal-wrapup")).unwrap();
+    assert_eq!(ids(&daemon.same(&["--root", r, "search", "zebrafish", "--json"])), vec!["goal-copy"]);
+    let listed = ids(&daemon.same(&["--root", r, "candidates", "--json"]));
+    assert!(listed.contains(&"goal-copy".to_owned()) && !listed.contains(&"goal-wrapup".to_owned()), "{listed:?}");
+    // A log replaced by a rename, as an editor saves.
+    let renamed = root.join("--home-dev-alpha--/goal-copy/session.jsonl.tmp");
+    std::fs::copy(&copy, &renamed).unwrap();
+    append_message(&renamed, 56, "and the okapi too");
+    std::fs::rename(&renamed, &copy).unwrap();
+    assert_eq!(ids(&daemon.same(&["--root", r, "search", "okapi", "--json"])), vec!["goal-copy"]);
+}
+
+#[test]
+fn a_daemon_started_in_another_environment_answers_nothing() {
+    let daemon = Daemon::start();
+    let root = examples();
+    let before = daemon.answered();
+    let mut other = daemon.cmd();
+    other.env("DSH_HOME", "/somewhere/else");
+    let out = run_with(other, &["--root", root.to_str().unwrap(), "candidates", "--json"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("goal-wrapup"));
+    assert_eq!(daemon.answered(), before, "answered in the command's own process");
+    // Commands that read no session never go to it.
+    let out = daemon.run(&["uri", "encode", "goal-wrapup"]);
+    assert_eq!(out.code, 0);
+    assert_eq!(daemon.answered(), before);
+}
+
+#[test]
+fn start_stop_and_status_say_what_runs() {
+    let daemon = Daemon::start();
+    let again = daemon.run(&["daemon", "start"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stdout.starts_with("the daemon already runs (pid "), "{}", again.stdout);
+    let status = daemon.run(&["daemon", "status"]);
+    assert!(status.stdout.contains("commands answered: 0"), "{}", status.stdout);
+    let root = examples();
+    daemon.run(&["--root", root.to_str().unwrap(), "candidates"]);
+    let status = daemon.run(&["daemon", "status"]);
+    assert!(status.stdout.contains("commands answered: 1"), "{}", status.stdout);
+    assert!(status.stdout.contains(&format!("keeps: dsh={}", root.display())), "{}", status.stdout);
+    // Its directory and socket are private.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = daemon.runtime.path().join("dsh-session-ref");
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(dir.join("daemon.sock")).unwrap().permissions().mode() & 0o777, 0o600);
+    // A second daemon in the foreground is refused while one runs.
+    let second = daemon.run(&["daemon", "run"]);
+    assert_eq!(second.code, 1);
+    assert!(second.stderr.contains("a daemon already runs"), "{}", second.stderr);
+    let stopped = daemon.run(&["daemon", "stop"]);
+    assert!(stopped.stdout.starts_with("the daemon stopped"), "{}", stopped.stdout);
+    assert!(!dir.join("daemon.sock").exists(), "the socket goes with it");
+    let status = daemon.run(&["daemon", "status", "--json"]);
+    assert_eq!(status.stdout.trim(), r#"{"running":false}"#);
+    // Commands run in their own process again.
+    let out = daemon.run(&["--root", root.to_str().unwrap(), "candidates"]);
+    assert_eq!(out.code, 0);
+    // (Started again for the drop's stop.)
+    let out = daemon.run(&["daemon", "start"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
+fn a_closed_pipe_ends_the_caller_as_it_ends_a_command_alone() {
+    use std::os::unix::process::ExitStatusExt;
+    let daemon = Daemon::start();
+    let root = examples();
+    for no_daemon in [false, true] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-session-ref"));
+        c.env("XDG_RUNTIME_DIR", daemon.runtime.path()).env("XDG_CACHE_HOME", common::cache_dir());
+        for name in ["DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "GEMINI_CLI_HOME"] {
+            c.env_remove(name);
+        }
+        if no_daemon {
+            c.arg("--no-daemon");
+        }
+        let out = c
+            .args(["--root", root.to_str().unwrap(), "candidates"])
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+        assert_eq!(out.status.signal(), Some(13), "ended by SIGPIPE ({no_daemon}): {:?}", out.status);
+    }
+    // The daemon answers on.
+    assert_eq!(daemon.same(&["--root", root.to_str().unwrap(), "candidates"]).code, 0);
+}
