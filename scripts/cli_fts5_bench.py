@@ -19,6 +19,11 @@ query of scripts/fts5_bench.py (`MATCH` for words of three characters or
 more, `LIKE` for shorter ones, the target's cwd first, newer first, 50),
 which answers from what was last indexed. Both are started the same way
 (`subprocess.run`, output captured), so the ratio is of whole calls.
+
+Ours is timed twice: in its own process (`--no-daemon`), and answered by
+a daemon (`dsh-session-ref daemon start`, in a runtime directory of its
+own, stopped at the end), whose answers are checked to be the same bytes
+as the command's own. `DSR_CLI_NO_DAEMON=1` times the first only.
 """
 
 import os
@@ -65,24 +70,44 @@ def main():
     binary, root, db = sys.argv[1:4]
     queries = sys.argv[4:] or ["PR1137", "alphamarker", "zzqqxx", "teranise", "缓存索引", "模型"]
     home = tempfile.mkdtemp(prefix="dsr-cli-bench-")
-    env = dict(os.environ, XDG_CACHE_HOME=home)
-    ours = lambda q: [binary, "--root", root, "--quiet", "search", *q.split(), "--cwd", CWD, "--json"]  # noqa: E731
+    runtime = tempfile.mkdtemp(prefix="dsr-cli-bench-run-")
+    env = dict(os.environ, XDG_CACHE_HOME=home, XDG_RUNTIME_DIR=runtime)
+    with_daemon = not os.environ.get("DSR_CLI_NO_DAEMON")
+    ours = lambda q: [binary, "--root", root, "--quiet", "--no-daemon", "search", *q.split(), "--cwd", CWD, "--json"]  # noqa: E731
+    daemon = lambda q: [binary, "--root", root, "--quiet", "search", *q.split(), "--cwd", CWD, "--json"]  # noqa: E731
     theirs = lambda q: ["sqlite3", db, sqlite_query(q)]  # noqa: E731
     # Warm: the first run indexes every session and writes the cache files,
     # the second starts from them.
     for _ in range(2):
         timed(ours(queries[0]), env)
-    print(f"one-shot command line, warm cache, medians of {REPS}, interleaved ({os.getloadavg()[0]:.1f} load)")
-    for q in queries:
-        a, b = [], []
-        timed(ours(q), env)
-        timed(theirs(q), env)
-        for _ in range(REPS):
-            a.append(timed(ours(q), env)[0])
-            b.append(timed(theirs(q), env)[0])
-        ma, mb = statistics.median(a) * 1e3, statistics.median(b) * 1e3
-        print(f"  {q!r}: ours {ma:.1f} ms, sqlite3 CLI {mb:.1f} ms, ratio {ma / mb:.2f}x", flush=True)
-    print(f"(load average after: {os.getloadavg()[0]:.1f})")
+    if with_daemon:
+        timed([binary, "daemon", "start"], env)
+        timed(daemon(queries[0]), env)
+    try:
+        print(f"command line, warm cache, medians of {REPS}, interleaved ({os.getloadavg()[0]:.1f} load)")
+        for q in queries:
+            a, b, c = [], [], []
+            timed(ours(q), env)
+            timed(theirs(q), env)
+            if with_daemon:
+                alone, answered = timed(ours(q), env)[1], timed(daemon(q), env)[1]
+                if alone != answered:
+                    sys.exit(f"{q!r}: the daemon's answer differs from the command's own")
+            for _ in range(REPS):
+                a.append(timed(ours(q), env)[0])
+                b.append(timed(theirs(q), env)[0])
+                if with_daemon:
+                    c.append(timed(daemon(q), env)[0])
+            ma, mb = statistics.median(a) * 1e3, statistics.median(b) * 1e3
+            line = f"  {q!r}: ours {ma:.1f} ms, sqlite3 CLI {mb:.1f} ms, ratio {ma / mb:.2f}x"
+            if with_daemon:
+                mc = statistics.median(c) * 1e3
+                line += f"; through the daemon {mc:.1f} ms, ratio {mc / mb:.2f}x"
+            print(line, flush=True)
+        print(f"(load average after: {os.getloadavg()[0]:.1f})")
+    finally:
+        if with_daemon:
+            subprocess.run([binary, "daemon", "stop"], env=env, stdout=subprocess.DEVNULL, check=False)
 
 
 if __name__ == "__main__":
