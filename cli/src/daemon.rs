@@ -525,20 +525,26 @@ fn ask(kind: Kind) -> Result<Option<Value>, String> {
     serde_json::from_slice(&body).map(Some).map_err(|e| format!("the daemon's answer: {e}"))
 }
 
+/// `path` in the daemon's directory opened for writing, created 0600,
+/// never through a symbolic link; emptied when `truncate`.
+fn private_file(path: &std::path::Path, truncate: bool) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Starts the daemon in the background (a session of its own, its standard
 /// error in `daemon.log` beside its socket) and waits until it answers.
 fn start(idle_timeout: u64) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     let dir = home()?;
     let log = dir.join("daemon.log");
-    let log = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&log)
-        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let log = private_file(&log, true)?;
     let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
     let mut child = std::process::Command::new(exe);
     child
@@ -596,14 +602,7 @@ struct Daemon {
 fn serve(idle_timeout: u64) -> Result<(), String> {
     let dir = home()?;
     let lock_path = dir.join("daemon.lock");
-    let lock = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&lock_path)
-        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let lock = private_file(&lock_path, false)?;
     // SAFETY: flock on an open descriptor.
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err("a daemon already runs for this user (dsh-session-ref daemon status)".into());

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{cmd, run, run_with};
+use common::{cmd, copy_tree, run, run_with};
 use dsh_session_reference::format_mention;
 use serde_json::{json, Value};
 
@@ -750,19 +750,6 @@ fn hardened_and_plain_runs_keep_cache_files_of_their_own() {
 }
 
 /// Copies the directory tree `from` into `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn roots_given_one_level_off_are_taken_and_said_and_an_empty_root_says_what_it_holds() {
     let tmp = tempfile::tempdir().unwrap();

@@ -9,7 +9,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{cmd, run_with, Out};
+use common::{cmd, copy_tree, run_with, Out};
 use serde_json::Value;
 
 fn examples() -> PathBuf {
@@ -177,19 +177,6 @@ fn append_message(log: &Path, seq: u64, text: &str) {
     });
     let mut f = std::fs::OpenOptions::new().append(true).open(log).unwrap();
     writeln!(f, "{line}").unwrap();
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -75,3 +75,17 @@ pub fn run_with(mut c: Command, args: &[&str], stdin: Option<&str>) -> Out {
         stderr: String::from_utf8(o.stderr).unwrap(),
     }
 }
+
+/// Copies the directory `from` to `to`, recursively.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
