@@ -137,8 +137,8 @@ impl Ctx {
                 let shared = crate::daemon::kept(&specs, &config, cache, || {
                     Shared::open(config, specs.clone(), Lifetime::LongLived { cache }, scoped, true)
                 })?;
-                // What this command reports is what its own reads found.
-                shared.pinned.forget_failed_reads();
+                // This command lists afresh, and reports what its own reads found.
+                shared.pinned.reset();
                 shared
             }
             lifetime => Arc::new(Shared::open(config, specs, lifetime, scoped, false)?),

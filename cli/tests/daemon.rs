@@ -201,11 +201,15 @@ fn every_change_made_before_a_command_is_in_its_answer() {
     let log = root.join("--home-dev-alpha--/goal-wrapup/session.jsonl");
     append_message(&log, 55, "the zebrafish result is in");
     assert_eq!(ids(&daemon.same(&["--root", r, "search", "zebrafish", "--json"])), vec!["goal-wrapup"]);
-    // A new session, then one removed.
+    // A new session (after a command that listed and read no more: `show`),
+    // then one removed.
+    daemon.same(&["--root", r, "show", "goal-wrapup"]);
     copy_tree(&root.join("--home-dev-alpha--/goal-wrapup"), &root.join("--home-dev-alpha--/goal-copy"));
     let copy = root.join("--home-dev-alpha--/goal-copy/session.jsonl");
     let text = std::fs::read_to_string(&copy).unwrap().replacen("\"id\":\"goal-wrapup\"", "\"id\":\"goal-copy\"", 1);
     std::fs::write(&copy, text).unwrap();
+    let listed = ids(&daemon.same(&["--root", r, "candidates", "--json"]));
+    assert!(listed.contains(&"goal-copy".to_owned()), "{listed:?}");
     let found = ids(&daemon.same(&["--root", r, "search", "zebrafish", "--json"]));
     assert_eq!(found, vec!["goal-copy", "goal-wrapup"]);
     std::fs::remove_dir_all(root.join("--home-dev-alpha--/goal-wrapup")).unwrap();

@@ -63,10 +63,12 @@ impl PinnedListing {
         self.failed.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Forgets the failed reads kept so far: a query that lives across
-    /// several commands (a daemon's) reports to each command only the
-    /// failures of its own reads.
-    pub fn forget_failed_reads(&self) {
+    /// Starts afresh, for a query that lives across several commands (a
+    /// daemon's): no listing pinned (one a command made and did not use
+    /// would be stale for the next), and no failed read kept (each command
+    /// reports the failures of its own reads).
+    pub fn reset(&self) {
+        self.pinned.lock().unwrap_or_else(|e| e.into_inner()).take();
         self.failed.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
