@@ -816,19 +816,20 @@ impl Daemon {
     /// the caller goes away; its exit code.
     fn run_with(&self, stream: &UnixStream, cli: &Cli, fds: &[OwnedFd; 3]) -> i32 {
         let cancel = CancelToken::new();
-        let done = Arc::new(AtomicBool::new(false));
+        // The caller's end watched until the command ends (a byte on `done`).
+        let (done_reader, mut done) = match io::pipe() {
+            Ok((r, w)) => (Some(r), Some(w)),
+            Err(_) => (None, None),
+        };
         let watcher = {
-            let (cancel, done) = (cancel.clone(), Arc::clone(&done));
+            let cancel = cancel.clone();
             let fd = stream.try_clone().ok();
             std::thread::Builder::new()
                 .name("caller-watch".into())
                 .spawn(move || {
-                    let Some(fd) = fd else { return };
-                    while !done.load(Ordering::Acquire) {
-                        if hung_up(fd.as_raw_fd(), Duration::from_millis(50)) {
-                            cancel.cancel();
-                            return;
-                        }
+                    let (Some(fd), Some(done)) = (fd, done_reader) else { return };
+                    if hung_up(fd.as_raw_fd(), done.as_raw_fd()) {
+                        cancel.cancel();
                     }
                 })
                 .ok()
@@ -860,7 +861,9 @@ impl Daemon {
         let code = if PIPE_BROKEN.load(Ordering::Relaxed) { BROKEN_PIPE } else { code };
         redirect(self.own.each_ref().map(|fd| fd.as_raw_fd()));
         CANCEL.with(|c| *c.borrow_mut() = None);
-        done.store(true, Ordering::Release);
+        if let Some(done) = done.as_mut() {
+            let _ = done.write_all(b"x");
+        }
         if let Some(watcher) = watcher {
             let _ = watcher.join();
         }
@@ -913,13 +916,24 @@ fn readable(fd: RawFd, wait: Duration) -> bool {
     unsafe { libc::poll(&mut p, 1, ms) > 0 }
 }
 
-/// Whether the peer of socket `fd` closed its end within `wait`.
-fn hung_up(fd: RawFd, wait: Duration) -> bool {
-    let mut p = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
-    let ms = wait.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: one valid pollfd.
-    let ready = unsafe { libc::poll(&mut p, 1, ms) };
-    ready > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+/// Waits until the peer of socket `fd` closes its end (true) or `done`
+/// becomes readable (false).
+fn hung_up(fd: RawFd, done: RawFd) -> bool {
+    let mut p = [
+        libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 },
+        libc::pollfd { fd: done, events: libc::POLLIN, revents: 0 },
+    ];
+    loop {
+        // SAFETY: two valid pollfds.
+        let ready = unsafe { libc::poll(p.as_mut_ptr(), 2, -1) };
+        if ready < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        if ready <= 0 || p[1].revents != 0 {
+            return false;
+        }
+        return p[0].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0;
+    }
 }
 
 /// The message of the last panic in a command (said as the command's error).
