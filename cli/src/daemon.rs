@@ -376,19 +376,29 @@ fn forwardable(command: &Command) -> bool {
     )
 }
 
-/// Runs `cli` in this user's daemon when one answers it (the exit code it
-/// ended with); `None` when the command is to run in this process: no
-/// daemon, `--no-daemon`, a command it does not answer, or a daemon that
-/// declined (another build, another environment).
-pub(crate) fn forward(cli: &Cli) -> Option<ExitCode> {
-    if cli.global.no_daemon || !forwardable(&cli.command) {
+/// The names of the commands the daemon answers ([`forwardable`]).
+const FORWARDED: &[&str] = &["candidates", "search", "prepare", "read", "show", "mention"];
+
+/// Runs this process's command line in this user's daemon when one answers
+/// it (the exit code it ended with); `None` when the command is to run in
+/// this process: no daemon, `--no-daemon`, a command it does not answer, a
+/// command line that does not parse (its error is this process's to say),
+/// or a daemon that declined (another build, another environment).
+///
+/// Called before the command line is parsed: the daemon parses it (the
+/// same definition), so a command it answers costs this process no more
+/// than starting and one exchange on the socket. Only a line that names
+/// none of the commands it answers, or says `--no-daemon`, is not sent.
+pub(crate) fn forward() -> Option<ExitCode> {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let named = argv.iter().skip(1).any(|a| FORWARDED.iter().any(|c| a.as_bytes() == c.as_bytes()));
+    if !named || argv.iter().any(|a| a == "--no-daemon") {
         return None;
     }
     let mut stream = connect()?;
     let cwd = std::env::current_dir().ok()?;
     let mut frame = Frame::default();
     frame.put(MAGIC).put(&[Kind::Run as u8]).put(&build_identity()).put(cwd.as_os_str().as_bytes());
-    let argv: Vec<OsString> = std::env::args_os().collect();
     frame.put(&(argv.len() as u32).to_le_bytes());
     for arg in &argv {
         frame.put(arg.as_bytes());
@@ -997,6 +1007,46 @@ mod tests {
         assert!(read.contains("DSH_HOME") && read.contains("DSR_NO_WATCH"), "the scan finds the reads: {read:?}");
         let missing: Vec<&String> = read.iter().filter(|n| !ENVIRONMENT.contains(&n.as_str())).collect();
         assert!(missing.is_empty(), "read but not compared by the daemon: {missing:?}");
+    }
+
+    /// The names a command line is sent to the daemon for are exactly the
+    /// commands it answers, and every command is one or the other.
+    #[test]
+    fn the_commands_sent_are_the_commands_answered() {
+        let parse = |line: &[&str]| {
+            let m = crate::args::command().try_get_matches_from(line).unwrap();
+            Cli::from_arg_matches(&m).unwrap()
+        };
+        let answered: [&[&str]; 6] = [
+            &["x", "candidates"],
+            &["x", "search", "w"],
+            &["x", "prepare", "--message", "m"],
+            &["x", "read", "i"],
+            &["x", "show", "i"],
+            &["x", "mention", "i"],
+        ];
+        let not: [&[&str]; 6] = [
+            &["x", "uri", "encode", "i"],
+            &["x", "demo"],
+            &["x", "daemon", "status"],
+            &["x", "mcp"],
+            &["x", "completions", "bash"],
+            &["x", "man"],
+        ];
+        for line in answered {
+            assert!(forwardable(&parse(line).command), "{line:?}");
+            assert!(FORWARDED.contains(&line[1]), "{line:?}");
+        }
+        for line in not {
+            assert!(!forwardable(&parse(line).command), "{line:?}");
+            assert!(!FORWARDED.contains(&line[1]), "{line:?}");
+        }
+        let mut every: Vec<String> =
+            crate::args::command().get_subcommands().map(|c| c.get_name().to_owned()).filter(|n| n != "help").collect();
+        every.sort();
+        let mut classified: Vec<String> = answered.iter().chain(&not).map(|l| l[1].to_owned()).collect();
+        classified.sort();
+        assert_eq!(every, classified, "a new command: say whether the daemon answers it");
     }
 
     #[test]

@@ -43,12 +43,12 @@ pub(crate) type CliResult<T = ()> = Result<T, Failure>;
 
 fn main() -> ExitCode {
     restore_sigpipe();
-    let cli = Cli::parse_or_exit();
     // A command this user's daemon answers runs there (the same output).
     #[cfg(target_os = "linux")]
-    if let Some(code) = daemon::forward(&cli) {
+    if let Some(code) = daemon::forward() {
         return code;
     }
+    let cli = Cli::parse_or_exit();
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(e)) => {

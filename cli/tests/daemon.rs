@@ -235,9 +235,18 @@ fn a_daemon_started_in_another_environment_answers_nothing() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("goal-wrapup"));
     assert_eq!(daemon.answered(), before, "answered in the command's own process");
-    // Commands that read no session never go to it.
+    // Commands that read no session never go to it; nor do usage errors
+    // and help, which the command says itself.
     let out = daemon.run(&["uri", "encode", "goal-wrapup"]);
     assert_eq!(out.code, 0);
+    let usage = daemon.run(&["search"]);
+    assert_eq!(usage.code, 2, "{}", usage.stderr);
+    assert!(usage.stderr.contains("Usage:"), "{}", usage.stderr);
+    let help = daemon.run(&["search", "--help"]);
+    assert_eq!(help.code, 0);
+    assert!(help.stdout.contains("Usage: dsh-session-ref search"), "{}", help.stdout);
+    let no_daemon = daemon.run(&["--no-daemon", "--root", root.to_str().unwrap(), "candidates"]);
+    assert_eq!(no_daemon.code, 0);
     assert_eq!(daemon.answered(), before);
 }
 
