@@ -650,6 +650,17 @@ fn serve(idle_timeout: u64) -> Result<(), String> {
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGPIPE, &action, std::ptr::null_mut());
     }
+    // SIGTERM and SIGINT (a service manager's stop, Ctrl-C in the
+    // foreground) end the daemon as `daemon stop` does: saved, socket gone.
+    // SAFETY: a handler that only stores an atomic; no SA_RESTART, so the
+    // wait for the next caller returns and sees it.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_stop as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    }
     install_panic_hook();
     let _ = KEPT.set(Mutex::new(Vec::new()));
     let mut daemon = Daemon {
@@ -678,6 +689,10 @@ impl Daemon {
         let mut last = Instant::now();
         let mut unsaved = false;
         loop {
+            if STOP.load(Ordering::Relaxed) {
+                eprintln!("dsh-session-ref daemon: stopped by a signal: ending");
+                return Ok(());
+            }
             let wait = if unsaved { SAVE_AFTER } else { Duration::from_secs(30) };
             let wait = match self.idle_timeout {
                 Some(idle) => wait.min(idle.saturating_sub(last.elapsed()).max(Duration::from_millis(1))),
@@ -879,6 +894,13 @@ impl Daemon {
         }
         code
     }
+}
+
+/// Whether SIGTERM or SIGINT asked the daemon to end.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
 }
 
 /// Whether a command is running (its output on the caller's descriptors).

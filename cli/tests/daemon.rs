@@ -280,6 +280,17 @@ fn start_stop_and_status_say_what_runs() {
     // Commands run in their own process again.
     let out = daemon.run(&["--root", root.to_str().unwrap(), "candidates"]);
     assert_eq!(out.code, 0);
+    // SIGTERM ends it as `stop` does: the socket goes, nothing is left running.
+    let out = daemon.run(&["daemon", "start", "--json"]);
+    let pid = serde_json::from_str::<Value>(&out.stdout).unwrap()["pid"].as_i64().unwrap();
+    // SAFETY: a signal to the daemon this test started.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) }, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while dir.join("daemon.sock").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!dir.join("daemon.sock").exists(), "the socket goes at SIGTERM");
+    assert_eq!(daemon.run(&["daemon", "status", "--json"]).stdout.trim(), r#"{"running":false}"#);
     // (Started again for the drop's stop.)
     let out = daemon.run(&["daemon", "start"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
