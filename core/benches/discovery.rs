@@ -9,6 +9,7 @@
 //! root, time nothing), `DSR_BENCH_CANDIDATES_ONLY` (time the DSH store's
 //! `candidates` rows, print them also as one `sdk-compare` JSON line, and
 //! stop: what scripts/sdk_discovery_bench.py sets the SDK's figures beside).
+//! `DSR_BENCH_SEARCH_ONLY`: the search rows alone.
 //!
 //! Two sources over the same sessions: the embedded DSH store read from
 //! disk (it fingerprints each log by its identity and, from its second
@@ -354,86 +355,96 @@ fn main() {
     let store = DshStore::open(&root).unwrap();
     let reps = 15;
 
-    // --- candidates through the store, with and without fingerprints
-    let plain = Resolver::new(Arc::new(Plain(store.clone())), Config::default());
-    let (_, uncached) = time(|| block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
-    // Two long-lived stores: the default (watching from its second listing
-    // on, where the system can) and one that walks and stats on every call.
-    let watched = DshStore::open(&root).unwrap();
-    let unwatched = DshStore::open(&root).unwrap().with_watching(false);
-    let r = Resolver::new(Arc::new(watched.clone()), Config::default());
-    let ru = Resolver::new(Arc::new(unwatched.clone()), Config::default());
-    let cpu = cpu_time();
-    let (first_list, first) =
-        time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
-    let first_cpu = cpu_time() - cpu;
-    // A store kept for the process that watches from its first listing on
-    // (the Python `DshSessionStore`): its title reads find each log in
-    // that listing.
-    let early =
-        Resolver::new(Arc::new(DshStore::open(&root).unwrap().watching_from_first_listing()), Config::default());
-    let cpu = cpu_time();
-    let (early_list, first_early) =
-        time(|| block_on(early.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
-    let first_early_cpu = cpu_time() - cpu;
-    assert_eq!(early_list, first_list, "the same candidates");
-    assert_eq!(
-        first_list,
-        block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
-        "the cache changes cost only"
-    );
-    block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap();
-    let warm = median(
-        (0..reps)
-            .map(|_| time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
-            .collect(),
-    );
-    let warm_unwatched = median(
-        (0..reps)
-            .map(|_| time(|| block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
-            .collect(),
-    );
-    let listing = median((0..reps).map(|_| time(|| watched.list().unwrap()).1).collect());
-    let (_, walk) = time(|| DshStore::open(&root).unwrap().list().unwrap());
-    let mut appended = Vec::new();
-    let mut appended_unwatched = Vec::new();
-    for i in 0..reps {
-        append(&mut logs[i * 7 % n], 100);
-        appended.push(time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1);
-        appended_unwatched
-            .push(time(|| block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1);
-    }
-    assert_eq!(
-        block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
-        block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
-        "after the appends too"
-    );
-    println!("candidates --query (DSH store, files; watching: {}):", watched.is_watching());
-    println!(
-        "  without fingerprints, every query: {} ({:.0} MB/s of logs)",
-        ms(uncached),
-        bytes as f64 / 1e6 / uncached.as_secs_f64()
-    );
-    println!("  first query (cold cache):        {} ({:.0} MB/s)", ms(first), bytes as f64 / 1e6 / first.as_secs_f64());
-    println!(
-        "  first query, watching from the first listing: {} ({:.0} MB/s; CPU {} against {})",
-        ms(first_early),
-        bytes as f64 / 1e6 / first_early.as_secs_f64(),
-        ms(first_early_cpu),
-        ms(first_cpu)
-    );
-    println!("  later, nothing changed (median): {}   (the listing alone: {})", ms(warm), ms(listing));
-    println!("  after one log gained 100 lines:  {}", ms(median(appended.clone())));
-    println!("  unwatched store, nothing changed: {}", ms(warm_unwatched));
-    println!("  unwatched store, after an append: {}", ms(median(appended_unwatched)));
-    println!("  a fresh store's first listing (walk and header reads): {}", ms(walk));
-    if std::env::var_os("DSR_BENCH_CANDIDATES_ONLY").is_some() {
-        let secs = |d: Duration| d.as_secs_f64();
-        let figures = json!({"sessions": n, "log_bytes": bytes, "first_s": secs(first), "first_cpu_s": secs(first_cpu),
-            "first_early_s": secs(first_early), "first_early_cpu_s": secs(first_early_cpu),
-            "warm_s": secs(warm), "appended_s": secs(median(appended)), "watching": watched.is_watching()});
-        println!("sdk-compare {figures}");
-        return;
+    // `DSR_BENCH_SEARCH_ONLY`: the search rows alone (no `candidates`).
+    let search_only = std::env::var_os("DSR_BENCH_SEARCH_ONLY").is_some();
+    if !search_only {
+        // --- candidates through the store, with and without fingerprints
+        let plain = Resolver::new(Arc::new(Plain(store.clone())), Config::default());
+        let (_, uncached) =
+            time(|| block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
+        // Two long-lived stores: the default (watching from its second listing
+        // on, where the system can) and one that walks and stats on every call.
+        let watched = DshStore::open(&root).unwrap();
+        let unwatched = DshStore::open(&root).unwrap().with_watching(false);
+        let r = Resolver::new(Arc::new(watched.clone()), Config::default());
+        let ru = Resolver::new(Arc::new(unwatched.clone()), Config::default());
+        let cpu = cpu_time();
+        let (first_list, first) =
+            time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
+        let first_cpu = cpu_time() - cpu;
+        // A store kept for the process that watches from its first listing on
+        // (the Python `DshSessionStore`): its title reads find each log in
+        // that listing.
+        let early =
+            Resolver::new(Arc::new(DshStore::open(&root).unwrap().watching_from_first_listing()), Config::default());
+        let cpu = cpu_time();
+        let (early_list, first_early) =
+            time(|| block_on(early.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap());
+        let first_early_cpu = cpu_time() - cpu;
+        assert_eq!(early_list, first_list, "the same candidates");
+        assert_eq!(
+            first_list,
+            block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
+            "the cache changes cost only"
+        );
+        block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap();
+        let warm = median(
+            (0..reps)
+                .map(|_| time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
+                .collect(),
+        );
+        let warm_unwatched = median(
+            (0..reps)
+                .map(|_| time(|| block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
+                .collect(),
+        );
+        let listing = median((0..reps).map(|_| time(|| watched.list().unwrap()).1).collect());
+        let (_, walk) = time(|| DshStore::open(&root).unwrap().list().unwrap());
+        let mut appended = Vec::new();
+        let mut appended_unwatched = Vec::new();
+        for i in 0..reps {
+            append(&mut logs[i * 7 % n], 100);
+            appended
+                .push(time(|| block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1);
+            appended_unwatched
+                .push(time(|| block_on(ru.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1);
+        }
+        assert_eq!(
+            block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
+            block_on(plain.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
+            "after the appends too"
+        );
+        println!("candidates --query (DSH store, files; watching: {}):", watched.is_watching());
+        println!(
+            "  without fingerprints, every query: {} ({:.0} MB/s of logs)",
+            ms(uncached),
+            bytes as f64 / 1e6 / uncached.as_secs_f64()
+        );
+        println!(
+            "  first query (cold cache):        {} ({:.0} MB/s)",
+            ms(first),
+            bytes as f64 / 1e6 / first.as_secs_f64()
+        );
+        println!(
+            "  first query, watching from the first listing: {} ({:.0} MB/s; CPU {} against {})",
+            ms(first_early),
+            bytes as f64 / 1e6 / first_early.as_secs_f64(),
+            ms(first_early_cpu),
+            ms(first_cpu)
+        );
+        println!("  later, nothing changed (median): {}   (the listing alone: {})", ms(warm), ms(listing));
+        println!("  after one log gained 100 lines:  {}", ms(median(appended.clone())));
+        println!("  unwatched store, nothing changed: {}", ms(warm_unwatched));
+        println!("  unwatched store, after an append: {}", ms(median(appended_unwatched)));
+        println!("  a fresh store's first listing (walk and header reads): {}", ms(walk));
+        if std::env::var_os("DSR_BENCH_CANDIDATES_ONLY").is_some() {
+            let secs = |d: Duration| d.as_secs_f64();
+            let figures = json!({"sessions": n, "log_bytes": bytes, "first_s": secs(first), "first_cpu_s": secs(first_cpu),
+                "first_early_s": secs(first_early), "first_early_cpu_s": secs(first_early_cpu),
+                "warm_s": secs(warm), "appended_s": secs(median(appended)), "watching": watched.is_watching()});
+            println!("sdk-compare {figures}");
+            return;
+        }
     }
 
     // --- the same sessions in memory: the resolver's own cost
@@ -447,72 +458,75 @@ fn main() {
     }
     let mem = Arc::new(mem);
     let rm = Resolver::new(mem.clone(), Config::default());
-    block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap();
-    let warm_mem = median(
-        (0..reps)
-            .map(|_| time(|| block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
-            .collect(),
-    );
-    let changed_mem = median(
-        (0..reps)
-            .map(|i| {
-                let id = &listed.sessions[i * 11 % n].header.id;
-                mem.set_title(id.clone(), Some(format!("renamed {i}")));
-                time(|| block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1
-            })
-            .collect(),
-    );
-    println!("candidates --query (in memory):");
-    println!("  later, nothing changed (median): {}", ms(warm_mem));
-    println!("  after one session changed:       {}", ms(changed_mem));
-
-    // --- the same count of Claude Code transcripts
-    if std::env::var_os("DSR_BENCH_NO_FOREIGN").is_none() {
-        let croot = tempfile::tempdir().unwrap();
-        let ((cpaths, cbytes), took) = time(|| write_claude_root(croot.path(), n, kb));
-        println!(
-            "generated {n} Claude Code transcripts, {:.0} MB, in {:.1} s",
-            cbytes as f64 / 1e6,
-            took.as_secs_f64()
-        );
-        let source = ClaudeCodeSource::open(croot.path()).unwrap();
-        let rc = Resolver::new(source.clone().into_query(), Config::default());
-        let ctarget = Target::new("new-chat", Some("/work/q3".into()));
-        let (_, cfirst) = time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap());
-        block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap();
-        let cwarm = median(
+    if !search_only {
+        block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap();
+        let warm_mem = median(
             (0..reps)
-                .map(|_| {
-                    time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap()).1
-                })
+                .map(|_| time(|| block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1)
                 .collect(),
         );
-        let cappended = median(
+        let changed_mem = median(
             (0..reps)
                 .map(|i| {
-                    let mut f = std::fs::OpenOptions::new().append(true).open(&cpaths[i * 7 % n]).unwrap();
-                    for _ in 0..100 {
-                        f.write_all(b"{\"type\":\"system\",\"subtype\":\"note\",\"content\":\"x\"}\n").unwrap();
-                    }
-                    drop(f);
-                    time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap()).1
+                    let id = &listed.sessions[i * 11 % n].header.id;
+                    mem.set_title(id.clone(), Some(format!("renamed {i}")));
+                    time(|| block_on(rm.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap()).1
                 })
                 .collect(),
         );
-        let fresh = Resolver::new(ClaudeCodeSource::open(croot.path()).unwrap().into_query(), Config::default());
-        assert_eq!(
-            block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap(),
-            block_on(fresh.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap(),
-            "the kept source agrees with a fresh one"
-        );
-        println!("candidates --query (Claude Code source, files; watching: {}):", source.is_watching());
-        println!(
-            "  first query (cold cache):        {} ({:.0} MB/s)",
-            ms(cfirst),
-            cbytes as f64 / 1e6 / cfirst.as_secs_f64()
-        );
-        println!("  later, nothing changed (median): {}", ms(cwarm));
-        println!("  after one transcript gained 100 lines: {}", ms(cappended));
+        println!("candidates --query (in memory):");
+        println!("  later, nothing changed (median): {}", ms(warm_mem));
+        println!("  after one session changed:       {}", ms(changed_mem));
+
+        // --- the same count of Claude Code transcripts
+        if std::env::var_os("DSR_BENCH_NO_FOREIGN").is_none() {
+            let croot = tempfile::tempdir().unwrap();
+            let ((cpaths, cbytes), took) = time(|| write_claude_root(croot.path(), n, kb));
+            println!(
+                "generated {n} Claude Code transcripts, {:.0} MB, in {:.1} s",
+                cbytes as f64 / 1e6,
+                took.as_secs_f64()
+            );
+            let source = ClaudeCodeSource::open(croot.path()).unwrap();
+            let rc = Resolver::new(source.clone().into_query(), Config::default());
+            let ctarget = Target::new("new-chat", Some("/work/q3".into()));
+            let (_, cfirst) =
+                time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap());
+            block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap();
+            let cwarm = median(
+                (0..reps)
+                    .map(|_| {
+                        time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap()).1
+                    })
+                    .collect(),
+            );
+            let cappended = median(
+                (0..reps)
+                    .map(|i| {
+                        let mut f = std::fs::OpenOptions::new().append(true).open(&cpaths[i * 7 % n]).unwrap();
+                        for _ in 0..100 {
+                            f.write_all(b"{\"type\":\"system\",\"subtype\":\"note\",\"content\":\"x\"}\n").unwrap();
+                        }
+                        drop(f);
+                        time(|| block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap()).1
+                    })
+                    .collect(),
+            );
+            let fresh = Resolver::new(ClaudeCodeSource::open(croot.path()).unwrap().into_query(), Config::default());
+            assert_eq!(
+                block_on(rc.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap(),
+                block_on(fresh.candidates(&ctarget, "ka", &CandidateOptions::default(), None)).unwrap(),
+                "the kept source agrees with a fresh one"
+            );
+            println!("candidates --query (Claude Code source, files; watching: {}):", source.is_watching());
+            println!(
+                "  first query (cold cache):        {} ({:.0} MB/s)",
+                ms(cfirst),
+                cbytes as f64 / 1e6 / cfirst.as_secs_f64()
+            );
+            println!("  later, nothing changed (median): {}", ms(cwarm));
+            println!("  after one transcript gained 100 lines: {}", ms(cappended));
+        }
     }
 
     // --- search
@@ -593,10 +607,13 @@ fn main() {
         let expected = brute(q);
         let mut found = 0;
         let mut theirs = Vec::new();
+        let mut cpu_ours = Duration::ZERO;
         let t = median(
             (0..reps)
                 .map(|_| {
+                    let cpu = cpu_time();
                     let (res, t) = time(|| block_on(rm.search(&target, q.as_str(), &opts, None)).unwrap());
+                    cpu_ours += cpu_time() - cpu;
                     found = res.len();
                     assert_eq!(found, expected.len().min(limit), "{q:?}: as many results as a scan finds");
                     for r in &res {
@@ -626,9 +643,18 @@ fn main() {
             }
             None => String::new(),
         };
-        println!("  warm, {what} {q:?}: {} median ({found} results of {} matching){side}", ms(t), expected.len());
+        println!(
+            "  warm, {what} {q:?}: {} median, CPU {} mean ({found} results of {} matching){side}",
+            ms(t),
+            ms(cpu_ours / reps as u32),
+            expected.len()
+        );
     }
     drop(fts5);
+    if search_only {
+        return;
+    }
+    let r = Resolver::new(Arc::new(DshStore::open(&root).unwrap()), Config::default());
     let (_, sbuild) = time(|| block_on(r.search(&target, "alphamarker", &opts, None)).unwrap());
     let swarm =
         median((0..reps).map(|_| time(|| block_on(r.search(&target, "PR1137", &opts, None)).unwrap()).1).collect());

@@ -38,7 +38,7 @@ pub(super) struct KeySet {
 }
 
 impl KeySet {
-    /// No key is this (keys are below 2^33).
+    /// No key is this (keys are below 2^34).
     pub(super) const FREE: u64 = u64::MAX;
 
     pub(super) fn new(keys: &[u64]) -> KeySet {
@@ -91,16 +91,23 @@ impl KeySet {
 ///   hold none, so trigrams across whitespace would only serve phrases,
 ///   which they hardly filter: `a b` is in nearly every text);
 /// - every 5 bytes centred on a space (`ab cd`): two bytes of each word a
-///   phrase joins, which rule out a session holding the words apart.
+///   phrase joins, which rule out a session holding the words apart;
+/// - every 4 bytes without ASCII whitespace of which at least three are
+///   ASCII digits (`1137`, `r113`): there are only a thousand trigrams of
+///   digits, so each is in many texts of numbers and a number's trigrams
+///   are found apart (`113` and `137` in other numbers than `1137`); the
+///   4-byte key ties two of them together (issue 29: an identifier
+///   fragment verified some 300 sessions for its 68).
 ///
 /// A needle that occurs in a text has all its keys among the text's (its
 /// windows are the text's windows), so the filter never misses.
 pub(super) fn keys(text: &[u8], mut f: impl FnMut(u64)) {
-    // The last three bytes, and how many of the last bytes are not
-    // whitespace.
-    let (mut last, mut clean) = (0u64, 0usize);
+    // The last four bytes, which of them are digits (a bit each), and how
+    // many of the last bytes are not whitespace.
+    let (mut last, mut digits, mut clean) = (0u64, 0u32, 0usize);
     for (i, &b) in text.iter().enumerate() {
-        last = ((last << 8) | u64::from(b)) & 0xff_ffff;
+        last = ((last << 8) | u64::from(b)) & 0xffff_ffff;
+        digits = ((digits << 1) | u32::from(b.is_ascii_digit())) & 0xf;
         if b.is_ascii_whitespace() {
             clean = 0;
             if b == b' ' && i >= 2 && i + 2 < text.len() {
@@ -110,7 +117,10 @@ pub(super) fn keys(text: &[u8], mut f: impl FnMut(u64)) {
         } else {
             clean += 1;
             if clean >= 3 {
-                f(last);
+                f(last & 0xff_ffff);
+            }
+            if clean >= 4 && digits.count_ones() >= 3 {
+                f(NUMERAL | last);
             }
         }
     }
@@ -118,6 +128,15 @@ pub(super) fn keys(text: &[u8], mut f: impl FnMut(u64)) {
 
 /// Trigram keys are below 2^24; keys around a space have this bit.
 pub(super) const SPACED: u64 = 1 << 32;
+
+/// Keys of 4 bytes, three or more of them digits, have this bit.
+pub(super) const NUMERAL: u64 = 1 << 33;
+
+/// Whether a key is a trigram (not a key around a space, nor of 4 bytes
+/// of digits): what the trigram bitmaps and a vocabulary's bits cover.
+pub(super) fn is_trigram(key: u64) -> bool {
+    key < 1 << 24
+}
 
 /// A key's hash, from which its probes are drawn.
 pub(super) fn hash(key: u64) -> u64 {
@@ -154,5 +173,42 @@ pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, mut f: impl FnMut
             }
             was_common = now;
         }
+    }
+}
+
+/// The trigrams of a text, hashed into a fixed bitmap ([`Self::BITS`]
+/// bits, one probe each): whether a needle may be in the text, without
+/// scanning it. Never wrong about a needle that is in it (all its trigrams
+/// are); a needle without trigrams (under three bytes) may always be.
+pub(crate) struct TrigramBits(Box<[u64]>);
+
+impl TrigramBits {
+    /// 2^19 bits (64 KB): for the ids, cwds and titles of some 10,000
+    /// sessions (a few tens of thousands of distinct trigrams) about one
+    /// trigram in ten that is not there passes.
+    const BITS: usize = 1 << 19;
+
+    /// The trigrams of a lower-cased text.
+    pub(crate) fn of(text: &str) -> TrigramBits {
+        let mut bits = vec![0u64; Self::BITS / 64].into_boxed_slice();
+        keys(text.as_bytes(), |k| {
+            if is_trigram(k) {
+                let at = Self::slot(k);
+                bits[at / 64] |= 1 << (at % 64);
+            }
+        });
+        TrigramBits(bits)
+    }
+
+    fn slot(key: u64) -> usize {
+        hash(key) as usize & (Self::BITS - 1)
+    }
+
+    /// Whether every trigram of `needle` may be in the text.
+    pub(crate) fn may_hold(&self, needle: &super::Needle) -> bool {
+        needle.keys.iter().filter(|&&k| is_trigram(k)).all(|&k| {
+            let at = Self::slot(k);
+            self.0[at / 64] >> (at % 64) & 1 == 1
+        })
     }
 }

@@ -35,6 +35,7 @@ use dict::{compress, TRAIN_SAMPLE};
 pub(crate) use dict::{Dictionary, Encoder, TRAIN_AT};
 pub(crate) use doc::{Doc, IndexedItem};
 pub(crate) use fold::{fold, fold_into, original_offset};
+pub(crate) use keys::TrigramBits;
 pub(crate) use needle::Needle;
 pub(crate) use pass::{FilterPass, Roster};
 pub(crate) use stored::Unreadable;
@@ -276,7 +277,7 @@ mod tests {
 
     use super::bloom::Bits;
     use super::doc::{decode_lengths, encode_lengths};
-    use super::keys::SPACED;
+    use super::keys::is_trigram;
     use super::*;
 
     fn may(d: &Doc, needle: &str) -> bool {
@@ -309,10 +310,32 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_number_is_not_found_in_its_trigrams_held_apart() {
+        // `pr1`, `r11`, `113` and `137` are all there, `1137` is not.
+        let d = doc(&["see PR113 and PR137, then PR11"]);
+        for n in ["pr113", "pr137", "113", "137", "r11", "pr11"] {
+            assert!(may(&d, n), "{n}");
+        }
+        assert!(!may(&d, "pr1137"));
+        assert!(!may(&d, "1137"));
+        assert!(may(&doc(&["PR11370 merged"]), "pr1137"));
+    }
+
+    #[test]
+    fn trigram_bits_never_rule_out_what_a_text_holds() {
+        let text = "s1\n/work/p3\nfix pr1137 before 发布版本\n";
+        let bits = TrigramBits::of(text);
+        for n in ["pr1137", "1137", "work", "发布", "版本", "fix", "p3", "x"] {
+            assert!(bits.may_hold(&Needle::new(n.to_owned())), "{n}");
+        }
+        assert!(!bits.may_hold(&Needle::new("zzqqxx".to_owned())));
+    }
+
     proptest::proptest! {
         #[test]
         fn no_substring_is_ever_ruled_out(
-            items in proptest::collection::vec("[ab \\nÉé发 ]{0,40}", 1..4),
+            items in proptest::collection::vec("[ab12 \\nÉé发 ]{0,40}", 1..4),
             pick in 0usize..4,
             from in 0usize..40,
             len in 0usize..12,
@@ -410,7 +433,7 @@ mod tests {
         let common: Vec<u64> = dict.common.sorted();
         let word: String = common
             .iter()
-            .find(|&&k| k & SPACED == 0 && k.to_be_bytes()[5..].iter().all(u8::is_ascii_lowercase))
+            .find(|&&k| is_trigram(k) && k.to_be_bytes()[5..].iter().all(u8::is_ascii_lowercase))
             .map(|&k| k.to_be_bytes()[5..].iter().map(|&b| char::from(b)).collect())
             .unwrap();
         assert!(texts.iter().all(|(id, _)| may(&held(&cache, id), &word)), "{word}");
@@ -432,6 +455,20 @@ mod tests {
             }
         }
         assert!(ruled_out > 0, "some docs ruled out by the pairs alone");
+        // A roster of every doc rules out, at once, a word no doc holds,
+        // never one some doc holds; nor anything once a doc its
+        // vocabulary does not cover is among them.
+        let all: Vec<Arc<Doc>> = texts.iter().map(|(id, _)| held(&cache, id)).collect();
+        let roster = Roster::new(&all);
+        assert!(roster.rules_out(&Needle::new("qqqzzzxx".to_owned())));
+        for (_, items) in texts.iter().take(8) {
+            for w in items[0].split(' ').filter(|w| w.len() >= 4).take(20) {
+                assert!(!roster.rules_out(&Needle::new(w.to_owned())), "{w:?}");
+            }
+        }
+        let mut open = all.clone();
+        open.push(Arc::new(doc(&["unregistered"])));
+        assert!(!Roster::new(&open).rules_out(&Needle::new("qqqzzzxx".to_owned())));
         // A doc built now uses it at once.
         let encoder = cache.encoder();
         let doc = Doc::build(None, None, vec![IndexedItem { text: Cow::Borrowed("re7 de14") }], encoder.as_deref());

@@ -2,7 +2,7 @@
 //! them (`FilterPass`, which sweeps the stored filters in file order).
 
 use super::dict::Dictionary;
-use super::keys::{hash, keys, pairs, SPACED};
+use super::keys::{hash, is_trigram, keys, pairs};
 use super::vocab::Verdict;
 use memchr::memmem;
 
@@ -10,7 +10,7 @@ use memchr::memmem;
 pub(crate) struct Needle {
     pub(crate) text: String,
     pub(super) finder: memmem::Finder<'static>,
-    /// Its distinct filter keys.
+    /// Its distinct filter keys, longest first.
     pub(super) keys: Box<[u64]>,
     /// The hashes of its keys a doc's filter is tested with, per
     /// dictionary (by id; 0: none, every key), made on first use.
@@ -27,6 +27,11 @@ impl Needle {
         self::keys(text.as_bytes(), |k| keys.push(k));
         keys.sort_unstable();
         keys.dedup();
+        // The keys of 4 and 5 bytes first (the numbers' and those around
+        // spaces, by their flags), then the trigrams: a filter is tested
+        // up to the first key it lacks, and a longer key is lacking more
+        // often.
+        keys.reverse();
         Needle { text, finder, keys: keys.into(), hashes: Default::default(), verdicts: Default::default() }
     }
 
@@ -55,7 +60,7 @@ impl Needle {
             Some(at) => at,
             None => {
                 let trigrams: Vec<u64> =
-                    self.keys.iter().copied().filter(|&k| k & SPACED == 0 && !dict.is_common(k)).collect();
+                    self.keys.iter().copied().filter(|&k| is_trigram(k) && !dict.is_common(k)).collect();
                 let mut held = Vec::new();
                 pairs(self.text.as_bytes(), |k| dict.is_common(k), |p| held.push(p));
                 held.sort_unstable();

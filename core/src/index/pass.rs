@@ -22,6 +22,8 @@ pub(crate) struct Roster {
     /// Per doc: the place of its dictionary in `dicts` ([`NO_BODY`],
     /// [`NO_VOCABULARY`]) and its serial.
     of: Vec<(u32, u32)>,
+    /// Whether some doc is [`NO_VOCABULARY`] (never ruled out).
+    uncovered: bool,
 }
 
 /// A doc without body: no needle is in it.
@@ -48,8 +50,37 @@ impl Roster {
                 }
                 _ => (NO_VOCABULARY, 0),
             })
-            .collect();
-        Roster { dicts, of }
+            .collect::<Vec<_>>();
+        let uncovered = of.iter().any(|&(at, _)| at == NO_VOCABULARY);
+        Roster { dicts, of, uncovered }
+    }
+
+    /// Whether the docs' vocabularies say that no doc's body holds
+    /// `needle` (no filter read, no doc touched): every doc is without
+    /// body or registered in a vocabulary that rules it out.
+    pub(crate) fn rules_out(&self, needle: &Needle) -> bool {
+        if self.uncovered {
+            return false;
+        }
+        // Whether some vocabulary lists holders (their docs are checked
+        // below); `None` if one cannot tell.
+        let mut listed = Some(false);
+        for dict in &self.dicts {
+            listed = listed.and_then(|l| {
+                needle.with_verdict(dict, |v| match v {
+                    Verdict::Absent => Some(l),
+                    Verdict::Only(_) => Some(true),
+                    Verdict::Any => None,
+                })
+            });
+        }
+        match listed {
+            None => false,
+            Some(false) => true,
+            Some(true) => self.of.iter().all(|&(at, serial)| {
+                at == NO_BODY || needle.with_verdict(&self.dicts[at as usize], |v| !v.admits(serial))
+            }),
+        }
     }
 }
 

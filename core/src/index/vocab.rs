@@ -19,7 +19,7 @@
 //! verified on its text. A doc with serial 0 (none) is never ruled out
 //! here.
 
-use super::keys::{hash, MixHasher, SPACED};
+use super::keys::{hash, is_trigram, MixHasher};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::RwLock;
@@ -127,7 +127,7 @@ impl Vocabulary {
         }
         inner.next += 1;
         let mask = inner.seen.len() * 64 - 1;
-        for &k in keys.iter().filter(|&&k| k & SPACED == 0) {
+        for &k in keys.iter().filter(|&&k| is_trigram(k)) {
             let bit = hash(k) as usize & mask;
             inner.seen[bit / 64] |= 1 << (bit % 64);
         }
@@ -319,6 +319,7 @@ impl Vocabulary {
 
 #[cfg(test)]
 mod tests {
+    use super::super::keys::SPACED;
     use super::*;
 
     #[test]

@@ -32,8 +32,10 @@ const MAGIC: &[u8; 8] = b"DSRDISC\0";
 /// directory; 5: its filters out of the directory too, each with its
 /// checksum, all of them before the texts; 6: each dictionary's
 /// vocabulary and each doc's serial in it, without which a doc built with
-/// it could be ruled out wrongly).
-const FORMAT: u32 = 6;
+/// it could be ruled out wrongly; 7: filter keys of 4 bytes with three
+/// digits or more, which a format-6 filter lacks, so it would rule out a
+/// session holding a number the query asks for).
+const FORMAT: u32 = 7;
 
 /// The file's header: what it is, its format, the library version, the
 /// part it holds, and whether its texts were indexed with credentials redacted (`redactSecrets`),

@@ -151,7 +151,11 @@ fn score(
     cancel: Option<&CancelToken>,
 ) -> Result<Scored> {
     // The needles the filters are tested with: the words, then the phrase.
-    let needles: Vec<&Needle> = query.words.iter().chain([&query.phrase]).collect();
+    // A query of one word is its own phrase: its filters are tested once.
+    let needles: Vec<&Needle> = match &query.words[..] {
+        [word] => vec![word],
+        words => words.iter().chain([&query.phrase]).collect(),
+    };
     let phrase_at = needles.len() - 1;
     let docs = &set.docs[..];
     let filters = FilterPass::new(docs, &set.roster, &needles, keep_filters);
@@ -461,6 +465,12 @@ impl Resolver {
                     set
                 }
             };
+            // A word no session can hold (the vocabularies rule it out of
+            // every body, and no id, cwd or title holds it): nothing to
+            // score, nothing handed to the blocking pool.
+            if query.words.iter().any(|w| set.rules_out(w)) {
+                return Ok((set, Vec::new()));
+            }
             let (p, s, t, token) = (picked.clone(), Arc::clone(&set), target.clone(), cancel.cloned());
             let keep = self.discovery.docs.keeps_filters();
             let work = tokio::task::spawn_blocking(move || {

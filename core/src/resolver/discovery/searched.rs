@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::listed::Listed;
 use crate::host::{SearchScope, SessionHeader, SharedListing, Target};
-use crate::index::{fold_into, Doc, Needle, Roster};
+use crate::index::{fold_into, Doc, Needle, Roster, TrigramBits};
 
 /// The sessions a search looks at: their positions in the listing, which
 /// is shared (with the blocking pool too), so no header is copied.
@@ -36,6 +36,9 @@ pub(super) struct Fields {
     text: String,
     /// Where each session's fields start in `text`.
     starts: Vec<usize>,
+    /// The trigrams of `text`: a word with one it lacks is in no field,
+    /// without a scan.
+    trigrams: TrigramBits,
 }
 
 impl Fields {
@@ -51,13 +54,17 @@ impl Fields {
             text.push_str(d.title_folded());
             text.push('\n');
         }
-        Fields { text, starts }
+        let trigrams = TrigramBits::of(&text);
+        Fields { text, starts, trigrams }
     }
 
     /// One bit per session (by position, 64 a word): whether `needle` is
     /// in its id, cwd or title.
     pub(super) fn holding(&self, needle: &Needle) -> Vec<u64> {
         let mut bits = vec![0u64; self.starts.len().div_ceil(64)];
+        if !self.trigrams.may_hold(needle) {
+            return bits;
+        }
         let mut from = 0;
         while let Some(pos) = self.text.get(from..).and_then(|rest| needle.find(rest)) {
             let at = self.starts.partition_point(|&s| s <= from + pos) - 1;
@@ -87,6 +94,12 @@ impl SearchSet {
         let fields = Fields::new(sessions, &docs);
         let roster = Roster::new(&docs);
         SearchSet { docs, fields, roster }
+    }
+
+    /// Whether no session can hold `word`: the vocabularies rule it out of
+    /// every doc's body, and no id, cwd or title holds it.
+    pub(super) fn rules_out(&self, word: &Needle) -> bool {
+        self.roster.rules_out(word) && self.fields.holding(word).iter().all(|&b| b == 0)
     }
 }
 
