@@ -49,7 +49,7 @@ c_log=$(mktemp "${TMPDIR:-/tmp}/dsr-test-c.XXXXXX")
 # (a session of its own where setsid exists, so that the whole test can be
 # stopped if packaging fails)
 session=()
-if command -v setsid >/dev/null; then session=(setsid); fi
+if command -v setsid >/dev/null; then session=(setsid -w); fi
 ${session[@]+"${session[@]}"} bash -c 'bash tests/c/run.sh; status=$?; echo "tests/c/run.sh: exit $status at $(date +%s)"; exit $status' \
   </dev/null >"$c_log" 2>&1 &
 c_pid=$!
