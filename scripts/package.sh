@@ -374,7 +374,16 @@ if has crates; then
   # dependency carries a version.
   step "cargo package (core: verified; ffi, python, node, cli: packaged)"
   clean "*.crate"
-  cargo package --locked --allow-dirty -p dsh-session-reference
+  # The verification builds the packaged core as a workspace of its own,
+  # which has none of the workspace's profiles: in the default dev profile
+  # every dependency was compiled again (into the same target dir). Given
+  # the workspace's [profile.dev] settings as --config, it reuses the debug
+  # builds of the dependencies that `cargo test` made.
+  dev_profile=()
+  while IFS= read -r setting; do dev_profile+=("--config=$setting"); done < <(awk '
+    /^\[/ { sec = $0; gsub(/^\[|\]$/, "", sec); dev = (sec ~ /^profile\.dev(\.|$)/); next }
+    dev && /^[a-z-]+ *=/ { key = $1; sub(/^[^=]*= */, ""); sub(/ *#.*/, ""); print sec "." key "=" $0 }' Cargo.toml)
+  cargo package --locked --allow-dirty "${dev_profile[@]}" -p dsh-session-reference
   cargo package --locked --allow-dirty --no-verify -p dsh-session-reference -p dsh-session-reference-ffi -p dsh-session-reference-python \
     -p dsh-session-reference-node -p dsh-session-ref >/dev/null
   cp "$CARGO_TARGET_DIR/package/dsh-session-reference-$version.crate" "$out/"

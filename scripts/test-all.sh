@@ -27,10 +27,34 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p dsh-session-reference
 step "Rust tests (core, store, C ABI crate, CLI)"
 cargo test --locked
 
-for script in tests/c/run.sh tests/mcp/run.sh; do
-  step "$script"
-  bash "$script"
-done
+target_dir=${CARGO_TARGET_DIR:-target}
+case $target_dir in /*) ;; *) target_dir=$PWD/$target_dir ;; esac
+
+# The CLI's debug binary `cargo test` built (for its integration tests):
+# `cargo build -p dsh-session-ref` would resolve that package's features
+# alone and compile the core and the CLI a second time.
+step "tests/mcp/run.sh (DSR_MCP_BINARY: the CLI cargo test built)"
+DSR_MCP_BINARY=$target_dir/debug/dsh-session-ref bash tests/mcp/run.sh </dev/null
+
+# The C host test and packaging run side by side: each is mostly one
+# optimized build (the C test's `--release`, which the include/README.md
+# commands it runs use as well; packaging's artifacts, linked through zig
+# for the glibc floor and stripped), and neither keeps two cores busy all
+# along (build scripts compiling C, links, the runs under valgrind), so
+# together they take less than one after the other. Each profile has its
+# own build directory and lock. The C test's output is printed whole when
+# it ends; a failure of either fails the command.
+step "tests/c/run.sh, in the background beside packaging (its output follows packaging's)"
+c_log=$(mktemp "${TMPDIR:-/tmp}/dsr-test-c.XXXXXX")
+# (a session of its own where setsid exists, so that the whole test can be
+# stopped if packaging fails)
+session=()
+if command -v setsid >/dev/null; then session=(setsid -w); fi
+${session[@]+"${session[@]}"} bash -c 'bash tests/c/run.sh; status=$?; echo "tests/c/run.sh: exit $status at $(date +%s)"; exit $status' \
+  </dev/null >"$c_log" 2>&1 &
+c_pid=$!
+c_start=$(date +%s)
+trap 'kill -- -"$c_pid" 2>/dev/null || kill "$c_pid" 2>/dev/null || true; rm -f "$c_log"' EXIT
 
 # What a release publishes, built as it would be (dist/), then installed and
 # run the way users do, with no Rust toolchain on PATH.
@@ -38,7 +62,18 @@ done
 # the release workflow builds and tests the `dist` profile itself.
 export DSR_DIST_PROFILE=${DSR_DIST_PROFILE:-dist-check}
 step "scripts/package.sh (the release artifacts, into dist/, profile $DSR_DIST_PROFILE)"
-bash scripts/package.sh
+bash scripts/package.sh </dev/null
+
+step "tests/c/run.sh (started beside packaging; waiting for it)"
+c_status=0
+wait "$c_pid" || c_status=$?
+trap - EXIT
+cat "$c_log"
+c_end=$(sed -n 's/^tests\/c\/run.sh: exit [0-9]* at \([0-9]*\)$/\1/p' "$c_log")
+rm -f "$c_log"
+echo "(tests/c/run.sh took $((${c_end:-$(date +%s)} - c_start))s beside packaging)"
+[ "$c_status" = 0 ] || { echo "tests/c/run.sh failed (exit $c_status)" >&2; exit "$c_status"; }
+
 step "scripts/test-dist.sh (install and run them without cargo or rustc)"
 bash scripts/test-dist.sh
 
@@ -52,8 +87,6 @@ bash scripts/test-dist.sh
 # builds its own.)
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' Cargo.toml)
 host=$(rustc -vV | sed -n 's/^host: //p')
-target_dir=${CARGO_TARGET_DIR:-target}
-case $target_dir in /*) ;; *) target_dir=$PWD/$target_dir ;; esac
 wheels=("$PWD"/dist/dsh_session_reference-"$version"-*.whl)
 step "python/run-tests.sh (DSR_PYTHON_WHEEL: the wheel of scripts/package.sh)"
 DSR_PYTHON_WHEEL=${wheels[0]} bash python/run-tests.sh
@@ -63,12 +96,18 @@ DSR_NODE_ADDON_DIR=$target_dir/napi-$DSR_DIST_PROFILE/${DSR_DIST_TARGET:-$host} 
 if [ -f fuzz/replay.sh ]; then
   # Where cargo-fuzz and a nightly toolchain are installed, every fuzz target
   # also gets a short smoke run (FUZZ_SMOKE_SECONDS each; 0 turns it off).
-  # Elsewhere the committed corpus is replayed through the same checks.
+  # Elsewhere the committed corpus is replayed through the same checks: that
+  # replay is core/tests/fuzz_replay.rs, which the Rust tests above ran
+  # (fuzz/replay.sh runs it again with `-p`, a second build of the core).
   if [ -z "${FUZZ_SMOKE_SECONDS:-}" ] && cargo +nightly fuzz --version >/dev/null 2>&1; then
     export FUZZ_SMOKE_SECONDS=5
   fi
-  step "fuzz corpus replay${FUZZ_SMOKE_SECONDS:+, smoke runs of ${FUZZ_SMOKE_SECONDS}s per target}"
-  bash fuzz/replay.sh
+  if [ "${FUZZ_SMOKE_SECONDS:-0}" -gt 0 ]; then
+    step "fuzz corpus replay, smoke runs of ${FUZZ_SMOKE_SECONDS}s per target"
+    bash fuzz/replay.sh
+  else
+    step "fuzz corpus replay: done by the Rust tests (core/tests/fuzz_replay.rs); no cargo-fuzz, no smoke runs"
+  fi
 fi
 
 step "all tests passed in $((SECONDS - start))s"

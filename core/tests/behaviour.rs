@@ -31,8 +31,8 @@ fn surface(id: &str, texts: &[&str]) -> Value {
     json!({"session": {"id": id, "createdAt": 1}, "capturedThroughSeq": texts.len() as i64 - 1, "events": events})
 }
 
-/// A host whose reads behave per session id: `slow-*` sleep, `hang` never
-/// returns, `fail` fails after a delay; anything else answers at once.
+/// A host whose reads behave per session id: `hang` never returns, `fail`
+/// fails after a delay; anything else answers at once.
 struct ScriptedHost {
     started: AtomicUsize,
 }
@@ -47,9 +47,7 @@ impl SessionQuery for ScriptedHost {
     fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
         self.started.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
-            if id.starts_with("slow") {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            } else if id == "hang" {
+            if id == "hang" {
                 std::future::pending::<()>().await;
             } else if id == "fail" {
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -160,10 +158,69 @@ fn an_already_cancelled_token_wins_before_any_read() {
     assert_eq!(err.code(), ErrorCode::InvalidReference);
 }
 
+/// Reads that meet: each waits (up to 10 s) until `expected` reads are in
+/// flight at once, and `met` says whether every one saw them. Run one after
+/// the other, each would time out alone. A count, not a duration, so a
+/// loaded machine cannot fail it (three 300 ms reads within 800 ms could).
+struct Meeting {
+    expected: usize,
+    arrived: std::sync::Mutex<usize>,
+    all_here: std::sync::Condvar,
+    met: AtomicUsize,
+}
+
+impl Meeting {
+    fn new(expected: usize) -> Arc<Self> {
+        Arc::new(Meeting {
+            expected,
+            arrived: std::sync::Mutex::new(0),
+            all_here: std::sync::Condvar::new(),
+            met: AtomicUsize::new(0),
+        })
+    }
+    /// Arrives, and waits for the others on this thread.
+    fn arrive_blocking(&self) {
+        let mut arrived = self.arrived.lock().unwrap();
+        *arrived += 1;
+        self.all_here.notify_all();
+        let (arrived, _) =
+            self.all_here.wait_timeout_while(arrived, Duration::from_secs(10), |n| *n < self.expected).unwrap();
+        if *arrived >= self.expected {
+            self.met.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    /// Arrives, and waits for the others without blocking the executor.
+    async fn arrive(&self) {
+        *self.arrived.lock().unwrap() += 1;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while *self.arrived.lock().unwrap() < self.expected && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if *self.arrived.lock().unwrap() >= self.expected {
+            self.met.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
 #[test]
 fn three_slow_reads_run_concurrently() {
-    let (resolver, host) = scripted();
-    let t = Instant::now();
+    struct Slow(Arc<Meeting>);
+    impl SessionQuery for Slow {
+        fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+            Box::pin(std::future::pending())
+        }
+        fn read_title<'a>(&'a self, _: &'a str) -> QueryFuture<'a, Option<String>> {
+            Box::pin(std::future::pending())
+        }
+        fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
+            Box::pin(async move {
+                self.0.arrive().await;
+                Ok(SurfaceData::from(surface(id, &["hello", "world"])))
+            })
+        }
+    }
+    let meeting = Meeting::new(3);
+    let resolver = Resolver::new(Arc::new(Slow(meeting.clone())), Config::default());
     let prepared = block_on(resolver.prepare(
         &Target::new("t", None),
         &content(),
@@ -172,9 +229,7 @@ fn three_slow_reads_run_concurrently() {
         None,
     ))
     .unwrap();
-    let elapsed = t.elapsed();
-    assert_eq!(host.started.load(Ordering::SeqCst), 3);
-    assert!(elapsed < Duration::from_millis(800), "three 300 ms reads took {elapsed:?}");
+    assert_eq!(meeting.met.load(Ordering::SeqCst), 3, "the three reads were not in flight at once");
     let refs = &prepared.additional_context.unwrap().into_json()["source"]["references"];
     let ids: Vec<&str> = refs.as_array().unwrap().iter().map(|r| r["sessionId"].as_str().unwrap()).collect();
     assert_eq!(ids, ["slow-1", "slow-2", "slow-3"]);
@@ -182,8 +237,8 @@ fn three_slow_reads_run_concurrently() {
 
 #[test]
 fn blocking_host_reads_run_in_parallel() {
-    struct Sleepy;
-    impl BlockingSessionQuery for Sleepy {
+    struct Meets(Arc<Meeting>);
+    impl BlockingSessionQuery for Meets {
         fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError> {
             Ok(vec![])
         }
@@ -191,12 +246,12 @@ fn blocking_host_reads_run_in_parallel() {
             Ok(None)
         }
         fn read_surface(&self, id: &str) -> Result<SurfaceData, HostError> {
-            std::thread::sleep(Duration::from_millis(300));
+            self.0.arrive_blocking();
             Ok(SurfaceData::from(surface(id, &["hi"]).to_string()))
         }
     }
-    let resolver = Resolver::new(Arc::new(Blocking::new(Sleepy)), Config::default());
-    let t = Instant::now();
+    let meeting = Meeting::new(3);
+    let resolver = Resolver::new(Arc::new(Blocking::new(Meets(meeting.clone()))), Config::default());
     block_on(resolver.prepare(
         &Target::new("t", None),
         &content(),
@@ -205,7 +260,7 @@ fn blocking_host_reads_run_in_parallel() {
         None,
     ))
     .unwrap();
-    assert!(t.elapsed() < Duration::from_millis(800), "took {:?}", t.elapsed());
+    assert_eq!(meeting.met.load(Ordering::SeqCst), 3, "the three blocking reads did not run in parallel");
 }
 
 #[test]
@@ -256,10 +311,47 @@ fn cancellation_racing_a_failing_read_reports_cancelled() {
         };
         assert_eq!(err.code(), ErrorCode::Cancelled);
     }
-    let (resolver, _) = scripted();
-    // The read fails at ~100 ms; cancel well before.
-    for delay in [30u64, 60] {
-        let cancel = cancelled_after(delay);
+    // Reads in flight when the cancellation comes, one of which fails
+    // right after it (at once, or 20 ms later): the order is fixed by the
+    // host, not by timers racing on a loaded machine.
+    struct FailsOnceCancelled {
+        cancel: CancelToken,
+        started: AtomicUsize,
+        fail_after: Duration,
+    }
+    impl SessionQuery for FailsOnceCancelled {
+        fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+            Box::pin(std::future::pending())
+        }
+        fn read_title<'a>(&'a self, _: &'a str) -> QueryFuture<'a, Option<String>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn read_surface<'a>(&'a self, id: &'a str) -> QueryFuture<'a, SurfaceData> {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                self.cancel.cancelled().await;
+                if id != "fail" {
+                    std::future::pending::<()>().await;
+                }
+                tokio::time::sleep(self.fail_after).await;
+                Err(HostError::new("disk on fire"))
+            })
+        }
+    }
+    for fail_after in [Duration::ZERO, Duration::from_millis(20)] {
+        let cancel = CancelToken::new();
+        let host = Arc::new(FailsOnceCancelled { cancel: cancel.clone(), started: AtomicUsize::new(0), fail_after });
+        let resolver = Resolver::new(host.clone(), Config::default());
+        // Cancelled once both reads have started.
+        let canceller = {
+            let (cancel, host) = (cancel.clone(), host.clone());
+            std::thread::spawn(move || {
+                while host.started.load(Ordering::SeqCst) < 2 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                cancel.cancel();
+            })
+        };
         let err = block_on(resolver.prepare(
             &Target::new("t", None),
             &content(),
@@ -268,7 +360,8 @@ fn cancellation_racing_a_failing_read_reports_cancelled() {
             Some(&cancel),
         ))
         .unwrap_err();
-        assert_eq!(err.code(), ErrorCode::Cancelled, "cancelled at {delay} ms");
+        canceller.join().unwrap();
+        assert_eq!(err.code(), ErrorCode::Cancelled, "failing {fail_after:?} after the cancellation");
     }
 }
 
@@ -495,33 +588,45 @@ fn synthetic(n: usize) -> Vec<u8> {
     s.into_bytes()
 }
 
-fn time_prepare(n: usize) -> Duration {
+/// A prepare of one `n`-message session, to time.
+fn prepare_of(n: usize) -> impl Fn() -> Duration {
     let query = MemoryQuery::new();
     query.set_surface("big", SurfaceData::from(synthetic(n)));
     let resolver = Resolver::new(Arc::new(query), Config::default());
-    let target = Target::new("t", None);
-    let mut best = Duration::MAX;
-    for _ in 0..5 {
+    move || {
         let t = Instant::now();
-        let p =
-            block_on(resolver.prepare(&target, &content(), &refs(&["big"]), &PrepareOptions::default(), None)).unwrap();
-        best = best.min(t.elapsed());
+        let p = block_on(resolver.prepare(
+            &Target::new("t", None),
+            &content(),
+            &refs(&["big"]),
+            &PrepareOptions::default(),
+            None,
+        ))
+        .unwrap();
+        let elapsed = t.elapsed();
         let r = &p.additional_context.unwrap().into_json()["source"]["references"][0];
         assert_eq!(r["originalMessages"], n);
         assert!(r["truncated"].as_bool().unwrap());
+        elapsed
     }
-    best
 }
 
 /// A guard against quadratic retention: 10× the messages must cost far
-/// less than the ~100× a quadratic loop costs (the bound is generous so that
-/// a loaded machine and a debug build cannot fail it).
+/// less than the ~100× a quadratic loop costs. Wall time, as nothing in the
+/// resolver counts its steps: the two sizes run in turn and each keeps its
+/// fastest of five runs, so that a change in the machine's load falls on
+/// both alike, and a linear ×10 has three times its headroom.
 #[test]
 fn retention_scales_linearly() {
-    let small = time_prepare(2_000);
-    let large = time_prepare(20_000);
-    let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
-    assert!(ratio < 30.0, "2,000 messages: {small:?}, 20,000: {large:?} (×{ratio:.1})");
+    let (small, large) = (prepare_of(2_000), prepare_of(20_000));
+    small();
+    let (mut fastest_small, mut fastest_large) = (Duration::MAX, Duration::MAX);
+    for _ in 0..5 {
+        fastest_small = fastest_small.min(small());
+        fastest_large = fastest_large.min(large());
+    }
+    let ratio = fastest_large.as_secs_f64() / fastest_small.as_secs_f64().max(1e-6);
+    assert!(ratio < 30.0, "2,000 messages: {fastest_small:?}, 20,000: {fastest_large:?} (×{ratio:.1})");
 }
 
 #[test]

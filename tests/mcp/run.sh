@@ -3,7 +3,11 @@
 # majors: mcp 1.x (the initialize handshake) and mcp 2.x (its Client, which
 # negotiates the era). Each lives in a venv of its own under target/,
 # created and installed from PyPI on first use and kept for later runs.
-# Builds the CLI (debug) first. Usage: bash tests/mcp/run.sh [1|2 ...]
+# Builds the CLI (debug) first, unless DSR_MCP_BINARY names one already
+# built: the test command passes the debug binary its `cargo test` built (a
+# `cargo build -p dsh-session-ref` resolves the features of that package
+# alone, so it compiled the core and the CLI again).
+# Usage: bash tests/mcp/run.sh [1|2 ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
@@ -14,8 +18,14 @@ declare -A SDK=([1]="mcp==1.30.0" [2]="mcp==2.3.0 pyyaml==6.0.3")
 majors=("$@")
 [ ${#majors[@]} -gt 0 ] || majors=(1 2)
 
-cargo build --locked -q -p dsh-session-ref
-bin="$PWD/target/debug/dsh-session-ref"
+if [ -n "${DSR_MCP_BINARY:-}" ]; then
+  [ -x "$DSR_MCP_BINARY" ] || { echo "DSR_MCP_BINARY: not an executable: $DSR_MCP_BINARY" >&2; exit 1; }
+  bin=$(cd "$(dirname "$DSR_MCP_BINARY")" && pwd)/$(basename "$DSR_MCP_BINARY")
+else
+  cargo build --locked -q -p dsh-session-ref
+  bin=${CARGO_TARGET_DIR:-target}/debug/dsh-session-ref
+  case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
+fi
 
 venv_for() {
   local major=$1 dir="target/mcp-venv/v$1" want="${SDK[$1]}"
