@@ -344,11 +344,84 @@ fn memory_follows_what_is_kept_not_the_log() {
     search_verification_of_a_big_session();
 }
 
-/// A source that offers the surface for projection only: a resolver over
-/// it reads every session whole (`read_surface_within`'s default).
+/// The first indexing of a big session holds what the index keeps of it,
+/// one item at a time, not its surface (issue 28 item 4: `search` under
+/// twice the compressed index).
+#[test]
+fn the_first_indexing_holds_one_item_at_a_time() {
+    let _one = one_at_a_time();
+    dsh_first_indexing_of_conversation();
+    claude_code_first_indexing_of_conversation();
+}
+
+/// The peak of the first search of `id` (a query no filter lets through:
+/// what is measured is indexing the session, training the dictionary on
+/// it and compressing it again with it) and the bytes the index then holds
+/// (its compressed text, filter and dictionary).
+fn first_indexing_peak(resolver: Resolver) -> (usize, usize) {
+    let target = Target::new("new-chat", None);
+    let (results, peak) =
+        peak_of(|| block_on(resolver.search(&target, "qqxxzz", &SearchOptions::default(), None)).unwrap());
+    assert!(results.is_empty());
+    let stats = resolver.search_index_stats();
+    assert_eq!(stats.sessions, 1, "the session is indexed");
+    (peak, stats.index_bytes)
+}
+
+/// Asserts that indexing a log of `bytes` peaked at `peak` under a small
+/// multiple of what the index holds for it (`index`) plus a constant:
+/// the zstd contexts (a streaming compressor of a big text, the
+/// dictionary trainer), the key bitmaps and the structure of the log (a
+/// few dozen bytes a message), none of which grows with the text. The
+/// whole read's peak (`whole`: the log's visible surface held while it is
+/// indexed) is over it.
+fn indexing_bound(what: &str, bytes: usize, peak: usize, whole: usize, index: usize) {
+    let bound = 3 * index + 12 * MB;
+    eprintln!("{what}: {bytes} bytes, index {index}, streamed {peak}, whole {whole}, bound {bound}");
+    assert!(peak < bound, "the first indexing of a {bytes}-byte {what} peaked at {peak} bytes (index {index})");
+    assert!(whole > bound, "read whole, it peaked at {whole} bytes only (index {index}): the bound tells nothing");
+}
+
+/// The first search of a 24 MB DSH log of conversation indexes it one
+/// message at a time (the log read once for where its messages are, then
+/// again for their texts), not holding its visible surface.
+fn dsh_first_indexing_of_conversation() {
+    let root = dsh_root(500, 20_000, 300);
+    let bytes = log_bytes(root.path());
+    assert!(bytes > 20 * MB, "{bytes}");
+    let store = DshStore::open(root.path()).unwrap().with_watching(false);
+    let (peak, index) = first_indexing_peak(Resolver::new(Arc::new(store.clone()), Config::default()));
+    let (whole, _) = first_indexing_peak(Resolver::new(Arc::new(Blocking::new(Whole(store))), Config::default()));
+    indexing_bound("DSH log of conversation", bytes, peak, whole, index);
+}
+
+/// The same for a 24 MB Claude Code transcript: its chain and where its
+/// texts are, then each text read again, not the conversation.
+fn claude_code_first_indexing_of_conversation() {
+    let stem = "0000aaaa-0000-4000-8000-000000000003";
+    let root = claude_root(stem, 1_200, 6_000, 14_000);
+    let bytes = log_bytes(root.path());
+    assert!(bytes > 20 * MB, "{bytes}");
+    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+    let streamed = Resolver::new(Arc::new(Blocking::new(source.clone())), Config::default());
+    let (peak, index) = first_indexing_peak(streamed);
+    let whole = Resolver::new(Arc::new(Blocking::new(Whole(source))), Config::default());
+    let (whole, _) = first_indexing_peak(whole);
+    indexing_bound("Claude Code transcript", bytes, peak, whole, index);
+}
+
+/// A source that offers the surface for projection only (and its
+/// fingerprints): a resolver over it reads every session whole
+/// (`read_surface_within`'s and `read_surface_items`' defaults).
 struct Whole<Q>(Q);
 
 impl<Q: BlockingSessionQuery> BlockingSessionQuery for Whole<Q> {
+    fn fingerprints(
+        &self,
+        ids: &[String],
+    ) -> Result<Option<Vec<Option<dsh_session_reference::Fingerprint>>>, dsh_session_reference::HostError> {
+        BlockingSessionQuery::fingerprints(&self.0, ids)
+    }
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, dsh_session_reference::HostError> {
         BlockingSessionQuery::list_sessions(&self.0)
     }
