@@ -127,6 +127,10 @@ pub(crate) struct IndexedItem<'a> {
     pub(crate) text: Cow<'a, str>,
 }
 
+/// What [`pack_streamed`] makes of a text: its filter keys (distinct, and
+/// repeats around spaces), its compressed bytes and its vocabulary serial.
+type Packing = ((Vec<u64>, Vec<u64>), Box<[u8]>, u32);
+
 /// The filter keys, compressed text and vocabulary serial (0 unless
 /// `kept` and with a dictionary) of a text of `len` bytes
 /// ([`STREAM_AT`] or more) whose items end at `ends`, as [`Doc::build`]
@@ -140,7 +144,7 @@ fn pack_streamed(
     encoder: Option<&Encoder>,
     kept: bool,
     each: impl FnOnce(&mut dyn FnMut(&str) -> Option<()>) -> Option<()>,
-) -> Option<((Vec<u64>, Vec<u64>), Box<[u8]>, u32)> {
+) -> Option<Packing> {
     let mut stream = CompressStream::new(len, encoder)?;
     let mut read = None;
     let keys = distinct_keys_of(len, encoder.map(|e| &*e.dict), |key| {
