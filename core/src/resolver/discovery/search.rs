@@ -401,7 +401,7 @@ impl Resolver {
     /// [`search`](crate::SessionQuery::search), its answer is used (the
     /// target dropped, cut at the limit) and the built-in index is not
     /// touched. Otherwise each session's text is indexed once per
-    /// [`Fingerprint`](crate::Fingerprint) and kept by the resolver; a
+    /// [`Fingerprint`] and kept by the resolver; a
     /// session without one is read for every search.
     pub async fn search(
         &self,

@@ -638,7 +638,7 @@ impl DshStore {
 
     /// The items of the visible surface of a session, read one at a time
     /// (as the search index reads them): the log is read once keeping
-    /// where each visible line is ([`load::load_stubs`]), then each pass
+    /// where each visible line is (as `read_visible_surface_within` does), then each pass
     /// over the items reads those lines again from the same open file,
     /// checked (length and checksum), and projects each on its own
     /// (`projection::project_event`, what projecting the snapshot does to
