@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use dsh_session_reference::{
     BudgetedSurface, Fingerprint, HostError, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery,
-    SharedListing, SurfaceData,
+    SharedListing, SurfaceData, SurfaceItems,
 };
 
 /// The sessions offered.
@@ -220,6 +220,10 @@ impl SessionQuery for ScopedQuery {
 
     fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
         Box::pin(self.scoped_surface(session_id, self.inner.read_surface_within(session_id, budget)))
+    }
+
+    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
+        Box::pin(self.scoped_surface(session_id, self.inner.read_surface_items(session_id)))
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {

@@ -40,6 +40,17 @@ impl ConversationItem {
         ConversationItem { role: Role::User, text: text.into(), checkpoint: true }
     }
 
+    /// The item projection gives of it, borrowing its text; `None` for an
+    /// empty text (left out, as projection leaves out a message whose text
+    /// is empty).
+    pub fn projected(&self) -> Option<Item<'_>> {
+        (!self.text.is_empty()).then(|| Item {
+            role: self.role,
+            text: ItemText::decoded(Cow::Borrowed(&self.text)),
+            checkpoint: self.checkpoint,
+        })
+    }
+
     /// `{"role","text"}`, with `"checkpoint":true` when it is one.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
@@ -76,16 +87,7 @@ impl Conversation {
             session_id: Cow::Borrowed(&self.session_id),
             cwd: self.cwd.as_deref().map(Cow::Borrowed),
             captured_through_seq: self.captured_through_seq.clone(),
-            items: self
-                .items
-                .iter()
-                .filter(|i| !i.text.is_empty())
-                .map(|i| Item {
-                    role: i.role,
-                    text: ItemText::decoded(Cow::Borrowed(&i.text)),
-                    checkpoint: i.checkpoint,
-                })
-                .collect(),
+            items: self.items.iter().filter_map(ConversationItem::projected).collect(),
         }
     }
 

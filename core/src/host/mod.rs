@@ -25,7 +25,7 @@ pub use search::{
     SearchResult, SearchScope,
 };
 pub(crate) use surface::with_projection;
-pub use surface::{BudgetedSurface, SharedBytes, SurfaceData};
+pub use surface::{BudgetedSurface, SharedBytes, StreamedItems, SurfaceData, SurfaceItems};
 
 /// A boxed future returned by [`SessionQuery`] methods.
 pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> + Send + 'a>>;
@@ -235,6 +235,17 @@ pub trait SessionQuery: Send + Sync {
         let read = self.read_surface_for_projection(session_id);
         Box::pin(async move { read.await.map(BudgetedSurface::whole) })
     }
+    /// Optional: a session's projected items as the search index reads
+    /// them to index the session: either the surface whole (the default:
+    /// [`read_surface_for_projection`](Self::read_surface_for_projection)'s
+    /// snapshot), or the items read one at a time
+    /// ([`SurfaceItems::Streamed`]), exactly the items that snapshot
+    /// projects to. A source that reads a long log indexes it holding one
+    /// item at a time, not its surface.
+    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
+        let read = self.read_surface_for_projection(session_id);
+        Box::pin(async move { read.await.map(SurfaceItems::Whole) })
+    }
     /// Optional change detection: the current [`Fingerprint`] of each
     /// session in `session_ids` (same order, same length; `None` for one the
     /// source cannot fingerprint), or `None` (the default) when the source
@@ -283,6 +294,9 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
     fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
         (**self).read_surface_within(session_id, budget)
     }
+    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
+        (**self).read_surface_items(session_id)
+    }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         (**self).fingerprints(session_ids)
     }
@@ -329,6 +343,12 @@ pub trait BlockingSessionQuery: Send + Sync + 'static {
     fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
         let _ = budget;
         self.read_surface_for_projection(session_id).map(BudgetedSurface::whole)
+    }
+    /// Optional: the projected items as the search index reads them, as
+    /// [`SessionQuery::read_surface_items`] (default: the whole
+    /// [`read_surface_for_projection`](Self::read_surface_for_projection)).
+    fn read_surface_items(&self, session_id: &str) -> Result<SurfaceItems, HostError> {
+        self.read_surface_for_projection(session_id).map(SurfaceItems::Whole)
     }
     /// Optional change detection, as [`SessionQuery::fingerprints`]
     /// (default: `None`, no fingerprints). Called once per discovery query
@@ -400,6 +420,10 @@ impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
     fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
         let id = session_id.to_owned();
         on_blocking_pool(&self.0, move |q| q.read_surface_within(&id, budget))
+    }
+    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
+        let id = session_id.to_owned();
+        on_blocking_pool(&self.0, move |q| q.read_surface_items(&id))
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let ids = session_ids.to_vec();

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{
     BudgetedSurface, Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing,
-    SurfaceData,
+    SurfaceData, SurfaceItems,
 };
 use crate::error::HostError;
 
@@ -121,6 +121,9 @@ impl SessionQuery for PinnedListing {
     }
     fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
         self.recorded(session_id, self.query.read_surface_within(session_id, budget))
+    }
+    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
+        self.recorded(session_id, self.query.read_surface_items(session_id))
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         self.query.fingerprints(session_ids)

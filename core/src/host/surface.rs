@@ -1,12 +1,14 @@
 //! A surface snapshot as a host delivers it ([`SurfaceData`]) and the one
 //! way to project it, whatever its shape ([`with_projection`]).
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::conversation::Conversation;
-use crate::projection::{project_json, Projection};
+use crate::error::HostError;
+use crate::projection::{project_json, Item, Projection};
 use crate::retention::Elided;
 
 /// Bytes of a JSON document owned by someone else (a `Vec<u8>`, a Python
@@ -53,6 +55,41 @@ impl BudgetedSurface {
     pub fn whole(data: SurfaceData) -> Self {
         BudgetedSurface { data, elided: Elided::default() }
     }
+}
+
+/// A session's projected items as the search index reads them to index
+/// the session
+/// ([`SessionQuery::read_surface_items`](crate::host::SessionQuery::read_surface_items)):
+/// its surface whole, to be projected as any snapshot is, or its item
+/// items read one at a time, as often as the index needs to go over them.
+pub enum SurfaceItems {
+    /// The surface snapshot, projected whole.
+    Whole(SurfaceData),
+    /// The items, streamed.
+    Streamed(Box<dyn StreamedItems>),
+}
+
+impl std::fmt::Debug for SurfaceItems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SurfaceItems::Whole(data) => f.debug_tuple("SurfaceItems::Whole").field(data).finish(),
+            SurfaceItems::Streamed(_) => f.write_str("SurfaceItems::Streamed"),
+        }
+    }
+}
+
+/// A session's projected items, read one at a time: the items projecting
+/// the session's surface gives (the same items, in the same order, with
+/// the same texts, as projecting
+/// [`SessionQuery::read_surface_for_projection`](crate::host::SessionQuery::read_surface_for_projection)'s
+/// snapshot), never all held at once.
+pub trait StreamedItems: Send {
+    /// Calls `f` with each item in order until it breaks; every call goes
+    /// over them again from the first. An error when they cannot be given
+    /// as the read that made this found them (the log changed since, or
+    /// its projection fails): the caller then reads the surface whole,
+    /// which says what the session holds now.
+    fn each_item(&mut self, f: &mut dyn FnMut(&Item<'_>) -> ControlFlow<()>) -> Result<ControlFlow<()>, HostError>;
 }
 
 impl std::fmt::Debug for SurfaceData {

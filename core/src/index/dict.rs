@@ -123,6 +123,26 @@ impl Encoder {
     pub(super) fn new(dict: &Arc<Dictionary>) -> Option<Encoder> {
         Some(Encoder { dict: Arc::clone(dict), compress: CDict::try_create(&dict.raw, ZSTD_LEVEL)? })
     }
+
+    /// An encoder of a dictionary trained on `texts` (one item each),
+    /// whether or not it would pay for itself.
+    #[cfg(test)]
+    pub(crate) fn trained_on(texts: &[String]) -> Option<Encoder> {
+        let samples: Vec<(Vec<u8>, Vec<usize>)> =
+            texts.iter().map(|t| (t.clone().into_bytes(), vec![t.len()])).collect();
+        Encoder::new(&Arc::new(Dictionary::train(&samples)?.0))
+    }
+
+    /// An encoder of a copy of its dictionary whose vocabulary holds no
+    /// doc yet: two docs built with two such copies register alike, so
+    /// their index files can be compared byte for byte.
+    #[cfg(test)]
+    pub(crate) fn fresh_copy(&self) -> Option<Encoder> {
+        let d = &self.dict;
+        let bits = d.vocab.inner.read().unwrap_or_else(|e| e.into_inner()).seen.len() * 64;
+        let vocab = Vocabulary::new(bits);
+        Encoder::new(&Arc::new(Dictionary::new(d.raw.clone(), d.common.sorted().into(), vocab)?))
+    }
 }
 
 /// A session's text of at least this many bytes is compressed as a

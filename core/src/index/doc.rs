@@ -127,6 +127,53 @@ pub(crate) struct IndexedItem<'a> {
     pub(crate) text: Cow<'a, str>,
 }
 
+/// What [`pack_streamed`] makes of a text: its filter keys (distinct, and
+/// repeats around spaces), its compressed bytes and its vocabulary serial.
+type Packing = ((Vec<u64>, Vec<u64>), Box<[u8]>, u32);
+
+/// The filter keys, compressed text and vocabulary serial (0 unless
+/// `kept` and with a dictionary) of a text of `len` bytes
+/// ([`STREAM_AT`] or more) whose items end at `ends`, as [`Doc::build`]
+/// makes them, with the items streamed: `each` is called once, its items
+/// compressed and their keys found as they come; the vocabulary's pairs
+/// are read from the compressed text (never the text whole). `None` if
+/// `each` fails or zstd does.
+fn pack_streamed(
+    len: usize,
+    ends: &[usize],
+    encoder: Option<&Encoder>,
+    kept: bool,
+    each: impl FnOnce(&mut dyn FnMut(&str) -> Option<()>) -> Option<()>,
+) -> Option<Packing> {
+    let mut stream = CompressStream::new(len, encoder)?;
+    let mut read = None;
+    let keys = distinct_keys_of(len, encoder.map(|e| &*e.dict), |key| {
+        read = each(&mut |item| {
+            key(item);
+            stream.write(item.as_bytes())
+        });
+    });
+    read?;
+    let packed = stream.finish()?.into_boxed_slice();
+    // The vocabulary's pairs in a second streamed pass (the two passes
+    // share the thread's scratch tables).
+    let serial = match encoder {
+        Some(encoder) if kept => {
+            let mut read = None;
+            let pairs = distinct_pairs_of(&encoder.dict, |pair| {
+                read = each_item(&packed, Some(&encoder.dict), ends, |item| {
+                    pair(item);
+                    Some(())
+                });
+            });
+            read?;
+            encoder.dict.vocab.register(&keys.0, &pairs)
+        }
+        _ => 0,
+    };
+    Some((keys, packed, serial))
+}
+
 impl Doc {
     /// Indexes the items of one session, compressing its text with the
     /// encoder's dictionary if given.
@@ -156,6 +203,55 @@ impl Doc {
         let title_folded = folded_title(title.as_deref());
         let lengths = encode_lengths(&ends);
         Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len, bloom, serial }
+    }
+
+    /// [`build`](Self::build) of the items `each` gives, one at a time
+    /// (each call of it goes over them all again, calling the function it
+    /// is given with each item's text until that returns `None`; it
+    /// returns `None` when it cannot give them all): byte for byte the doc
+    /// `build` makes of them, built without holding them. The items are
+    /// gone over once for their lengths, then, below [`STREAM_AT`] bytes,
+    /// once to gather them for `build`, else once to compress them and
+    /// find their filter keys as a stream (the vocabulary's pairs are then
+    /// read from the compressed text). `None` when an item differs from
+    /// the first time (its length) or `each` fails.
+    pub(crate) fn build_streamed(
+        fingerprint: Option<Fingerprint>,
+        title: Option<String>,
+        encoder: Option<&Encoder>,
+        mut each: impl FnMut(&mut dyn FnMut(&str) -> Option<()>) -> Option<()>,
+    ) -> Option<Doc> {
+        let (mut len, mut ends) = (0, Vec::new());
+        each(&mut |item| {
+            len += item.len();
+            ends.push(len);
+            Some(())
+        })?;
+        // The same items again: each of the length it had.
+        let mut again = |f: &mut dyn FnMut(&str) -> Option<()>| {
+            let (mut next, mut start) = (0, 0);
+            each(&mut |item| {
+                let end = *ends.get(next)?;
+                (end - start == item.len()).then_some(())?;
+                (next, start) = (next + 1, end);
+                f(item)
+            })?;
+            (next == ends.len()).then_some(())
+        };
+        if len < STREAM_AT {
+            let mut items = Vec::with_capacity(ends.len());
+            again(&mut |item| {
+                items.push(IndexedItem { text: Cow::Owned(item.to_owned()) });
+                Some(())
+            })?;
+            return Some(Doc::build(fingerprint, title, items, encoder));
+        }
+        let (keys, packed, serial) = pack_streamed(len, &ends, encoder, fingerprint.is_some(), again)?;
+        let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
+        let bloom = Bloom::with_keys(keys);
+        let title_folded = folded_title(title.as_deref());
+        let lengths = encode_lengths(&ends);
+        Some(Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len, bloom, serial })
     }
 
     /// The title lower-cased (`""` without one).
@@ -188,33 +284,7 @@ impl Doc {
     pub(super) fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
         let ends = self.ends();
         let (keys, packed, serial) = if self.len >= STREAM_AT {
-            let mut stream = CompressStream::new(self.len, Some(encoder))?;
-            let mut read = None;
-            let keys = distinct_keys_of(self.len, Some(&encoder.dict), |key| {
-                read = self.each_item(&ends, |item| {
-                    key(item);
-                    stream.write(item.as_bytes())
-                });
-            });
-            read?;
-            let packed = stream.finish()?.into_boxed_slice();
-            // The vocabulary's pairs in a second streamed pass (the two
-            // passes share the thread's scratch tables).
-            let serial = match self.fingerprint {
-                Some(_) => {
-                    let mut read = None;
-                    let pairs = distinct_pairs_of(&encoder.dict, |pair| {
-                        read = self.each_item(&ends, |item| {
-                            pair(item);
-                            Some(())
-                        });
-                    });
-                    read?;
-                    encoder.dict.vocab.register(&keys.0, &pairs)
-                }
-                None => 0,
-            };
-            (keys, packed, serial)
+            pack_streamed(self.len, &ends, Some(encoder), self.fingerprint.is_some(), |f| self.each_item(&ends, f))?
         } else {
             let text = self.decompressed()?;
             let items = items_of(std::str::from_utf8(&text).ok()?, &ends);

@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::HostError;
 use crate::host::Fingerprint;
-use crate::host::{BudgetedSurface, QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData};
+use crate::host::{
+    BudgetedSurface, QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData, SurfaceItems,
+};
 
 struct Entry {
     name: String,
@@ -305,6 +307,10 @@ impl SessionQuery for MultiQuery {
 
     fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
         self.read_recorded(session_id, move |query| query.read_surface_within(session_id, budget))
+    }
+
+    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
+        self.read_recorded(session_id, |query| query.read_surface_items(session_id))
     }
 
     /// Each id's fingerprint from the source its reads go to, asked once per

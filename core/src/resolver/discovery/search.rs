@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
@@ -19,10 +20,13 @@ use super::searched::{has, Picked, SearchMemo, SearchSet};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{
-    with_projection, MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
-    SessionHeader, Target,
+    with_projection, Fingerprint, MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult,
+    SearchScope, SessionHeader, StreamedItems, SurfaceData, SurfaceItems, Target,
 };
-use crate::index::{fold, fold_into, original_offset, Doc, FilterPass, IndexedItem, Needle, Unreadable, TRAIN_AT};
+use crate::index::{
+    fold, fold_into, original_offset, Doc, Encoder, FilterPass, IndexedItem, Needle, Unreadable, TRAIN_AT,
+};
+use crate::projection::Item;
 use crate::resolver::{cancellable, guarded, Resolver};
 
 /// `text` with its credentials redacted (`redactSecrets`), unchanged
@@ -33,6 +37,58 @@ fn redacted(text: Cow<'_, str>) -> Cow<'_, str> {
         (clean, _) => Cow::Owned(clean.into_owned()),
     }
 }
+
+/// The text of a projected item as the index is given it: redacted with
+/// `redact` (`redactSecrets`).
+fn indexed_text<'a>(item: &Item<'a>, redact: bool) -> Cow<'a, str> {
+    let text = item.text.decode().unwrap_or_default();
+    if redact {
+        redacted(text)
+    } else {
+        text
+    }
+}
+
+/// The doc of a session read whole: its surface projected, each text as
+/// [`indexed_text`] gives it; one that does not project gives a doc
+/// without body (searched by title, id and cwd), not kept.
+fn whole_doc(
+    data: &SurfaceData,
+    fp: Option<Fingerprint>,
+    title: Option<String>,
+    encoder: Option<&Encoder>,
+    redact: bool,
+) -> Doc {
+    with_projection(data, |p| {
+        let items = p.items.iter().map(|i| IndexedItem { text: indexed_text(i, redact) }).collect();
+        Doc::build(fp.clone(), title.clone(), items, encoder)
+    })
+    .unwrap_or_else(|_| Doc::build(None, title, Vec::new(), None))
+}
+
+/// The doc of a session whose items a source streams
+/// ([`SurfaceItems::Streamed`]), built as from its whole surface (each
+/// text as [`indexed_text`] gives it) without holding its texts
+/// ([`Doc::build_streamed`]); `None` when the source could not give its
+/// items as it found them.
+fn streamed_doc(
+    mut items: Box<dyn StreamedItems>,
+    fp: Option<Fingerprint>,
+    title: Option<String>,
+    encoder: Option<&Encoder>,
+    redact: bool,
+) -> Option<Doc> {
+    Doc::build_streamed(fp, title, encoder, |f| {
+        let flow = items.each_item(&mut |item| match f(&indexed_text(item, redact)) {
+            Some(()) => ControlFlow::Continue(()),
+            None => ControlFlow::Break(()),
+        });
+        matches!(flow, Ok(ControlFlow::Continue(()))).then_some(())
+    })
+}
+
+#[cfg(test)]
+mod streamed_tests;
 
 /// How many surfaces are read and indexed at once.
 const INDEX_CONCURRENCY: usize = 8;
@@ -349,7 +405,7 @@ impl Resolver {
     /// [`search`](crate::SessionQuery::search), its answer is used (the
     /// target dropped, cut at the limit) and the built-in index is not
     /// touched. Otherwise each session's text is indexed once per
-    /// [`Fingerprint`](crate::Fingerprint) and kept by the resolver; a
+    /// [`Fingerprint`] and kept by the resolver; a
     /// session without one is read for every search.
     pub async fn search(
         &self,
@@ -529,32 +585,39 @@ impl Resolver {
                 // cached).
                 let fp = fps.get(i).filter(|fp| self.discovery.holds_title(&id, fp)).cloned();
                 async move {
-                    let doc = match guarded(|| self.query.read_surface_for_projection(&id)).await {
-                        Ok(data) => {
-                            // The dictionary as it is now: trained during
-                            // this loop, the docs built after use it.
+                    // The dictionary as it is now: trained during this
+                    // loop, the docs built after use it.
+                    let (read, streamed) = match guarded(|| self.query.read_surface_items(&id)).await {
+                        Ok(SurfaceItems::Whole(data)) => (Some(Ok(data)), None),
+                        Ok(SurfaceItems::Streamed(items)) => {
+                            let (fp, title, encoder) = (fp.clone(), title.clone(), self.discovery.docs.encoder());
+                            let built = tokio::task::spawn_blocking(move || {
+                                streamed_doc(items, fp, title, encoder.as_deref(), redact)
+                            });
+                            let doc = built.await.ok().flatten();
+                            // Items it could not give as it found them: the
+                            // surface is read whole, as any other.
+                            let read = match doc {
+                                Some(_) => None,
+                                None => Some(guarded(|| self.query.read_surface_for_projection(&id)).await),
+                            };
+                            (read, doc)
+                        }
+                        Err(e) => (Some(Err(e)), None),
+                    };
+                    let doc = match (streamed, read) {
+                        (Some(doc), _) => Arc::new(doc),
+                        (None, Some(Ok(data))) => {
                             let encoder = self.discovery.docs.encoder();
                             let built = tokio::task::spawn_blocking(move || {
-                                with_projection(&data, |p| {
-                                    let items = p
-                                        .items
-                                        .iter()
-                                        .map(|i| {
-                                            let text = i.text.decode().unwrap_or_default();
-                                            IndexedItem { text: if redact { redacted(text) } else { text } }
-                                        })
-                                        .collect();
-                                    Doc::build(fp.clone(), title.clone(), items, encoder.as_deref())
-                                })
-                                .unwrap_or_else(|_| Doc::build(None, title, Vec::new(), None))
-                            })
-                            .await;
-                            match built {
+                                whole_doc(&data, fp, title, encoder.as_deref(), redact)
+                            });
+                            match built.await {
                                 Ok(doc) => Arc::new(doc),
                                 Err(_) => Arc::new(Doc::build(None, None, Vec::new(), None)),
                             }
                         }
-                        Err(_) => Arc::new(Doc::build(None, title, Vec::new(), None)),
+                        (None, _) => Arc::new(Doc::build(None, title, Vec::new(), None)),
                     };
                     self.discovery.docs.put(&id, &doc);
                     self.discovery.mark_index_changed();

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
+use std::ops::ControlFlow;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,8 +13,10 @@ use serde::Deserialize;
 
 use super::text::typed_text;
 use crate::conversation::ConversationItem;
+use crate::error::HostError;
 use crate::fs::as_of_now;
-use crate::projection::Role;
+use crate::host::StreamedItems;
+use crate::projection::{Item, Role};
 use crate::retention::{certainly_dropped, text_floor, Elided, ItemFloor};
 use crate::sources::foreign::{each_line, each_line_at, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
@@ -532,13 +535,93 @@ pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, El
             None => return Ok(None),
         };
     }
-    let text = |t: Txt| match t {
-        Txt::Held(s) => s,
-        Txt::At { id, .. } => got.get(&id).cloned().unwrap_or_default(),
-        Txt::Joined(ids) => ids.iter().map(|id| got.get(id).map_or("", String::as_str)).collect::<Vec<_>>().join("\n"),
-    };
+    let text = |t: Txt| resolved(t, &|id| got.get(&id).map_or("", String::as_str));
     let items = said.into_iter().zip(left_out).filter(|(_, out)| !out).map(|(s, _)| s.into_item(text)).collect();
     Ok(Some((Transcript { items, ..transcript }, elided)))
+}
+
+/// The text `t` with the texts it keeps by where they are (`texts[id]`)
+/// given by `part`.
+fn resolved<'p>(t: Txt, part: &dyn Fn(usize) -> &'p str) -> String {
+    match t {
+        Txt::Held(s) => s,
+        Txt::At { id, .. } => part(id).to_owned(),
+        Txt::Joined(ids) => ids.iter().map(|&id| part(id)).collect::<Vec<_>>().join("\n"),
+    }
+}
+
+/// A transcript's conversation items, each read when it is given: the
+/// chain, the items as [`read`] classifies them, and where each of their
+/// texts is, with the transcript open to read them again
+/// ([`read_items`]).
+pub struct TranscriptItems {
+    said: Vec<Said>,
+    texts: Vec<TextAt>,
+    file: File,
+}
+
+/// Reads a transcript for its conversation items one at a time (as the
+/// search index reads them): a first pass as [`read_within`]'s keeps the
+/// chain and where each text is; [`TranscriptItems::each_conversation_item`]
+/// then reads
+/// the texts again, item by item.
+pub fn read_items(file: File) -> io::Result<TranscriptItems> {
+    let again = file.try_clone()?;
+    let (First { said, texts, .. }, _) = first_pass(file, || None, Keep::Places)?;
+    Ok(TranscriptItems { said, texts, file: again })
+}
+
+impl TranscriptItems {
+    /// Calls `f` with each item of the conversation [`read`] gives, in
+    /// order, its text read again (checked as [`read_within`] checks it),
+    /// until `f` returns `None`; `None` then, or when a line read again is
+    /// not the line the first pass read (the file was rewritten).
+    pub fn each_conversation_item(
+        &mut self,
+        mut f: impl FnMut(&ConversationItem) -> Option<()>,
+    ) -> io::Result<Option<()>> {
+        let mut buf = Vec::new();
+        let mut got: HashMap<usize, String> = HashMap::new();
+        for s in &self.said {
+            let ids: &[usize] = match &s.text {
+                Txt::Held(_) => &[],
+                Txt::At { id, .. } => std::slice::from_ref(id),
+                Txt::Joined(ids) => ids,
+            };
+            got.clear();
+            for &id in ids {
+                match text_again(&mut self.file, &self.texts[id], &mut buf)? {
+                    Some(text) => got.insert(id, text),
+                    None => return Ok(None),
+                };
+            }
+            let text = resolved(s.text.clone(), &|id| got.get(&id).map_or("", String::as_str));
+            if f(&ConversationItem { role: s.role, text, checkpoint: s.checkpoint }).is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(()))
+    }
+}
+
+/// Each pass reads the texts again; a line that is not the line the first
+/// pass read is an error (the caller then reads the transcript whole).
+impl StreamedItems for TranscriptItems {
+    fn each_item(&mut self, f: &mut dyn FnMut(&Item<'_>) -> ControlFlow<()>) -> Result<ControlFlow<()>, HostError> {
+        let mut flow = ControlFlow::Continue(());
+        let read = self.each_conversation_item(|item| match item.projected() {
+            Some(item) => {
+                flow = f(&item);
+                flow.is_continue().then_some(())
+            }
+            None => Some(()),
+        });
+        match read.map_err(|e| HostError::new(e.to_string()))? {
+            Some(()) => Ok(ControlFlow::Continue(())),
+            None if flow.is_break() => Ok(ControlFlow::Break(())),
+            None => Err(HostError::new("the transcript changed while it was read")),
+        }
+    }
 }
 
 /// The text `at` read again from `file` into `buf`: `None` when its line is

@@ -24,7 +24,7 @@ use super::fold::{Surface, SurfaceOp};
 use super::frames::{read_at, FrameStats, LineRead, LineReader, ZstdScratch, MAX_LINE_BYTES, ZSTD_CHUNK};
 use super::generation::Generation;
 use super::header::read_header;
-use super::kept::{KeptLines, LineAt};
+use super::kept::{KeptLines, LineAt, LineStub};
 use super::layout::Encoding;
 use super::message::{check_facts, facts_of, CHECKED_TYPES};
 use super::recovery::TurnTracker;
@@ -484,6 +484,74 @@ pub(crate) fn read_log(
     Ok((Loaded { header_json, stats, lines }, resume))
 }
 
+/// Reads again the lines of `stubs` (in ascending line order) from `file`
+/// (the log of `found`, `file_bytes` long: a plain log from the first of
+/// them on, a zstd log decompressed again from its start), calling `f`
+/// with each. `None` when a line is not the line its stub was made of
+/// (same length and checksum; the file changed under the read), or `f`
+/// stops.
+pub(crate) fn lines_again(
+    found: &Found,
+    file: File,
+    file_bytes: u64,
+    stubs: &[LineStub],
+    mut f: impl FnMut(&[u8]) -> Option<()>,
+) -> Result<Option<()>, StoreError> {
+    let Some(first) = stubs.first() else { return Ok(Some(())) };
+    let io_error = |e: io::Error| io_error(&found.path, e);
+    let start = first.at;
+    let (mut reader, mut line) = match (found.encoding, start.offset) {
+        (Encoding::Raw, Some(offset)) => (LineReader::raw_at(file, offset).map_err(io_error)?, start.line),
+        (Encoding::Raw, None) => (LineReader::raw_at(file, 0).map_err(io_error)?, 1),
+        (Encoding::Zstd, _) => {
+            let scratch = ZstdScratch::new().map_err(io_error)?;
+            (LineReader::zstd_with(file, file_bytes, scratch, ZSTD_CHUNK), 1)
+        }
+    };
+    let mut buf = Vec::new();
+    for stub in stubs {
+        while line < stub.at.line {
+            match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
+                LineRead::Line(_) => line += 1,
+                LineRead::End { .. } => return Ok(None),
+            }
+        }
+        match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
+            LineRead::Line(_) => line += 1,
+            LineRead::End { .. } => return Ok(None),
+        }
+        if buf.len() != stub.len || line_checksum(&buf) != stub.checksum {
+            return Ok(None);
+        }
+        if f(&buf).is_none() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(()))
+}
+
+/// A log read for where its visible lines are, not their bytes: the
+/// header, the stats, and a [`LineStub`] of each visible surface line, in
+/// surface order ([`Keep::Stubs`]), with a second handle of the file it
+/// read (to read them again from) and that file's length then.
+pub(crate) struct LoadedStubs {
+    pub header_json: Map<String, Value>,
+    pub stats: LogStats,
+    pub stubs: Vec<LineStub>,
+    pub again: File,
+    pub file_bytes: u64,
+}
+
+/// The first pass of a read under a budget ([`load_within`]), alone.
+pub(crate) fn load_stubs(found: &Found, id: &str) -> Result<LoadedStubs, StoreError> {
+    let (file, identity) = open_log(found)?;
+    let again = file.try_clone().map_err(|e| io_error(&found.path, e))?;
+    let (loaded, _) = read_log(found, id, file, identity.size, None, Keep::Stubs, false)?;
+    let Loaded { header_json, stats, lines } = loaded;
+    let stubs = lines.into_stubs(&stats.surface_seqs);
+    Ok(LoadedStubs { header_json, stats, stubs, again, file_bytes: identity.size })
+}
+
 /// A read of a log under a byte budget: the header, the stats, and the
 /// surface's visible lines in surface order, without those retention
 /// certainly drops under the budget, which are counted in `elided`.
@@ -503,11 +571,7 @@ pub(crate) struct LoadedWithin {
 /// first pass read (same length and checksum): the file changed under the
 /// read, and the caller reads it whole again rather than mix two versions.
 pub(crate) fn load_within(found: &Found, id: &str, budget: u64) -> Result<Option<LoadedWithin>, StoreError> {
-    let (file, identity) = open_log(found)?;
-    let again = file.try_clone().map_err(|e| io_error(&found.path, e))?;
-    let (loaded, _) = read_log(found, id, file, identity.size, None, Keep::Stubs, false)?;
-    let Loaded { header_json, stats, lines } = loaded;
-    let stubs = lines.into_stubs(&stats.surface_seqs);
+    let LoadedStubs { header_json, stats, stubs, again, file_bytes } = load_stubs(found, id)?;
     let floors: Vec<ItemFloor> = stubs.iter().map(|s| s.floor).collect();
     let dropped = certainly_dropped(&floors, budget);
     let mut elided = Elided::default();
@@ -523,36 +587,15 @@ pub(crate) fn load_within(found: &Found, id: &str, budget: u64) -> Result<Option
     }
     wanted.sort_by_key(|&k| stubs[k].at.line);
     let mut got: Vec<Vec<u8>> = vec![Vec::new(); stubs.len()];
-    if let Some(&first) = wanted.first() {
-        let io_error = |e: io::Error| io_error(&found.path, e);
-        let start = stubs[first].at;
-        let (mut reader, mut line) = match (found.encoding, start.offset) {
-            (Encoding::Raw, Some(offset)) => (LineReader::raw_at(again, offset).map_err(io_error)?, start.line),
-            (Encoding::Raw, None) => (LineReader::raw_at(again, 0).map_err(io_error)?, 1),
-            (Encoding::Zstd, _) => {
-                let scratch = ZstdScratch::new().map_err(io_error)?;
-                (LineReader::zstd_with(again, identity.size, scratch, ZSTD_CHUNK), 1)
-            }
-        };
-        let mut buf = Vec::new();
-        for &k in &wanted {
-            let stub = &stubs[k];
-            while line < stub.at.line {
-                match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
-                    LineRead::Line(_) => line += 1,
-                    LineRead::End { .. } => return Ok(None),
-                }
-            }
-            match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
-                LineRead::Line(_) => line += 1,
-                LineRead::End { .. } => return Ok(None),
-            }
-            if buf.len() != stub.len || line_checksum(&buf) != stub.checksum {
-                return Ok(None);
-            }
-            // A copy of its size (the buffer grew to the longest line read).
-            got[k] = buf.clone();
-        }
+    let picked: Vec<LineStub> = wanted.iter().map(|&k| stubs[k]).collect();
+    let mut next = wanted.iter();
+    let read = lines_again(found, again, file_bytes, &picked, |line| {
+        // A copy of its size (the buffer grew to the longest line read).
+        got[*next.next()?] = line.to_vec();
+        Some(())
+    })?;
+    if read.is_none() {
+        return Ok(None);
     }
     let lines = got.into_iter().enumerate().filter(|(k, _)| !dropped[*k]).map(|(_, l)| l).collect();
     Ok(Some(LoadedWithin { header_json, stats, lines, elided }))

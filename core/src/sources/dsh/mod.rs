@@ -121,6 +121,7 @@ pub mod title;
 
 use std::fmt;
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -132,15 +133,16 @@ use crate::fs::{open_regular, FileIdentity};
 use crate::host::Fingerprint;
 use crate::host::{
     Blocking, BlockingSessionQuery, BudgetedSurface, QueryFuture, SessionHeader, SessionQuery, SharedListing,
-    SurfaceData,
+    StreamedItems, SurfaceData, SurfaceItems,
 };
+use crate::projection::Item;
 use crate::sources::FileSource;
 
 use self::discover::{candidates_for, check_root_encoding, path_matches, Found};
 use self::header::{read_log_header, HeaderError};
 use self::layout::Encoding;
 use self::listing::{ListingCache, Snapshot};
-use self::load::{load, load_within, Keep};
+use self::load::{load, load_within, Keep, LoadedStubs};
 use crate::retention::Elided;
 
 /// A read-only session query over a DSH sessions root. Cheap to clone;
@@ -634,6 +636,24 @@ impl DshStore {
         Ok((out, loaded.elided))
     }
 
+    /// The items of the visible surface of a session, read one at a time
+    /// (as the search index reads them): the log is read once keeping
+    /// where each visible line is (as `read_visible_surface_within` does), then each pass
+    /// over the items reads those lines again from the same open file,
+    /// checked (length and checksum), and projects each on its own
+    /// (`projection::project_event`, what projecting the snapshot does to
+    /// each event). A pass that finds a line changed, or a projection that
+    /// fails, is an error: the caller reads the surface whole instead.
+    pub fn visible_items(&self, id: &str) -> Result<VisibleItems, StoreError> {
+        let found = self.locate(id)?;
+        let loaded = load::load_stubs(&found, id)?;
+        // The snapshot's own fields project (or fail) as in the whole one.
+        let mut empty = surface_prefix(&loaded.header_json, &loaded.stats);
+        empty.extend_from_slice(b"]}");
+        let header = crate::projection::project_json(&empty).map(drop);
+        Ok(VisibleItems { found, loaded, header })
+    }
+
     /// Reads a session's whole log and reports what was kept: line and
     /// event counts, packed rows, frames, the torn tail, recovery closers,
     /// the title and the surface seqs. Resumed like
@@ -713,6 +733,17 @@ impl BlockingSessionQuery for DshStore {
         let (json, elided) = self.read_visible_surface_within(session_id, budget).map_err(HostError::from)?;
         Ok(BudgetedSurface { data: SurfaceData::json(json), elided })
     }
+
+    /// The visible surface's items streamed ([`DshStore::visible_items`]);
+    /// the visible surface whole for a zstd log whose surface is far from
+    /// log order.
+    fn read_surface_items(&self, session_id: &str) -> Result<SurfaceItems, HostError> {
+        let items = self.visible_items(session_id).map_err(HostError::from)?;
+        if !items.streams() {
+            return BlockingSessionQuery::read_surface_for_projection(self, session_id).map(SurfaceItems::Whole);
+        }
+        Ok(SurfaceItems::Streamed(Box::new(items)))
+    }
 }
 
 impl FileSource for DshStore {
@@ -724,6 +755,74 @@ impl FileSource for DshStore {
 
     fn identity(&self, session_id: &str) -> Result<FileIdentity, HostError> {
         self.log_identity(session_id).map_err(HostError::from)
+    }
+}
+
+/// The most runs of lines in log order a zstd log's visible surface is
+/// read in when streamed (each decompresses the log again from its start);
+/// past it the surface is read whole.
+const MAX_ZSTD_RUNS: usize = 4;
+
+/// The items of a session's visible surface, read again from its log on
+/// each pass ([`DshStore::visible_items`]).
+pub struct VisibleItems {
+    found: Found,
+    loaded: load::LoadedStubs,
+    /// Whether the snapshot's own fields project.
+    header: Result<(), String>,
+}
+
+impl VisibleItems {
+    /// Whether streaming the items pays: a zstd log whose surface is in
+    /// more than [`MAX_ZSTD_RUNS`] runs of lines in log order is read
+    /// whole instead.
+    fn streams(&self) -> bool {
+        let runs = || self.loaded.stubs.chunk_by(|a, b| a.at.line < b.at.line).count();
+        self.found.encoding == Encoding::Raw || runs() <= MAX_ZSTD_RUNS
+    }
+
+    /// Calls `f` with each line of the stubs in surface order, read again
+    /// and checked: `None` when one changed or `f` stops.
+    fn each_line(&self, mut f: impl FnMut(&[u8]) -> Option<()>) -> Result<Option<()>, StoreError> {
+        let LoadedStubs { stubs, again, file_bytes, .. } = &self.loaded;
+        let reopen = || again.try_clone().map_err(|e| StoreError::new(StoreErrorKind::Io, e.to_string()));
+        // Surface order may differ from the log's (an event replaced in
+        // place): each run of lines in log order is read from where it
+        // starts (a plain log from its first line, a zstd log decompressed
+        // again from its start, so at most a few such runs are streamed).
+        for run in stubs.chunk_by(|a, b| a.at.line < b.at.line) {
+            if load::lines_again(&self.found, reopen()?, *file_bytes, run, &mut f)?.is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(()))
+    }
+}
+
+impl StreamedItems for VisibleItems {
+    fn each_item(&mut self, f: &mut dyn FnMut(&Item<'_>) -> ControlFlow<()>) -> Result<ControlFlow<()>, HostError> {
+        self.header.clone().map_err(HostError::new)?;
+        let (mut flow, mut failed) = (ControlFlow::Continue(()), None);
+        let read = self.each_line(|line| match crate::projection::project_event(line) {
+            Ok(Some(item)) => {
+                flow = f(&item);
+                flow.is_continue().then_some(())
+            }
+            // Never: a stub is of a line that projects to an item or fails.
+            Ok(None) => Some(()),
+            Err(e) => {
+                failed = Some(e);
+                None
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(HostError::new(format!("malformed surface snapshot: {e}")));
+        }
+        match read {
+            Some(()) => Ok(ControlFlow::Continue(())),
+            None if flow.is_break() => Ok(ControlFlow::Break(())),
+            None => Err(HostError::new(format!("{} changed while it was read", self.found.path.display()))),
+        }
     }
 }
 
@@ -776,6 +875,11 @@ impl SessionQuery for DshStore {
     fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
         let blocking = Blocking::new(self.clone());
         Box::pin(async move { SessionQuery::read_surface_within(&blocking, session_id, budget).await })
+    }
+
+    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::read_surface_items(&blocking, session_id).await })
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
