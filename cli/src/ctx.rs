@@ -70,7 +70,7 @@ impl std::ops::Deref for Ctx {
 
 /// The sources, the resolver over them and their cache files: one
 /// command's, or kept by the daemon for every command over the same
-/// sources with the same configuration ([`crate::daemon`]).
+/// sources with the same configuration ([`kept`]).
 pub(crate) struct Shared {
     pub(crate) sources: Sources,
     /// The query the resolver reads through: the sources, with the one
@@ -121,7 +121,7 @@ impl Ctx {
     /// The context over `specs` with `config`, for a command or a server
     /// ([`Lifetime`]), the resolver reading through `scoped(sources)`. In
     /// the daemon a command's context is the one it keeps for these sources
-    /// and this configuration ([`crate::daemon::kept`]), made long-lived the
+    /// and this configuration ([`kept`]), made long-lived the
     /// first time.
     pub(crate) fn open_with(
         global: &Global,
@@ -132,9 +132,8 @@ impl Ctx {
     ) -> CliResult<Ctx> {
         let (out, quiet, context_window) = (global.out(), global.quiet, global.context_window);
         let shared = match lifetime {
-            #[cfg(target_os = "linux")]
-            Lifetime::OneShot { cache, .. } if crate::daemon::is_daemon() => {
-                let shared = crate::daemon::kept(&specs, &config, cache, || {
+            Lifetime::OneShot { cache, .. } if keeping() => {
+                let shared = kept(&specs, &config, cache, || {
                     Shared::open(config, specs.clone(), Lifetime::LongLived { cache }, scoped, true)
                 })?;
                 // This command lists afresh, and reports what its own reads found.
@@ -143,10 +142,7 @@ impl Ctx {
             }
             lifetime => Arc::new(Shared::open(config, specs, lifetime, scoped, false)?),
         };
-        #[cfg(target_os = "linux")]
-        let cancel = crate::daemon::command_cancel();
-        #[cfg(not(target_os = "linux"))]
-        let cancel = None;
+        let cancel = command_cancel();
         Ok(Ctx { shared, out, quiet, context_window, cancel })
     }
 
@@ -381,5 +377,100 @@ impl Shared {
             }
         }
         note_failed_reads(&self.pinned.failed_reads());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The contexts a process keeps between commands (the daemon's,
+// `crate::daemon`): set up by `keep_contexts`, and then every command's
+// context is the kept one for its sources and configuration.
+
+/// How many sets of sources are kept (the least recently used goes when
+/// another comes).
+const KEPT_AT_MOST: usize = 8;
+
+/// The contexts kept, by sources and configuration; set only in a process
+/// that keeps them.
+static KEPT: std::sync::OnceLock<std::sync::Mutex<Vec<Kept>>> = std::sync::OnceLock::new();
+
+struct Kept {
+    key: String,
+    specs: Vec<SourceSpec>,
+    cache: bool,
+    shared: Arc<Shared>,
+    used: std::time::Instant,
+}
+
+thread_local! {
+    /// The running command's cancellation (in the daemon, while it answers).
+    static CANCEL: std::cell::RefCell<Option<dsh_session_reference::CancelToken>> = const { std::cell::RefCell::new(None) };
+}
+
+/// From now on this process keeps its commands' contexts between commands.
+pub(crate) fn keep_contexts() {
+    let _ = KEPT.set(std::sync::Mutex::new(Vec::new()));
+}
+
+/// Whether this process keeps its commands' contexts.
+fn keeping() -> bool {
+    KEPT.get().is_some()
+}
+
+/// The cancellation of the command this thread runs for a caller, if any.
+pub(crate) fn command_cancel() -> Option<dsh_session_reference::CancelToken> {
+    CANCEL.with(|c| c.borrow().clone())
+}
+
+/// Sets (or, with `None`, clears) the cancellation of the command this
+/// thread runs.
+pub(crate) fn set_command_cancel(cancel: Option<dsh_session_reference::CancelToken>) {
+    CANCEL.with(|c| *c.borrow_mut() = cancel);
+}
+
+/// The context kept for `specs`, `config` and `cache`, opened by `open` the
+/// first time. The roots are kept as given (so that every message names
+/// them as the command line would), and told apart by what they mean as
+/// well: a relative root given in another directory is another context,
+/// and one given in the same directory means the same there each time.
+fn kept(
+    specs: &[SourceSpec],
+    config: &Config,
+    cache: bool,
+    open: impl FnOnce() -> CliResult<Shared>,
+) -> CliResult<Arc<Shared>> {
+    let absolute: Vec<SourceSpec> = specs
+        .iter()
+        .map(|s| SourceSpec::new(s.kind, std::path::absolute(&s.root).unwrap_or_else(|_| s.root.clone())))
+        .collect();
+    let key = format!("{specs:?}|{absolute:?}|{config:?}|{cache}");
+    let all = KEPT.get().expect("kept contexts exist only where keep_contexts was called");
+    let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(found) = all.iter_mut().find(|k| k.key == key) {
+        found.used = std::time::Instant::now();
+        return Ok(Arc::clone(&found.shared));
+    }
+    let shared = Arc::new(open()?);
+    if all.len() >= KEPT_AT_MOST {
+        let oldest = (0..all.len()).min_by_key(|&i| all[i].used).unwrap_or(0);
+        let gone = all.remove(oldest);
+        gone.shared.save_files();
+    }
+    all.push(Kept { key, specs: absolute, cache, shared: Arc::clone(&shared), used: std::time::Instant::now() });
+    Ok(shared)
+}
+
+/// The sources (roots made absolute) and caching of every kept context.
+pub(crate) fn kept_sources() -> Vec<(Vec<SourceSpec>, bool)> {
+    KEPT.get()
+        .map(|all| all.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|k| (k.specs.clone(), k.cache)).collect())
+        .unwrap_or_default()
+}
+
+/// Saves the cache files of every kept context that changed.
+pub(crate) fn save_kept() {
+    if let Some(all) = KEPT.get() {
+        for kept in all.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            kept.shared.save_files();
+        }
     }
 }

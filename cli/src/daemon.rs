@@ -22,7 +22,6 @@
 //! a few seconds after the last command, and when the daemon ends (`daemon
 //! stop`, or an idle timeout). A caller that goes away cancels its command.
 
-use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -32,16 +31,15 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::FromArgMatches;
-use dsh_session_reference::sources::SourceSpec;
-use dsh_session_reference::{CancelToken, Config, Error, ErrorCode};
+use dsh_session_reference::{CancelToken, Error, ErrorCode};
 use serde_json::{json, Value};
 
 use crate::args::{Cli, Command, DaemonArgs, DaemonCommand, Global};
-use crate::ctx::Shared;
+use crate::ctx::{command_cancel, keep_contexts, kept_sources, save_kept, set_command_cancel};
 use crate::print::display;
 use crate::{CliResult, Failure};
 
@@ -73,10 +71,6 @@ const MAGIC: &[u8; 8] = b"DSRD\0\0\0\x01";
 /// The longest request accepted (arguments, environment, working directory).
 const MAX_REQUEST: usize = 16 << 20;
 
-/// How many sets of sources the daemon keeps (the least recently used
-/// goes when another comes).
-const KEPT_AT_MOST: usize = 8;
-
 /// How long after its last command the daemon saves its cache files.
 const SAVE_AFTER: Duration = Duration::from_secs(2);
 
@@ -90,79 +84,6 @@ enum Kind {
     Run = b'R' as isize,
     Status = b'S' as isize,
     Stop = b'Q' as isize,
-}
-
-// ---------------------------------------------------------------------------
-// The daemon's state, as the rest of the command line sees it.
-
-/// The contexts the daemon keeps, by sources and configuration; set only
-/// in the daemon.
-static KEPT: OnceLock<Mutex<Vec<Kept>>> = OnceLock::new();
-
-struct Kept {
-    key: String,
-    specs: Vec<SourceSpec>,
-    cache: bool,
-    shared: Arc<Shared>,
-    used: Instant,
-}
-
-thread_local! {
-    /// The running command's cancellation (in the daemon, while it answers).
-    static CANCEL: RefCell<Option<CancelToken>> = const { RefCell::new(None) };
-}
-
-/// Whether this process is the daemon.
-pub(crate) fn is_daemon() -> bool {
-    KEPT.get().is_some()
-}
-
-/// The cancellation of the command this thread runs for a caller, if any.
-pub(crate) fn command_cancel() -> Option<CancelToken> {
-    CANCEL.with(|c| c.borrow().clone())
-}
-
-/// The context the daemon keeps for `specs`, `config` and `cache`, opened
-/// by `open` the first time. The roots are kept as given (so that every
-/// message names them as the command line would), and told apart by what
-/// they mean as well: a relative root given in another directory is
-/// another context, and one given in the same directory means the same
-/// there each time.
-pub(crate) fn kept(
-    specs: &[SourceSpec],
-    config: &Config,
-    cache: bool,
-    open: impl FnOnce() -> CliResult<Shared>,
-) -> CliResult<Arc<Shared>> {
-    let absolute: Vec<SourceSpec> = specs
-        .iter()
-        .map(|s| SourceSpec::new(s.kind, std::path::absolute(&s.root).unwrap_or_else(|_| s.root.clone())))
-        .collect();
-    let key = format!("{specs:?}|{absolute:?}|{config:?}|{cache}");
-    let specs = absolute;
-    let all = KEPT.get().expect("kept contexts exist only in the daemon");
-    let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(found) = all.iter_mut().find(|k| k.key == key) {
-        found.used = Instant::now();
-        return Ok(Arc::clone(&found.shared));
-    }
-    let shared = Arc::new(open()?);
-    if all.len() >= KEPT_AT_MOST {
-        let oldest = (0..all.len()).min_by_key(|&i| all[i].used).unwrap_or(0);
-        let gone = all.remove(oldest);
-        gone.shared.save_files();
-    }
-    all.push(Kept { key, specs, cache, shared: Arc::clone(&shared), used: Instant::now() });
-    Ok(shared)
-}
-
-/// Saves the cache files of every kept context that changed.
-fn save_all() {
-    if let Some(all) = KEPT.get() {
-        for kept in all.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            kept.shared.save_files();
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -662,7 +583,7 @@ fn serve(idle_timeout: u64) -> Result<(), String> {
         libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
     }
     install_panic_hook();
-    let _ = KEPT.set(Mutex::new(Vec::new()));
+    keep_contexts();
     let mut daemon = Daemon {
         listener,
         socket: socket.clone(),
@@ -677,7 +598,7 @@ fn serve(idle_timeout: u64) -> Result<(), String> {
     };
     eprintln!("dsh-session-ref daemon: pid {} on {}", std::process::id(), socket.display());
     let result = daemon.run();
-    save_all();
+    save_kept();
     if daemon.socket_is_ours() {
         let _ = std::fs::remove_file(&socket);
     }
@@ -700,7 +621,7 @@ impl Daemon {
             };
             if !readable(self.listener.as_raw_fd(), wait) {
                 if unsaved {
-                    save_all();
+                    save_kept();
                     unsaved = false;
                 }
                 if !self.socket_is_ours() {
@@ -729,23 +650,14 @@ impl Daemon {
     }
 
     fn status(&self) -> Value {
-        let kept: Vec<Value> = KEPT
-            .get()
-            .map(|all| {
-                all.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .iter()
-                    .map(|k| {
-                        let sources: Vec<Value> = k
-                            .specs
-                            .iter()
-                            .map(|s| json!({"kind": s.kind.name(), "root": s.root.to_string_lossy()}))
-                            .collect();
-                        json!({"sources": sources, "cache": k.cache})
-                    })
-                    .collect()
+        let kept: Vec<Value> = kept_sources()
+            .into_iter()
+            .map(|(specs, cache)| {
+                let sources: Vec<Value> =
+                    specs.iter().map(|s| json!({"kind": s.kind.name(), "root": s.root.to_string_lossy()})).collect();
+                json!({"sources": sources, "cache": cache})
             })
-            .unwrap_or_default();
+            .collect();
         let started = self.started.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         json!({
             "pid": std::process::id(),
@@ -859,7 +771,7 @@ impl Daemon {
                 })
                 .ok()
         };
-        CANCEL.with(|c| *c.borrow_mut() = Some(cancel));
+        set_command_cancel(Some(cancel));
         redirect(fds.each_ref().map(|fd| fd.as_raw_fd()));
         PIPE_BROKEN.store(false, Ordering::Relaxed);
         IN_COMMAND.store(true, Ordering::Relaxed);
@@ -885,7 +797,7 @@ impl Daemon {
         IN_COMMAND.store(false, Ordering::Relaxed);
         let code = if PIPE_BROKEN.load(Ordering::Relaxed) { BROKEN_PIPE } else { code };
         redirect(self.own.each_ref().map(|fd| fd.as_raw_fd()));
-        CANCEL.with(|c| *c.borrow_mut() = None);
+        set_command_cancel(None);
         if let Some(done) = done.as_mut() {
             let _ = done.write_all(b"x");
         }
@@ -980,7 +892,7 @@ fn install_panic_hook() {
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
             .or_else(|| info.payload().downcast_ref::<String>().cloned());
-        if CANCEL.with(|c| c.borrow().is_some()) {
+        if command_cancel().is_some() {
             *PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(message.unwrap_or_else(|| info.to_string()));
         } else {
             default(info);
