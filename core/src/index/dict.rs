@@ -147,7 +147,9 @@ impl Encoder {
 
 /// A session's text of at least this many bytes is compressed as a
 /// stream, item by item, rather than joined first (see [`compress_parts`]).
-pub(super) const STREAM_AT: usize = 8 << 20;
+/// The unit tests stream from 2 MiB (the size from which a dictionary is
+/// trained), so that their logs past it stay small in a debug build.
+pub(crate) const STREAM_AT: usize = if cfg!(test) { TRAIN_AT } else { 8 << 20 };
 
 /// The concatenation of `parts` (`total` bytes in all) compressed as
 /// [`compress`] compresses it, with `dict` if given. From [`STREAM_AT`]

@@ -32,6 +32,8 @@ mod vocab;
 use bloom::BITS_PER_KEY;
 use dict::{compress, TRAIN_SAMPLE};
 
+#[cfg(test)]
+pub(crate) use dict::STREAM_AT;
 pub(crate) use dict::{Dictionary, Encoder, TRAIN_AT};
 pub(crate) use doc::{Doc, IndexedItem};
 pub(crate) use fold::{fold, fold_into, original_offset};

@@ -74,10 +74,10 @@ fn sessions(roots: &[(PathBuf, bool)]) -> Vec<(Arc<dyn BlockingSessionQuery>, St
 fn a_streamed_build_is_the_whole_build_byte_for_byte() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let small_dsh = big_logs::dsh_root(60, 3_000, 500);
-    // Past `STREAM_AT` (8 MiB) of text: compressed as a stream.
-    let big_dsh = big_logs::dsh_root(400, 22_000, 300);
+    // Past `STREAM_AT` (8 MiB; 2 MiB in unit tests) of text: compressed as a stream.
+    let big_dsh = big_logs::dsh_root(140, 22_000, 300);
     let rich = big_logs::claude_rich_root("rich", 90, 700);
-    let big_claude = big_logs::claude_root("big", 300, 14_000, 16_000);
+    let big_claude = big_logs::claude_root("big", 100, 14_000, 16_000);
     let mut roots: Vec<(PathBuf, bool)> =
         ["dsh-logs/raw", "dsh-logs/zstd", "dsh-logs/damaged", "dsh-generations/raw", "dsh-generations/zstd"]
             .iter()
@@ -116,7 +116,7 @@ fn a_streamed_build_is_the_whole_build_byte_for_byte() {
             match streamed(q, id, b, redact) {
                 Some(doc) => {
                     assert!(expected.fingerprint.is_some(), "{id}: streamed, but its surface does not project");
-                    streamed_big += usize::from(doc.text_bytes() >= 8 << 20);
+                    streamed_big += usize::from(doc.text_bytes() >= crate::index::STREAM_AT);
                     assert_eq!(file_bytes(doc), file_bytes(expected), "{root} {id} dict {dict} redact {redact}");
                     compared += 1;
                 }
