@@ -18,6 +18,9 @@ fi
 step "rustfmt"
 cargo fmt --all --check
 
+step "the fronts share one build of the core (scripts/check-front-features.sh)"
+bash scripts/check-front-features.sh
+
 step "clippy (all crates, all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
