@@ -27,8 +27,20 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "rustdoc of the core (every link resolves, every public item documented)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p dsh-session-reference
 
-step "Rust tests (core, store, C ABI crate, CLI)"
-cargo test --locked
+# cargo-nextest where it is installed (the machine image has it): each test
+# in a process of its own, two at a time across all test binaries, where
+# `cargo test` runs the binaries one after another and so left a core idle
+# through every binary of few or serialized tests (memory_bounds alone ran
+# about 100 s on one core). Doc tests are not nextest's: `cargo test --doc`.
+# Elsewhere `cargo test`, the same tests.
+if cargo nextest --version >/dev/null 2>&1; then
+  step "Rust tests (core, store, C ABI crate, CLI; cargo-nextest, then the doc tests)"
+  cargo nextest run --locked --no-fail-fast
+  cargo test --locked --doc
+else
+  step "Rust tests (core, store, C ABI crate, CLI)"
+  cargo test --locked
+fi
 
 target_dir=${CARGO_TARGET_DIR:-target}
 case $target_dir in /*) ;; *) target_dir=$PWD/$target_dir ;; esac

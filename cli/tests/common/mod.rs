@@ -29,25 +29,43 @@ pub fn cache_dir() -> &'static std::path::Path {
 
 /// This test process's cache directory: under cargo's scratch directory
 /// for integration tests (`target/tmp`), not the system's temporary
-/// directory, and the directories of earlier runs are removed the first
-/// time it is asked for, so runs leave nothing behind outside `target/`.
+/// directory, and the directories of earlier runs (of test processes no
+/// longer running: cargo-nextest runs each test in a process of its own,
+/// side by side) are removed the first time it is asked for, so runs leave
+/// nothing behind outside `target/`.
 fn cache_home() -> &'static std::path::Path {
     static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     HOME.get_or_init(|| {
         let scratch = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let name = |pid: u32| format!("cli-tests-cache-{pid}");
-        let own = name(std::process::id());
+        let own = format!("cli-tests-cache-{}", std::process::id());
         if let Ok(entries) = std::fs::read_dir(scratch) {
             for entry in entries.flatten() {
                 let file_name = entry.file_name();
-                let file_name = file_name.to_string_lossy();
-                if file_name.starts_with("cli-tests-cache-") && file_name != own {
+                let pid = file_name.to_str().and_then(|n| n.strip_prefix("cli-tests-cache-"));
+                if pid.and_then(|p| p.parse().ok()).is_some_and(|pid| !running(pid)) {
                     let _ = std::fs::remove_dir_all(entry.path());
                 }
             }
         }
         scratch.join(own)
     })
+}
+
+/// Whether a process `pid` is running (unknown elsewhere than on Unix:
+/// taken as running, its directory kept).
+fn running(pid: i32) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: signal 0 sends nothing; it only checks that the process
+        // exists and may be signalled.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        alive || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 /// A run's exit code and output.
