@@ -3,7 +3,7 @@
 //! without it.
 
 use super::fold::fold;
-use super::keys::{hash, is_trigram, items_of, keys, pairs, KeySet, MixHasher};
+use super::keys::{hash, is_trigram, items_of, keys, pairs, KeySet, MixHasher, NUMERAL};
 use super::vocab::{Vocabulary, SEEN_BITS};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -100,8 +100,12 @@ impl Dictionary {
         Some((Dictionary::new(raw.into_boxed_slice(), common.into(), vocab)?, left_out))
     }
 
+    /// Whether a filter built with it leaves `key` out: a common key (in
+    /// so many texts that it hardly filters), or a number's key of 4
+    /// bytes, which the vocabulary lists instead (`keys::pairs`: who holds
+    /// a rare one, doc by doc, without testing every doc's filter).
     pub(super) fn is_common(&self, key: u64) -> bool {
-        self.common.contains(key, hash(key))
+        key & NUMERAL != 0 || self.common.contains(key, hash(key))
     }
 
     /// Bytes it holds: its own, zstd's digested form for reading, the
@@ -249,6 +253,25 @@ pub(super) fn each_item(
     mut f: impl FnMut(&str) -> Option<()>,
 ) -> Option<()> {
     use zstd::zstd_safe::{InBuffer, OutBuffer};
+    let len = ends.last().copied().unwrap_or(0);
+    if len <= WHOLE_AT {
+        // A text this small is decompressed at once with the thread's
+        // context, into the thread's buffer: a context made per call (a
+        // large allocation, zeroed) and the stream's copies were most of a
+        // search's verification of a typical session (issue 29).
+        let mut text = TEXT.with(|t| std::mem::take(&mut *t.borrow_mut()));
+        let read = decompress_into(packed, len, dict, &mut text).and_then(|()| {
+            let mut start = 0;
+            for &end in ends {
+                f(std::str::from_utf8(text.get(start..end)?).ok()?)?;
+                start = end;
+            }
+            Some(())
+        });
+        text.clear();
+        TEXT.with(|t| *t.borrow_mut() = text);
+        return read;
+    }
     let mut dctx = DCtx::try_create()?;
     if let Some(d) = dict {
         dctx.ref_ddict(&d.decompress).ok()?;
@@ -308,18 +331,31 @@ pub(super) fn compress(text: &[u8], dict: Option<&Encoder>) -> Box<[u8]> {
 
 /// `packed` decompressed to exactly `len` bytes, with `dict` if given.
 pub(super) fn decompress(packed: &[u8], len: usize, dict: Option<&Dictionary>) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    decompress_into(packed, len, dict, &mut out)?;
+    Some(out)
+}
+
+/// [`decompress`] into `out` (emptied first; `None` if `packed` does not
+/// decompress to exactly `len` bytes).
+fn decompress_into(packed: &[u8], len: usize, dict: Option<&Dictionary>, out: &mut Vec<u8>) -> Option<()> {
     CONTEXTS.with(|c| {
         let mut c = c.borrow_mut();
         let dctx = c.1.as_mut()?;
-        let mut out = Vec::with_capacity(len);
+        out.clear();
+        out.reserve_exact(len);
         match dict {
-            Some(d) => dctx.decompress_using_ddict(&mut out, packed, &d.decompress),
-            None => dctx.decompress(&mut out, packed),
+            Some(d) => dctx.decompress_using_ddict(out, packed, &d.decompress),
+            None => dctx.decompress(out, packed),
         }
         .ok()?;
-        (out.len() == len).then_some(out)
+        (out.len() == len).then_some(())
     })
 }
+
+/// Texts up to this long are decompressed at once by [`each_item`], into
+/// a buffer each thread keeps (so never bigger than this).
+const WHOLE_AT: usize = 1 << 20;
 
 thread_local! {
     /// The thread's zstd contexts, reused by every doc it builds or reads:
@@ -327,6 +363,9 @@ thread_local! {
     /// the decompression.
     static CONTEXTS: std::cell::RefCell<(Option<CCtx<'static>>, Option<DCtx<'static>>)> =
         std::cell::RefCell::new((CCtx::try_create(), DCtx::try_create()));
+    /// The thread's buffer for [`each_item`]'s small texts (taken while in
+    /// use, so a call within a call gets a buffer of its own).
+    static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The filter keys of the lower-cased items (a key never spans two

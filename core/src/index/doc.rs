@@ -398,7 +398,7 @@ impl Doc {
 
     /// Calls `f` with each item of its text in order, decompressed as a
     /// stream (one item and one chunk held at a time, never the whole
-    /// text), until `f` returns `None`. The errors are
+    /// text; a text of at most 1 MiB at once), until `f` returns `None`. The errors are
     /// [`text`](Self::text)'s: [`Unreadable`] for a stored text that cannot
     /// be read back, does not match its checksum or does not decompress to
     /// its items (a doc without a body, or a held text that does not

@@ -151,16 +151,25 @@ pub(super) fn mix(mut x: u64) -> u64 {
 }
 
 /// Calls `f` with every pair of a lower-cased text or needle (repeats
-/// included): each 4 bytes without ASCII whitespace whose two trigrams
-/// are both `common` (the keys a filter built with a dictionary leaves
-/// out, so that a word of common trigrams alone passes every filter; the
-/// dictionary's vocabulary lists who holds them, `vocab.rs`).
+/// included): each 4 bytes without ASCII whitespace
+///
+/// - whose two trigrams are both `common` (the keys a filter built with a
+///   dictionary leaves out, so that a word of common trigrams alone passes
+///   every filter), or
+/// - of which at least three are ASCII digits (the filters' number keys,
+///   [`NUMERAL`]): a filter tells a number's presence only doc by doc, so
+///   a query for a rare number (`PR1137`) tested every session's filter
+///   (issue 29); listed, it is answered from the sessions that hold it.
+///
+/// The dictionary's vocabulary lists who holds them (`vocab.rs`).
 pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, mut f: impl FnMut(u32)) {
-    // The last four bytes; how many of the last bytes are not whitespace;
-    // whether the last trigram was common.
-    let (mut last, mut clean, mut was_common) = (0u32, 0usize, false);
+    // The last four bytes; which of them are digits (a bit each); how many
+    // of the last bytes are not whitespace; whether the last trigram was
+    // common.
+    let (mut last, mut digits, mut clean, mut was_common) = (0u32, 0u32, 0usize, false);
     for &b in text {
         last = (last << 8) | u32::from(b);
+        digits = ((digits << 1) | u32::from(b.is_ascii_digit())) & 0xf;
         if b.is_ascii_whitespace() {
             (clean, was_common) = (0, false);
             continue;
@@ -168,7 +177,7 @@ pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, mut f: impl FnMut
         clean += 1;
         if clean >= 3 {
             let now = common(u64::from(last & 0xff_ffff));
-            if clean >= 4 && now && was_common {
+            if clean >= 4 && ((now && was_common) || digits.count_ones() >= 3) {
                 f(last);
             }
             was_common = now;

@@ -478,6 +478,65 @@ mod tests {
         assert_eq!(doc.items(), ["re7 de14"]);
     }
 
+    /// A number (`PR1137`) is answered from the docs its vocabulary lists
+    /// for its 4-byte keys, not from every doc's filter: the filters of docs
+    /// built with a dictionary leave number keys out, the vocabulary lists
+    /// who holds a rare one, and rules out every other doc, never one that
+    /// holds it (issue 29: the query tested every session's filter).
+    #[test]
+    fn a_rare_number_is_answered_from_the_docs_its_vocabulary_lists() {
+        let cache = DocCache::default();
+        let mut texts = Vec::new();
+        for i in 0..64u64 {
+            let mut items: Vec<String> = (0..8).map(|j| prose(i * 8 + j + 1, 4200, 5000)).collect();
+            // Every doc a number of its own; docs 5 and 41 also PR1137 (the
+            // second inside a longer number), doc 9 its digits apart.
+            items[3].push_str(&format!(" PR{} merged", 2000 + i));
+            match i {
+                5 => items[6].push_str(" see PR1137."),
+                41 => items[0].push_str(" PR11370 too"),
+                9 => items[2].push_str(" PR113 and PR137 and 1-137"),
+                _ => {}
+            }
+            let doc = Doc::build(
+                Some(Fingerprint::from_u64(i)),
+                None,
+                items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect(),
+                cache.encoder().as_deref(),
+            );
+            cache.put(&format!("s{i}"), &Arc::new(doc));
+            texts.push((format!("s{i}"), items));
+        }
+        cache.settle();
+        let dict = cache.dictionary().expect("trained");
+        assert!(dict.is_common(keys::NUMERAL | u64::from(u32::from_be_bytes(*b"1137"))), "left out of the filters");
+        let serial = |i: usize| held(&cache, &texts[i].0).serial;
+        let needle = Needle::new("pr1137".to_owned());
+        let listed = needle.with_verdict(&dict, |v| match v {
+            vocab::Verdict::Only(serials) => serials.clone(),
+            other => panic!("{other:?}"),
+        });
+        let mut holders = vec![serial(5), serial(41)];
+        holders.sort_unstable();
+        assert_eq!(listed, holders);
+        for (i, (id, items)) in texts.iter().enumerate() {
+            let holds = items.iter().any(|t| fold(t).contains("pr1137"));
+            assert_eq!(holds, i == 5 || i == 41, "{id}");
+            assert_eq!(may(&held(&cache, id), "pr1137"), holds, "{id}");
+            assert_eq!(may(&held(&cache, id), &format!("pr{}", 2000 + i)), true, "{id}");
+        }
+        // A number no doc holds is nowhere, at once.
+        let all: Vec<Arc<Doc>> = texts.iter().map(|(id, _)| held(&cache, id)).collect();
+        assert!(Roster::new(&all).rules_out(&Needle::new("pr4999".to_owned())));
+        assert!(!Roster::new(&all).rules_out(&Needle::new("137".to_owned())));
+        // Through a file, the same.
+        let dir = tempfile::tempdir().unwrap();
+        let (back, _) = through_file(&cache, dir.path(), "numbers");
+        let doc = |i: usize| Arc::clone(back.docs.read().unwrap().get(&texts[i].0).unwrap());
+        let needle = Needle::new("pr1137".to_owned());
+        assert!((0..64).all(|i| doc(i).may_contain(&needle).unwrap() == (i == 5 || i == 41)));
+    }
+
     /// A session of more than `STREAM_AT` bytes: its text is compressed,
     /// sampled and recompressed as a stream, item by item, and reads back
     /// the same, with the filter a text joined first gets.

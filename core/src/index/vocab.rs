@@ -7,10 +7,12 @@
 //!   match: nothing is tested, nothing decompressed);
 //! - the **pairs**: 4-byte keys (no ASCII whitespace) whose two trigrams
 //!   are both common, which the filters leave out, so that a word made of
-//!   common trigrams passes every filter. Per pair, the docs holding it
-//!   (by serial) while few do ([`rare_at`]), or only that many do. A needle
-//!   with a pair no doc holds is in none; one with a rare pair is in at
-//!   most the docs listed for it.
+//!   common trigrams passes every filter; and 4-byte keys of three digits
+//!   or more (numbers, which a filter could only tell doc by doc: a rare
+//!   number's query tested every doc's filter). Per pair, the docs holding
+//!   it (by serial) while few do ([`rare_at`]), or only that many do. A
+//!   needle with a pair no doc holds is in none; one with a rare pair is in
+//!   at most the docs listed for it.
 //!
 //! Every doc built with the dictionary is registered before it is kept
 //! (its serial is recorded in it), and nothing is ever taken out but on
@@ -70,7 +72,7 @@ pub(super) struct Inner {
     /// docs do, [`ONE`] and the serial of the one doc that does, else the
     /// index of the list of their ascending serials in `lists`.
     pub(super) pairs: HashMap<u32, u32, BuildHasherDefault<MixHasher>>,
-    pub(super) lists: Vec<Vec<u32>>,
+    pub(super) lists: Vec<Serials>,
     /// The places in `lists` freed (a pair that became frequent).
     pub(super) free: Vec<u32>,
     /// The serial of the next doc (serials start at 1).
@@ -139,7 +141,7 @@ impl Vocabulary {
                 FREQUENT => {}
                 v if v & ONE != 0 => {
                     if v != ONE | serial {
-                        let list = vec![v & !ONE, serial];
+                        let list = Serials::of(&[v & !ONE, serial]);
                         *held = match free.pop() {
                             Some(at) => {
                                 lists[at as usize] = list;
@@ -154,11 +156,9 @@ impl Vocabulary {
                 }
                 v => {
                     let list = &mut lists[v as usize];
-                    if list.last() != Some(&serial) {
-                        list.push(serial);
-                    }
+                    list.push(serial);
                     if list.len() > limit {
-                        *list = Vec::new();
+                        *list = Serials::default();
                         free.push(v);
                         *held = FREQUENT;
                     }
@@ -187,10 +187,11 @@ impl Vocabulary {
                 Some(FREQUENT) => {}
                 Some(v) => {
                     let list: &[u32] = if v & ONE != 0 {
-                        one = [v & !ONE];
+                        one = vec![v & !ONE];
                         &one
                     } else {
-                        &inner.lists[v as usize]
+                        one = inner.lists[v as usize].to_vec();
+                        &one
                     };
                     only = Some(match only {
                         None => list.to_vec(),
@@ -212,9 +213,7 @@ impl Vocabulary {
     pub(super) fn bytes(&self) -> usize {
         let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
         let listed = inner.lists.iter().filter(|l| !l.is_empty());
-        inner.seen.len() * 8
-            + inner.pairs.len() * 12
-            + listed.map(|l| std::mem::size_of::<Vec<u32>>() + l.len() * 4).sum::<usize>()
+        inner.seen.len() * 8 + inner.pairs.len() * 12 + listed.map(Serials::bytes).sum::<usize>()
     }
 
     /// Appends it to an index file's directory, listing only the serials
@@ -233,10 +232,10 @@ impl Vocabulary {
             .filter_map(|(&p, v)| {
                 let list = match *v {
                     FREQUENT => return Some((p, None)),
-                    x if x & ONE != 0 => std::slice::from_ref(v),
-                    v => &inner.lists[v as usize][..],
+                    x if x & ONE != 0 => vec![x & !ONE],
+                    v => inner.lists[v as usize].to_vec(),
                 };
-                let kept: Vec<u32> = list.iter().map(|&s| s & !ONE).filter(|&s| live(s)).collect();
+                let kept: Vec<u32> = list.into_iter().filter(|&s| live(s)).collect();
                 (!kept.is_empty()).then_some((p, Some(kept)))
             })
             .collect();
@@ -298,7 +297,7 @@ impl Vocabulary {
                     [] => return None,
                     [one] => ONE | one,
                     _ => {
-                        lists.push(list);
+                        lists.push(Serials::of(&list));
                         lists.len() as u32 - 1
                     }
                 }
@@ -315,6 +314,83 @@ impl Vocabulary {
     pub(super) fn next_serial(&self) -> u32 {
         self.inner.read().unwrap_or_else(|e| e.into_inner()).next
     }
+}
+
+/// A pair's list of serials, ascending, held as the LEB128 of each one's
+/// distance from the one before (the first from 0): a byte or two each
+/// where a `u32` took four, and no capacity to spare (the lists of number
+/// keys, some 30 a session, would otherwise take the index past half its
+/// text at 2,000 sessions). Appended to one serial at a time, in order.
+#[derive(Default)]
+pub(super) struct Serials(Box<[u8]>);
+
+impl Serials {
+    /// The list of `serials` (ascending, distinct).
+    fn of(serials: &[u32]) -> Serials {
+        let mut out = Vec::with_capacity(serials.len() * 2);
+        let mut last = 0;
+        for &s in serials {
+            leb128(&mut out, s - last);
+            last = s;
+        }
+        Serials(out.into())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let (mut at, mut last) = (0, 0u32);
+        std::iter::from_fn(move || {
+            let (mut gap, mut shift) = (0u32, 0);
+            loop {
+                let b = *self.0.get(at)?;
+                at += 1;
+                gap |= u32::from(b & 0x7f) << shift;
+                shift += 7;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+            last += gap;
+            Some(last)
+        })
+    }
+
+    pub(super) fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+
+    /// How many serials it holds (each one's last byte is below 0x80).
+    fn len(&self) -> usize {
+        self.0.iter().filter(|&&b| b < 0x80).count()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Appends `serial` unless it is the last one already (a doc's pairs
+    /// are registered together: no serial comes back after another).
+    fn push(&mut self, serial: u32) {
+        let last = self.iter().last().unwrap_or(0);
+        if serial <= last && !self.is_empty() {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.0.len() + 5);
+        out.extend_from_slice(&self.0);
+        leb128(&mut out, serial - last);
+        self.0 = out.into();
+    }
+
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.0.len()
+    }
+}
+
+fn leb128(out: &mut Vec<u8>, mut n: u32) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
 }
 
 #[cfg(test)]
@@ -362,6 +438,23 @@ mod tests {
         let Verdict::Only(held) = v.verdict(&[], &[7]) else { panic!("the clustered pair is listed") };
         assert_eq!(held, (0..100u32).filter(|i| i % 12 == 0).map(|i| i + 1).collect::<Vec<_>>());
         assert_eq!(v.verdict(&[], &[9]), Verdict::Any, "held by 10%: frequent");
+    }
+
+    #[test]
+    fn a_list_of_serials_holds_each_in_a_byte_or_two_and_reads_back() {
+        let serials = [1u32, 2, 130, 131, 20_000, 20_001, ONE - 2];
+        let mut list = Serials::of(&serials[..2]);
+        for &s in &serials[2..] {
+            list.push(s);
+            list.push(s);
+        }
+        assert_eq!(list.to_vec(), serials);
+        assert_eq!(list.len(), serials.len());
+        assert!(list.0.len() < 4 * serials.len(), "{}", list.0.len());
+        assert_eq!(Serials::of(&[]).to_vec(), Vec::<u32>::new());
+        let mut one = Serials::default();
+        one.push(7);
+        assert_eq!((one.to_vec(), one.len()), (vec![7], 1));
     }
 
     #[test]

@@ -34,8 +34,11 @@ const MAGIC: &[u8; 8] = b"DSRDISC\0";
 /// vocabulary and each doc's serial in it, without which a doc built with
 /// it could be ruled out wrongly; 7: filter keys of 4 bytes with three
 /// digits or more, which a format-6 filter lacks, so it would rule out a
-/// session holding a number the query asks for).
-const FORMAT: u32 = 7;
+/// session holding a number the query asks for; 8: those keys listed by
+/// the vocabularies and left out of the filters of docs built with a
+/// dictionary, so a format-7 vocabulary, which does not list them, would
+/// rule out every such doc for a number).
+const FORMAT: u32 = 8;
 
 /// The file's header: what it is, its format, the library version, the
 /// part it holds, and whether its texts were indexed with credentials redacted (`redactSecrets`),
