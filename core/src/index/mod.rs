@@ -38,7 +38,7 @@ pub(crate) use dict::{Dictionary, Encoder, TRAIN_AT};
 pub(crate) use doc::{Doc, IndexedItem};
 pub(crate) use fold::{fold, fold_into, original_offset};
 pub(crate) use keys::TrigramBits;
-pub(crate) use needle::Needle;
+pub(crate) use needle::{Finder, Needle};
 pub(crate) use pass::{FilterPass, Roster};
 pub(crate) use stored::Unreadable;
 

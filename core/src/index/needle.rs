@@ -81,4 +81,27 @@ impl Needle {
     pub(crate) fn is_in(&self, folded: &str) -> bool {
         self.find(folded).is_some()
     }
+
+    /// Its searcher alone, for other threads (the needle's memos stay on
+    /// the thread that tests the filters).
+    pub(crate) fn finder(&self) -> Finder {
+        Finder(self.finder.clone())
+    }
+}
+
+/// A needle's substring searcher, which threads share: what verifying a
+/// text needs.
+#[derive(Clone)]
+pub(crate) struct Finder(memmem::Finder<'static>);
+
+impl Finder {
+    /// The first occurrence in `folded`.
+    pub(crate) fn find(&self, folded: &str) -> Option<usize> {
+        self.0.find(folded.as_bytes())
+    }
+
+    /// Whether it occurs in `folded`.
+    pub(crate) fn is_in(&self, folded: &str) -> bool {
+        self.find(folded).is_some()
+    }
 }

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use futures::stream::{self, StreamExt};
 
@@ -24,7 +25,7 @@ use crate::host::{
     SearchScope, SessionHeader, StreamedItems, SurfaceData, SurfaceItems, Target,
 };
 use crate::index::{
-    fold, fold_into, original_offset, Doc, Encoder, FilterPass, IndexedItem, Needle, Unreadable, TRAIN_AT,
+    fold, fold_into, original_offset, Doc, Encoder, FilterPass, Finder, IndexedItem, Needle, Unreadable, TRAIN_AT,
 };
 use crate::projection::Item;
 use crate::resolver::{cancellable, guarded, Resolver};
@@ -87,6 +88,8 @@ fn streamed_doc(
     })
 }
 
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod streamed_tests;
 
@@ -159,6 +162,7 @@ struct Prospect {
     settled: Option<(MatchField, String)>,
 }
 
+#[derive(Clone)]
 struct Hit {
     key: Key,
     at: usize,
@@ -270,24 +274,28 @@ fn score(
         prospects.push(Prospect { at, key, settled });
     }
     prospects.sort_by_key(|p| p.key);
+    let finders = Finders::of(query);
     let mut hits: Vec<Hit> = Vec::new();
     let mut best: BinaryHeap<Key> = BinaryHeap::new();
-    for p in prospects {
+    let mut cancelled = false;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(VERIFIERS);
+    in_order(&prospects, sessions, docs, &finders, threads, |p, verified| {
         if best.len() >= limit && best.peek().is_some_and(|worst| *worst < p.key) {
-            break;
+            return ControlFlow::Break(());
         }
         if cancel.is_some_and(CancelToken::is_cancelled) {
-            return Err(Error::cancelled());
+            cancelled = true;
+            return ControlFlow::Break(());
         }
-        let hit = match p.settled {
-            Some((field, snippet)) => Some(Hit { key: p.key, at: p.at, field, snippet, message_index: None }),
-            None => match verify(query, sessions[p.at], &docs[p.at], p.key, p.at) {
-                Ok(hit) => hit,
-                Err(Unreadable) => {
-                    unreadable.push(p.at);
-                    None
-                }
-            },
+        let hit = match (&p.settled, verified()) {
+            (Some((field, snippet)), _) => {
+                Some(Hit { key: p.key, at: p.at, field: *field, snippet: snippet.clone(), message_index: None })
+            }
+            (None, Ok(hit)) => hit,
+            (None, Err(Unreadable)) => {
+                unreadable.push(p.at);
+                None
+            }
         };
         if let Some(hit) = hit {
             best.push(hit.key);
@@ -296,26 +304,201 @@ fn score(
             }
             hits.push(hit);
         }
+        ControlFlow::Continue(())
+    });
+    if cancelled {
+        return Err(Error::cancelled());
     }
     hits.sort_by_key(|h| h.key);
     hits.truncate(limit);
     Ok(Scored { hits, unreadable })
 }
 
+/// At most this many threads verify one search's prospects.
+const VERIFIERS: usize = 4;
+
+/// Calls `f` on the prospects in order, each with a function that gives
+/// its verification (`Ok(None)` for a settled one, which needs none),
+/// until `f` breaks.
+///
+/// With more than one thread (`threads`: the machine's cores, up to
+/// [`VERIFIERS`]) and more than one prospect to verify, they are verified
+/// a batch at a time (two per thread, this one among them, each taking the next one of the batch
+/// not taken), then given to `f` in order: `f` sees exactly what one
+/// thread verifying in order would give it, and once it breaks at most the
+/// rest of its batch was verified for nothing. A verification this thread
+/// waits for longer than twice its own last one took (a helper not given
+/// a core on a busy machine) it makes itself, so a busy machine costs at
+/// most about the time of verifying alone. Else this thread verifies them
+/// alone, when `f` asks.
+fn in_order(
+    prospects: &[Prospect],
+    sessions: &[&SessionHeader],
+    docs: &[Arc<Doc>],
+    finders: &Finders,
+    threads: usize,
+    mut f: impl FnMut(&Prospect, &mut dyn FnMut() -> Result<Option<Hit>, Unreadable>) -> ControlFlow<()>,
+) {
+    let verify_one = |p: &Prospect, stop: &AtomicBool| match p.settled {
+        Some(_) => Ok(None),
+        None => verify(finders, sessions[p.at], &docs[p.at], p.key, p.at, stop),
+    };
+    let open = prospects.iter().filter(|p| p.settled.is_none()).count();
+    let threads = threads.min(open);
+    if threads < 2 {
+        let never = AtomicBool::new(false);
+        for p in prospects {
+            if f(p, &mut || verify_one(p, &never)).is_break() {
+                return;
+            }
+        }
+        return;
+    }
+    type Slot = std::sync::OnceLock<Result<Option<Hit>, Unreadable>>;
+    let batch_len = 2 * threads;
+    let slots: Vec<Slot> = prospects.iter().map(|_| Slot::new()).collect();
+    // The next prospect to take and the end of the batch, and whether the
+    // helpers are to end (`f` broke, or a verification panicked).
+    let (next, end, stop) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicBool::new(false));
+    let (lock, changed) = (Mutex::new(()), Condvar::new());
+    let notify = || {
+        let _held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        changed.notify_all();
+    };
+    // A verification that panicked: its slot says unreadable (which wakes
+    // whoever waits for it) and the panic goes on once every thread ends.
+    let panicked: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
+    let run = |at: usize| {
+        let verified =
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| verify_one(&prospects[at], &stop))) {
+                Ok(verified) => verified,
+                Err(panic) => {
+                    stop.store(true, AtomicOrdering::Relaxed);
+                    panicked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(panic);
+                    Err(Unreadable)
+                }
+            };
+        drop(slots[at].set(verified));
+        notify();
+    };
+    // Takes the next prospect of the batch to verify and verifies it; false
+    // when the batch has none left.
+    let take = || loop {
+        let at = next.fetch_add(1, AtomicOrdering::Relaxed);
+        if at >= end.load(AtomicOrdering::Acquire) || stop.load(AtomicOrdering::Relaxed) {
+            return false;
+        }
+        if prospects[at].settled.is_none() && slots[at].get().is_none() {
+            run(at);
+            return true;
+        }
+    };
+    std::thread::scope(|scope| {
+        // (`stop` set and the helpers woken on the way out, also if `f`
+        // panics.)
+        struct Stop<'a>(&'a AtomicBool, &'a dyn Fn());
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, AtomicOrdering::Relaxed);
+                (self.1)();
+            }
+        }
+        let _stop = Stop(&stop, &notify);
+        for _ in 1..threads {
+            scope.spawn(|| {
+                while !stop.load(AtomicOrdering::Relaxed) {
+                    if !take() {
+                        let held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if !stop.load(AtomicOrdering::Relaxed)
+                            && next.load(AtomicOrdering::Relaxed) >= end.load(AtomicOrdering::Acquire)
+                        {
+                            drop(changed.wait(held));
+                        }
+                    }
+                }
+            });
+        }
+        let mut own = std::time::Duration::from_micros(25);
+        for from in (0..prospects.len()).step_by(batch_len) {
+            let to = (from + batch_len).min(prospects.len());
+            next.store(from, AtomicOrdering::Relaxed);
+            end.store(to, AtomicOrdering::Release);
+            notify();
+            loop {
+                let t = std::time::Instant::now();
+                if !take() {
+                    break;
+                }
+                own = t.elapsed();
+            }
+            for (at, p) in prospects.iter().enumerate().take(to).skip(from) {
+                let mut verified = || {
+                    if p.settled.is_some() {
+                        return Ok(None);
+                    }
+                    // Made by a helper by now, or soon; else made here.
+                    let mut held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let until = std::time::Instant::now() + 2 * own;
+                    while slots[at].get().is_none() {
+                        let Some(left) = until.checked_duration_since(std::time::Instant::now()) else { break };
+                        held = changed.wait_timeout(held, left).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+                    }
+                    drop(held);
+                    if slots[at].get().is_none() {
+                        let never = AtomicBool::new(false);
+                        drop(slots[at].set(verify_one(p, &never)));
+                    }
+                    match slots[at].get() {
+                        Some(Ok(hit)) => Ok(hit.clone()),
+                        _ => Err(Unreadable),
+                    }
+                };
+                if stop.load(AtomicOrdering::Relaxed) || f(p, &mut verified).is_break() {
+                    return;
+                }
+            }
+        }
+    });
+    if let Some(panic) = panicked.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// The exact tier and best hit of a prospect, from its text decompressed
 /// item by item (one item held at a time, never the whole text; it stops at
-/// the first message holding the phrase); `None` when the filter let
+/// the first message holding the phrase, or when `stop` is set: then the
+/// answer is no answer and is not used); `None` when the filter let
 /// through a session that does not match; [`Unreadable`] when its stored
 /// text cannot be read.
-fn verify(query: &Query, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Result<Option<Hit>, Unreadable> {
+fn verify(
+    query: &Finders,
+    s: &SessionHeader,
+    doc: &Doc,
+    key: Key,
+    at: usize,
+    stop: &AtomicBool,
+) -> Result<Option<Hit>, Unreadable> {
     let mut scan = Scan::new(query);
-    doc.each_item_text(|item| scan.item(item))?;
+    doc.each_item_text(|item| if stop.load(AtomicOrdering::Relaxed) { None } else { scan.item(item) })?;
     Ok(scan.finish(s, doc, key, at))
+}
+
+/// A query's phrase and words as the threads verifying its prospects
+/// search for them.
+struct Finders {
+    phrase: Finder,
+    words: Vec<Finder>,
+}
+
+impl Finders {
+    fn of(query: &Query) -> Finders {
+        Finders { phrase: query.phrase.finder(), words: query.words.iter().map(Needle::finder).collect() }
+    }
 }
 
 /// [`verify`]'s pass over the items, in order.
 struct Scan<'q> {
-    query: &'q Query,
+    query: &'q Finders,
     /// The current item lower-cased (one buffer, reused).
     folded: String,
     /// Items seen.
@@ -330,7 +513,7 @@ struct Scan<'q> {
 }
 
 impl<'q> Scan<'q> {
-    fn new(query: &'q Query) -> Self {
+    fn new(query: &'q Finders) -> Self {
         Scan { query, folded: String::new(), next: 0, phrase: None, found: vec![false; query.words.len()], best: None }
     }
 
@@ -368,7 +551,7 @@ impl<'q> Scan<'q> {
         }
         let title = doc.title_folded();
         let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
-        let in_fields = |w: &Needle| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
+        let in_fields = |w: &Finder| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
         let words = &self.query.words;
         if !words.iter().zip(&self.found).all(|(w, f)| *f || in_fields(w)) {
             return None;
