@@ -349,9 +349,11 @@ impl Peer {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("the {} peer's answer ({e}): {line:?}", self.name))
     }
 
-    /// One ranked query, cut at 50: its time as the peer measured it.
-    fn time(&mut self, q: &str, cwd: &str) -> Duration {
-        Duration::from_secs_f64(self.ask(q, cwd, false)["ms"].as_f64().unwrap() / 1e3)
+    /// One ranked query, cut at 50: its time as the peer measured it, and
+    /// how many results it gave.
+    fn time(&mut self, q: &str, cwd: &str) -> (Duration, usize) {
+        let v = self.ask(q, cwd, false);
+        (Duration::from_secs_f64(v["ms"].as_f64().unwrap() / 1e3), v["n"].as_u64().unwrap() as usize)
     }
 
     /// Every session it finds.
@@ -687,7 +689,7 @@ fn main() {
     for (what, q) in &queries {
         let expected = brute(q);
         let mut found = 0;
-        let mut theirs: Vec<Vec<Duration>> = vec![Vec::new(); peers.len()];
+        let mut theirs: Vec<Vec<(Duration, usize)>> = vec![Vec::new(); peers.len()];
         let mut cpu_ours = Duration::ZERO;
         let t = median(
             (0..reps)
@@ -710,12 +712,16 @@ fn main() {
         let mut side = String::new();
         for (p, times) in peers.iter_mut().zip(theirs) {
             let all = p.all(q);
-            let check = if all == expected {
+            let mut check = if all == expected {
                 "exact".to_owned()
             } else {
                 format!("{} of {} sessions", all.intersection(&expected).count(), expected.len())
             };
-            let theirs = median(times);
+            // The ranked answer holds as many as the scan finds, up to 50.
+            if let Some((_, n)) = times.iter().find(|(_, n)| *n != expected.len().min(limit)) {
+                check.push_str(&format!(", ranked {n} of {}", expected.len().min(limit)));
+            }
+            let theirs = median(times.into_iter().map(|(t, _)| t).collect());
             side.push_str(&format!(
                 "; {} {} ({check}), ratio {:.2}x",
                 p.name,

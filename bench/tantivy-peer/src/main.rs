@@ -149,20 +149,37 @@ fn dir_bytes(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
-/// The export's rows: each session's id and the parsed line.
-fn read_export(export: &Path) -> Result<(Vec<Value>, String)> {
-    let bytes = std::fs::read(export)?;
-    let hash = hex(&Sha256::digest(&bytes));
-    let mut rows = Vec::new();
-    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        rows.push(serde_json::from_slice(line)?);
+/// Every line of the export, parsed, in turn.
+fn for_each_row(export: &Path, mut f: impl FnMut(&[u8], Value) -> Result<()>) -> Result<()> {
+    let mut lines = std::io::BufReader::new(std::fs::File::open(export)?);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if lines.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        if line.iter().any(|b| !b.is_ascii_whitespace()) {
+            f(&line, serde_json::from_slice(&line)?)?;
+        }
     }
-    Ok((rows, hash))
 }
 
-/// Builds the index in `dir` from the rows: one indexing thread (as FTS5
-/// builds), then merged into one segment (as FTS5's `optimize`).
-fn build(dir: &Path, rows: &[Value], f: &Fields, schema: Schema) -> Result<(Index, f64, f64)> {
+/// The export's SHA-256, its session ids in order and the bytes of text it
+/// holds (one pass; the bodies are not kept).
+fn read_export(export: &Path) -> Result<(String, Vec<String>, usize)> {
+    let (mut hash, mut sids, mut text) = (Sha256::new(), Vec::new(), 0);
+    for_each_row(export, |line, row| {
+        hash.update(line);
+        sids.push(row["sid"].as_str().ok_or("a row without a sid")?.to_owned());
+        text += row["body"].as_str().ok_or("a row without a body")?.len();
+        Ok(())
+    })?;
+    Ok((hex(&hash.finalize()), sids, text))
+}
+
+/// Builds the index in `dir` from the export, streamed: one indexing thread
+/// (as FTS5 builds), then merged into one segment (as FTS5's `optimize`).
+fn build(dir: &Path, export: &Path, f: &Fields, schema: Schema) -> Result<(Index, f64, f64)> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
@@ -170,15 +187,18 @@ fn build(dir: &Path, rows: &[Value], f: &Fields, schema: Schema) -> Result<(Inde
     let index = Index::create_in_dir(dir, schema)?;
     index.tokenizers().register(TRIGRAMS, analyzer()?);
     let t = Instant::now();
-    let mut writer = index.writer_with_num_threads::<TantivyDocument>(1, 512_000_000)?;
-    for (i, r) in rows.iter().enumerate() {
+    let mut writer = index.writer_with_num_threads::<TantivyDocument>(1, 256_000_000)?;
+    let mut i = 0u64;
+    for_each_row(export, |_, r| {
         let mut doc = TantivyDocument::new();
         doc.add_text(f.body, r["body"].as_str().ok_or("a row without a body")?);
         doc.add_text(f.cwd, r["cwd"].as_str().unwrap_or(""));
         doc.add_f64(f.created, r["created"].as_f64().unwrap_or(0.0));
-        doc.add_u64(f.row, i as u64);
+        doc.add_u64(f.row, i);
+        i += 1;
         writer.add_document(doc)?;
-    }
+        Ok(())
+    })?;
     writer.commit()?;
     let build_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -339,8 +359,7 @@ fn main() -> Result<()> {
     let (export, dir) = (PathBuf::from(export), PathBuf::from(dir));
     let keep = std::env::var_os("DSR_FTS5_KEEP_DB").is_some();
     let figures_path = PathBuf::from(format!("{}.built.json", dir.display()));
-    let (rows, hash) = read_export(&export)?;
-    let text: usize = rows.iter().map(|r| r["body"].as_str().map_or(0, str::len)).sum();
+    let (hash, sids, text) = read_export(&export)?;
     let (schema, fields) = schema();
     let kept: Option<Value> = if keep {
         std::fs::read(&figures_path)
@@ -358,7 +377,7 @@ fn main() -> Result<()> {
         }
         None => {
             drop(std::fs::remove_file(&figures_path));
-            let (index, build_s, optimize_s) = build(&dir, &rows, &fields, schema)?;
+            let (index, build_s, optimize_s) = build(&dir, &export, &fields, schema)?;
             if keep {
                 let v = json!({"sha256": hash, "build_s": build_s, "optimize_s": optimize_s});
                 std::fs::write(&figures_path, v.to_string())?;
@@ -366,8 +385,6 @@ fn main() -> Result<()> {
             (index, json!({"build_s": build_s, "optimize_s": optimize_s, "reused": false}))
         }
     };
-    let sids: Vec<String> = rows.iter().map(|r| r["sid"].as_str().unwrap_or("").to_owned()).collect();
-    drop(rows);
     let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
     let mut peer = Peer { reader, fields, analyzer: analyzer()?, sids };
     let mut first = figures;
