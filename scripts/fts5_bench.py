@@ -11,7 +11,9 @@ one JSON line on stdout (bench/tantivy-peer speaks the same protocol):
 
 - `{"q": "...", "cwd": "...", "full": false}`: runs the query once, ranked
   like ours where FTS5 can (the target's cwd first, then newer), cut at 50,
-  and answers `{"ms": time, "n": results}`;
+  and answers `{"ms": time, "n": results}`; with `"text": true` it also
+  reads each result's text and finds the first word in it (what a snippet
+  needs at least, as the built-in search returns one);
 - the same with `"full": true`: every matching session, unranked, and
   answers `{"ms": time, "ids": [...]}` (checked against the benchmark's
   brute-force scan).
@@ -114,13 +116,20 @@ def main():
     for line in sys.stdin:
         req = json.loads(line)
         cond, args = where(req["q"])
+        text = req.get("text") and not req.get("full")
         if req.get("full"):
             sql = f"SELECT sid FROM docs WHERE {cond}"
         else:
-            sql = f"SELECT sid FROM docs WHERE {cond} ORDER BY (cwd = ?) DESC, created DESC LIMIT 50"
+            cols = "sid, body" if text else "sid"
+            sql = f"SELECT {cols} FROM docs WHERE {cond} ORDER BY (cwd = ?) DESC, created DESC LIMIT 50"
             args = args + [req["cwd"]]
+        first = (req["q"].split() or [""])[0].lower()
         t = time.perf_counter()
-        ids = [r[0] for r in con.execute(sql, args)]
+        ids = []
+        for r in con.execute(sql, args):
+            ids.append(r[0])
+            if text:
+                r[1].lower().find(first)
         ms = (time.perf_counter() - t) * 1e3
         out = {"ms": ms, "ids": ids} if req.get("full") else {"ms": ms, "n": len(ids)}
         print(json.dumps(out), flush=True)

@@ -13,7 +13,8 @@
 //! search, on the same fields and queries: `DSR_BENCH_FTS5` (SQLite FTS5,
 //! scripts/fts5_bench.py) and `DSR_BENCH_TANTIVY` (tantivy,
 //! bench/tantivy-peer, built here on first use); `DSR_FTS5_KEEP_DB` keeps
-//! their databases and reuses them while the export is the same.
+//! their databases and reuses them while the export is the same;
+//! `DSR_BENCH_PEER_TEXT` has them read each ranked result's text too.
 //!
 //! Two sources over the same sessions: the embedded DSH store read from
 //! disk (it fingerprints each log by its identity and, from its second
@@ -342,7 +343,8 @@ impl Peer {
     fn ask(&mut self, q: &str, cwd: &str, full: bool) -> serde_json::Value {
         use std::io::BufRead;
         let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{}", json!({"q": q, "cwd": cwd, "full": full})).unwrap();
+        let text = !full && std::env::var_os("DSR_BENCH_PEER_TEXT").is_some();
+        writeln!(stdin, "{}", json!({"q": q, "cwd": cwd, "full": full, "text": text})).unwrap();
         stdin.flush().unwrap();
         let mut line = String::new();
         self.out.read_line(&mut line).unwrap();
@@ -350,7 +352,9 @@ impl Peer {
     }
 
     /// One ranked query, cut at 50: its time as the peer measured it, and
-    /// how many results it gave.
+    /// how many results it gave. With `DSR_BENCH_PEER_TEXT` the peer also
+    /// reads each result's text and finds the first word in it (what our
+    /// snippet needs at least).
     fn time(&mut self, q: &str, cwd: &str) -> (Duration, usize) {
         let v = self.ask(q, cwd, false);
         (Duration::from_secs_f64(v["ms"].as_f64().unwrap() / 1e3), v["n"].as_u64().unwrap() as usize)
