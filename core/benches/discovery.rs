@@ -9,7 +9,12 @@
 //! root, time nothing), `DSR_BENCH_CANDIDATES_ONLY` (time the DSH store's
 //! `candidates` rows, print them also as one `sdk-compare` JSON line, and
 //! stop: what scripts/sdk_discovery_bench.py sets the SDK's figures beside).
-//! `DSR_BENCH_SEARCH_ONLY`: the search rows alone.
+//! `DSR_BENCH_SEARCH_ONLY`: the search rows alone. Peers timed beside the
+//! search, on the same fields and queries: `DSR_BENCH_FTS5` (SQLite FTS5,
+//! scripts/fts5_bench.py) and `DSR_BENCH_TANTIVY` (tantivy,
+//! bench/tantivy-peer, built here on first use); `DSR_FTS5_KEEP_DB` keeps
+//! their databases and reuses them while the export is the same;
+//! `DSR_BENCH_PEER_TEXT` has them read each ranked result's text too.
 //!
 //! Two sources over the same sessions: the embedded DSH store read from
 //! disk (it fingerprints each log by its identity and, from its second
@@ -262,61 +267,97 @@ fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (out, t.elapsed())
 }
 
-/// SQLite FTS5 (trigram) over the same fields, in a Python process of
-/// its own (scripts/fts5_bench.py): bench-only, nothing of it is built
-/// into the library.
-struct Fts5 {
-    child: std::process::Child,
-    out: std::io::BufReader<std::process::ChildStdout>,
-    export: PathBuf,
-}
+/// Every session's searched fields as JSON lines (`sid`, `cwd`, `created`,
+/// `body`): what the peers below build their indexes from. Removed when
+/// dropped.
+struct Export(PathBuf);
 
-impl Fts5 {
-    fn start(root: &Path, corpus: &[(String, String, f64, String)]) -> Fts5 {
-        use std::io::BufRead;
-        let export = root.with_extension("fts5-export.jsonl");
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&export).unwrap());
+impl Export {
+    fn write(path: PathBuf, corpus: &[(String, String, f64, String)]) -> Export {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
         for (sid, cwd, created, body) in corpus {
             writeln!(f, "{}", json!({"sid": sid, "cwd": cwd, "created": created, "body": body})).unwrap();
         }
-        drop(f);
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fts5_bench.py");
-        let mut child = std::process::Command::new("python3")
-            .arg(script)
-            .arg(&export)
-            .arg(root.with_extension("fts5.db"))
+        f.into_inner().unwrap().sync_all().unwrap();
+        Export(path)
+    }
+}
+
+impl Drop for Export {
+    fn drop(&mut self) {
+        drop(std::fs::remove_file(&self.0));
+    }
+}
+
+/// Another search engine over the same fields, in a process of its own:
+/// SQLite FTS5 (trigram; scripts/fts5_bench.py) or tantivy (3-grams;
+/// bench/tantivy-peer). Bench-only: nothing of either is built into the
+/// library. Both take `<export> <database>`, print their build figures on
+/// one line, then answer one JSON request per line (see the script).
+struct Peer {
+    name: &'static str,
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Peer {
+    /// SQLite FTS5 through Python's `sqlite3`.
+    fn fts5(export: &Export, db: &Path) -> Peer {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fts5_bench.py"));
+        Peer::start("FTS5", "FTS5 (trigram)", cmd, export, db)
+    }
+
+    /// tantivy (bench/tantivy-peer, built by [`build_tantivy_peer`]).
+    fn tantivy(program: &Path, export: &Export, dir: &Path) -> Peer {
+        Peer::start("tantivy", "tantivy (3-grams)", std::process::Command::new(program), export, dir)
+    }
+
+    fn start(name: &'static str, long: &str, mut cmd: std::process::Command, export: &Export, db: &Path) -> Peer {
+        use std::io::BufRead;
+        let mut child = cmd
+            .arg(&export.0)
+            .arg(db)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .expect("python3");
+            .unwrap_or_else(|e| panic!("starting the {name} peer: {e}"));
         let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
-        let built: serde_json::Value = serde_json::from_str(&line).expect("the FTS5 build's figures");
+        let built: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("the {name} build's figures ({e}): {line:?}"));
         let (db, text) = (built["db_bytes"].as_f64().unwrap(), built["text_bytes"].as_f64().unwrap());
+        let (build, optimize) = (built["build_s"].as_f64().unwrap(), built["optimize_s"].as_f64().unwrap());
         println!(
-            "  FTS5 (trigram): built in {:.1} s, database {:.0} MB = {:.0}% of the {:.0} MB it indexes",
-            built["build_s"].as_f64().unwrap(),
+            "  {long}: {} in {build:.1} s (+ {optimize:.1} s to merge into one), {:.0} MB = {:.0}% of the {:.0} MB \
+             it indexes",
+            if built["reused"].as_bool() == Some(true) { "reused, built" } else { "built" },
             db / 1e6,
             100.0 * db / text,
             text / 1e6
         );
-        Fts5 { child, out, export }
+        Peer { name, child, out }
     }
 
     fn ask(&mut self, q: &str, cwd: &str, full: bool) -> serde_json::Value {
         use std::io::BufRead;
         let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{}", json!({"q": q, "cwd": cwd, "full": full})).unwrap();
+        let text = !full && std::env::var_os("DSR_BENCH_PEER_TEXT").is_some();
+        writeln!(stdin, "{}", json!({"q": q, "cwd": cwd, "full": full, "text": text})).unwrap();
         stdin.flush().unwrap();
         let mut line = String::new();
         self.out.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap()
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("the {} peer's answer ({e}): {line:?}", self.name))
     }
 
-    /// One ranked query, cut at 50: its time as FTS5 measured it.
-    fn time(&mut self, q: &str, cwd: &str) -> Duration {
-        Duration::from_secs_f64(self.ask(q, cwd, false)["ms"].as_f64().unwrap() / 1e3)
+    /// One ranked query, cut at 50: its time as the peer measured it, and
+    /// how many results it gave. With `DSR_BENCH_PEER_TEXT` the peer also
+    /// reads each result's text and finds the first word in it (what our
+    /// snippet needs at least).
+    fn time(&mut self, q: &str, cwd: &str) -> (Duration, usize) {
+        let v = self.ask(q, cwd, false);
+        (Duration::from_secs_f64(v["ms"].as_f64().unwrap() / 1e3), v["n"].as_u64().unwrap() as usize)
     }
 
     /// Every session it finds.
@@ -326,12 +367,31 @@ impl Fts5 {
     }
 }
 
-impl Drop for Fts5 {
+impl Drop for Peer {
     fn drop(&mut self) {
         drop(self.child.stdin.take());
         drop(self.child.wait());
-        drop(std::fs::remove_file(&self.export));
     }
+}
+
+/// Builds bench/tantivy-peer (release, locked, into `target/tantivy-peer`
+/// of the workspace) so a fresh clone needs no extra step: its program.
+fn build_tantivy_peer() -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let target = repo.join("target/tantivy-peer");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build
+        .args(["build", "--release", "--locked", "--manifest-path"])
+        .arg(repo.join("bench/tantivy-peer/Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target);
+    if std::env::var_os("CARGO_BUILD_JOBS").is_none() {
+        build.env("CARGO_BUILD_JOBS", "2");
+    }
+    let (status, took) = time(|| build.status().expect("cargo, to build bench/tantivy-peer"));
+    assert!(status.success(), "building bench/tantivy-peer failed");
+    println!("tantivy peer (bench/tantivy-peer) ready in {:.1} s", took.as_secs_f64());
+    target.join("release/tantivy-peer")
 }
 
 fn main() {
@@ -339,6 +399,8 @@ fn main() {
     let kb: usize = std::env::var("DSR_BENCH_KB").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
     // `DSR_BENCH_ROOT`: write the root there and keep it (to time the
     // command line on it); else a temporary directory.
+    // The tantivy peer is built before anything is timed.
+    let tantivy = std::env::var_os("DSR_BENCH_TANTIVY").map(|_| build_tantivy_peer());
     let tmp = tempfile::tempdir().unwrap();
     let kept = std::env::var_os("DSR_BENCH_ROOT").map(PathBuf::from);
     let root = kept.clone().unwrap_or_else(|| tmp.path().to_owned());
@@ -598,15 +660,40 @@ fn main() {
             .map(|((id, ..), _)| id.clone())
             .collect()
     };
-    // FTS5 beside it (`DSR_BENCH_FTS5=1`): scripts/fts5_bench.py over an
-    // export of the same fields, asked in turn with each of our queries.
-    let mut fts5 = std::env::var_os("DSR_BENCH_FTS5").map(|_| Fts5::start(&root, &corpus));
+    // The peers beside it (`DSR_BENCH_FTS5=1`, `DSR_BENCH_TANTIVY=1`): each
+    // over an export of the same fields, asked in turn with each of our
+    // queries. With `DSR_FTS5_KEEP_DB` their databases are kept (and reused
+    // while the export is the same) beside the root, or, for a temporary
+    // root, in the system's temporary directory under a name of the corpus.
+    let want = |var: &str| std::env::var_os(var).is_some();
+    let want_fts5 = want("DSR_BENCH_FTS5");
+    let base = match (&kept, want("DSR_FTS5_KEEP_DB")) {
+        (None, true) => std::env::temp_dir().join(format!("dsr-bench-{n}x{kb}")),
+        _ => root.clone(),
+    };
+    let export =
+        (want_fts5 || tantivy.is_some()).then(|| Export::write(base.with_extension("peer-export.jsonl"), &corpus));
+    let mut peers: Vec<Peer> = Vec::new();
+    if let Some(export) = &export {
+        if want_fts5 {
+            peers.push(Peer::fts5(export, &base.with_extension("fts5.db")));
+        }
+        if let Some(program) = &tantivy {
+            peers.push(Peer::tantivy(program, export, &base.with_extension("tantivy")));
+        }
+    }
     let limit = dsh_session_reference::DEFAULT_CANDIDATE_LIMIT as usize;
-    println!("  (ratios: ours / FTS5, medians interleaved in this run; results checked against a brute-force scan)");
+    if !peers.is_empty() {
+        let names: Vec<&str> = peers.iter().map(|p| p.name).collect();
+        println!(
+            "  (ratios: ours / {}, medians interleaved in this run; results checked against a brute-force scan)",
+            names.join(", ours / ")
+        );
+    }
     for (what, q) in &queries {
         let expected = brute(q);
         let mut found = 0;
-        let mut theirs = Vec::new();
+        let mut theirs: Vec<Vec<(Duration, usize)>> = vec![Vec::new(); peers.len()];
         let mut cpu_ours = Duration::ZERO;
         let t = median(
             (0..reps)
@@ -619,30 +706,33 @@ fn main() {
                     for r in &res {
                         assert!(expected.contains(&r.candidate.session_id), "{q:?}: {}", r.candidate.session_id);
                     }
-                    if let Some(f) = fts5.as_mut() {
-                        theirs.push(f.time(q, "/work/p3"));
+                    for (p, times) in peers.iter_mut().zip(&mut theirs) {
+                        times.push(p.time(q, "/work/p3"));
                     }
                     t
                 })
                 .collect(),
         );
-        let side = match fts5.as_mut() {
-            Some(f) => {
-                let all = f.all(q);
-                let check = if all == expected {
-                    "exact".to_owned()
-                } else {
-                    format!("{} of {} sessions", all.intersection(&expected).count(), expected.len())
-                };
-                let theirs = median(theirs);
-                format!(
-                    "; FTS5 {} ({check}), ratio {:.2}x",
-                    ms(theirs),
-                    t.as_secs_f64() / theirs.as_secs_f64().max(1e-9)
-                )
+        let mut side = String::new();
+        for (p, times) in peers.iter_mut().zip(theirs) {
+            let all = p.all(q);
+            let mut check = if all == expected {
+                "exact".to_owned()
+            } else {
+                format!("{} of {} sessions", all.intersection(&expected).count(), expected.len())
+            };
+            // The ranked answer holds as many as the scan finds, up to 50.
+            if let Some((_, n)) = times.iter().find(|(_, n)| *n != expected.len().min(limit)) {
+                check.push_str(&format!(", ranked {n} of {}", expected.len().min(limit)));
             }
-            None => String::new(),
-        };
+            let theirs = median(times.into_iter().map(|(t, _)| t).collect());
+            side.push_str(&format!(
+                "; {} {} ({check}), ratio {:.2}x",
+                p.name,
+                ms(theirs),
+                t.as_secs_f64() / theirs.as_secs_f64().max(1e-9)
+            ));
+        }
         println!(
             "  warm, {what} {q:?}: {} median, CPU {} mean ({found} results of {} matching){side}",
             ms(t),
@@ -650,7 +740,8 @@ fn main() {
             expected.len()
         );
     }
-    drop(fts5);
+    drop(peers);
+    drop(export);
     if search_only {
         return;
     }
