@@ -536,6 +536,29 @@ fn a_read_within_the_budget_prepares_as_the_whole_one() {
     assert!(compared >= 300 && elided >= 10, "{compared} compared, {elided} with messages left out");
 }
 
+/// [`prepares_alike`] of the session `id` of `source` (a reader of files
+/// under `root`) under every one of [`BUDGETS`]; returns how many were
+/// compared and under how many budgets its read within the budget left
+/// messages out.
+fn prepares_alike_under_every_budget<S>(source: &S, id: &str, root: &Path) -> (usize, usize)
+where
+    S: BlockingSessionQuery + Clone + 'static,
+{
+    let (mut compared, mut elided) = (0, 0);
+    for budget in BUDGETS {
+        compared += prepares_alike(
+            |c| Resolver::new(Arc::new(Blocking::new(source.clone())), c),
+            |c| Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), c),
+            id,
+            budget,
+            &root.display().to_string(),
+        );
+        let read = BlockingSessionQuery::read_surface_within(source, id, budget).unwrap();
+        elided += usize::from(read.elided.messages > 0);
+    }
+    (compared, elided)
+}
+
 /// The same for Claude Code transcripts: a read under the budget (a first
 /// pass keeping where texts are, the kept ones read again) prepares byte
 /// for byte as the whole read, on every fixture transcript and generated
@@ -560,20 +583,9 @@ fn a_claude_code_read_within_the_budget_prepares_as_the_whole_one() {
     let (mut compared, mut elided) = (0, 0);
     for root in &roots {
         let source = ClaudeCodeSource::open(root).unwrap().with_watching(false);
-        let listing = source.list().unwrap();
-        for session in listing.sessions {
-            let id = &session.header.id;
-            for budget in BUDGETS {
-                compared += prepares_alike(
-                    |c| Resolver::new(Arc::new(Blocking::new(source.clone())), c),
-                    |c| Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), c),
-                    id,
-                    budget,
-                    &root.display().to_string(),
-                );
-                let read = BlockingSessionQuery::read_surface_within(&source, id, budget).unwrap();
-                elided += usize::from(read.elided.messages > 0);
-            }
+        for session in source.list().unwrap().sessions {
+            let (c, e) = prepares_alike_under_every_budget(&source, &session.header.id, root);
+            (compared, elided) = (compared + c, elided + e);
         }
     }
     assert!(compared >= 150 && elided >= 10, "{compared} compared, {elided} with messages left out");
@@ -600,17 +612,8 @@ fn a_codex_read_within_the_budget_prepares_as_the_whole_one() {
         let listing = source.list().unwrap();
         for session in listing.sessions {
             let id = &session.header.id;
-            for budget in BUDGETS {
-                compared += prepares_alike(
-                    |c| Resolver::new(Arc::new(Blocking::new(source.clone())), c),
-                    |c| Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), c),
-                    id,
-                    budget,
-                    &root.display().to_string(),
-                );
-                let read = BlockingSessionQuery::read_surface_within(&source, id, budget).unwrap();
-                elided += usize::from(read.elided.messages > 0);
-            }
+            let (c, e) = prepares_alike_under_every_budget(&source, id, root);
+            (compared, elided) = (compared + c, elided + e);
             let whole = source.conversation(id).unwrap();
             let want: Vec<_> = whole
                 .projection()
