@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Generates big session logs for the memory benchmarks of BENCHMARKS.md
 (issue 28 item 4): a DSH v4 log of tool output or of conversation, and a
-Claude Code transcript, each about SIZE megabytes. Nothing is committed but
+Claude Code transcript or a Codex rollout, each about SIZE megabytes. Nothing is committed but
 this script; delete the output when done.
 
     scripts/gen_big_logs.py OUT_DIR KIND SIZE_MB
-    KIND: dsh-tools | dsh-talk | claude
+    KIND: dsh-tools | dsh-talk | claude | codex
 
-OUT_DIR then holds a DSH sessions root (OUT_DIR/dsh) or a Claude Code
-projects root (OUT_DIR/claude).
+OUT_DIR then holds a DSH sessions root (OUT_DIR/dsh), a Claude Code
+projects root (OUT_DIR/claude) or a Codex home (OUT_DIR/codex).
 """
 import json
 import os
@@ -128,10 +128,53 @@ def claude(out, size):
     return path
 
 
+def codex(out, size):
+    """A Codex rollout of 3 KB prompts and 6 KB answers, each turn with a
+    reasoning item, a tool call and its output (as Codex writes them)."""
+    sid = "0199c0de-1111-7222-8333-944455556666"
+    d = os.path.join(out, "codex", "sessions", "2026", "11", "01")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"rollout-2026-11-01T10-00-00-{sid}.jsonl")
+    n, written = 0, 0
+
+    def line(kind, payload):
+        ts = f"2026-11-01T10:{(n // 60) % 60:02d}:{n % 60:02d}.000Z"
+        return dump({"timestamp": ts, "type": kind, "payload": payload}) + "\n"
+
+    with open(path, "w", encoding="utf-8") as f:
+        first = line("session_meta", {"id": sid, "timestamp": "2026-11-01T10:00:00.000Z", "cwd": "/home/dev/big",
+                                      "cli_version": "0.150.0"})
+        f.write(first)
+        written += len(first.encode())
+        while written < size:
+            turn = [
+                line("turn_context", {"cwd": "/home/dev/big", "model": "gpt"}),
+                line("response_item", {"type": "message", "role": "user",
+                                       "content": [{"type": "input_text", "text": f"question {n}: " + words(3000, n)}]}),
+                line("response_item", {"type": "reasoning", "summary": [], "encrypted_content": "x" * 200}),
+                line("response_item", {"type": "function_call", "name": "shell", "arguments": "{}",
+                                       "call_id": f"c{n}"}),
+                line("response_item", {"type": "function_call_output", "call_id": f"c{n}", "output": "ok"}),
+                line("response_item", {"type": "message", "role": "assistant",
+                                       "content": [{"type": "output_text",
+                                                    "text": f"answer {n}: " + words(6000, n + 1)}]}),
+            ]
+            for s in turn:
+                f.write(s)
+                written += len(s.encode())
+            n += 1
+    return path
+
+
 def main():
     out, kind, size_mb = sys.argv[1], sys.argv[2], float(sys.argv[3])
     size = int(size_mb * 1e6)
-    path = claude(out, size) if kind == "claude" else dsh(out, kind, size)
+    if kind == "claude":
+        path = claude(out, size)
+    elif kind == "codex":
+        path = codex(out, size)
+    else:
+        path = dsh(out, kind, size)
     print(path, os.path.getsize(path))
 
 

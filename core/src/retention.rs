@@ -314,6 +314,20 @@ pub fn certainly_dropped(items: &[ItemFloor], budget: u64) -> Vec<bool> {
     out
 }
 
+/// [`certainly_dropped`] with what it leaves out counted: which items
+/// (of `items`, by their floors) a read under `budget` may leave out, and
+/// the [`Elided`] that says so (their count and their texts' bytes). The
+/// one place a read within the budget decides what not to read again.
+pub fn certainly_elided(items: &[ItemFloor], budget: u64) -> (Vec<bool>, Elided) {
+    let dropped = certainly_dropped(items, budget);
+    let mut elided = Elided::default();
+    for (item, _) in items.iter().zip(&dropped).filter(|(_, d)| **d) {
+        elided.messages += 1;
+        elided.bytes += item.bytes;
+    }
+    (dropped, elided)
+}
+
 /// Redacts the credentials of one item's text in place; returns how many
 /// were replaced. A literal that certainly holds none is not decoded; a text
 /// that cannot be decoded (a lone surrogate) is left as it is: retention

@@ -90,7 +90,7 @@ const MB: usize = 1 << 20;
 mod big_logs {
     include!("support/big_logs.rs");
 }
-use big_logs::{claude_rich_root, claude_root, dsh_root, log_bytes, words, words_in};
+use big_logs::{claude_rich_root, claude_root, codex_rich_root, codex_root, dsh_root, log_bytes, words, words_in};
 
 /// Held by every test: the counter is the process's, so no test allocates
 /// while another measures.
@@ -235,6 +235,22 @@ fn claude_code_prepare_of_conversation() {
     assert!(peak < bytes / 8, "prepare of a {bytes}-byte transcript peaked at {peak} bytes");
 }
 
+/// `prepare` of a 24 MB Codex rollout of conversation (a prompt of 64 KiB)
+/// holds what the budget keeps, not the replayed history: the replay keeps
+/// where the texts are, the kept ones are read again.
+fn codex_prepare_of_conversation() {
+    use dsh_session_reference::sources::codex::CodexSource;
+    let id = "0199aaaa-0000-7000-8000-000000000004";
+    let home = codex_root(id, 1_200, 6_000, 14_000);
+    let bytes = log_bytes(home.path());
+    assert!(bytes > 20 * MB, "{bytes}");
+    let source = CodexSource::open(home.path()).unwrap();
+    let resolver = Resolver::new(Arc::new(Blocking::new(source)), Config::default());
+    let (prompt, peak) = prompt_peak_of(resolver, &format!("codex:{id}"));
+    assert!(prompt.contains("answer 1199: "), "the newest answer is kept");
+    assert!(peak < bytes / 8, "prepare of a {bytes}-byte rollout peaked at {peak} bytes");
+}
+
 /// A resolver over one session "big" of 24 MB of text (240 messages of
 /// words), and the size of its surface.
 fn big_session_resolver() -> (Resolver, usize) {
@@ -340,6 +356,7 @@ fn memory_follows_what_is_kept_not_the_log() {
     dsh_prepare_of_tool_output();
     dsh_prepare_of_conversation();
     claude_code_prepare_of_conversation();
+    codex_prepare_of_conversation();
     index_build_of_a_big_session();
     search_verification_of_a_big_session();
 }
@@ -519,6 +536,29 @@ fn a_read_within_the_budget_prepares_as_the_whole_one() {
     assert!(compared >= 300 && elided >= 10, "{compared} compared, {elided} with messages left out");
 }
 
+/// [`prepares_alike`] of the session `id` of `source` (a reader of files
+/// under `root`) under every one of [`BUDGETS`]; returns how many were
+/// compared and under how many budgets its read within the budget left
+/// messages out.
+fn prepares_alike_under_every_budget<S>(source: &S, id: &str, root: &Path) -> (usize, usize)
+where
+    S: BlockingSessionQuery + Clone + 'static,
+{
+    let (mut compared, mut elided) = (0, 0);
+    for budget in BUDGETS {
+        compared += prepares_alike(
+            |c| Resolver::new(Arc::new(Blocking::new(source.clone())), c),
+            |c| Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), c),
+            id,
+            budget,
+            &root.display().to_string(),
+        );
+        let read = BlockingSessionQuery::read_surface_within(source, id, budget).unwrap();
+        elided += usize::from(read.elided.messages > 0);
+    }
+    (compared, elided)
+}
+
 /// The same for Claude Code transcripts: a read under the budget (a first
 /// pass keeping where texts are, the kept ones read again) prepares byte
 /// for byte as the whole read, on every fixture transcript and generated
@@ -543,21 +583,63 @@ fn a_claude_code_read_within_the_budget_prepares_as_the_whole_one() {
     let (mut compared, mut elided) = (0, 0);
     for root in &roots {
         let source = ClaudeCodeSource::open(root).unwrap().with_watching(false);
-        let listing = source.list().unwrap();
-        for session in listing.sessions {
-            let id = &session.header.id;
-            for budget in BUDGETS {
-                compared += prepares_alike(
-                    |c| Resolver::new(Arc::new(Blocking::new(source.clone())), c),
-                    |c| Resolver::new(Arc::new(Blocking::new(Whole(source.clone()))), c),
-                    id,
-                    budget,
-                    &root.display().to_string(),
-                );
-                let read = BlockingSessionQuery::read_surface_within(&source, id, budget).unwrap();
-                elided += usize::from(read.elided.messages > 0);
-            }
+        for session in source.list().unwrap().sessions {
+            let (c, e) = prepares_alike_under_every_budget(&source, &session.header.id, root);
+            (compared, elided) = (compared + c, elided + e);
         }
     }
     assert!(compared >= 150 && elided >= 10, "{compared} compared, {elided} with messages left out");
+}
+
+/// The same for Codex rollouts: a read under the budget (a replay keeping
+/// where texts are, the kept ones read again) prepares byte for byte as
+/// the whole replay, on every fixture rollout and generated ones (a rich
+/// rollout, a legacy flat one, a plain one), under six budgets, plain,
+/// hardened, with and without omissions; and the items streamed one at a
+/// time (the search index's read) are the whole replay's projected items.
+#[test]
+fn a_codex_read_within_the_budget_prepares_as_the_whole_one() {
+    use dsh_session_reference::sources::codex::CodexSource;
+    use dsh_session_reference::SurfaceItems;
+    let _one = one_at_a_time();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let rich = codex_rich_root("0199aaaa-0000-7000-8000-000000000005", 90, 700);
+    let plain = codex_root("0199aaaa-0000-7000-8000-000000000006", 40, 900, 1_500);
+    let roots = [fixtures.join("foreign-logs/codex/daaain"), rich.path().to_owned(), plain.path().to_owned()];
+    let (mut compared, mut elided, mut streamed) = (0, 0, 0);
+    for root in &roots {
+        let source = CodexSource::open(root).unwrap();
+        let listing = source.list().unwrap();
+        for session in listing.sessions {
+            let id = &session.header.id;
+            let (c, e) = prepares_alike_under_every_budget(&source, id, root);
+            (compared, elided) = (compared + c, elided + e);
+            let whole = source.conversation(id).unwrap();
+            let want: Vec<_> = whole
+                .projection()
+                .items
+                .iter()
+                .map(|i| (i.role, i.text.decode().unwrap().into_owned(), i.checkpoint))
+                .collect();
+            let Ok(SurfaceItems::Streamed(mut items)) = BlockingSessionQuery::read_surface_items(&source, id) else {
+                panic!("{id}: not streamed");
+            };
+            for _pass in 0..2 {
+                let mut got = Vec::new();
+                let flow = items
+                    .each_item(&mut |i| {
+                        got.push((i.role, i.text.decode().unwrap().into_owned(), i.checkpoint));
+                        std::ops::ControlFlow::Continue(())
+                    })
+                    .unwrap();
+                assert!(flow.is_continue());
+                assert_eq!(got, want, "{id}");
+            }
+            streamed += want.len();
+        }
+    }
+    assert!(
+        compared >= 100 && elided >= 10 && streamed >= 100,
+        "{compared} compared, {elided} elided, {streamed} items"
+    );
 }

@@ -37,6 +37,7 @@ pub mod lenient;
 pub mod multi;
 pub mod open;
 pub mod opencode;
+pub(crate) mod placed;
 pub(crate) mod watch;
 
 use std::path::Path;

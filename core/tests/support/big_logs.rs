@@ -237,3 +237,120 @@ pub fn claude_rich_root(stem: &str, rounds: usize, size: usize) -> tempfile::Tem
     std::fs::write(root.path().join(format!("-w/{stem}.jsonl")), out).unwrap();
     root
 }
+
+/// A Codex home holding one rollout (`sessions/2026/01/01/…-{id}.jsonl`)
+/// of `lines`; returns the home.
+pub fn codex_home_of(id: &str, lines: &[Value]) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions/2026/01/01");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut out = String::new();
+    for line in lines {
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    std::fs::write(dir.join(format!("rollout-2026-01-01T00-00-00-{id}.jsonl")), out).unwrap();
+    home
+}
+
+/// A Codex envelope line.
+fn codex_line(n: usize, kind: &str, payload: Value) -> Value {
+    let ts = format!("2026-01-01T{:02}:{:02}:{:02}.000Z", n / 3600 % 24, n / 60 % 60, n % 60);
+    json!({"timestamp": ts, "type": kind, "payload": payload})
+}
+
+/// A Codex message item of `role` with one text part of type `part` each.
+fn codex_message(role: &str, part: &str, texts: &[&str]) -> Value {
+    let content: Vec<Value> = texts.iter().map(|t| json!({"type": part, "text": t})).collect();
+    json!({"type": "message", "role": role, "content": content})
+}
+
+/// A Codex rollout of `rounds` prompts of `prompt` bytes, each answered in
+/// `answer` bytes; returns its home.
+pub fn codex_root(id: &str, rounds: usize, prompt: usize, answer: usize) -> tempfile::TempDir {
+    let ts = "2026-01-01T00:00:00.000Z";
+    let mut lines = vec![json!({"timestamp": ts, "type": "session_meta", "payload": {"id": id, "timestamp": ts, "cwd": "/w"}})];
+    for n in 0..rounds {
+        let q = format!("question {n}: {}", words(prompt, n));
+        let a = format!("answer {n}: {}", words(answer, n + 1));
+        lines.push(codex_line(n, "response_item", codex_message("user", "input_text", &[&q])));
+        lines.push(codex_line(n, "response_item", codex_message("assistant", "output_text", &[&a])));
+    }
+    codex_home_of(id, &lines)
+}
+
+/// A Codex home of what a read under a budget must get right: in one
+/// rollout, contextual fragments, user messages of several parts, empty
+/// texts, a credential, compactions with a replacement history (a summary,
+/// an encrypted one) and without (a checkpoint message), rollbacks, a
+/// rename, torn lines, tool calls and reasoning, and `rounds` rounds of
+/// about `size` bytes each; beside it a legacy flat rollout of bare items.
+pub fn codex_rich_root(id: &str, rounds: usize, size: usize) -> tempfile::TempDir {
+    let ts = "2026-01-01T00:00:00.000Z";
+    let mut lines = vec![json!({"timestamp": ts, "type": "session_meta", "payload": {"id": id, "timestamp": ts, "cwd": "/w"}})];
+    let summary_prefix = "Another language model started to solve this problem and produced a summary:";
+    for r in 0..rounds {
+        let q = format!("question {r}: {}", words(size, r));
+        let user = match r % 6 {
+            0 => codex_message("user", "input_text", &[&q, &format!("and {}", words(size / 3, r + 3))]),
+            1 => codex_message("user", "input_text", &["<environment_context>\n<cwd>/w</cwd>\n</environment_context>"]),
+            2 => codex_message("user", "input_text", &[""]),
+            _ => codex_message("user", "input_text", &[&q]),
+        };
+        lines.push(codex_line(r, "response_item", user));
+        if r % 6 == 1 {
+            lines.push(codex_line(r, "response_item", codex_message("user", "input_text", &[&q])));
+        }
+        lines.push(codex_line(r, "response_item", json!({"type": "reasoning", "summary": [], "encrypted_content": "x"})));
+        lines.push(codex_line(r, "response_item", json!({"type": "function_call", "name": "shell", "arguments": "{}"})));
+        let answer = match r % 5 {
+            0 => vec![String::new()],
+            4 => vec![format!("the key is AKIAIOSFODNN7EXAMPLE and {}", words(size / 4, r))],
+            2 => vec![format!("answer {r}.0: {}", words(size, r + 1)), format!("answer {r}.1: {}", words(size / 2, r))],
+            _ => vec![format!("answer {r}: {}", words(size, r + 1))],
+        };
+        let answer: Vec<&str> = answer.iter().map(String::as_str).collect();
+        lines.push(codex_line(r, "response_item", codex_message("assistant", "output_text", &answer)));
+        if r % 7 == 3 {
+            lines.push(codex_line(r, "event_msg", json!({"type": "thread_rolled_back", "num_turns": 1 + r % 2})));
+        }
+        if r % 11 == 5 {
+            let kept = format!("kept {r}: {}", words(size / 2, r + 7));
+            let summary = format!("{summary_prefix} {}", words(size, r + 11));
+            let mut history = vec![
+                codex_message("user", "input_text", &[&kept]),
+                codex_message("developer", "input_text", &["permissions"]),
+                codex_message("user", "input_text", &[&summary]),
+            ];
+            if r % 2 == 0 {
+                history.push(json!({"type": "compaction", "encrypted_content": "opaque"}));
+            }
+            lines.push(codex_line(r, "compacted", json!({"message": "", "replacement_history": history})));
+        }
+        if r % 13 == 7 {
+            let message = format!("What happened so far ({r}): {}", words(size / 2, r + 13));
+            lines.push(codex_line(r, "compacted", json!({"message": message})));
+        }
+        if r % 17 == 9 {
+            lines.push(codex_line(r, "event_msg", json!({"type": "thread_name_updated", "thread_name": format!("name {r}")})));
+        }
+        if r % 10 == 6 {
+            lines.push(json!("not an object"));
+            lines.push(codex_line(r, "turn_context", json!({"cwd": format!("/w/{r}")})));
+        }
+    }
+    let home = codex_home_of(id, &lines);
+    // A legacy flat rollout: a header line, then bare items and state records.
+    let legacy = "0199bbbb-0000-7000-8000-000000000002";
+    let mut out = json!({"id": legacy, "timestamp": ts}).to_string() + "\n";
+    for r in 0..rounds / 2 {
+        let q = format!("legacy question {r}: {}", words(size, r + 5));
+        let a = format!("legacy answer {r}: {}", words(size, r + 6));
+        for item in [codex_message("user", "input_text", &[&q]), json!({"record_type": "state"}), codex_message("assistant", "output_text", &[&a])] {
+            out.push_str(&item.to_string());
+            out.push('\n');
+        }
+    }
+    std::fs::write(home.path().join(format!("sessions/rollout-{legacy}.jsonl")), out).unwrap();
+    home
+}

@@ -4,7 +4,6 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
-use std::ops::ControlFlow;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,15 +11,13 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::text::typed_text;
-use crate::conversation::ConversationItem;
-use crate::error::HostError;
 use crate::fs::as_of_now;
 use crate::host::StreamedItems;
-use crate::projection::{Item, Role};
-use crate::retention::{certainly_dropped, text_floor, Elided, ItemFloor};
+use crate::projection::Role;
+use crate::retention::Elided;
 use crate::sources::foreign::{each_line, each_line_at, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
-use crate::sources::line_checksum;
+use crate::sources::placed::{self, held, Keep, LineText, PlacedItems, Places, Said, Txt};
 
 use super::project::{uuid_hash, Head, HeadFields, Winners};
 use crate::sources::foreign::Transcript;
@@ -155,69 +152,6 @@ pub fn tail_custom_title(mut file: File, size: u64) -> io::Result<Option<String>
     Ok(title)
 }
 
-/// A text as a read keeps it: the text itself, or (a read under a budget)
-/// where it is and its hash, read again only if retention may keep it.
-/// Texts compare equal when they are the same text (by their keyed hash
-/// when one is not held).
-#[derive(Clone, Debug)]
-enum Txt {
-    /// The text.
-    Held(String),
-    /// The text of the read's `texts[id]`; `hash` is [`text_hash`] of it.
-    At { id: usize, hash: u64 },
-    /// The texts of one response's lines (`texts[id]` each), joined with
-    /// `"\n"`.
-    Joined(Vec<usize>),
-}
-
-impl Default for Txt {
-    fn default() -> Self {
-        Txt::Held(String::new())
-    }
-}
-
-/// The keyed hash a text not held is compared by (keys drawn once per
-/// process, so no transcript can be written to make two texts collide).
-fn text_hash(text: &str) -> u64 {
-    std::hash::BuildHasher::hash_one(keys(), text)
-}
-
-/// The keys of [`text_hash`].
-fn keys() -> &'static std::collections::hash_map::RandomState {
-    static KEYS: std::sync::LazyLock<std::collections::hash_map::RandomState> =
-        std::sync::LazyLock::new(Default::default);
-    &KEYS
-}
-
-impl Txt {
-    /// What equal texts share.
-    fn key(&self) -> u64 {
-        match self {
-            Txt::Held(s) => text_hash(s),
-            Txt::At { hash, .. } => *hash,
-            Txt::Joined(ids) => std::hash::BuildHasher::hash_one(keys(), ids),
-        }
-    }
-}
-
-impl PartialEq for Txt {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Txt::Held(a), Txt::Held(b)) => a == b,
-            (Txt::Joined(a), Txt::Joined(b)) => a == b,
-            _ => self.key() == other.key(),
-        }
-    }
-}
-
-impl Eq for Txt {}
-
-impl std::hash::Hash for Txt {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.key());
-    }
-}
-
 /// Which text of its line a text kept by where it is is ([`text_of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Extract {
@@ -244,30 +178,12 @@ fn text_of(line: &Line<'_>, message: &Message<'_>, what: Extract) -> Option<Stri
     }
 }
 
-/// A text kept by where it is: its line (offset, length and checksum, to
-/// read it again and know it is the same line), which of its texts it is,
-/// its UTF-8 bytes and its floor (`retention::text_floor`).
-#[derive(Clone, Copy, Debug)]
-struct TextAt {
-    offset: u64,
-    checksum: u64,
-    /// Lines are at most `MAX_LINE_BYTES` (64 MiB), so their lengths,
-    /// their texts' and their floors fit 32 bits.
-    len: u32,
-    bytes: u32,
-    floor: u32,
-    what: Extract,
-}
-
-/// What a read keeps of the texts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Keep {
-    /// None (a read for the title).
-    Nothing,
-    /// Every text.
-    Texts,
-    /// Where each text is (a read under a budget).
-    Places,
+impl LineText for Extract {
+    fn text_in(self, line: &[u8]) -> Option<String> {
+        let line = serde_json::from_slice::<Line<'_>>(line).ok()?;
+        let empty = Message::default();
+        text_of(&line, line.message.as_ref().unwrap_or(&empty), self)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -497,195 +413,20 @@ pub fn read(
 /// again rather than mix two versions. The title is not read (`None`).
 pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, Elided)>> {
     let mut again = file.try_clone()?;
-    let (read, _) = first_pass(file, || None, Keep::Places)?;
-    let First { transcript, said, texts } = read;
-    // Only the projected items (those with a text) are retained.
-    let shown: Vec<usize> = (0..said.len()).filter(|&k| txt_bytes(&said[k].text, &texts) > 0).collect();
-    let floors: Vec<ItemFloor> = shown
-        .iter()
-        .map(|&k| {
-            let s = &said[k];
-            ItemFloor::parts(s.role, s.checkpoint, txt_floor(&s.text, &texts), txt_bytes(&s.text, &texts))
-        })
-        .collect();
-    let dropped = certainly_dropped(&floors, budget);
-    let mut elided = Elided::default();
-    let mut left_out = vec![false; said.len()];
-    for (j, &k) in shown.iter().enumerate().filter(|(j, _)| dropped[*j]) {
-        left_out[k] = true;
-        elided.messages += 1;
-        elided.bytes += floors[j].bytes;
-    }
-    let mut wanted: Vec<usize> = Vec::new();
-    for (s, _) in said.iter().zip(&left_out).filter(|(_, out)| !**out) {
-        match &s.text {
-            Txt::At { id, .. } => wanted.push(*id),
-            Txt::Joined(ids) => wanted.extend(ids),
-            Txt::Held(_) => {}
-        }
-    }
-    wanted.sort_by_key(|&id| texts[id].offset);
-    wanted.dedup();
-    let mut got: HashMap<usize, String> = HashMap::with_capacity(wanted.len());
-    let mut buf = Vec::new();
-    for id in wanted {
-        let at = &texts[id];
-        match text_again(&mut again, at, &mut buf)? {
-            Some(text) => got.insert(id, text),
-            None => return Ok(None),
-        };
-    }
-    let text = |t: Txt| resolved(t, &|id| got.get(&id).map_or("", String::as_str));
-    let items = said.into_iter().zip(left_out).filter(|(_, out)| !out).map(|(s, _)| s.into_item(text)).collect();
+    let (First { transcript, said, texts }, _) = first_pass(file, || None, Keep::Places)?;
+    let Some((items, elided)) = placed::within(said, &texts, &mut again, budget)? else { return Ok(None) };
     Ok(Some((Transcript { items, ..transcript }, elided)))
-}
-
-/// The text `t` with the texts it keeps by where they are (`texts[id]`)
-/// given by `part`.
-fn resolved<'p>(t: Txt, part: &dyn Fn(usize) -> &'p str) -> String {
-    match t {
-        Txt::Held(s) => s,
-        Txt::At { id, .. } => part(id).to_owned(),
-        Txt::Joined(ids) => ids.iter().map(|&id| part(id)).collect::<Vec<_>>().join("\n"),
-    }
-}
-
-/// A transcript's conversation items, each read when it is given: the
-/// chain, the items as [`read`] classifies them, and where each of their
-/// texts is, with the transcript open to read them again
-/// ([`read_items`]).
-pub struct TranscriptItems {
-    said: Vec<Said>,
-    texts: Vec<TextAt>,
-    file: File,
 }
 
 /// Reads a transcript for its conversation items one at a time (as the
 /// search index reads them): a first pass as [`read_within`]'s keeps the
-/// chain and where each text is; [`TranscriptItems::each_conversation_item`]
-/// then reads
-/// the texts again, item by item.
-pub fn read_items(file: File) -> io::Result<TranscriptItems> {
+/// chain and where each text is; each pass over the items then reads the
+/// texts again, item by item, checked as [`read_within`] checks them (a
+/// pass that finds a line changed is an error).
+pub fn read_items(file: File) -> io::Result<impl StreamedItems> {
     let again = file.try_clone()?;
     let (First { said, texts, .. }, _) = first_pass(file, || None, Keep::Places)?;
-    Ok(TranscriptItems { said, texts, file: again })
-}
-
-impl TranscriptItems {
-    /// Calls `f` with each item of the conversation [`read`] gives, in
-    /// order, its text read again (checked as [`read_within`] checks it),
-    /// until `f` returns `None`; `None` then, or when a line read again is
-    /// not the line the first pass read (the file was rewritten).
-    pub fn each_conversation_item(
-        &mut self,
-        mut f: impl FnMut(&ConversationItem) -> Option<()>,
-    ) -> io::Result<Option<()>> {
-        let mut buf = Vec::new();
-        let mut got: HashMap<usize, String> = HashMap::new();
-        for s in &self.said {
-            let ids: &[usize] = match &s.text {
-                Txt::Held(_) => &[],
-                Txt::At { id, .. } => std::slice::from_ref(id),
-                Txt::Joined(ids) => ids,
-            };
-            got.clear();
-            for &id in ids {
-                match text_again(&mut self.file, &self.texts[id], &mut buf)? {
-                    Some(text) => got.insert(id, text),
-                    None => return Ok(None),
-                };
-            }
-            let text = resolved(s.text.clone(), &|id| got.get(&id).map_or("", String::as_str));
-            if f(&ConversationItem { role: s.role, text, checkpoint: s.checkpoint }).is_none() {
-                return Ok(None);
-            }
-        }
-        Ok(Some(()))
-    }
-}
-
-/// Each pass reads the texts again; a line that is not the line the first
-/// pass read is an error (the caller then reads the transcript whole).
-impl StreamedItems for TranscriptItems {
-    fn each_item(&mut self, f: &mut dyn FnMut(&Item<'_>) -> ControlFlow<()>) -> Result<ControlFlow<()>, HostError> {
-        let mut flow = ControlFlow::Continue(());
-        let read = self.each_conversation_item(|item| match item.projected() {
-            Some(item) => {
-                flow = f(&item);
-                flow.is_continue().then_some(())
-            }
-            None => Some(()),
-        });
-        match read.map_err(|e| HostError::new(e.to_string()))? {
-            Some(()) => Ok(ControlFlow::Continue(())),
-            None if flow.is_break() => Ok(ControlFlow::Break(())),
-            None => Err(HostError::new("the transcript changed while it was read")),
-        }
-    }
-}
-
-/// The text `at` read again from `file` into `buf`: `None` when its line is
-/// not the line the first pass read there (length, checksum, its text's
-/// length).
-fn text_again(file: &mut File, at: &TextAt, buf: &mut Vec<u8>) -> io::Result<Option<String>> {
-    use std::io::{Read, Seek, SeekFrom};
-    buf.clear();
-    buf.resize(at.len as usize, 0);
-    file.seek(SeekFrom::Start(at.offset))?;
-    match file.read_exact(buf) {
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        r => r?,
-    }
-    if line_checksum(buf) != at.checksum {
-        return Ok(None);
-    }
-    let Ok(line) = serde_json::from_slice::<Line<'_>>(buf) else { return Ok(None) };
-    let empty = Message::default();
-    let message = line.message.as_ref().unwrap_or(&empty);
-    Ok(text_of(&line, message, at.what).filter(|t| t.len() as u64 == u64::from(at.bytes)))
-}
-
-/// UTF-8 bytes of a text.
-fn txt_bytes(t: &Txt, texts: &[TextAt]) -> u64 {
-    match t {
-        Txt::Held(s) => s.len() as u64,
-        Txt::At { id, .. } => u64::from(texts[*id].bytes),
-        Txt::Joined(ids) => {
-            ids.iter().map(|&id| u64::from(texts[id].bytes)).sum::<u64>() + ids.len().saturating_sub(1) as u64
-        }
-    }
-}
-
-/// At most the serialized length of a text (`retention::text_floor`; a
-/// joined text: 0, as its parts joined might hold a credential none holds).
-fn txt_floor(t: &Txt, texts: &[TextAt]) -> u64 {
-    match t {
-        Txt::Held(s) => text_floor(s),
-        Txt::At { id, .. } => u64::from(texts[*id].floor),
-        Txt::Joined(_) => 0,
-    }
-}
-
-/// One item of the conversation, its text as the read keeps it.
-#[derive(Debug)]
-struct Said {
-    role: Role,
-    checkpoint: bool,
-    text: Txt,
-}
-
-impl Said {
-    fn new(role: Role, text: Txt) -> Said {
-        Said { role, checkpoint: false, text }
-    }
-
-    fn checkpoint(text: Txt) -> Said {
-        Said { role: Role::User, checkpoint: true, text }
-    }
-
-    fn into_item(self, text: impl FnOnce(Txt) -> String) -> ConversationItem {
-        ConversationItem { role: self.role, text: text(self.text), checkpoint: self.checkpoint }
-    }
+    Ok(PlacedItems::new(said, texts, again))
 }
 
 /// What the first pass of a read gives: the transcript without its items,
@@ -694,7 +435,7 @@ impl Said {
 struct First {
     transcript: Transcript,
     said: Vec<Said>,
-    texts: Vec<TextAt>,
+    texts: Places<Extract>,
 }
 
 /// Reads every complete line of the transcript as it was when the read
@@ -707,7 +448,7 @@ fn first_pass(
     let mut nodes: Vec<Node> = Vec::new();
     let mut names = Names::default();
     let mut msg_ids: HashMap<Box<str>, usize> = HashMap::new();
-    let mut texts: Vec<TextAt> = Vec::new();
+    let mut texts: Places<Extract> = Places::default();
     let (mut custom, mut ai) = (None::<String>, None::<String>);
     let mut summaries: HashMap<String, String> = HashMap::new();
     let mut head = Head::default();
@@ -746,16 +487,7 @@ fn first_pass(
         let mut text = |message: &Message<'_>, what: Extract| -> Option<Txt> {
             let t = text_of(&line, message, what)?;
             match keep {
-                Keep::Places => {
-                    let id = texts.len();
-                    let checksum = *checksum.get_or_insert_with(|| line_checksum(bytes));
-                    // (A floor that did not fit would be 0, still a floor.)
-                    let floor = u32::try_from(text_floor(&t)).unwrap_or(0);
-                    let fit = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                    let (len, bytes_len) = (fit(bytes.len()), fit(t.len()));
-                    texts.push(TextAt { offset, checksum, len, bytes: bytes_len, floor, what });
-                    Some(Txt::At { id, hash: text_hash(&t) })
-                }
+                Keep::Places => Some(texts.keep(offset, bytes, &mut checksum, &t, what)),
                 _ => Some(Txt::Held(t)),
             }
         };
@@ -1093,15 +825,6 @@ fn join_texts(nodes: &mut [Node], members: &[usize]) -> Txt {
     Txt::Joined(texts.iter().filter_map(|t| if let Txt::At { id, .. } = t { Some(*id) } else { None }).collect())
 }
 
-/// The string of a text a read of the texts holds (it holds every text).
-fn held(t: Txt) -> String {
-    debug_assert!(matches!(t, Txt::Held(_)), "a read of the texts holds every text");
-    match t {
-        Txt::Held(s) => s,
-        _ => String::new(),
-    }
-}
-
 /// The items with the steering prompts (`(timestamp, text)`, in file order)
 /// placed as if each were inserted in turn after the last item (placed
 /// prompts included) timestamped no later than it, in linear time
@@ -1142,6 +865,7 @@ fn place_steering<T, S: Default>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conversation::ConversationItem;
 
     /// The placing of steering prompts as it was (each inserted in turn
     /// after the last item, placed ones included, timestamped no later).

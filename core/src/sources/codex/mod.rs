@@ -66,7 +66,13 @@
 //! As for every source: nothing is written or locked, no link below the
 //! home is followed, a line longer than
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
-//! session unreadable.
+//! session unreadable. A title read keeps no text but the title's; a
+//! `prepare` of the whole session (`read_surface_within`) replays the
+//! rollout keeping where each text is, then reads again only the lines of
+//! the texts retention may keep under the budget (checked by length and
+//! checksum; a rollout rewritten under the read is read again whole), and
+//! the first search of a session (`read_surface_items`) reads them again
+//! one item at a time.
 
 pub mod rollout;
 
@@ -82,7 +88,8 @@ use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::host::Fingerprint;
-use crate::host::{BlockingSessionQuery, SessionHeader, SharedListing, SurfaceData};
+use crate::host::{BlockingSessionQuery, BudgetedSurface, SessionHeader, SharedListing, SurfaceData, SurfaceItems};
+use crate::retention::Elided;
 use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
 use crate::sources::lenient::LStr;
 use crate::sources::FileSource;
@@ -318,10 +325,7 @@ impl CodexSource {
     /// [`read`](Self::read); for the title alone (`texts` off) without
     /// replaying the history or keeping its texts.
     fn read_as(&self, id: &str, texts: bool) -> Result<(PathBuf, Transcript), HostError> {
-        let bare = id.strip_prefix(PREFIX).unwrap_or(id);
-        let rel = self.locate(bare)?;
-        let path = self.path_of(&rel);
-        let (file, _) = self.open_rel(&rel).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        let (file, path) = self.open_rollout(id)?;
         let read = rollout::read(file, texts).map_err(|e| read_error(FORMAT, id, &path, e))?;
         Ok((path, read))
     }
@@ -337,6 +341,24 @@ impl CodexSource {
     pub fn conversation(&self, id: &str) -> Result<Conversation, HostError> {
         let (_, read) = self.read(id)?;
         Ok(conversation(PREFIX, id, read.cwd, read.stats, read.items))
+    }
+
+    /// The rollout of `id` (with or without the prefix), open, and its path.
+    fn open_rollout(&self, id: &str) -> Result<(std::fs::File, PathBuf), HostError> {
+        let bare = id.strip_prefix(PREFIX).unwrap_or(id);
+        let rel = self.locate(bare)?;
+        let path = self.path_of(&rel);
+        let (file, _) = self.open_rel(&rel).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        Ok((file, path))
+    }
+
+    /// The conversation of `id` for a prompt of `budget` bytes, holding
+    /// what retention may keep ([`rollout::read_within`]), with the items
+    /// left out; `None` when the rollout changed under the read.
+    fn conversation_within(&self, id: &str, budget: u64) -> Result<Option<(Conversation, Elided)>, HostError> {
+        let (file, path) = self.open_rollout(id)?;
+        let read = rollout::read_within(file, budget).map_err(|e| read_error(FORMAT, id, &path, e))?;
+        Ok(read.map(|(read, elided)| (conversation(PREFIX, id, read.cwd, read.stats, read.items), elided)))
     }
 }
 
@@ -358,6 +380,25 @@ impl BlockingSessionQuery for CodexSource {
 
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.conversation(session_id).map(SurfaceData::from)
+    }
+
+    /// The conversation without the items retention certainly drops under
+    /// `budget`, read holding only the texts it may keep (a rollout
+    /// rewritten under the read is read again whole).
+    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
+        match self.conversation_within(session_id, budget)? {
+            Some((conversation, elided)) => Ok(BudgetedSurface { data: SurfaceData::from(conversation), elided }),
+            None => self.read_surface(session_id).map(BudgetedSurface::whole),
+        }
+    }
+
+    /// The conversation's items streamed: the rollout replayed once for
+    /// where each text is, each text read again as its item is given
+    /// ([`rollout::read_items`]).
+    fn read_surface_items(&self, session_id: &str) -> Result<SurfaceItems, HostError> {
+        let (file, path) = self.open_rollout(session_id)?;
+        let items = rollout::read_items(file).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
+        Ok(SurfaceItems::Streamed(Box::new(items)))
     }
 
     /// A session's title may come from `session_index.jsonl` and the rest

@@ -6,11 +6,13 @@ use std::io;
 
 use serde::Deserialize;
 
-use crate::conversation::ConversationItem;
 use crate::fs::as_of_now;
+use crate::host::StreamedItems;
 use crate::projection::Role;
-use crate::sources::foreign::{each_line, iso_ms, title_from_text, LineStats};
+use crate::retention::Elided;
+use crate::sources::foreign::{each_line, each_line_at, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LStr, LU64};
+use crate::sources::placed::{self, held, Keep, LineText, PlacedItems, Places, Said, Txt};
 
 use crate::sources::foreign::Transcript;
 
@@ -79,18 +81,37 @@ struct Item<'a> {
 /// item; both are read by [`Item`].
 type Line<'a> = Item<'a>;
 
-/// One model-visible item of the replayed history.
+/// One model-visible item of the replayed history, its text as a `T`.
 #[derive(Clone, Debug, PartialEq)]
-enum Hist {
+enum Hist<T> {
     /// A user message: its text, or `None` when it is contextual.
-    User(Option<String>),
+    User(Option<T>),
     /// Assistant text.
-    Assistant(String),
+    Assistant(T),
     /// A checkpoint, with its summary (`None`: encrypted).
-    Checkpoint(Option<String>),
+    Checkpoint(Option<T>),
 }
 
-fn classify(item: &Item<'_>) -> Option<Hist> {
+impl<T> Hist<T> {
+    /// The same item, its text made by `f`.
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Hist<U> {
+        match self {
+            Hist::User(t) => Hist::User(t.map(f)),
+            Hist::Assistant(t) => Hist::Assistant(f(t)),
+            Hist::Checkpoint(t) => Hist::Checkpoint(t.map(f)),
+        }
+    }
+
+    /// Its text, if it has one.
+    fn text(&self) -> Option<&T> {
+        match self {
+            Hist::User(t) | Hist::Checkpoint(t) => t.as_ref(),
+            Hist::Assistant(t) => Some(t),
+        }
+    }
+}
+
+fn classify(item: &Item<'_>) -> Option<Hist<String>> {
     match item.kind.get()? {
         "message" => match item.role.get()? {
             "user" => {
@@ -112,6 +133,31 @@ fn classify(item: &Item<'_>) -> Option<Hist> {
         },
         "compaction" | "compaction_summary" | "context_compaction" => Some(Hist::Checkpoint(None)),
         _ => None,
+    }
+}
+
+/// Which text of its line a text kept by where it is is: the text
+/// [`classify`] gives of the line's item (its payload, the line itself in
+/// a legacy flat rollout, or an item of its replacement history), or a
+/// compaction's `message`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TextOf {
+    Payload,
+    Bare,
+    Replaced(u32),
+    Compacted,
+}
+
+impl LineText for TextOf {
+    fn text_in(self, line: &[u8]) -> Option<String> {
+        let line = serde_json::from_slice::<Line<'_>>(line).ok()?;
+        let of = |item: &Item<'_>| classify(item).and_then(|h| h.text().cloned());
+        match self {
+            TextOf::Payload => of(line.payload.as_deref()?),
+            TextOf::Bare => of(&line),
+            TextOf::Replaced(k) => of(line.payload?.replacement_history?.get(k as usize)?),
+            TextOf::Compacted => line.payload?.message.owned(),
+        }
     }
 }
 
@@ -163,7 +209,7 @@ pub fn read_head(file: File) -> io::Result<Option<Head>> {
 /// quadratic).
 #[derive(Default)]
 struct History {
-    items: Vec<Hist>,
+    items: Vec<Hist<Txt>>,
     /// The index of each real user message (`Hist::User(Some(_))`).
     turns: Vec<usize>,
     /// `items[..users]` are all real user messages (what a compaction
@@ -172,7 +218,7 @@ struct History {
 }
 
 impl History {
-    fn push(&mut self, h: Hist) {
+    fn push(&mut self, h: Hist<Txt>) {
         if matches!(h, Hist::User(Some(_))) {
             self.turns.push(self.items.len());
         }
@@ -180,7 +226,7 @@ impl History {
     }
 
     /// The history becomes `list`.
-    fn replace(&mut self, list: Vec<Hist>) {
+    fn replace(&mut self, list: Vec<Hist<Txt>>) {
         *self = History::default();
         for h in list {
             self.push(h);
@@ -189,7 +235,7 @@ impl History {
 
     /// Compaction without a replacement history: the real user messages so
     /// far, then the checkpoint.
-    fn compact(&mut self, checkpoint: Hist) {
+    fn compact(&mut self, checkpoint: Hist<Txt>) {
         let tail = self.items.split_off(self.users);
         self.turns.truncate(self.users);
         for h in tail.into_iter().filter(|h| matches!(h, Hist::User(Some(_)))) {
@@ -213,26 +259,75 @@ impl History {
 }
 
 /// Replays a whole rollout as it was when the read began, up to its last
-/// complete line (a line a writer is in the middle of is not read). Its title is the latest `thread_name_updated`
-/// name, else the first real user message, else the first assistant text
-/// (the source looks up `session_index.jsonl` first).
+/// complete line (a line a writer is in the middle of is not read). Its
+/// title is the latest `thread_name_updated` name, else the first real user
+/// message, else the first assistant text (the source looks up
+/// `session_index.jsonl` first).
 ///
 /// With `texts` off (a read for the title alone) the history is not
 /// replayed and no text is kept but the title's: the conversation is then
 /// empty, and memory stays bounded by one line, not the rollout.
 pub fn read(file: File, texts: bool) -> io::Result<Transcript> {
+    let keep = if texts { Keep::Texts } else { Keep::Nothing };
+    let Replayed { transcript, said, .. } = replay(file, keep)?;
+    let items = said.into_iter().map(|s| s.into_item(held)).collect();
+    Ok(Transcript { items, ..transcript })
+}
+
+/// Replays a rollout's conversation for a prompt of `budget` bytes, as
+/// [`read`] replays it (as it was when the read began), holding what
+/// retention may keep rather than every text: the replay keeps where each
+/// text is (its line's offset, length and checksum, its size floor); the
+/// items retention certainly drops under the budget are left out and
+/// counted in the [`Elided`]; the lines of the others are read again from
+/// the same open file. `None` when a line read again is not the line the
+/// replay read (the rollout was rewritten under the read): the caller
+/// reads it whole again. The title is not read (`None`).
+pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, Elided)>> {
+    let mut again = file.try_clone()?;
+    let Replayed { transcript, said, texts } = replay(file, Keep::Places)?;
+    let Some((items, elided)) = placed::within(said, &texts, &mut again, budget)? else { return Ok(None) };
+    Ok(Some((Transcript { items, ..transcript }, elided)))
+}
+
+/// Reads a rollout for its conversation items one at a time (as the search
+/// index reads them): a replay as [`read_within`]'s keeps where each text
+/// is; each pass over the items then reads the texts again, item by item,
+/// checked as [`read_within`] checks them (a pass that finds a line
+/// changed is an error).
+pub fn read_items(file: File) -> io::Result<impl StreamedItems> {
+    let again = file.try_clone()?;
+    let Replayed { said, texts, .. } = replay(file, Keep::Places)?;
+    Ok(PlacedItems::new(said, texts, again))
+}
+
+/// What a replay gives: the transcript without its items, the items with
+/// their texts as kept, and where the texts kept by where they are are.
+struct Replayed {
+    transcript: Transcript,
+    said: Vec<Said>,
+    texts: Places<TextOf>,
+}
+
+/// Replays every complete line of the rollout as it was when the read
+/// began, keeping of the texts what `keep` says (the title only when it
+/// keeps the texts or nothing).
+fn replay(file: File, keep: Keep) -> io::Result<Replayed> {
     let mut out = Transcript::default();
+    let mut texts: Places<TextOf> = Places::default();
     let mut thread_name = None;
     let mut history = History::default();
     let mut head_seen = false;
     let mut last_turn_cwd = None;
+    let replays = keep != Keep::Nothing;
+    let titled = keep != Keep::Places;
     let (mut first_user, mut first_assistant) = (None::<String>, None::<String>);
-    let mut note_first = |h: &Hist| match h {
-        Hist::User(Some(t)) if first_user.is_none() => first_user = title_from_text(t),
-        Hist::Assistant(t) if first_assistant.is_none() => first_assistant = title_from_text(t),
+    let mut note_first = |h: &Hist<String>| match h {
+        Hist::User(Some(t)) if titled && first_user.is_none() => first_user = title_from_text(t),
+        Hist::Assistant(t) if titled && first_assistant.is_none() => first_assistant = title_from_text(t),
         _ => {}
     };
-    let stats: LineStats = each_line(as_of_now(file)?, u64::MAX, |_, bytes| {
+    let stats: LineStats = each_line_at(as_of_now(file)?, u64::MAX, |_, offset, bytes| {
         let Ok(line) = serde_json::from_slice::<Line<'_>>(bytes) else { return false };
         if !head_seen {
             if let Some(h) = head_of(&line) {
@@ -242,22 +337,42 @@ pub fn read(file: File, texts: bool) -> io::Result<Transcript> {
                 return true;
             }
         }
+        // A text of this line as the replay keeps it.
+        let mut checksum = None;
+        let mut kept = |h: Hist<String>, what: TextOf| {
+            h.map(|t| match keep {
+                Keep::Places => texts.keep(offset, bytes, &mut checksum, &t, what),
+                _ => Txt::Held(t),
+            })
+        };
         match (line.payload.as_deref(), line.kind.get()) {
             (Some(p), Some("response_item")) => {
                 if let Some(h) = classify(p) {
                     note_first(&h);
-                    if texts {
-                        history.push(h);
+                    if replays {
+                        history.push(kept(h, TextOf::Payload));
                     }
                 }
             }
-            (Some(_), Some("compacted")) if !texts => {}
+            (Some(_), Some("compacted")) if !replays => {}
             (Some(p), Some("compacted")) => match &p.replacement_history {
-                Some(list) => history.replace(list.iter().filter_map(classify).collect()),
-                None => history.compact(Hist::Checkpoint(p.message.owned().filter(|m| !m.trim().is_empty()))),
+                Some(list) => {
+                    let mut replaced = Vec::new();
+                    for (k, item) in list.iter().enumerate() {
+                        if let Some(h) = classify(item) {
+                            let k = u32::try_from(k).unwrap_or(u32::MAX);
+                            replaced.push(kept(h, TextOf::Replaced(k)));
+                        }
+                    }
+                    history.replace(replaced);
+                }
+                None => {
+                    let message = p.message.owned().filter(|m| !m.trim().is_empty());
+                    history.compact(kept(Hist::Checkpoint(message), TextOf::Compacted));
+                }
             },
             (Some(p), Some("event_msg")) => match p.kind.get() {
-                Some("thread_rolled_back") if texts => history.roll_back(p.num_turns.0.unwrap_or(0)),
+                Some("thread_rolled_back") if replays => history.roll_back(p.num_turns.0.unwrap_or(0)),
                 Some("thread_name_updated") => {
                     if let Some(name) = p.thread_name.owned().filter(|t| !t.trim().is_empty()) {
                         thread_name = Some(name);
@@ -274,8 +389,8 @@ pub fn read(file: File, texts: bool) -> io::Result<Transcript> {
             (None, Some(_)) if line.record_type.get().is_none() => {
                 if let Some(h) = classify(&line) {
                     note_first(&h);
-                    if texts {
-                        history.push(h);
+                    if replays {
+                        history.push(kept(h, TextOf::Bare));
                     }
                 }
             }
@@ -287,19 +402,19 @@ pub fn read(file: File, texts: bool) -> io::Result<Transcript> {
     if last_turn_cwd.is_some() {
         out.cwd = last_turn_cwd;
     }
-    out.title = thread_name.or(first_user).or(first_assistant);
-    out.items = history
+    out.title = if titled { thread_name.or(first_user).or(first_assistant) } else { None };
+    let said = history
         .items
         .into_iter()
         .filter_map(|h| match h {
-            Hist::User(Some(t)) if !t.is_empty() => Some(ConversationItem::new(Role::User, t)),
+            Hist::User(Some(t)) if texts.bytes(&t) > 0 => Some(Said::new(Role::User, t)),
             Hist::User(_) => None,
-            Hist::Assistant(t) if t.is_empty() => None,
-            Hist::Assistant(t) => Some(ConversationItem::new(Role::Assistant, t)),
-            Hist::Checkpoint(t) => Some(ConversationItem::checkpoint(t.unwrap_or_else(|| ENCRYPTED_CHECKPOINT.into()))),
+            Hist::Assistant(t) if texts.bytes(&t) == 0 => None,
+            Hist::Assistant(t) => Some(Said::new(Role::Assistant, t)),
+            Hist::Checkpoint(t) => Some(Said::checkpoint(t.unwrap_or_else(|| Txt::Held(ENCRYPTED_CHECKPOINT.into())))),
         })
         .collect();
-    Ok(out)
+    Ok(Replayed { transcript: out, said, texts })
 }
 
 #[cfg(test)]
@@ -312,11 +427,11 @@ mod tests {
     fn history_replays_as_the_whole_scans_did() {
         let mut next = crate::sources::test_random(0x2545_f491_4f6c_dd1d);
         for round in 0..500 {
-            let (mut history, mut plain) = (History::default(), Vec::<Hist>::new());
+            let (mut history, mut plain) = (History::default(), Vec::<Hist<Txt>>::new());
             for step in 0..60 {
                 match next(8) {
                     0..=2 => {
-                        let h = Hist::User(Some(format!("u{step}")));
+                        let h = Hist::User(Some(Txt::Held(format!("u{step}"))));
                         history.push(h.clone());
                         plain.push(h);
                     }
@@ -325,7 +440,7 @@ mod tests {
                         plain.push(Hist::User(None));
                     }
                     4 => {
-                        let h = Hist::Assistant(format!("a{step}"));
+                        let h = Hist::Assistant(Txt::Held(format!("a{step}")));
                         history.push(h.clone());
                         plain.push(h);
                     }
@@ -340,13 +455,16 @@ mod tests {
                         }
                     }
                     6 => {
-                        let c = Hist::Checkpoint(Some(format!("c{step}")));
+                        let c = Hist::Checkpoint(Some(Txt::Held(format!("c{step}"))));
                         history.compact(c.clone());
                         plain.retain(|h| matches!(h, Hist::User(Some(_))));
                         plain.push(c);
                     }
                     _ => {
-                        let list = vec![Hist::User(Some(format!("r{step}"))), Hist::Assistant("x".into())];
+                        let list = vec![
+                            Hist::User(Some(Txt::Held(format!("r{step}")))),
+                            Hist::Assistant(Txt::Held("x".into())),
+                        ];
                         history.replace(list.clone());
                         plain = list;
                     }

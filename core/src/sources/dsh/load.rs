@@ -32,7 +32,7 @@ use super::rows::{may_be_turn_end, parse_row, Row, SeqRuns};
 use super::title::{title_of, TITLE_EVENT};
 use super::{LogStats, StoreError, StoreErrorKind, TornTail};
 use crate::fs::{open_regular, FileIdentity};
-use crate::retention::{certainly_dropped, Elided, ItemFloor};
+use crate::retention::{certainly_elided, Elided, ItemFloor};
 use crate::sources::line_checksum;
 
 /// The event type of a top-level streamed chunk (v0 and v1 only).
@@ -565,7 +565,7 @@ pub(crate) struct LoadedWithin {
 /// Reads a log under `budget` in two passes: the first, streaming, keeps
 /// where each visible line is and its item's floor, not the line
 /// ([`Keep::Stubs`]); the lines retention may keep
-/// ([`certainly_dropped`]) are then read again from the same open file
+/// ([`certainly_elided`]) are then read again from the same open file
 /// (a plain log from the first of them on, a zstd log decompressed again
 /// from its start). `None` when a line read again is not the line the
 /// first pass read (same length and checksum): the file changed under the
@@ -573,18 +573,9 @@ pub(crate) struct LoadedWithin {
 pub(crate) fn load_within(found: &Found, id: &str, budget: u64) -> Result<Option<LoadedWithin>, StoreError> {
     let LoadedStubs { header_json, stats, stubs, again, file_bytes } = load_stubs(found, id)?;
     let floors: Vec<ItemFloor> = stubs.iter().map(|s| s.floor).collect();
-    let dropped = certainly_dropped(&floors, budget);
-    let mut elided = Elided::default();
+    let (dropped, elided) = certainly_elided(&floors, budget);
     // The stubs read again, in line order (surface order may differ).
-    let mut wanted: Vec<usize> = Vec::with_capacity(stubs.len());
-    for (k, stub) in stubs.iter().enumerate() {
-        if dropped[k] {
-            elided.messages += 1;
-            elided.bytes += stub.floor.bytes;
-        } else {
-            wanted.push(k);
-        }
-    }
+    let mut wanted: Vec<usize> = (0..stubs.len()).filter(|&k| !dropped[k]).collect();
     wanted.sort_by_key(|&k| stubs[k].at.line);
     let mut got: Vec<Vec<u8>> = vec![Vec::new(); stubs.len()];
     let picked: Vec<LineStub> = wanted.iter().map(|&k| stubs[k]).collect();

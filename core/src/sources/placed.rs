@@ -1,0 +1,352 @@
+//! Texts a JSONL reader keeps by where they are, not by what they say: the
+//! read under a budget and the streamed read that the Claude Code and Codex
+//! readers share.
+//!
+//! A first pass over the file classifies its lines into the conversation's
+//! items as the whole read does, but keeps of each text only its line's
+//! offset, length and checksum, which text of the line it is, its UTF-8
+//! bytes and its size floor ([`TextAt`]). Then:
+//!
+//! - [`within`]: the items retention certainly drops under the budget
+//!   ([`certainly_elided`]) are left out and counted, and the lines of the
+//!   other texts are read again, in file order, from the same open file;
+//! - [`PlacedItems`]: each pass over the items reads their lines again, one
+//!   item at a time (the search index's first build).
+//!
+//! A line read again must be the line the first pass read (same length,
+//! same checksum, a text of the same length): otherwise the file changed
+//! under the read, and the reader reads it whole again rather than mix two
+//! versions.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::ops::ControlFlow;
+
+use crate::conversation::ConversationItem;
+use crate::error::HostError;
+use crate::host::StreamedItems;
+use crate::projection::{Item, Role};
+use crate::retention::{certainly_elided, text_floor, Elided, ItemFloor};
+use crate::sources::line_checksum;
+
+/// What a read keeps of the texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// None (a read for the title).
+    Nothing,
+    /// Every text.
+    Texts,
+    /// Where each text is (a read under a budget, a streamed read).
+    Places,
+}
+
+/// Which text of its line a kept text is, as a reader names it: what it
+/// needs to find the text again in the line's bytes.
+pub(crate) trait LineText: Copy + Send + 'static {
+    /// The text `self` names in `line` (`None` when the line does not hold
+    /// it: not the line the first pass read).
+    fn text_in(self, line: &[u8]) -> Option<String>;
+}
+
+/// A text kept by where it is: its line (offset, length and checksum, to
+/// read it again and know it is the same line), which of its texts it is
+/// (`what`), its UTF-8 bytes and its floor ([`text_floor`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TextAt<W> {
+    offset: u64,
+    checksum: u64,
+    /// Lines are at most `MAX_LINE_BYTES` (64 MiB), so their lengths,
+    /// their texts' and their floors fit 32 bits.
+    len: u32,
+    bytes: u32,
+    floor: u32,
+    what: W,
+}
+
+/// A text as a read keeps it: the text itself, or (a read by places) where
+/// it is and its hash. Texts compare equal when they are the same text (by
+/// their keyed hash when one is not held).
+#[derive(Clone, Debug)]
+pub(crate) enum Txt {
+    /// The text.
+    Held(String),
+    /// The text of the read's `texts[id]`; `hash` is [`text_hash`] of it.
+    At { id: usize, hash: u64 },
+    /// The texts of several lines (`texts[id]` each), joined with `"\n"`
+    /// (the lines of one Claude Code response).
+    Joined(Vec<usize>),
+}
+
+impl Default for Txt {
+    fn default() -> Self {
+        Txt::Held(String::new())
+    }
+}
+
+/// The keyed hash a text not held is compared by (keys drawn once per
+/// process, so no log can be written to make two texts collide).
+pub(crate) fn text_hash(text: &str) -> u64 {
+    std::hash::BuildHasher::hash_one(keys(), text)
+}
+
+/// The keys of [`text_hash`].
+fn keys() -> &'static std::collections::hash_map::RandomState {
+    static KEYS: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+        std::sync::LazyLock::new(Default::default);
+    &KEYS
+}
+
+impl Txt {
+    /// What equal texts share.
+    fn key(&self) -> u64 {
+        match self {
+            Txt::Held(s) => text_hash(s),
+            Txt::At { hash, .. } => *hash,
+            Txt::Joined(ids) => std::hash::BuildHasher::hash_one(keys(), ids),
+        }
+    }
+}
+
+impl PartialEq for Txt {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Txt::Held(a), Txt::Held(b)) => a == b,
+            (Txt::Joined(a), Txt::Joined(b)) => a == b,
+            _ => self.key() == other.key(),
+        }
+    }
+}
+
+impl Eq for Txt {}
+
+impl std::hash::Hash for Txt {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.key());
+    }
+}
+
+/// The string of a text a read of the texts holds (it holds every text).
+pub(crate) fn held(t: Txt) -> String {
+    debug_assert!(matches!(t, Txt::Held(_)), "a read of the texts holds every text");
+    match t {
+        Txt::Held(s) => s,
+        _ => String::new(),
+    }
+}
+
+/// The texts a first pass keeps by where they are, in the order it met
+/// them (a text's id is its number here).
+pub(crate) struct Places<W> {
+    texts: Vec<TextAt<W>>,
+}
+
+impl<W> Default for Places<W> {
+    fn default() -> Self {
+        Places { texts: Vec::new() }
+    }
+}
+
+impl<W: LineText> Places<W> {
+    /// Keeps `text`, the `what` text of the line `line` read at `offset`
+    /// (`checksum`: the line's, computed on first use and shared by the
+    /// line's texts), and gives it as kept.
+    pub(crate) fn keep(&mut self, offset: u64, line: &[u8], checksum: &mut Option<u64>, text: &str, what: W) -> Txt {
+        let id = self.texts.len();
+        let checksum = *checksum.get_or_insert_with(|| line_checksum(line));
+        // (A floor that did not fit would be 0, still a floor.)
+        let floor = u32::try_from(text_floor(text)).unwrap_or(0);
+        let fit = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        self.texts.push(TextAt { offset, checksum, len: fit(line.len()), bytes: fit(text.len()), floor, what });
+        Txt::At { id, hash: text_hash(text) }
+    }
+
+    /// UTF-8 bytes of a text.
+    pub(crate) fn bytes(&self, t: &Txt) -> u64 {
+        match t {
+            Txt::Held(s) => s.len() as u64,
+            Txt::At { id, .. } => u64::from(self.texts[*id].bytes),
+            Txt::Joined(ids) => {
+                ids.iter().map(|&id| u64::from(self.texts[id].bytes)).sum::<u64>() + ids.len().saturating_sub(1) as u64
+            }
+        }
+    }
+
+    /// At most the serialized length of a text (`retention::text_floor`; a
+    /// joined text: 0, as its parts joined might hold a credential none
+    /// holds).
+    fn floor(&self, t: &Txt) -> u64 {
+        match t {
+            Txt::Held(s) => text_floor(s),
+            Txt::At { id, .. } => u64::from(self.texts[*id].floor),
+            Txt::Joined(_) => 0,
+        }
+    }
+
+    /// The text `id` read again from `file` into `buf`: `None` when its
+    /// line is not the line the first pass read there (length, checksum,
+    /// its text's length).
+    fn again(&self, file: &mut File, id: usize, buf: &mut Vec<u8>) -> io::Result<Option<String>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let at = &self.texts[id];
+        buf.clear();
+        buf.resize(at.len as usize, 0);
+        file.seek(SeekFrom::Start(at.offset))?;
+        match file.read_exact(buf) {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+            r => r?,
+        }
+        if line_checksum(buf) != at.checksum {
+            return Ok(None);
+        }
+        Ok(at.what.text_in(buf).filter(|t| t.len() as u64 == u64::from(at.bytes)))
+    }
+}
+
+/// One item of the conversation, its text as the read keeps it.
+#[derive(Debug)]
+pub(crate) struct Said {
+    pub role: Role,
+    pub checkpoint: bool,
+    pub text: Txt,
+}
+
+impl Said {
+    /// A plain message.
+    pub(crate) fn new(role: Role, text: Txt) -> Said {
+        Said { role, checkpoint: false, text }
+    }
+
+    /// A compaction checkpoint (user role).
+    pub(crate) fn checkpoint(text: Txt) -> Said {
+        Said { role: Role::User, checkpoint: true, text }
+    }
+
+    /// The item, its text made by `text`.
+    pub(crate) fn into_item(self, text: impl FnOnce(Txt) -> String) -> ConversationItem {
+        ConversationItem { role: self.role, text: text(self.text), checkpoint: self.checkpoint }
+    }
+}
+
+/// The text `t` with the texts it keeps by where they are given by `part`.
+fn resolved<'p>(t: Txt, part: &dyn Fn(usize) -> &'p str) -> String {
+    match t {
+        Txt::Held(s) => s,
+        Txt::At { id, .. } => part(id).to_owned(),
+        Txt::Joined(ids) => ids.iter().map(|&id| part(id)).collect::<Vec<_>>().join("\n"),
+    }
+}
+
+/// The conversation of a first pass (`said`, its texts at `places`) for a
+/// prompt of `budget` bytes: without the items retention certainly drops
+/// under it (counted in the [`Elided`]; only items with a text are
+/// retained, so only they count), the texts of the others read again from
+/// `file` in file order. `None` when a line read again is not the line
+/// the first pass read.
+pub(crate) fn within<W: LineText>(
+    said: Vec<Said>,
+    places: &Places<W>,
+    file: &mut File,
+    budget: u64,
+) -> io::Result<Option<(Vec<ConversationItem>, Elided)>> {
+    let shown: Vec<usize> = (0..said.len()).filter(|&k| places.bytes(&said[k].text) > 0).collect();
+    let floors: Vec<ItemFloor> = shown
+        .iter()
+        .map(|&k| {
+            let s = &said[k];
+            ItemFloor::parts(s.role, s.checkpoint, places.floor(&s.text), places.bytes(&s.text))
+        })
+        .collect();
+    let (dropped, elided) = certainly_elided(&floors, budget);
+    let mut left_out = vec![false; said.len()];
+    for (&k, _) in shown.iter().zip(&dropped).filter(|(_, d)| **d) {
+        left_out[k] = true;
+    }
+    let mut wanted: Vec<usize> = Vec::new();
+    for (s, _) in said.iter().zip(&left_out).filter(|(_, out)| !**out) {
+        match &s.text {
+            Txt::At { id, .. } => wanted.push(*id),
+            Txt::Joined(ids) => wanted.extend(ids),
+            Txt::Held(_) => {}
+        }
+    }
+    wanted.sort_by_key(|&id| places.texts[id].offset);
+    wanted.dedup();
+    let mut got: HashMap<usize, String> = HashMap::with_capacity(wanted.len());
+    let mut buf = Vec::new();
+    for id in wanted {
+        match places.again(file, id, &mut buf)? {
+            Some(text) => got.insert(id, text),
+            None => return Ok(None),
+        };
+    }
+    let text = |t: Txt| resolved(t, &|id| got.get(&id).map_or("", String::as_str));
+    let items = said.into_iter().zip(left_out).filter(|(_, out)| !out).map(|(s, _)| s.into_item(text)).collect();
+    Ok(Some((items, elided)))
+}
+
+/// A conversation's items, each read when it is given: the items of a
+/// first pass and where their texts are, with the file open to read them
+/// again.
+pub(crate) struct PlacedItems<W> {
+    said: Vec<Said>,
+    places: Places<W>,
+    file: File,
+}
+
+impl<W: LineText> PlacedItems<W> {
+    /// The items `said` of a first pass, their texts at `places` in `file`.
+    pub(crate) fn new(said: Vec<Said>, places: Places<W>, file: File) -> Self {
+        PlacedItems { said, places, file }
+    }
+
+    /// Calls `f` with each item, in order, its text read again (checked as
+    /// [`within`] checks it), until `f` returns `None`; `None` then, or
+    /// when a line read again is not the line the first pass read.
+    pub(crate) fn each_conversation_item(
+        &mut self,
+        mut f: impl FnMut(&ConversationItem) -> Option<()>,
+    ) -> io::Result<Option<()>> {
+        let mut buf = Vec::new();
+        let mut got: HashMap<usize, String> = HashMap::new();
+        for s in &self.said {
+            let ids: &[usize] = match &s.text {
+                Txt::Held(_) => &[],
+                Txt::At { id, .. } => std::slice::from_ref(id),
+                Txt::Joined(ids) => ids,
+            };
+            got.clear();
+            for &id in ids {
+                match self.places.again(&mut self.file, id, &mut buf)? {
+                    Some(text) => got.insert(id, text),
+                    None => return Ok(None),
+                };
+            }
+            let text = resolved(s.text.clone(), &|id| got.get(&id).map_or("", String::as_str));
+            if f(&ConversationItem { role: s.role, text, checkpoint: s.checkpoint }).is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(()))
+    }
+}
+
+/// Each pass reads the texts again; a line that is not the line the first
+/// pass read is an error (the caller then reads the log whole).
+impl<W: LineText> StreamedItems for PlacedItems<W> {
+    fn each_item(&mut self, f: &mut dyn FnMut(&Item<'_>) -> ControlFlow<()>) -> Result<ControlFlow<()>, HostError> {
+        let mut flow = ControlFlow::Continue(());
+        let read = self.each_conversation_item(|item| match item.projected() {
+            Some(item) => {
+                flow = f(&item);
+                flow.is_continue().then_some(())
+            }
+            None => Some(()),
+        });
+        match read.map_err(|e| HostError::new(e.to_string()))? {
+            Some(()) => Ok(ControlFlow::Continue(())),
+            None if flow.is_break() => Ok(ControlFlow::Break(())),
+            None => Err(HostError::new("the log changed while it was read")),
+        }
+    }
+}
