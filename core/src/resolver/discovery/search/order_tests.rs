@@ -21,7 +21,7 @@ fn make(n: usize) -> (Vec<SessionHeader>, Vec<Arc<Doc>>) {
             3 | 6 => format!("a needle {i}, then a haystack"),
             _ => format!("nothing here {i}"),
         };
-        let items = vec![filler.clone(), found, filler];
+        let items = [filler.clone(), found, filler];
         let items = items.iter().map(|t| IndexedItem { text: Cow::Owned(t.clone()) }).collect();
         docs.push(Arc::new(Doc::build(None, None, items, None)));
         sessions.push(SessionHeader::new(format!("s{i}"), i as u64, Some("/w".into())));
@@ -29,9 +29,13 @@ fn make(n: usize) -> (Vec<SessionHeader>, Vec<Arc<Doc>>) {
     (sessions, docs)
 }
 
+/// A prospect's place and what its verification gave: its tier, message
+/// and snippet.
+type Seen = (usize, Option<(u8, Option<u64>, String)>);
+
 /// What `f` saw, prospect by prospect, when verified by `threads` threads
 /// and stopped after `stop_after` hits.
-fn seen(threads: usize, stop_after: usize, query: &str) -> Vec<(usize, Option<(u8, Option<u64>, String)>)> {
+fn seen(threads: usize, stop_after: usize, query: &str) -> Vec<Seen> {
     let (sessions, docs) = corpus(120);
     let sessions: Vec<&SessionHeader> = sessions.iter().collect();
     let query = Query::parse(query).unwrap();
