@@ -322,15 +322,15 @@ const VERIFIERS: usize = 4;
 /// until `f` breaks.
 ///
 /// With more than one thread (`threads`: the machine's cores, up to
-/// [`VERIFIERS`]) and more than one prospect to verify, they are verified
-/// a batch at a time (two per thread, this one among them, each taking the next one of the batch
-/// not taken), then given to `f` in order: `f` sees exactly what one
-/// thread verifying in order would give it, and once it breaks at most the
-/// rest of its batch was verified for nothing. A verification this thread
-/// waits for longer than twice its own last one took (a helper not given
-/// a core on a busy machine) it makes itself, so a busy machine costs at
-/// most about the time of verifying alone. Else this thread verifies them
-/// alone, when `f` asks.
+/// [`VERIFIERS`]) and more than one prospect to verify, the threads (this
+/// one among them) each take the next prospect not taken, at most two per
+/// thread ahead of the one `f` is at, and `f` is given them in order: it
+/// sees exactly what one thread verifying in order would give it, and
+/// once it breaks at most that window was verified for nothing. A
+/// verification this thread waits for longer than twice its own last one
+/// took (a helper not given a core on a busy machine) it makes itself, so
+/// a busy machine costs at most about the time of verifying alone. Else
+/// this thread verifies them alone, when `f` asks.
 fn in_order(
     prospects: &[Prospect],
     sessions: &[&SessionHeader],
@@ -355,11 +355,11 @@ fn in_order(
         return;
     }
     type Slot = std::sync::OnceLock<Result<Option<Hit>, Unreadable>>;
-    let batch_len = 2 * threads;
+    let window = 2 * threads;
     let slots: Vec<Slot> = prospects.iter().map(|_| Slot::new()).collect();
-    // The next prospect to take and the end of the batch, and whether the
+    // The next prospect not taken, the one `f` is at, and whether the
     // helpers are to end (`f` broke, or a verification panicked).
-    let (next, end, stop) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicBool::new(false));
+    let (next, given, stop) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicBool::new(false));
     let (lock, changed) = (Mutex::new(()), Condvar::new());
     let notify = || {
         let _held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -381,12 +381,21 @@ fn in_order(
         drop(slots[at].set(verified));
         notify();
     };
-    // Takes the next prospect of the batch to verify and verifies it; false
-    // when the batch has none left.
+    // Whether there is a prospect to take now: not all taken, and the next
+    // within the window ahead of the one `f` is at.
+    let open_now = || {
+        let at = next.load(AtomicOrdering::Acquire);
+        at < prospects.len() && at < given.load(AtomicOrdering::Acquire) + window && !stop.load(AtomicOrdering::Relaxed)
+    };
+    // Takes the next prospect to verify, if there is one now, and verifies
+    // it (settled ones are passed over).
     let take = || loop {
-        let at = next.fetch_add(1, AtomicOrdering::Relaxed);
-        if at >= end.load(AtomicOrdering::Acquire) || stop.load(AtomicOrdering::Relaxed) {
+        if !open_now() {
             return false;
+        }
+        let at = next.load(AtomicOrdering::Acquire);
+        if next.compare_exchange(at, at + 1, AtomicOrdering::AcqRel, AtomicOrdering::Relaxed).is_err() {
+            continue;
         }
         if prospects[at].settled.is_none() && slots[at].get().is_none() {
             run(at);
@@ -406,11 +415,12 @@ fn in_order(
         let _stop = Stop(&stop, &notify);
         for _ in 1..threads {
             scope.spawn(|| {
-                while !stop.load(AtomicOrdering::Relaxed) {
+                while !stop.load(AtomicOrdering::Relaxed) && next.load(AtomicOrdering::Acquire) < prospects.len() {
                     if !take() {
                         let held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                        if !stop.load(AtomicOrdering::Relaxed)
-                            && next.load(AtomicOrdering::Relaxed) >= end.load(AtomicOrdering::Acquire)
+                        if !open_now()
+                            && !stop.load(AtomicOrdering::Relaxed)
+                            && next.load(AtomicOrdering::Acquire) < prospects.len()
                         {
                             drop(changed.wait(held));
                         }
@@ -419,43 +429,41 @@ fn in_order(
             });
         }
         let mut own = std::time::Duration::from_micros(25);
-        for from in (0..prospects.len()).step_by(batch_len) {
-            let to = (from + batch_len).min(prospects.len());
-            next.store(from, AtomicOrdering::Relaxed);
-            end.store(to, AtomicOrdering::Release);
+        for (at, p) in prospects.iter().enumerate() {
+            given.store(at, AtomicOrdering::Release);
             notify();
-            loop {
-                let t = std::time::Instant::now();
-                if !take() {
-                    break;
+            let mut verified = || {
+                if p.settled.is_some() {
+                    return Ok(None);
                 }
-                own = t.elapsed();
-            }
-            for (at, p) in prospects.iter().enumerate().take(to).skip(from) {
-                let mut verified = || {
-                    if p.settled.is_some() {
-                        return Ok(None);
+                while slots[at].get().is_none() {
+                    // Not made yet: verify the next one here (this one,
+                    // if nobody took it); else wait a while for the helper
+                    // that has it, then make it here.
+                    let t = std::time::Instant::now();
+                    if take() {
+                        own = t.elapsed();
+                        continue;
                     }
-                    // Made by a helper by now, or soon; else made here.
                     let mut held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                     let until = std::time::Instant::now() + 2 * own;
-                    while slots[at].get().is_none() {
+                    while slots[at].get().is_none() && !open_now() {
                         let Some(left) = until.checked_duration_since(std::time::Instant::now()) else { break };
                         held = changed.wait_timeout(held, left).unwrap_or_else(std::sync::PoisonError::into_inner).0;
                     }
                     drop(held);
-                    if slots[at].get().is_none() {
+                    if slots[at].get().is_none() && !open_now() {
                         let never = AtomicBool::new(false);
                         drop(slots[at].set(verify_one(p, &never)));
                     }
-                    match slots[at].get() {
-                        Some(Ok(hit)) => Ok(hit.clone()),
-                        _ => Err(Unreadable),
-                    }
-                };
-                if stop.load(AtomicOrdering::Relaxed) || f(p, &mut verified).is_break() {
-                    return;
                 }
+                match slots[at].get() {
+                    Some(Ok(hit)) => Ok(hit.clone()),
+                    _ => Err(Unreadable),
+                }
+            };
+            if stop.load(AtomicOrdering::Relaxed) || f(p, &mut verified).is_break() {
+                return;
             }
         }
     });
