@@ -9,7 +9,7 @@ use memchr::memmem;
 /// A lower-cased needle, prepared once per query for every session.
 pub(crate) struct Needle {
     pub(crate) text: String,
-    pub(super) finder: memmem::Finder<'static>,
+    finder: Finder,
     /// Its distinct filter keys, longest first.
     pub(super) keys: Box<[u64]>,
     /// The hashes of its keys a doc's filter is tested with, per
@@ -22,7 +22,7 @@ pub(crate) struct Needle {
 
 impl Needle {
     pub(crate) fn new(text: String) -> Needle {
-        let finder = memmem::Finder::new(text.as_bytes()).into_owned();
+        let finder = Finder(memmem::Finder::new(text.as_bytes()).into_owned());
         let mut keys = Vec::new();
         self::keys(text.as_bytes(), |k| keys.push(k));
         keys.sort_unstable();
@@ -74,18 +74,18 @@ impl Needle {
 
     /// The first occurrence in `folded`.
     pub(crate) fn find(&self, folded: &str) -> Option<usize> {
-        self.finder.find(folded.as_bytes())
+        self.finder.find(folded)
     }
 
     /// Whether it occurs in `folded`.
     pub(crate) fn is_in(&self, folded: &str) -> bool {
-        self.find(folded).is_some()
+        self.finder.is_in(folded)
     }
 
     /// Its searcher alone, for other threads (the needle's memos stay on
     /// the thread that tests the filters).
     pub(crate) fn finder(&self) -> Finder {
-        Finder(self.finder.clone())
+        self.finder.clone()
     }
 }
 
