@@ -388,7 +388,17 @@ pub(crate) fn command(global: &Global, args: &DaemonArgs) -> CliResult {
         }
         DaemonCommand::Stop => {
             match ask(Kind::Stop).map_err(failed)? {
-                Some(status) => print_status(global, &status, "stopped"),
+                Some(status) => {
+                    // "stopped" once it has ended: its socket removed (it
+                    // removes it on the way out, after answering), for up
+                    // to 5 s, so that a `start` right after finds no daemon.
+                    let socket = home_path().join("daemon.sock");
+                    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+                    while socket.exists() && std::time::Instant::now() < until {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                    print_status(global, &status, "stopped")
+                }
                 None if global.json => println!("{}", json!({"running": false})),
                 None => println!("no daemon runs"),
             }
