@@ -371,6 +371,35 @@ fn the_first_indexing_holds_one_item_at_a_time() {
     claude_code_first_indexing_of_conversation();
 }
 
+/// What a DSH read holds of a log's structure is a few bytes a surface
+/// event, not a hash-map node of about a hundred (issue 28 item 4: on a
+/// 1 GB log of conversation a search held 32 MB of fold, 21 MB more of
+/// the title read's fold kept to resume from, and 10 MB of stubs). A log
+/// of 2,000 turns of short messages (36,000 events, 12,000 on the
+/// surface): its title read (the fold it keeps: a slot of 8 bytes an
+/// event on the surface), and its first indexing (that title read, the
+/// read for where the visible lines are, then the index built from them
+/// read again).
+#[test]
+fn the_structure_of_a_dsh_log_is_a_few_bytes_an_event() {
+    let _one = one_at_a_time();
+    let root = dsh_root(2_000, 16, 16);
+    let open = || DshStore::open(root.path()).unwrap().with_watching(false);
+    let events = open().inspect("big").unwrap().surface_seqs.len();
+    assert_eq!(events, 12_000);
+    let store = open();
+    let (title, title_peak) = peak_of(|| store.read_title("big").unwrap());
+    assert!(title.is_some());
+    let (index_peak, index) = first_indexing_peak(Resolver::new(Arc::new(open()), Config::default()));
+    eprintln!("{events} surface events: title read {title_peak}, first indexing {index_peak} (index {index})");
+    assert!(title_peak < 24 * events + 64 * 1024, "a title read peaked at {title_peak} bytes for {events} events");
+    // The constant: the key scratch (2.1 MiB) and the zstd contexts.
+    assert!(
+        index_peak < 2 * index + 32 * events + 11 * MB / 4,
+        "the first indexing peaked at {index_peak} bytes for {events} events (index {index})"
+    );
+}
+
 /// The peak of the first search of `id` (a query no filter lets through:
 /// what is measured is indexing the session, training the dictionary on
 /// it and compressing it again with it) and the bytes the index then holds

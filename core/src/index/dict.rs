@@ -209,12 +209,23 @@ impl<'d> CompressStream<'d> {
         Some(CompressStream { cctx, out: Vec::new() })
     }
 
+    /// Room for one more output block of the compressor. The frame grows
+    /// by an eighth at a time, not doubled: it is most of what a search
+    /// holds while it indexes a big session (issue 28), and the vector's
+    /// slack would add up to as much again.
+    fn room(&mut self) {
+        let block = CCtx::out_size();
+        if self.out.capacity() - self.out.len() < block {
+            self.out.reserve_exact(block.max(self.out.len() / 8));
+        }
+    }
+
     /// Compresses the next bytes of the text.
     pub(super) fn write(&mut self, part: &[u8]) -> Option<()> {
         use zstd::zstd_safe::{zstd_sys::ZSTD_EndDirective, InBuffer, OutBuffer};
         let mut input = InBuffer::around(part);
         while input.pos() < part.len() {
-            self.out.reserve(CCtx::out_size());
+            self.room();
             let at = self.out.len();
             let mut output = OutBuffer::around_pos(&mut self.out, at);
             self.cctx.compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_continue).ok()?;
@@ -227,7 +238,7 @@ impl<'d> CompressStream<'d> {
     pub(super) fn finish(mut self) -> Option<Vec<u8>> {
         use zstd::zstd_safe::{zstd_sys::ZSTD_EndDirective, InBuffer, OutBuffer};
         loop {
-            self.out.reserve(CCtx::out_size());
+            self.room();
             let at = self.out.len();
             let mut output = OutBuffer::around_pos(&mut self.out, at);
             let left = self

@@ -40,9 +40,44 @@ pub(crate) struct KeptLines {
     /// (`projection::may_project`); the others are never copied.
     visible_only: bool,
     /// Keeps, of the visible lines, where they are and what retention
-    /// needs of their items, not their bytes (a read under a budget):
-    /// live seq → its stub.
-    stubs: Option<SeqMap<LineStub>>,
+    /// needs of their items, not their bytes (a read under a budget).
+    stubs: Option<Stubs>,
+}
+
+/// The stubs of the visible lines, in the order they were read (so by
+/// seq), with their seqs: a seq that left the surface is marked
+/// [`GONE`], and the gone ones are dropped once they are half the list.
+#[derive(Clone, Debug, Default)]
+struct Stubs {
+    list: Vec<(u64, LineStub, ItemFloor)>,
+    gone: usize,
+}
+
+/// A seq with this bit set has left the surface (seqs are below it:
+/// [`Surface`](super::fold::Surface) refuses larger ones).
+const GONE: u64 = 1 << 63;
+
+impl Stubs {
+    fn find(&self, seq: u64) -> Option<usize> {
+        let at = self.list.binary_search_by_key(&seq, |(s, ..)| s & !GONE).ok()?;
+        (self.list[at].0 & GONE == 0).then_some(at)
+    }
+
+    fn push(&mut self, seq: u64, stub: LineStub, floor: ItemFloor) {
+        debug_assert!(self.list.last().is_none_or(|(s, ..)| s & !GONE < seq), "stubs are kept in seq order");
+        self.list.push((seq, stub, floor));
+    }
+
+    fn remove(&mut self, seq: u64) {
+        let Some(at) = self.find(seq) else { return };
+        self.list[at].0 |= GONE;
+        self.gone += 1;
+        if self.gone >= 1024 && 2 * self.gone > self.list.len() {
+            self.list.retain(|(s, ..)| s & GONE == 0);
+            self.list.shrink_to(self.list.len().max(self.list.capacity() / 2));
+            self.gone = 0;
+        }
+    }
 }
 
 /// Where a line was read: its number in the log (the header is line 1)
@@ -53,14 +88,21 @@ pub(crate) struct LineAt {
     pub offset: Option<u64>,
 }
 
-/// A visible line kept by where it is, its length and checksum (to read it
-/// again and know it is the same), and its item's floor.
-#[derive(Clone, Copy, Debug)]
+/// A visible line kept by where it is, its length and its checksum (to
+/// read it again and know it is the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LineStub {
-    pub at: LineAt,
+    /// Its byte offset in a plain log, its line number in a zstd log (both
+    /// grow along the log).
+    pub at: u64,
     pub len: usize,
     pub checksum: u64,
-    pub floor: ItemFloor,
+}
+
+impl LineStub {
+    fn new(at: LineAt, line: &[u8]) -> LineStub {
+        LineStub { at: at.offset.unwrap_or(at.line), len: line.len(), checksum: line_checksum(line) }
+    }
 }
 
 impl KeptLines {
@@ -76,12 +118,12 @@ impl KeptLines {
 
     /// Lines kept as [`LineStub`]s: the visible ones, by where they are.
     pub(crate) fn stubs_only() -> Self {
-        KeptLines { visible_only: true, stubs: Some(SeqMap::default()), ..KeptLines::default() }
+        KeptLines { visible_only: true, stubs: Some(Stubs::default()), ..KeptLines::default() }
     }
 
     /// About how many bytes of memory the kept lines hold.
     pub(crate) fn approx_bytes(&self) -> usize {
-        self.stubs.as_ref().map_or(0, |m| m.capacity() * (std::mem::size_of::<(u64, LineStub)>() + 1))
+        self.stubs.as_ref().map_or(0, |m| m.list.capacity() * std::mem::size_of::<(u64, LineStub, ItemFloor)>())
             + self.arena.capacity()
             + self.entries.capacity() * std::mem::size_of::<Entry>()
             + self.index.capacity() * (2 * std::mem::size_of::<usize>() + 1)
@@ -103,7 +145,7 @@ impl KeptLines {
                 Ok(Some(item)) => ItemFloor::of(&item),
                 Err(_) => ItemFloor::fixed(),
             };
-            stubs.insert(seq, LineStub { at, len: line.len(), checksum: line_checksum(line), floor });
+            stubs.push(seq, LineStub::new(at, line), floor);
             return;
         }
         if self.visible_only && !crate::projection::may_project(line) {
@@ -122,7 +164,7 @@ impl KeptLines {
     /// Drops the line of event `seq`, if kept.
     pub(crate) fn remove(&mut self, seq: u64) {
         if let Some(stubs) = &mut self.stubs {
-            stubs.remove(&seq);
+            stubs.remove(seq);
             return;
         }
         let Some(i) = self.index.remove(&seq) else { return };
@@ -155,10 +197,16 @@ impl KeptLines {
     }
 
     /// The stubs of the kept lines in surface order (`order`, whose seqs
-    /// not kept are left out); empty unless only stubs are kept.
-    pub(crate) fn into_stubs(self, order: &[u64]) -> Vec<LineStub> {
-        let Some(stubs) = self.stubs else { return Vec::new() };
-        order.iter().filter_map(|s| stubs.get(s).copied()).collect()
+    /// not kept are left out), and their items' floors; empty unless only
+    /// stubs are kept. Each of the two is allocated at its size once the
+    /// kept ones are freed.
+    pub(crate) fn into_stubs(self, order: &[u64]) -> (Vec<LineStub>, Vec<ItemFloor>) {
+        let Some(stubs) = self.stubs else { return (Vec::new(), Vec::new()) };
+        let mut picked: Vec<usize> = order.iter().filter_map(|&s| stubs.find(s)).collect();
+        picked.shrink_to_fit();
+        let floors: Vec<ItemFloor> = picked.iter().map(|&at| stubs.list[at].2).collect();
+        let lines = picked.iter().map(|&at| stubs.list[at].1).collect();
+        (lines, floors)
     }
 
     /// Builds `prefix` + the lines of `order` joined with `,` + `suffix`.

@@ -159,20 +159,25 @@ impl Fold {
         }
     }
 
-    /// About how many bytes of memory the fold holds: the surface (one
-    /// hash-map node per surface event), the open tool calls, the title,
-    /// the header and the kept lines.
+    /// About how many bytes of memory the fold holds: the surface (a slot
+    /// of 8 bytes per surface event, see [`Surface`]), the open tool calls,
+    /// the title, the header and the kept lines.
     pub(crate) fn approx_bytes(&self) -> usize {
-        /// A seq, its two links and the hash map's slack per surface event.
-        const SURFACE_NODE_BYTES: usize = 96;
         /// The header map (a handful of short keys and values).
         const HEADER_BYTES: usize = 512;
         std::mem::size_of::<Fold>()
-            + self.surface.len() * SURFACE_NODE_BYTES
+            + self.surface.approx_bytes()
             + self.turns.open_call_bytes()
             + self.title.as_ref().map_or(0, String::len)
             + HEADER_BYTES
             + self.lines.approx_bytes()
+    }
+}
+
+impl Fold {
+    /// Frees the slack of what the fold holds (before it is kept).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.surface.shrink_to_fit();
     }
 }
 
@@ -499,26 +504,33 @@ pub(crate) fn lines_again(
 ) -> Result<Option<()>, StoreError> {
     let Some(first) = stubs.first() else { return Ok(Some(())) };
     let io_error = |e: io::Error| io_error(&found.path, e);
-    let start = first.at;
-    let (mut reader, mut line) = match (found.encoding, start.offset) {
-        (Encoding::Raw, Some(offset)) => (LineReader::raw_at(file, offset).map_err(io_error)?, start.line),
-        (Encoding::Raw, None) => (LineReader::raw_at(file, 0).map_err(io_error)?, 1),
-        (Encoding::Zstd, _) => {
+    // Where the reader is, as a stub says where its line is: the byte
+    // offset of a plain log, the number of the next line of a zstd log.
+    let (mut reader, mut line) = match found.encoding {
+        Encoding::Raw => (LineReader::raw_at(file, first.at).map_err(io_error)?, None),
+        Encoding::Zstd => {
             let scratch = ZstdScratch::new().map_err(io_error)?;
-            (LineReader::zstd_with(file, file_bytes, scratch, ZSTD_CHUNK), 1)
+            (LineReader::zstd_with(file, file_bytes, scratch, ZSTD_CHUNK), Some(1u64))
         }
     };
     let mut buf = Vec::new();
+    let next = |reader: &mut LineReader, buf: &mut Vec<u8>, line: &mut Option<u64>| {
+        let read = reader.next_line(buf, MAX_LINE_BYTES).map_err(io_error)?;
+        if let Some(l) = line {
+            *l += 1;
+        }
+        Ok::<bool, StoreError>(matches!(read, LineRead::Line(_)))
+    };
     for stub in stubs {
-        while line < stub.at.line {
-            match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
-                LineRead::Line(_) => line += 1,
-                LineRead::End { .. } => return Ok(None),
+        let here = |reader: &LineReader, line: Option<u64>| line.or_else(|| reader.raw_offset()).unwrap_or(u64::MAX);
+        while here(&reader, line) < stub.at {
+            if !next(&mut reader, &mut buf, &mut line)? {
+                return Ok(None);
             }
         }
-        match reader.next_line(&mut buf, MAX_LINE_BYTES).map_err(io_error)? {
-            LineRead::Line(_) => line += 1,
-            LineRead::End { .. } => return Ok(None),
+        // A plain log's line must begin exactly where the stub says.
+        if here(&reader, line) != stub.at || !next(&mut reader, &mut buf, &mut line)? {
+            return Ok(None);
         }
         if buf.len() != stub.len || line_checksum(&buf) != stub.checksum {
             return Ok(None);
@@ -532,12 +544,14 @@ pub(crate) fn lines_again(
 
 /// A log read for where its visible lines are, not their bytes: the
 /// header, the stats, and a [`LineStub`] of each visible surface line, in
-/// surface order ([`Keep::Stubs`]), with a second handle of the file it
-/// read (to read them again from) and that file's length then.
+/// surface order ([`Keep::Stubs`]), with its item's floor, and a second
+/// handle of the file it read (to read them again from) and that file's
+/// length then.
 pub(crate) struct LoadedStubs {
     pub header_json: Map<String, Value>,
     pub stats: LogStats,
     pub stubs: Vec<LineStub>,
+    pub floors: Vec<ItemFloor>,
     pub again: File,
     pub file_bytes: u64,
 }
@@ -548,8 +562,8 @@ pub(crate) fn load_stubs(found: &Found, id: &str) -> Result<LoadedStubs, StoreEr
     let again = file.try_clone().map_err(|e| io_error(&found.path, e))?;
     let (loaded, _) = read_log(found, id, file, identity.size, None, Keep::Stubs, false)?;
     let Loaded { header_json, stats, lines } = loaded;
-    let stubs = lines.into_stubs(&stats.surface_seqs);
-    Ok(LoadedStubs { header_json, stats, stubs, again, file_bytes: identity.size })
+    let (stubs, floors) = lines.into_stubs(&stats.surface_seqs);
+    Ok(LoadedStubs { header_json, stats, stubs, floors, again, file_bytes: identity.size })
 }
 
 /// A read of a log under a byte budget: the header, the stats, and the
@@ -571,12 +585,12 @@ pub(crate) struct LoadedWithin {
 /// first pass read (same length and checksum): the file changed under the
 /// read, and the caller reads it whole again rather than mix two versions.
 pub(crate) fn load_within(found: &Found, id: &str, budget: u64) -> Result<Option<LoadedWithin>, StoreError> {
-    let LoadedStubs { header_json, stats, stubs, again, file_bytes } = load_stubs(found, id)?;
-    let floors: Vec<ItemFloor> = stubs.iter().map(|s| s.floor).collect();
+    let LoadedStubs { header_json, stats, stubs, floors, again, file_bytes } = load_stubs(found, id)?;
     let (dropped, elided) = certainly_elided(&floors, budget);
+    drop(floors);
     // The stubs read again, in line order (surface order may differ).
     let mut wanted: Vec<usize> = (0..stubs.len()).filter(|&k| !dropped[k]).collect();
-    wanted.sort_by_key(|&k| stubs[k].at.line);
+    wanted.sort_by_key(|&k| stubs[k].at);
     let mut got: Vec<Vec<u8>> = vec![Vec::new(); stubs.len()];
     let picked: Vec<LineStub> = wanted.iter().map(|&k| stubs[k]).collect();
     let mut next = wanted.iter();

@@ -65,7 +65,7 @@
 //! that offset; otherwise, and after a read that failed, the log is read
 //! from the start. The result — title, stats, errors — is always what a
 //! read from the start gives. At most 128 logs' states, about 32 MiB in
-//! all (about 100 bytes per surface event), are kept, least recently used
+//! all (about 8 bytes per surface event), are kept, least recently used
 //! first out. Surface reads always read the whole log; a surface read for
 //! projection ([`DshStore::read_visible_surface_json`], what the
 //! resolver reads) keeps only the lines projection may use.
@@ -651,7 +651,8 @@ impl DshStore {
         let mut empty = surface_prefix(&loaded.header_json, &loaded.stats);
         empty.extend_from_slice(b"]}");
         let header = crate::projection::project_json(&empty).map(drop);
-        Ok(VisibleItems { found, loaded, header })
+        let LoadedStubs { stubs, again, file_bytes, .. } = loaded;
+        Ok(VisibleItems { found, stubs, again, file_bytes, header })
     }
 
     /// Reads a session's whole log and reports what was kept: line and
@@ -767,7 +768,12 @@ const MAX_ZSTD_RUNS: usize = 4;
 /// each pass ([`DshStore::visible_items`]).
 pub struct VisibleItems {
     found: Found,
-    loaded: load::LoadedStubs,
+    /// Where the visible lines are, in surface order (their floors and the
+    /// log's surface seqs are not kept).
+    stubs: Vec<kept::LineStub>,
+    /// A handle of the log read, and its length then.
+    again: std::fs::File,
+    file_bytes: u64,
     /// Whether the snapshot's own fields project.
     header: Result<(), String>,
 }
@@ -777,20 +783,20 @@ impl VisibleItems {
     /// more than [`MAX_ZSTD_RUNS`] runs of lines in log order is read
     /// whole instead.
     fn streams(&self) -> bool {
-        let runs = || self.loaded.stubs.chunk_by(|a, b| a.at.line < b.at.line).count();
+        let runs = || self.stubs.chunk_by(|a, b| a.at < b.at).count();
         self.found.encoding == Encoding::Raw || runs() <= MAX_ZSTD_RUNS
     }
 
     /// Calls `f` with each line of the stubs in surface order, read again
     /// and checked: `None` when one changed or `f` stops.
     fn each_line(&self, mut f: impl FnMut(&[u8]) -> Option<()>) -> Result<Option<()>, StoreError> {
-        let LoadedStubs { stubs, again, file_bytes, .. } = &self.loaded;
+        let (stubs, again, file_bytes) = (&self.stubs, &self.again, &self.file_bytes);
         let reopen = || again.try_clone().map_err(|e| StoreError::new(StoreErrorKind::Io, e.to_string()));
         // Surface order may differ from the log's (an event replaced in
         // place): each run of lines in log order is read from where it
         // starts (a plain log from its first line, a zstd log decompressed
         // again from its start, so at most a few such runs are streamed).
-        for run in stubs.chunk_by(|a, b| a.at.line < b.at.line) {
+        for run in stubs.chunk_by(|a, b| a.at < b.at) {
             if load::lines_again(&self.found, reopen()?, *file_bytes, run, &mut f)?.is_none() {
                 return Ok(None);
             }

@@ -42,8 +42,9 @@
 //! offset are unchanged was only appended to (the writer's contract; DSH
 //! only appends, and rewrites a log by writing a new file and renaming it).
 //!
-//! Memory: a kept fold holds one hash-map node per surface event (about
-//! 100 bytes each, see [`Fold::approx_bytes`](super::load::Fold)), the
+//! Memory: a kept fold holds a slot of 8 bytes per surface event (see
+//! [`Fold::approx_bytes`](super::load::Fold) and
+//! [`Surface`](super::fold::Surface)), the
 //! open tool calls, the title and the header, plus the check bytes; never
 //! the lines. At most [`MAX_ENTRIES`] folds and [`MAX_KEPT_BYTES`] in all
 //! are kept; the least recently used go first, and a fold bigger than the
@@ -173,7 +174,8 @@ pub(crate) fn read_stats(cache: &Mutex<ResumeCache>, found: &Found, id: &str) ->
     let mut cache = lock(cache);
     cache.note(kind);
     let (loaded, point) = read?;
-    if let Some(point) = point {
+    if let Some(mut point) = point {
+        point.fold.shrink_to_fit();
         let cost = point.fold.approx_bytes() + point.before.len() + std::mem::size_of::<Entry>();
         cache.keep(found.path.clone(), Entry { id: id.to_owned(), identity, point, cost, used: 0 });
     }
