@@ -295,8 +295,12 @@ pub(crate) struct PlacedItems<W> {
 }
 
 impl<W: LineText> PlacedItems<W> {
-    /// The items `said` of a first pass, their texts at `places` in `file`.
-    pub(crate) fn new(said: Vec<Said>, places: Places<W>, file: File) -> Self {
+    /// The items `said` of a first pass, their texts at `places` in `file`
+    /// (held for as long as the items are read: without the slack their
+    /// vectors grew with).
+    pub(crate) fn new(mut said: Vec<Said>, mut places: Places<W>, file: File) -> Self {
+        said.shrink_to_fit();
+        places.texts.shrink_to_fit();
         PlacedItems { said, places, file }
     }
 
