@@ -643,3 +643,34 @@ fn a_codex_read_within_the_budget_prepares_as_the_whole_one() {
         "{compared} compared, {elided} elided, {streamed} items"
     );
 }
+
+/// The Claude Code chain held as fixed-size records (issue 28 item 4,
+/// mem32): a transcript of many short lines is read for its title, its
+/// `prepare` and its first indexing in a few dozen bytes a line (uuids
+/// interned once as 16 bytes, parents and cwds as numbers, timestamps as
+/// integers, the items without a second copy for their timestamps), where
+/// each read held about 250-300 bytes a line before.
+#[test]
+fn the_claude_code_chain_is_held_in_records() {
+    let _one = one_at_a_time();
+    let stem = "0000aaaa-0000-4000-8000-0000000000d1";
+    let rounds = 60_000;
+    let lines = 2 * rounds;
+    let root = claude_root(stem, rounds, 10, 10);
+    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+    BlockingSessionQuery::list_sessions(&source).unwrap();
+    let id = format!("claude-code:{stem}");
+    let (title, title_peak) = peak_of(|| BlockingSessionQuery::read_title(&source, &id).unwrap());
+    assert!(title.is_some());
+    let resolver = Resolver::new(Arc::new(Blocking::new(source.clone())), Config::default());
+    let (prompt, prepare_peak) = prompt_peak_of(resolver, &id);
+    assert!(prompt.contains(&format!("answer {}: ", lines - 1)), "the newest answer is kept");
+    let streamed = Resolver::new(Arc::new(Blocking::new(source)), Config::default());
+    let (index_peak, index) = first_indexing_peak(streamed);
+    eprintln!(
+        "{lines} lines: title read {title_peak} ({} a line), prepare {prepare_peak} ({} a line), \
+         first indexing {index_peak} (index {index})",
+        title_peak / lines,
+        prepare_peak / lines
+    );
+}

@@ -228,11 +228,6 @@ pub(super) struct Stamp(u64);
 const NO_STAMP: u64 = u64::MAX;
 const RAW: u64 = 1 << 63;
 
-impl Stamp {
-    /// No timestamp (or one not kept).
-    pub(super) const NONE: Stamp = Stamp(NO_STAMP);
-}
-
 /// The timestamps of a read that are not canonical, held as strings.
 #[derive(Default)]
 pub(super) struct Stamps {

@@ -187,20 +187,35 @@ impl LineText for Extract {
     }
 }
 
-#[derive(Clone, Debug)]
+/// What a chain line says; its text and what a boundary preserved are
+/// numbers in the read's lists ([`NONE`]: none), so a node is a fixed-size
+/// record.
+#[derive(Clone, Copy, Debug)]
 enum Kind {
     /// A user line: its typed text, or for a compaction summary (`summary`)
-    /// its full text (`None` when nothing is left).
-    User { text: Option<Txt>, summary: bool },
+    /// its full text (none when nothing is left).
+    User { text: u32, summary: bool },
     /// An assistant line's text blocks, joined, and its `message.id`
     /// (interned).
-    Assistant { text: Option<Txt>, msg_id: Option<u32> },
+    Assistant { text: u32, msg_id: u32 },
     /// A compact boundary and what it preserved.
-    Boundary { preserved: Option<Box<Kept>> },
+    Boundary { preserved: u32 },
     /// A queued prompt attachment (a steering prompt).
-    Queued { text: Txt },
+    Queued { text: u32 },
     /// Any other chain line (system notes, progress, attachments).
     Other,
+}
+
+/// `t` kept in `list`, by its number there ([`NONE`]: no `t`). The lists
+/// hold at most one entry a node, and nodes are numbered by `u32`.
+fn put<T>(list: &mut Vec<T>, t: Option<T>) -> u32 {
+    match t {
+        Some(t) => {
+            list.push(t);
+            (list.len() - 1) as u32
+        }
+        None => NONE,
+    }
 }
 
 /// What a compact boundary preserved: an anchor and either the uuids
@@ -213,14 +228,13 @@ struct Kept {
 }
 
 /// One chain line: its uuid and parent (numbers of [`Names`]), and what
-/// it says. Fixed size but for its text: strings are held once elsewhere.
-#[derive(Clone, Debug)]
+/// it says: a fixed-size record (strings are held once elsewhere; its
+/// timestamp, kept only by a read of the texts, in a list beside).
+#[derive(Clone, Copy, Debug)]
 struct Node {
     uuid: u32,
     /// [`NONE`]: no parent.
     parent: u32,
-    /// Kept only by a read of the texts (steering prompts are placed by it).
-    timestamp: Stamp,
     /// Its number in the read's cwds ([`NONE`]: none).
     cwd: u32,
     sidechain: bool,
@@ -443,6 +457,11 @@ fn first_pass(
     let mut names = Names::default();
     let mut msg_ids = Interner::default();
     let mut stamps = Stamps::default();
+    // Each node's timestamp (a read of the texts only: steering prompts
+    // are placed by them), its text, what its boundary preserved.
+    let mut node_stamps: Vec<Stamp> = Vec::new();
+    let mut txts: Vec<Txt> = Vec::new();
+    let mut kepts: Vec<Kept> = Vec::new();
     let mut texts: Places<Extract> = Places::default();
     let (mut custom, mut ai) = (None::<String>, None::<String>);
     let mut summaries: HashMap<String, String> = HashMap::new();
@@ -545,23 +564,23 @@ fn first_pass(
                         if first_prompt_title.is_none() && !line.sidechain.0 && !line.compact_summary.0 {
                             first_prompt_title = typed(&message.content).and_then(|t| title_from_text(&t));
                         }
-                        Kind::User { text: None, summary: false }
+                        Kind::User { text: NONE, summary: false }
                     }
                     "user" if line.compact_summary.0 => {
-                        Kind::User { text: text(message, Extract::Summary), summary: true }
+                        Kind::User { text: put(&mut txts, text(message, Extract::Summary)), summary: true }
                     }
-                    "user" => Kind::User { text: text(message, Extract::Typed), summary: false },
+                    "user" => Kind::User { text: put(&mut txts, text(message, Extract::Typed)), summary: false },
                     "assistant" if line.api_error.0 || message.model.get() == Some("<synthetic>") => Kind::Other,
-                    "assistant" if keep == Keep::Nothing => Kind::Assistant { text: None, msg_id: None },
+                    "assistant" if keep == Keep::Nothing => Kind::Assistant { text: NONE, msg_id: NONE },
                     "assistant" => Kind::Assistant {
-                        text: text(message, Extract::Answer),
+                        text: put(&mut txts, text(message, Extract::Answer)),
                         msg_id: match message.id.get().map(|id| msg_ids.intern(id)) {
                             Some(None) => return false,
-                            id => id.flatten(),
+                            id => id.flatten().unwrap_or(NONE),
                         },
                     },
                     "system" if line.subtype.get() == Some("compact_boundary") => {
-                        Kind::Boundary { preserved: kept(line.compact.as_ref()).map(Box::new) }
+                        Kind::Boundary { preserved: put(&mut kepts, kept(line.compact.as_ref())) }
                     }
                     "attachment" => match &line.attachment {
                         Some(a)
@@ -573,7 +592,7 @@ fn first_pass(
                                 Keep::Nothing => typed(&a.prompt).map(|_| Txt::default()),
                                 _ => text(message, Extract::Queued),
                             }
-                            .map_or(Kind::Other, |text| Kind::Queued { text })
+                            .map_or(Kind::Other, |text| Kind::Queued { text: put(&mut txts, Some(text)) })
                         }
                         _ => Kind::Other,
                     },
@@ -591,21 +610,23 @@ fn first_pass(
                         (cwds.len() - 1) as u32
                     }
                 };
-                let timestamp = match keep {
-                    Keep::Nothing => Stamp::NONE,
-                    _ => stamps.stamp(line.timestamp.get()),
-                };
-                nodes.push(Node { uuid, parent, timestamp, cwd, sidechain: line.sidechain.0, kind: node_kind });
+                if keep != Keep::Nothing {
+                    node_stamps.push(stamps.stamp(line.timestamp.get()));
+                }
+                nodes.push(Node { uuid, parent, cwd, sidechain: line.sidechain.0, kind: node_kind });
             }
             _ => {}
         }
         true
     })?;
-    let path = current_path(&nodes, &names);
+    let path = current_path(&nodes, &names, &kepts);
     // Before `classify` moves the texts out of the nodes.
     let first_prompt_text = match keep {
-        Keep::Texts => nodes.iter().find_map(|n| match &n.kind {
-            Kind::User { text: Some(Txt::Held(t)), summary: false } if !n.sidechain => title_from_text(t),
+        Keep::Texts => nodes.iter().find_map(|n| match n.kind {
+            Kind::User { text, summary: false } if !n.sidechain && text != NONE => match &txts[text as usize] {
+                Txt::Held(t) => title_from_text(t),
+                _ => None,
+            },
             _ => None,
         }),
         _ => None,
@@ -638,12 +659,15 @@ fn first_pass(
     let cwd = path.iter().rev().find_map(|&i| cwds.get(nodes[i].cwd as usize).map(|c| c.to_string())).or(first_cwd);
     let responses = msg_ids.len();
     // The names are not needed to classify: not held while it runs.
-    drop((names, msg_ids, summaries, cwds));
+    drop((names, msg_ids, summaries, cwds, kepts));
     let said = match keep {
         Keep::Nothing => Vec::new(),
-        _ => classify(&mut nodes, &path, steering, &stamps, responses),
+        _ => {
+            let stamped = Stamped { of_node: &node_stamps, stamps: &stamps };
+            classify(&nodes, &mut txts, &path, steering, stamped, responses)
+        }
     };
-    drop(nodes);
+    drop((nodes, txts, node_stamps));
     let transcript = Transcript { items: Vec::new(), title, cwd, created_at, stats };
     Ok((First { transcript, said, texts }, parts))
 }
@@ -690,7 +714,7 @@ fn segment_names(head: &str, tail: &str, nodes: &[Node], names: &Names) -> Vec<u
 /// back along `parentUuid` (stopping at a root, a dangling parent or a
 /// cycle), in conversation order, with the preserved messages of its
 /// compact boundary spliced in after the boundary's anchor.
-fn current_path(nodes: &[Node], names: &Names) -> Vec<usize> {
+fn current_path(nodes: &[Node], names: &Names, kepts: &[Kept]) -> Vec<usize> {
     let leaf = nodes.iter().rposition(|n| {
         !n.sidechain && matches!(n.kind, Kind::User { .. } | Kind::Assistant { .. } | Kind::Queued { .. })
     });
@@ -707,7 +731,12 @@ fn current_path(nodes: &[Node], names: &Names) -> Vec<usize> {
     }
     drop(seen);
     path.reverse();
-    let Some(Kind::Boundary { preserved: Some(k) }) = path.first().map(|&i| &nodes[i].kind) else { return path };
+    let Some(k) = path.first().and_then(|&i| match nodes[i].kind {
+        Kind::Boundary { preserved } => kepts.get(preserved as usize),
+        _ => None,
+    }) else {
+        return path;
+    };
     let anchor = names.get(&k.anchor);
     let Some(a) = path.iter().position(|&i| Some(nodes[i].uuid) == anchor) else { return path };
     let preserved: Vec<usize> = match &k.segment {
@@ -726,15 +755,32 @@ fn current_path(nodes: &[Node], names: &Names) -> Vec<usize> {
     spliced
 }
 
+/// The timestamps of a read's nodes.
+#[derive(Clone, Copy)]
+struct Stamped<'a> {
+    /// Each node's.
+    of_node: &'a [Stamp],
+    /// What the non-canonical ones are.
+    stamps: &'a Stamps,
+}
+
+impl Stamped<'_> {
+    fn of(&self, node: usize) -> Option<Ts<'_>> {
+        self.of_node.get(node).and_then(|&s| self.stamps.get(s))
+    }
+}
+
 /// The items of the path, with same-`message.id` assistant texts joined
-/// and steering prompts put where they were typed. Texts are moved out of
-/// the nodes, not copied (a text named twice by the path is copied for all
-/// but its last use), so a conversation's texts are held once.
+/// and steering prompts put where they were typed. Texts (`txts`, by the
+/// numbers the nodes hold) are moved out, not copied (a text named twice
+/// by the path is copied for all but its last use), so a conversation's
+/// texts are held once.
 fn classify(
-    nodes: &mut [Node],
+    nodes: &[Node],
+    txts: &mut [Txt],
     path: &[usize],
     steering: Vec<(String, Txt)>,
-    stamps: &Stamps,
+    stamped: Stamped<'_>,
     responses: usize,
 ) -> Vec<Said> {
     // The lines of each API response (`responses`: how many message ids),
@@ -744,8 +790,11 @@ fn classify(
     let (mut first, mut last) = (vec![NONE; responses], vec![NONE; responses]);
     let mut next = vec![NONE; nodes.len()];
     for (i, n) in nodes.iter().enumerate().filter(|(_, n)| !n.sidechain) {
-        if let Kind::Assistant { text: Some(_), msg_id: Some(id) } = &n.kind {
-            let id = *id as usize;
+        if let Kind::Assistant { text, msg_id } = n.kind {
+            if text == NONE || msg_id == NONE {
+                continue;
+            }
+            let id = msg_id as usize;
             match last[id] {
                 NONE => first[id] = i as u32,
                 l => next[l as usize] = i as u32,
@@ -762,7 +811,7 @@ fn classify(
     }
     // Each item's node, for its timestamp: only when steering prompts are
     // to be placed among them.
-    let stamped = !steering.is_empty();
+    let placing = !steering.is_empty();
     let mut items: Vec<Said> = Vec::new();
     let mut item_nodes: Vec<u32> = Vec::new();
     let mut done_msgs = vec![false; responses];
@@ -775,30 +824,38 @@ fn classify(
             continue;
         }
         let after_boundary = std::mem::replace(&mut prev_boundary, matches!(nodes[i].kind, Kind::Boundary { .. }));
-        let take = |s: &mut Txt| if last_use { std::mem::take(s) } else { s.clone() };
-        let said = match &mut nodes[i].kind {
-            Kind::User { text: Some(s), summary: true } => Said::checkpoint(take(s)),
+        let mut take = |t: u32| {
+            let s = &mut txts[t as usize];
+            if last_use {
+                std::mem::take(s)
+            } else {
+                s.clone()
+            }
+        };
+        let said = match nodes[i].kind {
+            Kind::User { text, summary: true } if text != NONE => Said::checkpoint(take(text)),
             Kind::User { text, .. } if after_boundary => {
                 // The boundary's first child is the summary, flagged or not.
-                let text = text.as_mut().map_or_else(|| Txt::Held(MISSING_SUMMARY.to_owned()), take);
+                let text = if text == NONE { Txt::Held(MISSING_SUMMARY.to_owned()) } else { take(text) };
                 Said::checkpoint(text)
             }
-            Kind::User { text: Some(t), summary: false } => Said::new(Role::User, take(t)),
+            Kind::User { text, summary: false } if text != NONE => Said::new(Role::User, take(text)),
             Kind::Queued { text } => {
+                let text = take(text);
                 queued.insert(text.clone());
-                Said::new(Role::User, take(text))
+                Said::new(Role::User, text)
             }
             Kind::Assistant { text, msg_id } => {
-                let joined = match *msg_id {
-                    Some(id) if done_msgs[id as usize] => continue,
-                    Some(id) => {
+                let joined = match msg_id {
+                    NONE => (text != NONE).then(|| take(text)),
+                    id if done_msgs[id as usize] => continue,
+                    id => {
                         done_msgs[id as usize] = true;
                         // Every text of the response is used here only:
                         // each distinct text once, in file order.
-                        let members = response_members(nodes, &next, first[id as usize]);
-                        (!members.is_empty()).then(|| join_texts(nodes, &members))
+                        let members = response_members(nodes, txts, &next, first[id as usize]);
+                        (!members.is_empty()).then(|| join_texts(nodes, txts, &members))
                     }
-                    None => text.as_mut().map(take),
                 };
                 match joined {
                     Some(t) => Said::new(Role::Assistant, t),
@@ -808,17 +865,17 @@ fn classify(
             _ => continue,
         };
         items.push(said);
-        if stamped {
+        if placing {
             item_nodes.push(i as u32);
         }
     }
     drop((first, next, uses, done_msgs));
-    if !stamped {
+    if !placing {
         return items;
     }
     // Steering prompts outside the tree: after the last item typed before
     // them; none before the current view starts.
-    let first_ts = path.iter().find_map(|&i| stamps.get(nodes[i].timestamp));
+    let first_ts = path.iter().find_map(|&i| stamped.of(i));
     let typed_users: HashSet<&Txt> = items.iter().filter(|it| it.role == Role::User).map(|it| &it.text).collect();
     let mut steering: Vec<(String, Txt)> = steering
         .into_iter()
@@ -828,19 +885,19 @@ fn classify(
     drop(typed_users);
     let mut steering: Vec<(Ts<'_>, Txt)> =
         steering.iter_mut().map(|(ts, text)| (Ts::of(ts), std::mem::take(text))).collect();
-    let stamp = |k: usize| stamps.get(nodes[item_nodes[k] as usize].timestamp);
+    let stamp = |k: usize| stamped.of(item_nodes[k] as usize);
     place_steering(items, stamp, &mut steering, |text| Said::new(Role::User, text))
 }
 
 /// The nodes of one response from its first (`at`), through `next`, each
 /// with a text not met before in it.
-fn response_members(nodes: &[Node], next: &[u32], mut at: u32) -> Vec<usize> {
+fn response_members(nodes: &[Node], txts: &[Txt], next: &[u32], mut at: u32) -> Vec<usize> {
     let mut seen: HashSet<&Txt> = HashSet::new();
     let mut members = Vec::new();
     while at != NONE {
         let j = at as usize;
-        if let Kind::Assistant { text: Some(t), .. } = &nodes[j].kind {
-            if seen.insert(t) {
+        if let Kind::Assistant { text, .. } = nodes[j].kind {
+            if text != NONE && seen.insert(&txts[text as usize]) {
                 members.push(j);
             }
         }
@@ -850,11 +907,11 @@ fn response_members(nodes: &[Node], next: &[u32], mut at: u32) -> Vec<usize> {
 }
 
 /// The texts of the assistant nodes `members` (one API response), joined
-/// with newlines, moved out of the nodes (texts not held: the list of
-/// them, joined when read).
-fn join_texts(nodes: &mut [Node], members: &[usize]) -> Txt {
-    let mut texts = members.iter().map(|&j| match &mut nodes[j].kind {
-        Kind::Assistant { text: Some(t), .. } => std::mem::take(t),
+/// with newlines, moved out of `txts` (texts not held: the list of them,
+/// joined when read).
+fn join_texts(nodes: &[Node], txts: &mut [Txt], members: &[usize]) -> Txt {
+    let mut texts = members.iter().map(|&j| match nodes[j].kind {
+        Kind::Assistant { text, .. } if text != NONE => std::mem::take(&mut txts[text as usize]),
         _ => Txt::default(),
     });
     if members.len() == 1 {
