@@ -434,7 +434,7 @@ pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, El
 pub fn read_items(file: File) -> io::Result<impl StreamedItems> {
     let again = file.try_clone()?;
     let (First { said, texts, .. }, _) = first_pass(file, || None, Keep::Places)?;
-    Ok(PlacedItems::new(said, texts, again))
+    PlacedItems::new(said, texts, again)
 }
 
 /// What the first pass of a read gives: the transcript without its items,
