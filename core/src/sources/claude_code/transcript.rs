@@ -950,7 +950,7 @@ fn place_steering<K: Ord + Copy, T, S: Default>(
         from_on[k] = min;
     }
     let before = |ts: &K| from_on.partition_point(|m| m.is_some_and(|m| m <= *ts));
-    steering.sort_by(|a, b| a.0.cmp(&b.0));
+    steering.sort_by_key(|a| a.0);
     let mut out = Vec::with_capacity(items.len() + steering.len());
     let mut prompts = steering.iter_mut().peekable();
     let take = |(_, text): &mut (K, S)| prompt(std::mem::take(text));
