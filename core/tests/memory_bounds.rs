@@ -118,24 +118,6 @@ fn claude_code_title_read() {
     assert_eq!(conversation.items.len(), 2_400);
 }
 
-/// A title read of a transcript of many short lines holds its chain in
-/// about 200 bytes a line: each uuid once, nodes referring to it by
-/// number (each node held its uuid, its parent's, a third copy as the
-/// index's key, its timestamp and its cwd: about 450 bytes a line, which a
-/// 1 GB transcript of 205k lines took 104 MB for).
-fn claude_code_title_read_of_many_lines() {
-    let stem = "0000aaaa-0000-4000-8000-000000000003";
-    let rounds = 60_000;
-    let root = claude_root(stem, rounds, 10, 10);
-    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
-    BlockingSessionQuery::list_sessions(&source).unwrap();
-    let id = format!("claude-code:{stem}");
-    let (title, peak) = peak_of(|| BlockingSessionQuery::read_title(&source, &id).unwrap());
-    assert!(title.is_some());
-    let lines = 2 * rounds;
-    assert!(peak < lines * 300, "a title read of {lines} lines peaked at {peak} bytes");
-}
-
 /// A title read of a 24 MB Codex rollout keeps the title's text only,
 /// without replaying the history.
 fn codex_title_read() {
@@ -351,7 +333,6 @@ fn the_visible_surface_projects_as_the_whole_one() {
 fn memory_follows_what_is_kept_not_the_log() {
     let _one = one_at_a_time();
     claude_code_title_read();
-    claude_code_title_read_of_many_lines();
     codex_title_read();
     dsh_prepare_of_tool_output();
     dsh_prepare_of_conversation();
@@ -629,7 +610,6 @@ fn a_claude_code_read_within_the_budget_prepares_as_the_whole_one() {
 #[test]
 fn a_codex_read_within_the_budget_prepares_as_the_whole_one() {
     use dsh_session_reference::sources::codex::CodexSource;
-    use dsh_session_reference::SurfaceItems;
     let _one = one_at_a_time();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
     let rich = codex_rich_root("0199aaaa-0000-7000-8000-000000000005", 90, 700);
@@ -643,32 +623,201 @@ fn a_codex_read_within_the_budget_prepares_as_the_whole_one() {
             let id = &session.header.id;
             let (c, e) = prepares_alike_under_every_budget(&source, id, root);
             (compared, elided) = (compared + c, elided + e);
-            let whole = source.conversation(id).unwrap();
-            let want: Vec<_> = whole
-                .projection()
-                .items
-                .iter()
-                .map(|i| (i.role, i.text.decode().unwrap().into_owned(), i.checkpoint))
-                .collect();
-            let Ok(SurfaceItems::Streamed(mut items)) = BlockingSessionQuery::read_surface_items(&source, id) else {
-                panic!("{id}: not streamed");
-            };
-            for _pass in 0..2 {
-                let mut got = Vec::new();
-                let flow = items
-                    .each_item(&mut |i| {
-                        got.push((i.role, i.text.decode().unwrap().into_owned(), i.checkpoint));
-                        std::ops::ControlFlow::Continue(())
-                    })
-                    .unwrap();
-                assert!(flow.is_continue());
-                assert_eq!(got, want, "{id}");
-            }
-            streamed += want.len();
+            streamed += streams_as_projected(&source, id, &source.conversation(id).unwrap(), 2);
         }
     }
     assert!(
         compared >= 100 && elided >= 10 && streamed >= 100,
         "{compared} compared, {elided} elided, {streamed} items"
     );
+}
+
+/// The Claude Code chain held as fixed-size records (issue 28 item 4,
+/// mem32; it replaces a title read of 120k lines under 300 bytes a line):
+/// a transcript of many short lines is read for its title, its `prepare`
+/// and its first indexing in 80-180 bytes a line (uuids
+/// interned once as 16 bytes, parents and cwds as numbers, timestamps as
+/// integers, the items without a second copy for their timestamps), where
+/// each read held about 260-370 bytes a line before.
+#[test]
+fn the_claude_code_chain_is_held_in_records() {
+    let _one = one_at_a_time();
+    let stem = "0000aaaa-0000-4000-8000-0000000000d1";
+    // 60k lines: the vectors of a line each (2^16 long) are nearly full.
+    let rounds = 30_000;
+    let lines = 2 * rounds;
+    let root = claude_root(stem, rounds, 10, 10);
+    let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+    BlockingSessionQuery::list_sessions(&source).unwrap();
+    let id = format!("claude-code:{stem}");
+    let (title, title_peak) = peak_of(|| BlockingSessionQuery::read_title(&source, &id).unwrap());
+    assert!(title.is_some());
+    let resolver = Resolver::new(Arc::new(Blocking::new(source.clone())), Config::default());
+    let (prompt, prepare_peak) = prompt_peak_of(resolver, &id);
+    assert!(prompt.contains(&format!("answer {}: ", lines - 1)), "the newest answer is kept");
+    let streamed = Resolver::new(Arc::new(Blocking::new(source)), Config::default());
+    let (index_peak, index) = first_indexing_peak(streamed);
+    eprintln!(
+        "{lines} lines: title read {title_peak} ({} a line), prepare {prepare_peak} ({} a line), \
+         first indexing {index_peak} (index {index})",
+        title_peak / lines,
+        prepare_peak / lines
+    );
+    // Main before the records (120k lines): 259 and 366 bytes a line, and
+    // 44 MB for an index of 0.66 MB; with them 80, 176 and 23 MB.
+    assert!(title_peak < lines * 110, "a title read of {lines} lines peaked at {title_peak} bytes");
+    assert!(prepare_peak < lines * 220, "prepare of {lines} lines peaked at {prepare_peak} bytes");
+    let bound = 2 * index + lines * 240;
+    assert!(index_peak < bound, "the first indexing of {lines} lines peaked at {index_peak} bytes (index {index})");
+}
+
+/// The chain's records read a transcript as it is written, where what the
+/// strings were is what tells the lines apart: a parent named by a uuid in
+/// upper case (a name of its own, not the lower-case one), a uuid that is
+/// not a uuid, a parent written after its child, a re-appended line (the
+/// first wins), a sidechain, a response over two lines, timestamps that
+/// are not canonical (no milliseconds, an offset) among canonical ones with
+/// steering prompts placed by them, a compaction preserving a message
+/// named in upper case. The whole read, the read within the budget and the
+/// streamed items agree.
+#[test]
+fn a_claude_code_chain_of_edge_cases_reads_as_written() {
+    let _one = one_at_a_time();
+    let stem = "0000aaaa-0000-4000-8000-0000000000e1";
+    let uuid = |n: u32| format!("00000000-0000-4000-8000-{n:012x}");
+    let upper = |n: u32| format!("00000000-0000-4000-8000-{n:012X}");
+    let line = |kind: &str, id: &str, parent: Option<&str>, ts: &str, extra: Value| {
+        let mut l = json!({"type": kind, "uuid": id, "parentUuid": parent, "isSidechain": false,
+            "timestamp": ts, "cwd": "/w", "version": "2.1.5"});
+        for (k, v) in extra.as_object().unwrap() {
+            l[k] = v.clone();
+        }
+        l
+    };
+    let user = |text: &str| json!({"message": {"role": "user", "content": text}});
+    let said = |id: &str, text: &str| {
+        json!({"message": {"id": id, "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": text}]}})
+    };
+    let steer = |op: &str, ts: &str, text: &str| json!({"type": "queue-operation", "operation": op, "timestamp": ts, "content": text});
+    let (a1, a1_upper) = (uuid(0xa1), upper(0xa1));
+    let lines = vec![
+        line("user", &uuid(1), None, "2026-01-01T00:00:01Z", user("first question")),
+        // Lower and upper case: two lines, the second the parent of what follows.
+        line("assistant", &a1, Some(&uuid(1)), "2026-01-01T00:00:01.500Z", said("m0", "an answer left behind")),
+        line("assistant", &a1_upper, Some(&uuid(1)), "2026-01-01T00:00:02.000Z", said("m1", "first answer")),
+        line("user", "u-two", Some(&a1_upper), "2026-01-01T00:00:03.000Z", user("second question")),
+        steer("enqueue", "2026-01-01T00:00:03.500Z", "steer one"),
+        steer("remove", "2026-01-01T00:00:03.600Z", "steer one"),
+        line(
+            "assistant",
+            &uuid(0xb),
+            Some("u-two"),
+            "2026-01-01T00:00:04+00:00",
+            said("m2", "second answer, part one"),
+        ),
+        // Re-appended with another text: the first copy wins.
+        line("assistant", &uuid(0xb), Some("u-two"), "2026-01-01T00:00:04+00:00", said("m2", "a copy")),
+        steer("enqueue", "2026-01-01T00:00:04.5Z", "steer two"),
+        steer("remove", "2026-01-01T00:00:04.5Z", "steer two"),
+        line(
+            "assistant",
+            &uuid(0xc),
+            Some(&uuid(0xb)),
+            "2026-01-01T00:00:05.000Z",
+            said("m2", "second answer, part two"),
+        ),
+        line("user", &uuid(0x10), Some(&uuid(0xc)), "2026-01-01T00:00:05.500Z", {
+            let mut side = user("a side question");
+            side["isSidechain"] = json!(true);
+            side
+        }),
+        // The child before its parent.
+        line("user", &uuid(0xe), Some(&uuid(0xd)), "2026-01-01T00:00:07.000Z", user("third question")),
+        line("assistant", &uuid(0xd), Some(&uuid(0xc)), "2026-01-01T00:00:06.000Z", said("m3", "bridge answer")),
+        line("assistant", &uuid(0xf), Some(&uuid(0xe)), "2026-01-01T00:00:08.000Z", said("m4", "final answer")),
+    ];
+    let want = [
+        "user: first question",
+        "assistant: first answer",
+        "user: second question",
+        "user: steer one",
+        "assistant: second answer, part one\nsecond answer, part two",
+        "user: steer two",
+        "assistant: bridge answer",
+        "user: third question",
+        "assistant: final answer",
+    ];
+    // The same chain compacted: the boundary preserves the upper-case
+    // message (named twice: kept once) and the sidechain's (not kept) after
+    // its anchor, the summary.
+    let mut compacted = lines.clone();
+    compacted.push(line(
+        "system",
+        &uuid(0x20),
+        None,
+        "2026-01-01T00:00:09.000Z",
+        json!({"subtype": "compact_boundary", "compactMetadata": {"preservedMessages":
+            {"anchorUuid": uuid(0x21), "uuids": [a1_upper, a1_upper, uuid(0x10)]}}}),
+    ));
+    compacted.push(line("user", &uuid(0x21), Some(&uuid(0x20)), "2026-01-01T00:00:10.000Z", {
+        let mut summary = user("the summary");
+        summary["isCompactSummary"] = json!(true);
+        summary
+    }));
+    compacted.push(line("user", &uuid(0x22), Some(&uuid(0x21)), "2026-01-01T00:00:11.000Z", user("after")));
+    let want_compacted = ["checkpoint user: the summary", "assistant: first answer", "user: after"];
+    for (lines, want) in [(lines, &want[..]), (compacted, &want_compacted[..])] {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("-w")).unwrap();
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(root.path().join(format!("-w/{stem}.jsonl")), text).unwrap();
+        let source = ClaudeCodeSource::open(root.path()).unwrap().with_watching(false);
+        let id = format!("claude-code:{stem}");
+        let whole = source.conversation(&id).unwrap();
+        let got: Vec<String> = whole
+            .items
+            .iter()
+            .map(|i| {
+                format!("{}{:?}: {}", if i.checkpoint { "checkpoint " } else { "" }, i.role, i.text).to_lowercase()
+            })
+            .collect();
+        assert_eq!(got, want, "the whole read");
+        let (compared, _) = prepares_alike_under_every_budget(&source, &id, root.path());
+        assert!(compared > 0);
+        streams_as_projected(&source, &id, &whole, 1);
+    }
+}
+
+/// Asserts that the items `source` streams for `id` one at a time (the
+/// search index's read), in each of `passes` passes, are the projected
+/// items of its whole read `whole`; gives how many there are.
+fn streams_as_projected<S: BlockingSessionQuery>(
+    source: &S,
+    id: &str,
+    whole: &dsh_session_reference::Conversation,
+    passes: usize,
+) -> usize {
+    use dsh_session_reference::SurfaceItems;
+    let want: Vec<_> = whole
+        .projection()
+        .items
+        .iter()
+        .map(|i| (i.role, i.text.decode().unwrap().into_owned(), i.checkpoint))
+        .collect();
+    let Ok(SurfaceItems::Streamed(mut items)) = BlockingSessionQuery::read_surface_items(source, id) else {
+        panic!("{id}: not streamed");
+    };
+    for _pass in 0..passes {
+        let mut got = Vec::new();
+        let flow = items
+            .each_item(&mut |i| {
+                got.push((i.role, i.text.decode().unwrap().into_owned(), i.checkpoint));
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert!(flow.is_continue());
+        assert_eq!(got, want, "{id}");
+    }
+    want.len()
 }

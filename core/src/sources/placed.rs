@@ -166,21 +166,14 @@ impl<W: LineText> Places<W> {
         match t {
             Txt::Held(s) => s.len() as u64,
             Txt::At { id, .. } => u64::from(self.texts[*id].bytes),
-            Txt::Joined(ids) => {
-                ids.iter().map(|&id| u64::from(self.texts[id].bytes)).sum::<u64>() + ids.len().saturating_sub(1) as u64
-            }
+            Txt::Joined(ids) => self.joined_bytes(ids.iter().copied()),
         }
     }
 
-    /// At most the serialized length of a text (`retention::text_floor`; a
-    /// joined text: 0, as its parts joined might hold a credential none
-    /// holds).
-    fn floor(&self, t: &Txt) -> u64 {
-        match t {
-            Txt::Held(s) => text_floor(s),
-            Txt::At { id, .. } => u64::from(self.texts[*id].floor),
-            Txt::Joined(_) => 0,
-        }
+    /// UTF-8 bytes of the texts `ids` joined with `"\n"`.
+    fn joined_bytes(&self, ids: impl ExactSizeIterator<Item = usize>) -> u64 {
+        let n = ids.len();
+        ids.map(|id| u64::from(self.texts[id].bytes)).sum::<u64>() + n.saturating_sub(1) as u64
     }
 
     /// The text `id` read again from `file` into `buf`: `None` when its
@@ -228,12 +221,104 @@ impl Said {
     }
 }
 
-/// The text `t` with the texts it keeps by where they are given by `part`.
-fn resolved<'p>(t: Txt, part: &dyn Fn(usize) -> &'p str) -> String {
-    match t {
-        Txt::Held(s) => s,
-        Txt::At { id, .. } => part(id).to_owned(),
-        Txt::Joined(ids) => ids.iter().map(|&id| part(id)).collect::<Vec<_>>().join("\n"),
+/// How an item's text is kept in [`Slots`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// `held[text]`.
+    Held,
+    /// The text `text` of the [`Places`].
+    At,
+    /// The texts of the places `parts[ends[text - 1]..ends[text]]`, joined
+    /// with `"\n"`.
+    Joined,
+}
+
+/// One item as the later passes keep it (8 bytes).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    text: u32,
+    role: Role,
+    checkpoint: bool,
+    form: Form,
+}
+
+/// The items of a first pass as the passes after it keep them: a fixed
+/// record an item (its role and where its text is), where each [`Said`]
+/// took 40 bytes with its hash; the texts it holds and the lists of joined
+/// texts each in one list.
+struct Slots {
+    items: Vec<Slot>,
+    held: Vec<String>,
+    parts: Vec<u32>,
+    ends: Vec<u32>,
+}
+
+/// A number that fits 32 bits, else an error (over 4 billion texts).
+fn num(n: usize) -> io::Result<u32> {
+    u32::try_from(n).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "more than 4 billion texts in one log"))
+}
+
+impl Slots {
+    fn new(said: Vec<Said>) -> io::Result<Slots> {
+        let mut slots =
+            Slots { items: Vec::with_capacity(said.len()), held: Vec::new(), parts: Vec::new(), ends: Vec::new() };
+        for s in said {
+            let (form, text) = match s.text {
+                Txt::Held(t) => {
+                    slots.held.push(t);
+                    (Form::Held, num(slots.held.len() - 1)?)
+                }
+                Txt::At { id, .. } => (Form::At, num(id)?),
+                Txt::Joined(ids) => {
+                    for id in ids {
+                        slots.parts.push(num(id)?);
+                    }
+                    slots.ends.push(num(slots.parts.len())?);
+                    (Form::Joined, num(slots.ends.len() - 1)?)
+                }
+            };
+            slots.items.push(Slot { text, role: s.role, checkpoint: s.checkpoint, form });
+        }
+        Ok(slots)
+    }
+
+    /// The places an item's text is read from (none for a held one).
+    fn ids<'a>(&'a self, slot: &'a Slot) -> &'a [u32] {
+        match slot.form {
+            Form::Held => &[],
+            Form::At => std::slice::from_ref(&slot.text),
+            Form::Joined => {
+                let k = slot.text as usize;
+                let start = if k == 0 { 0 } else { self.ends[k - 1] as usize };
+                &self.parts[start..self.ends[k] as usize]
+            }
+        }
+    }
+
+    /// UTF-8 bytes of an item's text, and at most its serialized length
+    /// (`retention::text_floor`; a joined text: 0, as its parts joined
+    /// might hold a credential none holds).
+    fn sizes<W: LineText>(&self, slot: &Slot, places: &Places<W>) -> (u64, u64) {
+        match slot.form {
+            Form::Held => {
+                let s = &self.held[slot.text as usize];
+                (s.len() as u64, text_floor(s))
+            }
+            Form::At => {
+                let at = &places.texts[slot.text as usize];
+                (u64::from(at.bytes), u64::from(at.floor))
+            }
+            Form::Joined => (places.joined_bytes(self.ids(slot).iter().map(|&id| id as usize)), 0),
+        }
+    }
+
+    /// An item's text, its places' texts given by `part`.
+    fn text<'p>(&self, slot: &Slot, part: &dyn Fn(u32) -> &'p str) -> String {
+        match slot.form {
+            Form::Held => self.held[slot.text as usize].clone(),
+            Form::At => part(slot.text).to_owned(),
+            Form::Joined => self.ids(slot).iter().map(|&id| part(id)).collect::<Vec<_>>().join("\n"),
+        }
     }
 }
 
@@ -249,39 +334,46 @@ pub(crate) fn within<W: LineText>(
     file: &mut File,
     budget: u64,
 ) -> io::Result<Option<(Vec<ConversationItem>, Elided)>> {
-    let shown: Vec<usize> = (0..said.len()).filter(|&k| places.bytes(&said[k].text) > 0).collect();
+    let slots = Slots::new(said)?;
+    let sizes: Vec<(u64, u64)> = slots.items.iter().map(|s| slots.sizes(s, places)).collect();
+    let shown: Vec<usize> = (0..slots.items.len()).filter(|&k| sizes[k].0 > 0).collect();
     let floors: Vec<ItemFloor> = shown
         .iter()
         .map(|&k| {
-            let s = &said[k];
-            ItemFloor::parts(s.role, s.checkpoint, places.floor(&s.text), places.bytes(&s.text))
+            let s = &slots.items[k];
+            ItemFloor::parts(s.role, s.checkpoint, sizes[k].1, sizes[k].0)
         })
         .collect();
+    drop(sizes);
     let (dropped, elided) = certainly_elided(&floors, budget);
-    let mut left_out = vec![false; said.len()];
+    drop(floors);
+    let mut left_out = vec![false; slots.items.len()];
     for (&k, _) in shown.iter().zip(&dropped).filter(|(_, d)| **d) {
         left_out[k] = true;
     }
-    let mut wanted: Vec<usize> = Vec::new();
-    for (s, _) in said.iter().zip(&left_out).filter(|(_, out)| !**out) {
-        match &s.text {
-            Txt::At { id, .. } => wanted.push(*id),
-            Txt::Joined(ids) => wanted.extend(ids),
-            Txt::Held(_) => {}
-        }
+    drop((shown, dropped));
+    let mut wanted: Vec<u32> = Vec::new();
+    for (s, _) in slots.items.iter().zip(&left_out).filter(|(_, out)| !**out) {
+        wanted.extend(slots.ids(s));
     }
-    wanted.sort_by_key(|&id| places.texts[id].offset);
+    wanted.sort_by_key(|&id| places.texts[id as usize].offset);
     wanted.dedup();
-    let mut got: HashMap<usize, String> = HashMap::with_capacity(wanted.len());
+    let mut got: HashMap<u32, String> = HashMap::with_capacity(wanted.len());
     let mut buf = Vec::new();
     for id in wanted {
-        match places.again(file, id, &mut buf)? {
+        match places.again(file, id as usize, &mut buf)? {
             Some(text) => got.insert(id, text),
             None => return Ok(None),
         };
     }
-    let text = |t: Txt| resolved(t, &|id| got.get(&id).map_or("", String::as_str));
-    let items = said.into_iter().zip(left_out).filter(|(_, out)| !out).map(|(s, _)| s.into_item(text)).collect();
+    let part = |id: u32| got.get(&id).map_or("", String::as_str);
+    let items = slots
+        .items
+        .iter()
+        .zip(left_out)
+        .filter(|(_, out)| !out)
+        .map(|(s, _)| ConversationItem { role: s.role, text: slots.text(s, &part), checkpoint: s.checkpoint })
+        .collect();
     Ok(Some((items, elided)))
 }
 
@@ -289,19 +381,18 @@ pub(crate) fn within<W: LineText>(
 /// first pass and where their texts are, with the file open to read them
 /// again.
 pub(crate) struct PlacedItems<W> {
-    said: Vec<Said>,
+    slots: Slots,
     places: Places<W>,
     file: File,
 }
 
 impl<W: LineText> PlacedItems<W> {
     /// The items `said` of a first pass, their texts at `places` in `file`
-    /// (held for as long as the items are read: without the slack their
-    /// vectors grew with).
-    pub(crate) fn new(mut said: Vec<Said>, mut places: Places<W>, file: File) -> Self {
-        said.shrink_to_fit();
+    /// (the places held for as long as the items are read: without the
+    /// slack their vector grew with).
+    pub(crate) fn new(said: Vec<Said>, mut places: Places<W>, file: File) -> io::Result<Self> {
         places.texts.shrink_to_fit();
-        PlacedItems { said, places, file }
+        Ok(PlacedItems { slots: Slots::new(said)?, places, file })
     }
 
     /// Calls `f` with each item, in order, its text read again (checked as
@@ -312,21 +403,16 @@ impl<W: LineText> PlacedItems<W> {
         mut f: impl FnMut(&ConversationItem) -> Option<()>,
     ) -> io::Result<Option<()>> {
         let mut buf = Vec::new();
-        let mut got: HashMap<usize, String> = HashMap::new();
-        for s in &self.said {
-            let ids: &[usize] = match &s.text {
-                Txt::Held(_) => &[],
-                Txt::At { id, .. } => std::slice::from_ref(id),
-                Txt::Joined(ids) => ids,
-            };
+        let mut got: HashMap<u32, String> = HashMap::new();
+        for s in &self.slots.items {
             got.clear();
-            for &id in ids {
-                match self.places.again(&mut self.file, id, &mut buf)? {
+            for &id in self.slots.ids(s) {
+                match self.places.again(&mut self.file, id as usize, &mut buf)? {
                     Some(text) => got.insert(id, text),
                     None => return Ok(None),
                 };
             }
-            let text = resolved(s.text.clone(), &|id| got.get(&id).map_or("", String::as_str));
+            let text = self.slots.text(s, &|id| got.get(&id).map_or("", String::as_str));
             if f(&ConversationItem { role: s.role, text, checkpoint: s.checkpoint }).is_none() {
                 return Ok(None);
             }

@@ -79,6 +79,7 @@
 //! budget (checked by length and checksum; a file rewritten under the read
 //! is read again whole).
 
+mod chain;
 pub mod project;
 pub mod text;
 pub mod transcript;

@@ -19,6 +19,7 @@ use crate::sources::foreign::{each_line, each_line_at, iso_ms, title_from_text, 
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
 use crate::sources::placed::{self, held, Keep, LineText, PlacedItems, Places, Said, Txt};
 
+use super::chain::{Interner, Stamp, Stamps, Ts, NONE};
 use super::project::{uuid_hash, Head, HeadFields, Winners};
 use crate::sources::foreign::Transcript;
 
@@ -186,20 +187,35 @@ impl LineText for Extract {
     }
 }
 
-#[derive(Clone, Debug)]
+/// What a chain line says; its text and what a boundary preserved are
+/// numbers in the read's lists ([`NONE`]: none), so a node is a fixed-size
+/// record.
+#[derive(Clone, Copy, Debug)]
 enum Kind {
     /// A user line: its typed text, or for a compaction summary (`summary`)
-    /// its full text (`None` when nothing is left).
-    User { text: Option<Txt>, summary: bool },
+    /// its full text (none when nothing is left).
+    User { text: u32, summary: bool },
     /// An assistant line's text blocks, joined, and its `message.id`
     /// (interned).
-    Assistant { text: Option<Txt>, msg_id: Option<usize> },
+    Assistant { text: u32, msg_id: u32 },
     /// A compact boundary and what it preserved.
-    Boundary { preserved: Option<Box<Kept>> },
+    Boundary { preserved: u32 },
     /// A queued prompt attachment (a steering prompt).
-    Queued { text: Txt },
+    Queued { text: u32 },
     /// Any other chain line (system notes, progress, attachments).
     Other,
+}
+
+/// `t` kept in `list`, by its number there ([`NONE`]: no `t`). The lists
+/// hold at most one entry a node, and nodes are numbered by `u32`.
+fn put<T>(list: &mut Vec<T>, t: Option<T>) -> u32 {
+    match t {
+        Some(t) => {
+            list.push(t);
+            (list.len() - 1) as u32
+        }
+        None => NONE,
+    }
 }
 
 /// What a compact boundary preserved: an anchor and either the uuids
@@ -211,60 +227,52 @@ struct Kept {
     segment: Option<(String, String)>,
 }
 
-/// One chain line: its uuid and parent (as [`Names`]), and what it says.
-#[derive(Clone, Debug)]
+/// One chain line: its uuid and parent (numbers of [`Names`]), and what
+/// it says: a fixed-size record (strings are held once elsewhere; its
+/// timestamp, kept only by a read of the texts, in a list beside).
+#[derive(Clone, Copy, Debug)]
 struct Node {
-    uuid: usize,
-    parent: Option<usize>,
+    uuid: u32,
+    /// [`NONE`]: no parent.
+    parent: u32,
+    /// Its number in the read's cwds ([`NONE`]: none).
+    cwd: u32,
     sidechain: bool,
-    /// Kept only by a read of the texts (steering prompts are placed by it).
-    timestamp: Option<Box<str>>,
-    cwd: Option<Arc<str>>,
     kind: Kind,
 }
 
 /// The uuids a transcript names (its lines', their parents'), each held
-/// once and known by its number, with the line that has it, if any: a
-/// node holds numbers, not strings.
+/// once, exactly ([`Interner`]), and known by its number, with the line
+/// that has it, if any: a node holds numbers, not strings.
 #[derive(Default)]
 struct Names {
-    ids: HashMap<Box<str>, usize>,
-    /// Name → its node (`usize::MAX`: none).
-    node: Vec<usize>,
+    ids: Interner,
+    /// Name → its node ([`NONE`]: none).
+    node: Vec<u32>,
 }
 
 impl Names {
-    fn intern(&mut self, s: &str) -> usize {
-        if let Some(&n) = self.ids.get(s) {
-            return n;
+    /// The number of the uuid `s` (`None`: `u32::MAX - 1` names already).
+    fn intern(&mut self, s: &str) -> Option<u32> {
+        let n = self.ids.intern(s)?;
+        if n as usize == self.node.len() {
+            self.node.push(NONE);
         }
-        let n = self.node.len();
-        self.ids.insert(s.into(), n);
-        self.node.push(usize::MAX);
-        n
+        Some(n)
     }
 
-    fn get(&self, s: &str) -> Option<usize> {
-        self.ids.get(s).copied()
+    fn get(&self, s: &str) -> Option<u32> {
+        self.ids.get(s)
     }
 
     /// The node named `name`.
-    fn node(&self, name: usize) -> Option<usize> {
-        self.node.get(name).copied().filter(|&i| i != usize::MAX)
+    fn node(&self, name: u32) -> Option<usize> {
+        self.node.get(name as usize).copied().filter(|&i| i != NONE).map(|i| i as usize)
     }
 
     /// The node of the uuid `s`.
     fn node_of(&self, s: &str) -> Option<usize> {
         self.get(s).and_then(|n| self.node(n))
-    }
-
-    /// Every name's string, by number.
-    fn strings(&self) -> Vec<&str> {
-        let mut out = vec![""; self.node.len()];
-        for (s, &n) in &self.ids {
-            out[n] = s;
-        }
-        out
     }
 }
 
@@ -426,7 +434,7 @@ pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, El
 pub fn read_items(file: File) -> io::Result<impl StreamedItems> {
     let again = file.try_clone()?;
     let (First { said, texts, .. }, _) = first_pass(file, || None, Keep::Places)?;
-    Ok(PlacedItems::new(said, texts, again))
+    PlacedItems::new(said, texts, again)
 }
 
 /// What the first pass of a read gives: the transcript without its items,
@@ -447,7 +455,13 @@ fn first_pass(
 ) -> io::Result<(First, TitleParts)> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut names = Names::default();
-    let mut msg_ids: HashMap<Box<str>, usize> = HashMap::new();
+    let mut msg_ids = Interner::default();
+    let mut stamps = Stamps::default();
+    // Each node's timestamp (a read of the texts only: steering prompts
+    // are placed by them), its text, what its boundary preserved.
+    let mut node_stamps: Vec<Stamp> = Vec::new();
+    let mut txts: Vec<Txt> = Vec::new();
+    let mut kepts: Vec<Kept> = Vec::new();
     let mut texts: Places<Extract> = Places::default();
     let (mut custom, mut ai) = (None::<String>, None::<String>);
     let mut summaries: HashMap<String, String> = HashMap::new();
@@ -457,8 +471,9 @@ fn first_pass(
     // is not typed text, such as a task notification).
     let mut queued = PromptQueue::default();
     let (mut created_at, mut first_cwd) = (None, None);
-    let mut last_cwd: Option<Arc<str>> = None;
-    let mut last_uuid: Option<usize> = None;
+    // The cwds of the lines, each held once while lines repeat it.
+    let mut cwds: Vec<Box<str>> = Vec::new();
+    let mut last_uuid = NONE;
     // Without texts: the first typed prompt of the main chain, as a title.
     let mut first_prompt_title: Option<String> = None;
     let stats: LineStats = each_line_at(as_of_now(file)?, u64::MAX, |n, offset, bytes| {
@@ -532,8 +547,13 @@ fn first_pass(
                     // Re-appended copies are identical: the first wins.
                     return true;
                 }
+                // (A name that cannot be numbered, past 4 billion, makes
+                // the line unreadable: counted, not silently lost.)
                 let parent = match &line.parent {
-                    Some(p) => p.get().map(|p| names.intern(p)),
+                    Some(p) => match p.get().map(|p| names.intern(p)) {
+                        Some(None) => return false,
+                        p => p.flatten().unwrap_or(NONE),
+                    },
                     // No `parentUuid` at all: a legacy file, in file order.
                     None => last_uuid,
                 };
@@ -544,23 +564,23 @@ fn first_pass(
                         if first_prompt_title.is_none() && !line.sidechain.0 && !line.compact_summary.0 {
                             first_prompt_title = typed(&message.content).and_then(|t| title_from_text(&t));
                         }
-                        Kind::User { text: None, summary: false }
+                        Kind::User { text: NONE, summary: false }
                     }
                     "user" if line.compact_summary.0 => {
-                        Kind::User { text: text(message, Extract::Summary), summary: true }
+                        Kind::User { text: put(&mut txts, text(message, Extract::Summary)), summary: true }
                     }
-                    "user" => Kind::User { text: text(message, Extract::Typed), summary: false },
+                    "user" => Kind::User { text: put(&mut txts, text(message, Extract::Typed)), summary: false },
                     "assistant" if line.api_error.0 || message.model.get() == Some("<synthetic>") => Kind::Other,
-                    "assistant" if keep == Keep::Nothing => Kind::Assistant { text: None, msg_id: None },
+                    "assistant" if keep == Keep::Nothing => Kind::Assistant { text: NONE, msg_id: NONE },
                     "assistant" => Kind::Assistant {
-                        text: text(message, Extract::Answer),
-                        msg_id: message.id.get().map(|id| {
-                            let next = msg_ids.len();
-                            *msg_ids.entry(id.into()).or_insert(next)
-                        }),
+                        text: put(&mut txts, text(message, Extract::Answer)),
+                        msg_id: match message.id.get().map(|id| msg_ids.intern(id)) {
+                            Some(None) => return false,
+                            id => id.flatten().unwrap_or(NONE),
+                        },
                     },
                     "system" if line.subtype.get() == Some("compact_boundary") => {
-                        Kind::Boundary { preserved: kept(line.compact.as_ref()).map(Box::new) }
+                        Kind::Boundary { preserved: put(&mut kepts, kept(line.compact.as_ref())) }
                     }
                     "attachment" => match &line.attachment {
                         Some(a)
@@ -572,41 +592,41 @@ fn first_pass(
                                 Keep::Nothing => typed(&a.prompt).map(|_| Txt::default()),
                                 _ => text(message, Extract::Queued),
                             }
-                            .map_or(Kind::Other, |text| Kind::Queued { text })
+                            .map_or(Kind::Other, |text| Kind::Queued { text: put(&mut txts, Some(text)) })
                         }
                         _ => Kind::Other,
                     },
                     _ => Kind::Other,
                 };
-                let uuid = names.intern(uuid);
-                names.node[uuid] = nodes.len();
-                last_uuid = Some(uuid);
-                let cwd = line.cwd.get().filter(|c| !c.is_empty()).map(|c| match &last_cwd {
-                    Some(last) if **last == *c => last.clone(),
-                    _ => {
-                        let c: Arc<str> = c.into();
-                        last_cwd = Some(c.clone());
-                        c
+                let Some(uuid) = names.intern(uuid) else { return false };
+                // Fewer nodes than names: a node's number fits.
+                names.node[uuid as usize] = nodes.len() as u32;
+                last_uuid = uuid;
+                let cwd = match line.cwd.get().filter(|c| !c.is_empty()) {
+                    None => NONE,
+                    Some(c) if cwds.last().is_some_and(|last| **last == *c) => (cwds.len() - 1) as u32,
+                    Some(c) => {
+                        cwds.push(c.into());
+                        (cwds.len() - 1) as u32
                     }
-                });
-                nodes.push(Node {
-                    uuid,
-                    parent,
-                    sidechain: line.sidechain.0,
-                    timestamp: line.timestamp.get().filter(|_| keep != Keep::Nothing).map(Box::from),
-                    cwd,
-                    kind: node_kind,
-                });
+                };
+                if keep != Keep::Nothing {
+                    node_stamps.push(stamps.stamp(line.timestamp.get()));
+                }
+                nodes.push(Node { uuid, parent, cwd, sidechain: line.sidechain.0, kind: node_kind });
             }
             _ => {}
         }
         true
     })?;
-    let path = current_path(&nodes, &names);
+    let path = current_path(&nodes, &names, &kepts);
     // Before `classify` moves the texts out of the nodes.
     let first_prompt_text = match keep {
-        Keep::Texts => nodes.iter().find_map(|n| match &n.kind {
-            Kind::User { text: Some(Txt::Held(t)), summary: false } if !n.sidechain => title_from_text(t),
+        Keep::Texts => nodes.iter().find_map(|n| match n.kind {
+            Kind::User { text, summary: false } if !n.sidechain && text != NONE => match &txts[text as usize] {
+                Txt::Held(t) => title_from_text(t),
+                _ => None,
+            },
             _ => None,
         }),
         _ => None,
@@ -618,20 +638,17 @@ fn first_pass(
     // A summary titles the session whose message is its leaf: the summary
     // of the leaf, else of the newest message of the path that has one.
     let own = {
-        let summary_of: HashMap<usize, &String> =
+        let summary_of: HashMap<u32, &String> =
             summaries.iter().filter_map(|(leaf, text)| Some((names.get(leaf)?, text))).collect();
         path.iter().rev().find_map(|&i| summary_of.get(&nodes[i].uuid)).map(|t| (*t).clone())
     };
     let parts = match custom.or(ai) {
         Some(title) => TitleParts::Own(Some(title)),
-        None if head.writes_summaries() => {
-            let strings = names.strings();
-            TitleParts::Project {
-                path: path.iter().rev().map(|&i| uuid_hash(strings[nodes[i].uuid])).collect(),
-                own,
-                first_prompt: first_prompt(),
-            }
-        }
+        None if head.writes_summaries() => TitleParts::Project {
+            path: path.iter().rev().map(|&i| uuid_hash(&names.ids.string(nodes[i].uuid))).collect(),
+            own,
+            first_prompt: first_prompt(),
+        },
         None => TitleParts::Own(own.or_else(first_prompt)),
     };
     let title = match (&parts, keep) {
@@ -639,11 +656,18 @@ fn first_pass(
         (TitleParts::Project { .. }, _) => parts.title(project().as_deref()),
         (TitleParts::Own(title), _) => title.clone(),
     };
-    let cwd = path.iter().rev().find_map(|&i| nodes[i].cwd.as_deref().map(str::to_owned)).or(first_cwd);
+    let cwd = path.iter().rev().find_map(|&i| cwds.get(nodes[i].cwd as usize).map(|c| c.to_string())).or(first_cwd);
+    let responses = msg_ids.len();
     // The names are not needed to classify: not held while it runs.
-    drop((names, msg_ids, summaries));
-    let said = if keep == Keep::Nothing { Vec::new() } else { classify(&mut nodes, &path, steering) };
-    drop(nodes);
+    drop((names, msg_ids, summaries, cwds, kepts));
+    let said = match keep {
+        Keep::Nothing => Vec::new(),
+        _ => {
+            let stamped = Stamped { of_node: &node_stamps, stamps: &stamps };
+            classify(&nodes, &mut txts, &path, steering, stamped, responses)
+        }
+    };
+    drop((nodes, txts, node_stamps));
     let transcript = Transcript { items: Vec::new(), title, cwd, created_at, stats };
     Ok((First { transcript, said, texts }, parts))
 }
@@ -664,7 +688,7 @@ fn kept(meta: Option<&CompactMeta<'_>>) -> Option<Kept> {
 
 /// The names of a preserved segment, head to tail, walked back from the
 /// tail by parent links (empty when the walk does not reach the head).
-fn segment_names(head: &str, tail: &str, nodes: &[Node], names: &Names) -> Vec<usize> {
+fn segment_names(head: &str, tail: &str, nodes: &[Node], names: &Names) -> Vec<u32> {
     // A tail no line names has no node: nothing of it would be kept.
     let Some(tail) = names.get(tail) else { return Vec::new() };
     let head = names.get(head);
@@ -675,7 +699,7 @@ fn segment_names(head: &str, tail: &str, nodes: &[Node], names: &Names) -> Vec<u
         if !seen.insert(u) {
             break;
         }
-        let parent = names.node(u).and_then(|i| nodes[i].parent);
+        let parent = names.node(u).map(|i| nodes[i].parent).filter(|&p| p != NONE);
         out.push(u);
         if Some(u) == head {
             out.reverse();
@@ -690,23 +714,29 @@ fn segment_names(head: &str, tail: &str, nodes: &[Node], names: &Names) -> Vec<u
 /// back along `parentUuid` (stopping at a root, a dangling parent or a
 /// cycle), in conversation order, with the preserved messages of its
 /// compact boundary spliced in after the boundary's anchor.
-fn current_path(nodes: &[Node], names: &Names) -> Vec<usize> {
+fn current_path(nodes: &[Node], names: &Names, kepts: &[Kept]) -> Vec<usize> {
     let leaf = nodes.iter().rposition(|n| {
         !n.sidechain && matches!(n.kind, Kind::User { .. } | Kind::Assistant { .. } | Kind::Queued { .. })
     });
     let Some(leaf) = leaf else { return Vec::new() };
     let mut path = Vec::new();
-    let mut seen = HashSet::new();
+    let mut seen = vec![false; nodes.len()];
     let mut at = Some(leaf);
     while let Some(i) = at {
-        if !seen.insert(i) {
+        if std::mem::replace(&mut seen[i], true) {
             break;
         }
         path.push(i);
-        at = nodes[i].parent.and_then(|p| names.node(p));
+        at = Some(nodes[i].parent).filter(|&p| p != NONE).and_then(|p| names.node(p));
     }
+    drop(seen);
     path.reverse();
-    let Some(Kind::Boundary { preserved: Some(k) }) = path.first().map(|&i| &nodes[i].kind) else { return path };
+    let Some(k) = path.first().and_then(|&i| match nodes[i].kind {
+        Kind::Boundary { preserved } => kepts.get(preserved as usize),
+        _ => None,
+    }) else {
+        return path;
+    };
     let anchor = names.get(&k.anchor);
     let Some(a) = path.iter().position(|&i| Some(nodes[i].uuid) == anchor) else { return path };
     let preserved: Vec<usize> = match &k.segment {
@@ -725,32 +755,66 @@ fn current_path(nodes: &[Node], names: &Names) -> Vec<usize> {
     spliced
 }
 
+/// The timestamps of a read's nodes.
+#[derive(Clone, Copy)]
+struct Stamped<'a> {
+    /// Each node's.
+    of_node: &'a [Stamp],
+    /// What the non-canonical ones are.
+    stamps: &'a Stamps,
+}
+
+impl Stamped<'_> {
+    fn of(&self, node: usize) -> Option<Ts<'_>> {
+        self.of_node.get(node).and_then(|&s| self.stamps.get(s))
+    }
+}
+
 /// The items of the path, with same-`message.id` assistant texts joined
-/// and steering prompts put where they were typed. Texts are moved out of
-/// the nodes, not copied (a text named twice by the path is copied for all
-/// but its last use), so a conversation's texts are held once.
-fn classify(nodes: &mut [Node], path: &[usize], steering: Vec<(String, Txt)>) -> Vec<Said> {
-    // Text lines of one API response, by message id, in file order, each
-    // text once (found by hash: a response of many lines stays linear).
-    let mut by_msg: HashMap<usize, Vec<usize>> = HashMap::new();
-    {
-        let mut msg_texts: HashSet<(usize, &Txt)> = HashSet::new();
-        for (i, n) in nodes.iter().enumerate().filter(|(_, n)| !n.sidechain) {
-            if let Kind::Assistant { text: Some(t), msg_id: Some(id) } = &n.kind {
-                if msg_texts.insert((*id, t)) {
-                    by_msg.entry(*id).or_default().push(i);
-                }
+/// and steering prompts put where they were typed. Texts (`txts`, by the
+/// numbers the nodes hold) are moved out, not copied (a text named twice
+/// by the path is copied for all but its last use), so a conversation's
+/// texts are held once.
+fn classify(
+    nodes: &[Node],
+    txts: &mut [Txt],
+    path: &[usize],
+    steering: Vec<(String, Txt)>,
+    stamped: Stamped<'_>,
+    responses: usize,
+) -> Vec<Said> {
+    // The lines of each API response (`responses`: how many message ids),
+    // in file order, as a list through the nodes: its first line, and each
+    // line's next (its texts found by hash when it is used: a response of
+    // many lines stays linear).
+    let (mut first, mut last) = (vec![NONE; responses], vec![NONE; responses]);
+    let mut next = vec![NONE; nodes.len()];
+    for (i, n) in nodes.iter().enumerate().filter(|(_, n)| !n.sidechain) {
+        if let Kind::Assistant { text, msg_id } = n.kind {
+            if text == NONE || msg_id == NONE {
+                continue;
             }
+            let id = msg_id as usize;
+            match last[id] {
+                NONE => first[id] = i as u32,
+                l => next[l as usize] = i as u32,
+            }
+            last[id] = i as u32;
         }
     }
+    drop(last);
     // How many more times the path names each node: its text is moved out
     // at the last.
     let mut uses = vec![0u32; nodes.len()];
     for &i in path {
         uses[i] += 1;
     }
-    let mut items: Vec<(Option<usize>, Said)> = Vec::new();
-    let mut done_msgs: HashSet<usize> = HashSet::new();
+    // Each item's node, for its timestamp: only when steering prompts are
+    // to be placed among them.
+    let placing = !steering.is_empty();
+    let mut items: Vec<Said> = Vec::new();
+    let mut item_nodes: Vec<u32> = Vec::new();
+    let mut done_msgs = vec![false; responses];
     let mut queued: HashSet<Txt> = HashSet::new();
     let mut prev_boundary = false;
     for &i in path {
@@ -760,58 +824,94 @@ fn classify(nodes: &mut [Node], path: &[usize], steering: Vec<(String, Txt)>) ->
             continue;
         }
         let after_boundary = std::mem::replace(&mut prev_boundary, matches!(nodes[i].kind, Kind::Boundary { .. }));
-        let ts = nodes[i].timestamp.as_ref().map(|_| i);
-        let take = |s: &mut Txt| if last_use { std::mem::take(s) } else { s.clone() };
-        match &mut nodes[i].kind {
-            Kind::User { text: Some(s), summary: true } => items.push((ts, Said::checkpoint(take(s)))),
+        let mut take = |t: u32| {
+            let s = &mut txts[t as usize];
+            if last_use {
+                std::mem::take(s)
+            } else {
+                s.clone()
+            }
+        };
+        let said = match nodes[i].kind {
+            Kind::User { text, summary: true } if text != NONE => Said::checkpoint(take(text)),
             Kind::User { text, .. } if after_boundary => {
                 // The boundary's first child is the summary, flagged or not.
-                let text = text.as_mut().map_or_else(|| Txt::Held(MISSING_SUMMARY.to_owned()), take);
-                items.push((ts, Said::checkpoint(text)));
+                let text = if text == NONE { Txt::Held(MISSING_SUMMARY.to_owned()) } else { take(text) };
+                Said::checkpoint(text)
             }
-            Kind::User { text: Some(t), summary: false } => items.push((ts, Said::new(Role::User, take(t)))),
+            Kind::User { text, summary: false } if text != NONE => Said::new(Role::User, take(text)),
             Kind::Queued { text } => {
+                let text = take(text);
                 queued.insert(text.clone());
-                items.push((ts, Said::new(Role::User, take(text))));
+                Said::new(Role::User, text)
             }
             Kind::Assistant { text, msg_id } => {
                 let joined = match msg_id {
-                    Some(id) if done_msgs.contains(id) => continue,
-                    Some(id) => {
-                        done_msgs.insert(*id);
-                        // Every text of the response is used here only.
-                        by_msg.remove(id).map(|members| join_texts(nodes, &members))
+                    NONE => (text != NONE).then(|| take(text)),
+                    id if done_msgs[id as usize] => continue,
+                    id => {
+                        done_msgs[id as usize] = true;
+                        // Every text of the response is used here only:
+                        // each distinct text once, in file order.
+                        let members = response_members(nodes, txts, &next, first[id as usize]);
+                        (!members.is_empty()).then(|| join_texts(nodes, txts, &members))
                     }
-                    None => text.as_mut().map(take),
                 };
-                if let Some(t) = joined {
-                    items.push((ts, Said::new(Role::Assistant, t)));
+                match joined {
+                    Some(t) => Said::new(Role::Assistant, t),
+                    None => continue,
                 }
             }
-            _ => {}
+            _ => continue,
+        };
+        items.push(said);
+        if placing {
+            item_nodes.push(i as u32);
         }
     }
-    let stamp = |i: Option<usize>| i.and_then(|i| nodes[i].timestamp.as_deref());
-    let items: Vec<(Option<&str>, Said)> = items.into_iter().map(|(ts, it)| (stamp(ts), it)).collect();
+    drop((first, next, uses, done_msgs));
+    if !placing {
+        return items;
+    }
     // Steering prompts outside the tree: after the last item typed before
     // them; none before the current view starts.
-    let first_ts = path.iter().find_map(|&i| nodes[i].timestamp.as_deref());
-    let typed_users: HashSet<&Txt> =
-        items.iter().filter(|(_, it)| it.role == Role::User).map(|(_, it)| &it.text).collect();
+    let first_ts = path.iter().find_map(|&i| stamped.of(i));
+    let typed_users: HashSet<&Txt> = items.iter().filter(|it| it.role == Role::User).map(|it| &it.text).collect();
     let mut steering: Vec<(String, Txt)> = steering
         .into_iter()
         .filter(|(_, text)| !queued.contains(text) && !typed_users.contains(text))
-        .filter(|(ts, _)| first_ts.is_some_and(|f| ts.as_str() >= f))
+        .filter(|(ts, _)| first_ts.is_some_and(|f| Ts::of(ts) >= f))
         .collect();
-    place_steering(items, &mut steering, |text| Said::new(Role::User, text))
+    drop(typed_users);
+    let mut steering: Vec<(Ts<'_>, Txt)> =
+        steering.iter_mut().map(|(ts, text)| (Ts::of(ts), std::mem::take(text))).collect();
+    let stamp = |k: usize| stamped.of(item_nodes[k] as usize);
+    place_steering(items, stamp, &mut steering, |text| Said::new(Role::User, text))
+}
+
+/// The nodes of one response from its first (`at`), through `next`, each
+/// with a text not met before in it.
+fn response_members(nodes: &[Node], txts: &[Txt], next: &[u32], mut at: u32) -> Vec<usize> {
+    let mut seen: HashSet<&Txt> = HashSet::new();
+    let mut members = Vec::new();
+    while at != NONE {
+        let j = at as usize;
+        if let Kind::Assistant { text, .. } = nodes[j].kind {
+            if text != NONE && seen.insert(&txts[text as usize]) {
+                members.push(j);
+            }
+        }
+        at = next[j];
+    }
+    members
 }
 
 /// The texts of the assistant nodes `members` (one API response), joined
-/// with newlines, moved out of the nodes (texts not held: the list of
-/// them, joined when read).
-fn join_texts(nodes: &mut [Node], members: &[usize]) -> Txt {
-    let mut texts = members.iter().map(|&j| match &mut nodes[j].kind {
-        Kind::Assistant { text: Some(t), .. } => std::mem::take(t),
+/// with newlines, moved out of `txts` (texts not held: the list of them,
+/// joined when read).
+fn join_texts(nodes: &[Node], txts: &mut [Txt], members: &[usize]) -> Txt {
+    let mut texts = members.iter().map(|&j| match nodes[j].kind {
+        Kind::Assistant { text, .. } if text != NONE => std::mem::take(&mut txts[text as usize]),
         _ => Txt::default(),
     });
     if members.len() == 1 {
@@ -831,28 +931,30 @@ fn join_texts(nodes: &mut [Node], members: &[usize]) -> Txt {
 /// (inserting them one by one was quadratic): a prompt goes after the last
 /// item of the conversation timestamped no later than it, and prompts that
 /// go after the same item follow in timestamp order, then file order.
-fn place_steering<T, S: Default>(
-    items: Vec<(Option<&str>, T)>,
-    steering: &mut [(String, S)],
+/// `stamp(k)`: the timestamp of item `k`.
+fn place_steering<K: Ord + Copy, T, S: Default>(
+    items: Vec<T>,
+    stamp: impl Fn(usize) -> Option<K>,
+    steering: &mut [(K, S)],
     prompt: impl Fn(S) -> T,
 ) -> Vec<T> {
     // The earliest timestamp from each item on: a prompt goes before item
     // `k`, where `k` is how many of these are no later than it (they never
     // decrease).
-    let mut from_on: Vec<Option<&str>> = vec![None; items.len()];
-    let mut min: Option<&str> = None;
-    for (k, (ts, _)) in items.iter().enumerate().rev() {
-        if let Some(t) = *ts {
+    let mut from_on: Vec<Option<K>> = vec![None; items.len()];
+    let mut min: Option<K> = None;
+    for k in (0..items.len()).rev() {
+        if let Some(t) = stamp(k) {
             min = Some(min.map_or(t, |m| m.min(t)));
         }
         from_on[k] = min;
     }
-    let before = |ts: &str| from_on.partition_point(|m| m.is_some_and(|m| m <= ts));
-    steering.sort_by(|a, b| a.0.cmp(&b.0));
+    let before = |ts: &K| from_on.partition_point(|m| m.is_some_and(|m| m <= *ts));
+    steering.sort_by_key(|a| a.0);
     let mut out = Vec::with_capacity(items.len() + steering.len());
     let mut prompts = steering.iter_mut().peekable();
-    let take = |(_, text): &mut (String, S)| prompt(std::mem::take(text));
-    for (k, (_, item)) in items.into_iter().enumerate() {
+    let take = |(_, text): &mut (K, S)| prompt(std::mem::take(text));
+    for (k, item) in items.into_iter().enumerate() {
         while let Some(p) = prompts.next_if(|(ts, _)| before(ts) <= k) {
             out.push(take(p));
         }
@@ -922,7 +1024,10 @@ mod tests {
             let steering: Vec<(String, String)> =
                 (0..next(5)).map(|i| (stamps[next(5)].to_owned(), format!("prompt {i}"))).collect();
             let want = one_by_one(&items, &steering);
-            let got = place_steering(items, &mut steering.clone(), |t| ConversationItem::new(Role::User, t));
+            let mut keyed: Vec<(&str, String)> = steering.iter().map(|(ts, t)| (ts.as_str(), t.clone())).collect();
+            let stamp = |k: usize| items[k].0;
+            let plain: Vec<ConversationItem> = items.iter().map(|(_, it)| it.clone()).collect();
+            let got = place_steering(plain, stamp, &mut keyed, |t| ConversationItem::new(Role::User, t));
             assert_eq!(got, want, "round {round}");
         }
     }

@@ -298,7 +298,7 @@ pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, El
 pub fn read_items(file: File) -> io::Result<impl StreamedItems> {
     let again = file.try_clone()?;
     let Replayed { said, texts, .. } = replay(file, Keep::Places)?;
-    Ok(PlacedItems::new(said, texts, again))
+    PlacedItems::new(said, texts, again)
 }
 
 /// What a replay gives: the transcript without its items, the items with
