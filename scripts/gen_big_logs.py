@@ -4,8 +4,14 @@
 Claude Code transcript or a Codex rollout, each about SIZE megabytes. Nothing is committed but
 this script; delete the output when done.
 
-    scripts/gen_big_logs.py OUT_DIR KIND SIZE_MB
+    scripts/gen_big_logs.py OUT_DIR KIND SIZE_MB [--varied]
     KIND: dsh-tools | dsh-talk | claude | codex
+
+The texts are slices of one pool of words. By default the pool repeats a
+few dozen words (the logs compress about 150x, so a session's index is
+tiny beside the process); with --varied it is 64 MB of words drawn at
+random from a vocabulary of 20,000 made-up words, so that the texts
+compress about as much as real conversation does (3-4x).
 
 OUT_DIR then holds a DSH sessions root (OUT_DIR/dsh), a Claude Code
 projects root (OUT_DIR/claude) or a Codex home (OUT_DIR/codex).
@@ -20,12 +26,29 @@ TEMPLATE = os.path.join(HERE, "..", "tests", "fixtures", "dsh-generations", "raw
 
 
 POOL = []
+VARIED = "--varied" in sys.argv
+
+
+def varied_pool():
+    import random
+    rng = random.Random(7)
+    letters = "etaoinshrdlcumwfgypbvkjxqz"
+    vocab = ["".join(rng.choice(letters[:rng.randint(8, 26)]) for _ in range(rng.randint(2, 11)))
+             for _ in range(20000)]
+    out, size = [], 0
+    while size < 64_000_000:
+        chunk = " ".join(rng.choices(vocab, k=10000))
+        out.append(chunk)
+        size += len(chunk) + 1
+    return " ".join(out)
 
 
 def words(n, salt):
     """About n bytes of varied ASCII text (different per salt): a slice of
     a pool of words made once (generating each text word by word made a
     1 GB log take most of an hour)."""
+    if not POOL and VARIED:
+        POOL.append(varied_pool())
     if not POOL:
         base = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron "
                 "pi rho sigma tau upsilon phi chi psi omega ").split()
@@ -167,7 +190,8 @@ def codex(out, size):
 
 
 def main():
-    out, kind, size_mb = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    args = [a for a in sys.argv[1:] if a != "--varied"]
+    out, kind, size_mb = args[0], args[1], float(args[2])
     size = int(size_mb * 1e6)
     if kind == "claude":
         path = claude(out, size)
