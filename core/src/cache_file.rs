@@ -194,55 +194,165 @@ const MAX_WINDOW_LOG: u32 = 24;
 /// change confined to one 8-byte word always changes the sum. About 4 bytes
 /// a cycle (several GB/s) in an optimized build.
 pub(crate) fn checksum(seed: u64, bytes: &[u8]) -> u64 {
-    const P1: u64 = 0x9e37_79b1_85eb_ca87;
-    const P2: u64 = 0xc2b2_ae3d_27d4_eb4f;
-    const P3: u64 = 0x1656_67b1_9e37_79f9;
-    let round = |acc: u64, word: u64| acc.wrapping_add(word.wrapping_mul(P2)).rotate_left(31).wrapping_mul(P1);
-    let word = |b: &[u8]| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-    let mut lanes = [seed.wrapping_add(P1).wrapping_add(P2), seed.wrapping_add(P2), seed, seed.wrapping_sub(P1)];
-    let mut stripes = bytes.chunks_exact(32);
-    for stripe in &mut stripes {
-        lanes[0] = round(lanes[0], word(&stripe[..8]));
-        lanes[1] = round(lanes[1], word(&stripe[8..16]));
-        lanes[2] = round(lanes[2], word(&stripe[16..24]));
-        lanes[3] = round(lanes[3], word(&stripe[24..]));
+    let mut sum = Checksum::new(seed);
+    sum.update(bytes);
+    sum.finish()
+}
+
+const P1: u64 = 0x9e37_79b1_85eb_ca87;
+const P2: u64 = 0xc2b2_ae3d_27d4_eb4f;
+const P3: u64 = 0x1656_67b1_9e37_79f9;
+
+/// [`checksum`] over bytes given in pieces: the same sum as of the pieces
+/// joined, whatever their cut (a stored text copied in chunks is checked
+/// without being held whole).
+pub(crate) struct Checksum {
+    lanes: [u64; 4],
+    /// The bytes of a stripe not yet complete.
+    tail: [u8; 32],
+    tail_len: usize,
+    total: u64,
+}
+
+impl Checksum {
+    pub(crate) fn new(seed: u64) -> Checksum {
+        Checksum {
+            lanes: [seed.wrapping_add(P1).wrapping_add(P2), seed.wrapping_add(P2), seed, seed.wrapping_sub(P1)],
+            tail: [0; 32],
+            tail_len: 0,
+            total: 0,
+        }
     }
-    let mut h = lanes[0]
-        .rotate_left(1)
-        .wrapping_add(lanes[1].rotate_left(7))
-        .wrapping_add(lanes[2].rotate_left(12))
-        .wrapping_add(lanes[3].rotate_left(18))
-        .wrapping_add(bytes.len() as u64);
-    let mut words = stripes.remainder().chunks_exact(8);
-    for w in &mut words {
-        h = (h ^ round(0, word(w))).rotate_left(27).wrapping_mul(P1).wrapping_add(P3);
+
+    fn round(acc: u64, word: u64) -> u64 {
+        acc.wrapping_add(word.wrapping_mul(P2)).rotate_left(31).wrapping_mul(P1)
     }
-    let mut last = [0u8; 8];
-    last[..words.remainder().len()].copy_from_slice(words.remainder());
-    h = (h ^ round(0, u64::from_le_bytes(last))).rotate_left(27).wrapping_mul(P1).wrapping_add(P3);
-    h = (h ^ (h >> 33)).wrapping_mul(P2);
-    h = (h ^ (h >> 29)).wrapping_mul(P3);
-    h ^ (h >> 32)
+
+    fn word(b: &[u8]) -> u64 {
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+
+    fn stripe(&mut self, stripe: &[u8]) {
+        for (k, lane) in self.lanes.iter_mut().enumerate() {
+            *lane = Self::round(*lane, Self::word(&stripe[8 * k..8 * k + 8]));
+        }
+    }
+
+    pub(crate) fn update(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        if self.tail_len > 0 {
+            let take = (32 - self.tail_len).min(bytes.len());
+            self.tail[self.tail_len..self.tail_len + take].copy_from_slice(&bytes[..take]);
+            self.tail_len += take;
+            bytes = &bytes[take..];
+            if self.tail_len < 32 {
+                return;
+            }
+            let tail = self.tail;
+            self.stripe(&tail);
+            self.tail_len = 0;
+        }
+        let mut stripes = bytes.chunks_exact(32);
+        for stripe in &mut stripes {
+            self.stripe(stripe);
+        }
+        let rest = stripes.remainder();
+        self.tail[..rest.len()].copy_from_slice(rest);
+        self.tail_len = rest.len();
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        let [a, b, c, d] = self.lanes;
+        let mut h = a
+            .rotate_left(1)
+            .wrapping_add(b.rotate_left(7))
+            .wrapping_add(c.rotate_left(12))
+            .wrapping_add(d.rotate_left(18))
+            .wrapping_add(self.total);
+        let mut words = self.tail[..self.tail_len].chunks_exact(8);
+        for w in &mut words {
+            h = (h ^ Self::round(0, Self::word(w))).rotate_left(27).wrapping_mul(P1).wrapping_add(P3);
+        }
+        let mut last = [0u8; 8];
+        last[..words.remainder().len()].copy_from_slice(words.remainder());
+        h = (h ^ Self::round(0, u64::from_le_bytes(last))).rotate_left(27).wrapping_mul(P1).wrapping_add(P3);
+        h = (h ^ (h >> 33)).wrapping_mul(P2);
+        h = (h ^ (h >> 29)).wrapping_mul(P3);
+        h ^ (h >> 32)
+    }
 }
 
 /// The bytes after the header of a file read in place: the directory's
 /// length, the stored texts' length and the directory's checksum.
 const IN_PLACE_LENGTHS: usize = 24;
 
+/// The stored texts of a file to be read in place, written piece by piece
+/// (so a writer need not gather them into one buffer first: the index's
+/// compressed texts are most of its file, and held twice while it was
+/// written).
+pub(crate) trait Region {
+    /// How many bytes [`write_to`](Self::write_to) writes.
+    fn len(&self) -> u64;
+    /// Writes exactly [`len`](Self::len) bytes to `out`, or fails.
+    fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()>;
+}
+
+impl Region for [u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+
+    fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(self)
+    }
+}
+
+/// Counts what passes through it.
+struct Counted<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Writes a file to be read in place (through a temporary file renamed
 /// over `path`, as [`write_file`]): `head` (a [`header`] and what else its
 /// reader compares byte for byte), the lengths of `directory` and `texts`,
 /// the directory's [`checksum`] (seeded with the texts' length), then the
-/// directory and the texts, uncompressed.
-pub(crate) fn write_in_place(path: &Path, head: &[u8], directory: &[u8], texts: &[u8]) -> std::io::Result<()> {
+/// directory and the texts, uncompressed, the texts as [`Region::write_to`]
+/// gives them (an error if it gives another length than it said: no file
+/// is written then).
+pub(crate) fn write_in_place(
+    path: &Path,
+    head: &[u8],
+    directory: &[u8],
+    texts: &(impl Region + ?Sized),
+) -> std::io::Result<()> {
     write_atomically(path, |file| {
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         out.write_all(head)?;
         out.write_all(&(directory.len() as u64).to_le_bytes())?;
-        out.write_all(&(texts.len() as u64).to_le_bytes())?;
-        out.write_all(&checksum(texts.len() as u64, directory).to_le_bytes())?;
+        out.write_all(&texts.len().to_le_bytes())?;
+        out.write_all(&checksum(texts.len(), directory).to_le_bytes())?;
         out.write_all(directory)?;
-        out.write_all(texts)?;
+        let mut counted = Counted { inner: &mut out, written: 0 };
+        texts.write_to(&mut counted)?;
+        if counted.written != texts.len() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the stored texts changed length while written",
+            ));
+        }
         out.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()
     })
 }
@@ -278,6 +388,26 @@ impl StoredTexts {
         };
         buf.resize(len, 0);
         read_exact_at(&self.file, buf, at)
+    }
+
+    /// Copies the `len` bytes at `offset` in the region to `out` in
+    /// chunks (never held whole) and returns their [`checksum`] seeded
+    /// with `seed`; an error when they lie outside the region or the file
+    /// cannot give them. What was copied before a mismatch is found is the
+    /// caller's to discard.
+    pub(crate) fn copy_to(&self, offset: u64, len: usize, seed: u64, out: &mut dyn Write) -> std::io::Result<u64> {
+        const CHUNK: usize = 128 << 10;
+        let mut sum = Checksum::new(seed);
+        let mut buf = Vec::new();
+        let mut done = 0;
+        while done < len {
+            let n = CHUNK.min(len - done);
+            self.read_into(offset.saturating_add(done as u64), n, &mut buf)?;
+            sum.update(&buf);
+            out.write_all(&buf)?;
+            done += n;
+        }
+        Ok(sum.finish())
     }
 
     /// The length of the region.
@@ -362,12 +492,59 @@ mod tests {
         assert_ne!(checksum(1, &[]), checksum(1, &[0]));
     }
 
+    /// The sums files already on disk hold (the one-shot function before
+    /// it was computed in pieces), and the same sum for any cut into
+    /// pieces.
+    #[test]
+    fn the_checksum_in_pieces_is_the_checksum_of_the_whole() {
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 31 + 7) as u8).collect();
+        let pinned = [
+            (0, 0x121b_def7_3761_de3a),
+            (1, 0x409c_cd71_ae12_41a6),
+            (7, 0x70e4_af0b_b4f7_2e71),
+            (8, 0xd150_8dbe_1744_0a54),
+            (31, 0x2b7c_a968_7061_7d9a),
+            (32, 0xac35_6f9d_05ae_7992),
+            (33, 0xd6ac_dcbc_4a58_45c7),
+            (64, 0x1d0c_c91b_f1b6_6bc8),
+            (100, 0xda5e_e7e4_0b2e_09c2),
+            (1000, 0xd8c6_bc61_5b11_e93b_u64),
+        ];
+        for (n, sum) in pinned {
+            let seed = n as u64 * 3 + 1;
+            assert_eq!(checksum(seed, &bytes[..n]), sum, "{n} bytes");
+            for piece in [1, 3, 8, 31, 32, 33, 100] {
+                let mut pieces = Checksum::new(seed);
+                bytes[..n].chunks(piece).for_each(|p| pieces.update(p));
+                assert_eq!(pieces.finish(), sum, "{n} bytes in pieces of {piece}");
+            }
+        }
+    }
+
+    /// A region that writes another length than it said leaves no file.
+    #[test]
+    fn a_region_of_another_length_writes_nothing() {
+        struct Liar;
+        impl Region for Liar {
+            fn len(&self) -> u64 {
+                5
+            }
+            fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+                out.write_all(b"four")
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        assert!(write_in_place(&path, b"HEAD", b"dir", &Liar).is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file, no temporary file");
+    }
+
     #[test]
     fn a_file_read_in_place_gives_its_directory_and_texts_and_refuses_damage() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.bin");
         let head = b"HEAD\x01".as_slice();
-        write_in_place(&path, head, b"the directory", b"0123456789").unwrap();
+        write_in_place(&path, head, b"the directory", &b"0123456789"[..]).unwrap();
         let (directory, texts) = open_in_place(&path, head).expect("well-formed");
         assert_eq!(directory, b"the directory");
         assert_eq!((texts.len(), texts.read(3, 4).unwrap()), (10, b"3456".to_vec()));

@@ -112,5 +112,10 @@ impl Bloom {
 /// their length marked apart from a text's seed (the length it
 /// decompresses to, [`text_checksum`]).
 pub(super) fn filter_checksum(bits: &[u8]) -> u64 {
-    crate::cache_file::checksum(bits.len() as u64 ^ 0xf11e_0000_0000_0000, bits)
+    crate::cache_file::checksum(filter_seed(bits.len()), bits)
+}
+
+/// What [`filter_checksum`] seeds the checksum of `len` bytes with.
+pub(super) fn filter_seed(len: usize) -> u64 {
+    len as u64 ^ 0xf11e_0000_0000_0000
 }

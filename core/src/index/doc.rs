@@ -47,7 +47,12 @@ pub(super) enum Packed {
 /// The checksum the index file keeps of a doc's compressed text, seeded
 /// with the length the text decompresses to.
 pub(super) fn text_checksum(packed: &[u8], len: usize) -> u64 {
-    crate::cache_file::checksum(len as u64, packed)
+    crate::cache_file::checksum(text_seed(len), packed)
+}
+
+/// What [`text_checksum`] seeds the checksum with.
+pub(super) fn text_seed(len: usize) -> u64 {
+    len as u64
 }
 
 impl Packed {

@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use super::bloom::{filter_checksum, Bits, Bloom, StoredBits};
+use super::bloom::{filter_checksum, filter_seed, Bits, Bloom, StoredBits};
 use super::dict::Dictionary;
-use super::doc::{each_end, folded_title, text_checksum, Doc, Packed};
+use super::doc::{each_end, folded_title, text_checksum, text_seed, Doc, Packed};
 use super::stored::Stored;
 use super::vocab::Vocabulary;
 use super::DocCache;
-use crate::cache_file::StoredTexts;
+use crate::cache_file::{Region, StoredTexts};
 use crate::host::Fingerprint;
 
 impl DocCache {
@@ -22,32 +22,35 @@ impl DocCache {
     /// lengths, and where its compressed text and its filter are in the
     /// stored region (offset, length, checksum: [`text_checksum`],
     /// [`filter_checksum`]). The region holds every filter, then
-    /// every text, so that a search reads the filters in one sweep. A doc
-    /// whose text or filter is stored in the file it was loaded from is
-    /// written with the bytes read back from it (the old file stays
-    /// readable through its handle after a newer one is renamed over its
-    /// path); one whose bytes cannot be read back or do not check is left
-    /// out, to be indexed again.
-    pub(crate) fn encode(&self) -> (Vec<u8>, Vec<u8>) {
+    /// every text, so that a search reads the filters in one sweep; it is
+    /// not gathered here but written from the docs ([`DocRegion`]), so
+    /// saving the index never holds a second copy of it. A doc whose text
+    /// or filter is stored in the file it was loaded from is written with
+    /// the bytes read back from it (the old file stays readable through
+    /// its handle after a newer one is renamed over its path); one whose
+    /// bytes cannot be read back or do not check is left out, to be indexed
+    /// again (they are read back and checked here, in chunks, and again as
+    /// they are written).
+    pub(crate) fn encode(&self) -> (Vec<u8>, DocRegion) {
         use crate::cache_file::{put, put_opt};
         let docs = self.docs.read().unwrap_or_else(|e| e.into_inner());
         let mut dicts: Vec<Arc<Dictionary>> = self.dictionary().into_iter().collect();
+        // Per kept doc: its id, the doc, and its text's and filter's
+        // lengths and checksums.
         let mut kept = Vec::with_capacity(docs.len());
         for (id, d) in docs.iter().filter(|(_, d)| d.fingerprint.is_some()) {
-            let (Ok(packed), Ok(bits)) = (d.packed.bytes(d.len), d.bloom.bits()) else { continue };
+            let (Some((text_len, text_sum)), Some((filter_len, filter_sum))) = (text_part(d), filter_part(d)) else {
+                continue;
+            };
+            let sums = (text_len, text_sum, filter_len, filter_sum);
             if let Some(dict) = &d.dict {
                 if !dicts.iter().any(|x| Arc::ptr_eq(x, dict)) {
                     dicts.push(Arc::clone(dict));
                 }
             }
-            kept.push((id, d, packed, bits));
+            kept.push((id, Arc::clone(d), sums));
         }
-        let filters: usize = kept.iter().map(|(_, _, _, bits)| bits.len()).sum();
-        let texts: usize = kept.iter().map(|(_, _, packed, _)| packed.len()).sum();
-        let mut stored = Vec::with_capacity(filters + texts);
-        for (_, _, _, bits) in &kept {
-            stored.extend_from_slice(bits);
-        }
+        let filters: u64 = kept.iter().map(|(_, _, (_, _, bits, _))| bits).sum();
         let mut out = Vec::new();
         out.extend_from_slice(&(dicts.len() as u64).to_le_bytes());
         for dict in &dicts {
@@ -60,15 +63,15 @@ impl DocCache {
             // Its vocabulary, of the docs written with it.
             let mut live: Vec<u32> = kept
                 .iter()
-                .filter(|(_, d, _, _)| d.dict.as_ref().is_some_and(|x| Arc::ptr_eq(x, dict)))
-                .map(|(_, d, _, _)| d.serial)
+                .filter(|(_, d, _)| d.dict.as_ref().is_some_and(|x| Arc::ptr_eq(x, dict)))
+                .map(|(_, d, _)| d.serial)
                 .collect();
             live.sort_unstable();
             dict.vocab.encode(&mut out, |s| live.binary_search(&s).is_ok());
         }
         out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
-        let mut filter_at = 0u64;
-        for (id, d, packed, bits) in &kept {
+        let (mut filter_at, mut text_at) = (0u64, filters);
+        for (id, d, (text_len, text_sum, filter_len, filter_sum)) in &kept {
             put(&mut out, id.as_bytes());
             put(&mut out, d.fingerprint.as_ref().map_or(&[][..], Fingerprint::as_bytes));
             put_opt(&mut out, d.title.as_deref().map(str::as_bytes));
@@ -76,18 +79,17 @@ impl DocCache {
             out.extend_from_slice(&(dict as u64).to_le_bytes());
             out.extend_from_slice(&u64::from(if dict == 0 { 0 } else { d.serial }).to_le_bytes());
             put(&mut out, &d.lengths);
-            let text_sum = match &d.packed {
-                Packed::Stored(s) => s.checksum,
-                Packed::Held(_) => text_checksum(packed, d.len),
-            };
-            let filter_sum = filter_checksum(bits);
-            for n in [stored.len() as u64, packed.len() as u64, text_sum, filter_at, bits.len() as u64, filter_sum] {
+            for n in [text_at, *text_len, *text_sum, filter_at, *filter_len, *filter_sum] {
                 out.extend_from_slice(&n.to_le_bytes());
             }
-            stored.extend_from_slice(packed);
-            filter_at += bits.len() as u64;
+            text_at += text_len;
+            filter_at += filter_len;
         }
-        (out, stored)
+        let region = DocRegion {
+            len: text_at,
+            docs: kept.into_iter().map(|(_, d, (text_len, _, filter_len, _))| (d, filter_len, text_len)).collect(),
+        };
+        (out, region)
     }
 
     /// Reads the directory [`encode`](Self::encode) wrote (already checked
@@ -162,4 +164,102 @@ impl DocCache {
         }
         input.0.is_empty().then_some(out)
     }
+}
+
+/// The stored region of an index file as [`DocCache::encode`] laid it out:
+/// every kept doc's filter, then every kept doc's compressed text, each
+/// taken from its doc as it is written (held, or copied in chunks from the
+/// file it was loaded from and checked on the way), so saving the index
+/// holds no second copy of it.
+pub(crate) struct DocRegion {
+    /// Its length.
+    len: u64,
+    /// Each kept doc, in the directory's order, with its filter's and its
+    /// text's lengths as the directory gives them.
+    docs: Vec<(Arc<Doc>, u64, u64)>,
+}
+
+impl DocRegion {
+    /// The region whole, in memory (what the unit tests compare and cut).
+    #[cfg(test)]
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_to(&mut out).expect("every doc readable");
+        out
+    }
+}
+
+impl Region for DocRegion {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Each held filter and text as it is; each stored one copied from
+    /// its file in chunks and checked on the way. Fails if a stored one
+    /// can no longer be read back or does not check, or one has another
+    /// length than the directory says (no file is written then; the old
+    /// one stays).
+    fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for (d, filter_len, _) in &self.docs {
+            match &d.bloom.bits {
+                Bits::Held(bits) => written(out, bits, *filter_len)?,
+                Bits::Stored(stored) => match stored.kept.get() {
+                    Some(bits) => written(out, bits, *filter_len)?,
+                    None => stored_copy(out, &stored.at, filter_seed(stored.at.len), *filter_len)?,
+                },
+            }
+        }
+        for (d, _, text_len) in &self.docs {
+            match &d.packed {
+                Packed::Held(packed) => written(out, packed, *text_len)?,
+                Packed::Stored(stored) => stored_copy(out, stored, text_seed(d.len), *text_len)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The length and checksum of `d`'s compressed text as the directory
+/// records them; `None` if it is stored and cannot be read back or does
+/// not check (read in chunks: never held whole).
+fn text_part(d: &Doc) -> Option<(u64, u64)> {
+    match &d.packed {
+        Packed::Held(packed) => Some((packed.len() as u64, text_checksum(packed, d.len))),
+        Packed::Stored(stored) => {
+            stored.copy_to(text_seed(d.len), &mut std::io::sink()).ok()?;
+            Some((stored.len as u64, stored.checksum))
+        }
+    }
+}
+
+/// The same for `d`'s filter.
+fn filter_part(d: &Doc) -> Option<(u64, u64)> {
+    let bits = match &d.bloom.bits {
+        Bits::Held(bits) => bits,
+        Bits::Stored(stored) => match stored.kept.get() {
+            Some(bits) => bits,
+            None => {
+                stored.at.copy_to(filter_seed(stored.at.len), &mut std::io::sink()).ok()?;
+                return Some((stored.at.len as u64, stored.at.checksum));
+            }
+        },
+    };
+    Some((bits.len() as u64, filter_checksum(bits)))
+}
+
+/// Writes `bytes`, which must be `len` long (as the directory says).
+fn written(out: &mut dyn std::io::Write, bytes: &[u8], len: u64) -> std::io::Result<()> {
+    if bytes.len() as u64 != len {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "an index text changed length while written"));
+    }
+    out.write_all(bytes)
+}
+
+/// Copies `stored`, which must be `len` long, checking it (seeded with
+/// `seed`) on the way.
+fn stored_copy(out: &mut dyn std::io::Write, stored: &Stored, seed: u64, len: u64) -> std::io::Result<()> {
+    if stored.len as u64 != len {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "an index text changed length while written"));
+    }
+    stored.copy_to(seed, out)
 }

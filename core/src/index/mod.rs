@@ -637,7 +637,8 @@ mod tests {
     /// `cut` bytes: the file's path.
     fn write(cache: &DocCache, dir: &std::path::Path, name: &str, cut: usize) -> std::path::PathBuf {
         let path = dir.join(name);
-        let (directory, texts) = cache.encode();
+        let (directory, region) = cache.encode();
+        let texts = region.to_vec();
         crate::cache_file::write_in_place(&path, HEAD, &directory, &texts[..texts.len() - cut]).unwrap();
         path
     }

@@ -26,6 +26,20 @@ impl Stored {
     }
 }
 
+impl Stored {
+    /// Copies its bytes to `out` in chunks (never held whole), its
+    /// checksum (seeded with `seed`) computed on the way: an error if they
+    /// cannot be read back or do not match it (what was copied is then the
+    /// caller's to discard).
+    pub(super) fn copy_to(&self, seed: u64, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if self.texts.copy_to(self.offset, self.len, seed, out)? == self.checksum {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a stored text of the index does not check"))
+        }
+    }
+}
+
 /// A doc's stored text or filter could not be read back from its cache
 /// file, or did not match its checksum (or the text its recorded length):
 /// the doc must be dropped and its session indexed again from its source,

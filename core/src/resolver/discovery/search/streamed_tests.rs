@@ -47,7 +47,8 @@ fn streamed(q: &dyn BlockingSessionQuery, id: &str, encoder: Option<&Encoder>, r
 fn file_bytes(doc: Doc) -> (Vec<u8>, Vec<u8>) {
     let cache = DocCache::default();
     cache.insert_all(vec![("s".to_owned(), Arc::new(doc))]);
-    cache.encode()
+    let (directory, region) = cache.encode();
+    (directory, region.to_vec())
 }
 
 /// Every session of every root, with its source.
