@@ -4,6 +4,7 @@
 
 use super::fold::fold;
 use super::keys::{hash, is_trigram, items_of, keys, pairs, KeySet, MixHasher, NUMERAL};
+use super::stored::Stored;
 use super::vocab::{Vocabulary, SEEN_BITS};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -252,17 +253,41 @@ impl<'d> CompressStream<'d> {
     }
 }
 
-/// Calls `f` with each item of a text compressed as one frame (`packed`,
+/// Where [`each_item`] reads a compressed text from.
+pub(super) enum Source<'a> {
+    /// In memory.
+    Held(&'a [u8]),
+    /// Left in the cache file: read in chunks, its checksum (seeded with
+    /// the second field) computed on the way and compared once the text is
+    /// read to its end.
+    Stored(&'a Stored, u64),
+}
+
+/// Why [`each_item`] did not give every item.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Cut {
+    /// `f` asked to stop (and the text, read to its end, checked).
+    Asked,
+    /// The text could not be read, did not match its checksum, did not
+    /// decompress to the items, or an item was not UTF-8.
+    Bad,
+}
+
+/// Calls `f` with each item of a text compressed as one frame (`source`,
 /// with `dict` if given; the items end at `ends`), decompressing it as a
-/// stream: only one item and one chunk are held at a time, never the whole
-/// text. Stops at the first `None` of `f`; `None` if the text does not
-/// decompress to the items, or an item is not UTF-8.
+/// stream: only one item and one chunk of the decompressed text are held
+/// at a time, never the whole text, and a stored text is read from its
+/// file in chunks, not whole. Stops at the first `None` of `f`. A stored
+/// text is read to its end and checked against its checksum whether or
+/// not `f` stopped: when it does not check, the items `f` was given are
+/// not the text's, and the answer is [`Cut::Bad`] (the caller drops what
+/// it learned from them).
 pub(super) fn each_item(
-    packed: &[u8],
+    source: Source<'_>,
     dict: Option<&Dictionary>,
     ends: &[usize],
     mut f: impl FnMut(&str) -> Option<()>,
-) -> Option<()> {
+) -> Result<(), Cut> {
     use zstd::zstd_safe::{InBuffer, OutBuffer};
     let len = ends.last().copied().unwrap_or(0);
     if len <= WHOLE_AT {
@@ -270,53 +295,153 @@ pub(super) fn each_item(
         // context, into the thread's buffer: a context made per call (a
         // large allocation, zeroed) and the stream's copies were most of a
         // search's verification of a typical session (issue 29).
+        let read_back;
+        let packed = match source {
+            Source::Held(packed) => packed,
+            Source::Stored(stored, seed) => {
+                read_back = stored.read(|bytes| crate::cache_file::checksum(seed, bytes)).map_err(|_| Cut::Bad)?;
+                &read_back[..]
+            }
+        };
         let mut text = TEXT.with(|t| std::mem::take(&mut *t.borrow_mut()));
-        let read = decompress_into(packed, len, dict, &mut text).and_then(|()| {
+        let read = decompress_into(packed, len, dict, &mut text).ok_or(Cut::Bad).and_then(|()| {
             let mut start = 0;
             for &end in ends {
-                f(std::str::from_utf8(text.get(start..end)?).ok()?)?;
+                let item = text.get(start..end).and_then(|item| std::str::from_utf8(item).ok()).ok_or(Cut::Bad)?;
+                f(item).ok_or(Cut::Asked)?;
                 start = end;
             }
-            Some(())
+            Ok(())
         });
         text.clear();
         TEXT.with(|t| *t.borrow_mut() = text);
         return read;
     }
-    let mut dctx = DCtx::try_create()?;
+    let mut dctx = DCtx::try_create().ok_or(Cut::Bad)?;
     if let Some(d) = dict {
-        dctx.ref_ddict(&d.decompress).ok()?;
+        dctx.ref_ddict(&d.decompress).map_err(|_| Cut::Bad)?;
     }
-    let mut input = InBuffer::around(packed);
+    let mut feed = Feed::new(source);
     let mut pending: Vec<u8> = Vec::new();
     let (mut start, mut next) = (0usize, 0usize); // text offset of pending[0]; next item
-    loop {
+    let read = loop {
         // The items complete in `pending`, then what they took dropped at once.
-        let mut taken = 0;
+        let (mut taken, mut cut) = (0, None);
         while let Some(&end) = ends.get(next) {
-            let len = end.checked_sub(start)?;
+            let Some(len) = end.checked_sub(start) else {
+                cut = Some(Cut::Bad);
+                break;
+            };
             if pending.len() - taken < len {
                 break;
             }
-            f(std::str::from_utf8(&pending[taken..taken + len]).ok()?)?;
+            let Ok(item) = std::str::from_utf8(&pending[taken..taken + len]) else {
+                cut = Some(Cut::Bad);
+                break;
+            };
+            if f(item).is_none() {
+                cut = Some(Cut::Asked);
+                break;
+            }
             taken += len;
             start = end;
             next += 1;
         }
+        if let Some(cut) = cut {
+            break Err(cut);
+        }
         pending.drain(..taken);
         if next == ends.len() {
-            return (pending.is_empty() && input.pos() == packed.len()).then_some(());
+            break if pending.is_empty() && !feed.more() { Ok(()) } else { Err(Cut::Bad) };
         }
-        if input.pos() == packed.len() {
-            return None;
+        if !feed.more() {
+            break Err(Cut::Bad);
         }
         pending.reserve(DCtx::out_size());
         let at = pending.len();
         let mut output = OutBuffer::around_pos(&mut pending, at);
-        dctx.decompress_stream(&mut output, &mut input).ok()?;
-        if output.pos() == at && input.pos() == packed.len() {
-            return None;
+        let mut input = InBuffer::around(feed.current());
+        input.set_pos(feed.pos);
+        let decompressed = dctx.decompress_stream(&mut output, &mut input);
+        feed.pos = input.pos();
+        if decompressed.is_err() || (output.pos() == at && !feed.more()) {
+            break Err(Cut::Bad);
         }
+    };
+    match read {
+        Err(Cut::Bad) => Err(Cut::Bad),
+        _ if !feed.checks() => Err(Cut::Bad),
+        read => read,
+    }
+}
+
+/// The compressed input of [`each_item`]'s stream: the held text whole, or
+/// a stored one chunk after chunk.
+struct Feed<'a> {
+    source: Source<'a>,
+    /// The current chunk of a stored text.
+    chunk: Vec<u8>,
+    /// How much of the current chunk (or of the held text) is consumed.
+    pos: usize,
+    /// How much of a stored text was read into chunks.
+    read: usize,
+    /// The checksum of what was read.
+    sum: crate::cache_file::Checksum,
+    /// A read failed.
+    failed: bool,
+}
+
+impl<'a> Feed<'a> {
+    /// A stored text is read this much at a time.
+    const CHUNK: usize = 128 << 10;
+
+    fn new(source: Source<'a>) -> Feed<'a> {
+        let seed = match source {
+            Source::Held(_) => 0,
+            Source::Stored(_, seed) => seed,
+        };
+        Feed { source, chunk: Vec::new(), pos: 0, read: 0, sum: crate::cache_file::Checksum::new(seed), failed: false }
+    }
+
+    /// The current chunk.
+    fn current(&self) -> &[u8] {
+        match self.source {
+            Source::Held(packed) => packed,
+            Source::Stored(..) => &self.chunk,
+        }
+    }
+
+    /// Whether input is left, reading the next chunk when the current one
+    /// is consumed (a failed read: none left, and [`checks`](Self::checks)
+    /// is false).
+    fn more(&mut self) -> bool {
+        if self.pos < self.current().len() {
+            return true;
+        }
+        let Source::Stored(stored, _) = self.source else { return false };
+        if self.failed || self.read == stored.len {
+            return false;
+        }
+        let n = Self::CHUNK.min(stored.len - self.read);
+        let at = stored.offset.saturating_add(self.read as u64);
+        if stored.texts.read_into(at, n, &mut self.chunk).is_err() {
+            self.failed = true;
+            return false;
+        }
+        self.sum.update(&self.chunk);
+        self.read += n;
+        self.pos = 0;
+        true
+    }
+
+    /// Reads what is left of a stored text (not decompressed): whether all
+    /// of it could be read and matches its checksum (a held text: always).
+    fn checks(mut self) -> bool {
+        let Source::Stored(stored, _) = self.source else { return true };
+        while self.more() {
+            self.pos = self.chunk.len();
+        }
+        !self.failed && self.sum.finish() == stored.checksum
     }
 }
 
@@ -366,7 +491,7 @@ fn decompress_into(packed: &[u8], len: usize, dict: Option<&Dictionary>, out: &m
 
 /// Texts up to this long are decompressed at once by [`each_item`], into
 /// a buffer each thread keeps (so never bigger than this).
-const WHOLE_AT: usize = 1 << 20;
+pub(super) const WHOLE_AT: usize = 1 << 20;
 
 thread_local! {
     /// The thread's zstd contexts, reused by every doc it builds or reads:

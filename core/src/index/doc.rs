@@ -4,7 +4,7 @@
 use super::bloom::Bloom;
 use super::dict::{
     compress, compress_parts, decompress, distinct_keys, distinct_keys_of, distinct_pairs, distinct_pairs_of,
-    each_item, CompressStream, Dictionary, Encoder, STREAM_AT,
+    each_item, CompressStream, Cut, Dictionary, Encoder, Source, STREAM_AT,
 };
 use super::fold::fold;
 use super::keys::items_of;
@@ -164,14 +164,14 @@ fn pack_streamed(
     // share the thread's scratch tables).
     let serial = match encoder {
         Some(encoder) if kept => {
-            let mut read = None;
+            let mut read = Err(Cut::Bad);
             let pairs = distinct_pairs_of(&encoder.dict, |pair| {
-                read = each_item(&packed, Some(&encoder.dict), ends, |item| {
+                read = each_item(Source::Held(&packed), Some(&encoder.dict), ends, |item| {
                     pair(item);
                     Some(())
                 });
             });
-            read?;
+            read.ok()?;
             encoder.dict.vocab.register(&keys.0, &pairs)
         }
         _ => 0,
@@ -289,7 +289,9 @@ impl Doc {
     pub(super) fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
         let ends = self.ends();
         let (keys, packed, serial) = if self.len >= STREAM_AT {
-            pack_streamed(self.len, &ends, Some(encoder), self.fingerprint.is_some(), |f| self.each_item(&ends, f))?
+            pack_streamed(self.len, &ends, Some(encoder), self.fingerprint.is_some(), |f| {
+                self.each_item(&ends, f).ok()
+            })?
         } else {
             let text = self.decompressed()?;
             let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
@@ -356,15 +358,27 @@ impl Doc {
             kept.push(text.len());
             Some(())
         });
-        let whole = read.is_some();
-        (whole || !kept.is_empty()).then_some((text, kept, whole))
+        match read {
+            Ok(()) => Some((text, kept, true)),
+            Err(Cut::Asked) => Some((text, kept, false)),
+            Err(Cut::Bad) => None,
+        }
     }
 
     /// Calls `f` with each item of its text (which end at `ends`),
-    /// decompressed as a stream ([`each_item`]); `None` if the text cannot
-    /// be read or does not decompress to its items.
-    pub(super) fn each_item(&self, ends: &[usize], f: impl FnMut(&str) -> Option<()>) -> Option<()> {
-        each_item(&self.packed.bytes(self.len).ok()?, self.dict.as_deref(), ends, f)
+    /// decompressed as a stream ([`each_item`]): [`Cut::Asked`] if `f`
+    /// stopped, [`Cut::Bad`] if the text cannot be read, does not check or
+    /// does not decompress to its items.
+    pub(super) fn each_item(&self, ends: &[usize], f: impl FnMut(&str) -> Option<()>) -> Result<(), Cut> {
+        each_item(self.source(), self.dict.as_deref(), ends, f)
+    }
+
+    /// Where its compressed text is read from.
+    fn source(&self) -> Source<'_> {
+        match &self.packed {
+            Packed::Held(packed) => Source::Held(packed),
+            Packed::Stored(stored) => Source::Stored(stored, text_seed(self.len)),
+        }
     }
 
     /// Whether its dictionary's vocabulary lets it hold `needle` (always,
@@ -403,7 +417,10 @@ impl Doc {
 
     /// Calls `f` with each item of its text in order, decompressed as a
     /// stream (one item and one chunk held at a time, never the whole
-    /// text; a text of at most 1 MiB at once), until `f` returns `None`. The errors are
+    /// text; a text of at most 1 MiB at once; a stored text read from its
+    /// file in chunks), until `f` returns `None`. A stored text is checked
+    /// against its checksum once read to its end, after `f` saw its items:
+    /// on [`Unreadable`] the caller drops what it learned. The errors are
     /// [`text`](Self::text)'s: [`Unreadable`] for a stored text that cannot
     /// be read back, does not match its checksum or does not decompress to
     /// its items (a doc without a body, or a held text that does not
@@ -413,19 +430,8 @@ impl Doc {
         if ends.last() != Some(&self.len) {
             return Ok(());
         }
-        let Ok(packed) = self.packed.bytes(self.len) else {
-            return if self.is_stored() { Err(Unreadable) } else { Ok(()) };
-        };
-        // `f` stopping is `None` too: told apart by whether it asked to.
-        let mut stopped = false;
-        let mut f = f;
-        let read = each_item(&packed, self.dict.as_deref(), &ends, |item| {
-            let go = f(item);
-            stopped = go.is_none();
-            go
-        });
-        match read {
-            None if !stopped && self.is_stored() => Err(Unreadable),
+        match self.each_item(&ends, f) {
+            Err(Cut::Bad) if self.is_stored() => Err(Unreadable),
             _ => Ok(()),
         }
     }

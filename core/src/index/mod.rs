@@ -570,12 +570,12 @@ mod tests {
             seen.push(i.len());
             Some(())
         });
-        assert!(read.is_some());
+        assert!(read.is_ok());
         assert_eq!(seen, items.iter().map(String::len).collect::<Vec<_>>());
         // A text that is not what its ends say does not read.
         let mut short = redone.ends();
         short.pop();
-        assert!(redone.each_item(&short, |_| Some(())).is_none());
+        assert!(redone.each_item(&short, |_| Some(())).is_err());
     }
 
     #[test]
@@ -685,6 +685,62 @@ mod tests {
                 assert_eq!(&doc.items(), items, "{id}");
             }
         }
+    }
+
+    /// A stored text past the size decompressed at once is read from its
+    /// file in chunks as it is decompressed, and checked once read to its
+    /// end, also when the reader stopped at its first item: a byte damaged
+    /// near its end makes it unreadable, never a partial answer.
+    #[test]
+    fn a_big_stored_text_streams_from_its_file_and_is_checked_to_its_end() {
+        let cache = DocCache::default();
+        let items: Vec<String> = (0..24).map(|j| prose(j + 1, 100_000, 5000)).collect();
+        let doc = Doc::build(
+            Some(Fingerprint::from_u64(7)),
+            Some("big".into()),
+            items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect(),
+            None,
+        );
+        assert!(doc.len > 2 * dict::WHOLE_AT && doc.packed.len() > 4 * (128 << 10), "streamed, in several chunks");
+        cache.put("big", &Arc::new(doc));
+        let dir = tempfile::tempdir().unwrap();
+        let (loaded, path) = through_file(&cache, dir.path(), "index.bin");
+        let stored = held(&loaded, "big");
+        assert!(stored.is_stored());
+        let read = |doc: &Doc| {
+            let mut seen = Vec::new();
+            doc.each_item_text(|item| {
+                seen.push(item.to_owned());
+                Some(())
+            })
+            .map(|()| seen)
+        };
+        assert_eq!(read(&stored).unwrap(), items);
+        assert_eq!(stored.each_item_text(|_| None), Ok(()), "stopped at the first item");
+        // A byte near the file's end (the end of the only text) flipped.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() - 20;
+        bytes[at] ^= 0x01;
+        let tmp = dir.path().join("tmp");
+        std::fs::write(&tmp, &bytes).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let (directory, region) = crate::cache_file::open_in_place(&path, HEAD).expect("the directory is intact");
+        let damaged = DocCache::default();
+        damaged.insert_all(damaged.decode(directory, &region).unwrap());
+        let damaged = held(&damaged, "big");
+        let mut first = None;
+        let stopped = damaged.each_item_text(|item| {
+            first = Some(item.to_owned());
+            None
+        });
+        assert_eq!(first.as_deref(), Some(items[0].as_str()), "the first item decompressed before the damage");
+        assert_eq!(stopped, Err(Unreadable), "yet the text is unreadable");
+        assert_eq!(read(&damaged), Err(Unreadable));
+        // Truncated under the loaded doc: unreadable too.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(bytes.len() as u64 - 5000).unwrap();
+        assert_eq!(damaged.each_item_text(|_| None), Err(Unreadable));
+        // The doc loaded before reads the old file through its handle.
+        assert_eq!(read(&stored).unwrap(), items);
     }
 
     /// A search's pass over stored filters says what the held filters say,
