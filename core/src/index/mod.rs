@@ -653,18 +653,28 @@ mod tests {
         (loaded, path)
     }
 
+    /// The index file at `path` with its byte `at` flipped, written over
+    /// it through a new file in `dir` (a new inode: caches loaded before
+    /// keep the old one) and loaded into a new cache: that cache and the
+    /// file's bytes.
+    fn flipped(dir: &std::path::Path, path: &std::path::Path, at: usize) -> (DocCache, Vec<u8>) {
+        let mut bytes = std::fs::read(path).unwrap();
+        bytes[at] ^= 0x01;
+        let tmp = dir.join("tmp");
+        std::fs::write(&tmp, &bytes).unwrap();
+        std::fs::rename(&tmp, path).unwrap();
+        let (directory, stored) = crate::cache_file::open_in_place(path, HEAD).expect("the directory is intact");
+        let damaged = DocCache::default();
+        damaged.insert_all(damaged.decode(directory, &stored).unwrap());
+        (damaged, bytes)
+    }
+
     #[test]
     fn a_stored_text_that_does_not_check_is_unreadable_never_empty() {
         let RoundTrip { texts, dir, loaded, path, .. } = round_trip();
         // Flip the last byte of the file: the end of one stored text.
-        let mut bytes = std::fs::read(&path).unwrap();
-        *bytes.last_mut().unwrap() ^= 0x01;
-        let tmp = dir.path().join("tmp");
-        std::fs::write(&tmp, &bytes).unwrap();
-        std::fs::rename(&tmp, &path).unwrap();
-        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).expect("the directory is intact");
-        let damaged = DocCache::default();
-        damaged.insert_all(damaged.decode(directory, &stored).unwrap());
+        let len = std::fs::metadata(&path).unwrap().len() as usize;
+        let (damaged, bytes) = flipped(dir.path(), &path, len - 1);
         let unreadable: Vec<&String> =
             texts.iter().map(|(id, _)| id).filter(|id| held(&damaged, id).text().is_err()).collect();
         assert_eq!(unreadable.len(), 1, "exactly the doc whose text was hit");
@@ -718,15 +728,8 @@ mod tests {
         assert_eq!(read(&stored).unwrap(), items);
         assert_eq!(stored.each_item_text(|_| None), Ok(()), "stopped at the first item");
         // A byte near the file's end (the end of the only text) flipped.
-        let mut bytes = std::fs::read(&path).unwrap();
-        let at = bytes.len() - 20;
-        bytes[at] ^= 0x01;
-        let tmp = dir.path().join("tmp");
-        std::fs::write(&tmp, &bytes).unwrap();
-        std::fs::rename(&tmp, &path).unwrap();
-        let (directory, region) = crate::cache_file::open_in_place(&path, HEAD).expect("the directory is intact");
-        let damaged = DocCache::default();
-        damaged.insert_all(damaged.decode(directory, &region).unwrap());
+        let len = std::fs::metadata(&path).unwrap().len() as usize;
+        let (damaged, bytes) = flipped(dir.path(), &path, len - 20);
         let damaged = held(&damaged, "big");
         let mut first = None;
         let stopped = damaged.each_item_text(|item| {
