@@ -390,26 +390,6 @@ impl StoredTexts {
         read_exact_at(&self.file, buf, at)
     }
 
-    /// Copies the `len` bytes at `offset` in the region to `out` in
-    /// chunks (never held whole) and returns their [`checksum`] seeded
-    /// with `seed`; an error when they lie outside the region or the file
-    /// cannot give them. What was copied before a mismatch is found is the
-    /// caller's to discard.
-    pub(crate) fn copy_to(&self, offset: u64, len: usize, seed: u64, out: &mut dyn Write) -> std::io::Result<u64> {
-        const CHUNK: usize = 128 << 10;
-        let mut sum = Checksum::new(seed);
-        let mut buf = Vec::new();
-        let mut done = 0;
-        while done < len {
-            let n = CHUNK.min(len - done);
-            self.read_into(offset.saturating_add(done as u64), n, &mut buf)?;
-            sum.update(&buf);
-            out.write_all(&buf)?;
-            done += n;
-        }
-        Ok(sum.finish())
-    }
-
     /// The length of the region.
     pub(crate) fn len(&self) -> u64 {
         self.len

@@ -2,7 +2,7 @@
 //! file it was loaded from, and its checksum.
 
 use super::keys::hash;
-use super::stored::{Stored, Unreadable};
+use super::stored::{Source, Stored, Unreadable};
 use std::borrow::Cow;
 
 /// Bloom filter bits per distinct key. With 3 probes, 4 bits give a
@@ -66,6 +66,18 @@ impl Bloom {
         match &self.bits {
             Bits::Held(bits) => Some(bits),
             Bits::Stored(stored) => stored.kept.get().map(|b| &**b),
+        }
+    }
+
+    /// Where its bytes are read from: held (its own, or kept by a
+    /// search), or its place in the cache file.
+    pub(super) fn source(&self) -> Source<'_> {
+        match &self.bits {
+            Bits::Held(bits) => Source::Held(bits),
+            Bits::Stored(stored) => match stored.kept.get() {
+                Some(bits) => Source::Held(bits),
+                None => Source::Stored(&stored.at, filter_seed(stored.at.len)),
+            },
         }
     }
 

@@ -4,7 +4,7 @@
 
 use super::fold::fold;
 use super::keys::{hash, is_trigram, items_of, keys, pairs, KeySet, MixHasher, NUMERAL};
-use super::stored::Stored;
+use super::stored::{Chunks, Source};
 use super::vocab::{Vocabulary, SEEN_BITS};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -253,16 +253,6 @@ impl<'d> CompressStream<'d> {
     }
 }
 
-/// Where [`each_item`] reads a compressed text from.
-pub(super) enum Source<'a> {
-    /// In memory.
-    Held(&'a [u8]),
-    /// Left in the cache file: read in chunks, its checksum (seeded with
-    /// the second field) computed on the way and compared once the text is
-    /// read to its end.
-    Stored(&'a Stored, u64),
-}
-
 /// Why [`each_item`] did not give every item.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Cut {
@@ -378,70 +368,42 @@ pub(super) fn each_item(
 /// The compressed input of [`each_item`]'s stream: the held text whole, or
 /// a stored one chunk after chunk.
 struct Feed<'a> {
-    source: Source<'a>,
-    /// The current chunk of a stored text.
-    chunk: Vec<u8>,
+    held: &'a [u8],
+    chunks: Option<Chunks<'a>>,
     /// How much of the current chunk (or of the held text) is consumed.
     pos: usize,
-    /// How much of a stored text was read into chunks.
-    read: usize,
-    /// The checksum of what was read.
-    sum: crate::cache_file::Checksum,
-    /// A read failed.
-    failed: bool,
 }
 
 impl<'a> Feed<'a> {
-    /// A stored text is read this much at a time.
-    const CHUNK: usize = 128 << 10;
-
     fn new(source: Source<'a>) -> Feed<'a> {
-        let seed = match source {
-            Source::Held(_) => 0,
-            Source::Stored(_, seed) => seed,
-        };
-        Feed { source, chunk: Vec::new(), pos: 0, read: 0, sum: crate::cache_file::Checksum::new(seed), failed: false }
+        match source {
+            Source::Held(held) => Feed { held, chunks: None, pos: 0 },
+            Source::Stored(stored, seed) => Feed { held: &[], chunks: Some(stored.chunks(seed)), pos: 0 },
+        }
     }
 
     /// The current chunk.
     fn current(&self) -> &[u8] {
-        match self.source {
-            Source::Held(packed) => packed,
-            Source::Stored(..) => &self.chunk,
-        }
+        self.chunks.as_ref().map_or(self.held, Chunks::chunk)
     }
 
     /// Whether input is left, reading the next chunk when the current one
-    /// is consumed (a failed read: none left, and [`checks`](Self::checks)
-    /// is false).
+    /// is consumed.
     fn more(&mut self) -> bool {
         if self.pos < self.current().len() {
             return true;
         }
-        let Source::Stored(stored, _) = self.source else { return false };
-        if self.failed || self.read == stored.len {
-            return false;
+        let read = self.chunks.as_mut().is_some_and(Chunks::next);
+        if read {
+            self.pos = 0;
         }
-        let n = Self::CHUNK.min(stored.len - self.read);
-        let at = stored.offset.saturating_add(self.read as u64);
-        if stored.texts.read_into(at, n, &mut self.chunk).is_err() {
-            self.failed = true;
-            return false;
-        }
-        self.sum.update(&self.chunk);
-        self.read += n;
-        self.pos = 0;
-        true
+        read
     }
 
     /// Reads what is left of a stored text (not decompressed): whether all
     /// of it could be read and matches its checksum (a held text: always).
-    fn checks(mut self) -> bool {
-        let Source::Stored(stored, _) = self.source else { return true };
-        while self.more() {
-            self.pos = self.chunk.len();
-        }
-        !self.failed && self.sum.finish() == stored.checksum
+    fn checks(self) -> bool {
+        self.chunks.is_none_or(Chunks::checks)
     }
 }
 

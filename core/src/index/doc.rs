@@ -4,12 +4,12 @@
 use super::bloom::Bloom;
 use super::dict::{
     compress, compress_parts, decompress, distinct_keys, distinct_keys_of, distinct_pairs, distinct_pairs_of,
-    each_item, CompressStream, Cut, Dictionary, Encoder, Source, STREAM_AT,
+    each_item, CompressStream, Cut, Dictionary, Encoder, STREAM_AT,
 };
 use super::fold::fold;
 use super::keys::items_of;
 use super::needle::Needle;
-use super::stored::{Stored, Unreadable};
+use super::stored::{Source, Stored, Unreadable};
 use crate::host::Fingerprint;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -374,7 +374,7 @@ impl Doc {
     }
 
     /// Where its compressed text is read from.
-    fn source(&self) -> Source<'_> {
+    pub(super) fn source(&self) -> Source<'_> {
         match &self.packed {
             Packed::Held(packed) => Source::Held(packed),
             Packed::Stored(stored) => Source::Stored(stored, text_seed(self.len)),

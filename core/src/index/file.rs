@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use super::bloom::{filter_checksum, filter_seed, Bits, Bloom, StoredBits};
+use super::bloom::{filter_checksum, Bits, Bloom, StoredBits};
 use super::dict::Dictionary;
-use super::doc::{each_end, folded_title, text_checksum, text_seed, Doc, Packed};
-use super::stored::Stored;
+use super::doc::{each_end, folded_title, text_checksum, Doc, Packed};
+use super::stored::{Source, Stored};
 use super::vocab::Vocabulary;
 use super::DocCache;
 use crate::cache_file::{Region, StoredTexts};
@@ -39,7 +39,10 @@ impl DocCache {
         // lengths and checksums.
         let mut kept = Vec::with_capacity(docs.len());
         for (id, d) in docs.iter().filter(|(_, d)| d.fingerprint.is_some()) {
-            let (Some((text_len, text_sum)), Some((filter_len, filter_sum))) = (text_part(d), filter_part(d)) else {
+            let text = recorded(d.source(), |packed| text_checksum(packed, d.len));
+            let (Some((text_len, text_sum)), Some((filter_len, filter_sum))) =
+                (text, recorded(d.bloom.source(), filter_checksum))
+            else {
                 continue;
             };
             let sums = (text_len, text_sum, filter_len, filter_sum);
@@ -201,65 +204,34 @@ impl Region for DocRegion {
     /// one stays).
     fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         for (d, filter_len, _) in &self.docs {
-            match &d.bloom.bits {
-                Bits::Held(bits) => written(out, bits, *filter_len)?,
-                Bits::Stored(stored) => match stored.kept.get() {
-                    Some(bits) => written(out, bits, *filter_len)?,
-                    None => stored_copy(out, &stored.at, filter_seed(stored.at.len), *filter_len)?,
-                },
-            }
+            write_part(out, d.bloom.source(), *filter_len)?;
         }
         for (d, _, text_len) in &self.docs {
-            match &d.packed {
-                Packed::Held(packed) => written(out, packed, *text_len)?,
-                Packed::Stored(stored) => stored_copy(out, stored, text_seed(d.len), *text_len)?,
-            }
+            write_part(out, d.source(), *text_len)?;
         }
         Ok(())
     }
 }
 
-/// The length and checksum of `d`'s compressed text as the directory
-/// records them; `None` if it is stored and cannot be read back or does
-/// not check (read in chunks: never held whole).
-fn text_part(d: &Doc) -> Option<(u64, u64)> {
-    match &d.packed {
-        Packed::Held(packed) => Some((packed.len() as u64, text_checksum(packed, d.len))),
-        Packed::Stored(stored) => {
-            stored.copy_to(text_seed(d.len), &mut std::io::sink()).ok()?;
+/// The length and checksum the directory records of a filter or a text
+/// (`sum`: its checksum, of held bytes); `None` if it is stored and cannot
+/// be read back or does not check (read in chunks: never held whole).
+fn recorded(source: Source<'_>, sum: impl Fn(&[u8]) -> u64) -> Option<(u64, u64)> {
+    match source {
+        Source::Held(bytes) => Some((bytes.len() as u64, sum(bytes))),
+        Source::Stored(stored, seed) => {
+            stored.copy_to(seed, &mut std::io::sink()).ok()?;
             Some((stored.len as u64, stored.checksum))
         }
     }
 }
 
-/// The same for `d`'s filter.
-fn filter_part(d: &Doc) -> Option<(u64, u64)> {
-    let bits = match &d.bloom.bits {
-        Bits::Held(bits) => bits,
-        Bits::Stored(stored) => match stored.kept.get() {
-            Some(bits) => bits,
-            None => {
-                stored.at.copy_to(filter_seed(stored.at.len), &mut std::io::sink()).ok()?;
-                return Some((stored.at.len as u64, stored.at.checksum));
-            }
-        },
-    };
-    Some((bits.len() as u64, filter_checksum(bits)))
-}
-
-/// Writes `bytes`, which must be `len` long (as the directory says).
-fn written(out: &mut dyn std::io::Write, bytes: &[u8], len: u64) -> std::io::Result<()> {
-    if bytes.len() as u64 != len {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "an index text changed length while written"));
+/// Writes a filter or a text, which must be `len` long (as the directory
+/// says): held bytes as they are, stored ones copied in chunks and checked.
+fn write_part(out: &mut dyn std::io::Write, source: Source<'_>, len: u64) -> std::io::Result<()> {
+    match source {
+        Source::Held(bytes) if bytes.len() as u64 == len => out.write_all(bytes),
+        Source::Stored(stored, seed) if stored.len as u64 == len => stored.copy_to(seed, out),
+        _ => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "an index text changed length while written")),
     }
-    out.write_all(bytes)
-}
-
-/// Copies `stored`, which must be `len` long, checking it (seeded with
-/// `seed`) on the way.
-fn stored_copy(out: &mut dyn std::io::Write, stored: &Stored, seed: u64, len: u64) -> std::io::Result<()> {
-    if stored.len as u64 != len {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "an index text changed length while written"));
-    }
-    stored.copy_to(seed, out)
 }

@@ -1,7 +1,7 @@
 //! Bytes a doc left in the cache file it was loaded from (a compressed
 //! text or a filter), and the verdict when they cannot be read back.
 
-use crate::cache_file::StoredTexts;
+use crate::cache_file::{Checksum, StoredTexts};
 use std::sync::Arc;
 
 /// A compressed text or a filter left in the cache file its doc was
@@ -27,17 +27,82 @@ impl Stored {
 }
 
 impl Stored {
-    /// Copies its bytes to `out` in chunks (never held whole), its
-    /// checksum (seeded with `seed`) computed on the way: an error if they
-    /// cannot be read back or do not match it (what was copied is then the
-    /// caller's to discard).
+    /// Its bytes read from the file [`Chunks::CHUNK`] at a time, their
+    /// checksum (seeded with `seed`) computed on the way.
+    pub(super) fn chunks(&self, seed: u64) -> Chunks<'_> {
+        Chunks { stored: self, buf: Vec::new(), read: 0, sum: Checksum::new(seed), failed: false }
+    }
+
+    /// Copies its bytes to `out` in chunks (never held whole), checked on
+    /// the way: an error if they cannot be read back or do not match their
+    /// checksum (seeded with `seed`; what was copied is then the caller's
+    /// to discard).
     pub(super) fn copy_to(&self, seed: u64, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        if self.texts.copy_to(self.offset, self.len, seed, out)? == self.checksum {
+        let mut chunks = self.chunks(seed);
+        while chunks.next() {
+            out.write_all(chunks.chunk())?;
+        }
+        if chunks.checks() {
             Ok(())
         } else {
-            Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a stored text of the index does not check"))
+            Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a stored text of the index cannot be read back"))
         }
     }
+}
+
+/// A stored text or filter read chunk after chunk ([`Stored::chunks`]).
+pub(super) struct Chunks<'a> {
+    stored: &'a Stored,
+    /// The current chunk.
+    buf: Vec<u8>,
+    /// How much was read.
+    read: usize,
+    /// The checksum of what was read.
+    sum: Checksum,
+    /// A read failed.
+    failed: bool,
+}
+
+impl Chunks<'_> {
+    /// How much is read at a time.
+    const CHUNK: usize = 128 << 10;
+
+    /// Reads the next chunk: `false` at the end or when a read fails (then
+    /// [`checks`](Self::checks) is false).
+    pub(super) fn next(&mut self) -> bool {
+        if self.failed || self.read == self.stored.len {
+            return false;
+        }
+        let n = Self::CHUNK.min(self.stored.len - self.read);
+        let at = self.stored.offset.saturating_add(self.read as u64);
+        if self.stored.texts.read_into(at, n, &mut self.buf).is_err() {
+            self.failed = true;
+            return false;
+        }
+        self.sum.update(&self.buf);
+        self.read += n;
+        true
+    }
+
+    /// The current chunk (empty before the first [`next`](Self::next)).
+    pub(super) fn chunk(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Reads what is left: whether all of it could be read and matches
+    /// its checksum.
+    pub(super) fn checks(mut self) -> bool {
+        while self.next() {}
+        !self.failed && self.sum.finish() == self.stored.checksum
+    }
+}
+
+/// Where a compressed text or a filter is read from.
+pub(super) enum Source<'a> {
+    /// In memory.
+    Held(&'a [u8]),
+    /// Left in the cache file, with the seed of its checksum.
+    Stored(&'a Stored, u64),
 }
 
 /// A doc's stored text or filter could not be read back from its cache
