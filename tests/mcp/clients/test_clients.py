@@ -20,8 +20,10 @@ them to its model. The assertions are on those texts:
   listing or search and cannot be read; a check with the CLI afterwards
   proves it was on disk, with the words searched for, all along.
 
-HTTP(S)_PROXY points at the stand-in, which refuses what a client tries to
-reach beyond loopback (listed in the output, never contacted).
+Nothing leaves the machine but the install: the clients run in a network
+namespace of their own with only loopback up (where the system allows one;
+see isolate()), and HTTP(S)_PROXY points at the stand-in, which refuses
+what a client tries to reach beyond loopback (listed in the output).
 
 Usage: python3 tests/mcp/clients/test_clients.py --binary target/debug/dsh-session-ref [claude codex gemini]
        python3 tests/mcp/clients/test_clients.py --self-check   (the stand-in alone)
@@ -90,6 +92,8 @@ def ensure_clients():
     bins = INSTALL_DIR / "node_modules" / ".bin"
     if stamp.is_file() and stamp.read_text() == want and all((bins / c).exists() for c in CLIENTS):
         return bins
+    if not (shutil.which("npm") and shutil.which("node")):
+        sys.exit("the MCP client tests install the clients with npm: no `npm` or `node` on PATH")
     shutil.rmtree(INSTALL_DIR, ignore_errors=True)
     INSTALL_DIR.mkdir(parents=True)
     (INSTALL_DIR / "package.json").write_text('{"private": true}\n')
@@ -274,7 +278,12 @@ def run_client(checks, name, bins, binary):
             proxy = {"HTTPS_PROXY": standin.url, "HTTP_PROXY": standin.url, "ALL_PROXY": standin.url,
                      "https_proxy": standin.url, "http_proxy": standin.url, "all_proxy": standin.url,
                      "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
-            cmd, env = SETUP[name](bins, p, standin.url, binary)
+            try:
+                cmd, env = SETUP[name](bins, p, standin.url, binary)
+            except (subprocess.CalledProcessError, AssertionError, KeyError, ValueError) as e:
+                detail = getattr(e, "stderr", None) or e
+                checks.check(f"{name}: set up as docs/mcp.md says", False, f"{detail!r}"[:1500])
+                return
             started = time.monotonic()
             try:
                 out = subprocess.run(cmd, cwd=p.sub, env={**env, **proxy}, capture_output=True, text=True,
