@@ -23,6 +23,7 @@ use crate::{CliResult, Failure};
 mod scope;
 mod server;
 mod tools;
+mod transport;
 
 use scope::{Scope, ScopedQuery};
 use server::Server;
@@ -47,12 +48,15 @@ pub(crate) fn run(global: &Global, args: &McpArgs, specs: Vec<SourceSpec>) -> Cl
     let server = Server::new(ctx, loading, hardening, args.caller.clone(), cwd);
     let ctx = server.ctx();
     let served = runtime().block_on(async move {
-        let result = match server.serve(rmcp::transport::stdio()).await {
+        let (transport, writer) = transport::stdio();
+        let result = match server.serve(transport).await {
             Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
             // A client that went away before it said anything.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
             Err(e) => Err(e.to_string()),
         };
+        // Every answer queued is written before the process ends.
+        drop(writer.await);
         ctx.save_cache();
         result
     });
