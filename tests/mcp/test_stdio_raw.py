@@ -201,6 +201,28 @@ def test_bad_lines_before_the_handshake_are_answered_too(tmp):
     server.close()
 
 
+def test_an_empty_home_starts_lists_nothing_with_a_note_and_finds_a_new_session(tmp):
+    home, env = empty_env(tmp)
+    server = Server(["mcp", "--scope", "all"], env, tmp)
+    server.handshake()
+    listed = server.call("list_sessions", {})
+    assert listed["sessions"] == [], listed
+    note = listed.get("note", "")
+    for place in [home / ".dsh" / "sessions", home / ".claude" / "projects", home / ".codex"]:
+        assert str(place) in note, (place, note)
+    # A first Claude Code session, written where Claude Code writes it.
+    project = home / ".claude" / "projects" / "-workspace-example-app"
+    project.mkdir(parents=True)
+    fixture = REPO / "tests" / "fixtures" / "foreign-logs" / "claude-code" / "daaain" / "minimal_showcase"
+    shutil.copy(fixture / f"{SHOWCASE}.jsonl", project / f"{SHOWCASE}.jsonl")
+    listed = server.call("list_sessions", {})
+    assert [s["id"] for s in listed["sessions"]] == [f"claude-code:{SHOWCASE}"], listed
+    assert "note" not in listed, listed
+    found = server.call("search_sessions", {"query": "repository"})
+    assert [r["id"] for r in found["results"]] == [f"claude-code:{SHOWCASE}"], found
+    server.close()
+
+
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::aider::AiderSource;
+use super::awaited::{awaited_note, Awaited};
 use super::claude_code::ClaudeCodeSource;
 use super::cline::{self, ClineSource};
 use super::codex::CodexSource;
@@ -867,7 +868,7 @@ pub fn open_source(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> 
     open_resolved(&resolved.spec)
 }
 
-fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
+pub(super) fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
     Ok(match spec.kind {
         SourceKind::Dsh => Arc::new(DshStore::open(&spec.root)?),
         SourceKind::ClaudeCode => ClaudeCodeSource::open(&spec.root)?.into_query(),
@@ -892,6 +893,17 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
 /// are refused: reads are routed by the id's prefix, so the second could
 /// never be read.
 pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
+    open_sources_with(specs, false)
+}
+
+/// [`open_sources`], for a process that lives on (a server): a source
+/// whose root does not exist yet lists no session, its note saying so, and
+/// is opened when a listing first finds its root there.
+pub fn open_sources_awaiting(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
+    open_sources_with(specs, true)
+}
+
+fn open_sources_with(specs: &[SourceSpec], awaiting: bool) -> Result<MultiQuery, String> {
     let mut multi = MultiQuery::new();
     let mut seen = Vec::new();
     for spec in specs {
@@ -900,6 +912,13 @@ pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
         }
         seen.push(spec.kind);
         let mut notes = SourceNotes::default();
+        if awaiting && !spec.kind.root_exists(&spec.root) {
+            let (kind, root) = (spec.kind, spec.root.clone());
+            notes.if_empty = Some(Arc::new(move || awaited_note(kind, &root)));
+            let query = Arc::new(Awaited::new(spec.clone()));
+            multi = multi.with_noted_source(spec.kind.name(), spec.kind.prefix(), query, notes);
+            continue;
+        }
         let opened = spec.resolve().and_then(|r| {
             notes.opened = r.note;
             let (kind, root) = (r.spec.kind, r.spec.root.clone());
