@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::aider::AiderSource;
-use super::awaited::{awaited_note, Awaited};
+use super::awaited::Awaited;
 use super::claude_code::ClaudeCodeSource;
 use super::cline::{self, ClineSource};
 use super::codex::CodexSource;
@@ -868,7 +868,7 @@ pub fn open_source(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> 
     open_resolved(&resolved.spec)
 }
 
-pub(super) fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
+fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
     Ok(match spec.kind {
         SourceKind::Dsh => Arc::new(DshStore::open(&spec.root)?),
         SourceKind::ClaudeCode => ClaudeCodeSource::open(&spec.root)?.into_query(),
@@ -914,8 +914,13 @@ fn open_sources_with(specs: &[SourceSpec], awaiting: bool) -> Result<MultiQuery,
         let mut notes = SourceNotes::default();
         if awaiting && !spec.kind.root_exists(&spec.root) {
             let (kind, root) = (spec.kind, spec.root.clone());
-            notes.if_empty = Some(Arc::new(move || awaited_note(kind, &root)));
-            let query = Arc::new(Awaited::new(spec.clone()));
+            notes.if_empty = Some(Arc::new(move || match kind.root_exists(&root) {
+                true => empty_root_note(kind, &root),
+                false => format!("{} does not exist yet: its sessions are listed once it does", root.display()),
+            }));
+            let (kind, root, given) = (spec.kind, spec.root.clone(), spec.clone());
+            let open = move || open_resolved(&given.resolve()?.spec).map_err(|e| e.to_string());
+            let query = Arc::new(Awaited::new(spec.root.clone(), move || kind.root_exists(&root), open));
             multi = multi.with_noted_source(spec.kind.name(), spec.kind.prefix(), query, notes);
             continue;
         }
