@@ -99,7 +99,7 @@ def empty_env(tmp):
     for d in ["home", "data", "config", "cache", "state"]:
         (Path(tmp) / d).mkdir(exist_ok=True)
     moved = {"DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCODE_DB", "KILO_DB", "GEMINI_CLI_HOME",
-             "COPILOT_HOME", "CURSOR_HOME", "DSR_NO_WATCH"}
+             "COPILOT_HOME", "APPDATA", "USERPROFILE"}
     env = {k: v for k, v in os.environ.items() if k not in moved and not k.startswith("XDG_")}
     env.update({"HOME": str(home), "XDG_DATA_HOME": str(Path(tmp) / "data"),
                 "XDG_CONFIG_HOME": str(Path(tmp) / "config"), "XDG_CACHE_HOME": str(Path(tmp) / "cache"),
