@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use dsh_session_reference::sources::{default_specs, no_default_location_message, SourceKind, SourceSpec};
+use dsh_session_reference::sources::{
+    default_specs, defaults_or_every_location, no_default_location_message, SourceKind, SourceSpec,
+};
 use dsh_session_reference::{Config, Error, ErrorCode, Hardening};
 use serde_json::{Map, Value};
 
@@ -510,6 +512,20 @@ pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> dsh_session_
         eprintln!("note: sources: {}", named.join(", "));
     }
     Ok(found)
+}
+
+/// The sources of a server: [`chosen_sources`], except that with no
+/// default location at all it is every kind at its default location, each
+/// opened once its root exists (`true`): a server started before the first
+/// session of any agent starts, and finds the sessions as they come.
+pub(crate) fn server_sources(
+    global: &Global,
+    dsh_root: PathBuf,
+) -> dsh_session_reference::Result<(Vec<SourceSpec>, bool)> {
+    if global.source.is_empty() && global.root.is_none() && default_specs().is_empty() {
+        return Ok((defaults_or_every_location(Vec::new(), SourceKind::default_location), true));
+    }
+    Ok((chosen_sources(global, dsh_root)?, false))
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh_session_reference::sources::{empty_root_note, open_sources, MultiQuery, SourceKind, SourceSpec};
+use dsh_session_reference::sources::{
+    empty_root_note, open_sources, open_sources_awaiting, MultiQuery, SourceKind, SourceSpec,
+};
 use dsh_session_reference::{
     block_on, listed_session_id, session_id_named, Config, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError,
     PinnedListing, Resolver, SessionQuery, Target,
@@ -42,8 +44,9 @@ pub(crate) enum Lifetime {
     /// A server (the MCP server): its sources watched where they can be,
     /// and with `cache` both the titles and the search index loaded from
     /// their files (the index on its own thread) and saved by
-    /// [`Ctx::save_cache`].
-    LongLived { cache: bool },
+    /// [`Ctx::save_cache`]; with `awaiting`, a source whose root does not
+    /// exist yet is opened once it does (a server started before any).
+    LongLived { cache: bool, awaiting: bool },
 }
 
 /// What one command acts through: the sources and the resolver over them
@@ -94,6 +97,10 @@ pub(crate) struct Shared {
     /// Kept by the daemon: its cache files are saved by the daemon between
     /// commands ([`Shared::save_files`]), not at the end of each.
     kept: bool,
+    /// The sources as given, and whether those whose root does not exist
+    /// yet are opened once it does (for [`Shared::places_note`]).
+    specs: Vec<SourceSpec>,
+    awaiting: bool,
 }
 
 impl Ctx {
@@ -134,7 +141,7 @@ impl Ctx {
         let shared = match lifetime {
             Lifetime::OneShot { cache, .. } if keeping() => {
                 let shared = kept(&specs, &config, cache, || {
-                    Shared::open(config, specs.clone(), Lifetime::LongLived { cache }, scoped, true)
+                    Shared::open(config, specs.clone(), Lifetime::LongLived { cache, awaiting: false }, scoped, true)
                 })?;
                 // This command lists afresh, and reports what its own reads found.
                 shared.pinned.reset();
@@ -185,9 +192,9 @@ impl Shared {
         scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
         kept: bool,
     ) -> CliResult<Shared> {
-        let (cache, needs_index, long_lived) = match lifetime {
-            Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false),
-            Lifetime::LongLived { cache } => (cache, true, true),
+        let (cache, needs_index, long_lived, awaiting) = match lifetime {
+            Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false, false),
+            Lifetime::LongLived { cache, awaiting } => (cache, true, true, awaiting),
         };
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
@@ -205,8 +212,8 @@ impl Shared {
                 (Sources::Dsh(store.clone()), Arc::new(store))
             }
             _ => {
-                let multi =
-                    Arc::new(open_sources(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
+                let open = if awaiting { open_sources_awaiting } else { open_sources };
+                let multi = Arc::new(open(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
                 (Sources::Multi(Arc::clone(&multi)), multi)
             }
         };
@@ -222,6 +229,8 @@ impl Shared {
             root_note,
             saving: std::sync::Mutex::new(()),
             kept,
+            specs: specs.clone(),
+            awaiting,
         };
         if cache {
             // Every source fingerprints its sessions, so the cache's
@@ -349,6 +358,28 @@ impl Shared {
         let title = block_on(self.pinned.read_title(id)).map_err(|e| Failure(Error::read_failed(id, e)))?;
         let title = title.filter(|t| !t.is_empty()).unwrap_or_else(|| id.to_owned());
         Ok(self.resolver.config().hardening().label(title, id))
+    }
+
+    /// What a server's empty listing says: every place it looks at, each
+    /// that does not exist marked (not there yet, when it is opened once it
+    /// is; else missing).
+    pub(crate) fn places_note(&self) -> String {
+        let places: Vec<String> = self
+            .specs
+            .iter()
+            .map(|s| {
+                let place = format!("{} at {}", s.kind.name(), s.root.display());
+                match (s.kind.root_exists(&s.root), self.awaiting) {
+                    (true, _) => place,
+                    (false, true) => format!("{place} (not there yet)"),
+                    (false, false) => format!("{place} (missing)"),
+                }
+            })
+            .collect();
+        format!(
+            "no session listed. The places looked at: {}. A session written there is listed on the next call.",
+            places.join(", ")
+        )
     }
 
     /// [`Ctx::notes`], said whatever `--quiet`.

@@ -23,7 +23,7 @@ mod example;
 mod mcp;
 mod print;
 
-use args::{chosen_sources, default_root, Cli, Command, UriCommand};
+use args::{chosen_sources, default_root, server_sources, Cli, Command, UriCommand};
 use ctx::{Ctx, Sources};
 use print::{
     context_text, display, display_text, note_ranking as print_ranking_note, print_candidates, print_conversation,
@@ -282,7 +282,7 @@ pub(crate) fn run(cli: &Cli) -> CliResult {
             let message = "demo reads its bundled example store, or a DSH root given with --root; it takes no --source";
             Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit();
         }
-        Command::Mcp(args) => mcp::run(g, args, sources()?)?,
+        Command::Mcp(args) => mcp::run(g, args, server_sources(g, root())?)?,
         #[cfg(target_os = "linux")]
         Command::Daemon(args) => daemon::command(g, args)?,
         #[cfg(not(target_os = "linux"))]

@@ -49,6 +49,9 @@ done
 # The set-up snippets of docs/mcp.md, against each client's config shape,
 # and its runnable example.
 "$(venv_for 2)" tests/mcp/check_docs.py --binary "$bin" </dev/null || status=1
+# Raw lines no SDK client sends, and a server started with an empty home
+# (the standard library alone).
+"$PY" tests/mcp/test_stdio_raw.py --binary "$bin" </dev/null || status=1
 
 # --- the real MCP clients -------------------------------------------------
 # Claude Code, Codex and Gemini CLI (pinned in tests/mcp/clients/

@@ -202,6 +202,9 @@ impl Server {
             })
             .collect();
         let mut out = json!({ "sessions": sessions });
+        if list.is_empty() {
+            out["note"] = Value::from(self.hardening.text(&self.ctx.places_note()).into_owned());
+        }
         if let Some(next) = next {
             out["nextCursor"] = Value::from(cursor(next, query));
         }

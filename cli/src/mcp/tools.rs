@@ -88,6 +88,7 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
                 json!({
                     "sessions": {"type": "array", "items": session(json!({"mention": string}))},
                     "nextCursor": string,
+                    "note": {"type": "string", "description": "When no session is listed: the places looked at"},
                 }),
                 &["sessions"],
                 false,

@@ -23,6 +23,7 @@
 //! files only, bounded lines, byte-ordered walks).
 
 pub mod aider;
+mod awaited;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
@@ -48,7 +49,8 @@ use crate::host::{Blocking, BlockingSessionQuery, SessionQuery};
 
 pub use self::multi::{MultiQuery, SourceStatus};
 pub use self::open::{
-    default_specs, open_source, open_sources, report_json, specs_from_json, surface_json_bytes, SourceKind, SourceSpec,
+    default_specs, open_source, open_sources, open_sources_awaiting, report_json, specs_from_json, surface_json_bytes,
+    SourceKind, SourceSpec,
 };
 /// File identity and safe opening, now the crate's `fs` module (kept here for older paths).
 #[doc(hidden)]
@@ -56,7 +58,7 @@ pub use crate::fs;
 pub use crate::fs::FileIdentity;
 
 pub use self::multi::SourceNotes;
-pub use self::open::{empty_root_note, no_default_location_message, ResolvedSpec};
+pub use self::open::{defaults_or_every_location, empty_root_note, no_default_location_message, ResolvedSpec};
 
 /// The checksum a read keeps of a line it means to read again (with its
 /// length), to know the line read again is the line it read first: a file

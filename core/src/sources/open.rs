@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::aider::AiderSource;
+use super::awaited::Awaited;
 use super::claude_code::ClaudeCodeSource;
 use super::cline::{self, ClineSource};
 use super::codex::CodexSource;
@@ -892,6 +893,17 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
 /// are refused: reads are routed by the id's prefix, so the second could
 /// never be read.
 pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
+    open_sources_with(specs, false)
+}
+
+/// [`open_sources`], for a process that lives on (a server): a source
+/// whose root does not exist yet lists no session, its note saying so, and
+/// is opened when a listing first finds its root there.
+pub fn open_sources_awaiting(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
+    open_sources_with(specs, true)
+}
+
+fn open_sources_with(specs: &[SourceSpec], awaiting: bool) -> Result<MultiQuery, String> {
     let mut multi = MultiQuery::new();
     let mut seen = Vec::new();
     for spec in specs {
@@ -900,6 +912,18 @@ pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
         }
         seen.push(spec.kind);
         let mut notes = SourceNotes::default();
+        if awaiting && !spec.kind.root_exists(&spec.root) {
+            let (kind, root) = (spec.kind, spec.root.clone());
+            notes.if_empty = Some(Arc::new(move || match kind.root_exists(&root) {
+                true => empty_root_note(kind, &root),
+                false => format!("{} does not exist yet: its sessions are listed once it does", root.display()),
+            }));
+            let (kind, root, given) = (spec.kind, spec.root.clone(), spec.clone());
+            let open = move || open_resolved(&given.resolve()?.spec).map_err(|e| e.to_string());
+            let query = Arc::new(Awaited::new(spec.root.clone(), move || kind.root_exists(&root), open));
+            multi = multi.with_noted_source(spec.kind.name(), spec.kind.prefix(), query, notes);
+            continue;
+        }
         let opened = spec.resolve().and_then(|r| {
             notes.opened = r.note;
             let (kind, root) = (r.spec.kind, r.spec.root.clone());
