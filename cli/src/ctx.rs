@@ -25,8 +25,8 @@ fn current_dir() -> Option<String> {
     std::env::current_dir().ok().and_then(|d| d.into_os_string().into_string().ok())
 }
 
-/// What the resolver reads: the DSH store alone (exactly as before any
-/// other source existed), or a view over several sources.
+/// What the resolver reads: the DSH store alone (its cache files and
+/// rejections its own), or a view over several sources.
 pub(crate) enum Sources {
     /// A DSH root: the store (its cache files and rejections).
     Dsh(DshStore),

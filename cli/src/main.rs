@@ -55,10 +55,9 @@ fn restore_sigpipe() {
 /// Big blocks (256 KiB and more) are mapped on their own and given back to
 /// the system when freed. glibc otherwise raises that threshold to the size
 /// of the biggest block freed so far (up to 32 MiB), so the buffers of one
-/// phase (a big log's structure, the dictionary trainer) stay in the
-/// process's memory for the rest of it: a search of a 1 GB DSH log peaked
-/// at 35 MB of RSS for 19 MB of live heap, 28 MB with this (BENCHMARKS.md,
-/// issue 28), at no measurable cost to a warm search.
+/// phase (a big log's structure, the dictionary trainer) would stay in
+/// the process's memory for the rest of it (figures in BENCHMARKS.md,
+/// "Memory").
 fn return_big_blocks() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: called first thing in `main`, before any other thread exists

@@ -950,8 +950,8 @@ fn every_source_kind_is_accepted_and_in_the_help() {
     assert!(out.stderr.contains(&SourceKind::names()), "{}", out.stderr);
 }
 
-/// `candidates`, `search`, `show` and `prepare` across the kinds of issue 26
-/// at once (Copilot CLI, Gemini CLI, Cursor, Aider), beside Codex.
+/// `candidates`, `search`, `show` and `prepare` across the file-per-session
+/// kinds at once (Copilot CLI, Gemini CLI, Cursor, Aider), beside Codex.
 #[test]
 fn the_new_kinds_list_search_show_and_prepare_together() {
     let spec = |kind: &str, dir: &str| format!("{kind}={}", foreign().join(dir).display());

@@ -1,4 +1,4 @@
-//! What a person meets first at a shell (issue 27): commands that need no
+//! What a person meets first at a shell: commands that need no
 //! host options, readable defaults, and no silent empty answers.
 
 use std::path::{Path, PathBuf};

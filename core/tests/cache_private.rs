@@ -1,4 +1,4 @@
-//! The cache files are private and distrusted (issue 28, item 6): written
+//! The cache files are private and distrusted: written
 //! 0600 in a directory made 0700; a directory that is a symbolic link,
 //! another user's or writable by others is refused; a file another user
 //! could have written is ignored; a small file never decompresses into

@@ -1,5 +1,5 @@
 //! Claude Code transcripts and Codex rollouts that are hostile or merely
-//! big (issue 28, items 2, 3 and 5): what a read makes is bounded by what
+//! big: what a read makes is bounded by what
 //! it reads, its time is linear in it, and a read goes straight to the
 //! file its listing found.
 

@@ -250,7 +250,7 @@ pub trait SessionQuery: Send + Sync {
     /// session in `session_ids` (same order, same length; `None` for one the
     /// source cannot fingerprint), or `None` (the default) when the source
     /// has none. Discovery caches titles and indexed texts under it; without
-    /// it every query reads every session it needs, as before. A fingerprint
+    /// it every query reads every session it needs. A fingerprint
     /// must change whenever the session's title or surface may have.
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let _ = session_ids;

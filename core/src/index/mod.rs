@@ -482,7 +482,7 @@ mod tests {
     /// for its 4-byte keys, not from every doc's filter: the filters of docs
     /// built with a dictionary leave number keys out, the vocabulary lists
     /// who holds a rare one, and rules out every other doc, never one that
-    /// holds it (issue 29: the query tested every session's filter).
+    /// holds it (the query does not test every session's filter).
     #[test]
     fn a_rare_number_is_answered_from_the_docs_its_vocabulary_lists() {
         let cache = DocCache::default();
