@@ -455,6 +455,12 @@ fn decompress_into(packed: &[u8], len: usize, dict: Option<&Dictionary>, out: &m
 /// a buffer each thread keeps (so never bigger than this).
 pub(super) const WHOLE_AT: usize = 1 << 20;
 
+/// The most bytes a zstd text decompresses to per byte of it: a block
+/// gives at most 128 KiB and takes at least 4 bytes (a 3-byte header and
+/// the byte an RLE block repeats). A length an index file records past
+/// this many times the bytes it stores is not the length of its text.
+pub(super) const MAX_RATIO: usize = (128 << 10) / 4;
+
 thread_local! {
     /// The thread's zstd contexts, reused by every doc it builds or reads:
     /// creating one per call (a large allocation, zeroed) cost more than
