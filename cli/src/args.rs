@@ -222,7 +222,8 @@ pub(crate) enum Command {
     Prepare {
         #[command(flatten)]
         target: TargetArgs,
-        /// The message text, with @[label](dsh-session:...) mentions
+        /// The message text, with @[label](dsh-session:...) mentions (none with
+        /// --ref alone: then only the referenced sessions' context is prepared)
         #[arg(long, value_name = "TEXT", conflicts_with = "stdin", required_unless_present_any = ["stdin", "references"])]
         message: Option<String>,
         /// Read the message text from standard input (one trailing line end is dropped)

@@ -331,10 +331,12 @@ impl Shared {
     }
 
     /// The session id that `name` (an id, a `dsh-session:` URI or a
-    /// mention) means among the listed sessions: a Claude Code or Codex id
-    /// given without its prefix is found when one source holds it (an
-    /// error names each when several do); an id no source lists is
-    /// returned as given, for the command to report missing.
+    /// mention) means among the listed sessions, by the core's rule
+    /// ([`listed_session_id`]): an id given without its source's prefix, or
+    /// its first characters (four or more, as git takes a short hash), is
+    /// found when one session has it (an error names them when several
+    /// do); an id no source lists is returned as given, for the command to
+    /// report missing.
     pub(crate) fn session_id(&self, name: &str) -> CliResult<String> {
         let id = session_id_named(name)?;
         let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
