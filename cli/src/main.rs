@@ -10,7 +10,6 @@ use std::process::ExitCode;
 mod args;
 mod cache;
 mod ctx;
-#[cfg(target_os = "linux")]
 mod daemon;
 mod example;
 mod failure;

@@ -22,24 +22,34 @@
 //! a few seconds after the last command, and when the daemon ends (`daemon
 //! stop`, or an idle timeout). A caller that goes away cancels its command.
 //!
-//! The parts: [`protocol`] (where the daemon listens, who it is, and the
-//! bytes on its socket), [`client`] (a command sent to it, and `daemon
-//! start|stop|status`), [`server`] (the daemon itself).
+//! The parts: `protocol` (where the daemon listens, who it is, and the
+//! bytes on its socket), `client` (a command sent to it, and `daemon
+//! start|stop|status`), `server` (the daemon itself), all on Linux only;
+//! and [`pool`] (the contexts it keeps between commands, which a command's
+//! context asks for on every system).
 
+#[cfg(target_os = "linux")]
 use std::ffi::OsString;
 
+#[cfg(target_os = "linux")]
 use crate::args::Command;
 
+#[cfg(target_os = "linux")]
 mod client;
+pub(crate) mod pool;
+#[cfg(target_os = "linux")]
 mod protocol;
+#[cfg(target_os = "linux")]
 mod server;
 
+#[cfg(target_os = "linux")]
 pub(crate) use client::{command, forward};
 
 /// Every environment variable a command reads (the sources' default
 /// locations, the cache directory, the switches): a command goes to the
 /// daemon only when each is as it was when the daemon started. A test
 /// checks that the code reads no other.
+#[cfg(target_os = "linux")]
 pub(crate) const ENVIRONMENT: &[&str] = &[
     "HOME",
     "USERPROFILE",
@@ -59,12 +69,14 @@ pub(crate) const ENVIRONMENT: &[&str] = &[
 ];
 
 /// The values of [`ENVIRONMENT`] in this process.
+#[cfg(target_os = "linux")]
 fn environment() -> Vec<(String, Option<OsString>)> {
     ENVIRONMENT.iter().map(|&name| (name.to_owned(), std::env::var_os(name))).collect()
 }
 
 /// Whether `command` can be answered by the daemon: the commands that read
 /// sessions (not `mcp`, `demo`, `daemon` and those that read none).
+#[cfg(target_os = "linux")]
 fn forwardable(command: &Command) -> bool {
     matches!(
         command,
@@ -78,9 +90,10 @@ fn forwardable(command: &Command) -> bool {
 }
 
 /// The names of the commands the daemon answers ([`forwardable`]).
+#[cfg(target_os = "linux")]
 const FORWARDED: &[&str] = &["candidates", "search", "prepare", "read", "show", "mention"];
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::ffi::OsStr;
     use std::path::Path;

@@ -16,13 +16,13 @@ use clap::FromArgMatches;
 use dsh_session_reference::{CancelToken, ErrorCode};
 use serde_json::{json, Value};
 
+use super::pool::{command_cancel, keep_contexts, kept_sources, save_kept, set_command_cancel};
 use super::protocol::{
     build_identity, euid, home, peer_uid, private_file, receive_with_fds, write_reply, Fields, Kind, BROKEN_PIPE,
     MAGIC, MAX_REQUEST,
 };
 use super::{environment, forwardable, ENVIRONMENT};
 use crate::args::Cli;
-use crate::ctx::{command_cancel, keep_contexts, kept_sources, save_kept, set_command_cancel};
 use crate::print::display;
 use crate::Failure;
 
