@@ -224,7 +224,8 @@ pub(crate) enum Command {
     Prepare {
         #[command(flatten)]
         target: TargetArgs,
-        /// The message text, with @[label](dsh-session:...) mentions
+        /// The message text, with @[label](dsh-session:...) mentions (none with
+        /// --ref alone: then only the referenced sessions' context is prepared)
         #[arg(long, value_name = "TEXT", conflicts_with = "stdin", required_unless_present_any = ["stdin", "references"])]
         message: Option<String>,
         /// Read the message text from standard input (one trailing line end is dropped)
@@ -490,7 +491,7 @@ pub(crate) fn parse_around(spec: &str) -> Result<(String, Value), String> {
 
 /// The sources to open: `--source`s as given; else `--root` (DSH only);
 /// else every default location that exists, named on stderr unless it is
-/// the DSH root alone (which reads exactly as before). With no default
+/// the DSH root alone (which reads as `--root` would). With no default
 /// location at all, an error naming every place looked at.
 pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> dsh_session_reference::Result<Vec<SourceSpec>> {
     if !global.source.is_empty() {

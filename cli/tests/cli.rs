@@ -705,6 +705,22 @@ fn the_cache_is_the_default_and_never_changes_an_answer() {
     assert_eq!(after, before, "--no-cache (last) writes nothing");
 }
 
+/// A cache base directory that does not exist yet (`$XDG_CACHE_HOME`) is
+/// made 0700 with the cache directory in it, as the XDG specification asks.
+#[cfg(unix)]
+#[test]
+fn a_missing_xdg_cache_home_is_made_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = raw_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("xdg-cache");
+    run_cached(&base, &["--root", root.as_str(), "candidates", "--target", "t", "--query", "a"]);
+    for dir in [base.clone(), base.join("dsh-session-reference")] {
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+    }
+}
+
 /// A hardened run and a plain one over the same root keep a titles and an
 /// index file each: neither replaces the other's, so alternating between a
 /// hardened server and the plain command line stays warm.
@@ -950,8 +966,8 @@ fn every_source_kind_is_accepted_and_in_the_help() {
     assert!(out.stderr.contains(&SourceKind::names()), "{}", out.stderr);
 }
 
-/// `candidates`, `search`, `show` and `prepare` across the kinds of issue 26
-/// at once (Copilot CLI, Gemini CLI, Cursor, Aider), beside Codex.
+/// `candidates`, `search`, `show` and `prepare` across the file-per-session
+/// kinds at once (Copilot CLI, Gemini CLI, Cursor, Aider), beside Codex.
 #[test]
 fn the_new_kinds_list_search_show_and_prepare_together() {
     let spec = |kind: &str, dir: &str| format!("{kind}={}", foreign().join(dir).display());

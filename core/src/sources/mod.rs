@@ -52,7 +52,7 @@ pub use self::open::{
     default_specs, open_source, open_sources, open_sources_awaiting, report_json, specs_from_json, surface_json_bytes,
     SourceKind, SourceSpec,
 };
-/// File identity and safe opening, now the crate's `fs` module (kept here for older paths).
+/// File identity and safe opening (the crate's `fs` module, also reachable here).
 #[doc(hidden)]
 pub use crate::fs;
 pub use crate::fs::FileIdentity;

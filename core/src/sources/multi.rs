@@ -173,7 +173,7 @@ impl MultiQuery {
             .iter()
             .find(|e| !e.prefix.is_empty() && id.starts_with(&e.prefix))
             .or_else(|| self.entries.iter().find(|e| e.prefix.is_empty()))
-            .ok_or_else(|| HostError::new(format!("no source holds session ids like {id:?}")))
+            .ok_or_else(|| HostError::new(format!("no session {id:?} in these sources")))
     }
 }
 

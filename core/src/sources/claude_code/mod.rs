@@ -702,6 +702,7 @@ impl ClaudeCodeSource {
             return Err(not_found(None));
         }
         let last = self.kept().last.clone();
+        crate::work::add(1);
         if let Some(path) = last.as_deref().and_then(|l| l.found_at(stem)) {
             let project = path.parent().and_then(Path::file_name).map(OsStr::to_os_string);
             if let (Some(project), Ok(EntryKind::File)) = (project, crate::fs::entry_kind(path)) {
@@ -711,6 +712,7 @@ impl ClaudeCodeSource {
         let projects = sorted_entries(&self.root).map_err(|e| not_found(Some(e.to_string())))?;
         let mut why = None;
         for project in projects {
+            crate::work::add(1);
             if project.kind(&self.root).ok() != Some(EntryKind::Dir) {
                 continue;
             }

@@ -1,4 +1,4 @@
-//! The Copilot CLI, Gemini CLI, Cursor and Aider sources (issue 26): every
+//! The file-per-session sources (Copilot CLI, Gemini CLI, Cursor, Aider): every
 //! fixture's listing, title, cwd, capturedThroughSeq and projected
 //! conversation pinned, and a crafted case for each rule and each kind of
 //! damage.
