@@ -32,6 +32,7 @@ pub mod dsh;
 pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
+pub(crate) mod kind;
 
 pub mod lenient;
 pub mod multi;
