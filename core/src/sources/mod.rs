@@ -57,7 +57,7 @@ pub use crate::fs;
 pub use crate::fs::FileIdentity;
 
 pub use self::multi::SourceNotes;
-pub use self::open::{empty_root_note, no_default_location_message, ResolvedSpec};
+pub use self::open::{empty_root_note, kinds_sentence, location_variables, no_default_location_message, ResolvedSpec};
 
 /// The checksum a read keeps of a line it means to read again (with its
 /// length), to know the line read again is the line it read first: a file
