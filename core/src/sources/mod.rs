@@ -15,7 +15,9 @@
 //! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
 //! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
-//! - [`open`]: default locations and opening several sources by kind.
+//! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
+//!   declares its own descriptor, its `KIND`), default locations and
+//!   opening several sources by kind.
 //!
 //! Every source is a [`FileSource`]: a [`BlockingSessionQuery`] over a root
 //! that reads files only through [`fs`], so that each inherits the same
