@@ -5,15 +5,22 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use dsh_session_reference::sources::{
-    default_specs, defaults_or_every_location, no_default_location_message, SourceKind, SourceSpec,
+    default_specs, defaults_or_every_location, kinds_sentence, no_default_location_message, SourceKind, SourceSpec,
 };
 use dsh_session_reference::{Config, Error, ErrorCode, Hardening};
 use serde_json::{Map, Value};
 
 use crate::print::{display, Out};
 
-/// What the command is, in one line (`--help`, the manual page's NAME).
-const ABOUT: &str = "Find, search, read and reference the sessions of your coding agents (DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, …: see --source) as bounded, read-only snapshots";
+/// What the command is, in one line (`--help`, the manual page's NAME),
+/// naming every kind the core reads.
+fn about() -> String {
+    format!(
+        "Find, search, read and reference the sessions of your coding agents ({}: see --source) as bounded, \
+         read-only snapshots",
+        kinds_sentence()
+    )
+}
 
 /// Examples shown under `--help`: the commands a person starts with.
 const EXAMPLES: &str = "\
@@ -30,8 +37,8 @@ Examples:
                                               one agent's sessions only
 
 Sources: without --source or --root, every default location that exists
-(DSH, Claude Code, Codex). Exit codes: 0 success, 1 error (with its code on
-stderr), 2 usage error.";
+(of the kinds --source lists). Exit codes: 0 success, 1 error (with its code
+on stderr), 2 usage error.";
 
 /// The help of one command: its own arguments and options; the global
 /// options are listed once, under `dsh-session-ref --help`.
@@ -46,7 +53,7 @@ Global options (--root, --source, --json, --hardened, --quiet, ...): see dsh-ses
 /// Bring a bounded, read-only snapshot of other DeepSeek Harness sessions
 /// into a new message.
 #[derive(Parser, Debug)]
-#[command(name = "dsh-session-ref", version, about = ABOUT, long_about = None, after_help = EXAMPLES)]
+#[command(name = "dsh-session-ref", version, about = about(), long_about = None, after_help = EXAMPLES)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: Global,

@@ -1,6 +1,7 @@
 //! `dsh-session-ref`: cross-session references from the command line, over
-//! a DeepSeek Harness sessions directory (the embedded DSH store) and, with
-//! `--source`, Claude Code transcripts and Codex rollouts as well.
+//! the sessions of every kind the core reads (a DeepSeek Harness sessions
+//! directory, Claude Code transcripts, Codex rollouts, …: `--source` lists
+//! them all, docs/sources.md describes each).
 //!
 //! Exit codes: 0 on success, 2 on usage errors, 1 on contract errors (the
 //! contract error code (docs/contract.md §8.2) is printed to stderr as `error: CODE: message`).

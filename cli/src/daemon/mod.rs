@@ -6,7 +6,7 @@
 //! first tries the daemon's socket (`$XDG_RUNTIME_DIR/dsh-session-ref/`,
 //! else `/tmp/dsh-session-ref-<uid>/`, a private directory). When one
 //! answers — this user's, the same build, with the same environment for
-//! every variable a command reads ([`ENVIRONMENT`]) — the command's
+//! every variable a command reads ([`environment_names`]) — the command's
 //! arguments, working directory and standard input, output and error (the
 //! descriptors themselves, `SCM_RIGHTS`) go to it; it runs the command
 //! exactly as this process would have, writing to those descriptors, and
@@ -45,33 +45,31 @@ mod server;
 #[cfg(target_os = "linux")]
 pub(crate) use client::{command, forward};
 
+/// Every environment variable a command reads beyond the sources' default
+/// locations (those come from the kinds' table: `location_variables`): the
+/// cache directory and the switches.
+#[cfg(target_os = "linux")]
+const OWN_VARIABLES: &[&str] = &["XDG_CACHE_HOME", "DSR_NO_WATCH", "DSR_PROGRESS_AFTER_MS"];
+
 /// Every environment variable a command reads (the sources' default
 /// locations, the cache directory, the switches): a command goes to the
 /// daemon only when each is as it was when the daemon started. A test
 /// checks that the code reads no other.
 #[cfg(target_os = "linux")]
-pub(crate) const ENVIRONMENT: &[&str] = &[
-    "HOME",
-    "USERPROFILE",
-    "APPDATA",
-    "XDG_CACHE_HOME",
-    "XDG_CONFIG_HOME",
-    "XDG_DATA_HOME",
-    "DSH_HOME",
-    "CLAUDE_CONFIG_DIR",
-    "CODEX_HOME",
-    "COPILOT_HOME",
-    "GEMINI_CLI_HOME",
-    "OPENCODE_DB",
-    "KILO_DB",
-    "DSR_NO_WATCH",
-    "DSR_PROGRESS_AFTER_MS",
-];
+pub(crate) fn environment_names() -> Vec<&'static str> {
+    let mut names = dsh_session_reference::sources::location_variables();
+    for name in OWN_VARIABLES {
+        if !names.contains(name) {
+            names.push(name);
+        }
+    }
+    names
+}
 
-/// The values of [`ENVIRONMENT`] in this process.
+/// The values of [`environment_names`] in this process.
 #[cfg(target_os = "linux")]
 fn environment() -> Vec<(String, Option<OsString>)> {
-    ENVIRONMENT.iter().map(|&name| (name.to_owned(), std::env::var_os(name))).collect()
+    environment_names().into_iter().map(|name| (name.to_owned(), std::env::var_os(name))).collect()
 }
 
 /// Whether `command` can be answered by the daemon: the commands that read
@@ -104,7 +102,7 @@ mod tests {
     use crate::args::Cli;
 
     /// Every environment variable the core and the command line read is in
-    /// [`ENVIRONMENT`]: a daemon started with another value of one would
+    /// [`environment_names`]: a daemon started with another value of one would
     /// otherwise answer as if the caller had its value.
     #[test]
     fn the_environment_compared_is_every_variable_read() {
@@ -136,7 +134,8 @@ mod tests {
             }
         }
         assert!(read.contains("DSH_HOME") && read.contains("DSR_NO_WATCH"), "the scan finds the reads: {read:?}");
-        let missing: Vec<&String> = read.iter().filter(|n| !ENVIRONMENT.contains(&n.as_str())).collect();
+        let compared = environment_names();
+        let missing: Vec<&String> = read.iter().filter(|n| !compared.contains(&n.as_str())).collect();
         assert!(missing.is_empty(), "read but not compared by the daemon: {missing:?}");
     }
 

@@ -21,7 +21,7 @@ use super::protocol::{
     build_identity, euid, home, peer_uid, private_file, receive_with_fds, write_reply, Fields, Kind, BROKEN_PIPE,
     MAGIC, MAX_REQUEST,
 };
-use super::{environment, forwardable, ENVIRONMENT};
+use super::{environment, environment_names, forwardable};
 use crate::args::Cli;
 use crate::print::display;
 use crate::Failure;
@@ -243,7 +243,7 @@ impl Daemon {
             argv.push(OsString::from_vec(fields.next()?.to_vec()));
         }
         let mut environment = Vec::new();
-        for _ in 0..ENVIRONMENT.len() {
+        for _ in 0..environment_names().len() {
             let name = String::from_utf8_lossy(fields.next()?).into_owned();
             let set = fields.next()? == b"=";
             let value = fields.next()?;

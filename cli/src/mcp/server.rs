@@ -321,7 +321,7 @@ impl ServerHandler for Server {
         ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("dsh-session-ref", env!("CARGO_PKG_VERSION"))
-                    .with_title("Session references (DSH, Claude Code, Codex)"),
+                    .with_title(format!("Session references ({})", dsh_session_reference::sources::kinds_sentence())),
             )
             .with_instructions(
                 "Past agent sessions of this project: find them with list_sessions or search_sessions, read them \

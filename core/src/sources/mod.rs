@@ -15,7 +15,9 @@
 //! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
 //! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
-//! - [`open`]: default locations and opening several sources by kind.
+//! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
+//!   declares its own descriptor, its `KIND`), default locations and
+//!   opening several sources by kind.
 //!
 //! Every source is a [`FileSource`]: a [`BlockingSessionQuery`] over a root
 //! that reads files only through [`fs`], so that each inherits the same
@@ -33,6 +35,7 @@ pub mod dsh;
 pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
+pub(crate) mod kind;
 
 pub mod lenient;
 pub mod multi;
@@ -58,7 +61,10 @@ pub use crate::fs;
 pub use crate::fs::FileIdentity;
 
 pub use self::multi::SourceNotes;
-pub use self::open::{defaults_or_every_location, empty_root_note, no_default_location_message, ResolvedSpec};
+pub use self::open::{
+    defaults_or_every_location, empty_root_note, kinds_sentence, location_variables, no_default_location_message,
+    ResolvedSpec,
+};
 
 /// The checksum a read keeps of a line it means to read again (with its
 /// length), to know the line read again is the line it read first: a file

@@ -27,7 +27,7 @@ struct Entry {
 /// How one source fared in the last listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceStatus {
-    /// The source's name (`dsh`, `claude-code`, `codex`, or the host's own).
+    /// The source's name (a [`SourceKind`](super::SourceKind)'s name, or the host's own).
     pub name: String,
     /// The number of sessions it listed, or why it could not list.
     pub outcome: Result<usize, String>,

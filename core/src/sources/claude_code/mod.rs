@@ -81,6 +81,7 @@
 
 mod chain;
 pub mod project;
+mod root;
 pub mod text;
 pub mod transcript;
 
@@ -109,6 +110,8 @@ pub const PREFIX: &str = "claude-code:";
 
 /// The name of the format in messages.
 const FORMAT: &str = "Claude Code";
+
+pub(crate) use self::root::KIND;
 
 /// A read-only session source over a Claude Code projects root. Cheap to
 /// clone; every method may run concurrently.
