@@ -62,7 +62,7 @@ pub struct ReadmeDoctests;
 //   context uri                  the typed results; URIs and mentions
 //   host                         the host interface and every word it speaks
 //   cache_file memory            cache-file framing; the in-memory session query
-//   index                        the full-text index engine
+//   index                        the full-text index: the search engine
 //   sources                      readers of session logs on disk
 //   resolver                     the service: preparation and discovery
 //   store                        legacy aliases
@@ -90,6 +90,11 @@ pub mod harden;
 #[doc(hidden)]
 pub mod host;
 mod index;
+/// The search index driven alone, without a resolver: for the project's
+/// tests and benchmarks, not part of the API (the fronts search through
+/// [`Resolver::search`]).
+#[doc(hidden)]
+pub use index::alone as search_index;
 #[doc(hidden)]
 pub mod json;
 #[doc(hidden)]
