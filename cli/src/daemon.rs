@@ -102,7 +102,7 @@ fn home_path() -> PathBuf {
 /// refused when it is a link, another user's or writable by others.
 fn home() -> Result<PathBuf, String> {
     let dir = home_path();
-    dsh_session_reference::fs::private_dir(&dir)?;
+    dsh_session_reference::wire::private_dir(&dir)?;
     Ok(dir)
 }
 
