@@ -213,9 +213,9 @@ impl TrigramBits {
         hash(key) as usize & (Self::BITS - 1)
     }
 
-    /// Whether every trigram of `needle` may be in the text.
-    pub(super) fn may_hold(&self, needle: &super::needle::Needle) -> bool {
-        needle.keys.iter().filter(|&&k| is_trigram(k)).all(|&k| {
+    /// Whether every trigram of a needle (of its `keys`) may be in the text.
+    pub(super) fn may_hold(&self, keys: &[u64]) -> bool {
+        keys.iter().filter(|&&k| is_trigram(k)).all(|&k| {
             let at = Self::slot(k);
             self.0[at / 64] >> (at % 64) & 1 == 1
         })

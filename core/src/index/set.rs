@@ -48,7 +48,7 @@ impl Fields {
     /// in its id, cwd or title.
     pub(super) fn holding(&self, needle: &Needle) -> Vec<u64> {
         let mut bits = vec![0u64; self.starts.len().div_ceil(64)];
-        if !self.trigrams.may_hold(needle) {
+        if !self.trigrams.may_hold(&needle.keys) {
             return bits;
         }
         let mut from = 0;
