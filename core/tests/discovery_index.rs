@@ -353,12 +353,16 @@ fn search_snippets_are_cut_around_the_hit() {
 fn both(sessions: &[Session]) -> (Resolver, Index) {
     let q = MemoryQuery::new();
     for s in sessions {
-        let texts: Vec<&str> = s.texts.iter().map(String::as_str).collect();
-        let h = &s.header;
-        let created = h.created_at.as_u64().unwrap();
-        add(&q, &h.id, created, h.cwd.as_deref(), s.title.as_deref(), &texts);
+        add_session(&q, s);
     }
     (Resolver::new(Arc::new(q), Config::default()), Index::build(sessions.to_vec()))
+}
+
+/// `s` given to a memory query, as [`add`] gives a session.
+fn add_session(q: &MemoryQuery, s: &Session) {
+    let texts: Vec<&str> = s.texts.iter().map(String::as_str).collect();
+    let h = &s.header;
+    add(q, &h.id, h.created_at.as_u64().unwrap(), h.cwd.as_deref(), s.title.as_deref(), &texts);
 }
 
 fn session(id: &str, created: u64, cwd: Option<&str>, title: Option<&str>, texts: &[&str]) -> Session {
@@ -427,22 +431,7 @@ fn the_index_alone_ranks_and_snippets_as_the_resolver() {
 /// every query as the resolver does over the same sessions.
 #[test]
 fn the_index_alone_answers_a_large_corpus_as_the_resolver() {
-    let mut sessions = Vec::new();
-    for i in 0..48u64 {
-        let mut texts: Vec<String> = (0..10).map(|j| prose(i * 10 + j, 5000)).collect();
-        match i {
-            3 => {
-                texts[4].push_str(" the search");
-                texts[5].insert_str(0, "Index works ");
-            }
-            7 => texts[2].push_str(" the Search Index works, also 发布版本 here"),
-            _ => {}
-        }
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let cwd = if i % 3 == 0 { "/work/a" } else { "/work/b" };
-        sessions.push(session(&format!("s{i:02}"), 1000 + i, Some(cwd), Some(&format!("Session {i}")), &texts));
-    }
-    let (r, index) = both(&sessions);
+    let (r, index) = both(&large_sessions());
     let (count, text, bytes, _) = index.stats();
     assert_eq!(count, 48);
     assert!(bytes < text, "compressed: {bytes} of {text}");
@@ -695,6 +684,14 @@ fn prose(seed: u64, n: usize) -> String {
 /// 48 sessions of 10 messages (2.4 MB of text, enough for the index to
 /// train its dictionary), with a few known texts among them.
 fn large(p: &Pair) {
+    for s in large_sessions() {
+        add_session(&p.mem, &s);
+    }
+}
+
+/// The sessions of [`large`].
+fn large_sessions() -> Vec<Session> {
+    let mut sessions = Vec::new();
     for i in 0..48u64 {
         let mut texts: Vec<String> = (0..10).map(|j| prose(i * 10 + j, 5000)).collect();
         match i {
@@ -709,8 +706,9 @@ fn large(p: &Pair) {
         }
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let cwd = if i % 3 == 0 { "/work/a" } else { "/work/b" };
-        add(&p.mem, &format!("s{i:02}"), 1000 + i, Some(cwd), Some(&format!("Session {i}")), &texts);
+        sessions.push(session(&format!("s{i:02}"), 1000 + i, Some(cwd), Some(&format!("Session {i}")), &texts));
     }
+    sessions
 }
 
 #[test]

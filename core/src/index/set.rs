@@ -15,7 +15,7 @@ use super::pass::Roster;
 use super::query::Query;
 use crate::host::SessionHeader;
 
-/// The lower-cased id, cwd and title of each picked session, one after the
+/// The lower-cased id, cwd and title of each searched session, one after the
 /// other, each followed by a line break: no query word or phrase holds
 /// one (whitespace splits the words), so a hit lies within one field.
 pub(super) struct Fields {
