@@ -22,7 +22,7 @@
 //! so the two settings keep a file each rather than replacing each other's.
 //!
 //! The files hold what sessions said, so the directory is private
-//! ([`dsh_session_reference::fs::private_dir`]): created 0700, its files
+//! ([`dsh_session_reference::wire::private_dir`]): created 0700, its files
 //! 0600, and refused (with a warning, and then no cache is read or
 //! written) when it is a symbolic link, belongs to another user or is
 //! writable by others; each file is read only when it is this user's and
@@ -97,7 +97,7 @@ impl Files {
                 return Err(format!("the cache directory {} is inside the sessions root", dir.display()));
             }
         }
-        dsh_session_reference::fs::private_dir(&dir)?;
+        dsh_session_reference::wire::private_dir(&dir)?;
         Ok(dir)
     }
 }

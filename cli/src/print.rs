@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 
-use dsh_session_reference::harden::invisible::{self, is_invisible};
 use dsh_session_reference::sources::dsh::RejectionKind;
+use dsh_session_reference::wire::invisible::{self, is_invisible};
 use dsh_session_reference::wire::stringify;
 use dsh_session_reference::{Candidate, DshStore, Page, Prepared, SearchResult, SessionConversation};
 use serde_json::{Number, Value};

@@ -15,6 +15,8 @@
 //! bench/tantivy-peer, built here on first use); `DSR_FTS5_KEEP_DB` keeps
 //! their databases and reuses them while the export is the same;
 //! `DSR_BENCH_PEER_TEXT` has them read each ranked result's text too.
+//! Each search row also times the index alone (the crate's hidden
+//! `search_index`, no resolver, no listing) over the same sessions.
 //!
 //! Two sources over the same sessions: the embedded DSH store read from
 //! disk (it fingerprints each log by its identity and, from its second
@@ -650,6 +652,23 @@ fn main() {
             (h.id.clone(), cwd, h.created_at.as_f64().unwrap_or(0.0), body)
         })
         .collect();
+    // The index alone over the same sessions: their projected items and
+    // titles, built as the resolver builds them.
+    let alone = dsh_session_reference::search_index::Index::build(
+        listed
+            .sessions
+            .iter()
+            .map(|s| {
+                let json = store.read_surface_json(&s.header.id).unwrap();
+                let projection = dsh_session_reference::projection::project_json(&json).unwrap();
+                dsh_session_reference::search_index::Session {
+                    header: s.header.clone(),
+                    title: store.read_title(&s.header.id).unwrap(),
+                    texts: projection.items.iter().map(|i| i.text.decode().unwrap().into_owned()).collect(),
+                }
+            })
+            .collect(),
+    );
     let lowered: Vec<String> = corpus.iter().map(|(_, _, _, body)| body.to_lowercase()).collect();
     let brute = |q: &str| -> std::collections::BTreeSet<String> {
         let words: Vec<String> = q.to_lowercase().split_whitespace().map(str::to_owned).collect();
@@ -695,6 +714,7 @@ fn main() {
         let mut found = 0;
         let mut theirs: Vec<Vec<(Duration, usize)>> = vec![Vec::new(); peers.len()];
         let mut cpu_ours = Duration::ZERO;
+        let mut alone_times = Vec::new();
         let t = median(
             (0..reps)
                 .map(|_| {
@@ -709,11 +729,15 @@ fn main() {
                     for (p, times) in peers.iter_mut().zip(&mut theirs) {
                         times.push(p.time(q, "/work/p3"));
                     }
+                    let (bare, t_alone) = time(|| alone.search(&target, q, limit).unwrap());
+                    let ours: Vec<&str> = res.iter().map(|r| r.candidate.session_id.as_str()).collect();
+                    assert!(bare.iter().map(|f| f.id.as_str()).eq(ours), "{q:?}: the index alone answers as ours");
+                    alone_times.push(t_alone);
                     t
                 })
                 .collect(),
         );
-        let mut side = String::new();
+        let mut side = format!("; index alone {}", ms(median(alone_times)));
         for (p, times) in peers.iter_mut().zip(theirs) {
             let all = p.all(q);
             let mut check = if all == expected {

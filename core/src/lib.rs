@@ -48,8 +48,10 @@ pub struct ReadmeDoctests;
 
 // The layers of the core, lowest first. A module imports only from its own
 // floor and the floors below it (`crate::` paths, and nothing through the
-// crate root's re-exports); `core/tests/layering.rs` checks every module's
-// code against this list, and a new module must be given its floor here.
+// crate root's re-exports); an `apart:` line names modules that never
+// import each other, whatever their floors. `core/tests/layering.rs` checks
+// every module's code against this list, and a new module must be given its
+// floor here.
 //
 // layers:
 //   json cancel runtime work     bytes: JSON readers and writers, cancellation, the runtime, the work count
@@ -62,8 +64,9 @@ pub struct ReadmeDoctests;
 //   context uri                  the typed results; URIs and mentions
 //   host                         the host interface and every word it speaks
 //   cache_file memory            cache-file framing; the in-memory session query
-//   index                        the full-text index engine
+//   index                        the full-text index: the search engine
 //   sources                      readers of session logs on disk
+//   apart: index sources         engines: neither imports the other
 //   resolver                     the service: preparation and discovery
 //   store                        legacy aliases
 // end layers
@@ -90,6 +93,11 @@ pub mod harden;
 #[doc(hidden)]
 pub mod host;
 mod index;
+/// The search index driven alone, without a resolver: for the project's
+/// tests and benchmarks, not part of the API (the fronts search through
+/// [`Resolver::search`]).
+#[doc(hidden)]
+pub use index::alone as search_index;
 #[doc(hidden)]
 pub mod json;
 #[doc(hidden)]
@@ -148,7 +156,8 @@ pub mod wire {
     pub use crate::config::{positive_safe_integer, KEYS as CONFIG_KEYS};
     pub use crate::context::messages_into_json;
     pub use crate::conversation::snapshot_from_request;
-    pub use crate::harden::{HARDENED_KEY, HARDENING_KEYS, REDACTED_SECRETS_KEY};
+    pub use crate::fs::private_dir;
+    pub use crate::harden::{invisible, HARDENED_KEY, HARDENING_KEYS, REDACTED_SECRETS_KEY};
     pub use crate::json::{parse_js, string_len, stringify, MAX_PARSE_DEPTH};
     pub use crate::resolver::request::{
         context_window_from_json, limit_from_json, scope_from_json, CandidatesRequest, PrepareMessagesRequest,

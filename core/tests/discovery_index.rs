@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use dsh_session_reference::projection::Role;
+use dsh_session_reference::search_index::{self, Found, Index, Session};
 use dsh_session_reference::{
     block_on, format_mention, Blocking, BlockingSessionQuery, CancelToken, CandidateOptions, Config, Conversation,
     ConversationItem, DiscoveryCachePart, ErrorCode, Fingerprint, HostError, MatchField, MemoryQuery, QueryFuture,
@@ -347,6 +348,106 @@ fn search_snippets_are_cut_around_the_hit() {
     assert!(s.chars().count() < 160, "{s}");
 }
 
+/// `sessions` given to a memory query (for a resolver) and to the index
+/// alone.
+fn both(sessions: &[Session]) -> (Resolver, Index) {
+    let q = MemoryQuery::new();
+    for s in sessions {
+        add_session(&q, s);
+    }
+    (Resolver::new(Arc::new(q), Config::default()), Index::build(sessions.to_vec()))
+}
+
+/// `s` given to a memory query, as [`add`] gives a session.
+fn add_session(q: &MemoryQuery, s: &Session) {
+    let texts: Vec<&str> = s.texts.iter().map(String::as_str).collect();
+    let h = &s.header;
+    add(q, &h.id, h.created_at.as_u64().unwrap(), h.cwd.as_deref(), s.title.as_deref(), &texts);
+}
+
+fn session(id: &str, created: u64, cwd: Option<&str>, title: Option<&str>, texts: &[&str]) -> Session {
+    Session {
+        header: SessionHeader::new(id, created, cwd.map(Into::into)),
+        title: title.map(Into::into),
+        texts: texts.iter().map(|t| (*t).to_owned()).collect(),
+    }
+}
+
+/// The index alone's answer to `query` (the default limit, the target of
+/// these tests).
+fn found_alone(index: &Index, query: &str) -> Vec<Found> {
+    index.search(&target(), query, 50).unwrap()
+}
+
+/// A resolver's results as the index alone gives them.
+fn as_found(results: &[SearchResult]) -> Vec<Found> {
+    let found = results.iter().map(|r| Found {
+        id: r.candidate.session_id.clone(),
+        field: r.field,
+        snippet: r.snippet.clone(),
+        message_index: r.message_index,
+    });
+    found.collect()
+}
+
+/// The index ranks and cuts without a resolver: tiers, then the target's
+/// cwd, then newer; the snippet around the hit; as the resolver answers.
+#[test]
+fn the_index_alone_ranks_and_snippets_as_the_resolver() {
+    let long = format!("{} needle {}", "word ".repeat(100), "tail ".repeat(100));
+    let sessions = [
+        session("scattered", 9000, Some("/work/a"), None, &["the cache is warm", "an index of titles"]),
+        session("phrase-old", 1000, Some("/work/a"), None, &["intro", "we need a title index here"]),
+        session("phrase-new", 2000, Some("/work/a"), None, &["a title index, finally"]),
+        session("phrase-other-cwd", 8000, Some("/elsewhere"), None, &["title index"]),
+        session("in-title", 10, Some("/elsewhere"), Some("The Title Index design"), &["unrelated"]),
+        session("none", 1, Some("/work/a"), None, &["nothing to see"]),
+        session("long", 1, None, None, &[&long]),
+        session("id-title-index-7", 1, Some("/x"), None, &["no words here"]),
+        session("in-cwd", 1, Some("/srv/title index"), None, &["no words here"]),
+    ];
+    let (r, index) = both(&sessions);
+    let ids = |f: &[Found]| f.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
+    let results = found_alone(&index, "Title  index");
+    assert_eq!(
+        ids(&results),
+        ["in-title", "phrase-new", "phrase-old", "phrase-other-cwd", "in-cwd", "scattered", "id-title-index-7"]
+    );
+    assert_eq!((results[0].field, results[0].snippet.as_str()), (MatchField::Title, "The Title Index design"));
+    assert_eq!((results[2].field, results[2].message_index), (MatchField::Message, Some(1)));
+    assert_eq!((results[4].field, results[4].snippet.as_str()), (MatchField::Cwd, "/srv/title index"));
+    assert_eq!(results[5].message_index, Some(1), "the message with most words, first of those");
+    assert_eq!((results[6].field, results[6].message_index), (MatchField::Id, None), "words apart in the id");
+    assert_eq!(ids(&index.search(&target(), "title index", 2).unwrap()), ["in-title", "phrase-new"]);
+    let needle = &found_alone(&index, "NEEDLE")[0].snippet;
+    assert!(needle.starts_with('…') && needle.ends_with('…') && needle.contains("word needle tail"), "{needle}");
+    for query in ["Title  index", "needle", "index", "work", "nothing", "absent", "   "] {
+        assert_eq!(found_alone(&index, query), as_found(&found(&r, query)), "{query:?}");
+    }
+    assert!(found_alone(&index, "absent").is_empty() && found_alone(&index, " ").is_empty());
+}
+
+/// The index alone over sessions enough to train its dictionary answers
+/// every query as the resolver does over the same sessions.
+#[test]
+fn the_index_alone_answers_a_large_corpus_as_the_resolver() {
+    let (r, index) = both(&large_sessions());
+    let (count, text, bytes, _) = index.stats();
+    assert_eq!(count, 48);
+    assert!(bytes < text, "compressed: {bytes} of {text}");
+    let hits = found_alone(&index, "search index");
+    assert_eq!(hits.iter().take(2).map(|h| h.id.as_str()).collect::<Vec<_>>(), ["s07", "s03"]);
+    for query in ["search index", "search index works", "index works", "发布", "the", "session 4", "zzzqqq"] {
+        // (Twice: the second search reads the filters it kept.)
+        for _ in 0..2 {
+            assert_eq!(found_alone(&index, query), as_found(&found(&r, query)), "{query:?}");
+        }
+    }
+    let stats = r.search_index_stats();
+    assert_eq!((stats.sessions, stats.text_bytes), (count, text));
+    assert_eq!(search_index::Index::build(Vec::new()).search(&target(), "x", 5).unwrap(), []);
+}
+
 /// A host with its own search.
 struct OwnSearch(MemoryQuery);
 
@@ -583,6 +684,14 @@ fn prose(seed: u64, n: usize) -> String {
 /// 48 sessions of 10 messages (2.4 MB of text, enough for the index to
 /// train its dictionary), with a few known texts among them.
 fn large(p: &Pair) {
+    for s in large_sessions() {
+        add_session(&p.mem, &s);
+    }
+}
+
+/// The sessions of [`large`].
+fn large_sessions() -> Vec<Session> {
+    let mut sessions = Vec::new();
     for i in 0..48u64 {
         let mut texts: Vec<String> = (0..10).map(|j| prose(i * 10 + j, 5000)).collect();
         match i {
@@ -597,8 +706,9 @@ fn large(p: &Pair) {
         }
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let cwd = if i % 3 == 0 { "/work/a" } else { "/work/b" };
-        add(&p.mem, &format!("s{i:02}"), 1000 + i, Some(cwd), Some(&format!("Session {i}")), &texts);
+        sessions.push(session(&format!("s{i:02}"), 1000 + i, Some(cwd), Some(&format!("Session {i}")), &texts));
     }
+    sessions
 }
 
 #[test]

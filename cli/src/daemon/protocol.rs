@@ -40,7 +40,7 @@ pub(super) fn home_path() -> PathBuf {
 /// refused when it is a link, another user's or writable by others.
 pub(super) fn home() -> Result<PathBuf, String> {
     let dir = home_path();
-    dsh_session_reference::fs::private_dir(&dir)?;
+    dsh_session_reference::wire::private_dir(&dir)?;
     Ok(dir)
 }
 

@@ -2,7 +2,9 @@
 //! blocking adapter, and the values it exchanges with the library — every
 //! word the trait speaks lives here, beside it: sessions and targets (this
 //! file), surfaces (`surface.rs`), fingerprints (`fingerprint.rs`), and
-//! the requests and answers of search and discovery (`search.rs`).
+//! the requests and answers of search and discovery (`search.rs`), and the
+//! rule that ranks sessions by the target's cwd (`rank.rs`), which
+//! discovery and the search index both apply.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +16,7 @@ use crate::error::HostError;
 
 mod fingerprint;
 mod pinned;
+pub(crate) mod rank;
 mod search;
 mod surface;
 

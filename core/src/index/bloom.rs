@@ -19,7 +19,7 @@ pub(super) const PROBES: u64 = 3;
 /// A Bloom filter over the keys of [`keys`]: `m` bits in bytes, bit `p` at
 /// bit `p % 8` of byte `p / 8` (the layout of little-endian 64-bit words,
 /// as the cache file stores it), `m` a multiple of 64.
-pub(crate) struct Bloom {
+pub(super) struct Bloom {
     pub(super) bits: Bits,
 }
 

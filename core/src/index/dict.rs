@@ -17,7 +17,7 @@ pub(super) const ZSTD_LEVEL: i32 = 3;
 /// The index trains its zstd dictionary once the texts compressed without
 /// one reach this much, on at most `TRAIN_SAMPLE` bytes of them, into a
 /// dictionary of `DICTIONARY_BYTES`.
-pub(crate) const TRAIN_AT: usize = 2 << 20;
+pub(super) const TRAIN_AT: usize = 2 << 20;
 
 pub(super) const TRAIN_SAMPLE: usize = 1 << 20;
 
@@ -45,7 +45,7 @@ pub(super) const COMMON_SAMPLES: usize = 20;
 /// they rule out almost nothing, so the filters of docs built with this
 /// dictionary leave them out and a query does not test them there (a
 /// third of the keys of a session on the bench).
-pub(crate) struct Dictionary {
+pub(super) struct Dictionary {
     /// Unique in the process, to tell dictionaries apart cheaply.
     pub(super) id: u64,
     pub(super) raw: Box<[u8]>,
@@ -154,7 +154,7 @@ impl Encoder {
 /// stream, item by item, rather than joined first (see [`compress_parts`]).
 /// The unit tests stream from 2 MiB (the size from which a dictionary is
 /// trained), so that their logs past it stay small in a debug build.
-pub(crate) const STREAM_AT: usize = if cfg!(test) { TRAIN_AT } else { 8 << 20 };
+pub(super) const STREAM_AT: usize = if cfg!(test) { TRAIN_AT } else { 8 << 20 };
 
 /// The concatenation of `parts` (`total` bytes in all) compressed as
 /// [`compress`] compresses it, with `dict` if given. From [`STREAM_AT`]

@@ -180,6 +180,10 @@ fn pack_streamed(
 }
 
 impl Doc {
+    /// Bytes of text from which a doc's text is compressed as a stream.
+    #[cfg(test)]
+    pub(crate) const STREAM_AT: usize = STREAM_AT;
+
     /// Indexes the items of one session, compressing its text with the
     /// encoder's dictionary if given.
     pub(crate) fn build(
@@ -260,12 +264,12 @@ impl Doc {
     }
 
     /// The title lower-cased (`""` without one).
-    pub(crate) fn title_folded(&self) -> &str {
+    pub(super) fn title_folded(&self) -> &str {
         self.title_folded.as_deref().or(self.title.as_deref()).unwrap_or("")
     }
 
     /// Where each item ends in the decompressed text.
-    pub(crate) fn ends(&self) -> Vec<usize> {
+    pub(super) fn ends(&self) -> Vec<usize> {
         decode_lengths(&self.lengths).unwrap_or_default()
     }
 
@@ -276,7 +280,7 @@ impl Doc {
 
     /// Whether its compressed text is in a cache file rather than in
     /// memory.
-    pub(crate) fn is_stored(&self) -> bool {
+    pub(super) fn is_stored(&self) -> bool {
         matches!(self.packed, Packed::Stored(_))
     }
 
@@ -322,7 +326,7 @@ impl Doc {
     /// not match its checksum. (A search tests many docs through a
     /// [`FilterPass`] instead.)
     #[cfg(test)]
-    pub(crate) fn may_contain(&self, needle: &Needle) -> Result<bool, Unreadable> {
+    pub(super) fn may_contain(&self, needle: &Needle) -> Result<bool, Unreadable> {
         if self.lengths.is_empty() {
             return Ok(false);
         }
@@ -401,7 +405,7 @@ impl Doc {
     /// match its checksum or does not decompress to its length: the doc
     /// cannot tell whether the session matches.
     #[cfg(test)]
-    pub(crate) fn text(&self) -> Result<(String, Vec<usize>), Unreadable> {
+    pub(super) fn text(&self) -> Result<(String, Vec<usize>), Unreadable> {
         let ends = self.ends();
         if ends.last() != Some(&self.len) {
             // No item (a doc built without a body): nothing to read.
@@ -425,7 +429,7 @@ impl Doc {
     /// be read back, does not match its checksum or does not decompress to
     /// its items (a doc without a body, or a held text that does not
     /// decompress, never: has no items).
-    pub(crate) fn each_item_text(&self, f: impl FnMut(&str) -> Option<()>) -> Result<(), Unreadable> {
+    pub(super) fn each_item_text(&self, f: impl FnMut(&str) -> Option<()>) -> Result<(), Unreadable> {
         let ends = self.ends();
         if ends.last() != Some(&self.len) {
             return Ok(());
@@ -438,7 +442,7 @@ impl Doc {
 
     /// The decompressed item texts.
     #[cfg(test)]
-    pub(crate) fn items(&self) -> Vec<String> {
+    pub(super) fn items(&self) -> Vec<String> {
         let (text, ends) = self.text().expect("readable");
         let mut start = 0;
         ends.into_iter()
@@ -460,7 +464,7 @@ impl Doc {
     /// left in the cache file the doc was loaded from counts as if held
     /// (the index's size is the same in memory and after a round trip
     /// through the file; what it keeps in memory is that much less).
-    pub(crate) fn index_bytes(&self) -> usize {
+    pub(super) fn index_bytes(&self) -> usize {
         self.packed.len()
             + self.lengths.len()
             + self.bloom.bytes()

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 /// in the folded text maps back to the original one character at a time.
 /// Runs of ASCII are lowered in bulk and CJK and Hangul (which have no case)
 /// are copied, so folding costs about a copy.
-pub(crate) fn fold(text: &str) -> Cow<'_, str> {
+pub(super) fn fold(text: &str) -> Cow<'_, str> {
     if !text.bytes().any(|b| b.is_ascii_uppercase() || b >= 0x80) {
         return Cow::Borrowed(text);
     }
@@ -18,7 +18,7 @@ pub(crate) fn fold(text: &str) -> Cow<'_, str> {
 }
 
 /// Appends [`fold`]`(text)` to `out`.
-pub(crate) fn fold_into(text: &str, out: &mut String) {
+pub(super) fn fold_into(text: &str, out: &mut String) {
     let mut rest = text;
     while !rest.is_empty() {
         let ascii = ascii_len(rest.as_bytes());
@@ -61,7 +61,7 @@ pub(super) fn caseless(c: char) -> bool {
 
 /// The byte offset in `original` of the character whose lower-cased form
 /// starts at `folded_at` in `fold(original)`.
-pub(crate) fn original_offset(original: &str, folded_at: usize) -> usize {
+pub(super) fn original_offset(original: &str, folded_at: usize) -> usize {
     if original.is_ascii() {
         return folded_at.min(original.len());
     }

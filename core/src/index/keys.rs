@@ -189,7 +189,7 @@ pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, mut f: impl FnMut
 /// bits, one probe each): whether a needle may be in the text, without
 /// scanning it. Never wrong about a needle that is in it (all its trigrams
 /// are); a needle without trigrams (under three bytes) may always be.
-pub(crate) struct TrigramBits(Box<[u64]>);
+pub(super) struct TrigramBits(Box<[u64]>);
 
 impl TrigramBits {
     /// 2^19 bits (64 KB): for the ids, cwds and titles of some 10,000
@@ -198,7 +198,7 @@ impl TrigramBits {
     const BITS: usize = 1 << 19;
 
     /// The trigrams of a lower-cased text.
-    pub(crate) fn of(text: &str) -> TrigramBits {
+    pub(super) fn of(text: &str) -> TrigramBits {
         let mut bits = vec![0u64; Self::BITS / 64].into_boxed_slice();
         keys(text.as_bytes(), |k| {
             if is_trigram(k) {
@@ -213,9 +213,9 @@ impl TrigramBits {
         hash(key) as usize & (Self::BITS - 1)
     }
 
-    /// Whether every trigram of `needle` may be in the text.
-    pub(crate) fn may_hold(&self, needle: &super::Needle) -> bool {
-        needle.keys.iter().filter(|&&k| is_trigram(k)).all(|&k| {
+    /// Whether every trigram of a needle (of its `keys`) may be in the text.
+    pub(super) fn may_hold(&self, keys: &[u64]) -> bool {
+        keys.iter().filter(|&&k| is_trigram(k)).all(|&k| {
             let at = Self::slot(k);
             self.0[at / 64] >> (at % 64) & 1 == 1
         })

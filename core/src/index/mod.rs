@@ -1,16 +1,25 @@
-//! The built-in full-text index: per session, its projected text
-//! compressed (zstd, with a dictionary the index trains on its own texts)
-//! and a Bloom filter of keys of its lower-cased text: byte trigrams
-//! without whitespace, and the five bytes around each space. A query first
-//! tests every session's filter (a few probes each, no decompression),
-//! then verifies the survivors on their decompressed text, so every answer
-//! is exact; the filter only decides what is worth decompressing.
+//! The built-in full-text index, the search engine: per session, its
+//! projected text compressed (zstd, with a dictionary the index trains on
+//! its own texts) and a Bloom filter of keys of its lower-cased text: byte
+//! trigrams without whitespace, and the five bytes around each space. A
+//! search ([`SearchSet::search`], given a parsed [`Query`]) first tests
+//! every session's filter (a few probes each, no decompression), ranks the
+//! sessions by the best tier they can reach, then verifies the survivors
+//! on their decompressed text in that order, only while they can still
+//! enter the top results, so every answer is exact; the filter only decides
+//! what is worth decompressing. Each hit carries its snippet.
 //!
 //! Matching is on `str::to_lowercase` (Unicode default case mapping) and
 //! plain substrings, so CJK text needs no tokenizer and `1137` is found
 //! inside `PR1137`. Keys are of UTF-8 bytes; a needle without any (shorter
 //! than three bytes, or only of keys nearly every session holds) cannot be
 //! filtered and every session is verified.
+//!
+//! What the rest of the crate uses: [`DocCache`] (the docs kept by
+//! session), [`Doc`] and [`IndexedItem`] to build a doc, with an
+//! [`Encoder`], and [`Query`] and [`SearchSet`] to search; everything else
+//! is the engine's own. The crate root's hidden `search_index` drives the
+//! engine alone, for the project's tests and benchmarks.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -18,29 +27,31 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::host::Fingerprint;
 
+pub mod alone;
 mod bloom;
 mod dict;
 mod doc;
 mod file;
 mod fold;
+mod hit;
 mod keys;
 mod needle;
 mod pass;
+mod query;
+mod score;
+mod set;
+mod snippet;
 mod stored;
+mod verify;
 mod vocab;
 
 use bloom::BITS_PER_KEY;
-use dict::{compress, TRAIN_SAMPLE};
+use dict::{compress, Dictionary, TRAIN_AT, TRAIN_SAMPLE};
 
-#[cfg(test)]
-pub(crate) use dict::STREAM_AT;
-pub(crate) use dict::{Dictionary, Encoder, TRAIN_AT};
+pub(crate) use dict::Encoder;
 pub(crate) use doc::{Doc, IndexedItem};
-pub(crate) use fold::{fold, fold_into, original_offset};
-pub(crate) use keys::TrigramBits;
-pub(crate) use needle::{Finder, Needle};
-pub(crate) use pass::{FilterPass, Roster};
-pub(crate) use stored::Unreadable;
+pub(crate) use query::Query;
+pub(crate) use set::SearchSet;
 
 /// The built docs of a resolver, by session id, and the dictionary new
 /// docs are compressed with.
@@ -63,6 +74,10 @@ pub(crate) struct DocCache {
 }
 
 impl DocCache {
+    /// Bytes of text built without a dictionary after which
+    /// [`Self::settle`] trains one.
+    pub(crate) const TRAIN_AT: usize = TRAIN_AT;
+
     /// For each `(id, fingerprint)`, the doc built under that fingerprint,
     /// under one lock.
     pub(crate) fn get_all<'a>(
@@ -95,7 +110,7 @@ impl DocCache {
     }
 
     /// The dictionary to compress new docs with, once trained.
-    pub(crate) fn dictionary(&self) -> Option<Arc<Dictionary>> {
+    fn dictionary(&self) -> Option<Arc<Dictionary>> {
         self.dictionary.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -279,7 +294,11 @@ mod tests {
 
     use super::bloom::Bits;
     use super::doc::{decode_lengths, encode_lengths};
-    use super::keys::is_trigram;
+    use super::fold::{fold, original_offset};
+    use super::keys::{is_trigram, TrigramBits};
+    use super::needle::Needle;
+    use super::pass::{FilterPass, Roster};
+    use super::stored::Unreadable;
     use super::*;
 
     fn may(d: &Doc, needle: &str) -> bool {
@@ -329,9 +348,9 @@ mod tests {
         let text = "s1\n/work/p3\nfix pr1137 before 发布版本\n";
         let bits = TrigramBits::of(text);
         for n in ["pr1137", "1137", "work", "发布", "版本", "fix", "p3", "x"] {
-            assert!(bits.may_hold(&Needle::new(n.to_owned())), "{n}");
+            assert!(bits.may_hold(&Needle::new(n.to_owned()).keys), "{n}");
         }
-        assert!(!bits.may_hold(&Needle::new("zzqqxx".to_owned())));
+        assert!(!bits.may_hold(&Needle::new("zzqqxx".to_owned()).keys));
     }
 
     proptest::proptest! {

@@ -1,5 +1,6 @@
-//! A query's needles, and what the filters of one search's docs say of
-//! them (`FilterPass`, which sweeps the stored filters in file order).
+//! A needle: one lower-cased word or phrase of a query, with its filter
+//! keys and the hashes and verdicts each dictionary gives them (made once
+//! per search), and the finder that locates it in a text.
 
 use super::dict::Dictionary;
 use super::keys::{hash, is_trigram, keys, pairs};
@@ -7,8 +8,8 @@ use super::vocab::Verdict;
 use memchr::memmem;
 
 /// A lower-cased needle, prepared once per query for every session.
-pub(crate) struct Needle {
-    pub(crate) text: String,
+pub(super) struct Needle {
+    pub(super) text: String,
     finder: Finder,
     /// Its distinct filter keys, longest first.
     pub(super) keys: Box<[u64]>,
@@ -21,7 +22,7 @@ pub(crate) struct Needle {
 }
 
 impl Needle {
-    pub(crate) fn new(text: String) -> Needle {
+    pub(super) fn new(text: String) -> Needle {
         let finder = Finder(memmem::Finder::new(text.as_bytes()).into_owned());
         let mut keys = Vec::new();
         self::keys(text.as_bytes(), |k| keys.push(k));
@@ -73,18 +74,18 @@ impl Needle {
     }
 
     /// The first occurrence in `folded`.
-    pub(crate) fn find(&self, folded: &str) -> Option<usize> {
+    pub(super) fn find(&self, folded: &str) -> Option<usize> {
         self.finder.find(folded)
     }
 
     /// Whether it occurs in `folded`.
-    pub(crate) fn is_in(&self, folded: &str) -> bool {
+    pub(super) fn is_in(&self, folded: &str) -> bool {
         self.finder.is_in(folded)
     }
 
     /// Its searcher alone, for other threads (the needle's memos stay on
     /// the thread that tests the filters).
-    pub(crate) fn finder(&self) -> Finder {
+    pub(super) fn finder(&self) -> Finder {
         self.finder.clone()
     }
 }
@@ -92,16 +93,16 @@ impl Needle {
 /// A needle's substring searcher, which threads share: what verifying a
 /// text needs.
 #[derive(Clone)]
-pub(crate) struct Finder(memmem::Finder<'static>);
+pub(super) struct Finder(memmem::Finder<'static>);
 
 impl Finder {
     /// The first occurrence in `folded`.
-    pub(crate) fn find(&self, folded: &str) -> Option<usize> {
+    pub(super) fn find(&self, folded: &str) -> Option<usize> {
         self.0.find(folded.as_bytes())
     }
 
     /// Whether it occurs in `folded`.
-    pub(crate) fn is_in(&self, folded: &str) -> bool {
+    pub(super) fn is_in(&self, folded: &str) -> bool {
         self.find(folded).is_some()
     }
 }

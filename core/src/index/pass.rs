@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// the vocabularies rule out is ruled out for every doc in one pass over
 /// this list, without reading a doc. Made once for a list of docs and kept
 /// with it.
-pub(crate) struct Roster {
+pub(super) struct Roster {
     /// The dictionaries of the docs, each once.
     dicts: Vec<Arc<Dictionary>>,
     /// Per doc: the place of its dictionary in `dicts` ([`NO_BODY`],
@@ -35,7 +35,7 @@ const NO_VOCABULARY: u32 = u32::MAX - 1;
 
 impl Roster {
     /// The roster of `docs`, in order.
-    pub(crate) fn new(docs: &[Arc<Doc>]) -> Roster {
+    pub(super) fn new(docs: &[Arc<Doc>]) -> Roster {
         let mut dicts: Vec<Arc<Dictionary>> = Vec::new();
         let of = docs
             .iter()
@@ -58,7 +58,7 @@ impl Roster {
     /// Whether the docs' vocabularies say that no doc's body holds
     /// `needle` (no filter read, no doc touched): every doc is without
     /// body or registered in a vocabulary that rules it out.
-    pub(crate) fn rules_out(&self, needle: &Needle) -> bool {
+    pub(super) fn rules_out(&self, needle: &Needle) -> bool {
         if self.uncovered {
             return false;
         }
@@ -91,7 +91,7 @@ impl Roster {
 /// tested against every needle: a process that loads the index and
 /// searches once reads them at the speed of a copy and never holds them
 /// all. With `keep`, the bytes read are kept in memory for later searches.
-pub(crate) struct FilterPass<'a> {
+pub(super) struct FilterPass<'a> {
     pub(super) docs: &'a [Arc<Doc>],
     pub(super) needles: &'a [&'a Needle],
     /// Per doc and needle: [`UNTESTED`] (a filter in memory: test it when
@@ -117,7 +117,7 @@ pub(super) const PASS_GAP: u64 = 64 << 10;
 impl<'a> FilterPass<'a> {
     /// The verdicts of the stored filters of `docs` (whose roster is
     /// `roster`) on `needles`.
-    pub(crate) fn new(docs: &'a [Arc<Doc>], roster: &Roster, needles: &'a [&'a Needle], keep: bool) -> FilterPass<'a> {
+    pub(super) fn new(docs: &'a [Arc<Doc>], roster: &Roster, needles: &'a [&'a Needle], keep: bool) -> FilterPass<'a> {
         let n = needles.len();
         let mut verdicts = vec![UNTESTED; docs.len() * n];
         // What the docs' vocabularies rule out first, from the roster (no
@@ -197,7 +197,7 @@ impl<'a> FilterPass<'a> {
     /// Whether doc `at` may hold needle `needle` (an index into the needles
     /// the pass was made with); [`Unreadable`] when its stored filter
     /// could not be read back or did not match its checksum.
-    pub(crate) fn may(&self, at: usize, needle: usize) -> Result<bool, Unreadable> {
+    pub(super) fn may(&self, at: usize, needle: usize) -> Result<bool, Unreadable> {
         match self.verdicts[at * self.needles.len() + needle] {
             MAY => Ok(true),
             NOT => Ok(false),

@@ -110,4 +110,4 @@ pub(super) enum Source<'a> {
 /// the doc must be dropped and its session indexed again from its source,
 /// never searched as if its text were empty or its filter ruled it out.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Unreadable;
+pub(super) struct Unreadable;

@@ -60,7 +60,7 @@ const FREQUENT: u32 = u32::MAX;
 const ONE: u32 = 1 << 31;
 
 /// See the module's documentation.
-pub(crate) struct Vocabulary {
+pub(super) struct Vocabulary {
     pub(super) inner: RwLock<Inner>,
 }
 
@@ -81,7 +81,7 @@ pub(super) struct Inner {
 
 /// What a vocabulary says of a needle.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(super) enum Verdict {
     /// No doc registered holds it.
     Absent,
     /// At most the docs of these serials (ascending) hold it.
@@ -93,7 +93,7 @@ pub(crate) enum Verdict {
 impl Verdict {
     /// Whether the doc of `serial` may hold the needle (serial 0: a doc
     /// not registered, never ruled out).
-    pub(crate) fn admits(&self, serial: u32) -> bool {
+    pub(super) fn admits(&self, serial: u32) -> bool {
         match self {
             _ if serial == 0 => true,
             Verdict::Absent => false,

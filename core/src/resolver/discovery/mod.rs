@@ -1,16 +1,15 @@
 //! Discovery (docs/contract.md §7): the sessions a user can mention, with their latest
-//! titles as labels, ranked by working directory (`rank.rs`) and filtered
+//! titles as labels, ranked by working directory (`host/rank.rs`) and filtered
 //! by a search text.
 
 use super::{cancellable, Resolver};
 use crate::cancel::CancelToken;
 use crate::config::{Config, MAX_SAFE_INTEGER};
 use crate::error::{Error, ErrorCode, Result};
-use crate::host::{Candidate, SessionHeader, Target};
+use crate::host::{rank, Candidate, SessionHeader, Target};
 
 mod listed;
 mod persist;
-mod rank;
 mod search;
 mod searched;
 mod titles;

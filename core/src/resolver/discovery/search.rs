@@ -2,31 +2,30 @@
 //! session (exactly what a reference would carry: user and assistant text
 //! and checkpoints, never tool output or reasoning), plus titles, ids and
 //! cwds. One result per session, ranked, with a snippet around its best
-//! hit. The engine is the built-in index of `text.rs`, cached per session
-//! under its [`Fingerprint`], unless the host's session query answers the
-//! search itself ([`SessionQuery::search`](crate::SessionQuery::search)).
+//! hit. The engine is the built-in index (`crate::index`: the query, the
+//! ranking, the verification and the snippets), whose docs are cached per
+//! session under its [`Fingerprint`], unless the host's session query
+//! answers the search itself
+//! ([`SessionQuery::search`](crate::SessionQuery::search)). What is here
+//! needs the host: the listing, the fingerprints, reading the sessions not
+//! indexed yet, retrying the docs that could not be read, and turning hits
+//! into results.
 
 use std::borrow::Cow;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 
 use super::listed::{Fingerprints, Listed};
-use super::rank;
-use super::searched::{has, Picked, SearchMemo, SearchSet};
+use super::searched::{Picked, SearchMemo};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{
-    with_projection, Fingerprint, MatchField, SearchIndexStats, SearchOptions, SearchRequest, SearchResult,
-    SearchScope, SessionHeader, StreamedItems, SurfaceData, SurfaceItems, Target,
+    with_projection, Fingerprint, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
+    SessionHeader, StreamedItems, SurfaceData, SurfaceItems, Target,
 };
-use crate::index::{
-    fold, fold_into, original_offset, Doc, Encoder, FilterPass, Finder, IndexedItem, Needle, Unreadable, TRAIN_AT,
-};
+use crate::index::{Doc, DocCache, Encoder, IndexedItem, Query, SearchSet};
 use crate::projection::Item;
 use crate::resolver::{cancellable, guarded, Resolver};
 
@@ -89,493 +88,10 @@ fn streamed_doc(
 }
 
 #[cfg(test)]
-mod order_tests;
-#[cfg(test)]
 mod streamed_tests;
 
 /// How many surfaces are read and indexed at once.
 const INDEX_CONCURRENCY: usize = 8;
-/// Characters of context before and after a hit in a snippet.
-const SNIPPET_BEFORE: usize = 40;
-const SNIPPET_AFTER: usize = 100;
-
-/// A parsed search text: lower-cased, whitespace runs collapsed.
-struct Query {
-    phrase: Needle,
-    words: Vec<Needle>,
-}
-
-impl Query {
-    fn parse(text: &str) -> Option<Query> {
-        let folded = fold(text);
-        let mut words: Vec<Needle> = Vec::new();
-        for w in folded.split_whitespace() {
-            if !words.iter().any(|x| x.text == w) {
-                words.push(Needle::new(w.to_owned()));
-            }
-        }
-        if words.is_empty() {
-            return None;
-        }
-        let phrase = Needle::new(folded.split_whitespace().collect::<Vec<_>>().join(" "));
-        Some(Query { phrase, words })
-    }
-}
-
-/// Ranking: tier (0 phrase in the title, 1 phrase in a message, the id or
-/// the cwd, 2 every word somewhere), then the cwd rank of discovery, then
-/// newer `createdAt`, then listing order.
-#[derive(Clone, Copy, Debug)]
-struct Key {
-    tier: u8,
-    cwd_rank: u8,
-    created: f64,
-    order: usize,
-}
-
-impl Ord for Key {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.tier
-            .cmp(&other.tier)
-            .then(self.cwd_rank.cmp(&other.cwd_rank))
-            .then(other.created.total_cmp(&self.created))
-            .then(self.order.cmp(&other.order))
-    }
-}
-impl PartialOrd for Key {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl PartialEq for Key {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Key {}
-
-/// A session that passed the filters, with the best tier it could reach.
-struct Prospect {
-    at: usize,
-    key: Key,
-    /// Tier and hit known without the body.
-    settled: Option<(MatchField, String)>,
-}
-
-#[derive(Clone)]
-struct Hit {
-    key: Key,
-    at: usize,
-    field: MatchField,
-    snippet: String,
-    message_index: Option<u64>,
-}
-
-fn snippet(original: &str, at: usize) -> String {
-    let at = at.min(original.len());
-    let before: Vec<(usize, char)> = original[..at].char_indices().rev().take(SNIPPET_BEFORE + 1).collect();
-    let start = if before.len() > SNIPPET_BEFORE { before[SNIPPET_BEFORE - 1].0 } else { 0 };
-    let end = original[at..].char_indices().nth(SNIPPET_AFTER).map_or(original.len(), |(i, _)| at + i);
-    let mut out = String::new();
-    if start > 0 {
-        out.push('…');
-    }
-    out.push_str(&original[start..end].split_whitespace().collect::<Vec<_>>().join(" "));
-    if end < original.len() {
-        out.push('…');
-    }
-    out
-}
-
-fn whole(text: &str) -> String {
-    snippet(text, 0)
-}
-
-/// What [`score`] found: the hits, and the sessions (by index) whose
-/// stored filter or text it could not read; when there are any, the hits
-/// may miss those sessions and must not be used.
-struct Scored {
-    hits: Vec<Hit>,
-    unreadable: Vec<usize>,
-}
-
-/// Scores every session against the query, verifying on the text only
-/// the prospects that can still enter the top `limit`.
-fn score(
-    query: &Query,
-    sessions: &[&SessionHeader],
-    set: &SearchSet,
-    target: &Target,
-    limit: usize,
-    keep_filters: bool,
-    cancel: Option<&CancelToken>,
-) -> Result<Scored> {
-    // The needles the filters are tested with: the words, then the phrase.
-    // A query of one word is its own phrase: its filters are tested once.
-    let needles: Vec<&Needle> = match &query.words[..] {
-        [word] => vec![word],
-        words => words.iter().chain([&query.phrase]).collect(),
-    };
-    let phrase_at = needles.len() - 1;
-    let docs = &set.docs[..];
-    let filters = FilterPass::new(docs, &set.roster, &needles, keep_filters);
-    // Per word, the sessions holding it in their id, cwd or title (one
-    // scan of the packed fields each), which no filter covers.
-    let in_fields: Vec<Vec<u64>> = query.words.iter().map(|w| set.fields.holding(w)).collect();
-    let mut prospects = Vec::new();
-    let mut unreadable = Vec::new();
-    for at in 0..sessions.len() {
-        if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
-            return Err(Error::cancelled());
-        }
-        // Every word in a field or maybe in the body (the words in order,
-        // up to the first that is in neither).
-        let mut passed = Ok(true);
-        for (j, held) in in_fields.iter().enumerate() {
-            if !has(held, at) {
-                passed = filters.may(at, j);
-                if passed != Ok(true) {
-                    break;
-                }
-            }
-        }
-        match passed {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(Unreadable) => {
-                unreadable.push(at);
-                continue;
-            }
-        }
-        let (s, doc) = (sessions[at], &docs[at]);
-        let title = doc.title_folded();
-        let id = fold(&s.id);
-        let cwd = s.cwd.as_deref().map(fold);
-        let cwd = cwd.as_deref().unwrap_or("");
-        let phrase = &query.phrase;
-        let (tier, settled) = if phrase.is_in(title) {
-            (0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or("")))))
-        } else if phrase.is_in(&id) {
-            (1, Some((MatchField::Id, s.id.clone())))
-        } else if phrase.is_in(cwd) {
-            (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
-        } else if filters.may(at, phrase_at).unwrap_or(true) {
-            // (Its filter was readable for the words, so for the phrase.)
-            (1, None)
-        } else {
-            (2, None)
-        };
-        let key = Key {
-            tier,
-            cwd_rank: rank::rank(s.cwd.as_deref(), target),
-            created: s.created_at.as_f64().unwrap_or(0.0),
-            order: at,
-        };
-        prospects.push(Prospect { at, key, settled });
-    }
-    prospects.sort_by_key(|p| p.key);
-    let finders = Finders::of(query);
-    let mut hits: Vec<Hit> = Vec::new();
-    let mut best: BinaryHeap<Key> = BinaryHeap::new();
-    let mut cancelled = false;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(VERIFIERS);
-    in_order(&prospects, sessions, docs, &finders, threads, |p, verified| {
-        if best.len() >= limit && best.peek().is_some_and(|worst| *worst < p.key) {
-            return ControlFlow::Break(());
-        }
-        if cancel.is_some_and(CancelToken::is_cancelled) {
-            cancelled = true;
-            return ControlFlow::Break(());
-        }
-        let hit = match (&p.settled, verified()) {
-            (Some((field, snippet)), _) => {
-                Some(Hit { key: p.key, at: p.at, field: *field, snippet: snippet.clone(), message_index: None })
-            }
-            (None, Ok(hit)) => hit,
-            (None, Err(Unreadable)) => {
-                unreadable.push(p.at);
-                None
-            }
-        };
-        if let Some(hit) = hit {
-            best.push(hit.key);
-            if best.len() > limit {
-                best.pop();
-            }
-            hits.push(hit);
-        }
-        ControlFlow::Continue(())
-    });
-    if cancelled {
-        return Err(Error::cancelled());
-    }
-    hits.sort_by_key(|h| h.key);
-    hits.truncate(limit);
-    Ok(Scored { hits, unreadable })
-}
-
-/// At most this many threads verify one search's prospects.
-const VERIFIERS: usize = 4;
-
-/// Calls `f` on the prospects in order, each with a function that gives
-/// its verification (`Ok(None)` for a settled one, which needs none),
-/// until `f` breaks.
-///
-/// With more than one thread (`threads`: the machine's cores, up to
-/// [`VERIFIERS`]) and more than one prospect to verify, the threads (this
-/// one among them) each take the next prospect not taken, at most two per
-/// thread ahead of the one `f` is at, and `f` is given them in order: it
-/// sees exactly what one thread verifying in order would give it, and
-/// once it breaks at most that window was verified for nothing. A
-/// verification this thread waits for longer than twice its own last one
-/// took (a helper not given a core on a busy machine) it makes itself, so
-/// a busy machine costs at most about the time of verifying alone. Else
-/// this thread verifies them alone, when `f` asks.
-fn in_order(
-    prospects: &[Prospect],
-    sessions: &[&SessionHeader],
-    docs: &[Arc<Doc>],
-    finders: &Finders,
-    threads: usize,
-    mut f: impl FnMut(&Prospect, &mut dyn FnMut() -> Result<Option<Hit>, Unreadable>) -> ControlFlow<()>,
-) {
-    let verify_one = |p: &Prospect, stop: &AtomicBool| match p.settled {
-        Some(_) => Ok(None),
-        None => verify(finders, sessions[p.at], &docs[p.at], p.key, p.at, stop),
-    };
-    let open = prospects.iter().filter(|p| p.settled.is_none()).count();
-    let threads = threads.min(open);
-    if threads < 2 {
-        let never = AtomicBool::new(false);
-        for p in prospects {
-            if f(p, &mut || verify_one(p, &never)).is_break() {
-                return;
-            }
-        }
-        return;
-    }
-    type Slot = std::sync::OnceLock<Result<Option<Hit>, Unreadable>>;
-    let window = 2 * threads;
-    let slots: Vec<Slot> = prospects.iter().map(|_| Slot::new()).collect();
-    // The next prospect not taken, the one `f` is at, and whether the
-    // helpers are to end (`f` broke, or a verification panicked).
-    let (next, given, stop) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicBool::new(false));
-    let (lock, changed) = (Mutex::new(()), Condvar::new());
-    let notify = || {
-        let _held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        changed.notify_all();
-    };
-    // A verification that panicked: its slot says unreadable (which wakes
-    // whoever waits for it) and the panic goes on once every thread ends.
-    let panicked: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
-    let run = |at: usize| {
-        let verified =
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| verify_one(&prospects[at], &stop))) {
-                Ok(verified) => verified,
-                Err(panic) => {
-                    stop.store(true, AtomicOrdering::Relaxed);
-                    panicked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(panic);
-                    Err(Unreadable)
-                }
-            };
-        drop(slots[at].set(verified));
-        notify();
-    };
-    // Whether there is a prospect to take now: not all taken, and the next
-    // within the window ahead of the one `f` is at.
-    let open_now = || {
-        let at = next.load(AtomicOrdering::Acquire);
-        at < prospects.len() && at < given.load(AtomicOrdering::Acquire) + window && !stop.load(AtomicOrdering::Relaxed)
-    };
-    // Takes the next prospect to verify, if there is one now, and verifies
-    // it (settled ones are passed over).
-    let take = || loop {
-        if !open_now() {
-            return false;
-        }
-        let at = next.load(AtomicOrdering::Acquire);
-        if next.compare_exchange(at, at + 1, AtomicOrdering::AcqRel, AtomicOrdering::Relaxed).is_err() {
-            continue;
-        }
-        if prospects[at].settled.is_none() && slots[at].get().is_none() {
-            run(at);
-            return true;
-        }
-    };
-    std::thread::scope(|scope| {
-        // (`stop` set and the helpers woken on the way out, also if `f`
-        // panics.)
-        struct Stop<'a>(&'a AtomicBool, &'a dyn Fn());
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, AtomicOrdering::Relaxed);
-                (self.1)();
-            }
-        }
-        let _stop = Stop(&stop, &notify);
-        for _ in 1..threads {
-            scope.spawn(|| {
-                while !stop.load(AtomicOrdering::Relaxed) && next.load(AtomicOrdering::Acquire) < prospects.len() {
-                    if !take() {
-                        let held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                        if !open_now()
-                            && !stop.load(AtomicOrdering::Relaxed)
-                            && next.load(AtomicOrdering::Acquire) < prospects.len()
-                        {
-                            drop(changed.wait(held));
-                        }
-                    }
-                }
-            });
-        }
-        let mut own = std::time::Duration::from_micros(25);
-        for (at, p) in prospects.iter().enumerate() {
-            given.store(at, AtomicOrdering::Release);
-            notify();
-            let mut verified = || {
-                if p.settled.is_some() {
-                    return Ok(None);
-                }
-                while slots[at].get().is_none() {
-                    // Not made yet: verify the next one here (this one,
-                    // if nobody took it); else wait a while for the helper
-                    // that has it, then make it here.
-                    let t = std::time::Instant::now();
-                    if take() {
-                        own = t.elapsed();
-                        continue;
-                    }
-                    let mut held = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let until = std::time::Instant::now() + 2 * own;
-                    while slots[at].get().is_none() && !open_now() {
-                        let Some(left) = until.checked_duration_since(std::time::Instant::now()) else { break };
-                        held = changed.wait_timeout(held, left).unwrap_or_else(std::sync::PoisonError::into_inner).0;
-                    }
-                    drop(held);
-                    if slots[at].get().is_none() && !open_now() {
-                        let never = AtomicBool::new(false);
-                        drop(slots[at].set(verify_one(p, &never)));
-                    }
-                }
-                match slots[at].get() {
-                    Some(Ok(hit)) => Ok(hit.clone()),
-                    _ => Err(Unreadable),
-                }
-            };
-            if stop.load(AtomicOrdering::Relaxed) || f(p, &mut verified).is_break() {
-                return;
-            }
-        }
-    });
-    if let Some(panic) = panicked.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-/// The exact tier and best hit of a prospect, from its text decompressed
-/// item by item (one item held at a time, never the whole text; it stops at
-/// the first message holding the phrase, or when `stop` is set: then the
-/// answer is no answer and is not used); `None` when the filter let
-/// through a session that does not match; [`Unreadable`] when its stored
-/// text cannot be read.
-fn verify(
-    query: &Finders,
-    s: &SessionHeader,
-    doc: &Doc,
-    key: Key,
-    at: usize,
-    stop: &AtomicBool,
-) -> Result<Option<Hit>, Unreadable> {
-    let mut scan = Scan::new(query);
-    doc.each_item_text(|item| if stop.load(AtomicOrdering::Relaxed) { None } else { scan.item(item) })?;
-    Ok(scan.finish(s, doc, key, at))
-}
-
-/// A query's phrase and words as the threads verifying its prospects
-/// search for them.
-struct Finders {
-    phrase: Finder,
-    words: Vec<Finder>,
-}
-
-impl Finders {
-    fn of(query: &Query) -> Finders {
-        Finders { phrase: query.phrase.finder(), words: query.words.iter().map(Needle::finder).collect() }
-    }
-}
-
-/// [`verify`]'s pass over the items, in order.
-struct Scan<'q> {
-    query: &'q Finders,
-    /// The current item lower-cased (one buffer, reused).
-    folded: String,
-    /// Items seen.
-    next: usize,
-    /// The first message holding the phrase, and its snippet.
-    phrase: Option<(usize, String)>,
-    /// Which words some message holds.
-    found: Vec<bool>,
-    /// The message with the most distinct words (the first of those): how
-    /// many, which, and its snippet around the first of them.
-    best: Option<(usize, usize, String)>,
-}
-
-impl<'q> Scan<'q> {
-    fn new(query: &'q Finders) -> Self {
-        Scan { query, folded: String::new(), next: 0, phrase: None, found: vec![false; query.words.len()], best: None }
-    }
-
-    /// One item; `None` once the phrase is found (nothing after it counts).
-    fn item(&mut self, text: &str) -> Option<()> {
-        let i = self.next;
-        self.next += 1;
-        self.folded.clear();
-        fold_into(text, &mut self.folded);
-        let f = self.folded.as_str();
-        if let Some(pos) = self.query.phrase.find(f) {
-            self.phrase = Some((i, snippet(text, original_offset(text, pos))));
-            return None;
-        }
-        let (mut count, mut first) = (0, usize::MAX);
-        for (w, word) in self.query.words.iter().enumerate() {
-            if let Some(pos) = word.find(f) {
-                self.found[w] = true;
-                count += 1;
-                first = first.min(pos);
-            }
-        }
-        if count > 0 && self.best.as_ref().is_none_or(|(c, _, _)| count > *c) {
-            self.best = Some((count, i, snippet(text, original_offset(text, first))));
-        }
-        Some(())
-    }
-
-    /// The hit the items gave, if the session matches.
-    fn finish(self, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
-        if let Some((i, snippet)) = self.phrase {
-            // A message holding the phrase holds every word of it.
-            let key = Key { tier: 1, ..key };
-            return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
-        }
-        let title = doc.title_folded();
-        let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
-        let in_fields = |w: &Finder| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
-        let words = &self.query.words;
-        if !words.iter().zip(&self.found).all(|(w, f)| *f || in_fields(w)) {
-            return None;
-        }
-        let key = Key { tier: 2, ..key };
-        let (field, snippet, message_index) = match self.best {
-            Some((_, i, snippet)) => (MatchField::Message, snippet, Some(i as u64)),
-            None if words.iter().any(|w| w.is_in(title)) => {
-                (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
-            }
-            None if words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
-            None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
-        };
-        Some(Hit { key, at, field, snippet, message_index })
-    }
-}
 
 impl Resolver {
     /// Full-text search: sessions other than the target whose projected
@@ -655,27 +171,13 @@ impl Resolver {
             Picked { all: listed.shared_sessions(), at: at.into() }
         });
         let fps = listed.fingerprints_at(self, &picked.at).await;
-        let sessions = picked.refs();
-        let (set, hits) = self.scored(query, (&listed, scope), &picked, &fps, target, limit, cancel).await?;
-        Ok(hits
-            .into_iter()
-            .map(|h| {
-                let (s, doc) = (&sessions[h.at], &set.docs[h.at]);
-                let candidate = super::candidate_from_header(s, doc.title.clone(), &self.config, target);
-                SearchResult {
-                    candidate: candidate.with_mention(),
-                    snippet: h.snippet,
-                    field: h.field,
-                    message_index: h.message_index,
-                }
-            })
-            .collect())
+        self.scored(query, (&listed, scope), &picked, &fps, target, limit, cancel).await
     }
 
-    /// The [`SearchSet`] of the picked sessions (whose fingerprints are
-    /// `fps`) and the hits among them: indexed (or the set the last search
-    /// made of the same sessions, while the index has not changed), then
-    /// scored on the blocking pool. A set all of whose docs the index
+    /// The results among the picked sessions (whose fingerprints are
+    /// `fps`): their [`SearchSet`] indexed (or the set the last search made
+    /// of the same sessions, while the index has not changed), then
+    /// searched on the blocking pool, each hit made a result. A set all of whose docs the index
     /// kept is remembered for the next search over the same shared
     /// listing (`listed`, with the search's scope). When some docs loaded from a cache file
     /// could not read their stored filter or text (gone, damaged, not what
@@ -693,7 +195,7 @@ impl Resolver {
         target: &Target,
         limit: usize,
         cancel: Option<&CancelToken>,
-    ) -> Result<(Arc<SearchSet>, Vec<Hit>)> {
+    ) -> Result<Vec<SearchResult>> {
         loop {
             // Read before the docs are looked up: a change meanwhile makes
             // the set remembered here stale at once, never wrongly current.
@@ -715,22 +217,36 @@ impl Resolver {
             // A word no session can hold (the vocabularies rule it out of
             // every body, and no id, cwd or title holds it): nothing to
             // score, nothing handed to the blocking pool.
-            if query.words.iter().any(|w| set.rules_out(w)) {
-                return Ok((set, Vec::new()));
+            if set.rules_out(&query) {
+                return Ok(Vec::new());
             }
             let (p, s, t, token) = (picked.clone(), Arc::clone(&set), target.clone(), cancel.cloned());
             let keep = self.discovery.docs.keeps_filters();
             let work = tokio::task::spawn_blocking(move || {
-                let scored = score(&query, &p.refs(), &s, &t, limit, keep, token.as_ref());
+                let scored = s.search(&query, &p.refs(), &t, limit, keep, token.as_ref());
                 (query, scored)
             });
             let (back, scored) = work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?;
-            let Scored { hits, unreadable } = scored?;
-            if unreadable.is_empty() {
-                return Ok((set, hits));
+            let scored = scored?;
+            if scored.unreadable.is_empty() {
+                let sessions = picked.refs();
+                return Ok(scored
+                    .hits
+                    .into_iter()
+                    .map(|h| {
+                        let (s, doc) = (sessions[h.at], &set.docs[h.at]);
+                        let candidate = super::candidate_from_header(s, doc.title.clone(), &self.config, target);
+                        SearchResult {
+                            candidate: candidate.with_mention(),
+                            snippet: h.snippet,
+                            field: h.field,
+                            message_index: h.message_index,
+                        }
+                    })
+                    .collect());
             }
             query = back;
-            self.evict_unreadable(&picked.refs(), &set.docs, &unreadable);
+            self.evict_unreadable(&picked.refs(), &set.docs, &scored.unreadable);
         }
     }
 
@@ -827,7 +343,7 @@ impl Resolver {
         while let Some((i, doc)) = built.next().await {
             if doc.undicted() {
                 plain += doc.text_bytes();
-                if plain >= TRAIN_AT {
+                if plain >= DocCache::TRAIN_AT {
                     plain = 0;
                     self.settle_index().await;
                     encoder = self.discovery.docs.encoder();
@@ -843,7 +359,7 @@ impl Resolver {
         (docs.collect(), any)
     }
 
-    /// [`DocCache::settle`](crate::index::DocCache::settle) on the blocking
+    /// [`DocCache::settle`] on the blocking
     /// pool: trains the index's dictionary when due and compresses with it
     /// the docs built without it.
     async fn settle_index(&self) {

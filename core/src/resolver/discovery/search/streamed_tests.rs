@@ -117,7 +117,7 @@ fn a_streamed_build_is_the_whole_build_byte_for_byte() {
             match streamed(q, id, b, redact) {
                 Some(doc) => {
                     assert!(expected.fingerprint.is_some(), "{id}: streamed, but its surface does not project");
-                    streamed_big += usize::from(doc.text_bytes() >= crate::index::STREAM_AT);
+                    streamed_big += usize::from(doc.text_bytes() >= Doc::STREAM_AT);
                     assert_eq!(file_bytes(doc), file_bytes(expected), "{root} {id} dict {dict} redact {redact}");
                     compared += 1;
                 }

@@ -1,8 +1,11 @@
 //! The prospects of a search verified by several threads reach the
 //! ranking exactly as verified by one, in order, whatever breaks it.
 
+use std::borrow::Cow;
+
 use super::*;
-use crate::index::Doc;
+use crate::index::query::Query;
+use crate::index::IndexedItem;
 
 /// `n` sessions: every third holds "needle" in one of its messages
 /// (every ninth the phrase "needle haystack"), every fifth is a big one

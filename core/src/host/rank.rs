@@ -3,7 +3,7 @@
 //! sort, so the host's listing order breaks ties; the filter is a
 //! case-insensitive substring of the id, the cwd or the label.
 
-use crate::host::Target;
+use super::Target;
 
 /// The rank of a session with `cwd` for `target`.
 pub(crate) fn rank(cwd: Option<&str>, target: &Target) -> u8 {
