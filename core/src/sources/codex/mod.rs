@@ -88,7 +88,10 @@ use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::host::Fingerprint;
-use crate::host::{BlockingSessionQuery, BudgetedSurface, SessionHeader, SharedListing, SurfaceData, SurfaceItems};
+use crate::host::{
+    BlockingSessionQuery, BudgetedSurface, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems,
+    SurfaceRead,
+};
 use crate::retention::Elided;
 use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
 use crate::sources::lenient::LStr;
@@ -382,23 +385,26 @@ impl BlockingSessionQuery for CodexSource {
         self.conversation(session_id).map(SurfaceData::from)
     }
 
-    /// The conversation without the items retention certainly drops under
-    /// `budget`, read holding only the texts it may keep (a rollout
-    /// rewritten under the read is read again whole).
-    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
-        match self.conversation_within(session_id, budget)? {
-            Some((conversation, elided)) => Ok(BudgetedSurface { data: SurfaceData::from(conversation), elided }),
-            None => self.read_surface(session_id).map(BudgetedSurface::whole),
+    /// Under a budget, the conversation without the items retention
+    /// certainly drops, read holding only the texts it may keep (a rollout
+    /// rewritten under the read is read again whole). For the index, its
+    /// items streamed: the rollout replayed once for where each text is,
+    /// each text read again as its item is given ([`rollout::read_items`]).
+    fn read_surface_as(&self, session_id: &str, read: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
+        match read {
+            SurfaceRead::Within(budget) => match self.conversation_within(session_id, budget)? {
+                Some((conversation, elided)) => {
+                    Ok(SurfaceAnswer::within(BudgetedSurface { data: SurfaceData::from(conversation), elided }))
+                }
+                None => self.read_surface(session_id).map(SurfaceAnswer::whole),
+            },
+            SurfaceRead::Items => {
+                let (file, path) = self.open_rollout(session_id)?;
+                let items = rollout::read_items(file).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
+                Ok(SurfaceAnswer::items(SurfaceItems::Streamed(Box::new(items))))
+            }
+            _ => self.read_surface(session_id).map(SurfaceAnswer::whole),
         }
-    }
-
-    /// The conversation's items streamed: the rollout replayed once for
-    /// where each text is, each text read again as its item is given
-    /// ([`rollout::read_items`]).
-    fn read_surface_items(&self, session_id: &str) -> Result<SurfaceItems, HostError> {
-        let (file, path) = self.open_rollout(session_id)?;
-        let items = rollout::read_items(file).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
-        Ok(SurfaceItems::Streamed(Box::new(items)))
     }
 
     /// A session's title may come from `session_index.jsonl` and the rest
