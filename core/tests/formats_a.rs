@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use dsh_session_reference::sources::aider::{self, AiderSource};
 use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
 use dsh_session_reference::sources::cursor::{self, CursorSource};
@@ -529,4 +531,41 @@ fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
     }
     let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();
     assert!(matches!(surface, SurfaceData::Conversation(_)));
+}
+
+/// One page, one conversation and one reference of a Gemini CLI session
+/// each open its file once: the title comes with the surface read, and the
+/// file is checked and replayed on the same open, whether the session was
+/// listed before or is found by its file's name.
+#[test]
+fn a_read_of_a_gemini_cli_session_opens_its_file_once() {
+    use dsh_session_reference::{
+        fs::{count_opens, opens_counted},
+        CandidateOptions, Config, PrepareOptions, ReadOptions, Resolver, Target,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    common::copy_dir(&gemini_fixture(), tmp.path());
+    let file = tmp.path().join("myproj/chats/session-2026-08-01T10-00-1a2b3c4d.jsonl");
+    let id = "gemini-cli:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+    let target = Target::new("new-chat", None);
+    for listed_first in [false, true] {
+        let source = GeminiCliSource::open(tmp.path()).unwrap();
+        let resolver = Resolver::new(source.into_query(), Config::default());
+        if listed_first {
+            block_on(resolver.candidates(&target, "", &CandidateOptions::default(), None)).unwrap();
+        }
+        count_opens(&file);
+        let page = block_on(resolver.read(&target, id, &ReadOptions::default(), None)).unwrap();
+        assert_eq!(page.title, "Parser refactor");
+        assert_eq!(opens_counted(&file), 1, "one page (listed first: {listed_first})");
+        count_opens(&file);
+        let conversation = block_on(resolver.conversation(id, None)).unwrap();
+        assert_eq!((conversation.label.as_str(), conversation.messages.len()), ("Parser refactor", 5));
+        assert_eq!(opens_counted(&file), 1, "one conversation (listed first: {listed_first})");
+        count_opens(&file);
+        let refs = [serde_json::json!({"sessionId": id})];
+        let content = serde_json::json!([{"type": "text", "text": "see"}]);
+        block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
+        assert_eq!(opens_counted(&file), 1, "one reference (listed first: {listed_first})");
+    }
 }

@@ -71,6 +71,20 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
         let _ = (root, bare);
         Vec::new()
     }
+
+    /// Whether a format's file names say which session a file may hold
+    /// ([`named_for`](Self::named_for)).
+    const NAMES_SESSIONS: bool = false;
+
+    /// Whether the file at `rel`, as [`walk`](Self::walk) found it, may hold
+    /// `bare` by its name. A session its id does not place
+    /// ([`guess`](Self::guess)) is then looked for among the files so named
+    /// (each opened once, and the one that holds it read on that open)
+    /// before every file's heads are read by a listing.
+    fn named_for(&self, rel: &[OsString], bare: &str) -> bool {
+        let _ = (rel, bare);
+        false
+    }
 }
 
 /// A walk of `root` that looks into directories `descend(rel, name)`
@@ -304,15 +318,35 @@ impl<F: SessionFiles> FileSessions<F> {
         }
         let (rel, read) = match self.likely(bare).find_map(|rel| self.read_if_holds(&rel, bare).map(|r| (rel, r))) {
             Some(found) => found,
-            None => {
-                let rel = self.listed(bare)?;
-                let read = read_at(&rel);
-                (rel, read)
-            }
+            None => match self.read_named(bare) {
+                Some(found) => found,
+                None => {
+                    let rel = self.listed(bare)?;
+                    let read = read_at(&rel);
+                    (rel, read)
+                }
+            },
         };
         let path = self.path_of(&rel);
         let read = read.map_err(|e| read_error(F::FORMAT, id, &path, e))?;
         Ok((path, read))
+    }
+
+    /// Session `bare` read from the file named for it that holds it (kept
+    /// as where it was found), by a walk of the root that opens only such
+    /// files; `None` when the format's names do not say or none holds it.
+    fn read_named(&self, bare: &str) -> Option<(Rel, io::Result<Transcript>)> {
+        if !F::NAMES_SESSIONS {
+            return None;
+        }
+        let (mut files, mut rejected) = (Vec::new(), Vec::new());
+        self.format.walk(&self.root, &mut files, &mut rejected);
+        let mut named = files.into_iter().filter(|rel| self.format.named_for(rel, bare));
+        let (rel, read) = named.find_map(|rel| self.read_if_holds(&rel, bare).map(|r| (rel, r)))?;
+        if let Ok(mut memo) = self.found.lock() {
+            memo.insert(bare.to_owned(), rel.clone());
+        }
+        Some((rel, read))
     }
 
     /// The current conversation of `id`, as the resolver renders it.
