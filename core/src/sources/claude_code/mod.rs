@@ -74,7 +74,7 @@
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable; memory is bounded by the texts kept plus one line.
 //! A title read keeps no text; a `prepare` of the whole session
-//! (`read_surface_within`) keeps the chain and where each text is, then
+//! (`SurfaceRead::Within`) keeps the chain and where each text is, then
 //! reads again only the lines of the texts retention may keep under the
 //! budget (checked by length and checksum; a file rewritten under the read
 //! is read again whole).

@@ -67,11 +67,11 @@
 //! home is followed, a line longer than
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable. A title read keeps no text but the title's; a
-//! `prepare` of the whole session (`read_surface_within`) replays the
+//! `prepare` of the whole session (`SurfaceRead::Within`) replays the
 //! rollout keeping where each text is, then reads again only the lines of
 //! the texts retention may keep under the budget (checked by length and
 //! checksum; a rollout rewritten under the read is read again whole), and
-//! the first search of a session (`read_surface_items`) reads them again
+//! the first search of a session (`SurfaceRead::Items`) reads them again
 //! one item at a time.
 
 pub mod rollout;
