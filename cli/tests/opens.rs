@@ -31,14 +31,16 @@ fn strace() -> Option<&'static str> {
     None
 }
 
-/// A copy of the Gemini CLI fixture root, and the path of the session's file in it.
-fn gemini_root(dir: &Path) -> (PathBuf, PathBuf) {
+/// A directory holding a copy of the Gemini CLI fixture root, the
+/// `--source` naming that copy, and where `strace` writes its log.
+fn gemini_copy() -> (tempfile::TempDir, String, PathBuf) {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs/gemini-cli/synthetic/tmp");
-    let root = dir.join("tmp");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tmp");
     common::copy_tree(&fixture, &root);
-    let file = root.join("myproj/chats").join(FILE);
-    assert!(file.is_file());
-    (root, file)
+    assert!(root.join("myproj/chats").join(FILE).is_file());
+    let log = dir.path().join("strace.log");
+    (dir, format!("gemini-cli={}", root.display()), log)
 }
 
 /// The command under `strace`, writing its log to `log`, in the
@@ -68,13 +70,10 @@ fn opens<'a>(lines: impl Iterator<Item = &'a str>) -> usize {
 #[test]
 fn a_cli_read_opens_the_session_file_once_besides_the_listing() {
     let Some(strace) = strace() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (root, _) = gemini_root(dir.path());
-    let source = format!("gemini-cli={}", root.display());
+    let (_dir, source, log) = gemini_copy();
     let args = ["--no-daemon", "--source", &source, "read", ID];
     let warm = common::run(&args);
     assert_eq!(warm.code, 0, "{}", warm.stderr);
-    let log = dir.path().join("strace.log");
     let out = traced(strace, &log, &args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), warm.stdout, "the same page");
@@ -87,10 +86,7 @@ fn a_cli_read_opens_the_session_file_once_besides_the_listing() {
 #[test]
 fn an_mcp_read_session_opens_the_session_file_once() {
     let Some(strace) = strace() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (root, _) = gemini_root(dir.path());
-    let source = format!("gemini-cli={}", root.display());
-    let log = dir.path().join("strace.log");
+    let (_dir, source, log) = gemini_copy();
     let mut child = traced(strace, &log, &["--source", &source, "mcp", "--scope", "all"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -95,11 +95,10 @@ use crate::error::HostError;
 use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
 use crate::host::Fingerprint;
 use crate::host::{
-    BlockingSessionQuery, BudgetedSurface, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems,
-    SurfaceRead,
+    BlockingSessionQuery, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
 };
 use crate::retention::Elided;
-use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error};
+use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error, within_or_whole};
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 use crate::sources::{positions_in_order, FileSource};
 
@@ -844,12 +843,9 @@ impl BlockingSessionQuery for ClaudeCodeSource {
     /// ([`transcript::read_items`]).
     fn read_surface_as(&self, session_id: &str, read: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
         match read {
-            SurfaceRead::Within(budget) => match self.conversation_within(session_id, budget)? {
-                Some((conversation, elided)) => {
-                    Ok(SurfaceAnswer::within(BudgetedSurface { data: SurfaceData::from(conversation), elided }))
-                }
-                None => self.read_surface(session_id).map(SurfaceAnswer::whole),
-            },
+            SurfaceRead::Within(budget) => {
+                within_or_whole(self.conversation_within(session_id, budget)?, || self.read_surface(session_id))
+            }
             SurfaceRead::Items => {
                 let (path, parts) = self.locate(session_id)?;
                 let (file, _) = open_under(&self.root, &[&parts[0], &parts[1]])

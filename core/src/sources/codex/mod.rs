@@ -89,11 +89,10 @@ use crate::error::HostError;
 use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::host::Fingerprint;
 use crate::host::{
-    BlockingSessionQuery, BudgetedSurface, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems,
-    SurfaceRead,
+    BlockingSessionQuery, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
 };
 use crate::retention::Elided;
-use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
+use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error, within_or_whole};
 use crate::sources::lenient::LStr;
 use crate::sources::FileSource;
 
@@ -392,12 +391,9 @@ impl BlockingSessionQuery for CodexSource {
     /// each text read again as its item is given ([`rollout::read_items`]).
     fn read_surface_as(&self, session_id: &str, read: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
         match read {
-            SurfaceRead::Within(budget) => match self.conversation_within(session_id, budget)? {
-                Some((conversation, elided)) => {
-                    Ok(SurfaceAnswer::within(BudgetedSurface { data: SurfaceData::from(conversation), elided }))
-                }
-                None => self.read_surface(session_id).map(SurfaceAnswer::whole),
-            },
+            SurfaceRead::Within(budget) => {
+                within_or_whole(self.conversation_within(session_id, budget)?, || self.read_surface(session_id))
+            }
             SurfaceRead::Items => {
                 let (file, path) = self.open_rollout(session_id)?;
                 let items = rollout::read_items(file).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
