@@ -311,8 +311,8 @@ function sourcesArgument(sources) {
 }
 
 /**
- * The sessions that DSH, Claude Code and Codex keep on disk, read-only, as
- * one session query: listed together (newest first) and read by id
+ * The sessions that DSH and other agents keep on disk (every kind of
+ * docs/sources.md), read-only, as one session query: listed together (newest first) and read by id
  * (`claude-code:<uuid>`, `codex:<uuid>`; DSH ids unchanged). Pass it to
  * `SessionReferenceResolver`: the resolver then reads it natively.
  */

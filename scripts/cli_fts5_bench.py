@@ -1,5 +1,5 @@
 """The one-shot command line beside the `sqlite3` command line over an FTS5
-database of the same text (issue 29, item 3): whole processes, warm, one
+database of the same text: whole processes, warm, one
 query class at a time, interleaved, medians.
 
 Not part of the library or any release artifact. Needs a root and the

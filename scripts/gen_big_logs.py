@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generates big session logs for the memory benchmarks of BENCHMARKS.md
-(issue 28 item 4): a DSH v4 log of tool output or of conversation, and a
+("Memory"): a DSH v4 log of tool output or of conversation, and a
 Claude Code transcript or a Codex rollout, each about SIZE megabytes. Nothing is committed but
 this script; delete the output when done.
 

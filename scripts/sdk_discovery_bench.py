@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Discovery through the Python SDK beside the Rust benchmark, on one root
-(issue 29, item 4; BENCHMARKS.md, "Discovery through the Python SDK").
+(BENCHMARKS.md, "Discovery through the SDKs").
 
     python3 scripts/sdk_discovery_bench.py            # 2,000 sessions of 150 KB
     DSR_BENCH_SESSIONS=10000 DSR_BENCH_KB=75 python3 scripts/sdk_discovery_bench.py

@@ -4,14 +4,23 @@
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use dsh_session_reference::sources::{default_specs, no_default_location_message, SourceKind, SourceSpec};
+use dsh_session_reference::sources::{
+    default_specs, defaults_or_every_location, kinds_sentence, no_default_location_message, SourceKind, SourceSpec,
+};
 use dsh_session_reference::{Config, Error, ErrorCode, Hardening};
 use serde_json::{Map, Value};
 
 use crate::print::{display, Out};
 
-/// What the command is, in one line (`--help`, the manual page's NAME).
-const ABOUT: &str = "Find, search, read and reference the sessions of your coding agents (DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, …: see --source) as bounded, read-only snapshots";
+/// What the command is, in one line (`--help`, the manual page's NAME),
+/// naming every kind the core reads.
+fn about() -> String {
+    format!(
+        "Find, search, read and reference the sessions of your coding agents ({}: see --source) as bounded, \
+         read-only snapshots",
+        kinds_sentence()
+    )
+}
 
 /// Examples shown under `--help`: the commands a person starts with.
 const EXAMPLES: &str = "\
@@ -28,8 +37,8 @@ Examples:
                                               one agent's sessions only
 
 Sources: without --source or --root, every default location that exists
-(DSH, Claude Code, Codex). Exit codes: 0 success, 1 error (with its code on
-stderr), 2 usage error.";
+(of the kinds --source lists). Exit codes: 0 success, 1 error (with its code
+on stderr), 2 usage error.";
 
 /// The help of one command: its own arguments and options; the global
 /// options are listed once, under `dsh-session-ref --help`.
@@ -44,7 +53,7 @@ Global options (--root, --source, --json, --hardened, --quiet, ...): see dsh-ses
 /// Bring a bounded, read-only snapshot of other DeepSeek Harness sessions
 /// into a new message.
 #[derive(Parser, Debug)]
-#[command(name = "dsh-session-ref", version, about = ABOUT, long_about = None, after_help = EXAMPLES)]
+#[command(name = "dsh-session-ref", version, about = about(), long_about = None, after_help = EXAMPLES)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: Global,
@@ -222,7 +231,8 @@ pub(crate) enum Command {
     Prepare {
         #[command(flatten)]
         target: TargetArgs,
-        /// The message text, with @[label](dsh-session:...) mentions
+        /// The message text, with @[label](dsh-session:...) mentions (none with
+        /// --ref alone: then only the referenced sessions' context is prepared)
         #[arg(long, value_name = "TEXT", conflicts_with = "stdin", required_unless_present_any = ["stdin", "references"])]
         message: Option<String>,
         /// Read the message text from standard input (one trailing line end is dropped)
@@ -488,7 +498,7 @@ pub(crate) fn parse_around(spec: &str) -> Result<(String, Value), String> {
 
 /// The sources to open: `--source`s as given; else `--root` (DSH only);
 /// else every default location that exists, named on stderr unless it is
-/// the DSH root alone (which reads exactly as before). With no default
+/// the DSH root alone (which reads as `--root` would). With no default
 /// location at all, an error naming every place looked at.
 pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> dsh_session_reference::Result<Vec<SourceSpec>> {
     if !global.source.is_empty() {
@@ -510,6 +520,20 @@ pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> dsh_session_
         eprintln!("note: sources: {}", named.join(", "));
     }
     Ok(found)
+}
+
+/// The sources of a server: [`chosen_sources`], except that with no
+/// default location at all it is every kind at its default location, each
+/// opened once its root exists (`true`): a server started before the first
+/// session of any agent starts, and finds the sessions as they come.
+pub(crate) fn server_sources(
+    global: &Global,
+    dsh_root: PathBuf,
+) -> dsh_session_reference::Result<(Vec<SourceSpec>, bool)> {
+    if global.source.is_empty() && global.root.is_none() && default_specs().is_empty() {
+        return Ok((defaults_or_every_location(Vec::new(), SourceKind::default_location), true));
+    }
+    Ok((chosen_sources(global, dsh_root)?, false))
 }
 
 #[cfg(test)]

@@ -5,13 +5,16 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh_session_reference::sources::{empty_root_note, open_sources, MultiQuery, SourceKind, SourceSpec};
+use dsh_session_reference::sources::{
+    empty_root_note, open_sources, open_sources_awaiting, MultiQuery, SourceKind, SourceSpec,
+};
 use dsh_session_reference::{
     block_on, listed_session_id, session_id_named, Config, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError,
     PinnedListing, Resolver, SessionQuery, Target,
 };
 
 use crate::args::{Global, TargetArgs};
+use crate::daemon::pool::{command_cancel, keeping, kept};
 use crate::print::{display, note_failed_reads, note_rejected, Out};
 use crate::{cache, read_failed, CliResult, Failure};
 
@@ -25,8 +28,8 @@ fn current_dir() -> Option<String> {
     std::env::current_dir().ok().and_then(|d| d.into_os_string().into_string().ok())
 }
 
-/// What the resolver reads: the DSH store alone (exactly as before any
-/// other source existed), or a view over several sources.
+/// What the resolver reads: the DSH store alone (its cache files and
+/// rejections its own), or a view over several sources.
 pub(crate) enum Sources {
     /// A DSH root: the store (its cache files and rejections).
     Dsh(DshStore),
@@ -42,8 +45,9 @@ pub(crate) enum Lifetime {
     /// A server (the MCP server): its sources watched where they can be,
     /// and with `cache` both the titles and the search index loaded from
     /// their files (the index on its own thread) and saved by
-    /// [`Ctx::save_cache`].
-    LongLived { cache: bool },
+    /// [`Ctx::save_cache`]; with `awaiting`, a source whose root does not
+    /// exist yet is opened once it does (a server started before any).
+    LongLived { cache: bool, awaiting: bool },
 }
 
 /// What one command acts through: the sources and the resolver over them
@@ -94,6 +98,10 @@ pub(crate) struct Shared {
     /// Kept by the daemon: its cache files are saved by the daemon between
     /// commands ([`Shared::save_files`]), not at the end of each.
     kept: bool,
+    /// The sources as given, and whether those whose root does not exist
+    /// yet are opened once it does (for [`Shared::places_note`]).
+    specs: Vec<SourceSpec>,
+    awaiting: bool,
 }
 
 impl Ctx {
@@ -134,7 +142,7 @@ impl Ctx {
         let shared = match lifetime {
             Lifetime::OneShot { cache, .. } if keeping() => {
                 let shared = kept(&specs, &config, cache, || {
-                    Shared::open(config, specs.clone(), Lifetime::LongLived { cache }, scoped, true)
+                    Shared::open(config, specs.clone(), Lifetime::LongLived { cache, awaiting: false }, scoped, true)
                 })?;
                 // This command lists afresh, and reports what its own reads found.
                 shared.pinned.reset();
@@ -185,9 +193,9 @@ impl Shared {
         scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
         kept: bool,
     ) -> CliResult<Shared> {
-        let (cache, needs_index, long_lived) = match lifetime {
-            Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false),
-            Lifetime::LongLived { cache } => (cache, true, true),
+        let (cache, needs_index, long_lived, awaiting) = match lifetime {
+            Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false, false),
+            Lifetime::LongLived { cache, awaiting } => (cache, true, true, awaiting),
         };
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
@@ -205,8 +213,8 @@ impl Shared {
                 (Sources::Dsh(store.clone()), Arc::new(store))
             }
             _ => {
-                let multi =
-                    Arc::new(open_sources(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
+                let open = if awaiting { open_sources_awaiting } else { open_sources };
+                let multi = Arc::new(open(&specs).map_err(|e| Failure(Error::new(ErrorCode::InvalidConfig, e)))?);
                 (Sources::Multi(Arc::clone(&multi)), multi)
             }
         };
@@ -222,6 +230,8 @@ impl Shared {
             root_note,
             saving: std::sync::Mutex::new(()),
             kept,
+            specs: specs.clone(),
+            awaiting,
         };
         if cache {
             // Every source fingerprints its sessions, so the cache's
@@ -331,10 +341,12 @@ impl Shared {
     }
 
     /// The session id that `name` (an id, a `dsh-session:` URI or a
-    /// mention) means among the listed sessions: a Claude Code or Codex id
-    /// given without its prefix is found when one source holds it (an
-    /// error names each when several do); an id no source lists is
-    /// returned as given, for the command to report missing.
+    /// mention) means among the listed sessions, by the core's rule
+    /// ([`listed_session_id`]): an id given without its source's prefix, or
+    /// its first characters (four or more, as git takes a short hash), is
+    /// found when one session has it (an error names them when several
+    /// do); an id no source lists is returned as given, for the command to
+    /// report missing.
     pub(crate) fn session_id(&self, name: &str) -> CliResult<String> {
         let id = session_id_named(name)?;
         let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
@@ -349,6 +361,28 @@ impl Shared {
         let title = block_on(self.pinned.read_title(id)).map_err(|e| Failure(Error::read_failed(id, e)))?;
         let title = title.filter(|t| !t.is_empty()).unwrap_or_else(|| id.to_owned());
         Ok(self.resolver.config().hardening().label(title, id))
+    }
+
+    /// What a server's empty listing says: every place it looks at, each
+    /// that does not exist marked (not there yet, when it is opened once it
+    /// is; else missing).
+    pub(crate) fn places_note(&self) -> String {
+        let places: Vec<String> = self
+            .specs
+            .iter()
+            .map(|s| {
+                let place = format!("{} at {}", s.kind.name(), s.root.display());
+                match (s.kind.root_exists(&s.root), self.awaiting) {
+                    (true, _) => place,
+                    (false, true) => format!("{place} (not there yet)"),
+                    (false, false) => format!("{place} (missing)"),
+                }
+            })
+            .collect();
+        format!(
+            "no session listed. The places looked at: {}. A session written there is listed on the next call.",
+            places.join(", ")
+        )
     }
 
     /// [`Ctx::notes`], said whatever `--quiet`.
@@ -377,100 +411,5 @@ impl Shared {
             }
         }
         note_failed_reads(&self.pinned.failed_reads());
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The contexts a process keeps between commands (the daemon's,
-// `crate::daemon`): set up by `keep_contexts`, and then every command's
-// context is the kept one for its sources and configuration.
-
-/// How many sets of sources are kept (the least recently used goes when
-/// another comes).
-const KEPT_AT_MOST: usize = 8;
-
-/// The contexts kept, by sources and configuration; set only in a process
-/// that keeps them.
-static KEPT: std::sync::OnceLock<std::sync::Mutex<Vec<Kept>>> = std::sync::OnceLock::new();
-
-struct Kept {
-    key: String,
-    specs: Vec<SourceSpec>,
-    cache: bool,
-    shared: Arc<Shared>,
-    used: std::time::Instant,
-}
-
-thread_local! {
-    /// The running command's cancellation (in the daemon, while it answers).
-    static CANCEL: std::cell::RefCell<Option<dsh_session_reference::CancelToken>> = const { std::cell::RefCell::new(None) };
-}
-
-/// From now on this process keeps its commands' contexts between commands.
-pub(crate) fn keep_contexts() {
-    let _ = KEPT.set(std::sync::Mutex::new(Vec::new()));
-}
-
-/// Whether this process keeps its commands' contexts.
-fn keeping() -> bool {
-    KEPT.get().is_some()
-}
-
-/// The cancellation of the command this thread runs for a caller, if any.
-pub(crate) fn command_cancel() -> Option<dsh_session_reference::CancelToken> {
-    CANCEL.with(|c| c.borrow().clone())
-}
-
-/// Sets (or, with `None`, clears) the cancellation of the command this
-/// thread runs.
-pub(crate) fn set_command_cancel(cancel: Option<dsh_session_reference::CancelToken>) {
-    CANCEL.with(|c| *c.borrow_mut() = cancel);
-}
-
-/// The context kept for `specs`, `config` and `cache`, opened by `open` the
-/// first time. The roots are kept as given (so that every message names
-/// them as the command line would), and told apart by what they mean as
-/// well: a relative root given in another directory is another context,
-/// and one given in the same directory means the same there each time.
-fn kept(
-    specs: &[SourceSpec],
-    config: &Config,
-    cache: bool,
-    open: impl FnOnce() -> CliResult<Shared>,
-) -> CliResult<Arc<Shared>> {
-    let absolute: Vec<SourceSpec> = specs
-        .iter()
-        .map(|s| SourceSpec::new(s.kind, std::path::absolute(&s.root).unwrap_or_else(|_| s.root.clone())))
-        .collect();
-    let key = format!("{specs:?}|{absolute:?}|{config:?}|{cache}");
-    let all = KEPT.get().expect("kept contexts exist only where keep_contexts was called");
-    let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(found) = all.iter_mut().find(|k| k.key == key) {
-        found.used = std::time::Instant::now();
-        return Ok(Arc::clone(&found.shared));
-    }
-    let shared = Arc::new(open()?);
-    if all.len() >= KEPT_AT_MOST {
-        let oldest = (0..all.len()).min_by_key(|&i| all[i].used).unwrap_or(0);
-        let gone = all.remove(oldest);
-        gone.shared.save_files();
-    }
-    all.push(Kept { key, specs: absolute, cache, shared: Arc::clone(&shared), used: std::time::Instant::now() });
-    Ok(shared)
-}
-
-/// The sources (roots made absolute) and caching of every kept context.
-pub(crate) fn kept_sources() -> Vec<(Vec<SourceSpec>, bool)> {
-    KEPT.get()
-        .map(|all| all.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|k| (k.specs.clone(), k.cache)).collect())
-        .unwrap_or_default()
-}
-
-/// Saves the cache files of every kept context that changed.
-pub(crate) fn save_kept() {
-    if let Some(all) = KEPT.get() {
-        for kept in all.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            kept.shared.save_files();
-        }
     }
 }

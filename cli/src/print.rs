@@ -274,7 +274,12 @@ pub(crate) fn print_search(list: &[SearchResult], out_mode: Out) {
             None => r.field.as_str().to_owned(),
         };
         let _ = writeln!(out, "{}", title_line(i, c, &labels));
-        let _ = writeln!(out, "    {}: {}", at, display(&r.snippet));
+        // A hit in the title is the title line above: not printed twice.
+        if r.field == dsh_session_reference::MatchField::Title && r.message_index.is_none() {
+            let _ = writeln!(out, "    in the title");
+        } else {
+            let _ = writeln!(out, "    {}: {}", at, display(&r.snippet));
+        }
         let _ =
             writeln!(out, "    id: {}   cwd: {}   created: {}", display(&c.session_id), cwd, local_time(&c.created_at));
         let _ = writeln!(out, "    {}", display(c.mention.as_deref().unwrap_or_default()));
@@ -284,7 +289,12 @@ pub(crate) fn print_search(list: &[SearchResult], out_mode: Out) {
 pub(crate) fn print_prepared(prepared: &Prepared) {
     let mut out = std::io::stdout().lock();
     let text = prepared.content[0]["text"].as_str().unwrap_or_default();
-    let _ = writeln!(out, "Message:\n{}\n", display_text(text));
+    if text.is_empty() {
+        // `prepare --ref ID` alone: the referenced sessions' context only.
+        let _ = writeln!(out, "Message: (none: only the context of the referenced sessions)\n");
+    } else {
+        let _ = writeln!(out, "Message:\n{}\n", display_text(text));
+    }
     let Some(ctx) = &prepared.additional_context else {
         let _ = writeln!(out, "No sessions referenced.");
         return;

@@ -705,6 +705,22 @@ fn the_cache_is_the_default_and_never_changes_an_answer() {
     assert_eq!(after, before, "--no-cache (last) writes nothing");
 }
 
+/// A cache base directory that does not exist yet (`$XDG_CACHE_HOME`) is
+/// made 0700 with the cache directory in it, as the XDG specification asks.
+#[cfg(unix)]
+#[test]
+fn a_missing_xdg_cache_home_is_made_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = raw_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("xdg-cache");
+    run_cached(&base, &["--root", root.as_str(), "candidates", "--target", "t", "--query", "a"]);
+    for dir in [base.clone(), base.join("dsh-session-reference")] {
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+    }
+}
+
 /// A hardened run and a plain one over the same root keep a titles and an
 /// index file each: neither replaces the other's, so alternating between a
 /// hardened server and the plain command line stays warm.
@@ -930,14 +946,17 @@ fn prepare_ranges_carry_part_of_a_session() {
 }
 
 /// Every kind the core reads is accepted by `--source` and named, with its
-/// default location, in the help (both come from `SourceKind::ALL`).
+/// default location, in the help, and by its format in the help's first
+/// line (all from `SourceKind::ALL`).
 #[test]
 fn every_source_kind_is_accepted_and_in_the_help() {
     use dsh_session_reference::sources::SourceKind;
     let help = run(&["--help"]).stdout;
+    let about = help.lines().next().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     for kind in SourceKind::ALL {
-        assert!(help.contains(kind.name()), "{} not in the help:\n{help}", kind.name());
+        assert!(help.contains(&format!("{} ({})", kind.name(), kind.default_location_text())), "{kind:?}:\n{help}");
+        assert!(about.contains(kind.format()), "{} not in the help's first line: {about}", kind.format());
         let root = tmp.path().join(kind.name());
         std::fs::create_dir_all(&root).unwrap();
         let spec = format!("{}={}", kind.name(), root.display());
@@ -950,8 +969,35 @@ fn every_source_kind_is_accepted_and_in_the_help() {
     assert!(out.stderr.contains(&SourceKind::names()), "{}", out.stderr);
 }
 
-/// `candidates`, `search`, `show` and `prepare` across the kinds of issue 26
-/// at once (Copilot CLI, Gemini CLI, Cursor, Aider), beside Codex.
+/// The MCP server's title and `list_sessions` description, what a model
+/// and a client's user read of it, name every kind the core reads.
+#[test]
+fn the_mcp_server_names_every_kind() {
+    use dsh_session_reference::sources::{kinds_sentence, SourceKind};
+    let root = tempfile::tempdir().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ];
+    let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let out = run_with(cmd(), &["--root", root.path().to_str().unwrap(), "mcp"], Some(&input));
+    let answers: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let answer = |id: u64| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("{}", out.stdout));
+    let title = answer(1)["result"]["serverInfo"]["title"].as_str().unwrap().to_owned();
+    let tools = answer(2)["result"]["tools"].as_array().unwrap();
+    let list = tools.iter().find(|t| t["name"] == "list_sessions").unwrap();
+    let description = list["description"].as_str().unwrap();
+    for kind in SourceKind::ALL {
+        assert!(title.contains(kind.format()), "{} not in the title {title}", kind.format());
+        assert!(description.contains(kind.format()), "{} not in {description}", kind.format());
+    }
+    assert!(title.contains(&kinds_sentence()) && description.contains(&kinds_sentence()));
+}
+
+/// `candidates`, `search`, `show` and `prepare` across the file-per-session
+/// kinds at once (Copilot CLI, Gemini CLI, Cursor, Aider), beside Codex.
 #[test]
 fn the_new_kinds_list_search_show_and_prepare_together() {
     let spec = |kind: &str, dir: &str| format!("{kind}={}", foreign().join(dir).display());

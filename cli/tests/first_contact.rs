@@ -1,4 +1,4 @@
-//! What a person meets first at a shell (issue 27): commands that need no
+//! What a person meets first at a shell: commands that need no
 //! host options, readable defaults, and no silent empty answers.
 
 use std::path::{Path, PathBuf};
@@ -270,6 +270,96 @@ fn sessions_are_named_by_id_without_prefix_uri_or_mention() {
         "{}",
         out.stderr
     );
+}
+
+/// A DSH root of one session copied under each of `ids`.
+fn root_of_ids(tmp: &Path, ids: &[&str]) -> PathBuf {
+    let root = tmp.join("ids");
+    let log = std::fs::read_to_string(examples().join("_no-cwd/multi-turn/session.jsonl")).unwrap();
+    for id in ids {
+        let dir = root.join("_no-cwd").join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("session.jsonl"),
+            log.replacen("\"id\":\"multi-turn\"", &format!("\"id\":\"{id}\""), 1),
+        )
+        .unwrap();
+    }
+    root
+}
+
+/// An id's first characters name it wherever an id is taken, as git takes
+/// a short hash (four or more); several ids starting with them are named
+/// (a few, then how many), none is said as none.
+#[test]
+fn an_ids_first_characters_name_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids: Vec<String> = (0..8).map(|i| format!("5c18{i:x}f31-0000-4000-8000-00000000000{i}")).collect();
+    let mut all: Vec<&str> = ids.iter().map(String::as_str).collect();
+    all.push("a1b2c3d4-only");
+    let root = root_of_ids(tmp.path(), &all);
+    let root = root.to_str().unwrap();
+    let with = |args: &[&str]| run_in(tmp.path(), &[&["--root", root][..], args].concat());
+    let whole = with(&["--json", "show", &ids[3]]);
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    for short in ["5c183f31", "5c183", "5c183f31-0000"] {
+        let out = with(&["--json", "show", short]);
+        assert_eq!((out.code, &out.stdout), (0, &whole.stdout), "{short}: {}", out.stderr);
+    }
+    // `read`, `mention` and `prepare --ref` take it too.
+    let page = with(&["--json", "read", "a1b2"]);
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    assert_eq!(serde_json::from_str::<Value>(&page.stdout).unwrap()["id"], "a1b2c3d4-only");
+    let mention = with(&["mention", "a1b2c3"]);
+    assert!(mention.stdout.contains(&dsh_session_reference::encode_uri("a1b2c3d4-only")), "{}", mention.stdout);
+    let prepared = with(&["--json", "prepare", "--ref", "5c187"]);
+    let v: Value = serde_json::from_str(&prepared.stdout).unwrap();
+    assert_eq!(v["additionalContext"]["source"]["references"][0]["sessionId"], ids[7].as_str());
+    // Several: a few named, then how many more.
+    let several = with(&["show", "5c18"]);
+    assert_eq!(several.code, 1);
+    assert!(several.stderr.starts_with("error: SESSION_REFERENCE_INVALID_REFERENCE: 8 sessions"), "{}", several.stderr);
+    assert!(several.stderr.contains(&ids[0]) && several.stderr.contains("and 3 more"), "{}", several.stderr);
+    // None: said as a missing session, not as a malformed id.
+    let none = with(&["show", "ffff0000"]);
+    assert_eq!(none.code, 1);
+    assert!(none.stderr.contains("no session \"ffff0000\""), "{}", none.stderr);
+    // Fewer than four characters are never taken as a short id.
+    assert_eq!(with(&["show", "a1b"]).code, 1);
+}
+
+/// `prepare --ref ID` without a message prepares the referenced context
+/// alone, and says so instead of printing an empty message.
+#[test]
+fn prepare_without_a_message_says_it_has_none() {
+    let out =
+        run_in(&std::env::temp_dir(), &["--root", examples().to_str().unwrap(), "prepare", "--ref", "goal-wrapup"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("Message: (none: only the context of the referenced sessions)\n\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("Referenced sessions:\n  - Create a durable goal for (goal-wrapup)"), "{}", out.stdout);
+    let help = run_in(&std::env::temp_dir(), &["prepare", "--help"]);
+    assert!(help.stdout.contains("none with --ref alone"), "{}", help.stdout);
+}
+
+/// A search hit in a session's title prints the title once (the title
+/// line), not again as its snippet.
+#[test]
+fn a_title_hit_prints_the_title_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = examples();
+    let out = run_in(tmp.path(), &["--root", root.to_str().unwrap(), "search", "durable", "goal"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let said = out.stdout.lines().filter(|l| !l.trim_start().starts_with("@[")).collect::<Vec<_>>().join("\n");
+    assert_eq!(said.matches("Create a durable goal for").count(), 1, "besides its mention: {}", out.stdout);
+    assert!(out.stdout.contains("    in the title\n"), "{}", out.stdout);
+    // Its JSON still gives the field and the snippet.
+    let json = run_in(tmp.path(), &["--root", root.to_str().unwrap(), "--json", "search", "durable", "goal"]);
+    let hit = &serde_json::from_str::<Value>(&json.stdout).unwrap()[0];
+    assert_eq!(hit["field"], "title", "{hit}");
 }
 
 #[test]

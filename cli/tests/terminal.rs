@@ -1,4 +1,4 @@
-//! What reaches a terminal (issue 28, items 6 and 7): every line written
+//! What reaches a terminal: every line written
 //! for a person escapes control and invisible characters — message texts
 //! of `show` and `read`, the message of `prepare`, candidates, search,
 //! `error:` lines, notes and warnings — while `--json` stays exact (under

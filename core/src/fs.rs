@@ -497,8 +497,8 @@ pub fn as_of_now(file: File) -> io::Result<io::Take<File>> {
 }
 
 /// Makes `dir` the private directory of cache files, or says why it is not
-/// trusted with them. A missing directory is created with mode 0700 (its
-/// missing parents as usual). An existing one must be a real directory
+/// trusted with them. A missing directory is created with mode 0700, and
+/// so are its missing parents (an XDG base directory). An existing one must be a real directory
 /// (not a symbolic link: a link could lead the files into a sessions root
 /// or into another user's hands), owned by the effective user, and not
 /// writable by its group or others (who could plant or swap files in it);
@@ -510,12 +510,20 @@ pub fn private_dir(dir: &Path) -> Result<(), String> {
     let meta = match fs::symlink_metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                fs::create_dir_all(parent).map_err(|e| format!("could not create {}: {e}", parent.display()))?;
-            }
             let mut builder = fs::DirBuilder::new();
             #[cfg(unix)]
             std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            // The directories above it that do not exist yet (an XDG base
+            // directory such as `$XDG_CACHE_HOME`) are made 0700 as well,
+            // as the XDG specification asks; existing ones are left as
+            // they are.
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                builder
+                    .recursive(true)
+                    .create(parent)
+                    .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
+                builder.recursive(false);
+            }
             match builder.create(dir) {
                 // Made by someone else meanwhile: checked below like any other.
                 Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {

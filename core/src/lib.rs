@@ -52,7 +52,7 @@ pub struct ReadmeDoctests;
 // code against this list, and a new module must be given its floor here.
 //
 // layers:
-//   json cancel runtime          bytes: JSON readers and writers, cancellation, the runtime
+//   json cancel runtime work     bytes: JSON readers and writers, cancellation, the runtime, the work count
 //   error                        the error type and its codes
 //   fs harden                    safe file access; the hardened mode's primitives
 //   config                       configuration, the dshCompat profiles
@@ -111,6 +111,8 @@ pub mod sources;
 pub mod store;
 #[doc(hidden)]
 pub mod uri;
+#[doc(hidden)]
+pub mod work;
 
 /// The host interface under its old name.
 #[deprecated(since = "0.2.0", note = "renamed to `host`; every item is also re-exported at the crate root")]

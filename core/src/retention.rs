@@ -133,10 +133,15 @@ pub fn retain_with<'a>(
     escape_invisible: bool,
 ) -> Result<Option<Retained<'a>>, String> {
     let n = items.len();
+    // One step an item, one a size measured, one a text cut.
+    let mut tally = crate::work::Tally(n);
     // Serialized sizes, computed only for the items retention may keep.
     let mut sizes: Vec<Option<usize>> = vec![None; n];
     let mut size_of = |i: usize| -> u64 {
-        *sizes[i].get_or_insert_with(|| item_size(&items[i], items[i].text.tag_safe_len_with(escape_invisible))) as u64
+        *sizes[i].get_or_insert_with(|| {
+            tally.0 += 1;
+            item_size(&items[i], items[i].text.tag_safe_len_with(escape_invisible))
+        }) as u64
     };
 
     // Drop phase. The reference drops the oldest item that is neither a
@@ -188,6 +193,7 @@ pub fn retain_with<'a>(
         let mut heap: BinaryHeap<(usize, Reverse<usize>)> =
             retained.iter().enumerate().map(|(idx, i)| (i.text.byte_len(), Reverse(idx))).collect();
         while total > budget {
+            tally.0 += 1;
             let Some((bytes, Reverse(idx))) = heap.pop() else { return Ok(None) };
             if bytes == 0 {
                 return Ok(None);

@@ -1,4 +1,4 @@
-//! The cache files are private and distrusted (issue 28, item 6): written
+//! The cache files are private and distrusted: written
 //! 0600 in a directory made 0700; a directory that is a symbolic link,
 //! another user's or writable by others is refused; a file another user
 //! could have written is ignored; a small file never decompresses into
@@ -94,9 +94,15 @@ fn candidates(r: &Resolver, query: &str) -> Vec<String> {
 #[test]
 fn cache_directories_are_made_0700_and_files_written_0600() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("cache").join("dsh-session-reference");
+    // `$XDG_CACHE_HOME` missing, two levels of it: every directory made
+    // is 0700 (the XDG base directory included); the one above is left.
+    set_mode(tmp.path(), 0o755);
+    let dir = tmp.path().join("xdg").join("cache").join("dsh-session-reference");
     private_dir(&dir).unwrap();
-    assert_eq!(mode(&dir), 0o700);
+    for made in [dir.as_path(), dir.parent().unwrap(), dir.parent().unwrap().parent().unwrap()] {
+        assert_eq!(mode(made), 0o700, "{}", made.display());
+    }
+    assert_eq!(mode(tmp.path()), 0o755, "an existing directory above is left as it is");
     // An existing directory of ours that others may read is made private.
     let open = tmp.path().join("open");
     std::fs::create_dir(&open).unwrap();

@@ -950,7 +950,7 @@ fn codex_fingerprints_cover_the_rollout_and_the_index() {
     assert_eq!(found[0].session_id, ids[1]);
 }
 
-// ---- logs written while they are read (issue 28, item 1) ----
+// ---- logs written while they are read ----
 
 /// A line is read once its `\n` is written: a last line without one (a
 /// writer in the middle of it) is not read, even when it is whole JSON,

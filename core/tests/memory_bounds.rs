@@ -1,4 +1,4 @@
-//! Memory proportional to what is kept, not to the log (issue 28, item 4).
+//! Memory proportional to what is kept, not to the log.
 //!
 //! A counting allocator measures the peak of live heap bytes during one
 //! call, over what was live before it; each case reads a generated log of
@@ -343,7 +343,7 @@ fn memory_follows_what_is_kept_not_the_log() {
 }
 
 /// The first indexing of a big session holds what the index keeps of it,
-/// one item at a time, not its surface (issue 28 item 4: `search` under
+/// one item at a time, not its surface (so that `search` stays under
 /// twice the compressed index).
 #[test]
 fn the_first_indexing_holds_one_item_at_a_time() {
@@ -354,9 +354,8 @@ fn the_first_indexing_holds_one_item_at_a_time() {
 
 /// Saving the index writes each compressed text from where it is (held,
 /// or read back from the file it was loaded from and checked), not
-/// gathered into one buffer first (issue 28 item 4: a cached search of a
-/// 1 GB log held its index twice while it wrote it: 173 MB for an index
-/// of 81 MB, 108 MB without the cache). A session of about 12 MB of text
+/// gathered into one buffer first (which would hold the index twice while
+/// it is written). A session of about 12 MB of text
 /// that compresses as little as prose does: its save holds under a
 /// quarter of its index more (the write buffer and the directory), when
 /// the index was built here and when it was loaded from the file and is
@@ -426,9 +425,7 @@ fn noise(n: usize, salt: u64) -> String {
 }
 
 /// What a DSH read holds of a log's structure is a few bytes a surface
-/// event, not a hash-map node of about a hundred (issue 28 item 4: on a
-/// 1 GB log of conversation a search held 32 MB of fold, 21 MB more of
-/// the title read's fold kept to resume from, and 10 MB of stubs). A log
+/// event, not a hash-map node of about a hundred. A log
 /// of 2,000 turns of short messages (36,000 events, 12,000 on the
 /// surface): its title read (the fold it keeps: a slot of 8 bytes an
 /// event on the surface), and its first indexing (that title read, the
@@ -705,13 +702,10 @@ fn a_codex_read_within_the_budget_prepares_as_the_whole_one() {
     );
 }
 
-/// The Claude Code chain held as fixed-size records (issue 28 item 4,
-/// mem32; it replaces a title read of 120k lines under 300 bytes a line):
-/// a transcript of many short lines is read for its title, its `prepare`
+/// The Claude Code chain held as fixed-size records: a transcript of many short lines is read for its title, its `prepare`
 /// and its first indexing in 80-180 bytes a line (uuids
 /// interned once as 16 bytes, parents and cwds as numbers, timestamps as
-/// integers, the items without a second copy for their timestamps), where
-/// each read held about 260-370 bytes a line before.
+/// integers, the items without a second copy for their timestamps).
 #[test]
 fn the_claude_code_chain_is_held_in_records() {
     let _one = one_at_a_time();

@@ -211,3 +211,41 @@ fn sessions_that_cannot_be_read_are_in_the_report_until_the_next_listing() {
     block_on(multi.list_sessions()).unwrap();
     assert!(report_json(&multi).as_array().unwrap().iter().all(|s| s.get("unreadable").is_none()));
 }
+
+#[test]
+fn a_source_awaited_lists_nothing_until_its_root_appears_and_then_is_that_source() {
+    use dsh_session_reference::sources::{open_sources_awaiting, report_json, SourceKind, SourceSpec};
+    let home = tempfile::tempdir().unwrap();
+    let (claude, codex) = (home.path().join("projects"), home.path().join("codex"));
+    let specs = [SourceSpec::new(SourceKind::ClaudeCode, &claude), SourceSpec::new(SourceKind::Codex, &codex)];
+    let multi = open_sources_awaiting(&specs).unwrap();
+    assert!(block_on(multi.list_sessions()).unwrap().is_empty(), "no root: no session, and no failure");
+    let empty = block_on(multi.shared_listing()).unwrap().unwrap();
+    assert!(empty.sessions().is_empty());
+    assert!(block_on(multi.shared_listing()).unwrap().unwrap().ptr_eq(&empty), "unchanged while nothing appears");
+    let report = report_json(&multi);
+    for (status, root) in report.as_array().unwrap().iter().zip([&claude, &codex]) {
+        assert_eq!(status["sessions"], 0, "{report}");
+        let note = status["note"].as_str().unwrap();
+        assert!(note.contains(&root.display().to_string()) && note.contains("does not exist yet"), "{note}");
+    }
+    let missing = block_on(multi.read_surface("claude-code:x")).err().unwrap();
+    assert!(missing.message().contains("does not exist yet"), "{}", missing.message());
+
+    // The root appears, empty: the source is opened and says what it holds.
+    std::fs::create_dir_all(claude.join("-workspace")).unwrap();
+    assert!(block_on(multi.list_sessions()).unwrap().is_empty());
+    let note = report_json(&multi)[0]["note"].as_str().unwrap().to_owned();
+    assert!(!note.contains("does not exist yet") && note.contains("no Claude Code session"), "{note}");
+    // A session is written: listed and read on the next call.
+    let id = "55550000-0000-4000-8000-000000000001";
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/foreign-logs/claude-code/daaain/minimal_showcase")
+        .join(format!("{id}.jsonl"));
+    std::fs::copy(fixture, claude.join("-workspace").join(format!("{id}.jsonl"))).unwrap();
+    let listed = block_on(multi.list_sessions()).unwrap();
+    assert_eq!(ids(&listed), [format!("claude-code:{id}").as_str()]);
+    assert!(block_on(multi.read_surface(&listed[0].id)).is_ok());
+    let shared = block_on(multi.shared_listing()).unwrap().unwrap();
+    assert_eq!(ids(shared.sessions()), [format!("claude-code:{id}").as_str()]);
+}

@@ -1,4 +1,4 @@
-//! Claude Code and Codex as they are on disk (issue 25): prompts queued
+//! Claude Code and Codex as they are on disk: prompts queued
 //! while the model worked, titles written into other transcripts, files
 //! with no conversation, and roots given the way people give them. Each
 //! case is a fixture of `tests/fixtures/on-disk/` (its README says what

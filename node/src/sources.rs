@@ -1,5 +1,5 @@
-//! The on-disk sessions of DSH, Claude Code and Codex as one native session
-//! query: a resolver built over it never calls into JavaScript.
+//! The on-disk sessions of DSH and other agents (every kind of
+//! docs/sources.md) as one native session query: a resolver built over it never calls into JavaScript.
 
 use std::sync::Arc;
 

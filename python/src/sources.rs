@@ -1,12 +1,12 @@
-//! `SessionSources`: the on-disk sessions of DSH, Claude Code and Codex as
-//! one ready-made session query. A resolver over it reads natively, without
+//! `SessionSources`: the on-disk sessions of DSH and other agents (every
+//! kind of docs/sources.md) as one ready-made session query. A resolver over it reads natively, without
 //! calling back into Python.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use dsh_session_reference::sources::{
-    open_sources, report_json, specs_from_json, surface_json_bytes, MultiQuery, SourceSpec,
+    open_sources, report_json, specs_from_json, surface_json_bytes, MultiQuery, SourceKind, SourceSpec,
 };
 use dsh_session_reference::{block_on, SessionQuery};
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -22,8 +22,8 @@ use crate::convert::to_py;
 /// ids are unchanged. Pass it as the `query` of a `Resolver`: reads then run
 /// natively. `sources` is `None` for every default location that exists, or
 /// a sequence of mappings `{"kind": KIND, "root": path or None}` with KIND
-/// one of the core's `SourceKind` names (`dsh`, `claude-code`, `codex`, `copilot-cli`, `gemini-cli`, `cursor`, `aider`, `opencode`, `kilo`, `cline`, `roo-code`; an unknown
-/// kind's `ValueError` lists them), at most one per kind. A root
+/// the name of a kind of docs/sources.md (`dsh`, `claude-code`, `codex`, …;
+/// an unknown kind's `ValueError` lists them all), at most one per kind. A root
 /// that cannot be opened is reported by `last_report()` after a listing,
 /// never fatal to the other sources.
 #[pyclass(module = "dsh_session_reference._native", name = "SessionSources", frozen)]
@@ -34,10 +34,9 @@ pub struct SessionSources {
 
 fn spec_value(item: &Bound<'_, PyAny>) -> PyResult<Value> {
     let map = item.cast::<PyMapping>().map_err(|_| PyValueError::new_err("each source must be a mapping"))?;
-    let kind: String = map
-        .get_item("kind")
-        .and_then(|k| k.extract())
-        .map_err(|_| PyValueError::new_err("each source needs a str `kind`: \"dsh\", \"claude-code\" or \"codex\""))?;
+    let kind: String = map.get_item("kind").and_then(|k| k.extract()).map_err(|_| {
+        PyValueError::new_err(format!("each source needs a str `kind`, one of {}", SourceKind::names()))
+    })?;
     let root: Option<PathBuf> = match map.get_item("root") {
         Ok(r) if !r.is_none() => {
             Some(r.extract().map_err(|_| PyValueError::new_err("a source's `root` must be a path or None"))?)

@@ -23,12 +23,14 @@ use crate::{CliResult, Failure};
 mod scope;
 mod server;
 mod tools;
+mod transport;
 
 use scope::{Scope, ScopedQuery};
 use server::Server;
 
-/// Serves until standard input closes.
-pub(crate) fn run(global: &Global, args: &McpArgs, specs: Vec<SourceSpec>) -> CliResult {
+/// Serves until standard input closes, over `specs`, `awaiting` the roots
+/// that do not exist yet ([`crate::args::server_sources`]).
+pub(crate) fn run(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<SourceSpec>, bool)) -> CliResult {
     let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
     // Over MCP the text leaves its session for a model: hardened unless asked not to.
     let hardening = if args.no_harden { global.hardening() } else { Hardening::ALL };
@@ -41,18 +43,21 @@ pub(crate) fn run(global: &Global, args: &McpArgs, specs: Vec<SourceSpec>) -> Cl
     .allowing(args.allow.iter().cloned());
     let cwd = scope.cwd().or_else(|| Some(working.to_string_lossy().into_owned()));
     let cache = !global.no_cache;
-    let lifetime = Lifetime::LongLived { cache };
+    let lifetime = Lifetime::LongLived { cache, awaiting };
     let ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
     let loading = ctx.take_loading();
     let server = Server::new(ctx, loading, hardening, args.caller.clone(), cwd);
     let ctx = server.ctx();
     let served = runtime().block_on(async move {
-        let result = match server.serve(rmcp::transport::stdio()).await {
+        let (transport, writer) = transport::stdio();
+        let result = match server.serve(transport).await {
             Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
             // A client that went away before it said anything.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
             Err(e) => Err(e.to_string()),
         };
+        // Every answer queued is written before the process ends.
+        drop(writer.await);
         ctx.save_cache();
         result
     });

@@ -202,6 +202,9 @@ impl Server {
             })
             .collect();
         let mut out = json!({ "sessions": sessions });
+        if list.is_empty() {
+            out["note"] = Value::from(self.hardening.text(&self.ctx.places_note()).into_owned());
+        }
         if let Some(next) = next {
             out["nextCursor"] = Value::from(cursor(next, query));
         }
@@ -318,7 +321,7 @@ impl ServerHandler for Server {
         ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("dsh-session-ref", env!("CARGO_PKG_VERSION"))
-                    .with_title("Session references (DSH, Claude Code, Codex)"),
+                    .with_title(format!("Session references ({})", dsh_session_reference::sources::kinds_sentence())),
             )
             .with_instructions(
                 "Past agent sessions of this project: find them with list_sessions or search_sessions, read them \

@@ -5,7 +5,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use dsh_session_reference::sources::SourceKind;
+use dsh_session_reference::sources::{kinds_sentence, SourceKind};
 use dsh_session_reference::wire::positive_safe_integer;
 use dsh_session_reference::{decode_uri, parse_text, MAX_SAFE_INTEGER};
 use serde_json::{json, Map, Value};
@@ -30,6 +30,19 @@ fn object(properties: Value, required: &[&str], closed: bool) -> Value {
         schema["additionalProperties"] = Value::Bool(false);
     }
     schema
+}
+
+/// `list_sessions`'s description, naming every kind of session the core
+/// reads.
+fn list_sessions_description() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "List the past agent sessions ({}) this server offers, newest first, with a mention to cite each. \
+             Page on with nextCursor.",
+            kinds_sentence()
+        )
+    })
 }
 
 /// The tools, in the order `tools/list` gives them: name, description,
@@ -73,8 +86,7 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
     vec![
         (
             "list_sessions",
-            "List the past agent sessions (DSH, Claude Code, Codex) this server offers, newest first, \
-             with a mention to cite each. Page on with nextCursor.",
+            list_sessions_description(),
             object(
                 json!({
                     "query": {"type": "string", "description": "Keep sessions whose id, cwd or title contains this (case-insensitive)"},
@@ -88,6 +100,7 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
                 json!({
                     "sessions": {"type": "array", "items": session(json!({"mention": string}))},
                     "nextCursor": string,
+                    "note": {"type": "string", "description": "When no session is listed: the places looked at"},
                 }),
                 &["sessions"],
                 false,

@@ -27,14 +27,17 @@ pub fn cache_dir() -> &'static std::path::Path {
     cache_home()
 }
 
+/// This test process's cache directory, once asked for.
+static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
 /// This test process's cache directory: under cargo's scratch directory
 /// for integration tests (`target/tmp`), not the system's temporary
-/// directory, and the directories of earlier runs (of test processes no
-/// longer running: cargo-nextest runs each test in a process of its own,
-/// side by side) are removed the first time it is asked for, so runs leave
-/// nothing behind outside `target/`.
+/// directory, removed when the process exits; the directories of earlier
+/// runs whose process did not exit (killed; cargo-nextest runs each test in
+/// a process of its own, side by side, so only those no longer running)
+/// are removed the first time it is asked for, so runs leave nothing
+/// behind.
 fn cache_home() -> &'static std::path::Path {
-    static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     HOME.get_or_init(|| {
         let scratch = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
         let own = format!("cli-tests-cache-{}", std::process::id());
@@ -42,13 +45,29 @@ fn cache_home() -> &'static std::path::Path {
             for entry in entries.flatten() {
                 let file_name = entry.file_name();
                 let pid = file_name.to_str().and_then(|n| n.strip_prefix("cli-tests-cache-"));
+                let pid = pid.map(|p| p.split_once('.').map_or(p, |(pid, _)| pid));
                 if pid.and_then(|p| p.parse().ok()).is_some_and(|pid| !running(pid)) {
                     let _ = std::fs::remove_dir_all(entry.path());
                 }
             }
         }
+        #[cfg(unix)]
+        // SAFETY: registers a handler that only removes this process's
+        // own directories; it runs once, at the process's normal exit.
+        unsafe {
+            libc::atexit(remove_own);
+        }
         scratch.join(own)
     })
+}
+
+/// Removes this process's cache directory and its daemon's (at exit).
+#[cfg(unix)]
+extern "C" fn remove_own() {
+    if let Some(home) = HOME.get() {
+        let _ = std::fs::remove_dir_all(home);
+        let _ = std::fs::remove_dir_all(home.with_extension("no-daemon"));
+    }
 }
 
 /// Whether a process `pid` is running (unknown elsewhere than on Unix:

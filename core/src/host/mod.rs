@@ -33,40 +33,78 @@ pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> 
 /// The listed session that `name` means: the session whose id is `name`;
 /// else, for a name given without its source's prefix (a Claude Code or
 /// Codex id as the agent shows it), the one session whose id is
-/// `KIND:name`. `Ok(None)` when no session is meant (the caller then
-/// reports `name` missing as it would any id); an error naming every
-/// `KIND:name` when several sources hold that name.
+/// `KIND:name`; else, as git takes a short hash, the one session whose id
+/// (with or without its source's prefix) starts with `name`, when `name`
+/// has at least four characters. `Ok(None)` when no
+/// session is meant (the caller then reports `name` missing as it would
+/// any id); an [`InvalidReference`](crate::error::ErrorCode::InvalidReference)
+/// error naming every `KIND:name` when several sources hold that name, or
+/// a few of the ids that start with `name` and how many do when several do.
 ///
 /// ```
 /// use dsh_session_reference::{listed_session_id, SessionHeader};
 /// let listed = [SessionHeader::new("a1", 1, None), SessionHeader::new("codex:b2", 2, None),
-///     SessionHeader::new("claude-code:c3", 3, None), SessionHeader::new("codex:c3", 4, None)];
+///     SessionHeader::new("claude-code:c3", 3, None), SessionHeader::new("codex:c3", 4, None),
+///     SessionHeader::new("codex:5c187f31-aaaa", 5, None), SessionHeader::new("5c18ffff", 6, None)];
 /// assert_eq!(listed_session_id(&listed, "a1").unwrap().as_deref(), Some("a1"));
 /// assert_eq!(listed_session_id(&listed, "b2").unwrap().as_deref(), Some("codex:b2"));
 /// assert_eq!(listed_session_id(&listed, "zz").unwrap(), None);
 /// let err = listed_session_id(&listed, "c3").unwrap_err();
 /// assert!(err.message().contains("claude-code:c3") && err.message().contains("codex:c3"));
+/// // The first characters of one id, with or without its prefix.
+/// assert_eq!(listed_session_id(&listed, "5c187f").unwrap().as_deref(), Some("codex:5c187f31-aaaa"));
+/// assert_eq!(listed_session_id(&listed, "codex:5c1").unwrap().as_deref(), Some("codex:5c187f31-aaaa"));
+/// let err = listed_session_id(&listed, "5c18").unwrap_err();
+/// assert!(err.message().contains("2 sessions") && err.message().contains("5c18ffff"));
 /// ```
 pub fn listed_session_id(sessions: &[SessionHeader], name: &str) -> crate::error::Result<Option<String>> {
     if sessions.iter().any(|s| s.id == name) {
         return Ok(Some(name.to_owned()));
     }
-    let mut prefixed = sessions.iter().filter(|s| {
-        s.id.strip_suffix(name)
-            .and_then(|head| head.strip_suffix(':'))
-            .is_some_and(|kind| !kind.is_empty() && !kind.contains(':'))
-    });
-    let Some(first) = prefixed.next() else { return Ok(None) };
-    let others: Vec<&str> = prefixed.map(|s| s.id.as_str()).collect();
-    if others.is_empty() {
-        return Ok(Some(first.id.clone()));
+    /// The id without its source's prefix (`KIND:`); `None` without one.
+    fn unprefixed(id: &str) -> Option<&str> {
+        id.split_once(':').filter(|(kind, _)| !kind.is_empty()).map(|(_, rest)| rest)
     }
-    let all: Vec<&str> = std::iter::once(first.id.as_str()).chain(others).collect();
-    Err(crate::error::Error::new(
-        crate::error::ErrorCode::InvalidReference,
-        format!("session {name:?} is in several sources; give one of: {}", all.join(", ")),
-    ))
+    let prefixed: Vec<&str> =
+        sessions.iter().map(|s| s.id.as_str()).filter(|id| unprefixed(id) == Some(name)).collect();
+    match prefixed.as_slice() {
+        [] => {}
+        [one] => return Ok(Some((*one).to_owned())),
+        all => {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorCode::InvalidReference,
+                format!("session {name:?} is in several sources; give one of: {}", all.join(", ")),
+            ))
+        }
+    }
+    if name.chars().count() < SHORT_ID_AT_LEAST {
+        return Ok(None);
+    }
+    let starting: Vec<&str> = sessions
+        .iter()
+        .map(|s| s.id.as_str())
+        .filter(|id| id.starts_with(name) || unprefixed(id).is_some_and(|rest| rest.starts_with(name)))
+        .collect();
+    match starting.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).to_owned())),
+        all => {
+            const SHOWN: usize = 5;
+            let mut named = all[..all.len().min(SHOWN)].join(", ");
+            if all.len() > SHOWN {
+                named.push_str(&format!(" and {} more", all.len() - SHOWN));
+            }
+            Err(crate::error::Error::new(
+                crate::error::ErrorCode::InvalidReference,
+                format!("{} sessions have an id that starts with {name:?}: {named}; give more of the id", all.len()),
+            ))
+        }
+    }
 }
+
+/// The fewest characters of an id that [`listed_session_id`] takes as its
+/// first characters (as git takes a short hash of at least four).
+const SHORT_ID_AT_LEAST: usize = 4;
 
 /// The session that is about to send a message (docs/contract.md §1).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -228,7 +266,7 @@ pub trait SessionQuery: Send + Sync {
     /// session in `session_ids` (same order, same length; `None` for one the
     /// source cannot fingerprint), or `None` (the default) when the source
     /// has none. Discovery caches titles and indexed texts under it; without
-    /// it every query reads every session it needs, as before. A fingerprint
+    /// it every query reads every session it needs. A fingerprint
     /// must change whenever the session's title or surface may have.
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let _ = session_ids;

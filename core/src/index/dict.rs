@@ -28,11 +28,11 @@ pub(super) const DICTIONARY_BYTES: usize = 64 << 10;
 /// digits ...
 pub(super) const COMMON: (usize, usize) = (8, 10);
 
-/// ... and a trigram (issue 29: a trigram 70–80% of the texts hold rules
-/// out as little for a word, and leaving those out took the filters of
-/// the benchmark's 2,000 sessions from 9.8% to 8.9% of the text; keys
-/// around spaces, which a phrase is tested by, stay at 80%). The pairs of
-/// the vocabulary are of these common trigrams.
+/// ... and a trigram: one that 70–80% of the texts hold rules out as
+/// little for a word, so leaving it out makes the filters smaller (keys
+/// around spaces, which a phrase is tested by, stay at 80%; figures in
+/// BENCHMARKS.md, "Search"). The pairs of the vocabulary are of these
+/// common trigrams.
 pub(super) const COMMON_TRIGRAM: (usize, usize) = (7, 10);
 
 pub(super) const COMMON_SAMPLES: usize = 20;
@@ -212,8 +212,8 @@ impl<'d> CompressStream<'d> {
 
     /// Room for one more output block of the compressor. The frame grows
     /// by an eighth at a time, not doubled: it is most of what a search
-    /// holds while it indexes a big session (issue 28), and the vector's
-    /// slack would add up to as much again.
+    /// holds while it indexes a big session, and the vector's slack would
+    /// add up to as much again.
     fn room(&mut self) {
         let block = CCtx::out_size();
         if self.out.capacity() - self.out.len() < block {
@@ -283,8 +283,8 @@ pub(super) fn each_item(
     if len <= WHOLE_AT {
         // A text this small is decompressed at once with the thread's
         // context, into the thread's buffer: a context made per call (a
-        // large allocation, zeroed) and the stream's copies were most of a
-        // search's verification of a typical session (issue 29).
+        // large allocation, zeroed) and the stream's copies would be most
+        // of a search's verification of a typical session.
         let read_back;
         let packed = match source {
             Source::Held(packed) => packed,
@@ -454,6 +454,12 @@ fn decompress_into(packed: &[u8], len: usize, dict: Option<&Dictionary>, out: &m
 /// Texts up to this long are decompressed at once by [`each_item`], into
 /// a buffer each thread keeps (so never bigger than this).
 pub(super) const WHOLE_AT: usize = 1 << 20;
+
+/// The most bytes a zstd text decompresses to per byte of it: a block
+/// gives at most 128 KiB and takes at least 4 bytes (a 3-byte header and
+/// the byte an RLE block repeats). A length an index file records past
+/// this many times the bytes it stores is not the length of its text.
+pub(super) const MAX_RATIO: usize = (128 << 10) / 4;
 
 thread_local! {
     /// The thread's zstd contexts, reused by every doc it builds or reads:

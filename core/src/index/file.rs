@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::bloom::{filter_checksum, Bits, Bloom, StoredBits};
-use super::dict::Dictionary;
+use super::dict::{Dictionary, MAX_RATIO};
 use super::doc::{each_end, folded_title, text_checksum, Doc, Packed};
 use super::stored::{Source, Stored};
 use super::vocab::Vocabulary;
@@ -128,6 +128,8 @@ impl DocCache {
                 checksum,
             })
         };
+        // What every text decompresses to, in all (texts may share a region).
+        let mut decompressed = 0usize;
         for _ in 0..n {
             let id = input.string()?;
             let fingerprint = Some(input.fingerprint()?);
@@ -144,10 +146,13 @@ impl DocCache {
             let lengths: Box<[u8]> = input.bytes()?.into();
             let len = each_end(&lengths, |_| {})?;
             let text = region(&mut input)?;
-            // Empty exactly when the text is.
-            if (text.len == 0) != (len == 0) {
+            // Empty exactly when the text is, and no longer than what the
+            // file stores of it can decompress to: the file's own size
+            // bounds what its directory makes a search decompress.
+            if (text.len == 0) != (len == 0) || len > text.len.saturating_mul(MAX_RATIO) {
                 return None;
             }
+            decompressed = decompressed.checked_add(len)?;
             let packed = match text.len {
                 0 => Packed::Held(Box::default()),
                 _ => Packed::Stored(Box::new(text)),
@@ -165,7 +170,8 @@ impl DocCache {
                 Doc { fingerprint, title, title_folded, packed, dict, lengths, len, bloom: Bloom { bits }, serial };
             out.push((id, Arc::new(doc)));
         }
-        input.0.is_empty().then_some(out)
+        let bound = usize::try_from(stored.len()).unwrap_or(usize::MAX).saturating_mul(MAX_RATIO);
+        (input.0.is_empty() && decompressed <= bound).then_some(out)
     }
 }
 

@@ -96,8 +96,8 @@ impl KeySet {
 ///   ASCII digits (`1137`, `r113`): there are only a thousand trigrams of
 ///   digits, so each is in many texts of numbers and a number's trigrams
 ///   are found apart (`113` and `137` in other numbers than `1137`); the
-///   4-byte key ties two of them together (issue 29: an identifier
-///   fragment verified some 300 sessions for its 68).
+///   4-byte key ties two of them together, so an identifier fragment
+///   passes the filters of few more sessions than hold it.
 ///
 /// A needle that occurs in a text has all its keys among the text's (its
 /// windows are the text's windows), so the filter never misses.
@@ -158,8 +158,8 @@ pub(super) fn mix(mut x: u64) -> u64 {
 ///   every filter), or
 /// - of which at least three are ASCII digits (the filters' number keys,
 ///   [`NUMERAL`]): a filter tells a number's presence only doc by doc, so
-///   a query for a rare number (`PR1137`) tested every session's filter
-///   (issue 29); listed, it is answered from the sessions that hold it.
+///   a query for a rare number (`PR1137`) would test every session's
+///   filter; listed, it is answered from the sessions that hold it.
 ///
 /// The dictionary's vocabulary lists who holds them (`vocab.rs`).
 pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, mut f: impl FnMut(u32)) {

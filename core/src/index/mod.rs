@@ -482,7 +482,7 @@ mod tests {
     /// for its 4-byte keys, not from every doc's filter: the filters of docs
     /// built with a dictionary leave number keys out, the vocabulary lists
     /// who holds a rare one, and rules out every other doc, never one that
-    /// holds it (issue 29: the query tested every session's filter).
+    /// holds it (the query does not test every session's filter).
     #[test]
     fn a_rare_number_is_answered_from_the_docs_its_vocabulary_lists() {
         let cache = DocCache::default();
@@ -609,6 +609,42 @@ mod tests {
         // So is one pointing past the stored texts.
         let (_, short) = crate::cache_file::open_in_place(&write(&cache, dir.path(), "short.bin", 1), HEAD).unwrap();
         assert!(DocCache::default().decode(directory, &short).is_none(), "texts cut short");
+    }
+
+    /// A text's length in the directory is bounded by the bytes the file
+    /// stores of it: a length past what they can decompress to (zstd's
+    /// most, 32,768 bytes a stored byte) makes the file ignored, while a
+    /// text that compresses nearly that well loads and reads back.
+    #[test]
+    fn a_recorded_length_past_what_the_stored_text_can_give_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = |text: &str| {
+            Doc::build(Some(Fingerprint::from_u64(1)), None, vec![IndexedItem { text: Cow::Borrowed(text) }], None)
+        };
+        // 8 MiB of one byte: a few hundred stored bytes.
+        let one_byte = "a".repeat(8 << 20);
+        let cache = DocCache::default();
+        cache.put("flat", &Arc::new(build(&one_byte)));
+        let (loaded, _) = through_file(&cache, dir.path(), "flat.bin");
+        let doc = held(&loaded, "flat");
+        assert!(doc.len > 1000 * doc.packed.len(), "{} bytes stored for {}", doc.packed.len(), doc.len);
+        assert_eq!(doc.items(), [one_byte]);
+        // A doc whose lengths claim more than its stored bytes can give.
+        let small = build("a few words");
+        let claimed = small.packed.len() * dict::MAX_RATIO + 1;
+        let mut lengths = Vec::new();
+        let mut n = claimed;
+        while n >= 0x80 {
+            lengths.push((n as u8 & 0x7f) | 0x80);
+            n >>= 7;
+        }
+        lengths.push(n as u8);
+        let lying = Doc { lengths: lengths.into(), len: claimed, ..small };
+        let cache = DocCache::default();
+        cache.put("lying", &Arc::new(lying));
+        let path = write(&cache, dir.path(), "lying.bin", 0);
+        let (directory, stored) = crate::cache_file::open_in_place(&path, HEAD).expect("a well-framed file");
+        assert!(DocCache::default().decode(directory, &stored).is_none(), "a length past the file's bytes is refused");
     }
 
     /// A settled [`big_cache`] written to an index file and loaded back.

@@ -33,9 +33,9 @@ use std::sync::RwLock;
 /// A pair that becomes frequent is never listed again, so the 4% must not
 /// be judged on a handful of the first docs registered: with a floor of 4,
 /// a pair held by 5 of the first 100 (a chance cluster of a word held by
-/// 1.5% of all docs) was frequent for good, and at 2,000 sessions every
-/// pair of the benchmark's rare word was (issue 29: 2,000 sessions
-/// verified for a word held by 29). An eighth of the docs is far above
+/// 1.5% of all docs) would be frequent for good, and at 2,000 sessions
+/// every pair of a rare word could be (so that every session is verified
+/// for a word 29 hold). An eighth of the docs is far above
 /// what such a pair clusters to, yet keeps a small index's lists short (a
 /// pair held by 7 of 48 docs is frequent). A pair truly held by more than
 /// 4% of the docs still becomes frequent once enough are registered, so

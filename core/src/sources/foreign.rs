@@ -71,6 +71,7 @@ pub fn each_line_at(
         let Some(line) = lines.next_line()? else { break };
         let n = stats.lines;
         stats.lines += 1;
+        crate::work::add(1);
         // Every record is an object: anything else is skipped unparsed.
         let is_object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         if !is_object || !parse(n, at, line) {

@@ -15,7 +15,9 @@
 //! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
 //! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
-//! - [`open`]: default locations and opening several sources by kind.
+//! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
+//!   declares its own descriptor, its `KIND`), default locations and
+//!   opening several sources by kind.
 //!
 //! Every source is a [`FileSource`]: a [`BlockingSessionQuery`] over a root
 //! that reads files only through [`fs`], so that each inherits the same
@@ -23,6 +25,7 @@
 //! files only, bounded lines, byte-ordered walks).
 
 pub mod aider;
+mod awaited;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
@@ -32,6 +35,7 @@ pub mod dsh;
 pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
+pub(crate) mod kind;
 
 pub mod lenient;
 pub mod multi;
@@ -48,15 +52,19 @@ use crate::host::{Blocking, BlockingSessionQuery, SessionQuery};
 
 pub use self::multi::{MultiQuery, SourceStatus};
 pub use self::open::{
-    default_specs, open_source, open_sources, report_json, specs_from_json, surface_json_bytes, SourceKind, SourceSpec,
+    default_specs, open_source, open_sources, open_sources_awaiting, report_json, specs_from_json, surface_json_bytes,
+    SourceKind, SourceSpec,
 };
-/// File identity and safe opening, now the crate's `fs` module (kept here for older paths).
+/// File identity and safe opening (the crate's `fs` module, also reachable here).
 #[doc(hidden)]
 pub use crate::fs;
 pub use crate::fs::FileIdentity;
 
 pub use self::multi::SourceNotes;
-pub use self::open::{empty_root_note, no_default_location_message, ResolvedSpec};
+pub use self::open::{
+    defaults_or_every_location, empty_root_note, kinds_sentence, location_variables, no_default_location_message,
+    ResolvedSpec,
+};
 
 /// The checksum a read keeps of a line it means to read again (with its
 /// length), to know the line read again is the line it read first: a file

@@ -25,7 +25,7 @@ struct Entry {
 /// How one source fared in the last listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceStatus {
-    /// The source's name (`dsh`, `claude-code`, `codex`, or the host's own).
+    /// The source's name (a [`SourceKind`](super::SourceKind)'s name, or the host's own).
     pub name: String,
     /// The number of sessions it listed, or why it could not list.
     pub outcome: Result<usize, String>,
@@ -171,7 +171,7 @@ impl MultiQuery {
             .iter()
             .find(|e| !e.prefix.is_empty() && id.starts_with(&e.prefix))
             .or_else(|| self.entries.iter().find(|e| e.prefix.is_empty()))
-            .ok_or_else(|| HostError::new(format!("no source holds session ids like {id:?}")))
+            .ok_or_else(|| HostError::new(format!("no session {id:?} in these sources")))
     }
 }
 

@@ -1,178 +1,153 @@
-//! Opening sources by kind and location: the default location of each
-//! format, `kind=DIR` specs, and one [`MultiQuery`] over several, which
-//! every front uses so that they all open the same things the same way.
+//! Opening sources by kind and location: the table of every kind the
+//! library reads ([`SourceKind::ALL`], one descriptor per reader, declared
+//! in the reader's folder), `kind=DIR` specs, and one [`MultiQuery`] over
+//! several, which every front uses so that they all open the same things
+//! the same way.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::aider::AiderSource;
-use super::claude_code::ClaudeCodeSource;
-use super::cline::{self, ClineSource};
-use super::codex::CodexSource;
-use super::copilot_cli::CopilotCliSource;
-use super::cursor::CursorSource;
-use super::dsh::DshStore;
-use super::gemini_cli::GeminiCliSource;
-use super::opencode::{Flavor, OpenCodeSource};
-use super::{FileSource, MultiQuery};
+use super::awaited::Awaited;
+use super::kind::{take_root, Env, Kind, Root};
+use super::multi::SourceNotes;
+use super::{aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, opencode, MultiQuery};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
 
-use super::dsh::layout::Encoding;
-use super::multi::SourceNotes;
-use std::ffi::OsStr;
-use std::path::Path;
+/// Every kind the library reads, in the order defaults are opened and
+/// help texts list them. Adding a kind is its reader's folder (with its
+/// `KIND`) and one row here.
+const KINDS: &[&Kind] = &[
+    &dsh::KIND,
+    &claude_code::KIND,
+    &codex::KIND,
+    &copilot_cli::KIND,
+    &gemini_cli::KIND,
+    &cursor::KIND,
+    &aider::KIND,
+    &opencode::KIND,
+    &opencode::KILO_KIND,
+    &cline::KIND,
+    &cline::ROO_KIND,
+];
 
-/// The formats a source can read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SourceKind {
+/// A format a source can read: one of [`SourceKind::ALL`], each described
+/// once, by its reader.
+#[derive(Clone, Copy)]
+pub struct SourceKind(&'static Kind);
+
+/// The kinds by name, for callers that name one.
+#[allow(non_upper_case_globals)]
+impl SourceKind {
     /// DeepSeek Harness session logs (a sessions root).
-    Dsh,
+    pub const Dsh: SourceKind = SourceKind(&dsh::KIND);
     /// Claude Code transcripts (a projects root).
-    ClaudeCode,
+    pub const ClaudeCode: SourceKind = SourceKind(&claude_code::KIND);
     /// Codex CLI rollouts (a Codex home).
-    Codex,
+    pub const Codex: SourceKind = SourceKind(&codex::KIND);
     /// GitHub Copilot CLI event logs (a session-state directory).
-    CopilotCli,
+    pub const CopilotCli: SourceKind = SourceKind(&copilot_cli::KIND);
     /// Gemini CLI chats (its `tmp` directory).
-    GeminiCli,
+    pub const GeminiCli: SourceKind = SourceKind(&gemini_cli::KIND);
     /// Cursor agent transcripts (its `projects` directory).
-    Cursor,
-    /// Aider chat histories (a repository, or a directory of them; no
-    /// default location).
-    Aider,
-    /// OpenCode sessions (its SQLite database, `opencode.db`).
-    OpenCode,
-    /// New Kilo's sessions (its SQLite database, `kilo.db`, OpenCode's schema).
-    Kilo,
+    pub const Cursor: SourceKind = SourceKind(&cursor::KIND);
+    /// Aider chat histories (no default location).
+    pub const Aider: SourceKind = SourceKind(&aider::KIND);
+    /// OpenCode sessions (its SQLite database).
+    pub const OpenCode: SourceKind = SourceKind(&opencode::KIND);
+    /// New Kilo's sessions (its SQLite database, OpenCode's schema).
+    pub const Kilo: SourceKind = SourceKind(&opencode::KILO_KIND);
     /// Cline tasks (its VS Code global storage directory).
-    Cline,
-    /// Roo Code tasks (its VS Code global storage directory; legacy Kilo
-    /// Code's too, given as the root).
-    RooCode,
+    pub const Cline: SourceKind = SourceKind(&cline::KIND);
+    /// Roo Code tasks (its VS Code global storage directory).
+    pub const RooCode: SourceKind = SourceKind(&cline::ROO_KIND);
+}
+
+impl PartialEq for SourceKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for SourceKind {}
+
+impl std::hash::Hash for SourceKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.name.hash(state);
+    }
+}
+
+impl std::fmt::Debug for SourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SourceKind({:?})", self.0.name)
+    }
 }
 
 impl SourceKind {
     /// Every kind, in the order defaults are opened.
-    pub const ALL: [SourceKind; 11] = [
-        SourceKind::Dsh,
-        SourceKind::ClaudeCode,
-        SourceKind::Codex,
-        SourceKind::CopilotCli,
-        SourceKind::GeminiCli,
-        SourceKind::Cursor,
-        SourceKind::Aider,
-        SourceKind::OpenCode,
-        SourceKind::Kilo,
-        SourceKind::Cline,
-        SourceKind::RooCode,
-    ];
+    pub const ALL: [SourceKind; KINDS.len()] = {
+        let mut all = [SourceKind(KINDS[0]); KINDS.len()];
+        let mut i = 1;
+        while i < KINDS.len() {
+            all[i] = SourceKind(KINDS[i]);
+            i += 1;
+        }
+        all
+    };
 
     /// The name fronts and `KIND=DIR` specs use: `"dsh"`, `"claude-code"`,
-    /// `"codex"`, `"copilot-cli"`, `"gemini-cli"`, `"cursor"`, `"aider"`,
-    /// `"opencode"`, `"kilo"`, `"cline"`, `"roo-code"`.
+    /// `"codex"`, … (see [`names`](Self::names)).
     pub fn name(self) -> &'static str {
-        match self {
-            SourceKind::Dsh => "dsh",
-            SourceKind::ClaudeCode => "claude-code",
-            SourceKind::Codex => "codex",
-            SourceKind::CopilotCli => "copilot-cli",
-            SourceKind::GeminiCli => "gemini-cli",
-            SourceKind::Cursor => "cursor",
-            SourceKind::Aider => "aider",
-            SourceKind::OpenCode => "opencode",
-            SourceKind::Kilo => "kilo",
-            SourceKind::Cline => "cline",
-            SourceKind::RooCode => "roo-code",
-        }
+        self.0.name
     }
 
     /// Every kind's [`name`](Self::name), in [`ALL`](Self::ALL) order,
     /// joined with `", "`: what help texts and errors list.
     pub fn names() -> String {
-        Self::ALL.map(Self::name).join(", ")
+        names_in(&Self::ALL)
     }
 
     /// The default location as help texts give it
     /// (`"$CODEX_HOME, else ~/.codex"`), from the one place that knows it.
     pub fn default_location_text(self) -> &'static str {
-        match self {
-            SourceKind::Dsh => "$DSH_HOME/sessions, else ~/.dsh/sessions",
-            SourceKind::ClaudeCode => "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects",
-            SourceKind::Codex => "$CODEX_HOME, else ~/.codex",
-            SourceKind::CopilotCli => "$COPILOT_HOME/session-state, else ~/.copilot/session-state",
-            SourceKind::GeminiCli => "$GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp",
-            SourceKind::Cursor => "~/.cursor/projects",
-            SourceKind::Aider => {
-                "no default location: a repository holding .aider.chat.history.md, or a directory of them"
-            }
-            SourceKind::OpenCode => {
-                "$OPENCODE_DB, else $XDG_DATA_HOME/opencode/opencode.db, else ~/.local/share/opencode/opencode.db"
-            }
-            SourceKind::Kilo => "$KILO_DB, else $XDG_DATA_HOME/kilo/kilo.db, else ~/.local/share/kilo/kilo.db",
-            SourceKind::Cline => "VS Code's globalStorage/saoudrizwan.claude-dev",
-            SourceKind::RooCode => "VS Code's globalStorage/rooveterinaryinc.roo-cline",
-        }
+        self.0.location
     }
 
     /// Every kind with where it is read by default, for help texts:
     /// `"dsh ($DSH_HOME/sessions, else ~/.dsh/sessions), …"`.
     pub fn help_text() -> String {
-        let each: Vec<String> =
-            Self::ALL.iter().map(|k| format!("{} ({})", k.name(), k.default_location_text())).collect();
-        each.join("; ")
+        help_text_in(&Self::ALL)
     }
 
     /// Whether the kind has a default location (Aider keeps its history
     /// in each repository, so it is read only where it is given).
     pub fn has_default_location(self) -> bool {
-        self != SourceKind::Aider
+        self.0.default.is_some()
     }
 
     /// The kind of a name given by [`name`](Self::name).
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
+        from_name_in(&Self::ALL, name)
     }
 
     /// What the ids of its sessions start with (`""` for DSH, whose ids
     /// stay exactly as DSH writes them).
     pub fn prefix(self) -> &'static str {
-        match self {
-            SourceKind::Dsh => "",
-            SourceKind::ClaudeCode => super::claude_code::PREFIX,
-            SourceKind::Codex => super::codex::PREFIX,
-            SourceKind::CopilotCli => super::copilot_cli::PREFIX,
-            SourceKind::GeminiCli => super::gemini_cli::PREFIX,
-            SourceKind::Cursor => super::cursor::PREFIX,
-            SourceKind::Aider => super::aider::PREFIX,
-            SourceKind::OpenCode => super::opencode::PREFIX,
-            SourceKind::Kilo => super::opencode::KILO_PREFIX,
-            SourceKind::Cline => cline::PREFIX,
-            SourceKind::RooCode => cline::ROO_PREFIX,
-        }
+        self.0.prefix
     }
 
     /// Whether its root is a file (a database) rather than a directory.
     pub fn root_is_file(self) -> bool {
-        matches!(self, SourceKind::OpenCode | SourceKind::Kilo)
+        matches!(self.0.root, Root::Database(_))
     }
 
     /// Whether `root` exists as this kind's root: a directory, or for a
     /// database kind a file (or a data directory holding its database).
     pub fn root_exists(self, root: &Path) -> bool {
-        match self.flavor() {
-            Some(flavor) => root.is_file() || root.join(flavor.file_name()).is_file(),
-            None => root.is_dir(),
-        }
-    }
-
-    /// The database flavor of an OpenCode-schema kind.
-    fn flavor(self) -> Option<Flavor> {
-        match self {
-            SourceKind::OpenCode => Some(Flavor::OpenCode),
-            SourceKind::Kilo => Some(Flavor::Kilo),
-            _ => None,
+        match self.0.root {
+            Root::Database(file) => root.is_file() || root.join(file).is_file(),
+            _ => root.is_dir(),
         }
     }
 
@@ -192,49 +167,72 @@ impl SourceKind {
     /// in VS Code's global storage: `$XDG_CONFIG_HOME/Code/User/globalStorage/<extension id>`
     /// else `~/.config/Code/…` (Linux), `~/Library/Application Support/Code/…`
     /// (macOS), `$APPDATA/Code/…` (Windows). (`~` is `$HOME`, else
-    /// `$USERPROFILE`.)
+    /// `$USERPROFILE`.) Each reads only the variables of
+    /// [`location_variables`].
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
-        let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let home = || var("HOME").or_else(|| var("USERPROFILE")).unwrap_or_default();
-        let data = || var("XDG_DATA_HOME").unwrap_or_else(|| home().join(".local").join("share"));
-        let db = |name: &str, dir: &str, file: &str| {
-            var(name).filter(|p| p.is_absolute()).unwrap_or_else(|| data().join(dir).join(file))
-        };
-        match self {
-            SourceKind::Dsh => var("DSH_HOME").unwrap_or_else(|| home().join(".dsh")).join("sessions"),
-            SourceKind::ClaudeCode => {
-                var("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home().join(".claude")).join("projects")
-            }
-            SourceKind::Codex => var("CODEX_HOME").unwrap_or_else(|| home().join(".codex")),
-            SourceKind::CopilotCli => {
-                var("COPILOT_HOME").unwrap_or_else(|| home().join(".copilot")).join("session-state")
-            }
-            SourceKind::GeminiCli => var("GEMINI_CLI_HOME").unwrap_or_else(home).join(".gemini").join("tmp"),
-            SourceKind::Cursor => home().join(".cursor").join("projects"),
-            SourceKind::Aider => PathBuf::new(),
-            SourceKind::OpenCode => db("OPENCODE_DB", "opencode", "opencode.db"),
-            SourceKind::Kilo => db("KILO_DB", "kilo", "kilo.db"),
-            SourceKind::Cline => vs_code_storage(&var, &home).join(cline::Flavor::Cline.extension_id()),
-            SourceKind::RooCode => vs_code_storage(&var, &home).join(cline::Flavor::RooCode.extension_id()),
-        }
+        self.0.default.map(|at| at(&Env(env))).unwrap_or_default()
     }
 
     /// The default location from this process's environment.
     pub fn default_location(self) -> PathBuf {
         self.default_location_with(&|name| std::env::var_os(name))
     }
+
+    /// The format's name in messages (`"Copilot CLI"`).
+    pub fn format(self) -> &'static str {
+        self.0.format
+    }
+
+    /// What it reads, in one line (`"Codex CLI rollouts (a Codex home)"`).
+    pub fn about(self) -> &'static str {
+        self.0.about
+    }
 }
 
-/// VS Code's global storage directory on this platform.
-fn vs_code_storage(var: &dyn Fn(&str) -> Option<PathBuf>, home: &dyn Fn() -> PathBuf) -> PathBuf {
-    let config = if cfg!(target_os = "macos") {
-        home().join("Library").join("Application Support")
-    } else if cfg!(windows) {
-        var("APPDATA").unwrap_or_else(|| home().join("AppData").join("Roaming"))
-    } else {
-        var("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
-    };
-    config.join("Code").join("User").join("globalStorage")
+fn names_in(kinds: &[SourceKind]) -> String {
+    kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+}
+
+fn help_text_in(kinds: &[SourceKind]) -> String {
+    let each: Vec<String> = kinds.iter().map(|k| format!("{} ({})", k.name(), k.default_location_text())).collect();
+    each.join("; ")
+}
+
+fn from_name_in(kinds: &[SourceKind], name: &str) -> Option<SourceKind> {
+    kinds.iter().copied().find(|k| k.name() == name)
+}
+
+fn sentence_in(kinds: &[SourceKind]) -> String {
+    let formats: Vec<&str> = kinds.iter().map(|k| k.format()).collect();
+    match formats.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => formats.concat(),
+    }
+}
+
+fn variables_in(kinds: &[SourceKind]) -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = Vec::new();
+    for name in kinds.iter().flat_map(|k| k.0.env) {
+        if !all.contains(name) {
+            all.push(name);
+        }
+    }
+    all
+}
+
+/// Every kind's format, as prose names them: `"DSH, Claude Code, Codex,
+/// …, Cline and Roo Code"` (for descriptions, titles and help that name
+/// what is read).
+pub fn kinds_sentence() -> String {
+    sentence_in(&SourceKind::ALL)
+}
+
+/// Every environment variable a kind's default location reads, on any
+/// platform (`HOME`, `DSH_HOME`, `CODEX_HOME`, `XDG_DATA_HOME`, …), each
+/// once, in [`SourceKind::ALL`] order: what a process that opens the
+/// default locations for another must compare.
+pub fn location_variables() -> Vec<&'static str> {
+    variables_in(&SourceKind::ALL)
 }
 
 /// One source to open: a kind and its root.
@@ -255,13 +253,7 @@ impl SourceSpec {
     /// Parses `kind=DIR` (`dsh=…`, `claude-code=…`, `codex=…`, any
     /// [`SourceKind::name`]).
     pub fn parse(spec: &str) -> Result<Self, String> {
-        let (kind, dir) = spec.split_once('=').ok_or_else(|| format!("{spec:?} is not KIND=DIR"))?;
-        let kind = SourceKind::from_name(kind)
-            .ok_or_else(|| format!("unknown source kind {kind:?}: use one of {}", SourceKind::names()))?;
-        if dir.is_empty() {
-            return Err(format!("{spec:?} names no directory"));
-        }
-        Ok(SourceSpec::new(kind, dir))
+        parse_in(&SourceKind::ALL, spec)
     }
 
     /// The spec of a kind as `{"kind": …, "root": …}` names it.
@@ -279,6 +271,16 @@ impl SourceSpec {
         };
         Ok(SourceSpec::new(kind, root))
     }
+}
+
+fn parse_in(kinds: &[SourceKind], spec: &str) -> Result<SourceSpec, String> {
+    let (kind, dir) = spec.split_once('=').ok_or_else(|| format!("{spec:?} is not KIND=DIR"))?;
+    let kind = from_name_in(kinds, kind)
+        .ok_or_else(|| format!("unknown source kind {kind:?}: use one of {}", names_in(kinds)))?;
+    if dir.is_empty() {
+        return Err(format!("{spec:?} names no directory"));
+    }
+    Ok(SourceSpec::new(kind, dir))
 }
 
 /// A spec whose root is the directory its source reads: the root given, or
@@ -299,313 +301,20 @@ impl SourceSpec {
     /// see their rollouts in) is read as its Codex home; for `claude-code`,
     /// a Claude configuration directory holding `projects/` (`~/.claude`) as
     /// that `projects/`; for `dsh`, a DSH home holding `sessions/` (`~/.dsh`)
-    /// as that `sessions/`. A root that is one level too deep, where what it
+    /// as that `sessions/`; for a kind whose root is a directory inside the
+    /// agent's home (`copilot-cli`, `gemini-cli`, `cursor`), that home; for
+    /// a database kind, its data directory; for `cline` and `roo-code`,
+    /// the `tasks/` directory inside the global storage; for `aider`, a
+    /// chat history file. A root that is one level too deep, where what it
     /// means is ambiguous (one project's directory, one session's, a dated
     /// directory of rollouts, rollouts outside a Codex home), is an error
     /// that says what was expected and what was found. A root that is not a
     /// directory is taken as given (opening it reports why).
     pub fn resolve(&self) -> Result<ResolvedSpec, String> {
-        let root = self.root.as_path();
-        if self.kind == SourceKind::Aider && root.is_file() {
-            if let Some(dir) =
-                root.parent().filter(|_| named(root.file_name().unwrap_or_default(), &[super::aider::HISTORY_FILE]))
-            {
-                let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-                let note =
-                    format!("{} is an Aider chat history: reading its directory {}", root.display(), dir.display());
-                return Ok(ResolvedSpec { spec: SourceSpec::new(self.kind, dir), note: Some(note) });
-            }
-        }
-        if !root.is_dir() {
-            return Ok(ResolvedSpec { spec: self.clone(), note: None });
-        }
-        let taken = match self.kind {
-            SourceKind::Codex => codex_root(root)?,
-            SourceKind::ClaudeCode => claude_root(root)?,
-            SourceKind::Dsh => dsh_root(root)?,
-            SourceKind::OpenCode | SourceKind::Kilo => database_root(self.kind, root),
-            SourceKind::Cline | SourceKind::RooCode => tasks_root(root),
-            kind => home_root(kind, root),
-        };
-        Ok(match taken {
+        Ok(match take_root(self.kind.0, &self.root)? {
             None => ResolvedSpec { spec: self.clone(), note: None },
-            Some((to, why)) => {
-                let note = format!("{} {why}: reading {}", root.display(), to.display());
-                ResolvedSpec { spec: SourceSpec::new(self.kind, to), note: Some(note) }
-            }
+            Some((to, note)) => ResolvedSpec { spec: SourceSpec::new(self.kind, to), note: Some(note) },
         })
-    }
-}
-
-/// One directory entry, its kind seen without following a link.
-struct Seen {
-    name: std::ffi::OsString,
-    dir: bool,
-    file: bool,
-}
-
-/// The entries of `dir` in byte order of their names (none when it cannot
-/// be read).
-fn seen(dir: &Path) -> Vec<Seen> {
-    let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut out: Vec<Seen> = read
-        .filter_map(Result::ok)
-        .map(|e| {
-            let t = e.file_type().ok();
-            Seen { name: e.file_name(), dir: t.is_some_and(|t| t.is_dir()), file: t.is_some_and(|t| t.is_file()) }
-        })
-        .collect();
-    out.sort_by(|a, b| a.name.as_encoded_bytes().cmp(b.name.as_encoded_bytes()));
-    out
-}
-
-/// What a directory holds, for a message: up to five names, then how many
-/// more.
-fn found(entries: &[Seen]) -> String {
-    if entries.is_empty() {
-        return "it is empty".to_owned();
-    }
-    let names: Vec<String> = entries
-        .iter()
-        .take(5)
-        .map(|e| format!("{}{}", e.name.to_string_lossy(), if e.dir { "/" } else { "" }))
-        .collect();
-    let more = entries.len().saturating_sub(5);
-    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-    format!("it holds {}{more}", names.join(", "))
-}
-
-fn named(name: &OsStr, wanted: &[&str]) -> bool {
-    name.to_str().is_some_and(|n| wanted.contains(&n))
-}
-
-/// A Claude Code transcript's name (not a subagent's).
-fn is_transcript(name: &OsStr) -> bool {
-    name.to_str().is_some_and(|n| n.ends_with(".jsonl") && n.len() > 6 && !n.starts_with("agent-"))
-}
-
-fn is_rollout(name: &OsStr) -> bool {
-    name.to_str().is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
-}
-
-/// A DSH log file name of any generation.
-fn is_dsh_log(name: &OsStr) -> bool {
-    name.to_str().is_some_and(|n| Encoding::from_file_name(n).is_some())
-}
-
-fn all_digits(name: &OsStr) -> bool {
-    name.to_str().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// A root given for `codex`: a home (as given), or the directory a root one
-/// level off means.
-fn codex_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, String> {
-    let entries = seen(root);
-    if entries.iter().any(|e| named(&e.name, &["sessions", "archived_sessions", "session_index.jsonl"])) {
-        return Ok(None);
-    }
-    let rollouts = |e: &[Seen]| e.iter().any(|e| (e.file && is_rollout(&e.name)) || (e.dir && all_digits(&e.name)));
-    let name = root.file_name().unwrap_or_default();
-    if named(name, &["sessions", "archived_sessions"]) && (entries.is_empty() || rollouts(&entries)) {
-        if let Some(home) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
-            let why = format!("is the {}/ directory of a Codex home", name.to_string_lossy());
-            return Ok(Some((home.to_path_buf(), why)));
-        }
-    }
-    let home_hint = "give the Codex home, the directory holding sessions/ (as ~/.codex)";
-    if all_digits(name) {
-        // A dated directory (YYYY, MM or DD) inside sessions/.
-        let mut at = root;
-        for _ in 0..3 {
-            let Some(parent) = at.parent() else { break };
-            if named(parent.file_name().unwrap_or_default(), &["sessions", "archived_sessions"]) {
-                let home = parent.parent().unwrap_or(parent);
-                return Err(format!(
-                    "codex root {} is a dated directory inside {}: {home_hint}: {}",
-                    root.display(),
-                    parent.display(),
-                    home.display()
-                ));
-            }
-            if !all_digits(parent.file_name().unwrap_or_default()) {
-                break;
-            }
-            at = parent;
-        }
-    }
-    if rollouts(&entries) {
-        return Err(format!(
-            "codex root {} holds rollouts but is not a Codex home nor its sessions/ directory; {home_hint}",
-            root.display()
-        ));
-    }
-    Ok(None)
-}
-
-/// A directory given for a database kind: its data directory, holding the
-/// database (taken), or anything else (taken as given: opening it says why).
-fn database_root(kind: SourceKind, root: &Path) -> Option<(std::path::PathBuf, String)> {
-    let flavor = kind.flavor()?;
-    let db = root.join(flavor.file_name());
-    db.is_file().then(|| (db, format!("is a directory holding {}", flavor.file_name())))
-}
-
-/// A root given for Cline or Roo Code: its global storage directory (as
-/// given), or the `tasks/` directory inside one (taken for its parent).
-fn tasks_root(root: &Path) -> Option<(std::path::PathBuf, String)> {
-    if root.join("tasks").is_dir() || !named(root.file_name().unwrap_or_default(), &["tasks"]) {
-        return None;
-    }
-    let parent = root.parent().filter(|p| !p.as_os_str().is_empty())?;
-    Some((parent.to_path_buf(), "is the tasks/ directory of an extension's global storage".to_owned()))
-}
-
-/// Whether `dir` holds a Claude Code transcript itself.
-fn holds_transcripts(dir: &Path) -> bool {
-    seen(dir).iter().any(|e| e.file && is_transcript(&e.name))
-}
-
-/// A root given for `claude-code`: a projects root (as given), or the
-/// directory a root one level off means.
-fn claude_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, String> {
-    let entries = seen(root);
-    let project_dirs = || entries.iter().filter(|e| e.dir && !named(&e.name, &["projects"]));
-    if entries.iter().any(|e| e.dir && named(&e.name, &["projects"]))
-        && !project_dirs().any(|e| holds_transcripts(&root.join(&e.name)))
-    {
-        return Ok(Some((root.join("projects"), "is a Claude Code configuration directory".to_owned())));
-    }
-    let here = entries.iter().filter(|e| e.file && is_transcript(&e.name)).count();
-    if here > 0 && !project_dirs().any(|e| holds_transcripts(&root.join(&e.name))) {
-        let parent = root.parent().unwrap_or(root);
-        return Err(format!(
-            "claude-code root {} holds {here} transcript(s) itself: it is one project's directory; give the \
-             projects root, its parent {} (as ~/.claude/projects)",
-            root.display(),
-            parent.display()
-        ));
-    }
-    Ok(None)
-}
-
-/// Whether `dir` holds a DSH session log itself.
-fn holds_dsh_log(dir: &Path) -> bool {
-    seen(dir).iter().any(|e| e.file && is_dsh_log(&e.name))
-}
-
-/// Whether `dir` holds DSH session directories (each holding a log).
-fn holds_dsh_sessions(dir: &Path) -> bool {
-    seen(dir).iter().filter(|e| e.dir).any(|e| holds_dsh_log(&dir.join(&e.name)))
-}
-
-/// A DSH project directory's name: `--<key>--` or `_no-cwd`.
-fn dsh_project_name(name: &OsStr) -> bool {
-    name.to_str().is_some_and(|n| n == "_no-cwd" || (n.len() >= 4 && n.starts_with("--") && n.ends_with("--")))
-}
-
-/// A root given for `dsh`: a sessions root (as given), or the directory a
-/// root one level off means.
-fn dsh_root(root: &Path) -> Result<Option<(std::path::PathBuf, String)>, String> {
-    let entries = seen(root);
-    let hint = "give the sessions root (as ~/.dsh/sessions)";
-    if entries.iter().any(|e| e.file && is_dsh_log(&e.name)) {
-        let sessions = root.parent().and_then(Path::parent).unwrap_or(root);
-        return Err(format!(
-            "dsh root {} is one session's directory (it holds its log): {hint}, two levels up: {}",
-            root.display(),
-            sessions.display()
-        ));
-    }
-    if entries.iter().any(|e| e.dir && dsh_project_name(&e.name)) {
-        return Ok(None);
-    }
-    let others = || entries.iter().filter(|e| e.dir && !named(&e.name, &["sessions"]));
-    if entries.iter().any(|e| e.dir && named(&e.name, &["sessions"]))
-        && !others().any(|e| holds_dsh_sessions(&root.join(&e.name)))
-    {
-        return Ok(Some((root.join("sessions"), "is a DSH home".to_owned())));
-    }
-    // One project's directory: its directories are sessions (a few looked at).
-    let dirs: Vec<&Seen> = entries.iter().filter(|e| e.dir).take(16).collect();
-    if dirs.iter().any(|e| holds_dsh_log(&root.join(&e.name)))
-        && !dirs.iter().any(|e| holds_dsh_sessions(&root.join(&e.name)))
-    {
-        let parent = root.parent().unwrap_or(root);
-        return Err(format!(
-            "dsh root {} is one project's directory (its directories are sessions): {hint}, its parent: {}",
-            root.display(),
-            parent.display()
-        ));
-    }
-    Ok(None)
-}
-
-/// For a kind whose default location is a directory inside the agent's
-/// home (`~/.copilot/session-state`): the home given instead, when it holds
-/// that directory, is read as it.
-fn home_root(kind: SourceKind, root: &Path) -> Option<(PathBuf, String)> {
-    let inner = kind.home_subdir()?;
-    let entries = seen(root);
-    let holds = |name: &str| entries.iter().any(|e| e.dir && named(&e.name, &[name]));
-    if root.file_name().is_some_and(|n| named(n, &[inner])) || !holds(inner) {
-        return None;
-    }
-    Some((root.join(inner), format!("is a {} home holding {inner}/", kind.format())))
-}
-
-impl SourceKind {
-    /// The format's name in messages (`"Copilot CLI"`).
-    pub fn format(self) -> &'static str {
-        match self {
-            SourceKind::Dsh => "DSH",
-            SourceKind::ClaudeCode => "Claude Code",
-            SourceKind::Codex => "Codex",
-            SourceKind::CopilotCli => "Copilot CLI",
-            SourceKind::GeminiCli => "Gemini CLI",
-            SourceKind::Cursor => "Cursor",
-            SourceKind::Aider => "Aider",
-            SourceKind::OpenCode => "OpenCode",
-            SourceKind::Kilo => "Kilo",
-            SourceKind::Cline => "Cline",
-            SourceKind::RooCode => "Roo Code",
-        }
-    }
-
-    /// The directory of the agent's home that is the root (`session-state`
-    /// for Copilot CLI), for kinds whose root a home given is taken for.
-    fn home_subdir(self) -> Option<&'static str> {
-        match self {
-            SourceKind::CopilotCli => Some("session-state"),
-            SourceKind::GeminiCli => Some("tmp"),
-            SourceKind::Cursor => Some("projects"),
-            _ => None,
-        }
-    }
-
-    /// What a root of this kind holds, for a message saying that one holds
-    /// no session.
-    fn layout(self) -> &'static str {
-        match self {
-            SourceKind::Dsh => "project directories of session directories holding session.jsonl (as ~/.dsh/sessions)",
-            SourceKind::ClaudeCode => "project directories holding <session>.jsonl transcripts (as ~/.claude/projects)",
-            SourceKind::Codex => "a Codex home, holding sessions/ or archived_sessions/ (as ~/.codex)",
-            SourceKind::CopilotCli => {
-                "session directories holding events.jsonl, or <id>.jsonl logs (as ~/.copilot/session-state)"
-            }
-            SourceKind::GeminiCli => "project directories holding chats/session-*.jsonl (as ~/.gemini/tmp)",
-            SourceKind::Cursor => "project directories holding agent-transcripts/<id>.jsonl (as ~/.cursor/projects)",
-            SourceKind::Aider => {
-                "a repository holding .aider.chat.history.md, or repositories up to three levels below"
-            }
-            SourceKind::OpenCode => "an OpenCode database (as ~/.local/share/opencode/opencode.db)",
-            SourceKind::Kilo => "a Kilo database (as ~/.local/share/kilo/kilo.db)",
-            SourceKind::Cline => {
-                "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/saoudrizwan.claude-dev)"
-            }
-            SourceKind::RooCode => {
-                "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/rooveterinaryinc.roo-cline)"
-            }
-        }
     }
 }
 
@@ -613,135 +322,7 @@ impl SourceKind {
 /// what it holds, from a look at it (for [`SourceStatus::note`](super::SourceStatus::note)
 /// and the command line).
 pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
-    let entries = seen(root);
-    let dirs: Vec<&Seen> = entries.iter().filter(|e| e.dir).collect();
-    match kind {
-        SourceKind::ClaudeCode => {
-            let head = format!("no Claude Code session in {}", root.display());
-            if dirs.is_empty() {
-                return format!(
-                    "{head}: expected project directories holding <session>.jsonl transcripts (as \
-                     ~/.claude/projects); {}",
-                    found(&entries)
-                );
-            }
-            let transcripts: usize = dirs
-                .iter()
-                .map(|d| seen(&root.join(&d.name)).iter().filter(|e| e.file && is_transcript(&e.name)).count())
-                .sum();
-            match transcripts {
-                0 => format!("{head}: its {} directories hold no <session>.jsonl transcript", dirs.len()),
-                n => format!(
-                    "{head}: none of its {n} transcripts holds a message (empty, only summary or \
-                     file-history lines, or unreadable)"
-                ),
-            }
-        }
-        SourceKind::Codex => {
-            let head = format!("no Codex session in {}", root.display());
-            let homes: Vec<&&Seen> =
-                dirs.iter().filter(|e| named(&e.name, &["sessions", "archived_sessions"])).collect();
-            if homes.is_empty() {
-                return format!(
-                    "{head}: expected a Codex home, holding sessions/ or archived_sessions/ (as ~/.codex); {}",
-                    found(&entries)
-                );
-            }
-            let mut rollouts = 0;
-            let mut stack: Vec<(std::path::PathBuf, usize)> = homes.iter().map(|e| (root.join(&e.name), 0)).collect();
-            while let Some((dir, depth)) = stack.pop() {
-                for e in seen(&dir) {
-                    if e.file && is_rollout(&e.name) {
-                        rollouts += 1;
-                    } else if e.dir && depth < 3 {
-                        stack.push((dir.join(&e.name), depth + 1));
-                    }
-                }
-            }
-            match rollouts {
-                0 => format!("{head}: its sessions/ and archived_sessions/ hold no rollout-*.jsonl"),
-                n => format!("{head}: its {n} rollouts are empty or unreadable"),
-            }
-        }
-        SourceKind::CopilotCli => {
-            let head = format!("no {} session in {}", kind.format(), root.display());
-            let logs = entries
-                .iter()
-                .filter(|e| e.file && e.name.to_str().is_some_and(|n| n.ends_with(".jsonl")))
-                .count()
-                + dirs
-                    .iter()
-                    .filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.file && named(&e.name, &["events.jsonl"])))
-                    .count();
-            match logs {
-                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
-                n => format!("{head}: its {n} event logs are empty or unreadable"),
-            }
-        }
-        SourceKind::GeminiCli => {
-            let head = format!("no {} session in {}", kind.format(), root.display());
-            let chats: usize = dirs
-                .iter()
-                .map(|d| {
-                    seen(&root.join(&d.name).join("chats"))
-                        .iter()
-                        .filter(|e| e.file && e.name.to_str().is_some_and(|n| n.starts_with("session-")))
-                        .count()
-                })
-                .sum();
-            match chats {
-                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
-                n => format!("{head}: its {n} chat files are empty or unreadable"),
-            }
-        }
-        SourceKind::Aider => {
-            let head = format!("no {} session in {}", kind.format(), root.display());
-            if entries.iter().any(|e| e.file && named(&e.name, &[super::aider::HISTORY_FILE])) {
-                return format!("{head}: its {} holds no run with a message", super::aider::HISTORY_FILE);
-            }
-            format!("{head}: expected {}; {}", kind.layout(), found(&entries))
-        }
-        SourceKind::Cursor => {
-            let head = format!("no {} session in {}", kind.format(), root.display());
-            let with = dirs
-                .iter()
-                .filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.dir && named(&e.name, &["agent-transcripts"])))
-                .count();
-            match with {
-                0 => format!("{head}: expected {}; {}", kind.layout(), found(&entries)),
-                n => format!("{head}: the agent-transcripts/ of its {n} projects hold no readable transcript"),
-            }
-        }
-        SourceKind::OpenCode | SourceKind::Kilo => {
-            format!(
-                "no {} session in {}: its session table holds no top-level session with a message",
-                kind.format(),
-                root.display()
-            )
-        }
-        SourceKind::Cline | SourceKind::RooCode => {
-            let head = format!("no {} session in {}", kind.format(), root.display());
-            if !root.join("tasks").is_dir() {
-                return format!("{head}: expected {}; {}", kind.layout(), found(&entries));
-            }
-            format!("{head}: no directory of its tasks/ holds a non-empty api_conversation_history.json")
-        }
-        SourceKind::Dsh => {
-            let head = format!("no DSH session in {}", root.display());
-            if dirs.is_empty() {
-                return format!(
-                    "{head}: expected project directories of session directories holding session.jsonl (as \
-                     ~/.dsh/sessions); {}",
-                    found(&entries)
-                );
-            }
-            if dirs.iter().any(|d| holds_dsh_sessions(&root.join(&d.name))) {
-                format!("{head}: its session logs could not be listed")
-            } else {
-                format!("{head}: its {} directories hold no session directory with a log", dirs.len())
-            }
-        }
-    }
+    (kind.0.empty)(kind.0, root)
 }
 
 /// The default location of every kind that exists as a directory on this
@@ -786,7 +367,7 @@ pub fn no_default_location_message() -> String {
 }
 
 /// The specs a front was given as JSON: `null` for [`default_specs`], or
-/// an array of `{"kind": "dsh"|"claude-code"|"codex", "root"?: string|null}`
+/// an array of `{"kind": <a kind's name>, "root"?: string|null}`
 /// (a missing or null root is the kind's default location). The C ABI,
 /// Python and Node all take this shape.
 pub fn specs_from_json(value: &serde_json::Value) -> Result<Vec<SourceSpec>, String> {
@@ -868,19 +449,7 @@ pub fn open_source(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> 
 }
 
 fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
-    Ok(match spec.kind {
-        SourceKind::Dsh => Arc::new(DshStore::open(&spec.root)?),
-        SourceKind::ClaudeCode => ClaudeCodeSource::open(&spec.root)?.into_query(),
-        SourceKind::Codex => CodexSource::open(&spec.root)?.into_query(),
-        SourceKind::CopilotCli => CopilotCliSource::open(&spec.root)?.into_query(),
-        SourceKind::GeminiCli => GeminiCliSource::open(&spec.root)?.into_query(),
-        SourceKind::Cursor => CursorSource::open(&spec.root)?.into_query(),
-        SourceKind::Aider => AiderSource::open(&spec.root)?.into_query(),
-        SourceKind::OpenCode => OpenCodeSource::open(&spec.root, Flavor::OpenCode)?.into_query(),
-        SourceKind::Kilo => OpenCodeSource::open(&spec.root, Flavor::Kilo)?.into_query(),
-        SourceKind::Cline => ClineSource::open(&spec.root, cline::Flavor::Cline)?.into_query(),
-        SourceKind::RooCode => ClineSource::open(&spec.root, cline::Flavor::RooCode)?.into_query(),
-    })
+    (spec.kind.0.open)(&spec.root)
 }
 
 /// One view over the sources of `specs`, in order, named by kind, each
@@ -892,6 +461,17 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
 /// are refused: reads are routed by the id's prefix, so the second could
 /// never be read.
 pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
+    open_sources_with(specs, false)
+}
+
+/// [`open_sources`], for a process that lives on (a server): a source
+/// whose root does not exist yet lists no session, its note saying so, and
+/// is opened when a listing first finds its root there.
+pub fn open_sources_awaiting(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
+    open_sources_with(specs, true)
+}
+
+fn open_sources_with(specs: &[SourceSpec], awaiting: bool) -> Result<MultiQuery, String> {
     let mut multi = MultiQuery::new();
     let mut seen = Vec::new();
     for spec in specs {
@@ -900,6 +480,18 @@ pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
         }
         seen.push(spec.kind);
         let mut notes = SourceNotes::default();
+        if awaiting && !spec.kind.root_exists(&spec.root) {
+            let (kind, root) = (spec.kind, spec.root.clone());
+            notes.if_empty = Some(Arc::new(move || match kind.root_exists(&root) {
+                true => empty_root_note(kind, &root),
+                false => format!("{} does not exist yet: its sessions are listed once it does", root.display()),
+            }));
+            let (kind, root, given) = (spec.kind, spec.root.clone(), spec.clone());
+            let open = move || open_resolved(&given.resolve()?.spec).map_err(|e| e.to_string());
+            let query = Arc::new(Awaited::new(spec.root.clone(), move || kind.root_exists(&root), open));
+            multi = multi.with_noted_source(spec.kind.name(), spec.kind.prefix(), query, notes);
+            continue;
+        }
         let opened = spec.resolve().and_then(|r| {
             notes.opened = r.note;
             let (kind, root) = (r.spec.kind, r.spec.root.clone());
@@ -918,6 +510,134 @@ pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::kind::seen;
+    use std::cell::RefCell;
+
+    /// A kind outside the built-in table, declared the way a reader
+    /// declares its own: plain-text notes, one session per `<name>.txt`.
+    static NOTES: Kind = Kind {
+        name: "notes",
+        format: "Notes",
+        about: "Plain-text notes (a directory of <name>.txt)",
+        prefix: "notes:",
+        location: "$DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes",
+        default: Some(|env| env.var(NOTES_VAR).unwrap_or_else(|| env.home().join(".notes")).join("notes")),
+        env: &[NOTES_VAR, "HOME", "USERPROFILE"],
+        root: Root::InHome("notes"),
+        layout: "<name>.txt files (as ~/.notes/notes)",
+        open: open_notes,
+        empty: |kind, root| kind.expected(root, &seen(root)),
+    };
+
+    const NOTES_VAR: &str = "DSR_TEST_NOTES_HOME";
+
+    /// The notes reader: each `<name>.txt` a session `notes:<name>`, titled
+    /// by its first line.
+    fn open_notes(root: &Path) -> std::io::Result<Arc<dyn SessionQuery>> {
+        let query = crate::MemoryQuery::new();
+        for entry in std::fs::read_dir(root)? {
+            let path = entry?.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".txt")) else {
+                continue;
+            };
+            let id = format!("{}{name}", NOTES.prefix);
+            query.add_session(SessionHeader::new(&id, 0u64, None));
+            query.set_title(&id, std::fs::read_to_string(&path)?.lines().next().map(str::to_owned));
+        }
+        Ok(Arc::new(query))
+    }
+
+    /// One more row in a table of kinds is all a new kind needs: its name
+    /// is parsed, listed, helped and described, its variables are
+    /// compared, its home given is taken for its root, its sessions are
+    /// listed under its name and an empty root gets its note.
+    #[test]
+    fn a_kind_added_to_a_table_is_read_wherever_the_table_is() {
+        let notes = SourceKind(&NOTES);
+        let table: Vec<SourceKind> = SourceKind::ALL.into_iter().chain([notes]).collect();
+        assert_eq!(names_in(&table), format!("{}, notes", SourceKind::names()));
+        assert_eq!(
+            help_text_in(&table),
+            format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
+        );
+        assert!(sentence_in(&table).ends_with(", Cline, Roo Code and Notes"), "{}", sentence_in(&table));
+        assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
+        assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
+        assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, notes"));
+        let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
+        assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
+
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join("notes")).unwrap();
+        std::fs::write(home.path().join("notes/first.txt"), "A first note\nmore").unwrap();
+        let multi = open_sources(&[SourceSpec::new(notes, home.path())]).unwrap();
+        let listed = crate::block_on(multi.list_sessions()).unwrap();
+        assert_eq!(listed.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["notes:first"]);
+        assert_eq!(crate::block_on(multi.read_title("notes:first")).unwrap().as_deref(), Some("A first note"));
+        let report = report_json(&multi);
+        assert_eq!(report[0]["name"], "notes");
+        let note = report[0]["note"].as_str().unwrap();
+        assert!(
+            note.ends_with(&format!("is a Notes home holding notes/: reading {}", home.path().join("notes").display()))
+        );
+
+        let empty = tempfile::tempdir().unwrap();
+        let multi = open_sources(&[SourceSpec::new(notes, empty.path())]).unwrap();
+        assert!(crate::block_on(multi.list_sessions()).unwrap().is_empty());
+        let expected = format!(
+            "no Notes session in {}: expected <name>.txt files (as ~/.notes/notes); it is empty",
+            empty.path().display()
+        );
+        assert_eq!(report_json(&multi)[0]["note"], expected.as_str());
+    }
+
+    /// The variables a kind declares are every one its default location
+    /// reads (so the list the daemon compares misses none).
+    #[test]
+    fn each_kind_reads_only_the_variables_it_declares() {
+        let all = location_variables();
+        for kind in SourceKind::ALL.into_iter().chain([SourceKind(&NOTES)]) {
+            let asked = RefCell::new(Vec::<String>::new());
+            for set in [true, false] {
+                let env = |name: &str| {
+                    asked.borrow_mut().push(name.to_owned());
+                    set.then(|| OsString::from("/v"))
+                };
+                kind.default_location_with(&env);
+            }
+            let asked = asked.into_inner();
+            let undeclared: Vec<&String> = asked.iter().filter(|n| !kind.0.env.contains(&n.as_str())).collect();
+            assert!(undeclared.is_empty(), "{} reads {undeclared:?} without declaring it", kind.name());
+            assert_eq!(asked.is_empty(), !kind.has_default_location(), "{}", kind.name());
+            if kind != SourceKind(&NOTES) {
+                assert!(kind.0.env.iter().all(|v| all.contains(v)), "{}", kind.name());
+            }
+        }
+        for v in ["HOME", "USERPROFILE", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "APPDATA", "DSH_HOME", "KILO_DB"] {
+            assert!(all.contains(&v), "{v} in {all:?}");
+        }
+    }
+
+    /// Names, formats and prefixes each name one kind, and a prefix is its
+    /// kind's name and a colon (DSH's ids alone have none), so an id's
+    /// prefix routes it to exactly one source.
+    #[test]
+    fn the_table_names_each_kind_once() {
+        let all = SourceKind::ALL;
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert!(a.name() != b.name() && a.format() != b.format() && a.prefix() != b.prefix(), "{a:?} {b:?}");
+            }
+            assert!(a.prefix().is_empty() || a.prefix() == format!("{}:", a.name()), "{a:?}");
+            assert!(!a.about().is_empty() && !a.default_location_text().is_empty(), "{a:?}");
+        }
+        assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
+        assert_eq!(
+            kinds_sentence(),
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline and Roo Code"
+        );
+    }
 
     #[test]
     fn defaults_follow_the_environment() {

@@ -11,7 +11,7 @@
 //! answered from the cache exact.
 //!
 //! What the watcher cannot see, and where none is used (the source then
-//! walks and `stat`s as before): systems other than Linux; network and
+//! walks and `stat`s each listing): systems other than Linux; network and
 //! user-space file systems (NFS, SMB/CIFS, FUSE, 9P, Ceph, AFS), where
 //! another machine's writes raise no event; a kernel that refuses another
 //! watch (`fs.inotify.max_user_watches`) or another instance. A log written

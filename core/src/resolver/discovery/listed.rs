@@ -2,8 +2,8 @@
 //! source gives them with the listing ([`SessionQuery::shared_listing`](crate::SessionQuery::shared_listing)),
 //! their fingerprints. A source that keeps its listing shares it, so a
 //! query with nothing changed copies no header; any other source is listed
-//! and fingerprinted as before (fingerprints asked only for the sessions a
-//! query needs).
+//! and fingerprinted per query (fingerprints asked only for the sessions
+//! a query needs).
 
 use std::sync::Arc;
 

@@ -57,12 +57,49 @@ use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{iso_ms, scan_lines, text_line, title_from_text, LineStats, Transcript};
+use crate::sources::kind::{named, seen, Kind, Root, Taken};
+use crate::sources::FileSource;
 
 /// What every Aider session id starts with.
 pub const PREFIX: &str = "aider:";
 
 /// The name of Aider's chat history file.
 pub const HISTORY_FILE: &str = ".aider.chat.history.md";
+
+/// Aider as a kind of source: read only where it is given.
+pub(crate) const KIND: Kind = Kind {
+    name: "aider",
+    format: "Aider",
+    about: "Aider chat histories (a repository, or a directory of them; no default location)",
+    prefix: PREFIX,
+    location: "no default location: a repository holding .aider.chat.history.md, or a directory of them",
+    default: None,
+    env: &[],
+    root: Root::Own(take_root),
+    layout: "a repository holding .aider.chat.history.md, or repositories up to three levels below",
+    open: |root| Ok(AiderSource::open(root)?.into_query()),
+    empty: empty_note,
+};
+
+/// A chat history file given as the root is taken for its directory.
+fn take_root(root: &Path) -> Result<Taken, String> {
+    if !root.is_file() || !named(root.file_name().unwrap_or_default(), &[HISTORY_FILE]) {
+        return Ok(None);
+    }
+    let Some(dir) = root.parent() else { return Ok(None) };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let note = format!("{} is an Aider chat history: reading its directory {}", root.display(), dir.display());
+    Ok(Some((dir.to_path_buf(), note)))
+}
+
+/// Why a directory lists no Aider session.
+fn empty_note(kind: &Kind, root: &Path) -> String {
+    let entries = seen(root);
+    if entries.iter().any(|e| e.file && named(&e.name, &[HISTORY_FILE])) {
+        return format!("{}: its {HISTORY_FILE} holds no run with a message", kind.no_session_in(root));
+    }
+    kind.expected(root, &entries)
+}
 
 /// How a run starts.
 const RUN_HEADER: &str = "# aider chat started at ";

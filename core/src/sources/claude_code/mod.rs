@@ -81,6 +81,7 @@
 
 mod chain;
 pub mod project;
+mod root;
 pub mod text;
 pub mod transcript;
 
@@ -111,6 +112,8 @@ pub const PREFIX: &str = "claude-code:";
 
 /// The name of the format in messages.
 const FORMAT: &str = "Claude Code";
+
+pub(crate) use self::root::KIND;
 
 /// A read-only session source over a Claude Code projects root. Cheap to
 /// clone; every method may run concurrently.
@@ -704,6 +707,7 @@ impl ClaudeCodeSource {
             return Err(not_found(None));
         }
         let last = self.kept().last.clone();
+        crate::work::add(1);
         if let Some(path) = last.as_deref().and_then(|l| l.found_at(stem)) {
             let project = path.parent().and_then(Path::file_name).map(OsStr::to_os_string);
             if let (Some(project), Ok(EntryKind::File)) = (project, crate::fs::entry_kind(path)) {
@@ -713,6 +717,7 @@ impl ClaudeCodeSource {
         let projects = sorted_entries(&self.root).map_err(|e| not_found(Some(e.to_string())))?;
         let mut why = None;
         for project in projects {
+            crate::work::add(1);
             if project.kind(&self.root).ok() != Some(EntryKind::Dir) {
                 continue;
             }

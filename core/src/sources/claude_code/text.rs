@@ -51,7 +51,10 @@ pub fn typed_text(block: &str) -> Option<String> {
 /// search of it last stopped, and once a tag has no closing tag left, no
 /// later opening of it searches again (an unclosed tag is kept as text).
 fn strip_blocks(text: &str) -> Option<String> {
-    strip_blocks_scanning(text, &mut 0)
+    let mut scanned = 0;
+    let stripped = strip_blocks_scanning(text, &mut scanned);
+    crate::work::add(scanned);
+    stripped
 }
 
 /// [`strip_blocks`], adding to `scanned` the bytes its searches look at

@@ -308,6 +308,7 @@ impl PromptQueue {
     fn pop_front(&mut self) -> Option<Option<Txt>> {
         while let Some(slot) = self.slots.get_mut(self.head) {
             self.head += 1;
+            crate::work::add(1);
             if let Some(text) = slot.take() {
                 return Some(text);
             }
@@ -323,8 +324,11 @@ impl PromptQueue {
         // hash, when the search below passes over the other's).
         while bucket.front().is_some_and(|&i| self.slots[i].is_none()) {
             bucket.pop_front();
+            crate::work::add(1);
         }
-        if let Some(at) = bucket.iter().position(|&i| self.slots[i].as_ref() == Some(text)) {
+        let found = bucket.iter().position(|&i| self.slots[i].as_ref() == Some(text));
+        crate::work::add(found.map_or(bucket.len(), |at| at + 1));
+        if let Some(at) = found {
             let i = bucket.remove(at).expect("a position in the bucket");
             self.slots[i] = None;
         }
@@ -748,10 +752,12 @@ fn current_path(nodes: &[Node], names: &Names, kepts: &[Kept]) -> Vec<usize> {
     // Each preserved message once, where it is first named: a list that
     // names one message many times must not copy it as many times.
     let mut kept_set: HashSet<usize> = HashSet::new();
+    let named = preserved.len();
     let kept: Vec<usize> = preserved.into_iter().filter(|&i| !nodes[i].sidechain && kept_set.insert(i)).collect();
     let mut spliced: Vec<usize> = path[..=a].to_vec();
     spliced.extend(&kept);
     spliced.extend(path[a + 1..].iter().filter(|i| !kept_set.contains(i)));
+    crate::work::add(path.len() + named + spliced.len());
     spliced
 }
 
@@ -896,6 +902,7 @@ fn response_members(nodes: &[Node], txts: &[Txt], next: &[u32], mut at: u32) -> 
     let mut members = Vec::new();
     while at != NONE {
         let j = at as usize;
+        crate::work::add(1);
         if let Kind::Assistant { text, .. } = nodes[j].kind {
             if text != NONE && seen.insert(&txts[text as usize]) {
                 members.push(j);
@@ -961,6 +968,7 @@ fn place_steering<K: Ord + Copy, T, S: Default>(
         out.push(item);
     }
     out.extend(prompts.map(take));
+    crate::work::add(from_on.len() + out.len());
     out
 }
 

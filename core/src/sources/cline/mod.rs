@@ -85,6 +85,7 @@ use crate::fs::{
 };
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, mtime_ms, read_error, title_from_text, LineStats, ListedSession, Listing};
+use crate::sources::kind::{named, seen, took, Kind, Root, Taken};
 use crate::sources::lenient::{lenient, LStr, LU64};
 use crate::sources::FileSource;
 
@@ -93,6 +94,57 @@ pub const PREFIX: &str = "cline:";
 
 /// What every Roo Code session id starts with.
 pub const ROO_PREFIX: &str = "roo-code:";
+
+/// Cline as a kind of source.
+pub(crate) const KIND: Kind = Kind {
+    name: "cline",
+    format: Flavor::Cline.format(),
+    about: "Cline tasks (its VS Code global storage directory)",
+    prefix: Flavor::Cline.prefix(),
+    location: "VS Code's globalStorage/saoudrizwan.claude-dev",
+    default: Some(|env| env.vs_code_storage().join(Flavor::Cline.extension_id())),
+    env: VS_CODE_ENV,
+    root: Root::Own(take_root),
+    layout: "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/saoudrizwan.claude-dev)",
+    open: |root| Ok(ClineSource::open(root, Flavor::Cline)?.into_query()),
+    empty: empty_note,
+};
+
+/// Roo Code as a kind of source (legacy Kilo Code's too, given as the root).
+pub(crate) const ROO_KIND: Kind = Kind {
+    name: "roo-code",
+    format: Flavor::RooCode.format(),
+    about: "Roo Code tasks (its VS Code global storage directory; legacy Kilo Code's too, given as the root)",
+    prefix: Flavor::RooCode.prefix(),
+    location: "VS Code's globalStorage/rooveterinaryinc.roo-cline",
+    default: Some(|env| env.vs_code_storage().join(Flavor::RooCode.extension_id())),
+    env: VS_CODE_ENV,
+    root: Root::Own(take_root),
+    layout: "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/rooveterinaryinc.roo-cline)",
+    open: |root| Ok(ClineSource::open(root, Flavor::RooCode)?.into_query()),
+    empty: empty_note,
+};
+
+/// What VS Code's global storage is found by, on any platform.
+const VS_CODE_ENV: &[&str] = &["XDG_CONFIG_HOME", "APPDATA", "HOME", "USERPROFILE"];
+
+/// A root given for Cline or Roo Code: its global storage directory (as
+/// given), or the `tasks/` directory inside one (taken for its parent).
+fn take_root(root: &Path) -> Result<Taken, String> {
+    if !root.is_dir() || root.join("tasks").is_dir() || !named(root.file_name().unwrap_or_default(), &["tasks"]) {
+        return Ok(None);
+    }
+    let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) else { return Ok(None) };
+    Ok(took(root, parent.to_path_buf(), "is the tasks/ directory of an extension's global storage"))
+}
+
+/// Why a global storage directory lists no task.
+fn empty_note(kind: &Kind, root: &Path) -> String {
+    if !root.join("tasks").is_dir() {
+        return kind.expected(root, &seen(root));
+    }
+    format!("{}: no directory of its tasks/ holds a non-empty api_conversation_history.json", kind.no_session_in(root))
+}
 
 /// The history file of a task.
 pub const HISTORY: &str = "api_conversation_history.json";
@@ -112,7 +164,7 @@ pub enum Flavor {
 
 impl Flavor {
     /// The prefix of its session ids.
-    pub fn prefix(self) -> &'static str {
+    pub const fn prefix(self) -> &'static str {
         match self {
             Flavor::Cline => PREFIX,
             Flavor::RooCode => ROO_PREFIX,
@@ -120,7 +172,7 @@ impl Flavor {
     }
 
     /// Its name in messages.
-    pub fn format(self) -> &'static str {
+    pub const fn format(self) -> &'static str {
         match self {
             Flavor::Cline => "Cline",
             Flavor::RooCode => "Roo Code",
@@ -128,7 +180,7 @@ impl Flavor {
     }
 
     /// Its VS Code extension id (its global storage directory's name).
-    pub fn extension_id(self) -> &'static str {
+    pub const fn extension_id(self) -> &'static str {
         match self {
             Flavor::Cline => "saoudrizwan.claude-dev",
             Flavor::RooCode => "rooveterinaryinc.roo-cline",

@@ -75,6 +75,7 @@
 //! one item at a time.
 
 pub mod rollout;
+mod root;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
@@ -100,6 +101,8 @@ use crate::sources::foreign::Transcript;
 
 /// What every Codex session id starts with.
 pub const PREFIX: &str = "codex:";
+
+pub(crate) use self::root::KIND;
 
 const FORMAT: &str = "Codex";
 

@@ -219,6 +219,7 @@ struct History {
 
 impl History {
     fn push(&mut self, h: Hist<Txt>) {
+        crate::work::add(1);
         if matches!(h, Hist::User(Some(_))) {
             self.turns.push(self.items.len());
         }
@@ -237,6 +238,7 @@ impl History {
     /// far, then the checkpoint.
     fn compact(&mut self, checkpoint: Hist<Txt>) {
         let tail = self.items.split_off(self.users);
+        crate::work::add(tail.len());
         self.turns.truncate(self.users);
         for h in tail.into_iter().filter(|h| matches!(h, Hist::User(Some(_)))) {
             self.push(h);
@@ -252,6 +254,7 @@ impl History {
         }
         let n = usize::try_from(n).unwrap_or(usize::MAX).min(self.turns.len());
         let Some(&cut) = self.turns.get(self.turns.len() - n) else { return };
+        crate::work::add(n + self.items.len() - cut);
         self.items.truncate(cut);
         self.turns.truncate(self.turns.len() - n);
         self.users = self.users.min(cut);

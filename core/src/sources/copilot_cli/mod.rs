@@ -78,12 +78,43 @@ use std::path::{Path, PathBuf};
 use crate::fs::{sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::sources::files::{FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::Transcript;
+use crate::sources::kind::{named, seen, Kind, Root};
+use crate::sources::FileSource;
 
 /// What every Copilot CLI session id starts with.
 pub const PREFIX: &str = "copilot-cli:";
 
 /// The event log in a session directory.
 pub const EVENTS_FILE: &str = "events.jsonl";
+
+/// Copilot CLI as a kind of source.
+pub(crate) const KIND: Kind = Kind {
+    name: "copilot-cli",
+    format: "Copilot CLI",
+    about: "GitHub Copilot CLI event logs (a session-state directory)",
+    prefix: PREFIX,
+    location: "$COPILOT_HOME/session-state, else ~/.copilot/session-state",
+    default: Some(|env| env.var("COPILOT_HOME").unwrap_or_else(|| env.home().join(".copilot")).join("session-state")),
+    env: &["COPILOT_HOME", "HOME", "USERPROFILE"],
+    root: Root::InHome("session-state"),
+    layout: "session directories holding events.jsonl, or <id>.jsonl logs (as ~/.copilot/session-state)",
+    open: |root| Ok(CopilotCliSource::open(root)?.into_query()),
+    empty: empty_note,
+};
+
+/// Why a session-state root lists no session.
+fn empty_note(kind: &Kind, root: &Path) -> String {
+    let entries = seen(root);
+    let logs = entries.iter().filter(|e| e.file && e.name.to_str().is_some_and(|n| n.ends_with(".jsonl"))).count()
+        + entries
+            .iter()
+            .filter(|d| d.dir && seen(&root.join(&d.name)).iter().any(|e| e.file && named(&e.name, &[EVENTS_FILE])))
+            .count();
+    match logs {
+        0 => kind.expected(root, &entries),
+        n => format!("{}: its {n} event logs are empty or unreadable", kind.no_session_in(root)),
+    }
+}
 
 /// The Copilot CLI layout of a session-state root.
 #[derive(Clone, Copy, Debug, Default)]

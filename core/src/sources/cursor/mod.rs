@@ -61,13 +61,45 @@ use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{each_line, scan_lines, text_line, title_from_text, LineStats, Transcript};
+use crate::sources::kind::{named, seen, Kind, Root, HOME_ENV};
 use crate::sources::lenient::{lenient, Content, LStr};
+use crate::sources::FileSource;
 
 /// What every Cursor session id starts with.
 pub const PREFIX: &str = "cursor:";
 
 /// The directory of a project that holds its transcripts.
 pub const TRANSCRIPTS_DIR: &str = "agent-transcripts";
+
+/// Cursor as a kind of source.
+pub(crate) const KIND: Kind = Kind {
+    name: "cursor",
+    format: "Cursor",
+    about: "Cursor agent transcripts (its projects directory)",
+    prefix: PREFIX,
+    location: "~/.cursor/projects",
+    default: Some(|env| env.home().join(".cursor").join("projects")),
+    env: HOME_ENV,
+    root: Root::InHome("projects"),
+    layout: "project directories holding agent-transcripts/<id>.jsonl (as ~/.cursor/projects)",
+    open: |root| Ok(CursorSource::open(root)?.into_query()),
+    empty: empty_note,
+};
+
+/// Why a projects root lists no session.
+fn empty_note(kind: &Kind, root: &Path) -> String {
+    let entries = seen(root);
+    let with = (entries.iter().filter(|d| d.dir))
+        .filter(|d| seen(&root.join(&d.name)).iter().any(|e| e.dir && named(&e.name, &[TRANSCRIPTS_DIR])))
+        .count();
+    match with {
+        0 => kind.expected(root, &entries),
+        n => format!(
+            "{}: the agent-transcripts/ of its {n} projects hold no readable transcript",
+            kind.no_session_in(root)
+        ),
+    }
+}
 
 const QUERY: (&str, &str) = ("<user_query>", "</user_query>");
 

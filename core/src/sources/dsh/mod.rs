@@ -116,6 +116,7 @@ pub mod load;
 pub mod message;
 pub mod recovery;
 mod resume;
+mod root;
 pub mod rows;
 pub mod title;
 
@@ -144,6 +145,8 @@ use self::layout::Encoding;
 use self::listing::{ListingCache, Snapshot};
 use self::load::{load, load_within, Keep, LoadedStubs};
 use crate::retention::Elided;
+
+pub(crate) use self::root::KIND;
 
 /// A read-only session query over a DSH sessions root. Cheap to clone;
 /// every method may run concurrently from many threads.

@@ -78,12 +78,46 @@ use std::sync::{Arc, Mutex};
 use crate::fs::{open_under, FileIdentity};
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::Transcript;
+use crate::sources::kind::{seen, Kind, Root};
+use crate::sources::FileSource;
 
 /// What every Gemini CLI session id starts with.
 pub const PREFIX: &str = "gemini-cli:";
 
 /// The file in a project directory that holds the project's path.
 pub const PROJECT_ROOT_FILE: &str = ".project_root";
+
+/// Gemini CLI as a kind of source.
+pub(crate) const KIND: Kind = Kind {
+    name: "gemini-cli",
+    format: "Gemini CLI",
+    about: "Gemini CLI chats (its tmp directory)",
+    prefix: PREFIX,
+    location: "$GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp",
+    default: Some(|env| env.var("GEMINI_CLI_HOME").unwrap_or_else(|| env.home()).join(".gemini").join("tmp")),
+    env: &["GEMINI_CLI_HOME", "HOME", "USERPROFILE"],
+    root: Root::InHome("tmp"),
+    layout: "project directories holding chats/session-*.jsonl (as ~/.gemini/tmp)",
+    open: |root| Ok(GeminiCliSource::open(root)?.into_query()),
+    empty: empty_note,
+};
+
+/// Why a `tmp` root lists no session.
+fn empty_note(kind: &Kind, root: &Path) -> String {
+    let entries = seen(root);
+    let chats: usize = (entries.iter().filter(|d| d.dir))
+        .map(|d| {
+            seen(&root.join(&d.name).join("chats"))
+                .iter()
+                .filter(|e| e.file && e.name.to_str().is_some_and(|n| n.starts_with("session-")))
+                .count()
+        })
+        .sum();
+    match chats {
+        0 => kind.expected(root, &entries),
+        n => format!("{}: its {n} chat files are empty or unreadable", kind.no_session_in(root)),
+    }
+}
 
 /// The Gemini CLI layout of a `tmp` root, with the project paths a
 /// listing read (each project's `.project_root` once per walk).

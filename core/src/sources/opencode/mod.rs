@@ -109,6 +109,7 @@ use crate::error::HostError;
 use crate::fs::{FileIdentity, Stamp};
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, read_error, LineStats, ListedSession, Listing, UNKNOWN_CREATED_AT};
+use crate::sources::kind::{Kind, Root};
 use crate::sources::FileSource;
 
 use self::db::DbStamp;
@@ -119,6 +120,36 @@ pub const PREFIX: &str = "opencode:";
 
 /// What every Kilo session id starts with.
 pub const KILO_PREFIX: &str = "kilo:";
+
+/// OpenCode as a kind of source.
+pub(crate) const KIND: Kind = Kind {
+    name: "opencode",
+    format: Flavor::OpenCode.format(),
+    about: "OpenCode sessions (its SQLite database, opencode.db)",
+    prefix: Flavor::OpenCode.prefix(),
+    location: "$OPENCODE_DB, else $XDG_DATA_HOME/opencode/opencode.db, else ~/.local/share/opencode/opencode.db",
+    default: Some(|env| env.db("OPENCODE_DB", "opencode", "opencode.db")),
+    env: &["OPENCODE_DB", "XDG_DATA_HOME", "HOME", "USERPROFILE"],
+    root: Root::Database(Flavor::OpenCode.file_name()),
+    layout: "an OpenCode database (as ~/.local/share/opencode/opencode.db)",
+    open: |root| Ok(OpenCodeSource::open(root, Flavor::OpenCode)?.into_query()),
+    empty: empty_note,
+};
+
+/// Kilo as a kind of source.
+pub(crate) const KILO_KIND: Kind = Kind {
+    name: "kilo",
+    format: Flavor::Kilo.format(),
+    about: "New Kilo's sessions (its SQLite database, kilo.db, OpenCode's schema)",
+    prefix: Flavor::Kilo.prefix(),
+    location: "$KILO_DB, else $XDG_DATA_HOME/kilo/kilo.db, else ~/.local/share/kilo/kilo.db",
+    default: Some(|env| env.db("KILO_DB", "kilo", "kilo.db")),
+    env: &["KILO_DB", "XDG_DATA_HOME", "HOME", "USERPROFILE"],
+    root: Root::Database(Flavor::Kilo.file_name()),
+    layout: "a Kilo database (as ~/.local/share/kilo/kilo.db)",
+    open: |root| Ok(OpenCodeSource::open(root, Flavor::Kilo)?.into_query()),
+    empty: empty_note,
+};
 
 /// Which program wrote the database: the schema is the same, the names differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -131,7 +162,7 @@ pub enum Flavor {
 
 impl Flavor {
     /// The prefix of its session ids.
-    pub fn prefix(self) -> &'static str {
+    pub const fn prefix(self) -> &'static str {
         match self {
             Flavor::OpenCode => PREFIX,
             Flavor::Kilo => KILO_PREFIX,
@@ -139,7 +170,7 @@ impl Flavor {
     }
 
     /// Its name in messages.
-    pub fn format(self) -> &'static str {
+    pub const fn format(self) -> &'static str {
         match self {
             Flavor::OpenCode => "OpenCode",
             Flavor::Kilo => "Kilo",
@@ -147,12 +178,17 @@ impl Flavor {
     }
 
     /// The database's file name in its data directory.
-    pub fn file_name(self) -> &'static str {
+    pub const fn file_name(self) -> &'static str {
         match self {
             Flavor::OpenCode => "opencode.db",
             Flavor::Kilo => "kilo.db",
         }
     }
+}
+
+/// Why a database lists no session.
+fn empty_note(kind: &Kind, root: &Path) -> String {
+    format!("{}: its session table holds no top-level session with a message", kind.no_session_in(root))
 }
 
 /// Fingerprints by session id, with the stamps of the database they were

@@ -1,4 +1,4 @@
-//! The Copilot CLI, Gemini CLI, Cursor and Aider sources (issue 26): every
+//! The file-per-session sources (Copilot CLI, Gemini CLI, Cursor, Aider): every
 //! fixture's listing, title, cwd, capturedThroughSeq and projected
 //! conversation pinned, and a crafted case for each rule and each kind of
 //! damage.
@@ -511,6 +511,44 @@ fn every_kind_name_is_accepted_and_opens() {
     }
     let why = SourceSpec::parse("nope=/x").unwrap_err();
     assert!(why.contains(&SourceKind::names()), "{why}");
+}
+
+/// Every kind of the table is documented where a user looks for it: a row
+/// of docs/sources.md's table (by name, as `--source` takes it) and its
+/// title, the README's list of the agents whose sessions are read, and
+/// docs/mcp.md's (its format) and its `source` values (its name); and the
+/// SDKs' typed lists of kind names (Node's `SessionSourceKind`, the Python
+/// stub's `SessionSources`).
+#[test]
+fn every_kind_is_named_in_the_docs() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // Prose is wrapped: line breaks read as spaces.
+    let read = |file: &str| {
+        let text = std::fs::read_to_string(repo.join(file)).unwrap();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let between = |text: &str, start: &str, end: &str| -> String {
+        let from = text.find(start).unwrap_or_else(|| panic!("no {start:?}")) + start.len();
+        text[from..from + text[from..].find(end).unwrap()].to_owned()
+    };
+    let sources = std::fs::read_to_string(repo.join("docs/sources.md")).unwrap();
+    let title = sources.lines().next().unwrap();
+    let readme = between(&read("README.md"), "on-disk sessions of other agents beside them (", ")");
+    let mcp = read("docs/mcp.md");
+    let mcp_list = between(&mcp, "the model can find the sessions any of them wrote (", "`docs/sources.md`)");
+    let mcp_values = between(&mcp, "`source` is the kind of the session's source: ", "(docs/sources.md)");
+    let node = between(&read("node/wrapper.d.ts"), "export type SessionSourceKind =", "/**");
+    let python = between(&read("python/dsh_session_reference/_native.pyi"), "KIND is one of", "lists them");
+    for kind in SourceKind::ALL {
+        let (name, format) = (kind.name(), kind.format());
+        assert!(sources.contains(&format!("\n| `{name}` | ")), "no row of docs/sources.md's table for {name}");
+        assert!(title.contains(format), "docs/sources.md's title misses {format}: {title}");
+        assert!(kind == SourceKind::Dsh || readme.contains(format), "README.md's list misses {format}: {readme}");
+        assert!(mcp_list.contains(format), "docs/mcp.md's list misses {format}: {mcp_list}");
+        assert!(mcp_values.contains(&format!("`{name}`")), "docs/mcp.md's `source` misses `{name}`: {mcp_values}");
+        assert!(node.contains(&format!("| '{name}'")), "node/wrapper.d.ts's SessionSourceKind misses {name}");
+        assert!(python.contains(&format!("``{name}``")), "_native.pyi's SessionSources misses {name}: {python}");
+    }
 }
 
 #[test]

@@ -1,10 +1,10 @@
-//! The SQLite and Cline sources (issue 26, "formats B"): listing an
+//! The SQLite and Cline sources: listing an
 //! OpenCode database of 5,000 sessions, the fingerprints of all of them,
 //! and reading one session of about 100 MB of rows; listing 10,000 Cline
 //! and 10,000 Roo Code tasks, and reading a 100 MB Cline history (against
 //! reading its bytes alone in the same run).
 //!
-//! Run: `cargo bench -p dsh-session-reference --bench formats_b`
+//! Run: `cargo bench -p dsh-session-reference --bench sqlite_and_cline_sources`
 //! (`-- --quick` for 1,000 sessions and 20 MB; `-- --cline` or
 //! `-- --opencode` for one half).
 //!

@@ -1,9 +1,9 @@
-//! The readers of issue 26, file formats A (Copilot CLI, Gemini CLI,
-//! Cursor, Aider): reading a 100 MB transcript of each into its projected
+//! The file-per-session readers (Copilot CLI, Gemini CLI, Cursor,
+//! Aider): reading a 100 MB transcript of each into its projected
 //! conversation (MB/s), and listing 10,000 sessions of each kind with a new
 //! source each round (no state kept between listings).
 //!
-//! Run: `cargo bench -p dsh-session-reference --bench formats_a`
+//! Run: `cargo bench -p dsh-session-reference --bench file_per_session_sources`
 //! (`-- --quick` for 20 MB files and 2,000 sessions).
 //!
 //! Inputs are generated deterministically in a temporary directory, shaped

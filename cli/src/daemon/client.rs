@@ -1,0 +1,224 @@
+//! The caller's side: a command line sent to the daemon, and the commands
+//! `daemon start|stop|status|run`.
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::UnixStream;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use dsh_session_reference::{Error, ErrorCode};
+use serde_json::{json, Value};
+
+use super::protocol::{
+    build_identity, connect, home, home_path, private_file, read_reply, send_with_fds, Frame, Kind, BROKEN_PIPE, MAGIC,
+};
+use super::server::serve;
+use super::{environment, FORWARDED};
+use crate::args::{DaemonArgs, DaemonCommand, Global};
+use crate::print::display;
+use crate::{CliResult, Failure};
+
+/// Runs this process's command line in this user's daemon when one answers
+/// it (the exit code it ended with); `None` when the command is to run in
+/// this process: no daemon, `--no-daemon`, a command it does not answer, a
+/// command line that does not parse (its error is this process's to say),
+/// or a daemon that declined (another build, another environment).
+///
+/// Called before the command line is parsed: the daemon parses it (the
+/// same definition), so a command it answers costs this process no more
+/// than starting and one exchange on the socket. Only a line that names
+/// none of the commands it answers, or says `--no-daemon`, is not sent.
+pub(crate) fn forward() -> Option<ExitCode> {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let named = argv.iter().skip(1).any(|a| FORWARDED.iter().any(|c| a.as_bytes() == c.as_bytes()));
+    if !named || argv.iter().any(|a| a == "--no-daemon") {
+        return None;
+    }
+    let mut stream = connect()?;
+    let cwd = std::env::current_dir().ok()?;
+    let mut frame = Frame::default();
+    frame.put(MAGIC).put(&[Kind::Run as u8]).put(&build_identity()).put(cwd.as_os_str().as_bytes());
+    frame.put(&(argv.len() as u32).to_le_bytes());
+    for arg in &argv {
+        frame.put(arg.as_bytes());
+    }
+    for (name, value) in environment() {
+        frame.put(name.as_bytes());
+        match value {
+            Some(v) => frame.put(b"=").put(v.as_bytes()),
+            None => frame.put(b"").put(b""),
+        };
+    }
+    send_with_fds(&stream, &frame.framed(), &[0, 1, 2]).ok()?;
+    match read_reply(&mut stream) {
+        Ok((b'A', _)) => {}
+        Ok((b'D', why)) => {
+            // Another build is worth saying (the daemon would never answer
+            // again until restarted); another environment is not.
+            if why.starts_with(b"build:") {
+                eprintln!(
+                    "warning: the daemon runs another build of dsh-session-ref; answered in this process (restart it: dsh-session-ref daemon stop && dsh-session-ref daemon start)"
+                );
+            }
+            return None;
+        }
+        _ => return None,
+    }
+    // From here the daemon writes the command's output.
+    match read_reply(&mut stream) {
+        Ok((b'X', code)) if code.len() == 4 => {
+            let code = i32::from_le_bytes(code[..].try_into().expect("four bytes"));
+            if code == BROKEN_PIPE {
+                // SAFETY: restores the default action and raises the signal
+                // the command's output would have raised in this process.
+                unsafe {
+                    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                    libc::raise(libc::SIGPIPE);
+                }
+            }
+            Some(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+        _ => {
+            crate::print::print_error(
+                ErrorCode::ReadFailed,
+                "the daemon ended before the command did (run it again, or with --no-daemon)",
+            );
+            Some(ExitCode::from(1))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The commands `daemon start|stop|status|run`.
+
+/// `dsh-session-ref daemon …`.
+pub(crate) fn command(global: &Global, args: &DaemonArgs) -> CliResult {
+    let failed = |m: String| Failure(Error::new(ErrorCode::ReadFailed, m));
+    match &args.command {
+        DaemonCommand::Status => {
+            let status = ask(Kind::Status).map_err(failed)?;
+            match status {
+                Some(status) => print_status(global, &status, "runs"),
+                None if global.json => println!("{}", json!({"running": false})),
+                None => println!("no daemon runs (start one with: dsh-session-ref daemon start)"),
+            }
+            Ok(())
+        }
+        DaemonCommand::Stop => {
+            match ask(Kind::Stop).map_err(failed)? {
+                Some(status) => {
+                    // "stopped" once it has ended: its socket removed (it
+                    // removes it on the way out, after answering), for up
+                    // to 5 s, so that a `start` right after finds no daemon.
+                    let socket = home_path().join("daemon.sock");
+                    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+                    while socket.exists() && std::time::Instant::now() < until {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                    print_status(global, &status, "stopped")
+                }
+                None if global.json => println!("{}", json!({"running": false})),
+                None => println!("no daemon runs"),
+            }
+            Ok(())
+        }
+        DaemonCommand::Start { idle_timeout } => {
+            if let Some(status) = ask(Kind::Status).map_err(failed)? {
+                print_status(global, &status, "already runs");
+                return Ok(());
+            }
+            start(*idle_timeout).map_err(failed)?;
+            let status = ask(Kind::Status).map_err(failed)?.ok_or_else(|| failed("the daemon did not start".into()))?;
+            print_status(global, &status, "started");
+            Ok(())
+        }
+        DaemonCommand::Run { idle_timeout } => serve(*idle_timeout).map_err(failed),
+    }
+}
+
+fn print_status(global: &Global, status: &Value, what: &str) {
+    if global.json {
+        let mut status = status.clone();
+        status["running"] = Value::Bool(what != "stopped");
+        println!("{status}");
+        return;
+    }
+    let pid = status["pid"].as_u64().unwrap_or(0);
+    println!("the daemon {what} (pid {pid}, socket {})", display(status["socket"].as_str().unwrap_or("")));
+    if what == "stopped" {
+        return;
+    }
+    println!("  commands answered: {}", status["commands"]);
+    match status["idleTimeoutMinutes"].as_u64() {
+        Some(0) | None => println!("  ends: at dsh-session-ref daemon stop"),
+        Some(m) => println!("  ends: after {m} minutes without a command, or at dsh-session-ref daemon stop"),
+    }
+    for kept in status["kept"].as_array().into_iter().flatten() {
+        let sources: Vec<String> = kept["sources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| format!("{}={}", s["kind"].as_str().unwrap_or(""), s["root"].as_str().unwrap_or("")))
+            .collect();
+        let cache = if kept["cache"] == Value::Bool(true) { "" } else { " (no cache)" };
+        println!("  keeps: {}{cache}", display(&sources.join(" ")));
+    }
+}
+
+/// Asks the daemon for its status or to stop: `None` when none runs.
+fn ask(kind: Kind) -> Result<Option<Value>, String> {
+    let Some(mut stream) = connect() else { return Ok(None) };
+    let mut frame = Frame::default();
+    frame.put(MAGIC).put(&[kind as u8]);
+    let talk = |stream: &mut UnixStream| -> io::Result<Vec<u8>> {
+        stream.write_all(&frame.framed())?;
+        let (_, body) = read_reply(stream)?;
+        if kind == Kind::Stop {
+            // It closes the connection when it has saved and removed its socket.
+            let mut rest = Vec::new();
+            let _ = stream.read_to_end(&mut rest);
+        }
+        Ok(body)
+    };
+    let body = talk(&mut stream).map_err(|e| format!("asking the daemon: {e}"))?;
+    serde_json::from_slice(&body).map(Some).map_err(|e| format!("the daemon's answer: {e}"))
+}
+
+/// Starts the daemon in the background (a session of its own, its standard
+/// error in `daemon.log` beside its socket) and waits until it answers.
+fn start(idle_timeout: u64) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let dir = home()?;
+    let log = dir.join("daemon.log");
+    let log = private_file(&log, true)?;
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let mut child = std::process::Command::new(exe);
+    child
+        .args(["daemon", "run", "--idle-timeout", &idle_timeout.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe; the child leaves the caller's
+    // session and terminal, so it outlives the shell that started it.
+    unsafe {
+        child.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = child.spawn().map_err(|e| format!("starting the daemon: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if connect().is_some() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(dir.join("daemon.log")).unwrap_or_default();
+            return Err(format!("the daemon ended at once ({status}): {}", log.trim()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err("the daemon did not answer within 20 s".into())
+}

@@ -1,0 +1,35 @@
+//! A count of the steps this thread has taken in the work whose cost must
+//! stay linear in its input: retention under the budget, and the
+//! transcript readers' joins, placements, roll-backs and look-ups. The
+//! tests that hold those bounds compare the count for an input and for
+//! one twice its size, so a loaded machine cannot fail them as a timing
+//! would.
+
+use std::cell::Cell;
+
+thread_local! {
+    static STEPS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Adds `n` steps to this thread's count.
+#[inline]
+pub(crate) fn add(n: usize) {
+    STEPS.with(|s| s.set(s.get().wrapping_add(n as u64)));
+}
+
+/// The steps this thread has taken so far (a test reads it before and
+/// after the work it bounds).
+pub fn steps() -> u64 {
+    STEPS.with(Cell::get)
+}
+
+/// Steps counted as they are taken and added to this thread's count when
+/// it is dropped (on every way out of the work).
+#[derive(Default)]
+pub(crate) struct Tally(pub(crate) usize);
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        add(self.0);
+    }
+}
