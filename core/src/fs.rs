@@ -248,8 +248,45 @@ pub fn open_regular(path: &Path) -> io::Result<(File, FileIdentity)> {
     open_stamped(path).map(|(file, stamp)| (file, stamp.id))
 }
 
+/// The files whose opens are being counted ([`count_opens`]), each with
+/// its count so far; `COUNTING` says whether there are any, so that an open
+/// costs one atomic load when none are.
+static COUNTED: std::sync::Mutex<Vec<(std::path::PathBuf, usize)>> = std::sync::Mutex::new(Vec::new());
+static COUNTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Counts from now on every open of the file at `path` (as the readers
+/// name it: under the root they were given) by the library's own readers,
+/// starting from 0: how tests tell how many times a read opened a file.
+#[doc(hidden)]
+pub fn count_opens(path: &Path) {
+    let mut counted = COUNTED.lock().unwrap_or_else(|e| e.into_inner());
+    counted.retain(|(p, _)| p != path);
+    counted.push((path.to_path_buf(), 0));
+    COUNTING.store(true, Ordering::Relaxed);
+}
+
+/// How many times the file at `path` was opened since [`count_opens`] of it.
+#[doc(hidden)]
+pub fn opens_counted(path: &Path) -> usize {
+    let counted = COUNTED.lock().unwrap_or_else(|e| e.into_inner());
+    counted.iter().find(|(p, _)| p == path).map_or(0, |(_, n)| *n)
+}
+
+/// Counts an open of the file at `path()` when it is being counted.
+fn opened(path: impl FnOnce() -> std::path::PathBuf) {
+    if !COUNTING.load(Ordering::Relaxed) {
+        return;
+    }
+    let path = path();
+    let mut counted = COUNTED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, n)) = counted.iter_mut().find(|(p, _)| *p == path) {
+        *n += 1;
+    }
+}
+
 /// [`open_regular`], with the file's [`Stamp`].
 pub(crate) fn open_stamped(path: &Path) -> io::Result<(File, Stamp)> {
+    opened(|| path.to_path_buf());
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -346,6 +383,10 @@ impl DirUnder {
             let path: std::path::PathBuf = rel.iter().collect();
             match openat2(fd, &path, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH) {
                 Ok(fd) => {
+                    opened(|| {
+                        let dir = self.dir.iter().map(OsString::as_os_str);
+                        std::iter::once(self.root.as_os_str()).chain(dir).chain(rel.iter().copied()).collect()
+                    });
                     let file = File::from(fd);
                     let meta = file.metadata()?;
                     if meta.is_file() {

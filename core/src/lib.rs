@@ -180,7 +180,8 @@ pub use harden::Hardening;
 pub use host::{
     listed_session_id, Blocking, BlockingSessionQuery, BudgetedSurface, Candidate, Fingerprint, MatchField,
     PinnedListing, QueryFuture, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
-    SessionHeader, SessionQuery, SharedBytes, SharedListing, StreamedItems, SurfaceData, SurfaceItems, Target,
+    SessionHeader, SessionQuery, SharedBytes, SharedListing, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems,
+    SurfaceRead, Target,
 };
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;

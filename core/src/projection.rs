@@ -174,7 +174,7 @@ pub fn project_json(bytes: &[u8]) -> Result<Projection<'_>, String> {
 /// a message, a message from a source other than the user or a checkpoint,
 /// one without visible text): a snapshot without such events projects
 /// exactly as the whole one, item for item and error for error, so a
-/// source that reads a log may leave them out (`SessionQuery::read_surface_for_projection`).
+/// source that reads a log may leave them out (`SurfaceRead::ForProjection`).
 pub fn may_project(event_json: &[u8]) -> bool {
     !matches!(event(&mut Reader::new(event_json)), Ok(Ok(None)))
 }
@@ -183,7 +183,7 @@ pub fn may_project(event_json: &[u8]) -> bool {
 /// `events`) gives, `None` for an event projection drops, or why it fails
 /// the snapshot: what [`may_project`] tells apart, with the item (for a
 /// source that measures the items of a log without keeping their texts,
-/// `SessionQuery::read_surface_within`).
+/// `SurfaceRead::Within`).
 pub fn project_event(event_json: &[u8]) -> Result<Option<Item<'_>>, String> {
     event(&mut Reader::new(event_json)).and_then(|r| r)
 }

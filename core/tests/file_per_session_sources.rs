@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use dsh_session_reference::sources::aider::{self, AiderSource};
 use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
 use dsh_session_reference::sources::cursor::{self, CursorSource};
@@ -567,4 +569,66 @@ fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
     }
     let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();
     assert!(matches!(surface, SurfaceData::Conversation(_)));
+}
+
+/// One page, one conversation and one reference of a session of a source
+/// that keeps each in a file each open its file once: the title comes with
+/// the surface read, and the file is checked and replayed on the same
+/// open, whether the session was listed before or is found by its id or
+/// its file's name.
+#[test]
+fn a_read_of_a_file_per_session_source_opens_its_file_once() {
+    use std::sync::Arc;
+
+    use dsh_session_reference::fs::{count_opens, opens_counted};
+    use dsh_session_reference::{CandidateOptions, Config, PrepareOptions, ReadOptions, Resolver, Target};
+    type Open = fn(&Path) -> Arc<dyn SessionQuery>;
+    let kinds: [(PathBuf, &str, &str, &str, Open); 3] = [
+        (
+            gemini_fixture(),
+            "myproj/chats/session-2026-08-01T10-00-1a2b3c4d.jsonl",
+            "gemini-cli:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+            "Parser refactor",
+            |root| GeminiCliSource::open(root).unwrap().into_query(),
+        ),
+        (
+            cursor_fixture(),
+            "home-u-shop/agent-transcripts/aaaa1111-0000-4000-8000-000000000001.jsonl",
+            "cursor:aaaa1111-0000-4000-8000-000000000001",
+            "Add a cart badge",
+            |root| CursorSource::open(root).unwrap().into_query(),
+        ),
+        (
+            copilot_fixture(),
+            "3f1c2b4a-0000-4000-8000-00000000000a/events.jsonl",
+            "copilot-cli:3f1c2b4a-0000-4000-8000-00000000000a",
+            "Fetch retries",
+            |root| CopilotCliSource::open(root).unwrap().into_query(),
+        ),
+    ];
+    let target = Target::new("new-chat", None);
+    for (fixture, file, id, title, open) in kinds {
+        let tmp = tempfile::tempdir().unwrap();
+        common::copy_dir(&fixture, tmp.path());
+        let file = tmp.path().join(file);
+        for listed_first in [false, true] {
+            let resolver = Resolver::new(open(tmp.path()), Config::default());
+            if listed_first {
+                block_on(resolver.candidates(&target, "", &CandidateOptions::default(), None)).unwrap();
+            }
+            let once = |what: &str| assert_eq!(opens_counted(&file), 1, "{id}: {what} (listed first: {listed_first})");
+            count_opens(&file);
+            let page = block_on(resolver.read(&target, id, &ReadOptions::default(), None)).unwrap();
+            once("one page");
+            count_opens(&file);
+            let conversation = block_on(resolver.conversation(id, None)).unwrap();
+            once("one conversation");
+            assert_eq!((page.title.as_str(), conversation.label.as_str()), (title, title));
+            count_opens(&file);
+            let refs = [serde_json::json!({"sessionId": id})];
+            let content = serde_json::json!([{"type": "text", "text": "see"}]);
+            block_on(resolver.prepare(&target, &content, &refs, &PrepareOptions::default(), None)).unwrap();
+            once("one reference");
+        }
+    }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
 use dsh_session_reference::{
     block_on, Blocking, BlockingSessionQuery, Config, DiscoveryCachePart, DshStore, MemoryQuery, PrepareOptions,
-    Resolver, SearchOptions, SessionHeader, SurfaceData, Target,
+    Resolver, SearchOptions, SessionHeader, SurfaceAnswer, SurfaceData, SurfaceRead, Target,
 };
 use serde_json::{json, Value};
 
@@ -508,8 +508,8 @@ fn claude_code_first_indexing_of_conversation() {
 }
 
 /// A source that offers the surface for projection only (and its
-/// fingerprints): a resolver over it reads every session whole
-/// (`read_surface_within`'s and `read_surface_items`' defaults).
+/// fingerprints): a resolver over it reads every session whole, as a
+/// source that answers every read alike does.
 struct Whole<Q>(Q);
 
 impl<Q: BlockingSessionQuery> BlockingSessionQuery for Whole<Q> {
@@ -528,8 +528,8 @@ impl<Q: BlockingSessionQuery> BlockingSessionQuery for Whole<Q> {
     fn read_surface(&self, id: &str) -> Result<SurfaceData, dsh_session_reference::HostError> {
         BlockingSessionQuery::read_surface(&self.0, id)
     }
-    fn read_surface_for_projection(&self, id: &str) -> Result<SurfaceData, dsh_session_reference::HostError> {
-        BlockingSessionQuery::read_surface_for_projection(&self.0, id)
+    fn read_surface_as(&self, id: &str, _: SurfaceRead) -> Result<SurfaceAnswer, dsh_session_reference::HostError> {
+        BlockingSessionQuery::read_surface_as(&self.0, id, SurfaceRead::ForProjection)
     }
 }
 
@@ -633,7 +633,7 @@ where
             budget,
             &root.display().to_string(),
         );
-        let read = BlockingSessionQuery::read_surface_within(source, id, budget).unwrap();
+        let read = BlockingSessionQuery::read_surface_as(source, id, SurfaceRead::Within(budget)).unwrap();
         elided += usize::from(read.elided.messages > 0);
     }
     (compared, elided)
@@ -872,7 +872,9 @@ fn streams_as_projected<S: BlockingSessionQuery>(
         .iter()
         .map(|i| (i.role, i.text.decode().unwrap().into_owned(), i.checkpoint))
         .collect();
-    let Ok(SurfaceItems::Streamed(mut items)) = BlockingSessionQuery::read_surface_items(source, id) else {
+    let Ok(SurfaceItems::Streamed(mut items)) =
+        BlockingSessionQuery::read_surface_as(source, id, SurfaceRead::Items).map(|a| a.surface)
+    else {
         panic!("{id}: not streamed");
     };
     for _pass in 0..passes {

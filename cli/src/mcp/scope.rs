@@ -14,8 +14,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use dsh_session_reference::{
-    BudgetedSurface, Fingerprint, HostError, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery,
-    SharedListing, SurfaceData, SurfaceItems,
+    Fingerprint, HostError, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing,
+    SurfaceAnswer, SurfaceData, SurfaceRead,
 };
 
 /// The sessions offered.
@@ -214,16 +214,8 @@ impl SessionQuery for ScopedQuery {
         Box::pin(self.scoped_surface(session_id, self.inner.read_surface(session_id)))
     }
 
-    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        Box::pin(self.scoped_surface(session_id, self.inner.read_surface_for_projection(session_id)))
-    }
-
-    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
-        Box::pin(self.scoped_surface(session_id, self.inner.read_surface_within(session_id, budget)))
-    }
-
-    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
-        Box::pin(self.scoped_surface(session_id, self.inner.read_surface_items(session_id)))
+    fn read_surface_as<'a>(&'a self, session_id: &'a str, read: SurfaceRead) -> QueryFuture<'a, SurfaceAnswer> {
+        Box::pin(self.scoped_surface(session_id, self.inner.read_surface_as(session_id, read)))
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {

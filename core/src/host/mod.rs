@@ -28,7 +28,7 @@ pub use search::{
     SearchResult, SearchScope,
 };
 pub(crate) use surface::with_projection;
-pub use surface::{BudgetedSurface, SharedBytes, StreamedItems, SurfaceData, SurfaceItems};
+pub use surface::{BudgetedSurface, SharedBytes, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead};
 
 /// A boxed future returned by [`SessionQuery`] methods.
 pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> + Send + 'a>>;
@@ -253,39 +253,17 @@ pub trait SessionQuery: Send + Sync {
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>>;
     /// The current surface snapshot of a session.
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData>;
-    /// Optional: the surface snapshot of a session as the library reads it
-    /// to project it (prepare, pages, search), which must project exactly
-    /// as [`read_surface`](Self::read_surface)'s does, item for item and
-    /// error for error; it may leave out the events projection drops
-    /// (`projection::may_project`), which are most of an agent's log
-    /// (tool output). Default: [`read_surface`](Self::read_surface).
-    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        self.read_surface(session_id)
-    }
-    /// Optional: the surface snapshot of a session for a whole-session
-    /// reference retained under `budget` bytes (prepare), which may leave
-    /// out, besides what [`read_surface_for_projection`](Self::read_surface_for_projection)
-    /// may, the oldest messages retention certainly drops under that budget
-    /// (`retention::certainly_dropped`) and say so in
-    /// [`BudgetedSurface::elided`]; it then retains exactly as the whole
-    /// snapshot does. A source that reads a long log keeps what the budget
-    /// can keep, not the log. Default: the whole
-    /// [`read_surface_for_projection`](Self::read_surface_for_projection).
-    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
-        let _ = budget;
-        let read = self.read_surface_for_projection(session_id);
-        Box::pin(async move { read.await.map(BudgetedSurface::whole) })
-    }
-    /// Optional: a session's projected items as the search index reads
-    /// them to index the session: either the surface whole (the default:
-    /// [`read_surface_for_projection`](Self::read_surface_for_projection)'s
-    /// snapshot), or the items read one at a time
-    /// ([`SurfaceItems::Streamed`]), exactly the items that snapshot
-    /// projects to. A source that reads a long log indexes it holding one
-    /// item at a time, not its surface.
-    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
-        let read = self.read_surface_for_projection(session_id);
-        Box::pin(async move { read.await.map(SurfaceItems::Whole) })
+    /// The surface of a session as `read` asks for it: what the library
+    /// calls for every read (prepare, pages, conversations, search), with
+    /// the title when the read learns it on the way. A source that can
+    /// read less than the whole snapshot for some reads answers them here
+    /// (see [`SurfaceRead`] for what each may leave out, and how it must
+    /// still project); the default answers every read with
+    /// [`read_surface`](Self::read_surface)'s snapshot.
+    fn read_surface_as<'a>(&'a self, session_id: &'a str, read: SurfaceRead) -> QueryFuture<'a, SurfaceAnswer> {
+        let _ = read;
+        let whole = self.read_surface(session_id);
+        Box::pin(async move { whole.await.map(SurfaceAnswer::whole) })
     }
     /// Optional change detection: the current [`Fingerprint`] of each
     /// session in `session_ids` (same order, same length; `None` for one the
@@ -329,14 +307,8 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         (**self).read_surface(session_id)
     }
-    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        (**self).read_surface_for_projection(session_id)
-    }
-    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
-        (**self).read_surface_within(session_id, budget)
-    }
-    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
-        (**self).read_surface_items(session_id)
+    fn read_surface_as<'a>(&'a self, session_id: &'a str, read: SurfaceRead) -> QueryFuture<'a, SurfaceAnswer> {
+        (**self).read_surface_as(session_id, read)
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         (**self).fingerprints(session_ids)
@@ -372,24 +344,11 @@ pub trait BlockingSessionQuery: Send + Sync + 'static {
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError>;
     /// The current surface snapshot of a session.
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError>;
-    /// Optional: the surface as the library reads it to project it, as
-    /// [`SessionQuery::read_surface_for_projection`] (default:
-    /// [`read_surface`](Self::read_surface)).
-    fn read_surface_for_projection(&self, session_id: &str) -> Result<SurfaceData, HostError> {
-        self.read_surface(session_id)
-    }
-    /// Optional: the surface under a byte budget, as
-    /// [`SessionQuery::read_surface_within`] (default: the whole
-    /// [`read_surface_for_projection`](Self::read_surface_for_projection)).
-    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
-        let _ = budget;
-        self.read_surface_for_projection(session_id).map(BudgetedSurface::whole)
-    }
-    /// Optional: the projected items as the search index reads them, as
-    /// [`SessionQuery::read_surface_items`] (default: the whole
-    /// [`read_surface_for_projection`](Self::read_surface_for_projection)).
-    fn read_surface_items(&self, session_id: &str) -> Result<SurfaceItems, HostError> {
-        self.read_surface_for_projection(session_id).map(SurfaceItems::Whole)
+    /// The surface as `read` asks for it, as [`SessionQuery::read_surface_as`]
+    /// (default: [`read_surface`](Self::read_surface)'s snapshot for every read).
+    fn read_surface_as(&self, session_id: &str, read: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
+        let _ = read;
+        self.read_surface(session_id).map(SurfaceAnswer::whole)
     }
     /// Optional change detection, as [`SessionQuery::fingerprints`]
     /// (default: `None`, no fingerprints). Called once per discovery query
@@ -454,17 +413,9 @@ impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
         let id = session_id.to_owned();
         on_blocking_pool(&self.0, move |q| q.read_surface(&id))
     }
-    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+    fn read_surface_as<'a>(&'a self, session_id: &'a str, read: SurfaceRead) -> QueryFuture<'a, SurfaceAnswer> {
         let id = session_id.to_owned();
-        on_blocking_pool(&self.0, move |q| q.read_surface_for_projection(&id))
-    }
-    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
-        let id = session_id.to_owned();
-        on_blocking_pool(&self.0, move |q| q.read_surface_within(&id, budget))
-    }
-    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
-        let id = session_id.to_owned();
-        on_blocking_pool(&self.0, move |q| q.read_surface_items(&id))
+        on_blocking_pool(&self.0, move |q| q.read_surface_as(&id, read))
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         let ids = session_ids.to_vec();

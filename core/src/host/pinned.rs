@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::{
-    BudgetedSurface, Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing,
-    SurfaceData, SurfaceItems,
+    Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing, SurfaceAnswer,
+    SurfaceData, SurfaceRead,
 };
 use crate::error::HostError;
 
@@ -116,14 +116,8 @@ impl SessionQuery for PinnedListing {
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         self.recorded(session_id, self.query.read_surface(session_id))
     }
-    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        self.recorded(session_id, self.query.read_surface_for_projection(session_id))
-    }
-    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
-        self.recorded(session_id, self.query.read_surface_within(session_id, budget))
-    }
-    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
-        self.recorded(session_id, self.query.read_surface_items(session_id))
+    fn read_surface_as<'a>(&'a self, session_id: &'a str, read: SurfaceRead) -> QueryFuture<'a, SurfaceAnswer> {
+        self.recorded(session_id, self.query.read_surface_as(session_id, read))
     }
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         self.query.fingerprints(session_ids)

@@ -38,9 +38,98 @@ impl SurfaceData {
     }
 }
 
+/// What a surface read asks for
+/// ([`SessionQuery::read_surface_as`](crate::host::SessionQuery::read_surface_as)).
+/// Each kind may leave out what the one before it may not, and must
+/// project (or retain) exactly as the whole snapshot does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SurfaceRead {
+    /// The surface snapshot as the source gives it.
+    Whole,
+    /// The snapshot as the library reads it to project it (a page, a
+    /// conversation, an excerpt): it may leave out the events projection
+    /// drops (`projection::may_project`), which are most of an agent's log
+    /// (tool output).
+    ForProjection,
+    /// The snapshot for a whole-session reference retained under this many
+    /// bytes: it may leave out, besides what
+    /// [`ForProjection`](Self::ForProjection) may, the oldest messages
+    /// retention certainly drops under that budget
+    /// (`retention::certainly_dropped`), and say so in
+    /// [`SurfaceAnswer::elided`]. A source that reads a long log keeps what
+    /// the budget can keep, not the log.
+    Within(u64),
+    /// The projected items as the search index reads them: the
+    /// [`ForProjection`](Self::ForProjection) snapshot, or the items read
+    /// one at a time ([`SurfaceItems::Streamed`]), exactly the items that
+    /// snapshot projects to. A source that reads a long log indexes it
+    /// holding one item at a time, not its surface.
+    Items,
+}
+
+/// The answer to a surface read
+/// ([`SessionQuery::read_surface_as`](crate::host::SessionQuery::read_surface_as)):
+/// the snapshot (or, to a [`SurfaceRead::Items`] read only, its items
+/// streamed), what a [`SurfaceRead::Within`] read left out, and the
+/// session's title when the read learned it on the way (a source whose
+/// title is read from the same file as its surface gives it here, so that
+/// a page is one read of that file).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SurfaceAnswer {
+    /// The snapshot, whole or streamed.
+    pub surface: SurfaceItems,
+    /// The messages left out (none but to a [`SurfaceRead::Within`] read).
+    pub elided: Elided,
+    /// The session's latest title as [`read_title`](crate::host::SessionQuery::read_title)
+    /// would give it now, when the read learned it (`Some(None)`: it has
+    /// none); `None` when the read did not learn it.
+    pub title: Option<Option<String>>,
+}
+
+impl SurfaceAnswer {
+    /// A whole snapshot: nothing left out, no title learned.
+    pub fn whole(data: SurfaceData) -> Self {
+        SurfaceAnswer { surface: SurfaceItems::Whole(data), elided: Elided::default(), title: None }
+    }
+
+    /// A snapshot read under a budget, with what it left out.
+    pub fn within(read: BudgetedSurface) -> Self {
+        SurfaceAnswer { surface: SurfaceItems::Whole(read.data), elided: read.elided, title: None }
+    }
+
+    /// Items, whole or streamed.
+    pub fn items(items: SurfaceItems) -> Self {
+        SurfaceAnswer { surface: items, elided: Elided::default(), title: None }
+    }
+
+    /// This answer with the session's title, as the read learned it.
+    pub fn with_title(mut self, title: Option<String>) -> Self {
+        self.title = Some(title);
+        self
+    }
+
+    /// The snapshot; an error for streamed items (a source may stream only
+    /// to a [`SurfaceRead::Items`] read).
+    pub fn into_data(self) -> Result<SurfaceData, HostError> {
+        self.into_budgeted().map(|read| read.data)
+    }
+
+    /// The snapshot and what it left out; an error for streamed items (a
+    /// source may stream only to a [`SurfaceRead::Items`] read).
+    pub fn into_budgeted(self) -> Result<BudgetedSurface, HostError> {
+        match self.surface {
+            SurfaceItems::Whole(data) => Ok(BudgetedSurface { data, elided: self.elided }),
+            SurfaceItems::Streamed(_) => {
+                Err(HostError::new("the source streamed items where a snapshot was asked for"))
+            }
+        }
+    }
+}
+
 /// A surface snapshot read under a byte budget
-/// ([`SessionQuery::read_surface_within`](crate::host::SessionQuery::read_surface_within)):
-/// the snapshot, without the oldest messages retention certainly drops
+/// (a [`SurfaceRead::Within`] read): the snapshot, without the oldest messages retention certainly drops
 /// under that budget, and what was left out, which still counts as dropped.
 #[derive(Clone, Debug)]
 pub struct BudgetedSurface {
@@ -59,8 +148,7 @@ impl BudgetedSurface {
 
 /// A session's projected items as the search index reads them to index
 /// the session
-/// ([`SessionQuery::read_surface_items`](crate::host::SessionQuery::read_surface_items)):
-/// its surface whole, to be projected as any snapshot is, or its item
+/// (a [`SurfaceRead::Items`] read): its surface whole, to be projected as any snapshot is, or its item
 /// items read one at a time, as often as the index needs to go over them.
 pub enum SurfaceItems {
     /// The surface snapshot, projected whole.
@@ -81,8 +169,7 @@ impl std::fmt::Debug for SurfaceItems {
 /// A session's projected items, read one at a time: the items projecting
 /// the session's surface gives (the same items, in the same order, with
 /// the same texts, as projecting
-/// [`SessionQuery::read_surface_for_projection`](crate::host::SessionQuery::read_surface_for_projection)'s
-/// snapshot), never all held at once.
+/// the [`SurfaceRead::ForProjection`] snapshot), never all held at once.
 pub trait StreamedItems: Send {
     /// Calls `f` with each item in order until it breaks; every call goes
     /// over them again from the first. An error when they cannot be given

@@ -12,7 +12,7 @@ use crate::config::index_from_json;
 use crate::context::{ContextMessage, Prepared, PreparedMessage, ReferenceMetadata};
 use crate::error::{Error, ErrorCode, Result};
 use crate::harden::Hardening;
-use crate::host::{BudgetedSurface, SurfaceData, Target};
+use crate::host::{BudgetedSurface, SurfaceAnswer, SurfaceData, SurfaceRead, Target};
 use crate::prompt::{append_omissions, render_prompt, render_reference, render_source_elided, Excerpt, RenderedSource};
 use crate::retention::Elided;
 use crate::uri::{parse_text_with, ParsedReference};
@@ -249,12 +249,12 @@ impl Resolver {
                 // leave out what retention certainly drops); an excerpt
                 // needs every message's index.
                 let read = match r.excerpt {
-                    None => guarded(|| self.query.read_surface_within(&r.session_id, budget)).await,
-                    Some(_) => guarded(|| self.query.read_surface_for_projection(&r.session_id))
-                        .await
-                        .map(BudgetedSurface::whole),
+                    None => SurfaceRead::Within(budget),
+                    Some(_) => SurfaceRead::ForProjection,
                 };
-                let BudgetedSurface { data, elided } = read.map_err(|e| Error::read_failed(&r.session_id, e))?;
+                let read = guarded(|| self.query.read_surface_as(&r.session_id, read)).await;
+                let BudgetedSurface { data, elided } =
+                    read.and_then(SurfaceAnswer::into_budgeted).map_err(|e| Error::read_failed(&r.session_id, e))?;
                 let (id, label, excerpt) = (r.session_id.clone(), r.label.clone(), r.excerpt);
                 let size = surface_len(&data);
                 let offload = size >= BLOCKING_PROJECTION_BYTES || (several && size >= PARALLEL_PROJECTION_BYTES);

@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde_json::{Map, Number, Value};
 
-use super::{cancellable, guarded, Resolver};
+use super::{cancellable, Resolver};
 use crate::cache_file::checksum;
 use crate::cancel::CancelToken;
 use crate::config::{index_from_json, positive_safe_integer, MAX_SAFE_INTEGER};
@@ -411,7 +411,8 @@ impl Resolver {
     /// never tool output or reasoning), as a run of whole messages whose
     /// framed text fits the budget, selected by `options` (from `start`,
     /// `around` an index, from a cursor, or the newest that fit). One read
-    /// of the title and one of the surface, in parallel.
+    /// of the surface, and of the title when that read did not give it and
+    /// no title is cached under the session's current fingerprint.
     ///
     /// Errors, in this order: options that do not go together, or a
     /// malformed cursor or one made for another session,
@@ -434,12 +435,8 @@ impl Resolver {
         }
         let hardening = self.config.hardening();
         let work = async {
-            let (surface, title) = futures::join!(
-                guarded(|| self.query.read_surface_for_projection(session_id)),
-                guarded(|| self.query.read_title(session_id))
-            );
-            let surface = surface.map_err(|e| Error::read_failed(session_id, e))?;
-            let title = title.ok().flatten().unwrap_or_else(|| session_id.to_owned());
+            let (surface, title) = self.surface_and_title(session_id).await?;
+            let title = title.unwrap_or_else(|| session_id.to_owned());
             let title = hardening.label(title, session_id);
             let id = session_id.to_owned();
             // On a blocking thread: a large session must not hold a runtime

@@ -7,7 +7,7 @@ use serde_json::{Map, Number, Value};
 use super::{cancellable, guarded, Resolver};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use crate::host::{with_projection, SurfaceData};
+use crate::host::{with_projection, SurfaceData, SurfaceRead};
 use crate::projection::Role;
 
 /// One projected message: user text as typed, steering, a compaction
@@ -69,19 +69,33 @@ impl SessionConversation {
 }
 
 impl Resolver {
+    /// The surface of `session_id` for projection, and its title (`None`
+    /// when it has none or cannot be read): the title the read gave when
+    /// the source learns it on the way (a file that holds both is read
+    /// once), else [`title_now`](Self::title_now). A failed read is
+    /// `SESSION_REFERENCE_READ_FAILED`.
+    pub(crate) async fn surface_and_title(&self, session_id: &str) -> Result<(SurfaceData, Option<String>)> {
+        let answer = guarded(|| self.query.read_surface_as(session_id, SurfaceRead::ForProjection)).await;
+        let answer = answer.map_err(|e| Error::read_failed(session_id, e))?;
+        let title = answer.title.clone();
+        let surface = answer.into_data().map_err(|e| Error::read_failed(session_id, e))?;
+        let title = match title {
+            Some(title) => title,
+            None => self.title_now(session_id).await,
+        };
+        Ok((surface, title))
+    }
+
     /// The whole projected conversation of `session_id` (any session the
     /// host can read, the target's own included), with its label: one read
-    /// of the title and one of the surface, in parallel. A failed read, or
+    /// of the surface, and of the title when that read did not give it and
+    /// no title is cached under the session's current fingerprint. A failed read, or
     /// a snapshot that does not project, is `SESSION_REFERENCE_READ_FAILED`;
     /// a title that cannot be read leaves the id as the label. No budget
     /// applies: a host that shows it to a model must bound it itself.
     pub async fn conversation(&self, session_id: &str, cancel: Option<&CancelToken>) -> Result<SessionConversation> {
         let work = async {
-            let (surface, title) = futures::join!(
-                guarded(|| self.query.read_surface_for_projection(session_id)),
-                guarded(|| self.query.read_title(session_id))
-            );
-            let surface = surface.map_err(|e| Error::read_failed(session_id, e))?;
+            let (surface, title) = self.surface_and_title(session_id).await?;
             let redact = self.config.hardening().redact_secrets;
             // Projected on a blocking thread: a large session must not hold
             // a runtime worker (and cancellation stays prompt).
@@ -91,7 +105,7 @@ impl Resolver {
                 .and_then(|r| r)
                 .map_err(|e| Error::read_failed(session_id, e.into()))?;
             let (cwd, captured_through_seq, messages) = projected;
-            let title = title.ok().flatten().unwrap_or_else(|| session_id.to_owned());
+            let title = title.unwrap_or_else(|| session_id.to_owned());
             let label = self.config.hardening().label(title, session_id);
             Ok(SessionConversation { session_id: session_id.to_owned(), label, cwd, captured_through_seq, messages })
         };

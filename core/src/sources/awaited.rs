@@ -9,8 +9,8 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::HostError;
 use crate::host::{
-    BudgetedSurface, Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing,
-    SurfaceData, SurfaceItems,
+    Fingerprint, QueryFuture, SearchRequest, SearchResult, SessionHeader, SessionQuery, SharedListing, SurfaceAnswer,
+    SurfaceData, SurfaceRead,
 };
 
 /// Whether a root exists now.
@@ -98,16 +98,8 @@ impl SessionQuery for Awaited {
         self.read(session_id, |source| source.read_surface(session_id))
     }
 
-    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        self.read(session_id, |source| source.read_surface_for_projection(session_id))
-    }
-
-    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
-        self.read(session_id, move |source| source.read_surface_within(session_id, budget))
-    }
-
-    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
-        self.read(session_id, |source| source.read_surface_items(session_id))
+    fn read_surface_as<'a>(&'a self, session_id: &'a str, read: SurfaceRead) -> QueryFuture<'a, SurfaceAnswer> {
+        self.read(session_id, move |source| source.read_surface_as(session_id, read))
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {

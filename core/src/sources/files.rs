@@ -9,14 +9,16 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io;
+use std::io::{self, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::fs::{open_under, par_map, sorted_entries, DirUnder, EntryKind, FileIdentity, Stamp, LINK_REASON};
-use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
+use crate::host::{
+    BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceRead,
+};
 use crate::sources::foreign::{conversation, mtime_ms, read_error, ListedSession, Listing, Transcript};
 use crate::sources::FileSource;
 
@@ -68,6 +70,20 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
     fn guess(&self, root: &Path, bare: &str) -> Vec<Rel> {
         let _ = (root, bare);
         Vec::new()
+    }
+
+    /// Whether a format's file names say which session a file may hold
+    /// ([`named_for`](Self::named_for)).
+    const NAMES_SESSIONS: bool = false;
+
+    /// Whether the file at `rel`, as [`walk`](Self::walk) found it, may hold
+    /// `bare` by its name. A session its id does not place
+    /// ([`guess`](Self::guess)) is then looked for among the files so named
+    /// (each opened once, and the one that holds it read on that open)
+    /// before every file's heads are read by a listing.
+    fn named_for(&self, rel: &[OsString], bare: &str) -> bool {
+        let _ = (rel, bare);
+        false
     }
 }
 
@@ -238,6 +254,23 @@ impl<F: SessionFiles> FileSessions<F> {
         self.format.heads(&self.root, rel, file, &identity).is_ok_and(|heads| heads.iter().any(|h| h.bare == bare))
     }
 
+    /// Session `bare` read from the file at `rel` when that file holds it
+    /// (`None` when it cannot be opened or does not hold it): one open,
+    /// its heads checked, then read again from its start, so the session
+    /// read is the one checked.
+    fn read_if_holds(&self, rel: &[OsString], bare: &str) -> Option<io::Result<Transcript>> {
+        let (file, identity) = self.open_rel(rel).ok()?;
+        let mut again = match file.try_clone() {
+            Ok(f) => f,
+            Err(e) => return Some(Err(e)),
+        };
+        let heads = self.format.heads(&self.root, rel, file, &identity).ok()?;
+        if !heads.iter().any(|h| h.bare == bare) {
+            return None;
+        }
+        Some(again.seek(io::SeekFrom::Start(0)).and_then(|_| self.format.read(&self.root, rel, again, bare)))
+    }
+
     /// The files that may hold `bare` without a listing: where the last
     /// listing found it, then where its id says.
     fn likely(&self, bare: &str) -> impl Iterator<Item = Rel> {
@@ -249,9 +282,14 @@ impl<F: SessionFiles> FileSessions<F> {
     /// The file of `bare`: where the last listing found it, else where its
     /// id says, else by a new listing.
     fn locate(&self, bare: &str) -> Result<Rel, HostError> {
-        if let Some(rel) = self.likely(bare).find(|r| self.holds(r, bare)) {
-            return Ok(rel);
+        match self.likely(bare).find(|r| self.holds(r, bare)) {
+            Some(rel) => Ok(rel),
+            None => self.listed(bare),
         }
+    }
+
+    /// The file of `bare` as a new listing finds it.
+    fn listed(&self, bare: &str) -> Result<Rel, HostError> {
         let listing = self.list().map_err(|e| HostError::new(format!("cannot list {}: {e}", F::FORMAT)))?;
         if let Some(rel) = self.found.lock().ok().and_then(|m| m.get(bare).cloned()) {
             return Ok(rel);
@@ -278,16 +316,48 @@ impl<F: SessionFiles> FileSessions<F> {
                 return Ok((self.path_of(&rel), read));
             }
         }
-        let rel = self.locate(bare)?;
+        let (rel, read) = match self.likely(bare).find_map(|rel| self.read_if_holds(&rel, bare).map(|r| (rel, r))) {
+            Some(found) => found,
+            None => match self.read_named(bare) {
+                Some(found) => found,
+                None => {
+                    let rel = self.listed(bare)?;
+                    let read = read_at(&rel);
+                    (rel, read)
+                }
+            },
+        };
         let path = self.path_of(&rel);
-        let read = read_at(&rel).map_err(|e| read_error(F::FORMAT, id, &path, e))?;
+        let read = read.map_err(|e| read_error(F::FORMAT, id, &path, e))?;
         Ok((path, read))
+    }
+
+    /// Session `bare` read from the file named for it that holds it (kept
+    /// as where it was found), by a walk of the root that opens only such
+    /// files; `None` when the format's names do not say or none holds it.
+    fn read_named(&self, bare: &str) -> Option<(Rel, io::Result<Transcript>)> {
+        if !F::NAMES_SESSIONS {
+            return None;
+        }
+        let (mut files, mut rejected) = (Vec::new(), Vec::new());
+        self.format.walk(&self.root, &mut files, &mut rejected);
+        let mut named = files.into_iter().filter(|rel| self.format.named_for(rel, bare));
+        let (rel, read) = named.find_map(|rel| self.read_if_holds(&rel, bare).map(|r| (rel, r)))?;
+        if let Ok(mut memo) = self.found.lock() {
+            memo.insert(bare.to_owned(), rel.clone());
+        }
+        Some((rel, read))
     }
 
     /// The current conversation of `id`, as the resolver renders it.
     pub fn conversation(&self, id: &str) -> Result<Conversation, HostError> {
+        self.conversation_titled(id).map(|(conversation, _)| conversation)
+    }
+
+    /// The current conversation of `id` and its title, from one read.
+    fn conversation_titled(&self, id: &str) -> Result<(Conversation, Option<String>), HostError> {
         let (_, read) = self.read(id)?;
-        Ok(conversation(F::PREFIX, id, read.cwd, read.stats, read.items))
+        Ok((conversation(F::PREFIX, id, read.cwd, read.stats, read.items), read.title))
     }
 }
 
@@ -308,6 +378,13 @@ impl<F: SessionFiles> BlockingSessionQuery for FileSessions<F> {
 
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.conversation(session_id).map(SurfaceData::from)
+    }
+
+    /// Every read is of the whole conversation, which the file gives with
+    /// its title: a page of a session reads its file once.
+    fn read_surface_as(&self, session_id: &str, _: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
+        let (conversation, title) = self.conversation_titled(session_id)?;
+        Ok(SurfaceAnswer::whole(SurfaceData::from(conversation)).with_title(title))
     }
 
     /// A session is all in its file, so its fingerprint is the file's

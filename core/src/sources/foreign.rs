@@ -11,7 +11,8 @@ use serde_json::Number;
 use crate::conversation::{Conversation, ConversationItem};
 use crate::error::HostError;
 use crate::fs::BoundedLines;
-use crate::host::SessionHeader;
+use crate::host::{BudgetedSurface, SessionHeader, SurfaceAnswer, SurfaceData};
+use crate::retention::Elided;
 
 /// The longest line a transcript may have, in bytes. A longer line makes
 /// the session unreadable (a clear error naming the line) instead of
@@ -287,6 +288,21 @@ impl Listing {
         listed
             .map(|l| l.sessions.into_iter().map(|s| s.header).collect())
             .map_err(|e| HostError::new(format!("cannot list {format} sessions in {}: {e}", root.display())))
+    }
+}
+
+/// The answer to a read under a budget: the conversation `read` kept and
+/// what it left out, or, when it could not keep it (`None`: the file
+/// changed under the read), the `whole` conversation read again.
+pub(crate) fn within_or_whole(
+    read: Option<(Conversation, Elided)>,
+    whole: impl FnOnce() -> Result<SurfaceData, HostError>,
+) -> Result<SurfaceAnswer, HostError> {
+    match read {
+        Some((conversation, elided)) => {
+            Ok(SurfaceAnswer::within(BudgetedSurface { data: SurfaceData::from(conversation), elided }))
+        }
+        None => whole().map(SurfaceAnswer::whole),
     }
 }
 

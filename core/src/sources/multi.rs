@@ -13,9 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::HostError;
 use crate::host::Fingerprint;
-use crate::host::{
-    BudgetedSurface, QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceData, SurfaceItems,
-};
+use crate::host::{QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceAnswer, SurfaceData, SurfaceRead};
 
 struct Entry {
     name: String,
@@ -301,16 +299,8 @@ impl SessionQuery for MultiQuery {
         self.read_recorded(session_id, |query| query.read_surface(session_id))
     }
 
-    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
-        self.read_recorded(session_id, |query| query.read_surface_for_projection(session_id))
-    }
-
-    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
-        self.read_recorded(session_id, move |query| query.read_surface_within(session_id, budget))
-    }
-
-    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
-        self.read_recorded(session_id, |query| query.read_surface_items(session_id))
+    fn read_surface_as<'a>(&'a self, session_id: &'a str, read: SurfaceRead) -> QueryFuture<'a, SurfaceAnswer> {
+        self.read_recorded(session_id, move |query| query.read_surface_as(session_id, read))
     }
 
     /// Each id's fingerprint from the source its reads go to, asked once per

@@ -23,7 +23,7 @@ use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{
     with_projection, Fingerprint, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
-    SessionHeader, StreamedItems, SurfaceData, SurfaceItems, Target,
+    SessionHeader, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead, Target,
 };
 use crate::index::{Doc, DocCache, Encoder, IndexedItem, Query, SearchSet};
 use crate::projection::Item;
@@ -294,7 +294,10 @@ impl Resolver {
                 async move {
                     // The dictionary as it is now: trained during this
                     // loop, the docs built after use it.
-                    let (read, streamed) = match guarded(|| self.query.read_surface_items(&id)).await {
+                    let (read, streamed) = match guarded(|| self.query.read_surface_as(&id, SurfaceRead::Items))
+                        .await
+                        .map(|a| a.surface)
+                    {
                         Ok(SurfaceItems::Whole(data)) => (Some(Ok(data)), None),
                         Ok(SurfaceItems::Streamed(items)) => {
                             let (fp, title, encoder) = (fp.clone(), title.clone(), self.discovery.docs.encoder());
@@ -306,7 +309,11 @@ impl Resolver {
                             // surface is read whole, as any other.
                             let read = match doc {
                                 Some(_) => None,
-                                None => Some(guarded(|| self.query.read_surface_for_projection(&id)).await),
+                                None => Some(
+                                    guarded(|| self.query.read_surface_as(&id, SurfaceRead::ForProjection))
+                                        .await
+                                        .and_then(SurfaceAnswer::into_data),
+                                ),
                             };
                             (read, doc)
                         }

@@ -157,6 +157,12 @@ impl DiscoveryCache {
         lock(&self.titles).get(id).is_some_and(|(held, _)| held == fp)
     }
 
+    /// The title of `id` cached under `fp`, if any (`Some(None)`: cached
+    /// as having none).
+    pub(crate) fn title_under(&self, id: &str, fp: &Fingerprint) -> Option<Option<String>> {
+        lock(&self.titles).get(id).filter(|(held, _)| held == fp).map(|(_, title)| title.clone())
+    }
+
     /// Number of cached titles (for tests and statistics).
     pub(crate) fn title_count(&self) -> usize {
         lock(&self.titles).len()
@@ -173,6 +179,21 @@ impl Resolver {
             Ok(Some(fps)) if fps.len() == ids.len() => fps,
             _ => no_fingerprints(ids.len()),
         }
+    }
+
+    /// The latest title of `session_id`, as a page or a conversation labels
+    /// it: the one cached under its current fingerprint, else read (`None`
+    /// when it has none or cannot be read).
+    pub(crate) async fn title_now(&self, session_id: &str) -> Option<String> {
+        let ids = [session_id.to_owned()];
+        if let Ok(Some(fps)) = guarded(|| self.query.fingerprints(&ids)).await {
+            if let Some(title) =
+                fps.first().and_then(Option::as_ref).and_then(|fp| self.discovery.title_under(session_id, fp))
+            {
+                return title;
+            }
+        }
+        guarded(|| self.query.read_title(session_id)).await.ok().flatten()
     }
 
     /// The latest titles of `sessions` (same order), whose fingerprints

@@ -74,7 +74,7 @@
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable; memory is bounded by the texts kept plus one line.
 //! A title read keeps no text; a `prepare` of the whole session
-//! (`read_surface_within`) keeps the chain and where each text is, then
+//! (`SurfaceRead::Within`) keeps the chain and where each text is, then
 //! reads again only the lines of the texts retention may keep under the
 //! budget (checked by length and checksum; a file rewritten under the read
 //! is read again whole).
@@ -95,9 +95,11 @@ use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, Stamp, LINK_REASON};
 use crate::host::Fingerprint;
-use crate::host::{BlockingSessionQuery, BudgetedSurface, SessionHeader, SharedListing, SurfaceData, SurfaceItems};
+use crate::host::{
+    BlockingSessionQuery, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
+};
 use crate::retention::Elided;
-use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error};
+use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error, within_or_whole};
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 use crate::sources::{positions_in_order, FileSource};
 
@@ -838,26 +840,27 @@ impl BlockingSessionQuery for ClaudeCodeSource {
         self.conversation(session_id).map(SurfaceData::from)
     }
 
-    /// The conversation without the items retention certainly drops under
-    /// `budget`, read holding only the texts it may keep (a file rewritten
-    /// under the read is read again whole).
-    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
-        match self.conversation_within(session_id, budget)? {
-            Some((conversation, elided)) => Ok(BudgetedSurface { data: SurfaceData::from(conversation), elided }),
-            None => self.read_surface(session_id).map(BudgetedSurface::whole),
+    /// Under a budget, the conversation without the items retention
+    /// certainly drops, read holding only the texts it may keep (a file
+    /// rewritten under the read is read again whole). For the index, its
+    /// items streamed: the transcript read once for its chain and where
+    /// each text is, each text read again as its item is given
+    /// ([`transcript::read_items`]).
+    fn read_surface_as(&self, session_id: &str, read: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
+        match read {
+            SurfaceRead::Within(budget) => {
+                within_or_whole(self.conversation_within(session_id, budget)?, || self.read_surface(session_id))
+            }
+            SurfaceRead::Items => {
+                let (path, parts) = self.locate(session_id)?;
+                let (file, _) = open_under(&self.root, &[&parts[0], &parts[1]])
+                    .map_err(|e| read_error(FORMAT, session_id, &path, e))?;
+                self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let items = transcript::read_items(file).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
+                Ok(SurfaceAnswer::items(SurfaceItems::Streamed(Box::new(items))))
+            }
+            _ => self.read_surface(session_id).map(SurfaceAnswer::whole),
         }
-    }
-
-    /// The conversation's items streamed: the transcript read once for its
-    /// chain and where each text is, each text read again as its item is
-    /// given ([`transcript::read_items`]).
-    fn read_surface_items(&self, session_id: &str) -> Result<SurfaceItems, HostError> {
-        let (path, parts) = self.locate(session_id)?;
-        let (file, _) =
-            open_under(&self.root, &[&parts[0], &parts[1]]).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
-        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let items = transcript::read_items(file).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
-        Ok(SurfaceItems::Streamed(Box::new(items)))
     }
 
     /// The identity of each session's transcript as of now, with the

@@ -67,11 +67,11 @@
 //! home is followed, a line longer than
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable. A title read keeps no text but the title's; a
-//! `prepare` of the whole session (`read_surface_within`) replays the
+//! `prepare` of the whole session (`SurfaceRead::Within`) replays the
 //! rollout keeping where each text is, then reads again only the lines of
 //! the texts retention may keep under the budget (checked by length and
 //! checksum; a rollout rewritten under the read is read again whole), and
-//! the first search of a session (`read_surface_items`) reads them again
+//! the first search of a session (`SurfaceRead::Items`) reads them again
 //! one item at a time.
 
 pub mod rollout;
@@ -89,9 +89,11 @@ use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::fs::{open_under, par_map, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::host::Fingerprint;
-use crate::host::{BlockingSessionQuery, BudgetedSurface, SessionHeader, SharedListing, SurfaceData, SurfaceItems};
+use crate::host::{
+    BlockingSessionQuery, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
+};
 use crate::retention::Elided;
-use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error};
+use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error, within_or_whole};
 use crate::sources::lenient::LStr;
 use crate::sources::FileSource;
 
@@ -385,23 +387,23 @@ impl BlockingSessionQuery for CodexSource {
         self.conversation(session_id).map(SurfaceData::from)
     }
 
-    /// The conversation without the items retention certainly drops under
-    /// `budget`, read holding only the texts it may keep (a rollout
-    /// rewritten under the read is read again whole).
-    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
-        match self.conversation_within(session_id, budget)? {
-            Some((conversation, elided)) => Ok(BudgetedSurface { data: SurfaceData::from(conversation), elided }),
-            None => self.read_surface(session_id).map(BudgetedSurface::whole),
+    /// Under a budget, the conversation without the items retention
+    /// certainly drops, read holding only the texts it may keep (a rollout
+    /// rewritten under the read is read again whole). For the index, its
+    /// items streamed: the rollout replayed once for where each text is,
+    /// each text read again as its item is given ([`rollout::read_items`]).
+    fn read_surface_as(&self, session_id: &str, read: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
+        match read {
+            SurfaceRead::Within(budget) => {
+                within_or_whole(self.conversation_within(session_id, budget)?, || self.read_surface(session_id))
+            }
+            SurfaceRead::Items => {
+                let (file, path) = self.open_rollout(session_id)?;
+                let items = rollout::read_items(file).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
+                Ok(SurfaceAnswer::items(SurfaceItems::Streamed(Box::new(items))))
+            }
+            _ => self.read_surface(session_id).map(SurfaceAnswer::whole),
         }
-    }
-
-    /// The conversation's items streamed: the rollout replayed once for
-    /// where each text is, each text read again as its item is given
-    /// ([`rollout::read_items`]).
-    fn read_surface_items(&self, session_id: &str) -> Result<SurfaceItems, HostError> {
-        let (file, path) = self.open_rollout(session_id)?;
-        let items = rollout::read_items(file).map_err(|e| read_error(FORMAT, session_id, &path, e))?;
-        Ok(SurfaceItems::Streamed(Box::new(items)))
     }
 
     /// A session's title may come from `session_index.jsonl` and the rest

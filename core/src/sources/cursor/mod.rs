@@ -278,6 +278,13 @@ impl SessionFiles for Cursor {
         let title = items.iter().find(|i| i.role == Role::User).and_then(|i| title_from_text(&i.text));
         Ok(Transcript { items, title, cwd: None, created_at: None, stats })
     }
+
+    const NAMES_SESSIONS: bool = true;
+
+    /// A transcript's id is its name.
+    fn named_for(&self, rel: &[OsString], bare: &str) -> bool {
+        id_of(rel) == Some(bare)
+    }
 }
 
 #[cfg(test)]

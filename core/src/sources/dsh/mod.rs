@@ -134,7 +134,7 @@ use crate::fs::{open_regular, FileIdentity};
 use crate::host::Fingerprint;
 use crate::host::{
     Blocking, BlockingSessionQuery, BudgetedSurface, QueryFuture, SessionHeader, SessionQuery, SharedListing,
-    StreamedItems, SurfaceData, SurfaceItems,
+    StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
 };
 use crate::projection::Item;
 use crate::sources::FileSource;
@@ -724,29 +724,30 @@ impl BlockingSessionQuery for DshStore {
         self.read_surface_json(session_id).map(SurfaceData::json).map_err(HostError::from)
     }
 
-    /// The surface without the events projection drops unread (tool
-    /// results, system notes): most of a log, never needed to project it.
-    fn read_surface_for_projection(&self, session_id: &str) -> Result<SurfaceData, HostError> {
-        self.read_visible_surface_json(session_id).map(SurfaceData::json).map_err(HostError::from)
-    }
-
-    /// The visible surface without the messages retention certainly drops
-    /// under `budget`, read holding only the messages it keeps
-    /// ([`DshStore::read_visible_surface_within`]).
-    fn read_surface_within(&self, session_id: &str, budget: u64) -> Result<BudgetedSurface, HostError> {
-        let (json, elided) = self.read_visible_surface_within(session_id, budget).map_err(HostError::from)?;
-        Ok(BudgetedSurface { data: SurfaceData::json(json), elided })
-    }
-
-    /// The visible surface's items streamed ([`DshStore::visible_items`]);
-    /// the visible surface whole for a zstd log whose surface is far from
-    /// log order.
-    fn read_surface_items(&self, session_id: &str) -> Result<SurfaceItems, HostError> {
-        let items = self.visible_items(session_id).map_err(HostError::from)?;
-        if !items.streams() {
-            return BlockingSessionQuery::read_surface_for_projection(self, session_id).map(SurfaceItems::Whole);
+    /// For projection, the surface without the events projection drops
+    /// unread (tool results, system notes): most of a log, never needed to
+    /// project it. Under a budget, that surface without the messages
+    /// retention certainly drops, read holding only the messages it keeps
+    /// ([`DshStore::read_visible_surface_within`]). For the index, its items
+    /// streamed ([`DshStore::visible_items`]), or that surface whole for a
+    /// zstd log whose surface is far from log order.
+    fn read_surface_as(&self, session_id: &str, read: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
+        let visible = || self.read_visible_surface_json(session_id).map(SurfaceData::json).map_err(HostError::from);
+        match read {
+            SurfaceRead::Whole => BlockingSessionQuery::read_surface(self, session_id).map(SurfaceAnswer::whole),
+            SurfaceRead::Within(budget) => {
+                let (json, elided) = self.read_visible_surface_within(session_id, budget).map_err(HostError::from)?;
+                Ok(SurfaceAnswer::within(BudgetedSurface { data: SurfaceData::json(json), elided }))
+            }
+            SurfaceRead::Items => {
+                let items = self.visible_items(session_id).map_err(HostError::from)?;
+                match items.streams() {
+                    true => Ok(SurfaceAnswer::items(SurfaceItems::Streamed(Box::new(items)))),
+                    false => visible().map(SurfaceAnswer::whole),
+                }
+            }
+            _ => visible().map(SurfaceAnswer::whole),
         }
-        Ok(SurfaceItems::Streamed(Box::new(items)))
     }
 }
 
@@ -876,19 +877,9 @@ impl SessionQuery for DshStore {
         Box::pin(async move { SessionQuery::read_surface(&blocking, session_id).await })
     }
 
-    fn read_surface_for_projection<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+    fn read_surface_as<'a>(&'a self, session_id: &'a str, read: SurfaceRead) -> QueryFuture<'a, SurfaceAnswer> {
         let blocking = Blocking::new(self.clone());
-        Box::pin(async move { SessionQuery::read_surface_for_projection(&blocking, session_id).await })
-    }
-
-    fn read_surface_within<'a>(&'a self, session_id: &'a str, budget: u64) -> QueryFuture<'a, BudgetedSurface> {
-        let blocking = Blocking::new(self.clone());
-        Box::pin(async move { SessionQuery::read_surface_within(&blocking, session_id, budget).await })
-    }
-
-    fn read_surface_items<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceItems> {
-        let blocking = Blocking::new(self.clone());
-        Box::pin(async move { SessionQuery::read_surface_items(&blocking, session_id).await })
+        Box::pin(async move { SessionQuery::read_surface_as(&blocking, session_id, read).await })
     }
 
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {

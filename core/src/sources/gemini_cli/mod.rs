@@ -207,4 +207,15 @@ impl SessionFiles for GeminiCli {
         read.cwd = rel.first().and_then(|p| project_root(root, p));
         Ok(read)
     }
+
+    const NAMES_SESSIONS: bool = true;
+
+    /// Gemini CLI names a chat `session-<start minute>-<first 8 characters
+    /// of its id>.json` (`.jsonl` since 0.39).
+    fn named_for(&self, rel: &[OsString], bare: &str) -> bool {
+        let Some(short) = bare.get(..8) else { return false };
+        let Some(name) = rel.last().and_then(|n| n.to_str()) else { return false };
+        let stem = name.strip_suffix(".jsonl").or_else(|| name.strip_suffix(".json")).unwrap_or(name);
+        stem.strip_suffix(short).is_some_and(|head| head.ends_with('-'))
+    }
 }

@@ -25,7 +25,7 @@ fn fingerprint() -> Option<Fingerprint> {
 /// The doc of `id` built from its surface read whole, as the first search
 /// builds it.
 fn whole(q: &dyn BlockingSessionQuery, id: &str, encoder: Option<&Encoder>, redact: bool) -> Doc {
-    match q.read_surface_for_projection(id) {
+    match q.read_surface_as(id, SurfaceRead::ForProjection).and_then(SurfaceAnswer::into_data) {
         Ok(data) => whole_doc(&data, fingerprint(), Some("title".into()), encoder, redact),
         Err(_) => Doc::build(None, Some("title".into()), Vec::new(), None),
     }
@@ -34,7 +34,7 @@ fn whole(q: &dyn BlockingSessionQuery, id: &str, encoder: Option<&Encoder>, reda
 /// The doc of `id` built from its streamed items; `None` when the source
 /// could not stream them as it found them.
 fn streamed(q: &dyn BlockingSessionQuery, id: &str, encoder: Option<&Encoder>, redact: bool) -> Option<Doc> {
-    match q.read_surface_items(id) {
+    match q.read_surface_as(id, SurfaceRead::Items).map(|a| a.surface) {
         Ok(SurfaceItems::Streamed(items)) => streamed_doc(items, fingerprint(), Some("title".into()), encoder, redact),
         // (A zstd log whose surface is far from log order.)
         Ok(SurfaceItems::Whole(data)) => Some(whole_doc(&data, fingerprint(), Some("title".into()), encoder, redact))
