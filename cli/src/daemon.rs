@@ -71,9 +71,6 @@ const MAGIC: &[u8; 8] = b"DSRD\0\0\0\x01";
 /// The longest request accepted (arguments, environment, working directory).
 const MAX_REQUEST: usize = 16 << 20;
 
-/// How long after its last command the daemon saves its cache files.
-const SAVE_AFTER: Duration = Duration::from_secs(2);
-
 /// The exit code of a command whose output was closed under it (as a
 /// process killed by `SIGPIPE`, which the caller then is).
 const BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
@@ -618,21 +615,22 @@ fn serve(idle_timeout: u64) -> Result<(), String> {
 impl Daemon {
     fn run(&mut self) -> Result<(), String> {
         let mut last = Instant::now();
-        let mut unsaved = false;
+        let mut saves = crate::save::Schedule::default();
         loop {
             if STOP.load(Ordering::Relaxed) {
                 eprintln!("dsh-session-ref daemon: stopped by a signal: ending");
                 return Ok(());
             }
-            let wait = if unsaved { SAVE_AFTER } else { Duration::from_secs(30) };
+            let wait = saves.due_in(Instant::now()).unwrap_or(Duration::from_secs(30));
             let wait = match self.idle_timeout {
                 Some(idle) => wait.min(idle.saturating_sub(last.elapsed()).max(Duration::from_millis(1))),
                 None => wait,
             };
             if !readable(self.listener.as_raw_fd(), wait) {
-                if unsaved {
+                let since = Instant::now();
+                if saves.due_in(since) == Some(Duration::ZERO) {
                     save_kept();
-                    unsaved = false;
+                    saves.saved(since, Instant::now());
                 }
                 if !self.socket_is_ours() {
                     eprintln!("dsh-session-ref daemon: the socket was removed or replaced: ending");
@@ -648,7 +646,7 @@ impl Daemon {
             last = Instant::now();
             match self.answer(&mut stream) {
                 Ok(Some(Kind::Stop)) => return Ok(()),
-                Ok(Some(Kind::Run)) => unsaved = true,
+                Ok(Some(Kind::Run)) => saves.changed(Instant::now()),
                 Ok(_) => {}
                 Err(e) => eprintln!("dsh-session-ref daemon: a request failed: {e}"),
             }

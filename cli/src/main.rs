@@ -22,6 +22,7 @@ mod daemon;
 mod example;
 mod mcp;
 mod print;
+mod save;
 
 use args::{chosen_sources, default_root, Cli, Command, UriCommand};
 use ctx::{Ctx, Sources};
