@@ -436,3 +436,34 @@ impl ServerHandler for Server {
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn the_caller_is_what_the_client_says() {
+        let codex = "codex:0199a2b4-1111";
+        assert_eq!(caller_of(&meta(json!({"sessionId": "0199a2b4-1111"}))).as_deref(), Some(codex));
+        assert_eq!(caller_of(&meta(json!({"threadId": "0199a2b4-1111"}))).as_deref(), Some(codex));
+        let turn = json!({"x-codex-turn-metadata": {"session_id": "0199a2b4-1111", "turn_id": "t"}});
+        assert_eq!(caller_of(&meta(turn)).as_deref(), Some(codex));
+        assert_eq!(caller_of(&meta(json!({"sessionId": codex}))).as_deref(), Some(codex), "already prefixed");
+        // Our own key wins, as given.
+        let both = json!({CALLER_META_KEY: "in-project", "sessionId": "x"});
+        assert_eq!(caller_of(&meta(both)).as_deref(), Some("in-project"));
+        for nothing in [json!({}), json!({"sessionId": " "}), json!({"sessionId": 7}), json!({"progressToken": 1})] {
+            assert_eq!(caller_of(&meta(nothing)), None);
+        }
+        let env = |value: Option<&str>| {
+            caller_from_env(|name| (name == CLAUDE_CODE_SESSION_ENV).then(|| value.map(str::to_owned)).flatten())
+        };
+        assert_eq!(env(Some("5c187f31-aaaa")).as_deref(), Some("claude-code:5c187f31-aaaa"));
+        assert_eq!(env(Some("")), None);
+        assert_eq!(env(None), None);
+    }
+}
