@@ -49,4 +49,14 @@ done
 # The set-up snippets of docs/mcp.md, against each client's config shape,
 # and its runnable example.
 "$(venv_for 2)" tests/mcp/check_docs.py --binary "$bin" </dev/null || status=1
+
+# --- the real MCP clients -------------------------------------------------
+# Claude Code, Codex and Gemini CLI (pinned in tests/mcp/clients/
+# test_clients.py, installed from npm into target/mcp-clients/ when missing
+# or a pin changed) against a loopback stand-in for their model APIs: what
+# each hands its model of our tools' results. A few seconds a client once
+# installed (the install ~25 s); the whole block is bounded.
+echo "==> MCP tests under the real clients"
+timeout 420 "$PY" tests/mcp/clients/test_clients.py --binary "$bin" </dev/null || status=1
+# --- end of the real MCP clients -------------------------------------------
 exit $status
