@@ -482,7 +482,7 @@ dsr_status dsr_resolver_search(const struct dsr_resolver *resolver, const char *
  * `nextCursor` or `prevCursor`); with none, the newest messages that fit.
  * `maxBytes` (default 16384) bounds the UTF-8 bytes of the framed text;
  * `maxTokens` bounds it too, at one token per byte at most. Result:
- * `{"id", "title", "totalMessages", "capturedThroughSeq", "messages":
+ * `{"sessionId", "label", "cwd"?, "totalMessages", "capturedThroughSeq", "messages":
  * [{"index", "role", "text", "checkpoint", "omittedBytes"?}, ...],
  * "nextCursor"?, "prevCursor"?, "redactedSecrets"?, "text"}` where `text` is
  * the framed text for a model (an untrusted-background warning around

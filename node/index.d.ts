@@ -242,7 +242,7 @@ export interface NativeFailure {
  */
 export interface PageParts {
   /**
-   * The JSON text of `{id, title, totalMessages, capturedThroughSeq,
+   * The JSON text of `{sessionId, label, cwd?, totalMessages, capturedThroughSeq,
    * messages, nextCursor?, prevCursor?, redactedSecrets?}`.
    */
   json: string

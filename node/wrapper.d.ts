@@ -366,9 +366,11 @@ export interface SessionPageMessage {
 /** One page of a session's projected conversation (`read`). */
 export interface SessionPage {
   /** The session id. */
-  id: string
+  sessionId: string
   /** Its latest title, or its id. */
-  title: string
+  label: string
+  /** The session's working directory; absent when it has none. */
+  cwd?: string
   /** Projected messages in the whole session. */
   totalMessages: number
   /** The last event the snapshot covers. */

@@ -386,7 +386,8 @@ pub(crate) struct McpArgs {
     /// `all`: every session of the sources
     #[arg(long, value_name = "SCOPE", default_value = "project", value_parser = ["project", "all"])]
     pub(crate) scope: String,
-    /// The project directory of `--scope project` [default: the working directory]
+    /// The project directory of `--scope project` [default: the repository
+    /// the working directory is in, else the working directory]
     #[arg(long, value_name = "DIR")]
     pub(crate) project: Option<PathBuf>,
     /// Offer this session as well, whatever its cwd (repeatable)

@@ -354,13 +354,10 @@ impl Shared {
         Ok(listed_session_id(listed.sessions(), &id)?.unwrap_or(id))
     }
 
-    /// The label a mention of session `id` shows: its latest title (as the
-    /// hardening flags write labels), else its id; an error when no source
-    /// has the session.
+    /// The label a mention of session `id` shows, as the core gives it
+    /// ([`Resolver::label`]); an error when no source has the session.
     pub(crate) fn mention_label(&self, id: &str) -> CliResult<String> {
-        let title = block_on(self.pinned.read_title(id)).map_err(|e| Failure(Error::read_failed(id, e)))?;
-        let title = title.filter(|t| !t.is_empty()).unwrap_or_else(|| id.to_owned());
-        Ok(self.resolver.config().hardening().label(title, id))
+        Ok(block_on(self.resolver.label(&Target::new(NEW_SESSION, None), id))?)
     }
 
     /// What a server's empty listing says: every place it looks at, each

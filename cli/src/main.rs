@@ -17,6 +17,7 @@ mod failure;
 mod mcp;
 mod print;
 mod run;
+mod save;
 
 use args::Cli;
 pub(crate) use failure::{read_failed, CliResult, Failure};

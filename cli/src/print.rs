@@ -5,8 +5,7 @@ use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 
 use dsh_session_reference::sources::dsh::RejectionKind;
-use dsh_session_reference::wire::invisible::{self, is_invisible};
-use dsh_session_reference::wire::stringify;
+use dsh_session_reference::wire::{is_invisible, stringify, stringify_escaping_invisible};
 use dsh_session_reference::{Candidate, DshStore, Page, Prepared, SearchResult, SessionConversation};
 use serde_json::{Number, Value};
 
@@ -32,7 +31,7 @@ impl Out {
     /// `value` as this mode writes JSON.
     pub(crate) fn json(self, value: &Value) -> String {
         match self {
-            Out::Json { escape_invisible: true } => invisible::stringify(value),
+            Out::Json { escape_invisible: true } => stringify_escaping_invisible(value),
             _ => stringify(value),
         }
     }

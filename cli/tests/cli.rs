@@ -829,7 +829,7 @@ fn read_pages_a_session_within_its_budget() {
     // The core's shape (`Page::to_json` and the framed text), newest first.
     let got = ok_json(&["--root", &root, "read", "multi-turn", "--json"]);
     let keys: Vec<&String> = got.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["id", "title", "totalMessages", "capturedThroughSeq", "messages", "text"]);
+    assert_eq!(keys, ["sessionId", "label", "totalMessages", "capturedThroughSeq", "messages", "text"]);
     assert_eq!((got["totalMessages"].clone(), got["messages"].as_array().unwrap().len()), (json!(4), 4));
     assert_eq!(got["messages"][3], json!({"index": 3, "role": "assistant", "text": "TWO", "checkpoint": false}));
     let text = got["text"].as_str().unwrap();

@@ -234,7 +234,7 @@ fn sessions_are_named_by_id_without_prefix_uri_or_mention() {
         let page = with(&["--json", "read", name]);
         assert_eq!(page.code, 0, "{name}: {}", page.stderr);
         let page: Value = serde_json::from_str(&page.stdout).unwrap();
-        assert_eq!(page["id"], "claude-code:sample_session");
+        assert_eq!(page["sessionId"], "claude-code:sample_session");
     }
     // `mention` labels with the title and fails for a session no source has.
     let m = with(&["mention", "sample_session"]);

@@ -40,6 +40,18 @@ pub struct ReferenceStats {
 }
 
 impl ReferenceStats {
+    /// [`to_json`](Self::to_json) for a text that leaves its session as a
+    /// parsed value (an MCP tool's structured content): the id and label
+    /// written by [`Hardening::text`](crate::harden::Hardening::text).
+    pub fn to_json_hardened(&self, hardening: &crate::harden::Hardening) -> Value {
+        let mut v = self.to_json();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("sessionId".into(), hardening.text_value(&self.session_id));
+            m.insert("label".into(), hardening.text_value(&self.label));
+        }
+        v
+    }
+
     /// `{"sessionId","label","capturedThroughSeq","compacted","originalMessages",
     /// "retainedMessages","omittedMessages","omittedBytes","truncated","inputIndex"}`,
     /// then `"range": {"start","end"}` and `"around"` for an excerpt, and

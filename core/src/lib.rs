@@ -157,7 +157,8 @@ pub mod wire {
     pub use crate::context::messages_into_json;
     pub use crate::conversation::snapshot_from_request;
     pub use crate::fs::private_dir;
-    pub use crate::harden::{invisible, HARDENED_KEY, HARDENING_KEYS, REDACTED_SECRETS_KEY};
+    pub use crate::harden::{HARDENED_KEY, HARDENING_KEYS, REDACTED_SECRETS_KEY};
+    pub use crate::json::invisible::{is_invisible, stringify as stringify_escaping_invisible};
     pub use crate::json::{parse_js, string_len, stringify, MAX_PARSE_DEPTH};
     pub use crate::resolver::request::{
         context_window_from_json, limit_from_json, scope_from_json, CandidatesRequest, PrepareMessagesRequest,

@@ -536,7 +536,7 @@ fn every_kind_is_named_in_the_docs() {
     let readme = between(&read("README.md"), "on-disk sessions of other agents beside them (", ")");
     let mcp = read("docs/mcp.md");
     let mcp_list = between(&mcp, "the model can find the sessions any of them wrote (", "`docs/sources.md`)");
-    let mcp_values = between(&mcp, "`source` is the kind of the session's source: ", "(docs/sources.md)");
+    let mcp_values = between(&mcp, "and the kinds are ", "(docs/sources.md)");
     let node = between(&read("node/wrapper.d.ts"), "export type SessionSourceKind =", "/**");
     let python = between(&read("python/dsh_session_reference/_native.pyi"), "KIND is one of", "lists them");
     for kind in SourceKind::ALL {
@@ -545,7 +545,7 @@ fn every_kind_is_named_in_the_docs() {
         assert!(title.contains(format), "docs/sources.md's title misses {format}: {title}");
         assert!(kind == SourceKind::Dsh || readme.contains(format), "README.md's list misses {format}: {readme}");
         assert!(mcp_list.contains(format), "docs/mcp.md's list misses {format}: {mcp_list}");
-        assert!(mcp_values.contains(&format!("`{name}`")), "docs/mcp.md's `source` misses `{name}`: {mcp_values}");
+        assert!(mcp_values.contains(&format!("`{name}`")), "docs/mcp.md's kinds of ids miss `{name}`: {mcp_values}");
         assert!(node.contains(&format!("| '{name}'")), "node/wrapper.d.ts's SessionSourceKind misses {name}");
         assert!(python.contains(&format!("``{name}``")), "_native.pyi's SessionSources misses {name}: {python}");
     }

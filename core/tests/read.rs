@@ -8,8 +8,8 @@ use std::sync::Arc;
 mod common;
 
 use dsh_session_reference::{
-    block_on, CancelToken, Config, ErrorCode, MemoryQuery, Page, ReadOptions, Resolver, SessionHeader, Target,
-    DEFAULT_READ_BYTES, PAGE_FOOTER, PAGE_HEADER,
+    block_on, encode_uri, CancelToken, Candidate, Config, ErrorCode, Hardening, MemoryQuery, Page, ReadOptions,
+    Resolver, SessionHeader, Target, DEFAULT_READ_BYTES, PAGE_FOOTER, PAGE_HEADER,
 };
 use serde_json::{json, Value};
 
@@ -300,14 +300,24 @@ fn the_framed_text_and_the_json_have_these_exact_bytes() {
     assert_eq!(page.text, format!("{PAGE_HEADER}{body}{PAGE_FOOTER}"));
     assert_eq!(
         page.to_json(),
-        json!({"id": "src", "title": "The <title>", "totalMessages": 3, "capturedThroughSeq": 99, "messages": [
+        json!({"sessionId": "src", "label": "The <title>", "cwd": "/w", "totalMessages": 3, "capturedThroughSeq": 99,
+            "messages": [
             {"index": 0, "role": "user", "text": "summary <so far>", "checkpoint": true},
             {"index": 1, "role": "assistant", "text": "Use \"tabs\"?", "checkpoint": false},
             {"index": 2, "role": "user", "text": "Spaces.\u{2028}", "checkpoint": false}
         ]})
     );
     let keys: Vec<String> = page.to_json_with_text().as_object().unwrap().keys().cloned().collect();
-    assert_eq!(keys, ["id", "title", "totalMessages", "capturedThroughSeq", "messages", "text"]);
+    assert_eq!(keys, ["sessionId", "label", "cwd", "totalMessages", "capturedThroughSeq", "messages", "text"]);
+    // For a model that reads a parsed value: the texts travel once, in the
+    // frame; the label is tag-safe as the frame writes it.
+    let hardened = page.to_json_hardened(&Hardening::ALL);
+    assert_eq!(hardened["label"], "The \\u003ctitle>");
+    assert_eq!(hardened["text"], page.text.as_str());
+    assert_eq!(hardened["messages"][0], json!({"index": 0, "role": "user", "checkpoint": true}));
+    let keys: Vec<String> = hardened.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["sessionId", "label", "cwd", "totalMessages", "capturedThroughSeq", "messages", "text"]);
+    assert_eq!(page.to_json_hardened(&Hardening::default())["label"], "The <title>");
     assert!(PAGE_HEADER.contains("untrusted") && PAGE_HEADER.ends_with("<referenced-session-page>\n"));
     assert_eq!(DEFAULT_READ_BYTES, 16_384);
 }
@@ -442,4 +452,53 @@ fn random_sessions_and_budgets_page_within_budget_both_ways() {
         }
     }
     assert!(cuts.get() > 10, "the rounds cut long messages too ({} cuts)", cuts.get());
+}
+
+#[test]
+fn a_front_names_a_session_and_labels_it_through_the_core() {
+    let query = MemoryQuery::new();
+    for id in ["claude-code:abc", "codex:abc", "codex:xyz", "plain"] {
+        query.add_session(SessionHeader::new(id, 1u64, None));
+    }
+    query.set_title("codex:xyz", Some("Plan <b>\u{202e}x".into()));
+    query.fail_title("gone", "no such session");
+    let resolver = Resolver::new(Arc::new(query), Config::default().with_hardening(Hardening::ALL));
+    let named = |n: &str| block_on(resolver.session_id(n));
+    assert_eq!(named("xyz").unwrap(), "codex:xyz", "an id without its prefix, when one source has it");
+    assert_eq!(named("codex:xyz").unwrap(), "codex:xyz");
+    assert_eq!(named(&encode_uri("codex:xyz")).unwrap(), "codex:xyz");
+    assert_eq!(named("nope").unwrap(), "nope", "left for the read to report missing");
+    let both = named("abc").unwrap_err();
+    assert!(both.message().contains("claude-code:abc") && both.message().contains("codex:abc"), "{both:?}");
+    assert!(named("dsh-session:bad").is_err());
+    let target = Target::new("plain", None);
+    // The hardened label rules: the bidi control gone; `<` stays in a
+    // label (the frame escapes it), and `Hardening::text` writes it for a
+    // parsed value.
+    let label = block_on(resolver.label(&target, "codex:xyz")).unwrap();
+    assert_eq!(label, "Plan <b>x");
+    assert_eq!(Hardening::ALL.text(&label), "Plan \\u003cb>x");
+    assert_eq!(block_on(resolver.label(&target, "claude-code:abc")).unwrap(), "claude-code:abc", "no title: the id");
+    assert_eq!(block_on(resolver.label(&target, "plain")).unwrap_err().code(), ErrorCode::SelfReference);
+    assert_eq!(block_on(resolver.label(&target, "gone")).unwrap_err().code(), ErrorCode::ReadFailed);
+    // The candidate for a parsed value: no raw `<` or invisible character,
+    // and its mention still names the exact id.
+    let c = Candidate {
+        session_id: "s<1>".into(),
+        label: "A <b>".into(),
+        cwd: Some("/w/<x>\u{200b}".into()),
+        created_at: 1.into(),
+        mention: None,
+        same_workspace: None,
+        display_title: None,
+    }
+    .with_mention();
+    let v = c.to_json_hardened(&Hardening::ALL);
+    assert_eq!(v["sessionId"], "s\\u003c1>");
+    assert_eq!(v["label"], "A \\u003cb>");
+    assert_eq!(v["cwd"], "/w/\\u003cx>\\u200b");
+    let mention = v["mention"].as_str().unwrap();
+    assert!(!mention.contains('<'), "{mention}");
+    assert_eq!(dsh_session_reference::session_id_named(mention).unwrap(), "s<1>");
+    assert_eq!(c.to_json_hardened(&Hardening::default()), c.to_json(), "with every protection off: as it is");
 }

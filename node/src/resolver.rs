@@ -242,7 +242,7 @@ impl PreparedParts {
 /// JavaScript string.
 #[napi(object)]
 pub struct PageParts {
-    /// The JSON text of `{id, title, totalMessages, capturedThroughSeq,
+    /// The JSON text of `{sessionId, label, cwd?, totalMessages, capturedThroughSeq,
     /// messages, nextCursor?, prevCursor?, redactedSecrets?}`.
     pub json: String,
     /// The framed text for a model.

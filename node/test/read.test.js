@@ -49,7 +49,7 @@ test('forward pages add up to the conversation, in order', async () => {
   const r = new SessionReferenceResolver(h)
   let page = await r.read(TARGET, 's', { start: 0, maxBytes: 900 })
   assert.equal(page.prevCursor, undefined)
-  assert.equal(page.title, 'Plans <v2>')
+  assert.equal(page.label, 'Plans <v2>')
   const seen = []
   for (;;) {
     seen.push(...check(page, h, 900))

@@ -135,8 +135,8 @@ class PageMessage(_PageMessageRequired, total=False):
 
 
 class _PageRequired(TypedDict):
-    id: str
-    title: str
+    sessionId: str
+    label: str
     totalMessages: int
     capturedThroughSeq: Optional[Union[int, float]]
     messages: List[PageMessage]
@@ -148,8 +148,10 @@ class Page(_PageRequired, total=False):
     framed text for a model (an untrusted-background warning around
     tag-safe JSON), at most the budget in UTF-8 bytes; ``nextCursor`` and
     ``prevCursor`` continue forward and backward (absent at the ends);
-    ``redactedSecrets`` is present under ``redact_secrets``."""
+    ``cwd`` is absent when the session has none; ``redactedSecrets`` is
+    present under ``redact_secrets``."""
 
+    cwd: str
     nextCursor: str
     prevCursor: str
     redactedSecrets: int

@@ -463,7 +463,7 @@ impl Resolver {
     /// or reasoning) whose framed text fits `max_bytes` UTF-8 bytes (default
     /// 16384) and `max_tokens` (at one token per byte at most), from
     /// `start`, `around` an index, a page's `nextCursor`/`prevCursor`
-    /// (`cursor`), or the newest messages. Returns `{"id", "title",
+    /// (`cursor`), or the newest messages. Returns `{"sessionId", "label", "cwd"?,
     /// "totalMessages", "capturedThroughSeq", "messages", "nextCursor"?,
     /// "prevCursor"?, "redactedSecrets"?, "text"}`. Releases the GIL while
     /// it runs.

@@ -56,7 +56,10 @@ def test_forward_pages_add_up_to_the_conversation() -> None:
     r = dsr.Resolver(host)
     seen: List[int] = []
     page = r.read(TARGET, "s", start=0, max_bytes=900)
-    assert "prevCursor" not in page and page["title"] == "Plans <v2>"
+    assert "prevCursor" not in page and page["label"] == "Plans <v2>"
+    # The keys are the declared Page's (tests/mcp checks MCP and the CLI name them the same).
+    declared = set(dsr.Page.__annotations__)
+    assert set(page) <= declared and {"sessionId", "label", "cwd", "text"} <= declared, set(page) - declared
     while True:
         seen += check(page, host, 900)
         if "nextCursor" not in page:

@@ -72,7 +72,7 @@ def run() -> None:
         listed = await aresolver.list_candidates_async(target, "", 10)
         assert listed[0]["label"] == "Title"
         apage: Page = await aresolver.read_async(target, "a", around=0)
-        assert apage["title"] == "Title" and apage["totalMessages"] == 1
+        assert apage["label"] == "Title" and apage["totalMessages"] == 1
 
     asyncio.run(main())
     try:

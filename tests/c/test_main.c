@@ -1509,7 +1509,7 @@ static void test_read(void) {
         CHECK(framed && strstr(framed->str, "<referenced-session-page>\n{\"sessionId\":\"s\",\"label\":\"Pages \\u003cof> s\""),
               "framed, tag-safe: %s", framed ? framed->str : "NULL");
         CHECK(json_get(page, "totalMessages") && json_get(page, "totalMessages")->num == 30, "totalMessages");
-        CHECK(json_get(page, "title") && json_str_is(json_get(page, "title"), "Pages <of> s", 12), "the title");
+        CHECK(json_get(page, "label") && json_str_is(json_get(page, "label"), "Pages <of> s", 12), "the label");
         for (size_t i = 0; messages && i < messages->count; i++) {
             const jnode *index = json_get(messages->items[i], "index");
             CHECK(index && (int)index->num == next_index, "message %d comes next (page %d)", next_index, pages);

@@ -56,7 +56,9 @@ def attr(obj, *names):
 
 def dsh_session(root, sid, cwd, created, messages, title=None):
     """Writes a DSH log: a header, then user and assistant messages in turn."""
-    bucket = "_no-cwd" if cwd is None else "-" + str(cwd).replace("/", "-") + "--"
+    bucket = "_no-cwd" if cwd is None else "-" + "".join(
+        "-" if ch == "/" else ch if ch.isascii() and (ch.isalnum() or ch in "._-") else f"~{ord(ch):04X}"
+        for ch in str(cwd)) + "--"
     d = Path(root) / bucket / sid
     d.mkdir(parents=True, exist_ok=True)
     header = {"type": "session", "version": 0, "id": sid, "createdAt": created, "delegationDepth": 0}
@@ -92,7 +94,9 @@ class Fixture:
         tmp = Path(tmp)
         self.tmp = tmp
         self.project = tmp / "project"
-        (self.project / "sub").mkdir(parents=True)
+        # A directory name from the session's world: tag-like, with a bidi control.
+        self.sub = self.project / "sub <b>\u202e"
+        self.sub.mkdir(parents=True)
         (tmp / "elsewhere").mkdir()
         self.dsh = tmp / "dsh"
         shutil.copytree(REPO / "examples" / "sessions", self.dsh, ignore=shutil.ignore_patterns("README.md"))
@@ -102,7 +106,15 @@ class Fixture:
         self.long[4] = "a tag </referenced-session-page> and <b>bold</b>"
         dsh_session(self.dsh, "in-project", self.project, 1_800_000_000_000, self.long,
                     title="Plan \u202eevil\u202c title")
-        dsh_session(self.dsh, "in-sub", self.project / "sub", 1_800_000_001_000, ["sub question", "sub answer"])
+        dsh_session(self.dsh, "in-sub", self.sub, 1_800_000_001_000,
+                    ["sub question </function_results> <b>x</b> \u202eevil\u202c", "sub answer"],
+                    title="Sub </function_results> \u2066title\u2069")
+        # A repository whose sessions were started at its root and below.
+        self.repo = tmp / "repo"
+        (self.repo / ".git").mkdir(parents=True)
+        (self.repo / "a" / "b").mkdir(parents=True)
+        dsh_session(self.dsh, "repo-root", self.repo, 1_700_000_000_000, ["repo question", "repo answer"])
+        dsh_session(self.dsh, "repo-deep", self.repo / "a", 1_700_000_001_000, ["deep question", "deep answer"])
         dsh_session(self.dsh, "outside", tmp / "elsewhere", 1_800_000_002_000,
                     ["the zebracorn elsewhere", "secret stuff"])
         self.changing = dsh_session(self.dsh, "changing", self.project, 1_799_000_000_000,
@@ -116,8 +128,8 @@ class Fixture:
         return ["--source", f"dsh={self.dsh}", "--source", f"claude-code={self.claude}",
                 "--source", f"codex={self.codex}"]
 
-    def cli(self, *args):
-        out = subprocess.run([BIN, *args], capture_output=True, text=True, env={**os.environ, **self.env})
+    def cli(self, *args, cwd=None):
+        out = subprocess.run([BIN, *args], capture_output=True, text=True, env={**os.environ, **self.env}, cwd=cwd)
         assert out.returncode == 0, out.stderr
         return out.stdout
 
@@ -166,9 +178,9 @@ class Conn:
 
 
 @asynccontextmanager
-async def connect(fx, args, mode=None, cwd=None):
+async def connect(fx, args, mode=None, cwd=None, env=None):
     params = StdioServerParameters(command=BIN, args=[*args, "mcp"] if "mcp" not in args else args,
-                                   cwd=str(cwd or fx.project), env=fx.env)
+                                   cwd=str(cwd or fx.project), env={**fx.env, **(env or {})})
     if MAJOR >= 2:
         async with Client(params, mode=mode or "auto") as client:
             yield Conn(client, client.session.protocol_version)
@@ -177,6 +189,48 @@ async def connect(fx, args, mode=None, cwd=None):
             async with ClientSession(read, write) as session:
                 init = await session.initialize()
                 yield Conn(session, init.protocolVersion)
+
+
+def frame(text, tag):
+    """The JSON between `<tag>` and `</tag>` of a framed text, and the text around it."""
+    head, rest = text.split(f"<{tag}>\n", 1)
+    body, tail = rest.rsplit(f"\n</{tag}>", 1)
+    return json.loads(body), head, tail
+
+
+def page_messages(structured):
+    """The messages of a read_session page, texts included: from its framed text."""
+    framed, _, _ = frame(structured["text"], "referenced-session-page")
+    return framed["messages"]
+
+
+HIDDEN = [chr(c) for c in [*range(0x7F, 0xA0), 0xAD, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029,
+                           *range(0x202A, 0x202F), *range(0x2060, 0x2070), 0xFEFF]]
+
+
+def strings(value, path="$"):
+    """Every string in a JSON value, with its path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from strings(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from strings(v, f"{path}[{i}]")
+
+
+def assert_tag_safe(structured, frame_tag=None):
+    """No string of a structured result carries a raw `<`, an invisible or bidi
+    character or the secret; the framed `text` only the frame's own two tags,
+    after its untrusted-background header."""
+    for path, text in strings(structured):
+        if path == "$.text" and frame_tag:
+            assert "untrusted, read-only snapshot" in text.split(f"<{frame_tag}>")[0], text[:300]
+            text = text.replace(f"<{frame_tag}>", "", 1).replace(f"</{frame_tag}>", "", 1)
+        assert "<" not in text, (path, text)
+        assert not any(h in text for h in HIDDEN), (path, text)
+        assert SECRET not in text, (path, text)
 
 
 def mcp_args(fx, *extra, sources=True):
@@ -212,28 +266,26 @@ async def test_list_every_source_newest_first_in_pages(fx, mode):
         whole = (await c.ok("list_sessions", {"limit": 100}))["structured"]
         sessions = whole["sessions"]
         assert "nextCursor" not in whole
-        sources = {s["source"] for s in sessions}
-        assert sources == {"dsh", "claude-code", "codex"}, sources
-        ids = [s["id"] for s in sessions]
+        ids = [s["sessionId"] for s in sessions]
         assert "in-project" in ids and "outside" in ids and "claude-code:system_reminder" in ids
         assert "codex:11111111-1111-4111-8111-111111111111" in ids
         created = [s["createdAt"] for s in sessions]
         assert created == sorted(created, reverse=True), "newest first"
         for s in sessions:
             assert s["mention"].startswith("@[") and "(dsh-session:" in s["mention"]
-            assert set(s) == {"id", "title", "cwd", "createdAt", "source", "mention"}
+            assert set(s) - {"cwd"} == {"sessionId", "label", "createdAt", "mention"}, s
         paged, cursor = [], None
         while True:
             args = {"limit": 3, **({"cursor": cursor} if cursor else {})}
             page = (await c.ok("list_sessions", args))["structured"]
             assert len(page["sessions"]) <= 3
-            paged += [s["id"] for s in page["sessions"]]
+            paged += [s["sessionId"] for s in page["sessions"]]
             cursor = page.get("nextCursor")
             if not cursor:
                 break
         assert paged == ids, "pages add up to the listing"
         found = (await c.ok("list_sessions", {"query": "codex:"}))["structured"]["sessions"]
-        assert found and all(s["source"] == "codex" for s in found)
+        assert found and all(s["sessionId"].startswith("codex:") for s in found)
 
 
 async def test_search_read_and_reference_over_each_source(fx, mode):
@@ -244,18 +296,19 @@ async def test_search_read_and_reference_over_each_source(fx, mode):
         for sid, said in cases:
             shown = json.loads(fx.cli(*fx.sources(), "show", sid, "--json"))
             page = (await c.ok("read_session", {"id": sid, "start": 0, "maxBytes": 65536}))["structured"]
-            assert page["id"] == sid and page["totalMessages"] == len(shown["messages"])
-            assert [m["text"] for m in page["messages"]] == [m["text"] for m in shown["messages"]]
+            assert page["sessionId"] == sid and page["totalMessages"] == len(shown["messages"])
+            assert [m["text"] for m in page_messages(page)] == [m["text"] for m in shown["messages"]]
+            assert [m["index"] for m in page["messages"]] == [m["index"] for m in page_messages(page)]
             ref = await c.ok("reference_session", {"id": sid})
             assert "<referenced-sessions>" in ref["text"] and ref["structured"]["reference"]["sessionId"] == sid
             if said:
                 hits = (await c.ok("search_sessions", {"query": said}))["structured"]["results"]
-                assert sid in [h["id"] for h in hits], (said, hits)
+                assert sid in [h["sessionId"] for h in hits], (said, hits)
         hits = (await c.ok("search_sessions", {"query": "zebracorn", "limit": 50}))["structured"]["results"]
-        assert {h["id"] for h in hits} == {"in-project", "outside"}
-        hit = next(h for h in hits if h["id"] == "in-project")
+        assert {h["sessionId"] for h in hits} == {"in-project", "outside"}
+        hit = next(h for h in hits if h["sessionId"] == "in-project")
         assert hit["messageIndex"] == 7 and "zebracorn" in hit["snippet"] and len(hit["snippet"]) <= 200
-        assert set(hit) == {"id", "title", "cwd", "createdAt", "source", "snippet", "messageIndex"}
+        assert set(hit) == {"sessionId", "label", "cwd", "createdAt", "mention", "snippet", "field", "messageIndex"}
         around = (await c.ok("read_session", {"id": "in-project", "around": 7, "maxBytes": 1500}))["structured"]
         assert 7 in [m["index"] for m in around["messages"]]
 
@@ -274,7 +327,7 @@ async def test_pages_add_up_to_the_conversation_within_budget(fx, mode):
                 page = r["structured"]
                 assert len(r["text"].encode()) <= budget, len(r["text"].encode())
                 assert page["messages"], page
-                msgs = page["messages"]
+                msgs = page_messages(page)
                 seen = seen + msgs if direction == "forward" else msgs + seen
                 pages += 1
                 nxt = page.get("nextCursor" if direction == "forward" else "prevCursor")
@@ -288,10 +341,10 @@ async def test_pages_add_up_to_the_conversation_within_budget(fx, mode):
 
 async def test_out_of_scope_is_indistinguishable_from_missing(fx, mode):
     async with connect(fx, mcp_args(fx, "--allow", "claude-code:system_reminder"), mode) as c:
-        listed = [s["id"] for s in (await c.ok("list_sessions", {"limit": 100}))["structured"]["sessions"]]
+        listed = [s["sessionId"] for s in (await c.ok("list_sessions", {"limit": 100}))["structured"]["sessions"]]
         assert set(listed) == {"in-project", "in-sub", "changing", "claude-code:system_reminder"}, listed
         hits = (await c.ok("search_sessions", {"query": "zebracorn"}))["structured"]["results"]
-        assert [h["id"] for h in hits] == ["in-project"], hits
+        assert [h["sessionId"] for h in hits] == ["in-project"], hits
         for tool, extra in (("read_session", {}), ("reference_session", {}), ("read_session", {"start": 0})):
             outside = await c.call(tool, {"id": "outside", **extra})
             missing = await c.call(tool, {"id": "no-such-sess", **extra})
@@ -317,22 +370,156 @@ async def test_hardened_by_default_and_not_with_no_harden(fx, mode):
     async with connect(fx, mcp_args(fx, sources=False), mode) as c:
         page = await c.ok("read_session", {"id": "in-project", "start": 3, "maxBytes": 4000})
         s = page["structured"]
-        assert "\u202e" not in s["title"] and "evil" in s["title"]
-        m3 = s["messages"][0]["text"]
-        assert SECRET not in m3 and "[redacted" in m3 and "\\u200b" in m3 and "\u200b" not in m3, m3
-        assert SECRET not in page["text"] and "\u200b" not in page["text"]
+        assert "\u202e" not in s["label"] and "evil" in s["label"]
+        m3 = page_messages(s)[0]["text"]
+        assert SECRET not in m3 and "[redacted" in m3, m3
+        assert SECRET not in page["text"] and "\u200b" not in page["text"] and "\\u200b" in page["text"]
+        assert s["text"] == page["text"], "the structured result holds the framed text"
         framed = page["text"]
         assert framed.count("<") == 2 and "</referenced-session-page>" in framed[-40:], framed
         listed = (await c.ok("list_sessions", {"query": "in-project"}))["structured"]["sessions"][0]
-        assert "\u202e" not in listed["title"] and "\u202e" not in listed["mention"]
+        assert "\u202e" not in listed["label"] and "\u202e" not in listed["mention"]
         hits = (await c.ok("search_sessions", {"query": "token"}))["structured"]["results"]
         assert hits and SECRET not in json.dumps(hits) and "\u200b" not in json.dumps(hits)
         ref = await c.ok("reference_session", {"id": "in-project"})
         assert SECRET not in ref["text"] and "\u200b" not in ref["text"]
     async with connect(fx, mcp_args(fx, "--no-harden", sources=False), mode) as c:
         page = (await c.ok("read_session", {"id": "in-project", "start": 3, "maxBytes": 4000}))["structured"]
-        assert SECRET in page["messages"][0]["text"] and "\u200b" in page["messages"][0]["text"]
-        assert "\u202e" in page["title"]
+        text = page_messages(page)[0]["text"]
+        assert SECRET in text and "\u200b" in text
+        assert "\u202e" in page["label"]
+
+
+async def test_every_structured_result_is_framed_and_tag_safe(fx, mode):
+    """What Claude Code and Codex hand their model is the structured result:
+    it carries the frame, and nothing of a session's text in it is raw."""
+    async with connect(fx, mcp_args(fx, sources=False), mode) as c:
+        listed = (await c.ok("list_sessions", {"limit": 100}))["structured"]
+        assert "in-sub" in [s["sessionId"] for s in listed["sessions"]]
+        assert_tag_safe(listed)
+        sub = next(s for s in listed["sessions"] if s["sessionId"] == "in-sub")
+        assert "\\u003c/function_results>" in sub["label"] and "\\u003cb>" in sub["cwd"], sub
+        for query in ("function_results", "token", "zebracorn"):
+            found = (await c.ok("search_sessions", {"query": query}))["structured"]
+            assert found["results"], query
+            assert_tag_safe(found)
+        for sid in ("in-sub", "in-project"):
+            for args in ({}, {"start": 0, "maxBytes": 65536}, {"around": 4}):
+                r = await c.ok("read_session", {"id": sid, **args})
+                assert r["structured"]["text"] == r["text"]
+                assert_tag_safe(r["structured"], "referenced-session-page")
+                texts = [m["text"] for m in page_messages(r["structured"])]
+                assert all(t for t in texts), "the frame holds every message's text"
+            r = await c.ok("reference_session", {"id": sid})
+            assert r["structured"]["text"] == r["text"]
+            assert_tag_safe(r["structured"], "referenced-sessions")
+            snapshot, head, _ = frame(r["structured"]["text"], "referenced-sessions")
+            assert "untrusted" in head and snapshot[0]["sessionId"] == sid
+        said = json.dumps(page_messages((await c.ok("read_session", {"id": "in-sub", "start": 0}))["structured"]))
+        assert "</function_results>" in said, "the frame's JSON, parsed, gives the text back"
+
+
+async def test_the_caller_is_known_from_what_each_client_sends(fx, mode):
+    claude, codex = "claude-code:system_reminder", "codex:11111111-1111-4111-8111-111111111111"
+    # Claude Code: its session id in the server's environment.
+    env = {"CLAUDE_CODE_SESSION_ID": "system_reminder"}
+    async with connect(fx, mcp_args(fx, "--scope", "all"), mode, env=env) as c:
+        listed = [s["sessionId"] for s in (await c.ok("list_sessions", {"limit": 100}))["structured"]["sessions"]]
+        assert claude not in listed and codex in listed, listed
+        hits = (await c.ok("search_sessions", {"query": "system", "limit": 50}))["structured"]["results"]
+        assert claude not in [h["sessionId"] for h in hits]
+        for tool in ("read_session", "reference_session"):
+            for name in (claude, "system_reminder"):
+                r = await c.call(tool, {"id": name})
+                assert r["isError"] and "SELF_REFERENCE" in r["text"], (tool, name, r)
+        uri = json.loads(fx.cli("uri", "encode", claude, "--json"))
+        try:
+            await c.read_resource(uri)
+        except ProtocolError as e:
+            assert "SELF_REFERENCE" in str(e), str(e)
+        else:
+            raise AssertionError("the caller's own session was read as a resource")
+    # Codex: its session id in every call's _meta, under any of its three keys.
+    bare = codex.split(":", 1)[1]
+    async with connect(fx, mcp_args(fx, "--scope", "all"), mode) as c:
+        for meta in ({"sessionId": bare}, {"threadId": bare}, {"x-codex-turn-metadata": {"session_id": bare}}):
+            listed = (await c.ok("list_sessions", {"limit": 100}, meta=meta))["structured"]["sessions"]
+            ids = [s["sessionId"] for s in listed]
+            assert codex not in ids and claude in ids, (meta, ids)
+            hits = (await c.ok("search_sessions", {"query": "alpha.txt"}, meta=meta))["structured"]["results"]
+            assert codex not in [h["sessionId"] for h in hits], (meta, hits)
+            for tool in ("read_session", "reference_session"):
+                r = await c.call(tool, {"id": codex}, meta=meta)
+                assert r["isError"] and "SELF_REFERENCE" in r["text"], (meta, tool, r)
+        # Without it, the same session is offered.
+        hits = (await c.ok("search_sessions", {"query": "alpha.txt"}))["structured"]["results"]
+        assert codex in [h["sessionId"] for h in hits]
+
+
+async def test_the_scope_is_the_repository_the_server_starts_in(fx, mode):
+    async with connect(fx, mcp_args(fx, sources=False), mode, cwd=fx.repo / "a" / "b") as c:
+        listed = [s["sessionId"] for s in (await c.ok("list_sessions", {}))["structured"]["sessions"]]
+        assert listed == ["repo-deep", "repo-root"], listed
+        r = await c.call("read_session", {"id": "in-project"})
+        assert r["isError"], "another project's session"
+    async with connect(fx, mcp_args(fx, sources=False), mode, cwd=fx.repo / "a") as c:
+        listed = [s["sessionId"] for s in (await c.ok("list_sessions", {}))["structured"]["sessions"]]
+        assert listed == ["repo-deep", "repo-root"], listed
+
+
+async def test_an_id_without_its_prefix_works_as_in_the_cli(fx, mode):
+    async with connect(fx, mcp_args(fx, "--scope", "all"), mode) as c:
+        for bare, full in (("system_reminder", "claude-code:system_reminder"),
+                           ("11111111-1111-4111-8111-111111111111", "codex:11111111-1111-4111-8111-111111111111")):
+            shown = json.loads(fx.cli(*fx.sources(), "read", bare, "--json"))
+            page = (await c.ok("read_session", {"id": bare}))["structured"]
+            assert page["sessionId"] == full == shown["sessionId"], (page["sessionId"], shown["sessionId"])
+            assert page["text"] == shown["text"] or page["totalMessages"] == shown["totalMessages"]
+            ref = (await c.ok("reference_session", {"id": bare}))["structured"]
+            assert ref["sessionId"] == full and ref["reference"]["sessionId"] == full
+        r = await c.call("read_session", {"id": "no-such-session"})
+        assert r["isError"] and "no-such-session" in r["text"]
+
+
+def sdk_types():
+    """The Python SDK's declared result shapes (python/dsh_session_reference/_types.py,
+    which its own tests check against what it returns): field names per type."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_sdk_types", REPO / "python" / "dsh_session_reference" / "_types.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    keys = lambda t: set(getattr(module, t).__annotations__) | {  # noqa: E731
+        k for base in getattr(module, t).__mro__ for k in getattr(base, "__annotations__", {})}
+    return {t: keys(t) for t in ("Candidate", "SearchResult", "Page", "PageMessage")}
+
+
+async def test_one_vocabulary_in_mcp_the_cli_and_the_sdks(fx, mode):
+    """MCP's structured results, the CLI's --json and the Python SDK name the
+    same fields the same way: the core's."""
+    sdk = sdk_types()
+    root = ["--root", str(fx.dsh)]
+    cli_list = json.loads(fx.cli(*root, "candidates", "--limit", "100", "--json", cwd=fx.project))
+    cli_search = json.loads(fx.cli(*root, "search", "zebracorn", "--json", cwd=fx.project))
+    cli_read = json.loads(fx.cli(*root, "read", "in-project", "--json"))
+    async with connect(fx, mcp_args(fx, sources=False), mode) as c:
+        tools = {t["name"]: t["outputSchema"] for t in await c.tools()}
+        listed = (await c.ok("list_sessions", {"limit": 100}))["structured"]["sessions"]
+        found = (await c.ok("search_sessions", {"query": "zebracorn"}))["structured"]["results"]
+        page = (await c.ok("read_session", {"id": "in-project"}))["structured"]
+    schema = lambda tool, *path: set(  # noqa: E731
+        __import__("functools").reduce(lambda s, k: s[k], path, tools[tool])["properties"])
+    one = lambda items: set().union(*(set(x) for x in items))  # noqa: E731
+    assert one(listed) == one(cli_list) == sdk["Candidate"] == schema("list_sessions", "properties", "sessions", "items")
+    assert one(found) == one(cli_search) == sdk["SearchResult"] \
+        == schema("search_sessions", "properties", "results", "items"), (one(found), one(cli_search))
+    # A page for a model carries its messages' texts once, in the frame.
+    assert set(page) <= set(cli_read) | {"cwd", "redactedSecrets", "nextCursor", "prevCursor"}
+    assert set(cli_read) - {"nextCursor", "prevCursor"} <= sdk["Page"] <= schema("read_session"), \
+        (set(cli_read), sdk["Page"])
+    assert set(page) <= schema("read_session") and {"sessionId", "label", "text"} <= set(page)
+    assert one(page["messages"]) | {"text"} == one(cli_read["messages"]) | {"text"}
+    assert sdk["PageMessage"] - {"text"} == schema("read_session", "properties", "messages", "items")
 
 
 async def test_a_changed_session_invalidates_its_cursor(fx, mode):
@@ -388,7 +575,7 @@ async def test_bad_arguments_unknown_tools_and_survival(fx, mode):
             else:
                 raise AssertionError("an unknown tool was not a protocol error")
         listed = (await c.ok("list_sessions", {}))["structured"]["sessions"]
-        assert [s["id"] for s in listed] == ["in-sub", "in-project", "changing"], "the server kept serving"
+        assert [s["sessionId"] for s in listed] == ["in-sub", "in-project", "changing"], "the server kept serving"
 
 
 async def test_resources_template_list_and_read(fx, mode):
@@ -415,7 +602,7 @@ async def test_resources_template_list_and_read(fx, mode):
 
 async def test_the_callers_own_session_is_never_offered(fx, mode):
     async with connect(fx, mcp_args(fx, "--caller", "in-project", sources=False), mode) as c:
-        listed = [s["id"] for s in (await c.ok("list_sessions", {}))["structured"]["sessions"]]
+        listed = [s["sessionId"] for s in (await c.ok("list_sessions", {}))["structured"]["sessions"]]
         assert "in-project" not in listed and "in-sub" in listed
         hits = (await c.ok("search_sessions", {"query": "zebracorn"}))["structured"]["results"]
         assert hits == []
@@ -423,12 +610,12 @@ async def test_the_callers_own_session_is_never_offered(fx, mode):
         assert r["isError"] and "SELF_REFERENCE" in r["text"]
     async with connect(fx, mcp_args(fx, sources=False), mode) as c:
         listed = (await c.ok("list_sessions", {}, meta={CALLER_META_KEY: "in-sub"}))["structured"]["sessions"]
-        assert "in-sub" not in [s["id"] for s in listed]
+        assert "in-sub" not in [s["sessionId"] for s in listed]
 
 
 async def test_a_project_below_the_working_directory(fx, mode):
-    async with connect(fx, mcp_args(fx, "--project", str(fx.project / "sub"), sources=False), mode, cwd=fx.tmp) as c:
-        listed = [s["id"] for s in (await c.ok("list_sessions", {}))["structured"]["sessions"]]
+    async with connect(fx, mcp_args(fx, "--project", str(fx.sub), sources=False), mode, cwd=fx.tmp) as c:
+        listed = [s["sessionId"] for s in (await c.ok("list_sessions", {}))["structured"]["sessions"]]
         assert listed == ["in-sub"], listed
 
 

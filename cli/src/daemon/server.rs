@@ -26,9 +26,6 @@ use crate::args::Cli;
 use crate::print::display;
 use crate::Failure;
 
-/// How long after its last command the daemon saves its cache files.
-const SAVE_AFTER: Duration = Duration::from_secs(2);
-
 /// What the daemon keeps between commands.
 struct Daemon {
     listener: UnixListener,
@@ -128,21 +125,22 @@ pub(super) fn serve(idle_timeout: u64) -> Result<(), String> {
 impl Daemon {
     fn run(&mut self) -> Result<(), String> {
         let mut last = Instant::now();
-        let mut unsaved = false;
+        let mut saves = crate::save::Schedule::default();
         loop {
             if STOP.load(Ordering::Relaxed) {
                 eprintln!("dsh-session-ref daemon: stopped by a signal: ending");
                 return Ok(());
             }
-            let wait = if unsaved { SAVE_AFTER } else { Duration::from_secs(30) };
+            let wait = saves.due_in(Instant::now()).unwrap_or(Duration::from_secs(30));
             let wait = match self.idle_timeout {
                 Some(idle) => wait.min(idle.saturating_sub(last.elapsed()).max(Duration::from_millis(1))),
                 None => wait,
             };
             if !readable(self.listener.as_raw_fd(), wait) {
-                if unsaved {
+                let since = Instant::now();
+                if saves.due_in(since) == Some(Duration::ZERO) {
                     save_kept();
-                    unsaved = false;
+                    saves.saved(since, Instant::now());
                 }
                 if !self.socket_is_ours() {
                     eprintln!("dsh-session-ref daemon: the socket was removed or replaced: ending");
@@ -158,7 +156,7 @@ impl Daemon {
             last = Instant::now();
             match self.answer(&mut stream) {
                 Ok(Some(Kind::Stop)) => return Ok(()),
-                Ok(Some(Kind::Run)) => unsaved = true,
+                Ok(Some(Kind::Run)) => saves.changed(Instant::now()),
                 Ok(_) => {}
                 Err(e) => eprintln!("dsh-session-ref daemon: a request failed: {e}"),
             }

@@ -36,9 +36,11 @@ pub(crate) fn run(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<Sourc
     let hardening = if args.no_harden { global.hardening() } else { Hardening::ALL };
     let config = global.config_with(None, hardening)?;
     let working = std::env::current_dir().map_err(|e| invalid(format!("the working directory: {e}")))?;
-    let scope = match args.scope.as_str() {
-        "all" => Scope::all(),
-        _ => Scope::project(args.project.as_deref().unwrap_or(&working)).map_err(invalid)?,
+    let scope = match (args.scope.as_str(), &args.project) {
+        ("all", _) => Scope::all(),
+        (_, Some(project)) => Scope::project(project).map_err(invalid)?,
+        // Started anywhere in a repository: the repository's sessions.
+        (_, None) => Scope::project(&scope::project_root(&working)).map_err(invalid)?,
     }
     .allowing(args.allow.iter().cloned());
     let cwd = scope.cwd().or_else(|| Some(working.to_string_lossy().into_owned()));
@@ -46,7 +48,8 @@ pub(crate) fn run(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<Sourc
     let lifetime = Lifetime::LongLived { cache, awaiting };
     let ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
     let loading = ctx.take_loading();
-    let server = Server::new(ctx, loading, hardening, args.caller.clone(), cwd);
+    let caller = args.caller.clone().or_else(|| server::caller_from_env(|v| std::env::var(v).ok()));
+    let server = Server::new(ctx, loading, hardening, caller, cwd);
     let ctx = server.ctx();
     let served = runtime().block_on(async move {
         let (transport, writer) = transport::stdio();

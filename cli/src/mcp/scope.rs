@@ -80,6 +80,13 @@ impl Scope {
     }
 }
 
+/// The project `dir` is in: the nearest directory at or above it that
+/// holds a `.git` directory or file (a repository's root, or a worktree's
+/// or a submodule's, found as git finds it), else `dir` itself.
+pub(crate) fn project_root(dir: &Path) -> PathBuf {
+    dir.ancestors().find(|d| d.join(".git").exists()).unwrap_or(dir).to_owned()
+}
+
 /// `path` with `.` dropped and `..` taken lexically (never above the
 /// root), so that `/project/../etc` is not "below" `/project`.
 fn normalize(path: &Path) -> PathBuf {
@@ -279,6 +286,22 @@ mod tests {
             assert!(through_link.contains(&header("a", Some(p))));
             assert!(through_link.contains(&header("a", Some(link.to_str().unwrap()))));
         }
+    }
+
+    #[test]
+    fn the_project_is_the_repository_a_directory_is_in() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let deep = repo.join("src/deep");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(project_root(&deep), deep, "no repository: the directory itself");
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        assert_eq!(project_root(&deep), repo);
+        assert_eq!(project_root(&repo), repo);
+        // A worktree or a submodule has a `.git` file: its own root.
+        let sub = repo.join("src");
+        std::fs::write(sub.join(".git"), "gitdir: ../.git/modules/src\n").unwrap();
+        assert_eq!(project_root(&deep), sub);
     }
 
     #[test]

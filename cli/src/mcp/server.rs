@@ -1,12 +1,15 @@
 //! The MCP handler: tools, resources and the server's description, over
-//! one long-lived resolver. Every text that leaves is bounded and, unless
-//! `--no-harden`, hardened: titles and labels by the core's label rules,
-//! snippets, cwds and message texts by [`Hardening::text`], framed texts by
-//! the core's framing.
+//! one long-lived resolver. The service work is the core's: ids are read by
+//! [`Resolver::session_id`], labels come from [`Resolver::label`], and every
+//! structured result is the core's JSON in its hardened form
+//! (`to_json_hardened`: unless `--no-harden`, no string in it carries a
+//! credential, a raw `<` or an invisible character of a session's text,
+//! and a page's or a reference's messages travel only inside their frame).
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use dsh_session_reference::sources::SourceKind;
 use dsh_session_reference::{
     decode_uri, encode_uri, format_mention, stringify_tag_safe, Candidate, CandidateOptions, Error, ErrorCode,
     Hardening, PrepareOptions, ReadOptions, Resolver, SearchOptions, SearchScope, Target, MAX_SAFE_INTEGER,
@@ -21,22 +24,26 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
-use super::tools::{
-    cursor, definitions, offset, session_id, short, source_of, Arguments, LIST_LIMIT, MAX_SNIPPET_CHARS, READ_BYTES,
-    SEARCH_LIMIT,
-};
-use crate::ctx::Ctx;
+use super::tools::{cursor, definitions, offset, Arguments, LIST_LIMIT, READ_BYTES, SEARCH_LIMIT};
+use crate::ctx::{Ctx, Sources};
+use crate::save::Schedule;
 
 /// The `_meta` key of a request by which a client names the session it
 /// runs in (never offered to it, and it cannot read itself).
 pub(crate) const CALLER_META_KEY: &str = "dsh-session-reference/callerSessionId";
 
+/// The `_meta` keys by which Codex names its session on every call
+/// (`x-codex-turn-metadata` holds a `session_id`).
+const CODEX_META_KEYS: [&str; 2] = ["sessionId", "threadId"];
+const CODEX_TURN_META_KEY: &str = "x-codex-turn-metadata";
+
+/// The environment variable Claude Code sets, for the servers it starts,
+/// to the id of the session it runs.
+pub(crate) const CLAUDE_CODE_SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
+
 /// The target id of a caller that did not say which session it is: no
 /// session id holds a NUL, so none is refused as a self reference.
 const NO_CALLER: &str = "\0mcp-client";
-
-/// The shortest interval between two saves of the cache files.
-const SAVE_EVERY: Duration = Duration::from_secs(30);
 
 /// What the server needs to answer.
 pub(crate) struct Server {
@@ -45,27 +52,18 @@ pub(crate) struct Server {
     resolver: Resolver,
     /// What the outputs outside a frame are hardened with.
     hardening: Hardening,
-    /// `--caller`.
+    /// `--caller`, else the session the environment names (Claude Code's).
     caller: Option<String>,
     /// The project's directory, for ranking.
     cwd: Option<String>,
     /// The search index being loaded from its cache file.
     loading: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// When the cache files were last saved, and whether a save is due.
-    saving: Arc<Mutex<Saving>>,
+    /// When the cache files are saved, and whether a task waits to save them.
+    saving: Arc<Mutex<(Schedule, bool)>>,
     /// Whether what the sources left out was said on stderr (after the
     /// first answer, whose listing it is about).
     noted: std::sync::atomic::AtomicBool,
     tools: Vec<Tool>,
-}
-
-/// The saves of the cache files.
-#[derive(Default)]
-struct Saving {
-    /// When the last save ended (`None`: none yet).
-    last: Option<Instant>,
-    /// Whether a save is scheduled.
-    due: bool,
 }
 
 /// A tool's failure: a message for the model.
@@ -125,11 +123,12 @@ impl Server {
         Arc::clone(&self.ctx)
     }
 
-    /// The target of a request: the caller its `_meta` names, else
-    /// `--caller`, else no session; in the project's directory.
+    /// The target of a request: the caller its `_meta` names (our own key,
+    /// else Codex's session id), else `--caller` or the session the
+    /// environment named at the start, else no session; in the project's
+    /// directory.
     fn target(&self, context: &RequestContext<RoleServer>) -> Target {
-        let named = context.meta.get(CALLER_META_KEY).and_then(Value::as_str).filter(|s| !s.is_empty());
-        let id = named.map(str::to_owned).or_else(|| self.caller.clone()).unwrap_or_else(|| NO_CALLER.to_owned());
+        let id = caller_of(&context.meta).or_else(|| self.caller.clone()).unwrap_or_else(|| NO_CALLER.to_owned());
         Target::new(id, self.cwd.clone())
     }
 
@@ -141,27 +140,40 @@ impl Server {
         }
     }
 
-    /// After an answer: says, once, what the sources left out; schedules a
-    /// save of the cache files that changed, on a blocking
-    /// thread: at once after the server's start, then at most once every
-    /// [`SAVE_EVERY`] (an index that grew is saved within that time, not
-    /// rewritten on every call).
+    /// After an answer: says, once, what the sources left out; marks the
+    /// cache files changed and, unless a task already waits, starts one
+    /// that saves them when the [`Schedule`] says (on a blocking thread).
     fn save_soon(&self) {
         if !self.noted.swap(true, std::sync::atomic::Ordering::Relaxed) {
             self.ctx.notes();
         }
         let mut saving = self.saving.lock().unwrap_or_else(|e| e.into_inner());
-        if saving.due {
+        saving.0.changed(Instant::now());
+        if std::mem::replace(&mut saving.1, true) {
             return;
         }
-        saving.due = true;
-        let wait = saving.last.map_or(Duration::ZERO, |at| SAVE_EVERY.saturating_sub(at.elapsed()));
         let (ctx, state) = (Arc::clone(&self.ctx), Arc::clone(&self.saving));
         tokio::spawn(async move {
-            tokio::time::sleep(wait).await;
-            drop(tokio::task::spawn_blocking(move || ctx.save_cache()).await);
-            let mut saving = state.lock().unwrap_or_else(|e| e.into_inner());
-            *saving = Saving { last: Some(Instant::now()), due: false };
+            loop {
+                let wait = {
+                    let mut saving = state.lock().unwrap_or_else(|e| e.into_inner());
+                    match saving.0.due_in(Instant::now()) {
+                        Some(wait) => wait,
+                        None => {
+                            saving.1 = false;
+                            return;
+                        }
+                    }
+                };
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                let since = Instant::now();
+                let ctx = Arc::clone(&ctx);
+                drop(tokio::task::spawn_blocking(move || ctx.save_cache()).await);
+                state.lock().unwrap_or_else(|e| e.into_inner()).0.saved(since, Instant::now());
+            }
         });
     }
 
@@ -175,17 +187,6 @@ impl Server {
         Ok(list)
     }
 
-    /// The JSON of a session in a listing or a search result.
-    fn session_json(&self, c: &Candidate) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("id".into(), Value::from(c.session_id.as_str()));
-        m.insert("title".into(), Value::from(c.label.as_str()));
-        m.insert("cwd".into(), c.cwd.as_deref().map_or(Value::Null, |cwd| Value::from(self.hardening.text(cwd))));
-        m.insert("createdAt".into(), Value::Number(c.created_at.clone()));
-        m.insert("source".into(), Value::from(source_of(&c.session_id)));
-        m
-    }
-
     async fn list_sessions(&self, args: Option<&Map<String, Value>>, target: &Target) -> ToolResult {
         let a = Arguments::new(args, &["query", "limit", "cursor"])?;
         let query = a.string("query")?.unwrap_or_default();
@@ -193,14 +194,8 @@ impl Server {
         let from = a.string("cursor")?.map(|c| offset(c, query)).transpose()?.unwrap_or(0);
         let list = self.sessions(target, query).await?;
         let (page, next) = paged(&list, from, limit);
-        let sessions: Vec<Value> = page
-            .iter()
-            .map(|c| {
-                let mut m = self.session_json(c);
-                m.insert("mention".into(), Value::from(format_mention(&c.session_id, Some(&c.label))));
-                Value::Object(m)
-            })
-            .collect();
+        let sessions: Vec<Value> =
+            page.iter().map(|c| c.clone().with_mention().to_json_hardened(&self.hardening)).collect();
         let mut out = json!({ "sessions": sessions });
         if list.is_empty() {
             out["note"] = Value::from(self.hardening.text(&self.ctx.places_note()).into_owned());
@@ -218,21 +213,13 @@ impl Server {
         self.index_loaded().await;
         let options = SearchOptions { limit: Some(limit), scope: SearchScope::All };
         let found = self.resolver.search(target, query, &options, None).await?;
-        let results: Vec<Value> = found
-            .iter()
-            .map(|r| {
-                let mut m = self.session_json(&r.candidate);
-                m.insert("snippet".into(), Value::from(short(&self.hardening.text(&r.snippet), MAX_SNIPPET_CHARS)));
-                m.insert("messageIndex".into(), r.message_index.map_or(Value::Null, Value::from));
-                Value::Object(m)
-            })
-            .collect();
+        let results: Vec<Value> = found.iter().map(|r| r.to_json_hardened(&self.hardening)).collect();
         Ok(structured(json!({ "results": results }), None))
     }
 
     async fn read_session(&self, args: Option<&Map<String, Value>>, target: &Target) -> ToolResult {
         let a = Arguments::new(args, &["id", "start", "around", "maxBytes", "cursor"])?;
-        let id = session_id(a.required_string("id")?)?;
+        let id = self.session_id(&a).await?;
         let max_bytes = a.bounded("maxBytes", READ_BYTES)?;
         let mut request = Map::new();
         for key in ["start", "around", "cursor"] {
@@ -243,52 +230,80 @@ impl Server {
         request.insert("maxBytes".into(), Value::from(max_bytes));
         let options = ReadOptions::from_json(&Value::Object(request))?;
         let page = self.resolver.read(target, &id, &options, None).await?;
-        let mut out = page.to_json();
-        if let Some(messages) = out.get_mut("messages").and_then(Value::as_array_mut) {
-            for m in messages {
-                if let Some(text) = m.get("text").and_then(Value::as_str) {
-                    let hardened = self.hardening.text(text).into_owned();
-                    m["text"] = Value::from(hardened);
-                }
-            }
-        }
-        Ok(structured(out, Some(page.text)))
+        Ok(structured(page.to_json_hardened(&self.hardening), Some(page.text)))
     }
 
     /// The reference snapshot of one session (a `range` or `around`
-    /// excerpt when given, as the core reads them): its id, label,
-    /// context text and metadata.
+    /// excerpt when given, as the core reads them), for a model that reads
+    /// a parsed value: `{"sessionId","label","text","reference"}`, the
+    /// framed text and its metadata (hardened).
     async fn reference(&self, target: &Target, id: &str, excerpt: &[(&str, &Value)]) -> Result<Value, Error> {
-        // The label a mention of the session carries: its title, as listed.
-        let options = CandidateOptions::default().with_limit(Some(MAX_SAFE_INTEGER)).without_mentions();
-        let listed = self.resolver.candidates(target, id, &options, None).await?;
-        let label = listed.into_iter().find(|c| c.session_id == id).map(|c| c.label);
-        let mut reference = json!({ "sessionId": id });
-        if let Some(label) = &label {
-            reference["label"] = Value::from(label.as_str());
-        }
+        let label = self.resolver.label(target, id).await?;
+        let mut reference = json!({ "sessionId": id, "label": label });
         for (key, value) in excerpt {
             reference[*key] = (*value).clone();
         }
-        let content = json!([{"type": "text", "text": format_mention(id, label.as_deref())}]);
+        let content = json!([{"type": "text", "text": format_mention(id, Some(&label))}]);
         let prepared = self.resolver.prepare(target, &content, &[reference], &PrepareOptions::default(), None).await?;
         let context = prepared
             .additional_context
             .ok_or_else(|| Error::new(ErrorCode::ReadFailed, "the reference gave no context"))?;
-        let stats = context.source.references.first().map(|r| r.to_json()).unwrap_or(Value::Null);
-        let title = stats.get("label").cloned().unwrap_or_else(|| Value::from(id));
-        Ok(json!({"id": id, "title": title, "text": context.prompt, "reference": stats}))
+        let stats = context.source.references.first().map_or(Value::Null, |r| r.to_json_hardened(&self.hardening));
+        Ok(json!({
+            "sessionId": self.hardening.text_value(id),
+            "label": self.hardening.text_value(&label),
+            "text": context.prompt,
+            "reference": stats,
+        }))
     }
 
     async fn reference_session(&self, args: Option<&Map<String, Value>>, target: &Target) -> ToolResult {
         let a = Arguments::new(args, &["id", "range", "around"])?;
-        let id = session_id(a.required_string("id")?)?;
+        let id = self.session_id(&a).await?;
         let excerpt: Vec<(&str, &Value)> =
             ["range", "around"].into_iter().filter_map(|k| a.raw(k).map(|v| (k, v))).collect();
         let out = self.reference(target, &id, &excerpt).await?;
         let text = out["text"].as_str().unwrap_or_default().to_owned();
         Ok(structured(out, Some(text)))
     }
+
+    /// The session the `id` argument names, by the core's rules (an id
+    /// without its prefix, a URI, a mention); a bad one says it is `id`.
+    async fn session_id(&self, a: &Arguments<'_>) -> Result<String, ToolError> {
+        let named = a.required_string("id")?;
+        self.resolver.session_id(named).await.map_err(|e| ToolError(format!("`id`: {}: {}", e.code(), e.message())))
+    }
+
+    /// The name of the source session `id` is read from.
+    fn source_of(&self, id: &str) -> &str {
+        match &self.ctx.sources {
+            Sources::Dsh(_) => SourceKind::Dsh.name(),
+            Sources::Multi(multi) => multi.source_of(id).unwrap_or("unknown"),
+        }
+    }
+}
+
+/// The session a request's `_meta` says its caller runs in: our own key,
+/// else Codex's (`sessionId`, `threadId`, or the `session_id` of
+/// `x-codex-turn-metadata`: a Codex session, named with its prefix).
+pub(crate) fn caller_of(meta: &Map<String, Value>) -> Option<String> {
+    let text =
+        |v: Option<&Value>| v.and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+    if let Some(own) = text(meta.get(CALLER_META_KEY)) {
+        return Some(own);
+    }
+    let turn = meta.get(CODEX_TURN_META_KEY).and_then(|t| t.get("session_id"));
+    let codex = CODEX_META_KEYS.iter().map(|k| meta.get(*k)).chain([turn]).find_map(text)?;
+    let prefix = SourceKind::Codex.prefix();
+    Some(if codex.starts_with(prefix) { codex } else { format!("{prefix}{codex}") })
+}
+
+/// The session the server's environment says its client runs in:
+/// `CLAUDE_CODE_SESSION_ID` (a Claude Code session, named with its prefix).
+pub(crate) fn caller_from_env(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let id = var(CLAUDE_CODE_SESSION_ENV).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())?;
+    let prefix = SourceKind::ClaudeCode.prefix();
+    Some(if id.starts_with(prefix) { id } else { format!("{prefix}{id}") })
 }
 
 /// `list[from..from + limit]` and the offset of the next page, if any.
@@ -381,11 +396,11 @@ impl ServerHandler for Server {
         let resources = page
             .iter()
             .map(|c| {
-                let mut description = format!("{} session", source_of(&c.session_id));
+                let mut description = format!("{} session", self.source_of(&c.session_id));
                 if let Some(cwd) = &c.cwd {
                     description.push_str(&format!(" in {}", self.hardening.text(cwd)));
                 }
-                Resource::new(encode_uri(&c.session_id), c.label.clone())
+                Resource::new(encode_uri(&c.session_id), self.hardening.text(&c.label).into_owned())
                     .with_description(description)
                     .with_mime_type("text/plain")
             })
@@ -422,5 +437,36 @@ impl ServerHandler for Server {
         let text = out["text"].as_str().unwrap_or_default().to_owned();
         let contents = ResourceContents::text(text, request.uri).with_mime_type("text/plain");
         Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn the_caller_is_what_the_client_says() {
+        let codex = "codex:0199a2b4-1111";
+        assert_eq!(caller_of(&meta(json!({"sessionId": "0199a2b4-1111"}))).as_deref(), Some(codex));
+        assert_eq!(caller_of(&meta(json!({"threadId": "0199a2b4-1111"}))).as_deref(), Some(codex));
+        let turn = json!({"x-codex-turn-metadata": {"session_id": "0199a2b4-1111", "turn_id": "t"}});
+        assert_eq!(caller_of(&meta(turn)).as_deref(), Some(codex));
+        assert_eq!(caller_of(&meta(json!({"sessionId": codex}))).as_deref(), Some(codex), "already prefixed");
+        // Our own key wins, as given.
+        let both = json!({CALLER_META_KEY: "in-project", "sessionId": "x"});
+        assert_eq!(caller_of(&meta(both)).as_deref(), Some("in-project"));
+        for nothing in [json!({}), json!({"sessionId": " "}), json!({"sessionId": 7}), json!({"progressToken": 1})] {
+            assert_eq!(caller_of(&meta(nothing)), None);
+        }
+        let env = |value: Option<&str>| {
+            caller_from_env(|name| (name == CLAUDE_CODE_SESSION_ENV).then(|| value.map(str::to_owned)).flatten())
+        };
+        assert_eq!(env(Some("5c187f31-aaaa")).as_deref(), Some("claude-code:5c187f31-aaaa"));
+        assert_eq!(env(Some("")), None);
+        assert_eq!(env(None), None);
     }
 }

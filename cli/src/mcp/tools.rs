@@ -5,9 +5,9 @@
 
 use std::hash::{Hash, Hasher};
 
-use dsh_session_reference::sources::{kinds_sentence, SourceKind};
+use dsh_session_reference::sources::kinds_sentence;
 use dsh_session_reference::wire::positive_safe_integer;
-use dsh_session_reference::{decode_uri, parse_text, MAX_SAFE_INTEGER};
+use dsh_session_reference::MAX_SAFE_INTEGER;
 use serde_json::{json, Map, Value};
 
 /// `list_sessions`'s default and largest `limit`.
@@ -16,8 +16,6 @@ pub(crate) const LIST_LIMIT: (u64, u64) = (20, 100);
 pub(crate) const SEARCH_LIMIT: (u64, u64) = (10, 50);
 /// `read_session`'s default and largest `maxBytes`.
 pub(crate) const READ_BYTES: (u64, u64) = (16_384, 65_536);
-/// The longest snippet a search result carries, in characters.
-pub(crate) const MAX_SNIPPET_CHARS: usize = 200;
 
 /// An object schema of `properties`, `required` ones; closed when `closed`
 /// (a tool's input: an unknown argument is refused).
@@ -49,16 +47,25 @@ fn list_sessions_description() -> &'static str {
 /// input schema, output schema.
 pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
     let string = json!({"type": "string"});
-    let session = |extra: Value| {
+    // The core's candidate (`Candidate::to_json_hardened`): the words of
+    // every front.
+    let session = |extra: Value, required: &[&str]| {
         let mut properties = json!({
-            "id": string,
-            "title": string,
-            "cwd": {"type": ["string", "null"]},
-            "createdAt": {"type": "number"},
-            "source": {"type": "string", "enum": SourceKind::ALL.map(SourceKind::name)},
+            "sessionId": {"type": "string", "description": "The session id (written as its label is under the hardened mode; its mention's URI names it exactly)"},
+            "label": {"type": "string", "description": "Its latest title, else its id"},
+            "cwd": {"type": "string", "description": "Its working directory; absent when it has none"},
+            "createdAt": {"type": "number", "description": "When it began, epoch milliseconds"},
+            "mention": {"type": "string", "description": "@[label](dsh-session:...): cite it, or pass it as an id"},
         });
         properties.as_object_mut().into_iter().for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
-        object(properties, &["id", "title", "cwd", "createdAt", "source"], false)
+        let mut all = vec!["sessionId", "label", "createdAt", "mention"];
+        all.extend_from_slice(required);
+        object(properties, &all, false)
+    };
+    let framed = |what: &str| {
+        json!({"type": "string", "description": format!(
+            "What a model reads: an untrusted-background header, then {what} as one line of tag-safe JSON between tags"
+        )})
     };
     let id = json!({
         "type": "string",
@@ -67,15 +74,15 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
     let index = |what: &str| json!({"type": "integer", "minimum": 0, "description": what});
     let limit =
         |(default, max): (u64, u64)| json!({"type": "integer", "minimum": 1, "maximum": max, "default": default});
+    // A page's message without its text: each text is in the framed text.
     let message = object(
         json!({
             "index": {"type": "integer"},
             "role": string,
-            "text": string,
             "checkpoint": {"type": "boolean"},
             "omittedBytes": {"type": "integer"},
         }),
-        &["index", "role", "text", "checkpoint"],
+        &["index", "role", "checkpoint"],
         false,
     );
     let range = object(
@@ -98,7 +105,7 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
             ),
             object(
                 json!({
-                    "sessions": {"type": "array", "items": session(json!({"mention": string}))},
+                    "sessions": {"type": "array", "items": session(json!({}), &[])},
                     "nextCursor": string,
                     "note": {"type": "string", "description": "When no session is listed: the places looked at"},
                 }),
@@ -121,8 +128,9 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
             object(
                 json!({"results": {"type": "array", "items": session(json!({
                     "snippet": string,
+                    "field": {"type": "string", "enum": ["title", "message", "id", "cwd"]},
                     "messageIndex": {"type": ["integer", "null"]},
-                }))}}),
+                }), &["snippet", "field", "messageIndex"])}}),
                 &["results"],
                 false,
             ),
@@ -145,15 +153,18 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
             ),
             object(
                 json!({
-                    "id": string,
-                    "title": string,
+                    "sessionId": string,
+                    "label": string,
+                    "cwd": string,
                     "totalMessages": {"type": "integer"},
                     "capturedThroughSeq": {"type": ["number", "null"]},
                     "messages": {"type": "array", "items": message},
                     "nextCursor": string,
                     "prevCursor": string,
+                    "redactedSecrets": {"type": "integer"},
+                    "text": framed("the page"),
                 }),
-                &["id", "title", "totalMessages", "messages"],
+                &["sessionId", "label", "totalMessages", "capturedThroughSeq", "messages", "text"],
                 false,
             ),
         ),
@@ -172,8 +183,13 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
                 true,
             ),
             object(
-                json!({"id": string, "title": string, "text": string, "reference": {"type": "object"}}),
-                &["id", "title", "text", "reference"],
+                json!({
+                    "sessionId": string,
+                    "label": string,
+                    "text": framed("the snapshot"),
+                    "reference": {"type": "object", "description": "What the snapshot kept, as the context message's metadata says"},
+                }),
+                &["sessionId", "label", "text", "reference"],
                 false,
             ),
         ),
@@ -234,41 +250,6 @@ impl<'a> Arguments<'a> {
     }
 }
 
-/// The session id an `id` argument names: a session id as it is, a
-/// `dsh-session:` URI decoded, or the one session of a mention.
-pub(crate) fn session_id(id: &str) -> Result<String, String> {
-    let trimmed = id.trim();
-    if trimmed.starts_with("@[") {
-        let parsed = parse_text(trimmed).map_err(|e| format!("`id`: {}", e.message()))?;
-        return match parsed.references.as_slice() {
-            [one] => Ok(one.session_id.clone()),
-            [] => Err("`id` is not a mention of a session: expected @[label](dsh-session:...)".into()),
-            _ => Err("`id` must name one session".into()),
-        };
-    }
-    if trimmed.starts_with("dsh-session:") {
-        return decode_uri(trimmed).map_err(|e| format!("`id`: {}", e.message()));
-    }
-    Ok(id.to_owned())
-}
-
-/// The source a session id comes from, by its prefix.
-pub(crate) fn source_of(id: &str) -> &'static str {
-    SourceKind::ALL
-        .into_iter()
-        .find(|k| !k.prefix().is_empty() && id.starts_with(k.prefix()))
-        .unwrap_or(SourceKind::Dsh)
-        .name()
-}
-
-/// `text` cut to at most `max` characters, with `…` where it was cut.
-pub(crate) fn short(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max.saturating_sub(1)) {
-        Some((at, _)) if text[at..].chars().nth(1).is_some() => format!("{}\u{2026}", &text[..at]),
-        _ => text.to_owned(),
-    }
-}
-
 /// An offset into a listing, bound to the query it lists: `o<offset>.<check>`
 /// (opaque to clients).
 pub(crate) fn cursor(offset: u64, query: &str) -> String {
@@ -294,8 +275,6 @@ fn check(query: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use dsh_session_reference::{encode_uri, format_mention};
-
     use super::*;
 
     fn args(v: Value) -> Map<String, Value> {
@@ -326,30 +305,10 @@ mod tests {
     }
 
     #[test]
-    fn an_id_may_be_a_uri_or_a_mention() {
-        assert_eq!(session_id("abc").unwrap(), "abc");
-        assert_eq!(session_id(&encode_uri("codex:1/2")).unwrap(), "codex:1/2");
-        assert_eq!(session_id(&format_mention("a b", Some("The title"))).unwrap(), "a b");
-        assert!(session_id("dsh-session:%%%").is_err());
-        let two = format!("{} {}", format_mention("a", None), format_mention("b", None));
-        assert_eq!(session_id(&two), Err("`id` must name one session".into()));
-    }
-
-    #[test]
     fn cursors_are_bound_to_their_query() {
         let c = cursor(40, "q");
         assert_eq!(offset(&c, "q"), Ok(40));
         assert!(offset(&c, "other").is_err());
         assert!(offset("40", "q").is_err() && offset("ox.1", "q").is_err());
-    }
-
-    #[test]
-    fn sources_and_short_texts() {
-        assert_eq!(source_of("claude-code:x"), "claude-code");
-        assert_eq!(source_of("codex:x"), "codex");
-        assert_eq!(source_of("2f6c"), "dsh");
-        assert_eq!(short("abcdef", 4), "abc\u{2026}");
-        assert_eq!(short("abcd", 4), "abcd");
-        assert_eq!(short("", 4), "");
     }
 }

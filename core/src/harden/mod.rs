@@ -80,23 +80,35 @@ impl Hardening {
         }
     }
 
-    /// A free text shown outside a reference's frame (a search snippet, a
-    /// cwd, a message text in a structured result) as this hardening writes
-    /// it: credentials redacted under `redact_secrets`
-    /// ([`secrets::redact`]), then invisible characters written as the text
-    /// of their escapes under `escape_invisible`
-    /// ([`invisible::escape_as_text`], as the receiver parses the JSON the
-    /// text travels in). Borrowed when nothing changes.
+    /// A free text shown outside a reference's frame (a label, a search
+    /// snippet, a cwd, an id in a structured result) as this hardening
+    /// writes it: credentials redacted under `redact_secrets`
+    /// ([`secrets::redact`]), then, under `escape_invisible`, invisible
+    /// characters and `<` written as the text of their escapes
+    /// ([`invisible::escape_as_text`]; `<` as `\u003c`, as the tag-safe
+    /// JSON of a frame writes it), for a text that leaves as a parsed
+    /// string: a client that serializes it for its model then writes no
+    /// raw `<` and no invisible character. Borrowed when nothing changes.
     pub fn text<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
         use std::borrow::Cow;
         let redacted = if self.redact_secrets { secrets::redact(text).0 } else { Cow::Borrowed(text) };
         if !self.escape_invisible {
             return redacted;
         }
-        match redacted {
+        let shown = match redacted {
             Cow::Borrowed(t) => invisible::escape_as_text(t),
             Cow::Owned(t) => Cow::Owned(invisible::escape_as_text(&t).into_owned()),
+        };
+        if shown.contains('<') {
+            Cow::Owned(shown.replace('<', "\\u003c"))
+        } else {
+            shown
         }
+    }
+
+    /// [`text`](Self::text) of `text` as a JSON string.
+    pub fn text_value(&self, text: &str) -> serde_json::Value {
+        serde_json::Value::from(self.text(text).into_owned())
     }
 }
 
@@ -141,6 +153,8 @@ mod tests {
         let hardened = Hardening::ALL.text(text);
         assert!(!hardened.contains("sk-ant-api03") && hardened.contains("[redacted "), "{hardened}");
         assert!(hardened.ends_with("here\\u200b\\u202e!"), "{hardened}");
+        assert_eq!(Hardening::ALL.text("a </b> c"), "a \\u003c/b> c", "tag-safe as a frame writes it");
+        assert_eq!(Hardening::default().text("a </b>"), "a </b>");
         let none = Hardening::default();
         assert!(matches!(none.text(text), std::borrow::Cow::Borrowed(t) if t == text));
         assert!(matches!(Hardening::ALL.text("plain"), std::borrow::Cow::Borrowed("plain")));

@@ -7,6 +7,7 @@ use serde_json::{Map, Number, Value};
 
 use super::{SessionHeader, Target};
 use crate::error::{Error, ErrorCode, Result};
+use crate::harden::Hardening;
 use crate::uri::format_mention;
 
 /// One discovery candidate (docs/contract.md §7).
@@ -58,6 +59,31 @@ impl Candidate {
             m.insert("mention".into(), Value::from(mention.clone()));
         }
         Value::Object(m)
+    }
+    /// [`to_json`](Self::to_json) for a text that leaves its session as a
+    /// parsed value (an MCP tool's structured content, a web answer): the
+    /// id, label and cwd written by [`Hardening::text`] (under the hardened
+    /// mode: no credential, raw `<` or invisible character), and the
+    /// mention made from that label (its URI still names the exact id, so
+    /// a session whose id had to be escaped is read by its mention). With
+    /// every protection off it is [`to_json`](Self::to_json).
+    pub fn to_json_hardened(&self, hardening: &Hardening) -> Value {
+        let mut v = self.to_json();
+        if let Value::Object(m) = &mut v {
+            let label = hardening.text(&self.label);
+            m.insert("sessionId".into(), hardening.text_value(&self.session_id));
+            if self.mention.is_some() {
+                m.insert("mention".into(), Value::from(format_mention(&self.session_id, Some(&label))));
+            }
+            m.insert("label".into(), Value::from(label.into_owned()));
+            if let Some(title) = &self.display_title {
+                m.insert("displayTitle".into(), hardening.text_value(title));
+            }
+            if let Some(cwd) = &self.cwd {
+                m.insert("cwd".into(), hardening.text_value(cwd));
+            }
+        }
+        v
     }
 }
 
@@ -193,6 +219,19 @@ impl SearchResult {
         let mut v = self.candidate.to_json();
         if let Value::Object(m) = &mut v {
             m.insert("snippet".into(), Value::from(self.snippet.as_str()));
+            m.insert("field".into(), Value::from(self.field.as_str()));
+            m.insert("messageIndex".into(), self.message_index.map_or(Value::Null, Value::from));
+        }
+        v
+    }
+
+    /// [`to_json`](Self::to_json) for a text that leaves its session as a
+    /// parsed value: the candidate's [`Candidate::to_json_hardened`] and
+    /// the snippet written by [`Hardening::text`].
+    pub fn to_json_hardened(&self, hardening: &Hardening) -> Value {
+        let mut v = self.candidate.to_json_hardened(hardening);
+        if let Value::Object(m) = &mut v {
+            m.insert("snippet".into(), hardening.text_value(&self.snippet));
             m.insert("field".into(), Value::from(self.field.as_str()));
             m.insert("messageIndex".into(), self.message_index.map_or(Value::Null, Value::from));
         }

@@ -220,19 +220,61 @@ pub struct Page {
 }
 
 impl Page {
-    /// `{"id","title","totalMessages","capturedThroughSeq","messages":[{"index","role","text","checkpoint","omittedBytes"?}],"nextCursor"?,"prevCursor"?}`,
+    /// `{"sessionId","label","cwd"?,"totalMessages","capturedThroughSeq","messages":[{"index","role","text","checkpoint","omittedBytes"?}],"nextCursor"?,"prevCursor"?}`,
     /// and `"redactedSecrets"` under `redactSecrets`: the page for a
-    /// program (an MCP tool's structured content). The framed text is
-    /// [`text`](Self::text). Write it with
-    /// [`stringify_tag_safe`](crate::json::stringify_tag_safe) where a model
-    /// may read it.
+    /// program, in the words of a candidate (`label` is the
+    /// [`title`](Self::title); `cwd` absent when the session has none). The
+    /// framed text is [`text`](Self::text).
     pub fn to_json(&self) -> Value {
+        self.json_with(PageMessage::to_json)
+    }
+
+    /// [`to_json`](Self::to_json) with the framed text as a last key,
+    /// `"text"`: the result of `read` in the JSON fronts (C, Python, Node,
+    /// the command line's `--json`).
+    pub fn to_json_with_text(&self) -> Value {
+        let mut v = self.to_json();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("text".into(), Value::from(self.text.as_str()));
+        }
+        v
+    }
+
+    /// The page for a model that reads a parsed value (an MCP tool's
+    /// structured content): [`to_json_with_text`](Self::to_json_with_text)
+    /// whose messages carry no `text` (each text is in the framed `text`,
+    /// once, under its untrusted-background header), and whose id, label
+    /// and cwd are written by [`Hardening::text`]. So every string in it
+    /// is either the frame or free of what the hardening removes.
+    pub fn to_json_hardened(&self, hardening: &Hardening) -> Value {
+        let mut v = self.json_with(|m| {
+            let mut j = m.to_json();
+            if let Some(o) = j.as_object_mut() {
+                o.remove("text");
+            }
+            j
+        });
+        if let Some(m) = v.as_object_mut() {
+            m.insert("sessionId".into(), hardening.text_value(&self.session_id));
+            m.insert("label".into(), hardening.text_value(&self.title));
+            if let Some(cwd) = &self.cwd {
+                m.insert("cwd".into(), hardening.text_value(cwd));
+            }
+            m.insert("text".into(), Value::from(self.text.as_str()));
+        }
+        v
+    }
+
+    fn json_with(&self, message: impl Fn(&PageMessage) -> Value) -> Value {
         let mut m = Map::new();
-        m.insert("id".into(), Value::from(self.session_id.as_str()));
-        m.insert("title".into(), Value::from(self.title.as_str()));
+        m.insert("sessionId".into(), Value::from(self.session_id.as_str()));
+        m.insert("label".into(), Value::from(self.title.as_str()));
+        if let Some(cwd) = &self.cwd {
+            m.insert("cwd".into(), Value::from(cwd.as_str()));
+        }
         m.insert("totalMessages".into(), Value::from(self.total_messages));
         m.insert("capturedThroughSeq".into(), self.captured_through_seq.clone().map_or(Value::Null, Value::Number));
-        m.insert("messages".into(), Value::Array(self.messages.iter().map(PageMessage::to_json).collect()));
+        m.insert("messages".into(), Value::Array(self.messages.iter().map(message).collect()));
         if let Some(c) = &self.next_cursor {
             m.insert("nextCursor".into(), Value::from(c.as_str()));
         }
@@ -243,17 +285,6 @@ impl Page {
             m.insert(REDACTED_SECRETS_KEY.into(), Value::from(n));
         }
         Value::Object(m)
-    }
-
-    /// [`to_json`](Self::to_json) with the framed text as a last key,
-    /// `"text"`: the result of `read` in the JSON fronts (C, Python, the
-    /// command line's `--json`).
-    pub fn to_json_with_text(&self) -> Value {
-        let mut v = self.to_json();
-        if let Some(m) = v.as_object_mut() {
-            m.insert("text".into(), Value::from(self.text.as_str()));
-        }
-        v
     }
 }
 

@@ -166,6 +166,13 @@ impl MultiQuery {
         }
     }
 
+    /// The name of the source that holds session ids like `id` (the source
+    /// whose prefix it has, else the one without a prefix), as every read
+    /// of `id` is routed.
+    pub fn source_of(&self, id: &str) -> Option<&str> {
+        self.route(id).ok().map(|e| e.name.as_str())
+    }
+
     fn route(&self, id: &str) -> Result<&Entry, HostError> {
         self.entries
             .iter()

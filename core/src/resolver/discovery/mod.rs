@@ -94,6 +94,34 @@ impl Resolver {
         Ok(if options.mentions { list.into_iter().map(Candidate::with_mention).collect() } else { list })
     }
 
+    /// The session id `name` names (a session id, a `dsh-session:` URI or
+    /// one whole mention: [`session_id_named`](crate::uri::session_id_named))
+    /// among the sessions listed now: an id given without its source's
+    /// prefix is the one listed session it ends (an error names each when
+    /// several do, [`listed_session_id`](crate::host::listed_session_id));
+    /// an id no session has is returned as given, for the read that follows
+    /// to report missing. The rule a front applies to every id it is given.
+    pub async fn session_id(&self, name: &str) -> Result<String> {
+        let id = crate::uri::session_id_named(name)?;
+        let listed = self.listed().await?;
+        Ok(crate::host::listed_session_id(listed.sessions(), &id)?.unwrap_or(id))
+    }
+
+    /// The label of session `id` as discovery gives it: its latest title
+    /// (from the title cache while its fingerprint holds, else read and
+    /// cached; nothing is listed), or its id when it has none, written by
+    /// the hardened mode's label rules. `SESSION_REFERENCE_SELF_REFERENCE`
+    /// for the target's own id; `SESSION_REFERENCE_READ_FAILED` when the
+    /// source fails to read its title (as a source without the session
+    /// does).
+    pub async fn label(&self, target: &Target, id: &str) -> Result<String> {
+        if id == target.id {
+            return Err(Error::new(ErrorCode::SelfReference, "a session cannot reference itself"));
+        }
+        let title = self.title_of(id).await?;
+        Ok(self.config.hardening().label(title.filter(|t| !t.is_empty()).unwrap_or_else(|| id.to_owned()), id))
+    }
+
     /// `limit`, or the configured candidate limit; an explicit limit must
     /// be a positive safe integer (`what` names it in the error).
     pub(crate) fn limit_or_default(&self, limit: Option<u64>, what: &str) -> Result<u64> {

@@ -170,6 +170,30 @@ impl DiscoveryCache {
 }
 
 impl Resolver {
+    /// The latest title of one session, without listing: the cached one
+    /// while the session's fingerprint holds, else read (and cached under
+    /// the fingerprint taken before the read). A failed read is the
+    /// session's `SESSION_REFERENCE_READ_FAILED` (no such session, or one
+    /// that cannot be read).
+    pub(crate) async fn title_of(&self, id: &str) -> crate::error::Result<Option<String>> {
+        let ids = [id.to_owned()];
+        let fp = match guarded(|| self.query.fingerprints(&ids)).await {
+            Ok(Some(mut fps)) if fps.len() == 1 => fps.pop().flatten(),
+            _ => None,
+        };
+        if let Some(fp) = &fp {
+            if let Some((held, title)) = lock(&self.discovery.titles).get(id) {
+                if held == fp {
+                    return Ok(title.clone());
+                }
+            }
+        }
+        let read = guarded(|| self.query.read_title(id)).await.map_err(|e| crate::error::Error::read_failed(id, e))?;
+        let title = read.map(|t| self.config.hardening().title_to_keep(t));
+        self.discovery.store_title(id, fp, Some(title.clone()));
+        Ok(title)
+    }
+
     /// The fingerprint of every session in `sessions` (same order), as the
     /// source gives them; all `None` when it gives none, fails, or answers
     /// with a list of the wrong length.
