@@ -309,7 +309,7 @@ fn an_ids_first_characters_name_it() {
     // `read`, `mention` and `prepare --ref` take it too.
     let page = with(&["--json", "read", "a1b2"]);
     assert_eq!(page.code, 0, "{}", page.stderr);
-    assert_eq!(serde_json::from_str::<Value>(&page.stdout).unwrap()["id"], "a1b2c3d4-only");
+    assert_eq!(serde_json::from_str::<Value>(&page.stdout).unwrap()["sessionId"], "a1b2c3d4-only");
     let mention = with(&["mention", "a1b2c3"]);
     assert!(mention.stdout.contains(&dsh_session_reference::encode_uri("a1b2c3d4-only")), "{}", mention.stdout);
     let prepared = with(&["--json", "prepare", "--ref", "5c187"]);

@@ -175,13 +175,27 @@ pub struct FileSessions<F: SessionFiles> {
     format: F,
     /// Where the last listing found each session (checked again on reads).
     found: Arc<Mutex<HashMap<String, Rel>>>,
+    /// What the last listing read of each file: its stamp, its heads and
+    /// the creation time taken for a session that records none. A listing
+    /// reads again only the files whose stamp changed, so one in a
+    /// long-lived process (the MCP server, the daemon) opens what changed,
+    /// not every session's file.
+    heads: Arc<Mutex<HashMap<Rel, KnownHeads>>>,
+}
+
+/// A file's heads as a listing read them, under the stamp it had.
+#[derive(Clone, Debug)]
+struct KnownHeads {
+    stamp: Stamp,
+    heads: Vec<Head>,
+    created: u64,
 }
 
 impl<F: SessionFiles> FileSessions<F> {
     /// A source of `format` over `root` (a directory; a link to one is fine).
     pub fn with_format(root: impl AsRef<Path>, format: F) -> io::Result<Self> {
         let root = super::open_root(root.as_ref(), F::FORMAT)?;
-        Ok(FileSessions { root: Arc::new(root), format, found: Arc::default() })
+        Ok(FileSessions { root: Arc::new(root), format, found: Arc::default(), heads: Arc::default() })
     }
 
     fn path_of(&self, rel: &[OsString]) -> PathBuf {
@@ -200,7 +214,14 @@ impl<F: SessionFiles> FileSessions<F> {
         self.format.walk(&self.root, &mut files, &mut rejected);
         // Each file opened by one call relative to the root.
         let root = DirUnder::open(&self.root, &[]);
+        // A concurrent listing meanwhile finds no memo and reads every file.
+        let known = self.heads.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default();
         let heads = par_map(&files, |rel, _: &mut ()| {
+            if let (Some(was), Some(stamp)) = (known.get(rel), Stamp::lstat(&self.path_of(rel))) {
+                if was.stamp == stamp {
+                    return Ok::<_, io::Error>(was.clone());
+                }
+            }
             let parts: Vec<&OsStr> = rel.iter().map(OsString::as_os_str).collect();
             let (file, stamp) = root.open_file(&parts)?;
             let identity = stamp.id;
@@ -208,16 +229,21 @@ impl<F: SessionFiles> FileSessions<F> {
             // The file's own time only where a session records none.
             let created =
                 heads.iter().any(|h| h.created_at.is_none()).then(|| file_created_ms(&self.path_of(rel), &identity));
-            Ok::<_, io::Error>((heads, created.unwrap_or_default()))
+            Ok(KnownHeads { stamp, heads, created: created.unwrap_or_default() })
         });
         let mut seen = HashSet::new();
         let mut found = HashMap::new();
+        let mut memo = HashMap::with_capacity(files.len());
         let mut sessions = Vec::with_capacity(files.len());
         let mut without_conversation = Vec::new();
         for (rel, heads) in files.into_iter().zip(heads) {
             let path = self.path_of(&rel);
             let (heads, created) = match heads {
-                Ok(h) => h,
+                Ok(known) => {
+                    let read = (known.heads.clone(), known.created);
+                    memo.insert(rel.clone(), known);
+                    read
+                }
                 // Gone since the walk, or a guessed file that is not there
                 // (a session directory without its log): not a session.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -240,8 +266,11 @@ impl<F: SessionFiles> FileSessions<F> {
                 found.insert(head.bare, rel.clone());
             }
         }
-        if let Ok(mut memo) = self.found.lock() {
-            *memo = found;
+        if let Ok(mut was) = self.found.lock() {
+            *was = found;
+        }
+        if let Ok(mut was) = self.heads.lock() {
+            *was = memo;
         }
         let mut listing = Listing { sessions, rejected, without_conversation };
         listing.sort();
