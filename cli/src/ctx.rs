@@ -348,7 +348,38 @@ impl Shared {
     /// do); an id no source lists is returned as given, for the command to
     /// report missing.
     pub(crate) fn session_id(&self, name: &str) -> CliResult<String> {
+        self.listed_id(session_id_named(name)?)
+    }
+
+    /// What `act` gives for the session `name` means, as
+    /// [`session_id`](Self::session_id) finds it, with no listing when
+    /// `act` succeeds on the id as named: listing a source that keeps a
+    /// file per session opens every file, which a read of a whole id does
+    /// not need. Only when that fails are the sessions listed, and `act` is
+    /// done again on the id the listing finds (a short id, or one without
+    /// its source's prefix); when the listing finds that same id, the first
+    /// failure is the answer. So every answer is the one resolving first
+    /// gives (an ambiguous short id, a listing that fails, a missing
+    /// session), save that a session read by its whole id is read even
+    /// where listing the sources would have failed. `act` must have no
+    /// effect until it succeeds.
+    pub(crate) fn on_session<T>(&self, name: &str, act: impl Fn(&str) -> CliResult<T>) -> CliResult<T> {
         let id = session_id_named(name)?;
+        let missed = match act(&id) {
+            Ok(done) => return Ok(done),
+            Err(Failure(e)) if e.code() == ErrorCode::Cancelled => return Err(Failure(e)),
+            Err(missed) => missed,
+        };
+        let listed = self.listed_id(id.clone())?;
+        if listed == id {
+            return Err(missed);
+        }
+        act(&listed)
+    }
+
+    /// The session id `id` means among the sessions listed now
+    /// ([`listed_session_id`]), else `id`.
+    fn listed_id(&self, id: String) -> CliResult<String> {
         let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
         let listed = block_on(self.pinned.list_now()).map_err(failed)?;
         Ok(listed_session_id(listed.sessions(), &id)?.unwrap_or(id))

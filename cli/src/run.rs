@@ -104,12 +104,10 @@ pub(crate) fn run(cli: &Cli) -> CliResult {
         }
         Command::Show { id } => {
             let ctx = Ctx::open(g, sources()?, None, false)?;
-            let id = ctx.session_id(id)?;
-            show(&ctx, &id)?;
+            show(&ctx, id)?;
         }
         Command::Read { id, start, around, cursor, max_bytes, max_tokens, target, text } => {
             let ctx = Ctx::open(g, sources()?, None, false)?;
-            let id = &ctx.session_id(id)?;
             let mut options = ReadOptions::default()
                 .with_start(*start)
                 .with_around(*around)
@@ -118,11 +116,13 @@ pub(crate) fn run(cli: &Cli) -> CliResult {
             if let Some(n) = max_bytes {
                 options = options.with_max_bytes(*n);
             }
-            // Without --target the reader is a person, not a session: a
-            // target id that differs from every id read (the id with a NUL
-            // after it), so that no read is refused as a self reference.
-            let target = Target::new(target.clone().unwrap_or_else(|| format!("{id}\0")), None);
-            let page = block_on(ctx.resolver.read(&target, id, &options, ctx.cancel.as_ref()))?;
+            let page = ctx.on_session(id, |id| {
+                // Without --target the reader is a person, not a session: a
+                // target id that differs from every id read (the id with a
+                // NUL after it), so that no read is refused as a self reference.
+                let target = Target::new(target.clone().unwrap_or_else(|| format!("{id}\0")), None);
+                Ok(block_on(ctx.resolver.read(&target, id, &options, ctx.cancel.as_ref()))?)
+            })?;
             if *text {
                 print_data(&page.text, false);
             } else if ctx.out.is_json() {
@@ -278,10 +278,11 @@ fn prepare_with(ctx: &Ctx, target: &Target, text: &str, excerpts: &[(&str, &str,
     Ok(block_on(ctx.resolver.prepare(target, &content, &references, &options, ctx.cancel.as_ref()))?)
 }
 
-/// One session's whole projected conversation (the core's
-/// [`dsh_session_reference::Resolver::conversation`]), as text or its JSON.
-fn show(ctx: &Ctx, id: &str) -> CliResult {
-    let conversation = block_on(ctx.resolver.conversation(id, ctx.cancel.as_ref()))?;
+/// The whole projected conversation (the core's
+/// [`dsh_session_reference::Resolver::conversation`]) of the session `name`
+/// means ([`Ctx::on_session`]), as text or its JSON.
+fn show(ctx: &Ctx, name: &str) -> CliResult {
+    let conversation = ctx.on_session(name, |id| Ok(block_on(ctx.resolver.conversation(id, ctx.cancel.as_ref()))?))?;
     if ctx.out.is_json() {
         println!("{}", ctx.out.json(&conversation.to_json()));
     } else {

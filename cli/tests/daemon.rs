@@ -201,9 +201,9 @@ fn every_change_made_before_a_command_is_in_its_answer() {
     let log = root.join("--home-dev-alpha--/goal-wrapup/session.jsonl");
     append_message(&log, 55, "the zebrafish result is in");
     assert_eq!(ids(&daemon.same(&["--root", r, "search", "zebrafish", "--json"])), vec!["goal-wrapup"]);
-    // A new session (after a command that listed and read no more: `show`),
-    // then one removed.
-    daemon.same(&["--root", r, "show", "goal-wrapup"]);
+    // A new session (after a command that listed and read no more: `show`
+    // of a short id, which is found by a listing), then one removed.
+    daemon.same(&["--root", r, "show", "goal-wrap"]);
     copy_tree(&root.join("--home-dev-alpha--/goal-wrapup"), &root.join("--home-dev-alpha--/goal-copy"));
     let copy = root.join("--home-dev-alpha--/goal-copy/session.jsonl");
     let text = std::fs::read_to_string(&copy).unwrap().replacen("\"id\":\"goal-wrapup\"", "\"id\":\"goal-copy\"", 1);

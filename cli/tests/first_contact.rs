@@ -328,6 +328,60 @@ fn an_ids_first_characters_name_it() {
     assert_eq!(with(&["show", "a1b"]).code, 1);
 }
 
+/// `read` and `show` read a session by the id as given, and look for it in
+/// a listing only when no source has that id: in a source that keeps a
+/// file per session, a short id (with or without the source's prefix) and
+/// an id without its prefix still name the session, several sessions
+/// starting with the same characters are still named, and a missing
+/// session or a root that cannot be listed is said as it was.
+#[test]
+fn read_and_show_take_an_id_as_given_and_else_as_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = foreign().join("gemini-cli/synthetic/tmp");
+    let source = format!("gemini-cli={}", root.display());
+    let with = |args: &[&str]| run_in(tmp.path(), &[&["--source", source.as_str()][..], args].concat());
+    let whole = "gemini-cli:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+    let shown = with(&["--json", "show", whole]);
+    let page = with(&["--json", "read", whole]);
+    assert_eq!((shown.code, page.code), (0, 0), "{}{}", shown.stderr, page.stderr);
+    for name in ["gemini-cli:1a2b3c", "1a2b3c4d", "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"] {
+        let out = with(&["--json", "show", name]);
+        assert_eq!((out.code, &out.stdout), (0, &shown.stdout), "{name}: {}", out.stderr);
+        let out = with(&["--json", "read", name]);
+        assert_eq!((out.code, &out.stdout), (0, &page.stdout), "{name}: {}", out.stderr);
+    }
+    // The id found by the listing is the one read: it is the target's own.
+    let own = with(&["read", "1a2b3c4d", "--target", whole]);
+    assert_eq!(own.code, 1);
+    assert!(own.stderr.starts_with("error: SESSION_REFERENCE_SELF_REFERENCE: "), "{}", own.stderr);
+    for command in ["show", "read"] {
+        let several = with(&[command, "gemini-cli:"]);
+        assert_eq!(several.code, 1);
+        assert!(
+            several.stderr.starts_with(
+                "error: SESSION_REFERENCE_INVALID_REFERENCE: 3 sessions have an id that starts with \"gemini-cli:\""
+            ),
+            "{}",
+            several.stderr
+        );
+        let missing = with(&[command, "gemini-cli:1a2b3c4d-0000"]);
+        assert_eq!((missing.code, missing.stdout.as_str()), (1, ""));
+        let said = format!(
+            "error: SESSION_REFERENCE_READ_FAILED: reading session \"gemini-cli:1a2b3c4d-0000\" failed: no Gemini CLI session \"1a2b3c4d-0000\" in {}\n",
+            root.display()
+        );
+        assert_eq!(missing.stderr, said);
+        let nowhere = tmp.path().join("nowhere");
+        let unlisted = run_in(tmp.path(), &["--source", &format!("gemini-cli={}", nowhere.display()), command, whole]);
+        assert_eq!((unlisted.code, unlisted.stdout.as_str()), (1, ""));
+        assert!(
+            unlisted.stderr.starts_with("error: SESSION_REFERENCE_READ_FAILED: listing sessions failed: gemini-cli: "),
+            "{}",
+            unlisted.stderr
+        );
+    }
+}
+
 /// `prepare --ref ID` without a message prepares the referenced context
 /// alone, and says so instead of printing an empty message.
 #[test]

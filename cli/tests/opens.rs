@@ -62,23 +62,27 @@ fn opens<'a>(lines: impl Iterator<Item = &'a str>) -> usize {
     lines.filter(|l| l.contains("open") && l.contains(FILE)).count()
 }
 
-/// One `read` of a Gemini CLI session with the cache warm: the command
-/// lists its sources to know the id (each session file's first line is
-/// read, once) and reads the session, title and surface together, on one
-/// more open (there were four: a check and a replay for the title, again
-/// for the surface).
+/// One `read`, and one `show`, of a Gemini CLI session by its id with the
+/// cache warm: the session's file is opened once, for the session, title
+/// and surface together, and no other session file is (the id is read as
+/// given; only an id no source has is looked for in a listing, which
+/// reads the first line of every session file).
 #[test]
-fn a_cli_read_opens_the_session_file_once_besides_the_listing() {
+fn a_cli_read_or_show_opens_the_session_file_once() {
     let Some(strace) = strace() else { return };
     let (_dir, source, log) = gemini_copy();
-    let args = ["--no-daemon", "--source", &source, "read", ID];
-    let warm = common::run(&args);
-    assert_eq!(warm.code, 0, "{}", warm.stderr);
-    let out = traced(strace, &log, &args).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), warm.stdout, "the same page");
-    let log = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(opens(log.lines()), 2, "the listing's open and the read's:\n{log}");
+    for command in ["read", "show"] {
+        let args = ["--no-daemon", "--source", &source, command, ID];
+        let warm = common::run(&args);
+        assert_eq!(warm.code, 0, "{}", warm.stderr);
+        let out = traced(strace, &log, &args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), warm.stdout, "the same {command}");
+        let log = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(opens(log.lines()), 1, "{command}: one open of the file:\n{log}");
+        let others = log.lines().filter(|l| l.contains("open") && l.contains("session-2026-")).count();
+        assert_eq!(others, 1, "{command}: no other session file opened:\n{log}");
+    }
 }
 
 /// One `read_session` over MCP of a Gemini CLI session the server has
