@@ -15,6 +15,15 @@ if [ -d ../shared/conformance ] && ! diff -rq ../shared/conformance tests/confor
   exit 1
 fi
 
+step "tools the tests use (strace, for the CLI tests that count a file's opens)"
+if ! command -v strace >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get install -y -qq strace >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq strace; }) </dev/null
+  else
+    echo "strace is missing and cannot be installed here (not root, or no apt-get): cli/tests/opens.rs will say so" >&2
+  fi
+fi
+
 step "rustfmt"
 cargo fmt --all --check
 

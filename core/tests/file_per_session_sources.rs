@@ -632,3 +632,35 @@ fn a_read_of_a_file_per_session_source_opens_its_file_once() {
         }
     }
 }
+
+/// A listing reads again only the files that changed since the last one
+/// (a long-lived server lists before it resolves an id): an unchanged
+/// session's file is not opened, a changed one is read again and its change
+/// listed.
+#[test]
+fn a_listing_opens_only_the_files_that_changed() {
+    use dsh_session_reference::fs::{count_opens, opens_counted};
+    let tmp = tempfile::tempdir().unwrap();
+    common::copy_dir(&gemini_fixture(), tmp.path());
+    let file = tmp.path().join("myproj/chats/session-2026-08-01T10-00-1a2b3c4d.jsonl");
+    let query = GeminiCliSource::open(tmp.path()).unwrap().into_query();
+    let ids = || -> Vec<String> {
+        block_on(async { query.list_sessions().await }).unwrap().into_iter().map(|h| h.id).collect::<Vec<_>>()
+    };
+    let old = "gemini-cli:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+    count_opens(&file);
+    assert!(ids().contains(&old.to_owned()));
+    assert_eq!(opens_counted(&file), 1, "the first listing reads the file");
+    count_opens(&file);
+    let again = ids();
+    assert_eq!(opens_counted(&file), 0, "an unchanged file is not opened again");
+    assert!(again.contains(&old.to_owned()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5e"))
+        .unwrap();
+    count_opens(&file);
+    let changed = ids();
+    assert_eq!(opens_counted(&file), 1, "a changed file is read again");
+    assert!(changed.contains(&"gemini-cli:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5e".to_owned()), "{changed:?}");
+    assert!(!changed.contains(&old.to_owned()), "{changed:?}");
+}
