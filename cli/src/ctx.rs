@@ -14,9 +14,10 @@ use dsh_session_reference::{
 };
 
 use crate::args::{Global, TargetArgs};
-use crate::daemon::pool::{command_cancel, keeping, kept};
+use crate::cache;
+use crate::daemon::pool::{command_cancel, keeping, kept, Keep};
+use crate::failure::{read_failed, CliResult, Failure};
 use crate::print::{display, note_failed_reads, note_rejected, Out};
-use crate::{cache, read_failed, CliResult, Failure};
 
 /// The id of the target when a person, not a host, runs a command: a new
 /// session, which no listed session can be (an id holds no NUL).
@@ -439,5 +440,11 @@ impl Shared {
             }
         }
         note_failed_reads(&self.pinned.failed_reads());
+    }
+}
+
+impl Keep for Shared {
+    fn save_files(&self) {
+        Shared::save_files(self);
     }
 }

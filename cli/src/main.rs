@@ -20,8 +20,8 @@ mod run;
 mod save;
 
 use args::Cli;
-pub(crate) use failure::{read_failed, CliResult, Failure};
-pub(crate) use run::run;
+use failure::Failure;
+use run::run;
 
 fn main() -> ExitCode {
     restore_sigpipe();

@@ -13,11 +13,12 @@ use crate::args::{chosen_sources, default_root, server_sources, Cli, Command, Ur
 use crate::ctx::{Ctx, Sources};
 #[cfg(target_os = "linux")]
 use crate::daemon;
+use crate::failure::{read_failed, CliResult, Failure};
 use crate::print::{
     context_text, display, display_text, note_ranking as print_ranking_note, print_candidates, print_conversation,
     print_data, print_page, print_prepared, print_search, print_text_or_json, Out,
 };
-use crate::{example, mcp, read_failed, CliResult, Failure};
+use crate::{example, mcp};
 
 /// Runs the command `cli` in this process (or, in the daemon, for a caller).
 pub(crate) fn run(cli: &Cli) -> CliResult {

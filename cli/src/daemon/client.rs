@@ -17,8 +17,8 @@ use super::protocol::{
 use super::server::serve;
 use super::{environment, FORWARDED};
 use crate::args::{DaemonArgs, DaemonCommand, Global};
+use crate::failure::{CliResult, Failure};
 use crate::print::display;
-use crate::{CliResult, Failure};
 
 /// Runs this process's command line in this user's daemon when one answers
 /// it (the exit code it ended with); `None` when the command is to run in

@@ -3,13 +3,20 @@
 //! for its sources and configuration; and the cancellation of the command
 //! a thread runs for a caller.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use dsh_session_reference::sources::SourceSpec;
 use dsh_session_reference::Config;
 
-use crate::ctx::Shared;
-use crate::CliResult;
+use crate::failure::CliResult;
+
+/// What a kept context does when the pool lets it go or the daemon saves:
+/// writes its cache files if they changed.
+pub(crate) trait Keep: Any + Send + Sync {
+    /// Saves the context's cache files that changed.
+    fn save_files(&self);
+}
 
 /// How many sets of sources are kept (the least recently used goes when
 /// another comes).
@@ -23,7 +30,10 @@ struct Kept {
     key: String,
     specs: Vec<SourceSpec>,
     cache: bool,
-    shared: Arc<Shared>,
+    /// The context, as what it is (handed back) and as what the pool
+    /// asks of it.
+    shared: Arc<dyn Any + Send + Sync>,
+    keep: Arc<dyn Keep>,
     used: std::time::Instant,
 }
 
@@ -58,12 +68,12 @@ pub(crate) fn set_command_cancel(cancel: Option<dsh_session_reference::CancelTok
 /// them as the command line would), and told apart by what they mean as
 /// well: a relative root given in another directory is another context,
 /// and one given in the same directory means the same there each time.
-pub(crate) fn kept(
+pub(crate) fn kept<T: Keep>(
     specs: &[SourceSpec],
     config: &Config,
     cache: bool,
-    open: impl FnOnce() -> CliResult<Shared>,
-) -> CliResult<Arc<Shared>> {
+    open: impl FnOnce() -> CliResult<T>,
+) -> CliResult<Arc<T>> {
     let absolute: Vec<SourceSpec> = specs
         .iter()
         .map(|s| SourceSpec::new(s.kind, std::path::absolute(&s.root).unwrap_or_else(|_| s.root.clone())))
@@ -72,16 +82,22 @@ pub(crate) fn kept(
     let all = KEPT.get().expect("kept contexts exist only where keep_contexts was called");
     let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(found) = all.iter_mut().find(|k| k.key == key) {
-        found.used = std::time::Instant::now();
-        return Ok(Arc::clone(&found.shared));
+        // (one type of context is kept: another under the same key is a miss)
+        if let Ok(shared) = Arc::downcast::<T>(Arc::clone(&found.shared)) {
+            found.used = std::time::Instant::now();
+            return Ok(shared);
+        }
     }
     let shared = Arc::new(open()?);
+    all.retain(|k| k.key != key);
     if all.len() >= KEPT_AT_MOST {
         let oldest = (0..all.len()).min_by_key(|&i| all[i].used).unwrap_or(0);
         let gone = all.remove(oldest);
-        gone.shared.save_files();
+        gone.keep.save_files();
     }
-    all.push(Kept { key, specs: absolute, cache, shared: Arc::clone(&shared), used: std::time::Instant::now() });
+    let keep: Arc<dyn Keep> = Arc::clone(&shared) as Arc<dyn Keep>;
+    let any: Arc<dyn Any + Send + Sync> = Arc::clone(&shared) as Arc<dyn Any + Send + Sync>;
+    all.push(Kept { key, specs: absolute, cache, shared: any, keep, used: std::time::Instant::now() });
     Ok(shared)
 }
 
@@ -96,7 +112,7 @@ pub(crate) fn kept_sources() -> Vec<(Vec<SourceSpec>, bool)> {
 pub(crate) fn save_kept() {
     if let Some(all) = KEPT.get() {
         for kept in all.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            kept.shared.save_files();
+            kept.keep.save_files();
         }
     }
 }

@@ -23,8 +23,8 @@ use super::protocol::{
 };
 use super::{environment, environment_names, forwardable};
 use crate::args::Cli;
+use crate::failure::Failure;
 use crate::print::display;
-use crate::Failure;
 
 /// What the daemon keeps between commands.
 struct Daemon {
@@ -293,7 +293,7 @@ impl Daemon {
         redirect(fds.each_ref().map(|fd| fd.as_raw_fd()));
         PIPE_BROKEN.store(false, Ordering::Relaxed);
         IN_COMMAND.store(true, Ordering::Relaxed);
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::run(cli)));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::run::run(cli)));
         let code = match result {
             Ok(Ok(())) => 0,
             Ok(Err(Failure(e))) => {

@@ -18,7 +18,7 @@ use rmcp::ServiceExt;
 
 use crate::args::{Global, McpArgs};
 use crate::ctx::{Ctx, Lifetime};
-use crate::{CliResult, Failure};
+use crate::failure::{CliResult, Failure};
 
 mod scope;
 mod server;
@@ -64,5 +64,5 @@ pub(crate) fn run(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<Sourc
         ctx.save_cache();
         result
     });
-    served.map_err(|e| crate::read_failed(format!("serving MCP: {e}")))
+    served.map_err(|e| crate::failure::read_failed(format!("serving MCP: {e}")))
 }
