@@ -4,7 +4,7 @@
 //! their headers, titles and the texts of their projected items, indexed as
 //! the resolver indexes them (built without a dictionary until there is
 //! enough text to train one, then compressed with it) and searched through
-//! the engine's one entry point, [`SearchSet::search`].
+//! the engine's one entry point, `SearchSet::search`.
 
 use std::borrow::Cow;
 use std::sync::Arc;
