@@ -74,6 +74,24 @@ def check(name, lang, body):
                 assert options[i + 1] in ("local", "project", "user"), options
             i += 2
         runs_the_server({"command": command[0], "args": command[1:]}, name)
+    elif name == "gemini-cli":
+        assert lang == "sh"
+        argv = shlex.split(body)
+        # gemini mcp add [--scope user|project] [--trust] [-e KEY=VALUE] [--timeout MS] <name> -- <command> [args...]
+        assert argv[:3] == ["gemini", "mcp", "add"], argv
+        dash = argv.index("--")
+        options, command = argv[3:dash], argv[dash + 1:]
+        assert SERVER_NAME.match(options[-1]), options
+        i = 0
+        while i < len(options) - 1:
+            if options[i] == "--trust":
+                i += 1
+                continue
+            assert options[i] in ("--scope", "-s", "--env", "-e", "--timeout"), options[i]
+            if options[i] in ("--scope", "-s"):
+                assert options[i + 1] in ("user", "project"), options
+            i += 2
+        runs_the_server({"command": command[0], "args": command[1:]}, name)
     elif name == "claude-json":
         check_mcp_servers(json.loads(body), {"type"}, name)
         assert all(s.get("type", "stdio") == "stdio" for s in json.loads(body)["mcpServers"].values())
@@ -123,7 +141,7 @@ def main():
     p.add_argument("--binary", required=True)
     binary = str(Path(p.parse_args().binary).resolve())
     found = blocks((REPO / "docs" / "mcp.md").read_text())
-    want = {"check: claude-cli", "check: claude-json", "check: codex-toml", "check: gemini-json",
+    want = {"check: claude-cli", "check: claude-json", "check: codex-toml", "check: gemini-cli", "check: gemini-json",
             "check: cursor-json", "check: dsh-yaml", "run"}
     passed = failed = 0
     if {m for m, _, _ in found} != want:
