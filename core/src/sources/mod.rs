@@ -41,6 +41,7 @@ pub mod lenient;
 pub mod multi;
 pub mod open;
 pub mod opencode;
+pub mod pi;
 pub(crate) mod placed;
 pub(crate) mod watch;
 
