@@ -225,7 +225,7 @@ fn variables_in(kinds: &[SourceKind]) -> Vec<&'static str> {
 }
 
 /// Every kind's format, as prose names them: `"DSH, Claude Code, Codex,
-/// …, Cline and Roo Code"` (for descriptions, titles and help that name
+/// …, Roo Code and Pi"` (for descriptions, titles and help that name
 /// what is read).
 pub fn kinds_sentence() -> String {
     sentence_in(&SourceKind::ALL)
