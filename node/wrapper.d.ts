@@ -466,6 +466,7 @@ export type SessionSourceKind =
   | 'kilo'
   | 'cline'
   | 'roo-code'
+  | 'pi'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

@@ -1,4 +1,4 @@
-//! The file-per-session sources (Copilot CLI, Gemini CLI, Cursor, Aider): every
+//! The file-per-session sources (Copilot CLI, Gemini CLI, Cursor, Aider, Pi): every
 //! fixture's listing, title, cwd, capturedThroughSeq and projected
 //! conversation pinned, and a crafted case for each rule and each kind of
 //! damage.
@@ -12,6 +12,7 @@ use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
 use dsh_session_reference::sources::cursor::{self, CursorSource};
 use dsh_session_reference::sources::files::{FileSessions, SessionFiles};
 use dsh_session_reference::sources::gemini_cli::{self, GeminiCliSource};
+use dsh_session_reference::sources::pi::{self, PiSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, FileSource, SessionQuery, SurfaceData};
 
@@ -499,6 +500,168 @@ fn aider_runs_commands_fences_and_tool_output() {
     assert!(!SourceKind::Aider.has_default_location());
 }
 
+// ------------------------------------------------------------------------- Pi
+
+fn pi_fixture() -> PathBuf {
+    fixtures().join("pi/synthetic/sessions")
+}
+
+#[test]
+fn pi_fixtures_project_exactly() {
+    let s = PiSource::open(pi_fixture()).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: "pi:aaaa1111-0000-4000-8000-000000000001",
+                created_at: 1_785_578_400_000,
+                listed_cwd: Some("/home/u/proj"),
+                cwd: Some("/home/u/proj"),
+                title: Some("Parser refactor"),
+                seq: 20,
+                items: vec![
+                    cp("The parser was split; tests were added carefully."),
+                    m(A, "I will split it."),
+                    m(A, "Split into two modules."),
+                    cp("Tried adding tests; a bug was introduced."),
+                    m(U, "Add tests, carefully"),
+                    m(A, "Careful tests added."),
+                    m(U, "Ship it"),
+                    m(A, "Shipped."),
+                ],
+            },
+            Pinned {
+                id: "pi:bbbb2222-0000-4000-8000-000000000002",
+                created_at: 1_782_896_400_000,
+                listed_cwd: Some("/home/u/other"),
+                cwd: Some("/home/u/other"),
+                title: Some("What is the plan?"),
+                seq: 7,
+                items: vec![m(U, "What is   the\nplan?"), m(A, "Plan A."), m(U, "Go with B instead"), m(A, "Doing B.")],
+            },
+            Pinned {
+                id: "pi:cccc3333-0000-4000-8000-000000000003",
+                created_at: 1_780_300_800_000,
+                listed_cwd: Some("/home/u/old"),
+                cwd: Some("/home/u/old"),
+                title: Some("Second question"),
+                seq: 6,
+                items: vec![
+                    cp("An old question was answered."),
+                    m(U, "Second question"),
+                    m(A, "Second answer"),
+                    m(U, "After compaction"),
+                ],
+            },
+        ],
+    );
+    assert_eq!(pi::PREFIX, SourceKind::Pi.prefix());
+}
+
+/// A version 3 file of `entries` after a header; its conversation.
+fn pi_items(entries: &[serde_json::Value]) -> Vec<(bool, String, bool)> {
+    let root = tempfile::tempdir().unwrap();
+    let mut text = serde_json::json!({"type": "session", "version": 3, "id": "s", "timestamp": "2026-08-01T10:00:00Z", "cwd": "/w"}).to_string();
+    for l in entries {
+        text.push('\n');
+        text.push_str(&l.to_string());
+    }
+    text.push('\n');
+    write(root.path(), "--w--/2026-08-01T10-00-00-000Z_s.jsonl", &text);
+    let s = PiSource::open(root.path()).unwrap();
+    let SurfaceData::Conversation(c) = s.read_surface("pi:s").unwrap() else { panic!() };
+    items(&c.items)
+}
+
+#[test]
+fn pi_follows_the_branch_of_the_last_entry() {
+    use serde_json::json;
+    let u = |id: &str, p: Option<&str>, t: &str| json!({"type": "message", "id": id, "parentId": p, "message": {"role": "user", "content": t}});
+    let a = |id: &str, p: &str, t: &str| json!({"type": "message", "id": id, "parentId": p, "message": {"role": "assistant", "content": [{"type": "text", "text": t}]}});
+    // The leaf is the file's last entry, whatever it is: a label moved back
+    // to the first branch shows that branch.
+    assert_eq!(
+        pi_items(&[
+            u("1", None, "one"),
+            a("2", "1", "two"),
+            u("3", Some("2"), "old"),
+            u("4", Some("2"), "new"),
+            json!({"type": "label", "id": "5", "parentId": "3", "targetId": "1", "label": "x"}),
+        ]),
+        vec![m(U, "one"), m(A, "two"), m(U, "old")]
+    );
+    // A parent that is not in the file ends the branch; a cycle does not hang.
+    assert_eq!(pi_items(&[u("1", None, "lost"), u("2", Some("gone"), "kept")]), vec![m(U, "kept")]);
+    assert_eq!(pi_items(&[u("1", Some("2"), "a"), u("2", Some("1"), "b")]), vec![m(U, "a"), m(U, "b")]);
+    // A compaction whose first kept entry is not on the branch keeps nothing before it.
+    assert_eq!(
+        pi_items(&[
+            u("1", None, "before"),
+            json!({"type": "compaction", "id": "2", "parentId": "1", "summary": "S", "firstKeptEntryId": "nope"}),
+            u("3", Some("2"), "after"),
+        ]),
+        vec![cp("S"), m(U, "after")]
+    );
+    // The latest compaction on the branch is the one that counts.
+    assert_eq!(
+        pi_items(&[
+            u("1", None, "a"),
+            json!({"type": "compaction", "id": "2", "parentId": "1", "summary": "S1", "firstKeptEntryId": "1"}),
+            u("3", Some("2"), "b"),
+            json!({"type": "compaction", "id": "4", "parentId": "3", "summary": "S2", "firstKeptEntryId": "3"}),
+            u("5", Some("4"), "c"),
+        ]),
+        vec![cp("S2"), m(U, "b"), m(U, "c")]
+    );
+}
+
+#[test]
+fn pi_damage_is_reported_without_hiding_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let header = |id: &str| serde_json::json!({"type": "session", "version": 3, "id": id, "cwd": "/w"}).to_string();
+    let msg = serde_json::json!({"type": "message", "id": "a", "parentId": null, "message": {"role": "user", "content": "hi"}})
+        .to_string();
+    write(root.path(), "--w--/1_good.jsonl", &format!("{}\n{msg}\n", header("good")));
+    write(root.path(), "--w--/2_bad.jsonl", &format!("{msg}\n{}\n", header("bad")));
+    write(root.path(), "--w--/3_torn.jsonl", &header("torn")[..20]);
+    write(root.path(), "--w--/4_empty.jsonl", "");
+    write(root.path(), "--w--/deeper/5_nested.jsonl", &format!("{}\n{msg}\n", header("nested")));
+    let s = PiSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["pi:good"]);
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(why[0].contains("2_bad.jsonl") && why[0].contains("not a Pi session header"), "{why:?}");
+    assert_eq!(
+        listing.without_conversation,
+        vec![root.path().join("--w--/3_torn.jsonl"), root.path().join("--w--/4_empty.jsonl")]
+    );
+    // Found by its file's name, without a listing.
+    let fresh = PiSource::open(root.path()).unwrap();
+    assert_eq!(fresh.read_title("pi:good").unwrap().as_deref(), Some("hi"));
+}
+
+#[test]
+fn pi_fingerprints_follow_the_file() {
+    let root = tempfile::tempdir().unwrap();
+    let header = |id: &str| serde_json::json!({"type": "session", "version": 3, "id": id}).to_string();
+    let msg = serde_json::json!({"type": "message", "id": "a", "parentId": null, "message": {"role": "user", "content": "one"}})
+        .to_string();
+    write(root.path(), "--w--/1_a.jsonl", &format!("{}\n{msg}\n", header("a")));
+    write(root.path(), "--w--/1_b.jsonl", &format!("{}\n{msg}\n", header("b")));
+    let s = PiSource::open(root.path()).unwrap();
+    let ids = vec!["pi:a".to_owned(), "pi:b".to_owned()];
+    s.list().unwrap();
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    let more = serde_json::json!({"type": "message", "id": "b", "parentId": "a", "message": {"role": "assistant", "content": []}});
+    write(root.path(), "--w--/1_b.jsonl", &format!("{}\n{msg}\n{more}\n", header("b")));
+    let after = s.fingerprints(&ids).unwrap().unwrap();
+    assert_eq!(before[0], after[0], "an unchanged file keeps its fingerprint");
+    assert_ne!(before[1], after[1], "a changed file changes it");
+    assert!(before.iter().all(Option::is_some));
+}
+
 // ------------------------------------------------------------ every kind at once
 
 #[test]
@@ -559,12 +722,13 @@ fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
         SourceSpec::new(SourceKind::GeminiCli, gemini_fixture()),
         SourceSpec::new(SourceKind::Cursor, cursor_fixture()),
         SourceSpec::new(SourceKind::Aider, fixtures().join("aider")),
+        SourceSpec::new(SourceKind::Pi, pi_fixture()),
     ];
     let multi = open_sources(&specs).unwrap();
     let listed = block_on(multi.list_sessions()).unwrap();
     let times: Vec<u64> = listed.iter().map(|h| h.created_at.as_u64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
-    for kind in ["codex:", "copilot-cli:", "gemini-cli:", "cursor:", "aider:"] {
+    for kind in ["codex:", "copilot-cli:", "gemini-cli:", "cursor:", "aider:", "pi:"] {
         assert!(listed.iter().any(|h| h.id.starts_with(kind)), "{kind}");
     }
     let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();
@@ -583,7 +747,7 @@ fn a_read_of_a_file_per_session_source_opens_its_file_once() {
     use dsh_session_reference::fs::{count_opens, opens_counted};
     use dsh_session_reference::{CandidateOptions, Config, PrepareOptions, ReadOptions, Resolver, Target};
     type Open = fn(&Path) -> Arc<dyn SessionQuery>;
-    let kinds: [(PathBuf, &str, &str, &str, Open); 3] = [
+    let kinds: [(PathBuf, &str, &str, &str, Open); 4] = [
         (
             gemini_fixture(),
             "myproj/chats/session-2026-08-01T10-00-1a2b3c4d.jsonl",
@@ -604,6 +768,13 @@ fn a_read_of_a_file_per_session_source_opens_its_file_once() {
             "copilot-cli:3f1c2b4a-0000-4000-8000-00000000000a",
             "Fetch retries",
             |root| CopilotCliSource::open(root).unwrap().into_query(),
+        ),
+        (
+            pi_fixture(),
+            "--home-u-proj--/2026-08-01T10-00-00-000Z_aaaa1111-0000-4000-8000-000000000001.jsonl",
+            "pi:aaaa1111-0000-4000-8000-000000000001",
+            "Parser refactor",
+            |root| PiSource::open(root).unwrap().into_query(),
         ),
     ];
     let target = Target::new("new-chat", None);

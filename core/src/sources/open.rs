@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
-use super::{aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, opencode, MultiQuery};
+use super::{aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, opencode, pi, MultiQuery};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
 
@@ -30,6 +30,7 @@ const KINDS: &[&Kind] = &[
     &opencode::KILO_KIND,
     &cline::KIND,
     &cline::ROO_KIND,
+    &pi::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -62,6 +63,9 @@ impl SourceKind {
     pub const Cline: SourceKind = SourceKind(&cline::KIND);
     /// Roo Code tasks (its VS Code global storage directory).
     pub const RooCode: SourceKind = SourceKind(&cline::ROO_KIND);
+    /// Pi sessions, also Oh-My-Pi's and Prime Agent's (its sessions
+    /// directory).
+    pub const Pi: SourceKind = SourceKind(&pi::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -221,7 +225,7 @@ fn variables_in(kinds: &[SourceKind]) -> Vec<&'static str> {
 }
 
 /// Every kind's format, as prose names them: `"DSH, Claude Code, Codex,
-/// …, Cline and Roo Code"` (for descriptions, titles and help that name
+/// …, Roo Code and Pi"` (for descriptions, titles and help that name
 /// what is read).
 pub fn kinds_sentence() -> String {
     sentence_in(&SourceKind::ALL)
@@ -560,11 +564,11 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(sentence_in(&table).ends_with(", Cline, Roo Code and Notes"), "{}", sentence_in(&table));
+        assert!(sentence_in(&table).ends_with(", Cline, Roo Code, Pi and Notes"), "{}", sentence_in(&table));
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -635,7 +639,7 @@ mod tests {
         assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
         assert_eq!(
             kinds_sentence(),
-            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline and Roo Code"
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code and Pi"
         );
     }
 
@@ -674,6 +678,11 @@ mod tests {
         assert_eq!(SourceKind::Dsh.default_location_with(&set), PathBuf::from("/d/sessions"));
         assert_eq!(SourceKind::ClaudeCode.default_location_with(&set), PathBuf::from("/c/projects"));
         assert_eq!(SourceKind::Codex.default_location_with(&set), PathBuf::from("/x"));
+        assert_eq!(SourceKind::Pi.default_location_with(&plain), PathBuf::from("/h/.pi/agent/sessions"));
+        let pi = env(&[("HOME", "/h"), ("PI_CODING_AGENT_DIR", "/a")]);
+        assert_eq!(SourceKind::Pi.default_location_with(&pi), PathBuf::from("/a/sessions"));
+        let pi = env(&[("HOME", "/h"), ("PI_CODING_AGENT_DIR", "/a"), ("PI_CODING_AGENT_SESSION_DIR", "/s")]);
+        assert_eq!(SourceKind::Pi.default_location_with(&pi), PathBuf::from("/s"));
     }
 
     #[test]
