@@ -627,7 +627,8 @@ fn a_listing_note_names_each_file_skipped_with_why() {
     let note = note_of(SourceSpec::new(SourceKind::GeminiCli, tmp.path()));
     let at = |name: &str| tmp.path().join(chats).join(name).display().to_string();
     assert!(note.starts_with("skipped "), "{note}");
-    let other = format!("{} (not a Gemini CLI chat: the file is not an object with a sessionId)", at("session-b-other.json"));
+    let other =
+        format!("{} (not a Gemini CLI chat: the file is not an object with a sessionId)", at("session-b-other.json"));
     assert!(note.contains(&other), "{note}");
     let noid = format!("{} (not a Gemini CLI chat: its first line has no sessionId)", at("session-c-noid.jsonl"));
     assert!(note.contains(&noid), "{note}");
@@ -644,7 +645,11 @@ fn a_listing_note_names_each_file_skipped_with_why() {
     let only_bad = tempfile::tempdir().unwrap();
     write(only_bad.path(), &format!("{chats}/session-c-noid.jsonl"), "{}\n");
     let note = note_of(SourceSpec::new(SourceKind::GeminiCli, only_bad.path()));
-    assert!(note.contains("no Gemini CLI session in") && note.contains("(not a Gemini CLI chat: its first line has no sessionId)"), "{note}");
+    assert!(
+        note.contains("no Gemini CLI session in")
+            && note.contains("(not a Gemini CLI chat: its first line has no sessionId)"),
+        "{note}"
+    );
 
     // Copilot CLI and Cursor: an empty log, and (where links are) one that is not followed.
     let copilot = tempfile::tempdir().unwrap();

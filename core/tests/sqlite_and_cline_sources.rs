@@ -528,7 +528,10 @@ fn a_database_that_cannot_be_read_without_writing_is_refused_saying_why() {
     let other = dir.path().join("other.db");
     std::fs::write(&other, b"not sqlite at all, just some text that is long enough to be a header").unwrap();
     let err = OpenCodeSource::open(&other, Flavor::OpenCode).unwrap().list().unwrap_err();
-    assert!(err.ends_with("other.db is not an OpenCode database (1.2 or later): it is not an SQLite database"), "{err}");
+    assert!(
+        err.ends_with("other.db is not an OpenCode database (1.2 or later): it is not an SQLite database"),
+        "{err}"
+    );
     let empty = dir.path().join("empty.db");
     Connection::open(&empty).unwrap().execute_batch("CREATE TABLE t(x)").unwrap();
     let err = OpenCodeSource::open(&empty, Flavor::Kilo).unwrap().list_sessions().unwrap_err().message().to_owned();

@@ -24,8 +24,8 @@ pub fn read_name(file: impl Read) -> Option<String> {
     let text = String::from_utf8_lossy(&bytes);
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     // The last top-level `name:` wins, as YAML readers that allow a
-    // repeated key take it.
-    text.lines().filter_map(|line| line.strip_prefix("name:")).filter_map(scalar).last()
+    // repeated key take it (one whose value is not read here gives none).
+    text.lines().rev().find_map(|line| line.strip_prefix("name:")).and_then(scalar)
 }
 
 /// The scalar a one-line value is (`None`: empty, or not a scalar read here).
@@ -143,6 +143,7 @@ mod tests {
             "name: &a anchored\n",
             "name: 'unclosed\n",
             "name: \"bad \\q escape\"\n",
+            "name: read\nname: |\n  the last one is not a one-line scalar\n",
         ] {
             assert_eq!(name(yaml), None, "{yaml:?}");
         }
