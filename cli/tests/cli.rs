@@ -1009,7 +1009,13 @@ fn the_new_kinds_list_search_show_and_prepare_together() {
         spec("codex", "codex/daaain"),
     ];
     let all: Vec<&str> = specs.iter().flat_map(|s| ["--source", s.as_str()]).collect();
-    let list = ok_json(&[&all[..], &["candidates", "--target", "t", "--limit", "100", "--json"]].concat());
+    let listed = run(&[&all[..], &["candidates", "--target", "t", "--limit", "100", "--json"]].concat());
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    // A file a listing skipped is named in its source's note, with why.
+    let empty = foreign().join("copilot-cli/synthetic/session-state/empty-session/events.jsonl");
+    let said = format!("note: source copilot-cli: skipped {} (it holds no conversation yet)\n", empty.display());
+    assert!(listed.stderr.contains(&said), "{}", listed.stderr);
+    let list: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
     let ids: Vec<&str> = list.as_array().unwrap().iter().map(|c| c["sessionId"].as_str().unwrap()).collect();
     for want in ["copilot-cli:rewind-session", "gemini-cli:bbbb2222-0000-4000-8000-000000000002", "cursor:cccc3333"] {
         assert!(ids.contains(&want), "{want} not in {ids:?}");

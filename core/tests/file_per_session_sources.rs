@@ -107,7 +107,7 @@ fn copilot_cli_fixtures_project_exactly() {
                 created_at: 1_784_116_800_000,
                 listed_cwd: Some("/work/r"),
                 cwd: Some("/work/r"),
-                title: Some("First question"),
+                title: Some("Rewind \"right turn\" check"),
                 seq: 7,
                 items: vec![m(U, "First question"), m(A, "First answer"), m(U, "Right turn"), m(A, "Right answer")],
             },
@@ -189,6 +189,39 @@ fn copilot_cli_fingerprints_follow_the_file() {
         s.identity("copilot-cli:b").unwrap().size,
         std::fs::metadata(root.path().join("b/events.jsonl")).unwrap().len()
     );
+}
+
+#[test]
+fn copilot_cli_title_is_the_workspace_name_read_again_when_it_changes() {
+    let root = tempfile::tempdir().unwrap();
+    let start = copilot_line("session.start", "s", serde_json::json!({}));
+    let user = copilot_line("user.message", "u", serde_json::json!({"content": "the first prompt"}));
+    write(root.path(), "a/events.jsonl", &format!("{start}\n{user}\n"));
+    let s = CopilotCliSource::open(root.path()).unwrap();
+    let ids = vec!["copilot-cli:a".to_owned()];
+    s.list().unwrap();
+    assert_eq!(s.read_title("copilot-cli:a").unwrap().as_deref(), Some("the first prompt"));
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    // Named (as Copilot CLI generates a name, or the user renames): a plain scalar.
+    write(root.path(), "a/workspace.yaml", "id: a\nname: Port the parser # generated\n");
+    assert_eq!(s.read_title("copilot-cli:a").unwrap().as_deref(), Some("Port the parser"));
+    let named = s.fingerprints(&ids).unwrap().unwrap();
+    assert_ne!(before, named, "a name given changes the fingerprint");
+    write(root.path(), "a/workspace.yaml", "name: 'Renamed: it''s done'\n");
+    assert_eq!(s.read_title("copilot-cli:a").unwrap().as_deref(), Some("Renamed: it's done"));
+    assert_ne!(named, s.fingerprints(&ids).unwrap().unwrap(), "a rename changes it again");
+    // A title_changed event wins over the name.
+    let titled = copilot_line("session.title_changed", "t", serde_json::json!({"title": "From the event"}));
+    write(root.path(), "a/events.jsonl", &format!("{start}\n{user}\n{titled}\n"));
+    assert_eq!(s.read_title("copilot-cli:a").unwrap().as_deref(), Some("From the event"));
+    // A workspace.yaml that is a link is not followed.
+    #[cfg(unix)]
+    {
+        write(root.path(), "elsewhere.yaml", "name: Through a link\n");
+        write(root.path(), "b/events.jsonl", &format!("{start}\n{user}\n"));
+        std::os::unix::fs::symlink(root.path().join("elsewhere.yaml"), root.path().join("b/workspace.yaml")).unwrap();
+        assert_eq!(s.read_title("copilot-cli:b").unwrap().as_deref(), Some("the first prompt"));
+    }
 }
 
 // ----------------------------------------------------------------- Gemini CLI
@@ -733,6 +766,76 @@ fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
     }
     let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();
     assert!(matches!(surface, SurfaceData::Conversation(_)));
+}
+
+/// The note of the one source of `spec` after a listing.
+fn note_of(spec: SourceSpec) -> String {
+    let multi = open_sources(&[spec]).unwrap();
+    block_on(multi.list_sessions()).unwrap();
+    multi.last_report()[0].note.clone().unwrap_or_default()
+}
+
+#[test]
+fn a_listing_note_names_each_file_skipped_with_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chats = "p/chats";
+    let good = r#"{"sessionId": "g1", "startTime": "2026-08-01T10:00:00.000Z"}
+{"id": "m1", "type": "user", "content": [{"text": "hi"}]}
+"#;
+    write(tmp.path(), &format!("{chats}/session-a-good.jsonl"), good);
+    // Not Gemini CLI's format: a legacy-named file of another program, a
+    // chat file whose first record has no sessionId, one with nothing yet.
+    write(tmp.path(), &format!("{chats}/session-b-other.json"), "[1, 2, 3]");
+    write(tmp.path(), &format!("{chats}/session-c-noid.jsonl"), "{\"kind\": \"main\"}\n");
+    write(tmp.path(), &format!("{chats}/session-d-empty.jsonl"), "");
+    let note = note_of(SourceSpec::new(SourceKind::GeminiCli, tmp.path()));
+    let at = |name: &str| tmp.path().join(chats).join(name).display().to_string();
+    assert!(note.starts_with("skipped "), "{note}");
+    let other =
+        format!("{} (not a Gemini CLI chat: the file is not an object with a sessionId)", at("session-b-other.json"));
+    assert!(note.contains(&other), "{note}");
+    let noid = format!("{} (not a Gemini CLI chat: its first line has no sessionId)", at("session-c-noid.jsonl"));
+    assert!(note.contains(&noid), "{note}");
+    assert!(note.contains(&format!("{} (it holds no conversation yet)", at("session-d-empty.jsonl"))), "{note}");
+    assert!(!note.contains("session-a-good"), "{note}");
+    // Bounded: the first three are named, the rest counted.
+    for n in 0..4 {
+        write(tmp.path(), &format!("{chats}/session-e{n}.jsonl"), "not json\n");
+    }
+    let note = note_of(SourceSpec::new(SourceKind::GeminiCli, tmp.path()));
+    assert_eq!(note.matches(" (").count(), 3, "{note}");
+    assert!(note.ends_with(" and 4 more"), "{note}");
+    // A root that lists nothing says why, and still names what it skipped.
+    let only_bad = tempfile::tempdir().unwrap();
+    write(only_bad.path(), &format!("{chats}/session-c-noid.jsonl"), "{}\n");
+    let note = note_of(SourceSpec::new(SourceKind::GeminiCli, only_bad.path()));
+    assert!(
+        note.contains("no Gemini CLI session in")
+            && note.contains("(not a Gemini CLI chat: its first line has no sessionId)"),
+        "{note}"
+    );
+
+    // Copilot CLI and Cursor: an empty log, and (where links are) one that is not followed.
+    let copilot = tempfile::tempdir().unwrap();
+    let start = copilot_line("session.start", "s", serde_json::json!({}));
+    write(copilot.path(), "a/events.jsonl", &format!("{start}\n"));
+    write(copilot.path(), "b/events.jsonl", "");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(copilot.path().join("a"), copilot.path().join("c")).unwrap();
+    let note = note_of(SourceSpec::new(SourceKind::CopilotCli, copilot.path()));
+    let b = copilot.path().join("b/events.jsonl");
+    assert!(note.contains(&format!("{} (it holds no conversation yet)", b.display())), "{note}");
+    #[cfg(unix)]
+    assert!(note.contains(&format!("{} (", copilot.path().join("c").display())), "{note}");
+    let cursor = tempfile::tempdir().unwrap();
+    write(cursor.path(), "home-u/agent-transcripts/t1.jsonl", "{\"role\": \"user\"}\n");
+    write(cursor.path(), "home-u/agent-transcripts/t2.jsonl", "");
+    let note = note_of(SourceSpec::new(SourceKind::Cursor, cursor.path()));
+    let t2 = cursor.path().join("home-u/agent-transcripts/t2.jsonl");
+    assert_eq!(note, format!("skipped {} (it holds no conversation yet)", t2.display()));
+    // A listing that skipped nothing says nothing.
+    std::fs::remove_file(&t2).unwrap();
+    assert_eq!(note_of(SourceSpec::new(SourceKind::Cursor, cursor.path())), "");
 }
 
 /// One page, one conversation and one reference of a session of a source

@@ -768,6 +768,22 @@ fn one_view_over_every_source_prepares_each() {
     assert_eq!(claude_code::PREFIX, SourceKind::ClaudeCode.prefix());
 }
 
+#[test]
+fn a_codex_rollout_with_no_id_anywhere_is_reported_not_dropped() {
+    let home = codex_home(&[meta(ID), env(1, "response_item", msg("user", "input_text", "kept"))]);
+    // No session_meta line and no uuid in its name.
+    let nameless = home.path().join("sessions/2026/03/01/rollout-nameless.jsonl");
+    std::fs::write(&nameless, lines(&[env(1, "response_item", msg("user", "input_text", "lost"))])).unwrap();
+    let listing = CodexSource::open(home.path()).unwrap().list().unwrap();
+    assert_eq!(listing.sessions.len(), 1);
+    let why = "no session id (no session_meta line, no uuid in the name)";
+    assert_eq!(listing.rejected, vec![(nameless.clone(), why.to_owned())]);
+    let multi = open_sources(&[SourceSpec::new(SourceKind::Codex, home.path())]).unwrap();
+    assert_eq!(block_on(multi.list_sessions()).unwrap().len(), 1);
+    let note = multi.last_report()[0].note.clone().unwrap_or_default();
+    assert_eq!(note, format!("skipped {} ({why})", nameless.display()));
+}
+
 #[cfg(unix)]
 #[test]
 fn codex_links_below_the_home_are_not_followed() {

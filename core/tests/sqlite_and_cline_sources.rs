@@ -528,11 +528,28 @@ fn a_database_that_cannot_be_read_without_writing_is_refused_saying_why() {
     let other = dir.path().join("other.db");
     std::fs::write(&other, b"not sqlite at all, just some text that is long enough to be a header").unwrap();
     let err = OpenCodeSource::open(&other, Flavor::OpenCode).unwrap().list().unwrap_err();
-    assert!(err.contains("is not an OpenCode database"), "{err}");
+    assert!(
+        err.ends_with("other.db is not an OpenCode database (1.2 or later): it is not an SQLite database"),
+        "{err}"
+    );
     let empty = dir.path().join("empty.db");
     Connection::open(&empty).unwrap().execute_batch("CREATE TABLE t(x)").unwrap();
     let err = OpenCodeSource::open(&empty, Flavor::Kilo).unwrap().list_sessions().unwrap_err().message().to_owned();
-    assert!(err.contains("no such table") && err.contains("empty.db"), "{err}");
+    assert!(err.ends_with("empty.db is not a Kilo database (1.2 or later): it has no table session"), "{err}");
+    assert!(!err.contains("no such"), "{err}");
+    // Tables of the name without the columns read: the same error, not SQLite's.
+    let bare = dir.path().join("bare.db");
+    Connection::open(&bare)
+        .unwrap()
+        .execute_batch("CREATE TABLE session(id TEXT); CREATE TABLE message(id TEXT); CREATE TABLE part(id TEXT)")
+        .unwrap();
+    let source = OpenCodeSource::open(&bare, Flavor::OpenCode).unwrap();
+    let err = source.list().unwrap_err();
+    assert!(err.contains("bare.db is not an OpenCode database (1.2 or later): it has no column"), "{err}");
+    assert!(!err.contains("no such"), "{err}");
+    let err = source.read_title("opencode:ses_a").unwrap_err().message().to_owned();
+    assert!(err.contains("is not an OpenCode database (1.2 or later): it has no column"), "{err}");
+    assert!(!err.contains("no such"), "{err}");
     // A missing file or a directory without the database.
     let err = OpenCodeSource::open(dir.path().join("none.db"), Flavor::OpenCode).unwrap_err().to_string();
     assert!(err.contains("none.db"), "{err}");

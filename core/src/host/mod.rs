@@ -286,6 +286,15 @@ pub trait SessionQuery: Send + Sync {
     fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
         Box::pin(async { Ok(None) })
     }
+    /// Optional, for sources that read files or rows of their own: what
+    /// the last listing skipped and why (`(path, why)`: a file that is not
+    /// of the format, a damaged or unreadable one, one that holds no
+    /// conversation yet), for the note a view over several sources gives
+    /// ([`SourceStatus::note`](crate::sources::SourceStatus::note)). The
+    /// default: nothing skipped. Answered from memory, without reading.
+    fn skipped(&self) -> Vec<(std::path::PathBuf, String)> {
+        Vec::new()
+    }
     /// Optional search implemented by the host (its own full-text index, a
     /// search engine it runs): results for `request`, best first, or `None`
     /// (the default) to let the resolver use its built-in index. The
@@ -318,6 +327,9 @@ impl<Q: SessionQuery + ?Sized> SessionQuery for Arc<Q> {
     }
     fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
         (**self).search(request)
+    }
+    fn skipped(&self) -> Vec<(std::path::PathBuf, String)> {
+        (**self).skipped()
     }
 }
 
@@ -361,6 +373,10 @@ pub trait BlockingSessionQuery: Send + Sync + 'static {
     /// [`SessionQuery::shared_listing`] (default: `None`).
     fn shared_listing(&self) -> Result<Option<SharedListing>, HostError> {
         Ok(None)
+    }
+    /// Optional, as [`SessionQuery::skipped`] (default: nothing skipped).
+    fn skipped(&self) -> Vec<(std::path::PathBuf, String)> {
+        Vec::new()
     }
     /// Optional host search, as [`SessionQuery::search`] (default: `None`,
     /// the built-in index).
@@ -427,5 +443,8 @@ impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
     fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
         let request = request.clone();
         on_blocking_pool(&self.0, move |q| q.search(&request))
+    }
+    fn skipped(&self) -> Vec<(std::path::PathBuf, String)> {
+        self.0.skipped()
     }
 }

@@ -111,6 +111,10 @@ impl SessionQuery for Awaited {
         })
     }
 
+    fn skipped(&self) -> Vec<(std::path::PathBuf, String)> {
+        self.opened.get().map(|source| source.skipped()).unwrap_or_default()
+    }
+
     fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
         Box::pin(async move {
             match self.source()? {

@@ -72,6 +72,15 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Other files under the root that [`read`](Self::read) reads beside
+    /// the file at `rel` (a session's name kept apart from its log): their
+    /// identities are part of its sessions' fingerprints, so a change to
+    /// one is read again. None by default.
+    fn companions(&self, rel: &[OsString]) -> Vec<Rel> {
+        let _ = rel;
+        Vec::new()
+    }
+
     /// Whether a format's file names say which session a file may hold
     /// ([`named_for`](Self::named_for)).
     const NAMES_SESSIONS: bool = false;
@@ -181,6 +190,8 @@ pub struct FileSessions<F: SessionFiles> {
     /// long-lived process (the MCP server, the daemon) opens what changed,
     /// not every session's file.
     heads: Arc<Mutex<HashMap<Rel, KnownHeads>>>,
+    /// What the last listing skipped, and why.
+    skipped: Arc<Mutex<Vec<(PathBuf, String)>>>,
 }
 
 /// A file's heads as a listing read them, under the stamp it had.
@@ -195,7 +206,13 @@ impl<F: SessionFiles> FileSessions<F> {
     /// A source of `format` over `root` (a directory; a link to one is fine).
     pub fn with_format(root: impl AsRef<Path>, format: F) -> io::Result<Self> {
         let root = super::open_root(root.as_ref(), F::FORMAT)?;
-        Ok(FileSessions { root: Arc::new(root), format, found: Arc::default(), heads: Arc::default() })
+        Ok(FileSessions {
+            root: Arc::new(root),
+            format,
+            found: Arc::default(),
+            heads: Arc::default(),
+            skipped: Arc::default(),
+        })
     }
 
     fn path_of(&self, rel: &[OsString]) -> PathBuf {
@@ -274,6 +291,9 @@ impl<F: SessionFiles> FileSessions<F> {
         }
         let mut listing = Listing { sessions, rejected, without_conversation };
         listing.sort();
+        if let Ok(mut was) = self.skipped.lock() {
+            *was = listing.skipped();
+        }
         Ok(listing)
     }
 
@@ -405,6 +425,12 @@ impl<F: SessionFiles> BlockingSessionQuery for FileSessions<F> {
         self.read(session_id).map(|(_, read)| read.title)
     }
 
+    /// What the last listing skipped (files rejected, with why; files
+    /// holding no conversation yet).
+    fn skipped(&self) -> Vec<(PathBuf, String)> {
+        self.skipped.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {
         self.conversation(session_id).map(SurfaceData::from)
     }
@@ -416,19 +442,38 @@ impl<F: SessionFiles> BlockingSessionQuery for FileSessions<F> {
         Ok(SurfaceAnswer::whole(SurfaceData::from(conversation)).with_title(title))
     }
 
-    /// A session is all in its file, so its fingerprint is the file's
-    /// identity (one `lstat` where the last listing found it; a session
-    /// not listed is looked up): a long-lived resolver reads again only the
-    /// sessions whose file changed.
+    /// A session is in its file (and the format's
+    /// [companions](SessionFiles::companions) of it), so its fingerprint is
+    /// their identities (one `lstat` each where the last listing found it;
+    /// a session not listed is looked up): a long-lived resolver reads
+    /// again only the sessions whose files changed.
     fn fingerprints(&self, session_ids: &[String]) -> Result<Option<Vec<Option<Fingerprint>>>, HostError> {
         let found = self.found.lock().map(|m| m.clone()).unwrap_or_default();
         let fingerprint = |id: &String| {
             let bare = id.strip_prefix(F::PREFIX).unwrap_or(id);
-            let identity = match found.get(bare) {
-                Some(rel) => Stamp::lstat(&self.path_of(rel)).map(|s| s.id),
-                None => self.identity(id).ok(),
-            }?;
-            Some(Fingerprint::from(identity))
+            let (rel, identity) = match found.get(bare) {
+                Some(rel) => (rel.clone(), Stamp::lstat(&self.path_of(rel))?.id),
+                None => {
+                    let rel = self.locate(bare).ok()?;
+                    let identity = self.open_rel(&rel).ok()?.1;
+                    (rel, identity)
+                }
+            };
+            let fingerprint = Fingerprint::from(identity);
+            let companions = self.format.companions(&rel);
+            if companions.is_empty() {
+                return Some(fingerprint);
+            }
+            // Each companion's identity follows the file's (a zero byte for
+            // one that is not there).
+            let mut bytes = fingerprint.as_bytes().to_vec();
+            for companion in companions.iter().filter(|r| plain_rel(r)) {
+                match Stamp::lstat(&self.path_of(companion)) {
+                    Some(stamp) => bytes.extend_from_slice(Fingerprint::from(stamp.id).as_bytes()),
+                    None => bytes.push(0),
+                }
+            }
+            Some(Fingerprint::from_bytes(bytes))
         };
         Ok(Some(session_ids.iter().map(fingerprint).collect()))
     }

@@ -262,6 +262,9 @@ pub(crate) fn listing_order(a: &SessionHeader, b: &SessionHeader) -> std::cmp::O
     y.cmp(&x).then_with(|| a.id.cmp(&b.id))
 }
 
+/// Why a file of the format that holds no conversation is not listed.
+pub const NO_CONVERSATION_YET: &str = "it holds no conversation yet";
+
 /// The listing of a foreign source.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Listing {
@@ -281,6 +284,14 @@ impl Listing {
     /// times by id.
     pub fn sort(&mut self) {
         self.sessions.sort_by(|a, b| listing_order(&a.header, &b.header));
+    }
+
+    /// What this listing skipped, each with why: the rejected entries,
+    /// then the files that hold no conversation yet (what a source's
+    /// [`skipped`](crate::BlockingSessionQuery::skipped) answers).
+    pub fn skipped(&self) -> Vec<(PathBuf, String)> {
+        let empty = self.without_conversation.iter().map(|p| (p.clone(), NO_CONVERSATION_YET.to_owned()));
+        self.rejected.iter().cloned().chain(empty).collect()
     }
 
     /// A source's `list_sessions`: the headers, or the error naming the root.

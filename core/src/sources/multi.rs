@@ -9,6 +9,7 @@
 //! registered without a prefix, so every existing DSH mention keeps
 //! resolving, and a view of one source lists exactly what that source lists.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::error::HostError;
@@ -29,9 +30,10 @@ pub struct SourceStatus {
     pub name: String,
     /// The number of sessions it listed, or why it could not list.
     pub outcome: Result<usize, String>,
-    /// What else there is to say: how its root was taken, and, when it
-    /// listed no session, why (what its root was expected to hold and what
-    /// it holds).
+    /// What else there is to say: how its root was taken; when it listed
+    /// no session, why (what its root was expected to hold and what it
+    /// holds); and the files its listing skipped, each with why (the first
+    /// three, then how many more).
     pub note: Option<String>,
     /// The sessions of this source whose title or text could not be read
     /// since the listing (`(session id, why)`, each once, in the order
@@ -57,17 +59,33 @@ impl std::fmt::Debug for SourceNotes {
 }
 
 impl SourceNotes {
-    /// The note of a listing of `listed` sessions (`None`: one that failed).
-    fn note(&self, listed: Option<usize>) -> Option<String> {
+    /// The note of a listing of `listed` sessions (`None`: one that
+    /// failed) that skipped `skipped`.
+    fn note(&self, listed: Option<usize>, skipped: &[(PathBuf, String)]) -> Option<String> {
         let empty = match (listed, &self.if_empty) {
             (Some(0), Some(why)) => Some(why()),
             _ => None,
         };
-        match (self.opened.clone(), empty) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
-        }
+        let parts: Vec<String> = [self.opened.clone(), empty, skipped_note(skipped)].into_iter().flatten().collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
+}
+
+/// How many skipped entries a note names (the rest are counted).
+const SKIPPED_NAMED: usize = 3;
+
+/// What a note says of the entries a listing skipped: the first
+/// [`SKIPPED_NAMED`], each with why, then how many more (`None`: none).
+fn skipped_note(skipped: &[(PathBuf, String)]) -> Option<String> {
+    let (first, rest) = skipped.split_at(skipped.len().min(SKIPPED_NAMED));
+    let named: Vec<String> = first.iter().map(|(path, why)| format!("{} ({why})", path.display())).collect();
+    let mut note = format!("skipped {}", named.join(", "));
+    match rest.len() {
+        0 if named.is_empty() => return None,
+        0 => {}
+        n => note.push_str(&format!(" and {n} more")),
+    }
+    Some(note)
 }
 
 /// A [`SessionQuery`] over several sources.
@@ -202,13 +220,13 @@ fn merge<T>(
         match list {
             Ok(list) => {
                 let n = len(&list);
-                let note = entry.notes.note(Some(n));
+                let note = entry.notes.note(Some(n), &entry.query.skipped());
                 report.push(SourceStatus { name: entry.name.clone(), outcome: Ok(n), note, unreadable: Vec::new() });
                 kept.push(Some(list));
             }
             Err(e) => {
                 failures.push(format!("{}: {}", entry.name, e.message()));
-                let note = entry.notes.note(None);
+                let note = entry.notes.note(None, &[]);
                 report.push(SourceStatus {
                     name: entry.name.clone(),
                     outcome: Err(e.message().to_owned()),

@@ -126,6 +126,8 @@ pub struct CodexSource {
     home: Arc<PathBuf>,
     /// Where the last listing found each id (checked again on every read).
     found: Arc<Mutex<HashMap<String, Rel>>>,
+    /// What the last listing skipped, and why.
+    skipped: Arc<Mutex<Vec<(PathBuf, String)>>>,
     /// `session_index.jsonl` as last read, by its identity.
     index: Arc<Mutex<IndexMemo>>,
 }
@@ -156,7 +158,7 @@ impl CodexSource {
     /// have `sessions/` yet.
     pub fn open(home: impl AsRef<Path>) -> io::Result<Self> {
         let home = super::open_root(home.as_ref(), FORMAT)?;
-        Ok(CodexSource { home: Arc::new(home), found: Arc::default(), index: Arc::default() })
+        Ok(CodexSource { home: Arc::new(home), found: Arc::default(), skipped: Arc::default(), index: Arc::default() })
     }
 
     /// Rollout files below `dir` (up to `YYYY/MM/DD`), in byte order.
@@ -254,6 +256,9 @@ impl CodexSource {
         }
         let mut listing = Listing { sessions, rejected, without_conversation };
         listing.sort();
+        if let Ok(mut was) = self.skipped.lock() {
+            *was = listing.skipped();
+        }
         Ok(listing)
     }
 
@@ -381,6 +386,12 @@ impl BlockingSessionQuery for CodexSource {
 
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError> {
         self.title(session_id)
+    }
+
+    /// What the last listing skipped (a rollout with no id anywhere, a
+    /// second one for an id, an unreadable one; a zero-byte one), with why.
+    fn skipped(&self) -> Vec<(PathBuf, String)> {
+        self.skipped.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError> {

@@ -117,6 +117,13 @@ fn typed(data: &Data<'_>) -> bool {
 /// Replays a whole log as it was when the read began, up to its last
 /// complete line.
 pub fn read(file: File) -> io::Result<Transcript> {
+    read_named(file, None)
+}
+
+/// [`read`], for a session named `name` (its `workspace.yaml`'s): the
+/// title is the latest `session.title_changed` title, else the name, else
+/// the first typed user message, else the first assistant text.
+pub fn read_named(file: File, name: Option<String>) -> io::Result<Transcript> {
     let mut out = Transcript::default();
     let mut items: Vec<ConversationItem> = Vec::new();
     // Where the running compaction started (items before it are summarized).
@@ -196,7 +203,7 @@ pub fn read(file: File) -> io::Result<Transcript> {
         true
     })?;
     out.stats = stats;
-    out.title = title.or(first_user).or(first_assistant);
+    out.title = title.or(name).or(first_user).or(first_assistant);
     out.items = items;
     Ok(out)
 }

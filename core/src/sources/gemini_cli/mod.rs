@@ -194,9 +194,14 @@ impl SessionFiles for GeminiCli {
         if identity.size == 0 {
             return Ok(Vec::new());
         }
-        let meta = if is_legacy(rel) { chat::read_legacy_meta(file)? } else { chat::read_meta(file)? };
+        let legacy = is_legacy(rel);
+        let meta = if legacy { chat::read_legacy_meta(file)? } else { chat::read_meta(file)? };
         let Some(id) = meta.session_id.filter(|s| !s.is_empty()) else {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "no sessionId in its first line"));
+            let why = match legacy {
+                true => "not a Gemini CLI chat: the file is not an object with a sessionId",
+                false => "not a Gemini CLI chat: its first line has no sessionId",
+            };
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why));
         };
         let cwd = rel.first().and_then(|p| self.cwd(root, p));
         Ok(vec![Head { bare: id, created_at: meta.created_at, cwd }])

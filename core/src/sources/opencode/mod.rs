@@ -223,6 +223,13 @@ pub struct Read {
     pub stats: LineStats,
 }
 
+/// What follows `marker` in `text`, up to the end of its line (`None`
+/// without the marker).
+fn after<'a>(text: &'a str, marker: &str) -> Option<&'a str> {
+    let at = text.find(marker)? + marker.len();
+    text[at..].lines().next().map(str::trim).filter(|s| !s.is_empty())
+}
+
 /// A text column (`None` for NULL or another type).
 fn text(v: ValueRef<'_>) -> Option<String> {
     match v {
@@ -316,15 +323,22 @@ impl OpenCodeSource {
         .map_err(|e| self.db_error(&e))
     }
 
+    /// A failed read's error: for a file that is not SQLite or lacks the
+    /// tables or columns read, that it is not a database of the format
+    /// (and what it lacks), never SQLite's own words alone.
     fn db_error(&self, why: &str) -> String {
-        if why.contains("no such table") || why.contains("file is not a database") {
-            return format!(
-                "{why}: {} is not an {} database (1.2 or later)",
-                self.path.display(),
-                self.flavor.format()
-            );
-        }
-        why.to_owned()
+        let lacks = if let Some(table) = after(why, "no such table: ") {
+            format!("it has no table {table}")
+        } else if let Some(column) = after(why, "no such column: ") {
+            format!("it has no column {column}")
+        } else if why.contains("file is not a database") {
+            "it is not an SQLite database".to_owned()
+        } else {
+            return why.to_owned();
+        };
+        let format = self.flavor.format();
+        let a = if format.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
+        format!("{} is not {a} {format} database (1.2 or later): {lacks}", self.path.display())
     }
 
     /// Reads the rows of `id` (with or without the prefix).
