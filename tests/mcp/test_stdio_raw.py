@@ -216,10 +216,10 @@ def test_an_empty_home_starts_lists_nothing_with_a_note_and_finds_a_new_session(
     fixture = REPO / "tests" / "fixtures" / "foreign-logs" / "claude-code" / "daaain" / "minimal_showcase"
     shutil.copy(fixture / f"{SHOWCASE}.jsonl", project / f"{SHOWCASE}.jsonl")
     listed = server.call("list_sessions", {})
-    assert [s["id"] for s in listed["sessions"]] == [f"claude-code:{SHOWCASE}"], listed
+    assert [s["sessionId"] for s in listed["sessions"]] == [f"claude-code:{SHOWCASE}"], listed
     assert "note" not in listed, listed
     found = server.call("search_sessions", {"query": "repository"})
-    assert [r["id"] for r in found["results"]] == [f"claude-code:{SHOWCASE}"], found
+    assert [r["sessionId"] for r in found["results"]] == [f"claude-code:{SHOWCASE}"], found
     server.close()
 
 
