@@ -9,8 +9,8 @@ use dsh_session_reference::sources::{
     empty_root_note, open_sources, open_sources_awaiting, MultiQuery, SourceKind, SourceSpec,
 };
 use dsh_session_reference::{
-    block_on, listed_session_id, session_id_named, Config, DiscoveryCachePart, DshStore, Error, ErrorCode, HostError,
-    PinnedListing, Resolver, SessionQuery, Target,
+    block_on, listed_session_id, session_id_named, unlisted_session, Config, DiscoveryCachePart, DshStore, Error,
+    ErrorCode, HostError, PinnedListing, Resolver, SessionQuery, Target,
 };
 
 use crate::args::{Global, TargetArgs};
@@ -371,19 +371,25 @@ impl Shared {
             Err(Failure(e)) if e.code() == ErrorCode::Cancelled => return Err(Failure(e)),
             Err(missed) => missed,
         };
-        let listed = self.listed_id(id.clone())?;
-        if listed == id {
-            return Err(missed);
+        match self.listed(&id)? {
+            None => Err(Failure(unlisted_session(&id, missed.0))),
+            Some(listed) if listed == id => Err(missed),
+            Some(listed) => act(&listed),
         }
-        act(&listed)
     }
 
     /// The session id `id` means among the sessions listed now
     /// ([`listed_session_id`]), else `id`.
     fn listed_id(&self, id: String) -> CliResult<String> {
+        Ok(self.listed(&id)?.unwrap_or(id))
+    }
+
+    /// The listed session `id` means ([`listed_session_id`]); `None` when
+    /// no listed session is meant.
+    fn listed(&self, id: &str) -> CliResult<Option<String>> {
         let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
         let listed = block_on(self.pinned.list_now()).map_err(failed)?;
-        Ok(listed_session_id(listed.sessions(), &id)?.unwrap_or(id))
+        Ok(listed_session_id(listed.sessions(), id)?)
     }
 
     /// The label a mention of session `id` shows, as the core gives it

@@ -81,7 +81,7 @@ pub(crate) fn run(cli: &Cli) -> CliResult {
             // be (its title); reading the title also fails for an unknown id.
             let added = references
                 .iter()
-                .map(|r| ctx.session_id(r).and_then(|id| Ok((ctx.mention_label(&id)?, id))))
+                .map(|r| ctx.on_session(r, |id| Ok((ctx.mention_label(id)?, id.to_owned()))))
                 .collect::<CliResult<Vec<_>>>()?;
             let labels: Vec<Value> = added.iter().map(|(label, _)| Value::from(label.as_str())).collect();
             let excerpts: Vec<(&str, &str, &Value)> = range
@@ -142,9 +142,8 @@ pub(crate) fn run(cli: &Cli) -> CliResult {
         }
         Command::Mention { id, label } => {
             let ctx = Ctx::open(g, sources()?, None, false)?;
-            let id = ctx.session_id(id)?;
             // The session must exist (its title is read even with --label).
-            let title = ctx.mention_label(&id)?;
+            let (title, id) = ctx.on_session(id, |id| Ok((ctx.mention_label(id)?, id.to_owned())))?;
             let mention = format_mention(&id, Some(label.as_deref().unwrap_or(&title)));
             print_text_or_json(&mention, g.out());
         }

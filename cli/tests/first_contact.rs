@@ -320,12 +320,20 @@ fn an_ids_first_characters_name_it() {
     assert_eq!(several.code, 1);
     assert!(several.stderr.starts_with("error: SESSION_REFERENCE_INVALID_REFERENCE: 8 sessions"), "{}", several.stderr);
     assert!(several.stderr.contains(&ids[0]) && several.stderr.contains("and 3 more"), "{}", several.stderr);
-    // None: said as a missing session, not as a malformed id.
+    // None: said as a missing session, not as a malformed id, with what
+    // the listing found: no id starting with those characters.
     let none = with(&["show", "ffff0000"]);
     assert_eq!(none.code, 1);
     assert!(none.stderr.contains("no session \"ffff0000\""), "{}", none.stderr);
+    assert!(
+        none.stderr.ends_with("; no listed session has an id that is or starts with \"ffff0000\"\n"),
+        "{}",
+        none.stderr
+    );
     // Fewer than four characters are never taken as a short id.
-    assert_eq!(with(&["show", "a1b"]).code, 1);
+    let short = with(&["show", "a1b"]);
+    assert_eq!(short.code, 1);
+    assert!(short.stderr.ends_with("; no listed session has the id \"a1b\"\n"), "{}", short.stderr);
 }
 
 /// `read` and `show` read a session by the id as given, and look for it in
@@ -367,7 +375,7 @@ fn read_and_show_take_an_id_as_given_and_else_as_listed() {
         let missing = with(&[command, "gemini-cli:1a2b3c4d-0000"]);
         assert_eq!((missing.code, missing.stdout.as_str()), (1, ""));
         let said = format!(
-            "error: SESSION_REFERENCE_READ_FAILED: reading session \"gemini-cli:1a2b3c4d-0000\" failed: no Gemini CLI session \"1a2b3c4d-0000\" in {}\n",
+            "error: SESSION_REFERENCE_READ_FAILED: reading session \"gemini-cli:1a2b3c4d-0000\" failed: no Gemini CLI session \"1a2b3c4d-0000\" in {}; no listed session has an id that is or starts with \"gemini-cli:1a2b3c4d-0000\"\n",
             root.display()
         );
         assert_eq!(missing.stderr, said);

@@ -156,6 +156,13 @@ impl Error {
         }
     }
 
+    /// The same error, its message followed by `; note`.
+    pub(crate) fn with_note(mut self, note: &str) -> Self {
+        self.message.push_str("; ");
+        self.message.push_str(note);
+        self
+    }
+
     /// The cancellation error.
     pub fn cancelled() -> Self {
         Error::new(ErrorCode::Cancelled, "the operation was cancelled")

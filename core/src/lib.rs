@@ -178,6 +178,7 @@ pub use conversation::{
 };
 pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;
+pub use host::unlisted_session;
 pub use host::{
     listed_session_id, Blocking, BlockingSessionQuery, BudgetedSurface, Candidate, Fingerprint, MatchField,
     PinnedListing, QueryFuture, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,

@@ -133,6 +133,12 @@ class Fixture:
         assert out.returncode == 0, out.stderr
         return out.stdout
 
+    def cli_fails(self, *args, cwd=None):
+        """The stderr of a command that must fail with exit code 1."""
+        out = subprocess.run([BIN, *args], capture_output=True, text=True, env={**os.environ, **self.env}, cwd=cwd)
+        assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
+        return out.stderr
+
 
 # --- one connection, whatever the SDK ---------------------------------------
 
@@ -477,8 +483,13 @@ async def test_an_id_without_its_prefix_works_as_in_the_cli(fx, mode):
             assert page["text"] == shown["text"] or page["totalMessages"] == shown["totalMessages"]
             ref = (await c.ok("reference_session", {"id": bare}))["structured"]
             assert ref["sessionId"] == full and ref["reference"]["sessionId"] == full
-        r = await c.call("read_session", {"id": "no-such-session"})
-        assert r["isError"] and "no-such-session" in r["text"]
+        # A name no listed session is, or starts with, is said so, as the CLI says it.
+        for tool in ("read_session", "reference_session"):
+            r = await c.call(tool, {"id": "no-such-session"})
+            assert r["isError"] and r["text"].endswith(
+                'no listed session has an id that is or starts with "no-such-session"'), r["text"]
+        said = fx.cli_fails(*fx.sources(), "read", "no-such-session")
+        assert said.rstrip("\n").endswith(r["text"].split("; ")[-1]), said
 
 
 def sdk_types():

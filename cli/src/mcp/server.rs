@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use dsh_session_reference::sources::SourceKind;
 use dsh_session_reference::{
-    decode_uri, encode_uri, format_mention, stringify_tag_safe, Candidate, CandidateOptions, Error, ErrorCode,
-    Hardening, PrepareOptions, ReadOptions, Resolver, SearchOptions, SearchScope, Target, MAX_SAFE_INTEGER,
+    decode_uri, encode_uri, format_mention, stringify_tag_safe, unlisted_session, Candidate, CandidateOptions, Error,
+    ErrorCode, Hardening, PrepareOptions, ReadOptions, Resolver, SearchOptions, SearchScope, Target, MAX_SAFE_INTEGER,
     SESSION_REFERENCE_SCHEME,
 };
 use rmcp::model::{
@@ -219,7 +219,7 @@ impl Server {
 
     async fn read_session(&self, args: Option<&Map<String, Value>>, target: &Target) -> ToolResult {
         let a = Arguments::new(args, &["id", "start", "around", "maxBytes", "cursor"])?;
-        let id = self.session_id(&a).await?;
+        let (id, listed) = self.session_id(&a).await?;
         let max_bytes = a.bounded("maxBytes", READ_BYTES)?;
         let mut request = Map::new();
         for key in ["start", "around", "cursor"] {
@@ -229,7 +229,7 @@ impl Server {
         }
         request.insert("maxBytes".into(), Value::from(max_bytes));
         let options = ReadOptions::from_json(&Value::Object(request))?;
-        let page = self.resolver.read(target, &id, &options, None).await?;
+        let page = self.resolver.read(target, &id, &options, None).await.map_err(|e| told(&id, listed, e))?;
         Ok(structured(page.to_json_hardened(&self.hardening), Some(page.text)))
     }
 
@@ -259,19 +259,23 @@ impl Server {
 
     async fn reference_session(&self, args: Option<&Map<String, Value>>, target: &Target) -> ToolResult {
         let a = Arguments::new(args, &["id", "range", "around"])?;
-        let id = self.session_id(&a).await?;
+        let (id, listed) = self.session_id(&a).await?;
         let excerpt: Vec<(&str, &Value)> =
             ["range", "around"].into_iter().filter_map(|k| a.raw(k).map(|v| (k, v))).collect();
-        let out = self.reference(target, &id, &excerpt).await?;
+        let out = self.reference(target, &id, &excerpt).await.map_err(|e| told(&id, listed, e))?;
         let text = out["text"].as_str().unwrap_or_default().to_owned();
         Ok(structured(out, Some(text)))
     }
 
     /// The session the `id` argument names, by the core's rules (an id
-    /// without its prefix, a URI, a mention); a bad one says it is `id`.
-    async fn session_id(&self, a: &Arguments<'_>) -> Result<String, ToolError> {
+    /// without its prefix, a URI, a mention), and whether the listing holds
+    /// it; a bad one says it is `id`.
+    async fn session_id(&self, a: &Arguments<'_>) -> Result<(String, bool), ToolError> {
         let named = a.required_string("id")?;
-        self.resolver.session_id(named).await.map_err(|e| ToolError(format!("`id`: {}: {}", e.code(), e.message())))
+        self.resolver
+            .listed_session_id(named)
+            .await
+            .map_err(|e| ToolError(format!("`id`: {}: {}", e.code(), e.message())))
     }
 
     /// The name of the source session `id` is read from.
@@ -437,6 +441,16 @@ impl ServerHandler for Server {
         let text = out["text"].as_str().unwrap_or_default().to_owned();
         let contents = ResourceContents::text(text, request.uri).with_mime_type("text/plain");
         Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+/// A failure on session `id`, told as the core tells a session no listing
+/// holds ([`unlisted_session`]) when `listed` is false.
+fn told(id: &str, listed: bool, failure: Error) -> Error {
+    if listed {
+        failure
+    } else {
+        unlisted_session(id, failure)
     }
 }
 

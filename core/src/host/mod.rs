@@ -105,6 +105,35 @@ pub fn listed_session_id(sessions: &[SessionHeader], name: &str) -> crate::error
     }
 }
 
+/// A failure to read `name`, a session that no listed session is (by
+/// [`listed_session_id`]'s rule, which gave `None`), told as such: a read
+/// failure's message gains what the listing found, that no listed session
+/// has that id or, for a name of four characters or more, an id that starts
+/// with it. Other failures are returned as they are. The rule every front
+/// applies when a session it looked up in the listing cannot be read.
+///
+/// ```
+/// use dsh_session_reference::{unlisted_session, Error, ErrorCode, HostError};
+/// let failed = Error::read_failed("5c18", HostError::new("no session \"5c18\" in /sessions"));
+/// let told = unlisted_session("5c18", failed);
+/// assert_eq!(told.code(), ErrorCode::ReadFailed);
+/// assert!(told.message().ends_with("no listed session has an id that is or starts with \"5c18\""));
+/// let told = unlisted_session("ab", Error::read_failed("ab", HostError::new("gone")));
+/// assert!(told.message().ends_with("no listed session has the id \"ab\""));
+/// ```
+pub fn unlisted_session(name: &str, failure: crate::error::Error) -> crate::error::Error {
+    if failure.code() != crate::error::ErrorCode::ReadFailed {
+        return failure;
+    }
+    let name_js = crate::json::js_string(name);
+    let found = if name.chars().count() < SHORT_ID_AT_LEAST {
+        format!("no listed session has the id {name_js}")
+    } else {
+        format!("no listed session has an id that is or starts with {name_js}")
+    };
+    failure.with_note(&found)
+}
+
 /// The fewest characters of an id that [`listed_session_id`] takes as its
 /// first characters (as git takes a short hash of at least four).
 const SHORT_ID_AT_LEAST: usize = 4;

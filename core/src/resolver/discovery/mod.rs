@@ -102,9 +102,21 @@ impl Resolver {
     /// an id no session has is returned as given, for the read that follows
     /// to report missing. The rule a front applies to every id it is given.
     pub async fn session_id(&self, name: &str) -> Result<String> {
+        let (id, _) = self.listed_session_id(name).await?;
+        Ok(id)
+    }
+
+    /// [`session_id`](Self::session_id), and whether the listing holds it:
+    /// `false` when no listed session is the id returned, whose failed read
+    /// the front then reports through
+    /// [`unlisted_session`](crate::host::unlisted_session).
+    pub async fn listed_session_id(&self, name: &str) -> Result<(String, bool)> {
         let id = crate::uri::session_id_named(name)?;
         let listed = self.listed().await?;
-        Ok(crate::host::listed_session_id(listed.sessions(), &id)?.unwrap_or(id))
+        Ok(match crate::host::listed_session_id(listed.sessions(), &id)? {
+            Some(found) => (found, true),
+            None => (id, false),
+        })
     }
 
     /// The label of session `id` as discovery gives it: its latest title
