@@ -7,7 +7,18 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 start=$SECONDS
-step() { printf '\n==> %s  (+%ds)\n' "$*" $((SECONDS - start)); }
+# Each step's line gives the wall time since the start and the CPU seconds
+# (user + system) of every finished child process so far: on a loaded or
+# noisy machine the CPU figure is the one to compare between runs.
+# (`times` in this shell, not in a command substitution's subshell, whose
+# children are not this shell's)
+times_file=$(mktemp "${TMPDIR:-/tmp}/dsr-times.XXXXXX")
+trap 'rm -f "$times_file"' EXIT
+step() {
+  times >"$times_file"
+  printf '\n==> %s  (+%ds, CPU %ss)\n' "$*" $((SECONDS - start)) \
+    "$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); n += t[1] * 60 + t[2] } printf "%d", n }' "$times_file")"
+}
 
 step "conformance vectors are the shared set"
 if [ -d ../shared/conformance ] && ! diff -rq ../shared/conformance tests/conformance; then
@@ -78,7 +89,7 @@ ${session[@]+"${session[@]}"} bash -c 'bash tests/c/run.sh; status=$?; echo "tes
   </dev/null >"$c_log" 2>&1 &
 c_pid=$!
 c_start=$(date +%s)
-trap 'kill -- -"$c_pid" 2>/dev/null || kill "$c_pid" 2>/dev/null || true; rm -f "$c_log"' EXIT
+trap 'kill -- -"$c_pid" 2>/dev/null || kill "$c_pid" 2>/dev/null || true; rm -f "$c_log" "$times_file"' EXIT
 
 # What a release publishes, built as it would be (dist/), then installed and
 # run the way users do, with no Rust toolchain on PATH.
@@ -91,7 +102,7 @@ bash scripts/package.sh </dev/null
 step "tests/c/run.sh (started beside packaging; waiting for it)"
 c_status=0
 wait "$c_pid" || c_status=$?
-trap - EXIT
+trap 'rm -f "$times_file"' EXIT
 cat "$c_log"
 c_end=$(sed -n 's/^tests\/c\/run.sh: exit [0-9]* at \([0-9]*\)$/\1/p' "$c_log")
 rm -f "$c_log"
