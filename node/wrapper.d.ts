@@ -467,6 +467,8 @@ export type SessionSourceKind =
   | 'cline'
   | 'roo-code'
   | 'pi'
+  | 'qwen-code'
+  | 'continue'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

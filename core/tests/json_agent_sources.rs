@@ -1,0 +1,357 @@
+//! The JSON and JSONL sources of Qwen Code, Continue, Kimi Code and Grok
+//! Build: every fixture's listing, title, cwd, capturedThroughSeq and
+//! projected conversation pinned, and a crafted case for each rule and each
+//! kind of damage.
+
+use std::path::PathBuf;
+
+use dsh_session_reference::sources::continue_cli::{self, ContinueSource};
+use dsh_session_reference::sources::qwen_code::{self, QwenCodeSource};
+use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
+use dsh_session_reference::{block_on, BlockingSessionQuery, SessionQuery, SurfaceData};
+
+mod pinned;
+use pinned::*;
+
+/// The note of the one source of `spec` after a listing.
+fn note_of(spec: SourceSpec) -> String {
+    let multi = open_sources(&[spec]).unwrap();
+    block_on(multi.list_sessions()).unwrap();
+    multi.last_report()[0].note.clone().unwrap_or_default()
+}
+
+// ------------------------------------------------------------------ Qwen Code
+
+fn qwen_fixture() -> PathBuf {
+    fixtures().join("qwen-code/synthetic/projects")
+}
+
+#[test]
+fn qwen_code_fixtures_project_exactly() {
+    let s = QwenCodeSource::open(qwen_fixture()).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: "qwen-code:aaaa1111-0000-4000-8000-000000000001",
+                created_at: 1_785_578_400_000,
+                listed_cwd: Some("/home/u/proj"),
+                cwd: Some("/home/u/proj"),
+                title: Some("Parser refactor"),
+                seq: 11,
+                items: vec![
+                    cp("<state_snapshot>The parser was split in two halves.</state_snapshot>"),
+                    m(U, "Keep the API stable"),
+                    m(A, "Understood."),
+                    m(U, "Now add tests"),
+                    m(U, "and run them"),
+                    m(A, "Tests added and run."),
+                ],
+            },
+            Pinned {
+                id: "qwen-code:bbbb2222-0000-4000-8000-000000000002",
+                created_at: 1_782_896_400_000,
+                listed_cwd: Some("/home/u/other"),
+                cwd: Some("/home/u/other"),
+                title: Some("What is the plan?"),
+                seq: 11,
+                items: vec![m(U, "What is   the\nplan?"), m(A, "Plan A."), m(U, "Go with B instead"), m(A, "Doing B.")],
+            },
+        ],
+    );
+    assert_eq!(qwen_code::PREFIX, SourceKind::QwenCode.prefix());
+}
+
+/// One Qwen Code record.
+fn qwen(uuid: &str, parent: Option<&str>, kind: &str, more: serde_json::Value) -> serde_json::Value {
+    let mut r = serde_json::json!({"uuid": uuid, "parentUuid": parent, "sessionId": "s", "timestamp": "2026-08-01T10:00:00Z", "type": kind, "cwd": "/w"});
+    r.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+    r
+}
+
+fn qwen_text(role: &str, text: &str) -> serde_json::Value {
+    serde_json::json!({"message": {"role": role, "parts": [{"text": text}]}})
+}
+
+/// A chat of `records`; its conversation and title.
+fn qwen_items(records: &[serde_json::Value]) -> (Vec<(bool, String, bool)>, Option<String>) {
+    let root = tempfile::tempdir().unwrap();
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    write(root.path(), "-w/chats/s.jsonl", &text);
+    let s = QwenCodeSource::open(root.path()).unwrap();
+    let SurfaceData::Conversation(c) = s.read_surface("qwen-code:s").unwrap() else { panic!() };
+    (items(&c.items), s.read_title("qwen-code:s").unwrap())
+}
+
+#[test]
+fn qwen_code_follows_the_chain_of_the_last_record() {
+    use serde_json::json;
+    let u = |id: &str, p: Option<&str>, t: &str| qwen(id, p, "user", qwen_text("user", t));
+    let a = |id: &str, p: &str, t: &str| qwen(id, Some(p), "assistant", qwen_text("model", t));
+    // A rewind re-roots the chain: the turns after its parent are gone.
+    let (got, title) = qwen_items(&[
+        u("1", None, "one"),
+        a("2", "1", "two"),
+        u("3", Some("2"), "gone"),
+        qwen("4", Some("2"), "system", json!({"subtype": "rewind", "systemPayload": {"truncatedCount": 1}})),
+        u("5", Some("4"), "three"),
+    ]);
+    assert_eq!(got, vec![m(U, "one"), m(A, "two"), m(U, "three")]);
+    assert_eq!(title.as_deref(), Some("one"));
+    // The first record of a uuid counts; a missing parent ends the chain; a
+    // cycle does not hang.
+    let (got, _) = qwen_items(&[u("1", None, "first"), u("1", None, "again"), a("2", "1", "reply")]);
+    assert_eq!(got, vec![m(U, "first"), m(A, "reply")]);
+    let (got, _) = qwen_items(&[u("1", None, "lost"), u("2", Some("gone"), "kept")]);
+    assert_eq!(got, vec![m(U, "kept")]);
+    let (got, _) = qwen_items(&[u("1", Some("2"), "a"), u("2", Some("1"), "b")]);
+    assert_eq!(got, vec![m(U, "a"), m(U, "b")]);
+    // The latest compaction counts; one without a history leaves nothing
+    // before it.
+    let compaction = |id: &str, p: &str, history: serde_json::Value| {
+        qwen(
+            id,
+            Some(p),
+            "system",
+            json!({"subtype": "chat_compression", "systemPayload": {"compressedHistory": history}}),
+        )
+    };
+    let (got, _) = qwen_items(&[
+        u("1", None, "a"),
+        compaction("2", "1", json!([{"role": "user", "parts": [{"text": "S1"}]}])),
+        u("3", Some("2"), "b"),
+        compaction(
+            "4",
+            "3",
+            json!([{"role": "user", "parts": [{"text": "S2"}]}, {"role": "user", "parts": [{"text": "kept"}]}]),
+        ),
+        u("5", Some("4"), "c"),
+    ]);
+    assert_eq!(got, vec![cp("S2"), m(U, "kept"), m(U, "c")]);
+    let (got, _) = qwen_items(&[u("1", None, "a"), compaction("2", "1", json!(null)), u("3", Some("2"), "b")]);
+    assert_eq!(got, vec![m(U, "b")]);
+    // A slash command sent to the model stays; the latest title wins, an
+    // empty one is passed over.
+    let title_record = |id: &str, p: &str, t: &str| {
+        qwen(id, Some(p), "system", json!({"subtype": "custom_title", "systemPayload": {"customTitle": t}}))
+    };
+    let (got, title) = qwen_items(&[
+        u("1", None, "/review"),
+        qwen(
+            "2",
+            Some("1"),
+            "system",
+            json!({"subtype": "slash_command", "systemPayload": {"phase": "result", "rawCommand": "/review", "sentToModel": true}}),
+        ),
+        title_record("3", "2", "First"),
+        title_record("4", "3", "Second"),
+        title_record("5", "4", " "),
+    ]);
+    assert_eq!(got, vec![m(U, "/review")]);
+    assert_eq!(title.as_deref(), Some("Second"));
+    // A subagent's records after the main chain do not move its leaf.
+    let (got, _) = qwen_items(&[
+        u("1", None, "main"),
+        qwen(
+            "2",
+            None,
+            "assistant",
+            json!({"isSidechain": true, "message": {"role": "model", "parts": [{"text": "side"}]}}),
+        ),
+    ]);
+    assert_eq!(got, vec![m(U, "main")]);
+}
+
+#[test]
+fn qwen_code_damage_is_reported_without_hiding_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let rec = |sid: Option<&str>| {
+        let mut r = qwen("u", None, "user", qwen_text("user", "hi"));
+        match sid {
+            Some(s) => r["sessionId"] = s.into(),
+            None => drop(r.as_object_mut().unwrap().remove("sessionId")),
+        }
+        r.to_string()
+    };
+    write(root.path(), "-w/chats/good.jsonl", &format!("{}\n", rec(Some("good"))));
+    write(root.path(), "-w/chats/noid.jsonl", &format!("{}\n", rec(None)));
+    write(root.path(), "-w/chats/torn.jsonl", &rec(Some("torn"))[..20]);
+    write(root.path(), "-w/chats/empty.jsonl", "");
+    write(root.path(), "-w/chats/deeper/nested.jsonl", &format!("{}\n", rec(Some("nested"))));
+    write(root.path(), "-w/other/elsewhere.jsonl", &format!("{}\n", rec(Some("elsewhere"))));
+    let s = QwenCodeSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["qwen-code:good"]);
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(why[0].contains("noid.jsonl") && why[0].contains("not a Qwen Code chat: its first line has no sessionId"));
+    assert_eq!(
+        listing.without_conversation,
+        vec![root.path().join("-w/chats/empty.jsonl"), root.path().join("-w/chats/torn.jsonl")]
+    );
+    let note = note_of(SourceSpec::new(SourceKind::QwenCode, root.path()));
+    let noid = root.path().join("-w/chats/noid.jsonl");
+    assert!(note.contains(&format!("{} (not a Qwen Code chat: its first line has no sessionId)", noid.display())));
+    // Found by its file's name, without a listing.
+    let fresh = QwenCodeSource::open(root.path()).unwrap();
+    assert_eq!(fresh.read_title("qwen-code:good").unwrap().as_deref(), Some("hi"));
+    // A root that holds none says what it expected.
+    let empty = tempfile::tempdir().unwrap();
+    let note = note_of(SourceSpec::new(SourceKind::QwenCode, empty.path()));
+    assert!(note.contains("expected project directories holding chats/<session id>.jsonl"), "{note}");
+}
+
+#[test]
+fn qwen_code_fingerprints_follow_the_file_and_a_home_is_read_as_its_projects() {
+    let root = tempfile::tempdir().unwrap();
+    let first = format!("{}\n", qwen("u", None, "user", qwen_text("user", "one")));
+    write(root.path(), "projects/-w/chats/a.jsonl", &first.replace("\"s\"", "\"a\""));
+    write(root.path(), "projects/-w/chats/b.jsonl", &first.replace("\"s\"", "\"b\""));
+    let s = QwenCodeSource::open(root.path().join("projects")).unwrap();
+    let ids = vec!["qwen-code:a".to_owned(), "qwen-code:b".to_owned()];
+    s.list().unwrap();
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    let more = qwen("v", Some("u"), "assistant", qwen_text("model", "two"));
+    write(root.path(), "projects/-w/chats/b.jsonl", &format!("{}{more}\n", first.replace("\"s\"", "\"b\"")));
+    let after = s.fingerprints(&ids).unwrap().unwrap();
+    assert_eq!(before[0], after[0], "an unchanged file keeps its fingerprint");
+    assert_ne!(before[1], after[1], "a changed file changes it");
+    assert!(before.iter().all(Option::is_some));
+    // `~/.qwen` given is read as its `projects/`.
+    let resolved = SourceSpec::new(SourceKind::QwenCode, root.path()).resolve().unwrap();
+    assert_eq!(resolved.spec.root, root.path().join("projects"));
+    let multi = open_sources(&[SourceSpec::new(SourceKind::QwenCode, root.path())]).unwrap();
+    assert_eq!(block_on(multi.list_sessions()).unwrap().len(), 2);
+}
+
+// ------------------------------------------------------------------- Continue
+
+fn continue_fixture() -> PathBuf {
+    fixtures().join("continue/synthetic/sessions")
+}
+
+#[test]
+fn continue_fixtures_project_exactly() {
+    let root = continue_fixture();
+    let s = ContinueSource::open(&root).unwrap();
+    let mut want = vec![
+        Pinned {
+            id: "continue:cccc3333-0000-4000-8000-000000000003",
+            created_at: born_ms(&root.join("cccc3333-0000-4000-8000-000000000003.json")),
+            listed_cwd: Some("/home/u/app"),
+            cwd: Some("/home/u/app"),
+            title: Some("Login bug fix"),
+            seq: 8,
+            items: vec![
+                cp("The login bug was fixed in auth.ts; a test is next."),
+                m(U, "Now add a test\nlike this one"),
+                m(A, "Test added."),
+            ],
+        },
+        Pinned {
+            id: "continue:dddd4444-0000-4000-8000-000000000004",
+            created_at: born_ms(&root.join("dddd4444-0000-4000-8000-000000000004.json")),
+            listed_cwd: None,
+            cwd: None,
+            title: Some("How do I run the tests?"),
+            seq: 1,
+            items: vec![m(U, "How do I   run\nthe tests?"), m(A, "Run\nnpm test.")],
+        },
+    ];
+    want.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.id.cmp(b.id)));
+    check(&s, &want);
+    assert_eq!(continue_cli::PREFIX, SourceKind::Continue.prefix());
+}
+
+/// A session of `history` titled `title`; its conversation and title.
+fn continue_items(history: serde_json::Value, title: &str) -> (Vec<(bool, String, bool)>, Option<String>) {
+    let root = tempfile::tempdir().unwrap();
+    let session = serde_json::json!({"sessionId": "s", "title": title, "workspaceDirectory": "/w", "history": history});
+    write(root.path(), "s.json", &session.to_string());
+    let s = ContinueSource::open(root.path()).unwrap();
+    let SurfaceData::Conversation(c) = s.read_surface("continue:s").unwrap() else { panic!() };
+    (items(&c.items), s.read_title("continue:s").unwrap())
+}
+
+#[test]
+fn continue_starts_at_the_first_compaction() {
+    use serde_json::json;
+    let say = |role: &str, text: &str| json!({"message": {"role": role, "content": text}, "contextItems": []});
+    let summary = |text: &str| json!({"message": {"role": "assistant", "content": text}, "contextItems": [], "conversationSummary": text});
+    // As `findCompactionIndex`: the first summary starts the history, a
+    // later one is a checkpoint where it stands.
+    let (got, title) = continue_items(
+        json!([say("user", "gone"), summary("S1"), say("user", "a"), summary("S2"), say("assistant", "b")]),
+        "",
+    );
+    assert_eq!(got, vec![cp("S1"), m(U, "a"), cp("S2"), m(A, "b")]);
+    assert_eq!(title.as_deref(), Some("a"));
+    // No history, or one of odd shapes, is an empty conversation.
+    let (got, title) = continue_items(json!([]), "Untitled Session");
+    assert!(got.is_empty());
+    assert_eq!(title, None);
+    let (got, _) = continue_items(
+        json!([5, {"message": "x"}, {"message": {"role": "user", "content": 7}}, say("user", "kept")]),
+        "T",
+    );
+    assert_eq!(got, vec![m(U, "kept")]);
+}
+
+#[test]
+fn continue_damage_is_reported_without_hiding_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let session = |id: &str| {
+        serde_json::json!({"sessionId": id, "title": "T", "history": [{"message": {"role": "user", "content": "hi"}}]})
+            .to_string()
+    };
+    write(root.path(), "good.json", &session("good"));
+    write(root.path(), "torn.json", &session("torn")[..30]);
+    write(root.path(), "noid.json", "{\"title\": \"x\", \"history\": []}");
+    write(root.path(), "empty.json", "");
+    write(root.path(), "sessions.json", "[]");
+    write(root.path(), "nested/deeper.json", &session("deeper"));
+    let s = ContinueSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["continue:good"]);
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert_eq!(why.len(), 2, "{why:?}");
+    assert!(why[0].contains("noid.json: not a Continue session: it has no sessionId"), "{why:?}");
+    assert!(why[1].contains("torn.json: not a Continue session: EOF while parsing"), "{why:?}");
+    assert_eq!(listing.without_conversation, vec![root.path().join("empty.json")]);
+    let note = note_of(SourceSpec::new(SourceKind::Continue, root.path()));
+    assert!(
+        note.contains(&format!(
+            "{} (not a Continue session: it has no sessionId)",
+            root.path().join("noid.json").display()
+        )),
+        "{note}"
+    );
+    // Found by its file's name, without a listing; one in a torn file is
+    // not found, and the error says which files could not be read.
+    let fresh = ContinueSource::open(root.path()).unwrap();
+    assert_eq!(fresh.read_title("continue:good").unwrap().as_deref(), Some("T"));
+    let why = fresh.read_surface("continue:torn").unwrap_err().message().to_owned();
+    assert!(why.contains("no Continue session \"torn\"") && why.contains("2 entries could not be read"), "{why}");
+}
+
+#[test]
+fn continue_fingerprints_follow_the_file_and_a_home_is_read_as_its_sessions() {
+    let root = tempfile::tempdir().unwrap();
+    let session = |id: &str, text: &str| {
+        serde_json::json!({"sessionId": id, "history": [{"message": {"role": "user", "content": text}}]}).to_string()
+    };
+    write(root.path(), "sessions/a.json", &session("a", "one"));
+    write(root.path(), "sessions/b.json", &session("b", "one"));
+    let s = ContinueSource::open(root.path().join("sessions")).unwrap();
+    let ids = vec!["continue:a".to_owned(), "continue:b".to_owned()];
+    s.list().unwrap();
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    write(root.path(), "sessions/b.json", &session("b", "one, then two"));
+    let after = s.fingerprints(&ids).unwrap().unwrap();
+    assert_eq!(before[0], after[0], "an unchanged file keeps its fingerprint");
+    assert_ne!(before[1], after[1], "a changed file changes it");
+    let resolved = SourceSpec::new(SourceKind::Continue, root.path()).resolve().unwrap();
+    assert_eq!(resolved.spec.root, root.path().join("sessions"));
+}
