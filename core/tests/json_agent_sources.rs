@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use dsh_session_reference::sources::continue_cli::{self, ContinueSource};
+use dsh_session_reference::sources::kimi::{self, KimiSource};
 use dsh_session_reference::sources::qwen_code::{self, QwenCodeSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, SessionQuery, SurfaceData};
@@ -353,5 +354,206 @@ fn continue_fingerprints_follow_the_file_and_a_home_is_read_as_its_sessions() {
     assert_eq!(before[0], after[0], "an unchanged file keeps its fingerprint");
     assert_ne!(before[1], after[1], "a changed file changes it");
     let resolved = SourceSpec::new(SourceKind::Continue, root.path()).resolve().unwrap();
+    assert_eq!(resolved.spec.root, root.path().join("sessions"));
+}
+
+// ------------------------------------------------------------------ Kimi Code
+
+fn kimi_fixture() -> PathBuf {
+    fixtures().join("kimi/synthetic/sessions")
+}
+
+#[test]
+fn kimi_fixtures_project_exactly() {
+    let s = KimiSource::open(kimi_fixture()).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: "kimi:session_aaaa1111-0000-4000-8000-000000000001",
+                created_at: 1_785_578_400_000,
+                listed_cwd: Some("/home/u/proj"),
+                cwd: Some("/home/u/proj"),
+                title: Some("Parser refactor"),
+                seq: 32,
+                items: vec![
+                    m(U, "Refactor the parser"),
+                    m(U, "Now split it"),
+                    cp("The parser was split in two modules."),
+                    m(U, "Add tests"),
+                    m(A, "Tests added."),
+                ],
+            },
+            Pinned {
+                id: "kimi:session_bbbb2222-0000-4000-8000-000000000002",
+                created_at: 1_782_896_400_000,
+                listed_cwd: Some("/home/u/other"),
+                cwd: Some("/home/u/other"),
+                title: Some("Start over: plan B"),
+                seq: 14,
+                items: vec![m(U, "Start over: plan B"), m(U, "/review the plan"), m(A, "Reviewed B.")],
+            },
+        ],
+    );
+    assert_eq!(kimi::PREFIX, SourceKind::Kimi.prefix());
+}
+
+const KIMI_LOG: &str = "wd/session_s/agents/main/wire.jsonl";
+
+fn kimi_log(records: &[serde_json::Value]) -> String {
+    let head = serde_json::json!({"type": "metadata", "protocol_version": "1.5", "created_at": 1_785_578_400_000u64});
+    std::iter::once(&head).chain(records).map(|r| format!("{r}\n")).collect()
+}
+
+/// A session of `records` after its metadata; its conversation.
+fn kimi_items(records: &[serde_json::Value]) -> Vec<(bool, String, bool)> {
+    let root = tempfile::tempdir().unwrap();
+    write(root.path(), KIMI_LOG, &kimi_log(records));
+    let s = KimiSource::open(root.path()).unwrap();
+    let SurfaceData::Conversation(c) = s.read_surface("kimi:session_s").unwrap() else { panic!() };
+    items(&c.items)
+}
+
+fn kimi_user(text: &str, origin: Option<&str>) -> serde_json::Value {
+    let mut message = serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}]});
+    if let Some(kind) = origin {
+        message["origin"] = serde_json::json!({"kind": kind});
+    }
+    serde_json::json!({"type": "context.append_message", "message": message})
+}
+
+fn kimi_compaction(more: serde_json::Value) -> serde_json::Value {
+    let mut r =
+        serde_json::json!({"type": "context.apply_compaction", "summary": "S", "tokensBefore": 1, "tokensAfter": 1});
+    r.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+    r
+}
+
+#[test]
+fn kimi_compactions_keep_the_prompts_kimi_code_keeps() {
+    use serde_json::json;
+    // Over the budget: the oldest prompts within 2,000 estimated tokens (the
+    // last one cut, keeping its beginning), the newest within the other
+    // 18,000 (the oldest of them cut, keeping its end), then the summary.
+    let (a, b, c, d) = ("a".repeat(4_000), "b".repeat(8_000), "c".repeat(60_000), "d".repeat(20_000));
+    let got = kimi_items(&[
+        kimi_user(&a, None),
+        kimi_user(&b, Some("user")),
+        kimi_user("injected", Some("injection")),
+        kimi_user(&c, None),
+        kimi_user(&d, None),
+        kimi_compaction(json!({"compactedCount": 5, "keptUserMessageCount": 4, "keptHeadUserMessageCount": 2})),
+    ]);
+    let shape: Vec<(bool, usize, bool)> = got.iter().map(|(u, t, c)| (*u, t.len(), *c)).collect();
+    assert_eq!(shape, [(U, 4_000, false), (U, 3_996, false), (U, 51_996, false), (U, 20_000, false), (U, 1, true)]);
+    assert!(got[2].1.bytes().all(|b| b == b'c') && got[1].1.bytes().all(|x| x == b'b'));
+    // Without a head (an older record): the newest within 20,000 tokens.
+    let got = kimi_items(&[
+        kimi_user(&a, None),
+        kimi_user(&c, None),
+        kimi_user(&d, None),
+        kimi_compaction(json!({"compactedCount": 3, "keptUserMessageCount": 2})),
+    ]);
+    let shape: Vec<usize> = got.iter().map(|(_, t, _)| t.len()).collect();
+    assert_eq!(shape, [59_996, 20_000, 1]);
+    // From before the kept-prompt rule: the summary, then what came after
+    // the compacted messages.
+    let got = kimi_items(&[
+        kimi_user("one", None),
+        kimi_user("two", None),
+        kimi_user("three", None),
+        kimi_compaction(json!({"compactedCount": 2})),
+    ]);
+    assert_eq!(got, vec![cp("S"), m(U, "three")]);
+}
+
+#[test]
+fn kimi_undo_and_clear_follow_kimi_code() {
+    use serde_json::json;
+    let step = |uuid: &str, text: &str| {
+        [
+            json!({"type": "context.append_loop_event", "event": {"type": "step.begin", "uuid": uuid}}),
+            json!({"type": "context.append_loop_event", "event": {"type": "content.part", "stepUuid": uuid, "part": {"type": "text", "text": text}}}),
+            json!({"type": "context.append_loop_event", "event": {"type": "step.end", "uuid": uuid}}),
+        ]
+    };
+    // An undo of two prompts keeps an injection inside its window and
+    // stops at a compaction's summary.
+    let mut records =
+        vec![kimi_user("kept", None), kimi_compaction(json!({"compactedCount": 0, "keptUserMessageCount": 1}))];
+    records.push(kimi_user("one", None));
+    records.extend(step("s1", "r1"));
+    records.push(kimi_user("note", Some("injection")));
+    records.push(kimi_user("two", None));
+    records.extend(step("s2", "r2"));
+    records.push(json!({"type": "context.undo", "count": 2}));
+    records.extend(step("s3", "after"));
+    assert_eq!(kimi_items(&records), vec![m(U, "kept"), cp("S"), m(A, "after")]);
+    let records = vec![
+        json!({"type": "context.undo", "count": 5}),
+        kimi_user("a", None),
+        json!({"type": "context.undo", "count": 5}),
+    ];
+    assert!(kimi_items(&records).is_empty());
+    // A clear empties the context; a content part of a step already ended
+    // or never begun adds nothing.
+    let mut records = vec![kimi_user("gone", None), json!({"type": "context.clear"}), kimi_user("new", None)];
+    records.extend(step("s", "answer"));
+    records.push(json!({"type": "context.append_loop_event", "event": {"type": "content.part", "stepUuid": "s", "part": {"type": "text", "text": "late"}}}));
+    assert_eq!(kimi_items(&records), vec![m(U, "new"), m(A, "answer")]);
+}
+
+#[test]
+fn kimi_damage_is_reported_without_hiding_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let good = kimi_log(&[kimi_user("hi", None)]);
+    write(root.path(), "wd/session_good/agents/main/wire.jsonl", &good);
+    write(root.path(), "wd/session_nometa/agents/main/wire.jsonl", &format!("{}\n", kimi_user("hi", None)));
+    write(root.path(), "wd/session_torn/agents/main/wire.jsonl", &good[..20]);
+    write(root.path(), "wd/session_empty/agents/main/wire.jsonl", "");
+    write(root.path(), "wd/session_good/agents/agent-1/wire.jsonl", &good);
+    write(root.path(), "wd/other/agents/main/wire.jsonl", &good);
+    write(root.path(), "wd/session_bad_state/agents/main/wire.jsonl", &good);
+    write(root.path(), "wd/session_bad_state/state.json", "{\"title\": ");
+    let s = KimiSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["kimi:session_bad_state", "kimi:session_good"]);
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(
+        why[0].contains("session_nometa")
+            && why[0].contains("not a Kimi Code wire log: its first line is not a metadata record")
+    );
+    let main = |s: &str| root.path().join(format!("wd/{s}/agents/main/wire.jsonl"));
+    assert_eq!(listing.without_conversation, vec![main("session_empty"), main("session_torn")]);
+    let note = note_of(SourceSpec::new(SourceKind::Kimi, root.path()));
+    assert!(note.contains(&format!("{} (not a Kimi Code wire log", main("session_nometa").display())), "{note}");
+    // A damaged state.json gives no title or cwd, and hides nothing.
+    assert_eq!(s.read_title("kimi:session_bad_state").unwrap().as_deref(), Some("hi"));
+    // Found by its directory's name, without a listing.
+    let fresh = KimiSource::open(root.path()).unwrap();
+    assert_eq!(fresh.read_title("kimi:session_good").unwrap().as_deref(), Some("hi"));
+}
+
+#[test]
+fn kimi_fingerprints_follow_the_log_and_its_state() {
+    let root = tempfile::tempdir().unwrap();
+    let log = kimi_log(&[kimi_user("one", None)]);
+    write(root.path(), "sessions/wd/session_a/agents/main/wire.jsonl", &log);
+    write(root.path(), "sessions/wd/session_b/agents/main/wire.jsonl", &log);
+    write(root.path(), "sessions/wd/session_c/agents/main/wire.jsonl", &log);
+    let s = KimiSource::open(root.path().join("sessions")).unwrap();
+    let ids: Vec<String> = ["a", "b", "c"].iter().map(|x| format!("kimi:session_{x}")).collect();
+    s.list().unwrap();
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    write(root.path(), "sessions/wd/session_b/agents/main/wire.jsonl", &format!("{log}{}\n", kimi_user("two", None)));
+    write(root.path(), "sessions/wd/session_c/state.json", "{\"title\": \"Named\"}");
+    let after = s.fingerprints(&ids).unwrap().unwrap();
+    assert_eq!(before[0], after[0], "an unchanged session keeps its fingerprint");
+    assert_ne!(before[1], after[1], "a changed log changes it");
+    assert_ne!(before[2], after[2], "a changed state.json changes it");
+    assert_eq!(s.read_title("kimi:session_c").unwrap().as_deref(), Some("Named"));
+    let resolved = SourceSpec::new(SourceKind::Kimi, root.path()).resolve().unwrap();
     assert_eq!(resolved.spec.root, root.path().join("sessions"));
 }

@@ -17,6 +17,7 @@
 //! - [`pi`]: Pi sessions, also Oh-My-Pi's and Prime Agent's ([`PiSource`](pi::PiSource)).
 //! - [`qwen_code`]: Qwen Code chats ([`QwenCodeSource`](qwen_code::QwenCodeSource)).
 //! - [`continue_cli`]: Continue CLI sessions ([`ContinueSource`](continue_cli::ContinueSource)).
+//! - [`kimi`]: Kimi Code sessions ([`KimiSource`](kimi::KimiSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
 //!   declares its own descriptor, its `KIND`), default locations and
@@ -39,6 +40,7 @@ pub mod dsh;
 pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
+pub mod kimi;
 pub(crate) mod kind;
 
 pub mod lenient;

@@ -12,8 +12,8 @@ use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
 use super::{
-    aider, claude_code, cline, codex, continue_cli, copilot_cli, cursor, dsh, gemini_cli, opencode, pi, qwen_code,
-    MultiQuery,
+    aider, claude_code, cline, codex, continue_cli, copilot_cli, cursor, dsh, gemini_cli, kimi, opencode, pi,
+    qwen_code, MultiQuery,
 };
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -36,6 +36,7 @@ const KINDS: &[&Kind] = &[
     &pi::KIND,
     &qwen_code::KIND,
     &continue_cli::KIND,
+    &kimi::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -75,6 +76,8 @@ impl SourceKind {
     pub const QwenCode: SourceKind = SourceKind(&qwen_code::KIND);
     /// Continue CLI sessions (its sessions directory).
     pub const Continue: SourceKind = SourceKind(&continue_cli::KIND);
+    /// Kimi Code sessions (its sessions directory).
+    pub const Kimi: SourceKind = SourceKind(&kimi::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -234,7 +237,7 @@ fn variables_in(kinds: &[SourceKind]) -> Vec<&'static str> {
 }
 
 /// Every kind's format, as prose names them: `"DSH, Claude Code, Codex,
-/// …, Qwen Code and Continue"` (for descriptions, titles and help that name
+/// …, Continue and Kimi Code"` (for descriptions, titles and help that name
 /// what is read).
 pub fn kinds_sentence() -> String {
     sentence_in(&SourceKind::ALL)
@@ -573,11 +576,11 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(sentence_in(&table).ends_with(", Pi, Qwen Code, Continue and Notes"), "{}", sentence_in(&table));
+        assert!(sentence_in(&table).ends_with(", Qwen Code, Continue, Kimi Code and Notes"), "{}", sentence_in(&table));
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", pi, qwen-code, continue, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", qwen-code, continue, kimi, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -649,7 +652,7 @@ mod tests {
         assert_eq!(
             kinds_sentence(),
             "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Qwen \
-             Code and Continue"
+             Code, Continue and Kimi Code"
         );
     }
 
@@ -699,6 +702,9 @@ mod tests {
         assert_eq!(SourceKind::Continue.default_location_with(&plain), PathBuf::from("/h/.continue/sessions"));
         let cont = env(&[("HOME", "/h"), ("CONTINUE_GLOBAL_DIR", "/c")]);
         assert_eq!(SourceKind::Continue.default_location_with(&cont), PathBuf::from("/c/sessions"));
+        assert_eq!(SourceKind::Kimi.default_location_with(&plain), PathBuf::from("/h/.kimi-code/sessions"));
+        let kimi = env(&[("HOME", "/h"), ("KIMI_CODE_HOME", "/k")]);
+        assert_eq!(SourceKind::Kimi.default_location_with(&kimi), PathBuf::from("/k/sessions"));
     }
 
     #[test]
