@@ -470,6 +470,7 @@ export type SessionSourceKind =
   | 'qwen-code'
   | 'continue'
   | 'kimi'
+  | 'grok'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

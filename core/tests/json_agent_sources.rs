@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use dsh_session_reference::sources::continue_cli::{self, ContinueSource};
+use dsh_session_reference::sources::grok::{self, GrokSource};
 use dsh_session_reference::sources::kimi::{self, KimiSource};
 use dsh_session_reference::sources::qwen_code::{self, QwenCodeSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
@@ -556,4 +557,149 @@ fn kimi_fingerprints_follow_the_log_and_its_state() {
     assert_eq!(s.read_title("kimi:session_c").unwrap().as_deref(), Some("Named"));
     let resolved = SourceSpec::new(SourceKind::Kimi, root.path()).resolve().unwrap();
     assert_eq!(resolved.spec.root, root.path().join("sessions"));
+}
+
+// ----------------------------------------------------------------- Grok Build
+
+fn grok_fixture() -> PathBuf {
+    fixtures().join("grok/synthetic/sessions")
+}
+
+#[test]
+fn grok_fixtures_project_exactly() {
+    let s = GrokSource::open(grok_fixture()).unwrap();
+    check(
+        &s,
+        &[
+            Pinned {
+                id: "grok:019f6000-0000-7000-8000-000000000001",
+                created_at: 1_785_578_400_000,
+                listed_cwd: Some("/home/u/proj"),
+                cwd: Some("/home/u/proj"),
+                title: Some("Parser refactor"),
+                seq: 16,
+                items: vec![
+                    m(U, "Refactor the parser"),
+                    m(A, "It has two halves."),
+                    cp("The parser was split in two halves."),
+                    m(A, "Continuing: both halves compile."),
+                    m(U, "Now add tests"),
+                    m(U, "and run them"),
+                    m(A, "Tests added and run."),
+                ],
+            },
+            Pinned {
+                id: "grok:019f6000-0000-7000-8000-000000000002",
+                created_at: 1_782_896_400_000,
+                listed_cwd: Some("/home/u/other"),
+                cwd: Some("/home/u/other"),
+                title: Some("What is the plan?"),
+                seq: 6,
+                items: vec![m(U, "What is   the\nplan?"), m(A, "Plan A."), m(U, "Go with B instead"), m(A, "Doing B.")],
+            },
+        ],
+    );
+    assert_eq!(grok::PREFIX, SourceKind::Grok.prefix());
+}
+
+#[test]
+fn grok_damage_is_reported_without_hiding_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let history = "{\"type\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"hi\"}]}\n";
+    write(root.path(), "cwd/good/chat_history.jsonl", history);
+    write(root.path(), "cwd/good/updates.jsonl", "{}\n");
+    write(root.path(), "cwd/only-updates/updates.jsonl", "{}\n");
+    write(root.path(), "cwd/fresh/updates.jsonl", "");
+    write(root.path(), "cwd/empty/chat_history.jsonl", "");
+    write(root.path(), "cwd/torn/chat_history.jsonl", &history[..20]);
+    write(root.path(), "cwd/bad-summary/chat_history.jsonl", history);
+    write(root.path(), "cwd/bad-summary/summary.json", "{\"generated_title\": 5, \"info\": []}");
+    write(root.path(), "cwd/good/subagents/s1/chat_history.jsonl", history);
+    let s = GrokSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    // Each dated by its file (no summary.json says when): the order is the
+    // files' own.
+    let mut got = ids.clone();
+    got.sort();
+    assert_eq!(got, ["grok:bad-summary", "grok:good", "grok:torn"], "{ids:?}");
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(why[0].contains("only-updates") && why[0].contains("the session has no chat_history.jsonl"), "{why:?}");
+    let at = |rel: &str| root.path().join(rel);
+    assert_eq!(listing.without_conversation, vec![at("cwd/empty/chat_history.jsonl"), at("cwd/fresh/updates.jsonl")]);
+    // A torn last line is not read; a summary.json of odd shapes gives nothing.
+    let SurfaceData::Conversation(c) = s.read_surface("grok:torn").unwrap() else { panic!() };
+    assert!(c.items.is_empty() && c.captured_through_seq.is_none());
+    assert_eq!(s.read_title("grok:bad-summary").unwrap().as_deref(), Some("hi"));
+    let note = note_of(SourceSpec::new(SourceKind::Grok, root.path()));
+    assert!(
+        note.contains(&format!(
+            "{} (the session has no chat_history.jsonl",
+            at("cwd/only-updates/updates.jsonl").display()
+        )),
+        "{note}"
+    );
+    // Found by its directory's name, without a listing.
+    let fresh = GrokSource::open(root.path()).unwrap();
+    assert_eq!(fresh.read_title("grok:good").unwrap().as_deref(), Some("hi"));
+}
+
+#[test]
+fn grok_fingerprints_follow_the_history_and_its_summary() {
+    let root = tempfile::tempdir().unwrap();
+    let history = "{\"role\": \"user\", \"content\": \"one\"}\n";
+    for id in ["a", "b", "c"] {
+        write(root.path(), &format!("sessions/cwd/{id}/chat_history.jsonl"), history);
+    }
+    let s = GrokSource::open(root.path().join("sessions")).unwrap();
+    let ids: Vec<String> = ["a", "b", "c"].iter().map(|x| format!("grok:{x}")).collect();
+    s.list().unwrap();
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    write(
+        root.path(),
+        "sessions/cwd/b/chat_history.jsonl",
+        &format!("{history}{{\"role\": \"assistant\", \"content\": \"two\"}}\n"),
+    );
+    write(root.path(), "sessions/cwd/c/summary.json", "{\"generated_title\": \"Renamed\"}");
+    let after = s.fingerprints(&ids).unwrap().unwrap();
+    assert_eq!(before[0], after[0], "an unchanged session keeps its fingerprint");
+    assert_ne!(before[1], after[1], "a rewritten history changes it");
+    assert_ne!(before[2], after[2], "a changed summary.json changes it");
+    assert_eq!(s.read_title("grok:c").unwrap().as_deref(), Some("Renamed"));
+    let resolved = SourceSpec::new(SourceKind::Grok, root.path()).resolve().unwrap();
+    assert_eq!(resolved.spec.root, root.path().join("sessions"));
+}
+
+// ------------------------------------------------------------ the four at once
+
+#[test]
+fn one_view_lists_the_four_kinds_newest_first_and_routes_reads_by_prefix() {
+    let specs = [
+        SourceSpec::new(SourceKind::QwenCode, qwen_fixture()),
+        SourceSpec::new(SourceKind::Continue, continue_fixture()),
+        SourceSpec::new(SourceKind::Kimi, kimi_fixture()),
+        SourceSpec::new(SourceKind::Grok, grok_fixture()),
+    ];
+    let multi = open_sources(&specs).unwrap();
+    let listed = block_on(multi.list_sessions()).unwrap();
+    assert_eq!(listed.len(), 8);
+    let times: Vec<u64> = listed.iter().map(|h| h.created_at.as_u64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+    for (kind, id, title) in [
+        ("qwen-code:", "qwen-code:bbbb2222-0000-4000-8000-000000000002", "What is the plan?"),
+        ("continue:", "continue:cccc3333-0000-4000-8000-000000000003", "Login bug fix"),
+        ("kimi:", "kimi:session_aaaa1111-0000-4000-8000-000000000001", "Parser refactor"),
+        ("grok:", "grok:019f6000-0000-7000-8000-000000000002", "What is the plan?"),
+    ] {
+        assert_eq!(listed.iter().filter(|h| h.id.starts_with(kind)).count(), 2, "{kind}");
+        assert_eq!(block_on(multi.read_title(id)).unwrap().as_deref(), Some(title), "{id}");
+        assert!(matches!(block_on(multi.read_surface(id)).unwrap(), SurfaceData::Conversation(_)), "{id}");
+    }
+    let report = multi.last_report();
+    assert!(
+        report.iter().all(|s| s.note.is_none()),
+        "nothing skipped: {:?}",
+        report.iter().map(|s| &s.note).collect::<Vec<_>>()
+    );
 }

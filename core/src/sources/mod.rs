@@ -18,6 +18,7 @@
 //! - [`qwen_code`]: Qwen Code chats ([`QwenCodeSource`](qwen_code::QwenCodeSource)).
 //! - [`continue_cli`]: Continue CLI sessions ([`ContinueSource`](continue_cli::ContinueSource)).
 //! - [`kimi`]: Kimi Code sessions ([`KimiSource`](kimi::KimiSource)).
+//! - [`grok`]: Grok Build sessions ([`GrokSource`](grok::GrokSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
 //!   declares its own descriptor, its `KIND`), default locations and
@@ -40,6 +41,7 @@ pub mod dsh;
 pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
+pub mod grok;
 pub mod kimi;
 pub(crate) mod kind;
 

@@ -12,7 +12,7 @@ use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
 use super::{
-    aider, claude_code, cline, codex, continue_cli, copilot_cli, cursor, dsh, gemini_cli, kimi, opencode, pi,
+    aider, claude_code, cline, codex, continue_cli, copilot_cli, cursor, dsh, gemini_cli, grok, kimi, opencode, pi,
     qwen_code, MultiQuery,
 };
 use crate::error::HostError;
@@ -37,6 +37,7 @@ const KINDS: &[&Kind] = &[
     &qwen_code::KIND,
     &continue_cli::KIND,
     &kimi::KIND,
+    &grok::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -78,6 +79,8 @@ impl SourceKind {
     pub const Continue: SourceKind = SourceKind(&continue_cli::KIND);
     /// Kimi Code sessions (its sessions directory).
     pub const Kimi: SourceKind = SourceKind(&kimi::KIND);
+    /// Grok Build sessions (its sessions directory).
+    pub const Grok: SourceKind = SourceKind(&grok::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -237,7 +240,7 @@ fn variables_in(kinds: &[SourceKind]) -> Vec<&'static str> {
 }
 
 /// Every kind's format, as prose names them: `"DSH, Claude Code, Codex,
-/// …, Continue and Kimi Code"` (for descriptions, titles and help that name
+/// …, Kimi Code and Grok Build"` (for descriptions, titles and help that name
 /// what is read).
 pub fn kinds_sentence() -> String {
     sentence_in(&SourceKind::ALL)
@@ -576,11 +579,15 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(sentence_in(&table).ends_with(", Qwen Code, Continue, Kimi Code and Notes"), "{}", sentence_in(&table));
+        assert!(
+            sentence_in(&table).ends_with(", Continue, Kimi Code, Grok Build and Notes"),
+            "{}",
+            sentence_in(&table)
+        );
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", qwen-code, continue, kimi, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", qwen-code, continue, kimi, grok, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -652,7 +659,7 @@ mod tests {
         assert_eq!(
             kinds_sentence(),
             "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Qwen \
-             Code, Continue and Kimi Code"
+             Code, Continue, Kimi Code and Grok Build"
         );
     }
 
@@ -705,6 +712,9 @@ mod tests {
         assert_eq!(SourceKind::Kimi.default_location_with(&plain), PathBuf::from("/h/.kimi-code/sessions"));
         let kimi = env(&[("HOME", "/h"), ("KIMI_CODE_HOME", "/k")]);
         assert_eq!(SourceKind::Kimi.default_location_with(&kimi), PathBuf::from("/k/sessions"));
+        assert_eq!(SourceKind::Grok.default_location_with(&plain), PathBuf::from("/h/.grok/sessions"));
+        let grok = env(&[("HOME", "/h"), ("GROK_HOME", "/g")]);
+        assert_eq!(SourceKind::Grok.default_location_with(&grok), PathBuf::from("/g/sessions"));
     }
 
     #[test]

@@ -73,15 +73,15 @@
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
-use crate::fs::{as_of_now, open_under, FileIdentity};
+use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
-use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{read_companion, walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{each_line, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, LStr, Objects, LU64};
@@ -559,13 +559,9 @@ struct State<'a> {
 /// when it is missing, too big or not JSON).
 fn state(root: &Path, rel: &[OsString]) -> (Option<String>, Option<String>) {
     let (Some(bucket), Some(session)) = (rel.first(), rel.get(1)) else { return (None, None) };
-    let Ok((file, _)) = open_under(root, &[bucket.as_os_str(), session.as_os_str(), OsStr::new(STATE)]) else {
+    let Some(buf) = read_companion(root, &[bucket, session, OsStr::new(STATE)], MAX_STATE_BYTES) else {
         return (None, None);
     };
-    let mut buf = Vec::new();
-    if file.take(MAX_STATE_BYTES + 1).read_to_end(&mut buf).is_err() || buf.len() as u64 > MAX_STATE_BYTES {
-        return (None, None);
-    }
     let Ok(s) = serde_json::from_slice::<State<'_>>(&buf) else { return (None, None) };
     // As Kimi Code's `titleFromState`: `title` when `isCustomTitle` says
     // whether it was set or generated, else `customTitle`, else `title`.
