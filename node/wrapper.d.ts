@@ -467,6 +467,10 @@ export type SessionSourceKind =
   | 'cline'
   | 'roo-code'
   | 'pi'
+  | 'qwen-code'
+  | 'continue'
+  | 'kimi'
+  | 'grok'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

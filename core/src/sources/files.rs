@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Seek};
+use std::io::{self, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -94,6 +94,17 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
         let _ = (rel, bare);
         false
     }
+}
+
+/// The whole of a small file a format keeps beside a session's log (its
+/// metadata), at `rel` below the root and opened as every file is (no link
+/// followed): `None` when it is missing, unreadable or longer than `max`
+/// bytes.
+pub(crate) fn read_companion(root: &Path, rel: &[&OsStr], max: u64) -> Option<Vec<u8>> {
+    let (file, _) = open_under(root, rel).ok()?;
+    let mut buf = Vec::new();
+    file.take(max + 1).read_to_end(&mut buf).ok()?;
+    (buf.len() as u64 <= max).then_some(buf)
 }
 
 /// A walk of `root` that looks into directories `descend(rel, name)`

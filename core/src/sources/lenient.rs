@@ -10,8 +10,9 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-/// Every non-string visit gives the visitor's "absent" value.
-macro_rules! other_types_are_none {
+/// Every visit of a boolean, a number or a null gives the visitor's
+/// "absent" value.
+macro_rules! scalars_are_none {
     () => {
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
             Ok(Default::default())
@@ -34,8 +35,32 @@ macro_rules! other_types_are_none {
         fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
             d.deserialize_any(self)
         }
+    };
+}
+
+/// Every non-string visit gives the visitor's "absent" value.
+macro_rules! other_types_are_none {
+    () => {
+        scalars_are_none!();
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Default::default())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+}
+
+/// Every visit but a list's gives the visitor's "absent" value.
+macro_rules! other_types_are_none_but_lists {
+    () => {
+        scalars_are_none!();
+        fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
             Ok(Default::default())
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
@@ -384,6 +409,75 @@ pub fn lenient<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<O
     d.deserialize_any(V(std::marker::PhantomData))
 }
 
+/// A list of objects each read as `T`: an element that is not an object is
+/// skipped, and a value that is not a list reads as an empty one (so one odd
+/// element never hides the others).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Objects<T>(pub Vec<T>);
+
+impl<T> Default for Objects<T> {
+    fn default() -> Self {
+        Objects(Vec::new())
+    }
+}
+
+/// One element of [`Objects`]: `T` when it is an object.
+struct Object<T>(Option<T>);
+
+impl<T> Default for Object<T> {
+    fn default() -> Self {
+        Object(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Object<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| Object(Some(t)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Object(None))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
+                Ok(Object(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Object(None))
+            }
+            scalars_are_none!();
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Objects<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Objects<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(o) = seq.next_element::<Object<T>>()? {
+                    out.extend(o.0);
+                }
+                Ok(Objects(out))
+            }
+            other_types_are_none_but_lists!();
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,5 +504,14 @@ mod tests {
         .unwrap();
         assert_eq!((t.s.get(), t.b.0, t.n.0), (Some("x"), true, Some(7)));
         assert_eq!(t.c.texts(&["text"]).collect::<Vec<_>>(), vec!["a"]);
+    }
+
+    #[test]
+    fn objects_skip_what_is_not_one() {
+        let o: Objects<T<'_>> = serde_json::from_str(r#"[{"s":"a"},5,"x",[1],null,{"s":"b"}]"#).unwrap();
+        assert_eq!(o.0.iter().map(|t| t.s.get()).collect::<Vec<_>>(), vec![Some("a"), Some("b")]);
+        for other in ["{}", "3", "null", "\"x\""] {
+            assert!(serde_json::from_str::<Objects<T<'_>>>(other).unwrap().0.is_empty(), "{other}");
+        }
     }
 }

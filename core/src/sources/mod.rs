@@ -15,6 +15,10 @@
 //! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
 //! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`pi`]: Pi sessions, also Oh-My-Pi's and Prime Agent's ([`PiSource`](pi::PiSource)).
+//! - [`qwen_code`]: Qwen Code chats ([`QwenCodeSource`](qwen_code::QwenCodeSource)).
+//! - [`continue_cli`]: Continue CLI sessions ([`ContinueSource`](continue_cli::ContinueSource)).
+//! - [`kimi`]: Kimi Code sessions ([`KimiSource`](kimi::KimiSource)).
+//! - [`grok`]: Grok Build sessions ([`GrokSource`](grok::GrokSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
 //!   declares its own descriptor, its `KIND`), default locations and
@@ -30,12 +34,15 @@ mod awaited;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod continue_cli;
 pub mod copilot_cli;
 pub mod cursor;
 pub mod dsh;
 pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
+pub mod grok;
+pub mod kimi;
 pub(crate) mod kind;
 
 pub mod lenient;
@@ -44,6 +51,7 @@ pub mod open;
 pub mod opencode;
 pub mod pi;
 pub(crate) mod placed;
+pub mod qwen_code;
 pub(crate) mod watch;
 
 use std::path::Path;

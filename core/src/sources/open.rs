@@ -11,7 +11,10 @@ use std::sync::Arc;
 use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
-use super::{aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, opencode, pi, MultiQuery};
+use super::{
+    aider, claude_code, cline, codex, continue_cli, copilot_cli, cursor, dsh, gemini_cli, grok, kimi, opencode, pi,
+    qwen_code, MultiQuery,
+};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
 
@@ -31,6 +34,10 @@ const KINDS: &[&Kind] = &[
     &cline::KIND,
     &cline::ROO_KIND,
     &pi::KIND,
+    &qwen_code::KIND,
+    &continue_cli::KIND,
+    &kimi::KIND,
+    &grok::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -66,6 +73,14 @@ impl SourceKind {
     /// Pi sessions, also Oh-My-Pi's and Prime Agent's (its sessions
     /// directory).
     pub const Pi: SourceKind = SourceKind(&pi::KIND);
+    /// Qwen Code chats (its projects directory).
+    pub const QwenCode: SourceKind = SourceKind(&qwen_code::KIND);
+    /// Continue CLI sessions (its sessions directory).
+    pub const Continue: SourceKind = SourceKind(&continue_cli::KIND);
+    /// Kimi Code sessions (its sessions directory).
+    pub const Kimi: SourceKind = SourceKind(&kimi::KIND);
+    /// Grok Build sessions (its sessions directory).
+    pub const Grok: SourceKind = SourceKind(&grok::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -225,7 +240,7 @@ fn variables_in(kinds: &[SourceKind]) -> Vec<&'static str> {
 }
 
 /// Every kind's format, as prose names them: `"DSH, Claude Code, Codex,
-/// …, Roo Code and Pi"` (for descriptions, titles and help that name
+/// …, Kimi Code and Grok Build"` (for descriptions, titles and help that name
 /// what is read).
 pub fn kinds_sentence() -> String {
     sentence_in(&SourceKind::ALL)
@@ -564,11 +579,15 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(sentence_in(&table).ends_with(", Cline, Roo Code, Pi and Notes"), "{}", sentence_in(&table));
+        assert!(
+            sentence_in(&table).ends_with(", Continue, Kimi Code, Grok Build and Notes"),
+            "{}",
+            sentence_in(&table)
+        );
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", qwen-code, continue, kimi, grok, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -639,7 +658,8 @@ mod tests {
         assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
         assert_eq!(
             kinds_sentence(),
-            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code and Pi"
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Qwen \
+             Code, Continue, Kimi Code and Grok Build"
         );
     }
 
@@ -683,6 +703,18 @@ mod tests {
         assert_eq!(SourceKind::Pi.default_location_with(&pi), PathBuf::from("/a/sessions"));
         let pi = env(&[("HOME", "/h"), ("PI_CODING_AGENT_DIR", "/a"), ("PI_CODING_AGENT_SESSION_DIR", "/s")]);
         assert_eq!(SourceKind::Pi.default_location_with(&pi), PathBuf::from("/s"));
+        assert_eq!(SourceKind::QwenCode.default_location_with(&plain), PathBuf::from("/h/.qwen/projects"));
+        let qwen = env(&[("HOME", "/h"), ("QWEN_RUNTIME_DIR", "/q")]);
+        assert_eq!(SourceKind::QwenCode.default_location_with(&qwen), PathBuf::from("/q/projects"));
+        assert_eq!(SourceKind::Continue.default_location_with(&plain), PathBuf::from("/h/.continue/sessions"));
+        let cont = env(&[("HOME", "/h"), ("CONTINUE_GLOBAL_DIR", "/c")]);
+        assert_eq!(SourceKind::Continue.default_location_with(&cont), PathBuf::from("/c/sessions"));
+        assert_eq!(SourceKind::Kimi.default_location_with(&plain), PathBuf::from("/h/.kimi-code/sessions"));
+        let kimi = env(&[("HOME", "/h"), ("KIMI_CODE_HOME", "/k")]);
+        assert_eq!(SourceKind::Kimi.default_location_with(&kimi), PathBuf::from("/k/sessions"));
+        assert_eq!(SourceKind::Grok.default_location_with(&plain), PathBuf::from("/h/.grok/sessions"));
+        let grok = env(&[("HOME", "/h"), ("GROK_HOME", "/g")]);
+        assert_eq!(SourceKind::Grok.default_location_with(&grok), PathBuf::from("/g/sessions"));
     }
 
     #[test]

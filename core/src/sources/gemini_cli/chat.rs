@@ -28,11 +28,15 @@ const SESSION_CONTEXT: (&str, &str) = ("<session_context>", "</session_context>"
 /// The texts of a `PartListUnion`: a string, a part `{text, thought?}`, or
 /// a list of either. Parts that are not text (function calls and
 /// responses, inline data) and thought parts give none.
+///
+/// Qwen Code keeps the same `Content` parts in its records, so its reader
+/// reads them with this type too.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Parts<'a>(Vec<Cow<'a, str>>);
+pub(crate) struct Parts<'a>(Vec<Cow<'a, str>>);
 
 impl<'a> Parts<'a> {
-    fn joined(&self) -> String {
+    /// The texts, concatenated (as the model is given them).
+    pub(crate) fn joined(&self) -> String {
         self.0.concat()
     }
 }
