@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -98,13 +99,22 @@ def empty_env(tmp):
     home = Path(tmp) / "home"
     for d in ["home", "data", "config", "cache", "state"]:
         (Path(tmp) / d).mkdir(exist_ok=True)
-    moved = {"DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCODE_DB", "KILO_DB", "GEMINI_CLI_HOME",
-             "COPILOT_HOME", "APPDATA", "USERPROFILE"}
+    # Every variable a kind's default location reads, as --help names them
+    # (from the table of kinds), and Windows' homes.
+    moved = location_variables() | {"APPDATA", "USERPROFILE"}
     env = {k: v for k, v in os.environ.items() if k not in moved and not k.startswith("XDG_")}
     env.update({"HOME": str(home), "XDG_DATA_HOME": str(Path(tmp) / "data"),
                 "XDG_CONFIG_HOME": str(Path(tmp) / "config"), "XDG_CACHE_HOME": str(Path(tmp) / "cache"),
                 "XDG_STATE_HOME": str(Path(tmp) / "state")})
     return home, env
+
+
+def location_variables():
+    """The environment variables the default locations of the kinds read, from `--help`."""
+    shown = subprocess.run([BIN, "--help"], capture_output=True, text=True, check=True).stdout
+    names = set(re.findall(r"\$([A-Z][A-Z0-9_]*)", shown))
+    assert {"DSH_HOME", "CODEX_HOME"} <= names, names
+    return names
 
 
 def started(tmp, *args):
