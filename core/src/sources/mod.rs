@@ -15,6 +15,9 @@
 //! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
 //! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`pi`]: Pi sessions, also Oh-My-Pi's and Prime Agent's ([`PiSource`](pi::PiSource)).
+//! - [`goose`]: Goose's SQLite database ([`GooseSource`](goose::GooseSource)).
+//! - [`sqlite`]: what the readers of one SQLite database share
+//!   ([`SqliteSource`](sqlite::SqliteSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
 //!   declares its own descriptor, its `KIND`), default locations and
@@ -36,6 +39,7 @@ pub mod dsh;
 pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
+pub mod goose;
 pub(crate) mod kind;
 
 pub mod lenient;
@@ -44,6 +48,7 @@ pub mod open;
 pub mod opencode;
 pub mod pi;
 pub(crate) mod placed;
+pub mod sqlite;
 pub(crate) mod watch;
 
 use std::path::Path;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
-use super::{aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, opencode, pi, MultiQuery};
+use super::{aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, goose, opencode, pi, MultiQuery};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
 
@@ -31,6 +31,7 @@ const KINDS: &[&Kind] = &[
     &cline::KIND,
     &cline::ROO_KIND,
     &pi::KIND,
+    &goose::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -66,6 +67,8 @@ impl SourceKind {
     /// Pi sessions, also Oh-My-Pi's and Prime Agent's (its sessions
     /// directory).
     pub const Pi: SourceKind = SourceKind(&pi::KIND);
+    /// Goose sessions (its SQLite database).
+    pub const Goose: SourceKind = SourceKind(&goose::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -564,11 +567,11 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(sentence_in(&table).ends_with(", Cline, Roo Code, Pi and Notes"), "{}", sentence_in(&table));
+        assert!(sentence_in(&table).ends_with(", Roo Code, Pi, Goose and Notes"), "{}", sentence_in(&table));
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, goose, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -639,7 +642,7 @@ mod tests {
         assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
         assert_eq!(
             kinds_sentence(),
-            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code and Pi"
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi and Goose"
         );
     }
 

@@ -1,0 +1,275 @@
+//! The SQLite-backed kinds read through `sources::sqlite` (Goose, …): each
+//! fixture database, built from the published schema by this test, pinned
+//! (listing, titles, snapshots, skipped rows), fingerprints that follow the
+//! rows, and a database read while another connection writes it in WAL
+//! mode: consistent answers, and no file beside it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use dsh_session_reference::sources::foreign::Listing;
+use dsh_session_reference::sources::goose::{self, GooseSource};
+use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
+use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, SessionQuery, SurfaceData};
+use rusqlite::Connection;
+use serde_json::json;
+
+fn fixtures(kind: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs").join(kind)
+}
+
+/// A WAL-mode database at `path` built from the SQL files of `kind`'s
+/// fixture, closed (so nothing lies beside it).
+fn build_db(kind: &str, path: &Path, files: &[&str]) {
+    let conn = Connection::open(path).unwrap();
+    conn.pragma_update(None, "journal_mode", "wal").unwrap();
+    for file in files {
+        conn.execute_batch(&std::fs::read_to_string(fixtures(kind).join(file)).unwrap()).unwrap();
+    }
+}
+
+fn names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|n| (*n).to_owned()).collect()
+}
+
+/// `(id, createdAt, cwd)` of every listed session.
+fn listed(l: &Listing) -> Vec<(&str, u64, Option<&str>)> {
+    l.sessions
+        .iter()
+        .map(|s| (s.header.id.as_str(), s.header.created_at.as_u64().unwrap(), s.header.cwd.as_deref()))
+        .collect()
+}
+
+fn conv<S: BlockingSessionQuery>(source: &S, id: &str) -> std::sync::Arc<dsh_session_reference::Conversation> {
+    match source.read_surface(id).unwrap() {
+        SurfaceData::Conversation(c) => c,
+        _ => panic!("{id}: not a conversation"),
+    }
+}
+
+/// `(is_user, text, checkpoint)` of each item.
+fn items(list: &[ConversationItem]) -> Vec<(bool, &str, bool)> {
+    list.iter().map(|i| (i.role.as_str() == "user", i.text.as_str(), i.checkpoint)).collect()
+}
+
+const U: bool = true;
+const A: bool = false;
+
+// ---------------------------------------------------------------------- Goose
+
+fn goose_db(dir: &Path) -> PathBuf {
+    let db = dir.join("sessions.db");
+    build_db("goose", &db, &["schema.sql", "sessions.sql"]);
+    db
+}
+
+#[test]
+fn goose_fixture_projects_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = goose_db(dir.path());
+    let source = GooseSource::open(&db).unwrap();
+    let listing = source.list().unwrap();
+    assert!(listing.rejected.is_empty(), "{:?}", listing.rejected);
+    assert_eq!(
+        listed(&listing),
+        vec![
+            ("goose:20260802_1", 1_785_661_200_000, Some("/home/u/other")),
+            ("goose:20260801_1", 1_785_578_400_000, Some("/home/u/proj")),
+        ]
+    );
+    assert_eq!(source.read_title("goose:20260801_1").unwrap().as_deref(), Some("Parser refactor"));
+    assert_eq!(source.read_title("goose:20260802_1").unwrap().as_deref(), Some("What is the plan?"));
+    // The compaction's summary, then what the model saw after it: not the
+    // rows it replaced, not the note after the summary, no tool, thinking,
+    // image, or the error only the user saw; damaged rows counted.
+    assert_eq!(
+        conv(&source, "goose:20260801_1").to_snapshot_json(),
+        json!({
+            "session": {"id": "goose:20260801_1", "cwd": "/home/u/proj"},
+            "capturedThroughSeq": 12,
+            "conversation": [
+                {"role": "user", "text": "Summary: the parser was split into two modules.", "checkpoint": true},
+                {"role": "user", "text": "Now add tests"},
+                {"role": "assistant", "text": "Tests added."},
+                {"role": "user", "text": "Ship it"},
+            ],
+        })
+    );
+    let b = conv(&source, "goose:20260802_1");
+    assert_eq!(items(&b.items), vec![(U, "What is   the\nplan?", false), (A, "Plan A.\nThen B.", false)]);
+    assert_eq!(b.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(1));
+    let err = source.read_title("goose:nope").unwrap_err().message().to_owned();
+    assert!(err.contains("no such session") && err.contains("sessions.db"), "{err}");
+    assert_eq!(names(dir.path()), set(&["sessions.db"]), "reading created nothing");
+    assert_eq!(goose::PREFIX, SourceKind::Goose.prefix());
+}
+
+#[test]
+fn goose_is_opened_by_kind_from_its_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    goose_db(dir.path());
+    let multi = open_sources(&[SourceSpec::new(SourceKind::Goose, dir.path())]).unwrap();
+    let ids: Vec<String> = block_on(multi.list_sessions()).unwrap().into_iter().map(|h| h.id).collect();
+    assert_eq!(ids, ["goose:20260802_1", "goose:20260801_1"]);
+    let note = multi.last_report()[0].note.clone().unwrap_or_default();
+    assert!(note.contains("is a directory holding sessions.db"), "{note}");
+    let env = |name: &str| match name {
+        "HOME" => Some("/h".into()),
+        _ => None,
+    };
+    if !cfg!(windows) {
+        let at = SourceKind::Goose.default_location_with(&env);
+        assert_eq!(at, PathBuf::from("/h/.local/share/goose/sessions/sessions.db"));
+    }
+    let env = |name: &str| (name == "GOOSE_PATH_ROOT").then(|| "/g".into());
+    assert_eq!(SourceKind::Goose.default_location_with(&env), PathBuf::from("/g/data/sessions/sessions.db"));
+}
+
+#[test]
+fn goose_says_what_a_database_of_another_format_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    Connection::open(&db).unwrap().execute_batch("CREATE TABLE t (x)").unwrap();
+    let err = GooseSource::open(&db).unwrap().list().unwrap_err();
+    assert!(err.ends_with("is not a Goose session database (schema v5 or later): it has no table sessions"), "{err}");
+    std::fs::write(&db, b"plain text, not SQLite, long enough to hold a header of a hundred bytes or so....").unwrap();
+    let err = GooseSource::open(&db).unwrap().list().unwrap_err();
+    assert!(err.ends_with("it is not an SQLite database"), "{err}");
+}
+
+// ------------------------------------------------------- every SQLite kind
+
+/// A SQLite kind as the generic tests see it: how to build its database
+/// with one session `w` (no message yet), and how a writer commits one
+/// turn of it (`q<n>` then `a<n>`, in one transaction).
+struct Case {
+    kind: SourceKind,
+    file: &'static str,
+    setup: fn(&Path),
+    write_turn: fn(&Connection, i64),
+}
+
+fn cases() -> Vec<Case> {
+    vec![Case {
+        kind: SourceKind::Goose,
+        file: "sessions.db",
+        setup: |db| {
+            build_db("goose", db, &["schema.sql"]);
+            Connection::open(db)
+                .unwrap()
+                .execute(
+                    "INSERT INTO sessions (id, working_dir, created_at) VALUES ('w', '/w', '2026-08-01 10:00:00')",
+                    [],
+                )
+                .unwrap();
+        },
+        write_turn: |conn, n| {
+            let tx = conn.unchecked_transaction().unwrap();
+            for (role, text) in [("user", format!("q{n}")), ("assistant", format!("a{n}"))] {
+                let content = json!([{"type": "text", "text": text}]).to_string();
+                tx.execute(
+                    "INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES ('w', ?1, ?2, ?3)",
+                    (role, content, 1_785_578_400 + n),
+                )
+                .unwrap();
+            }
+            tx.commit().unwrap();
+        },
+    }]
+}
+
+/// What a read gives must be a prefix of the turns the writer commits,
+/// whole turns only (never a question without its answer), and never fewer
+/// than a read before it.
+fn check_consistent(c: &dsh_session_reference::Conversation, at_least: usize) -> usize {
+    assert_eq!(c.items.len() % 2, 0, "a torn turn: {:?}", c.items.last());
+    for (n, pair) in c.items.chunks(2).enumerate() {
+        assert_eq!(
+            (pair[0].text.as_str(), pair[1].text.as_str()),
+            (format!("q{n}").as_str(), format!("a{n}").as_str())
+        );
+    }
+    assert!(c.items.len() >= at_least, "went back from {at_least} to {}", c.items.len());
+    c.items.len()
+}
+
+#[test]
+fn every_sqlite_kind_reads_consistently_while_written_and_gains_no_file() {
+    for case in cases() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join(case.file);
+        (case.setup)(&db);
+        (case.write_turn)(&Connection::open(&db).unwrap(), 0);
+        let allowed = set(&[case.file, &format!("{}-wal", case.file), &format!("{}-shm", case.file)]);
+        assert_eq!(names(dir.path()), set(&[case.file]), "{:?}", case.kind);
+        let multi = open_sources(&[SourceSpec::new(case.kind, &db)]).unwrap();
+        let id = format!("{}w", case.kind.prefix());
+        let read = || match block_on(multi.read_surface(&id)).unwrap() {
+            SurfaceData::Conversation(c) => c,
+            _ => panic!("not a conversation"),
+        };
+        let mut seen = check_consistent(&read(), 2);
+        assert_eq!(names(dir.path()), set(&[case.file]), "{:?}: an immutable read creates nothing", case.kind);
+        // A writer that keeps its connection open (so -wal and -shm exist),
+        // checkpointing often, while this thread reads; then one that
+        // opens, commits and closes again and again (checkpointing into the
+        // database file and removing its -wal), so reads alternate between
+        // the two ways and the file changes under immutable reads.
+        let turns = 80;
+        let writer = {
+            let (db, write_turn) = (db.clone(), case.write_turn);
+            std::thread::spawn(move || {
+                let conn = Connection::open(&db).unwrap();
+                conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+                conn.pragma_update(None, "wal_autocheckpoint", 4).unwrap();
+                for n in 1..turns {
+                    write_turn(&conn, n);
+                }
+                drop(conn);
+                for n in turns..turns + 30 {
+                    let conn = Connection::open(&db).unwrap();
+                    conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+                    write_turn(&conn, n);
+                }
+            })
+        };
+        let mut reads = 0;
+        while !writer.is_finished() {
+            seen = check_consistent(&read(), seen);
+            reads += 1;
+            let now = names(dir.path());
+            assert!(now.is_subset(&allowed), "{:?}: {now:?}", case.kind);
+        }
+        writer.join().unwrap();
+        check_consistent(&read(), (turns as usize + 30) * 2);
+        let listed = block_on(multi.list_sessions()).unwrap();
+        assert_eq!(listed.len(), 1, "{:?}", case.kind);
+        assert!(reads > 0);
+        let now = names(dir.path());
+        assert!(now.is_subset(&allowed), "{:?}: {now:?}", case.kind);
+    }
+}
+
+#[test]
+fn every_sqlite_kind_fingerprints_follow_the_rows() {
+    for case in cases() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join(case.file);
+        (case.setup)(&db);
+        let conn = Connection::open(&db).unwrap();
+        (case.write_turn)(&conn, 0);
+        let multi = open_sources(&[SourceSpec::new(case.kind, &db)]).unwrap();
+        let ids = vec![format!("{}w", case.kind.prefix()), format!("{}nope", case.kind.prefix())];
+        let before = block_on(multi.fingerprints(&ids)).unwrap().unwrap();
+        assert!(before[0].is_some() && before[1].is_none(), "{:?}: {before:?}", case.kind);
+        assert_eq!(before, block_on(multi.fingerprints(&ids)).unwrap().unwrap(), "{:?}", case.kind);
+        (case.write_turn)(&conn, 1);
+        drop(conn);
+        let after = block_on(multi.fingerprints(&ids)).unwrap().unwrap();
+        assert_ne!(before[0], after[0], "{:?}: a new turn changes the fingerprint", case.kind);
+    }
+}
