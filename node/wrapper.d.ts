@@ -468,6 +468,7 @@ export type SessionSourceKind =
   | 'roo-code'
   | 'pi'
   | 'goose'
+  | 'crush'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

@@ -1,4 +1,4 @@
-//! The SQLite-backed kinds read through `sources::sqlite` (Goose, …): each
+//! The SQLite-backed kinds read through `sources::sqlite` (Goose, Crush, …): each
 //! fixture database, built from the published schema by this test, pinned
 //! (listing, titles, snapshots, skipped rows), fingerprints that follow the
 //! rows, and a database read while another connection writes it in WAL
@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use dsh_session_reference::sources::crush::{self, CrushSource};
 use dsh_session_reference::sources::foreign::Listing;
 use dsh_session_reference::sources::goose::{self, GooseSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
@@ -141,6 +142,54 @@ fn goose_says_what_a_database_of_another_format_lacks() {
     assert!(err.ends_with("it is not an SQLite database"), "{err}");
 }
 
+// ---------------------------------------------------------------------- Crush
+
+/// The fixture as a project's `.crush/crush.db` under `dir`.
+fn crush_db(dir: &Path) -> PathBuf {
+    std::fs::create_dir(dir.join(".crush")).unwrap();
+    let db = dir.join(".crush/crush.db");
+    build_db("crush", &db, &["schema.sql", "sessions.sql"]);
+    db
+}
+
+#[test]
+fn crush_fixture_projects_exactly() {
+    let project = tempfile::tempdir().unwrap();
+    let db = crush_db(project.path());
+    let cwd = project.path().display().to_string();
+    // A project directory is taken for its .crush/crush.db.
+    let source = CrushSource::open(project.path()).unwrap();
+    assert_eq!(source.path(), db);
+    let listing = source.list().unwrap();
+    assert!(listing.rejected.is_empty(), "{:?}", listing.rejected);
+    let (s1, s2) = ("crush:0b8e1c2a-0000-4000-8000-000000000001", "crush:0b8e1c2a-0000-4000-8000-000000000002");
+    assert_eq!(
+        listed(&listing),
+        vec![(s2, 1_785_661_200_000, Some(cwd.as_str())), (s1, 1_785_578_400_000, Some(cwd.as_str()))]
+    );
+    assert_eq!(source.read_title(s1).unwrap().as_deref(), Some("Fix the flaky test"));
+    assert_eq!(source.read_title(s2).unwrap().as_deref(), Some("Rename the module"));
+    // The summary in place of what came before it, then what followed: no
+    // reasoning, tool call or result, attachment; the torn row counted.
+    assert_eq!(
+        conv(&source, s1).to_snapshot_json(),
+        json!({
+            "session": {"id": s1, "cwd": cwd},
+            "capturedThroughSeq": 7,
+            "conversation": [
+                {"role": "user", "text": "Summary: the test races on a timer; a fake clock fixes it.", "checkpoint": true},
+                {"role": "user", "text": "Use a fake clock"},
+                {"role": "assistant", "text": "Done: the test uses a fake clock."},
+            ],
+        })
+    );
+    assert_eq!(items(&conv(&source, s2).items), vec![(U, "Rename   the\nmodule", false), (A, "Renamed.", false)]);
+    assert_eq!(names(&project.path().join(".crush")), set(&["crush.db"]), "reading created nothing");
+    assert_eq!(crush::PREFIX, SourceKind::Crush.prefix());
+    let env = |name: &str| (name == "HOME").then(|| "/h".into());
+    assert_eq!(SourceKind::Crush.default_location_with(&env), PathBuf::from("/h/.crush/crush.db"));
+}
+
 // ------------------------------------------------------- every SQLite kind
 
 /// A SQLite kind as the generic tests see it: how to build its database
@@ -154,32 +203,58 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
-    vec![Case {
-        kind: SourceKind::Goose,
-        file: "sessions.db",
-        setup: |db| {
-            build_db("goose", db, &["schema.sql"]);
-            Connection::open(db)
-                .unwrap()
-                .execute(
-                    "INSERT INTO sessions (id, working_dir, created_at) VALUES ('w', '/w', '2026-08-01 10:00:00')",
-                    [],
-                )
-                .unwrap();
+    vec![
+        Case {
+            kind: SourceKind::Crush,
+            file: "crush.db",
+            setup: |db| {
+                build_db("crush", db, &["schema.sql"]);
+                Connection::open(db)
+                    .unwrap()
+                    .execute("INSERT INTO sessions (id, title, updated_at, created_at) VALUES ('w', 'W', 1, 1)", [])
+                    .unwrap();
+            },
+            write_turn: |conn, n| {
+                let tx = conn.unchecked_transaction().unwrap();
+                for (k, role, text) in [(0, "user", format!("q{n}")), (1, "assistant", format!("a{n}"))] {
+                    let parts = json!([{"type": "text", "data": {"text": text}}]).to_string();
+                    tx.execute(
+                        "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at) \
+                         VALUES (?1, 'w', ?2, ?3, ?4, ?4)",
+                        (format!("w{n:06}{k}"), role, parts, 1_785_578_400 + n),
+                    )
+                    .unwrap();
+                }
+                tx.commit().unwrap();
+            },
         },
-        write_turn: |conn, n| {
-            let tx = conn.unchecked_transaction().unwrap();
-            for (role, text) in [("user", format!("q{n}")), ("assistant", format!("a{n}"))] {
-                let content = json!([{"type": "text", "text": text}]).to_string();
-                tx.execute(
+        Case {
+            kind: SourceKind::Goose,
+            file: "sessions.db",
+            setup: |db| {
+                build_db("goose", db, &["schema.sql"]);
+                Connection::open(db)
+                    .unwrap()
+                    .execute(
+                        "INSERT INTO sessions (id, working_dir, created_at) VALUES ('w', '/w', '2026-08-01 10:00:00')",
+                        [],
+                    )
+                    .unwrap();
+            },
+            write_turn: |conn, n| {
+                let tx = conn.unchecked_transaction().unwrap();
+                for (role, text) in [("user", format!("q{n}")), ("assistant", format!("a{n}"))] {
+                    let content = json!([{"type": "text", "text": text}]).to_string();
+                    tx.execute(
                     "INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES ('w', ?1, ?2, ?3)",
                     (role, content, 1_785_578_400 + n),
                 )
                 .unwrap();
-            }
-            tx.commit().unwrap();
+                }
+                tx.commit().unwrap();
+            },
         },
-    }]
+    ]
 }
 
 /// What a read gives must be a prefix of the turns the writer commits,

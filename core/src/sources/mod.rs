@@ -16,6 +16,7 @@
 //! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`pi`]: Pi sessions, also Oh-My-Pi's and Prime Agent's ([`PiSource`](pi::PiSource)).
 //! - [`goose`]: Goose's SQLite database ([`GooseSource`](goose::GooseSource)).
+//! - [`crush`]: Crush's SQLite databases ([`CrushSource`](crush::CrushSource)).
 //! - [`sqlite`]: what the readers of one SQLite database share
 //!   ([`SqliteSource`](sqlite::SqliteSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
@@ -34,6 +35,7 @@ pub mod claude_code;
 pub mod cline;
 pub mod codex;
 pub mod copilot_cli;
+pub mod crush;
 pub mod cursor;
 pub mod dsh;
 pub mod files;

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
-use super::{aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, goose, opencode, pi, MultiQuery};
+use super::{
+    aider, claude_code, cline, codex, copilot_cli, crush, cursor, dsh, gemini_cli, goose, opencode, pi, MultiQuery,
+};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
 
@@ -32,6 +34,7 @@ const KINDS: &[&Kind] = &[
     &cline::ROO_KIND,
     &pi::KIND,
     &goose::KIND,
+    &crush::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -69,6 +72,8 @@ impl SourceKind {
     pub const Pi: SourceKind = SourceKind(&pi::KIND);
     /// Goose sessions (its SQLite database).
     pub const Goose: SourceKind = SourceKind(&goose::KIND);
+    /// Crush sessions (a project's SQLite database).
+    pub const Crush: SourceKind = SourceKind(&crush::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -567,11 +572,11 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(sentence_in(&table).ends_with(", Roo Code, Pi, Goose and Notes"), "{}", sentence_in(&table));
+        assert!(sentence_in(&table).ends_with(", Roo Code, Pi, Goose, Crush and Notes"), "{}", sentence_in(&table));
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, goose, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, goose, crush, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -642,7 +647,7 @@ mod tests {
         assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
         assert_eq!(
             kinds_sentence(),
-            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi and Goose"
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Goose and Crush"
         );
     }
 

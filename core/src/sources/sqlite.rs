@@ -53,6 +53,12 @@ pub trait Schema: Send + Sync + 'static {
     /// with why). The listing is sorted afterwards.
     fn list(conn: &Connection, db: &Path, listing: &mut Listing) -> rusqlite::Result<()>;
 
+    /// The database a directory given as the root means (default: its
+    /// [`FILE`](Self::FILE)).
+    fn in_dir(dir: &Path) -> PathBuf {
+        dir.join(Self::FILE)
+    }
+
     /// Reads the session `id` (without the prefix): `Ok(Err(why))` when
     /// the database has no such session or it cannot be read.
     fn read(conn: &Connection, db: &Path, id: &str) -> rusqlite::Result<Result<Read, String>>;
@@ -104,7 +110,7 @@ impl<S: Schema> std::fmt::Debug for SqliteSource<S> {
 
 impl<S: Schema> SqliteSource<S> {
     /// Opens the database at `path` (a link to it is fine), or the one a
-    /// data directory given as `path` holds ([`Schema::FILE`]). Nothing is
+    /// data directory given as `path` holds ([`Schema::in_dir`]). Nothing is
     /// read until a listing.
     pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
         let given = path.as_ref();
@@ -112,7 +118,7 @@ impl<S: Schema> SqliteSource<S> {
             io::Error::new(e.kind(), format!("cannot open {} database {}: {e}", S::FORMAT, given.display()))
         };
         let meta = std::fs::metadata(given).map_err(fail)?;
-        let path = if meta.is_dir() { given.join(S::FILE) } else { given.to_path_buf() };
+        let path = if meta.is_dir() { S::in_dir(given) } else { given.to_path_buf() };
         let meta = std::fs::metadata(&path).map_err(fail)?;
         if !meta.is_file() {
             return Err(io::Error::new(
