@@ -469,6 +469,7 @@ export type SessionSourceKind =
   | 'pi'
   | 'goose'
   | 'crush'
+  | 'zed'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

@@ -1,4 +1,4 @@
-//! The SQLite-backed kinds read through `sources::sqlite` (Goose, Crush, …): each
+//! The SQLite-backed kinds read through `sources::sqlite` (Goose, Crush, Zed, …): each
 //! fixture database, built from the published schema by this test, pinned
 //! (listing, titles, snapshots, skipped rows), fingerprints that follow the
 //! rows, and a database read while another connection writes it in WAL
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use dsh_session_reference::sources::crush::{self, CrushSource};
 use dsh_session_reference::sources::foreign::Listing;
 use dsh_session_reference::sources::goose::{self, GooseSource};
+use dsh_session_reference::sources::zed::{self, ZedSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, SessionQuery, SurfaceData};
 use rusqlite::Connection;
@@ -190,6 +191,130 @@ fn crush_fixture_projects_exactly() {
     assert_eq!(SourceKind::Crush.default_location_with(&env), PathBuf::from("/h/.crush/crush.db"));
 }
 
+// ------------------------------------------------------------------------ Zed
+
+/// A thread row's `data` for `data_type`: the document as JSON, compressed
+/// for `zstd`.
+fn zed_data(data_type: &str, document: &serde_json::Value) -> Vec<u8> {
+    let json = serde_json::to_vec(document).unwrap();
+    if data_type == "zstd" {
+        zstd::encode_all(json.as_slice(), 3).unwrap()
+    } else {
+        json
+    }
+}
+
+/// The fixture's threads as `threads/threads.db` under `dir`.
+fn zed_db(dir: &Path) -> PathBuf {
+    std::fs::create_dir(dir.join("threads")).unwrap();
+    let db = dir.join("threads/threads.db");
+    build_db("zed", &db, &["schema.sql"]);
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixtures("zed").join("threads.json")).unwrap()).unwrap();
+    let conn = Connection::open(&db).unwrap();
+    for r in rows {
+        let s = |k: &str| r[k].as_str().map(str::to_owned);
+        let data_type = s("data_type").unwrap();
+        let data = match s("raw") {
+            Some(raw) => raw.into_bytes(),
+            None => zed_data(&data_type, &r["document"]),
+        };
+        conn.execute(
+            "INSERT INTO threads VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            rusqlite::params![
+                s("id"),
+                s("summary"),
+                s("updated_at"),
+                data_type,
+                data,
+                s("parent_id"),
+                s("folder_paths"),
+                s("folder_paths_order"),
+                s("created_at")
+            ],
+        )
+        .unwrap();
+    }
+    db
+}
+
+#[test]
+fn zed_fixture_projects_exactly() {
+    let data = tempfile::tempdir().unwrap();
+    let db = zed_db(data.path());
+    // Zed's data directory is taken for its threads/threads.db.
+    let source = ZedSource::open(data.path()).unwrap();
+    assert_eq!(source.path(), db);
+    let listing = source.list().unwrap();
+    let (t1, t2, t5) = (
+        "zed:11111111-0000-4000-8000-000000000001",
+        "zed:22222222-0000-4000-8000-000000000002",
+        "zed:55555555-0000-4000-8000-000000000005",
+    );
+    assert_eq!(
+        listed(&listing),
+        vec![
+            (t1, 1_785_578_400_000, Some("/home/u/zed-proj")),
+            (t2, 1_782_896_400_500, None),
+            (t5, 1_780_272_000_000, None)
+        ]
+    );
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert_eq!(
+        why,
+        [format!(
+            "{}: thread \"44444444-0000-4000-8000-000000000004\": its data_type \"brotli\" is not one Zed writes (json, zstd)",
+            db.display()
+        )]
+    );
+    assert_eq!(source.skipped().len(), 1, "the listing's note names it");
+    assert_eq!(source.read_title(t1).unwrap().as_deref(), Some("Explain the db layer"));
+    assert_eq!(source.read_title(t2).unwrap().as_deref(), Some("Why is the build slow?"));
+    // No thinking, tool use or result, Resume, mention content or image;
+    // the message of an unknown shape counted.
+    assert_eq!(
+        conv(&source, t1).to_snapshot_json(),
+        json!({
+            "session": {"id": t1, "cwd": "/home/u/zed-proj"},
+            "capturedThroughSeq": 5,
+            "conversation": [
+                {"role": "user", "text": "Explain the database layer"},
+                {"role": "assistant", "text": "It opens threads.db."},
+                {"role": "assistant", "text": "Then it reads rows."},
+                {"role": "user", "text": "Now look at  too"},
+            ],
+        })
+    );
+    let old = conv(&source, t2);
+    assert_eq!(items(&old.items), vec![(U, "Why is   the\nbuild slow?", false), (A, "Too many crates.", false)]);
+    assert_eq!(old.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(2));
+    let err = source.read_surface(t5).unwrap_err().message().to_owned();
+    assert!(err.contains("its zstd data") && err.contains("threads.db"), "{err}");
+    assert_eq!(names(&data.path().join("threads")), set(&["threads.db"]), "reading created nothing");
+    assert_eq!(zed::PREFIX, SourceKind::Zed.prefix());
+}
+
+#[test]
+fn zed_bounds_what_a_compressed_thread_decompresses_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("threads.db");
+    build_db("zed", &db, &["schema.sql"]);
+    // 65 MiB of one repeated byte compresses to a few kilobytes.
+    let huge = zstd::encode_all(std::io::Read::take(std::io::repeat(b' '), 65 << 20), 3).unwrap();
+    assert!(huge.len() < 1 << 20);
+    Connection::open(&db)
+        .unwrap()
+        .execute(
+            "INSERT INTO threads (id, summary, updated_at, data_type, data) VALUES ('big', 'Big', '2026-08-01T00:00:00Z', 'zstd', ?1)",
+            [huge],
+        )
+        .unwrap();
+    let source = ZedSource::open(&db).unwrap();
+    assert_eq!(source.list().unwrap().sessions.len(), 1);
+    let err = source.read_surface("zed:big").unwrap_err().message().to_owned();
+    assert!(err.contains("decompresses to more than"), "{err}");
+}
+
 // ------------------------------------------------------- every SQLite kind
 
 /// A SQLite kind as the generic tests see it: how to build its database
@@ -204,6 +329,28 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     vec![
+        Case {
+            kind: SourceKind::Zed,
+            file: "threads.db",
+            setup: |db| build_db("zed", db, &["schema.sql"]),
+            // Zed saves the whole thread each time: turns 0..=n, compressed
+            // on odd turns.
+            write_turn: |conn, n| {
+                let mut messages = Vec::new();
+                for k in 0..=n {
+                    messages.push(json!({"User": {"id": format!("u{k}"), "content": [{"Text": format!("q{k}")}]}}));
+                    messages.push(json!({"Agent": {"content": [{"Text": format!("a{k}")}], "tool_results": {}}}));
+                }
+                let document = json!({"version": "0.3.0", "title": "W", "updated_at": "2026-08-01T00:00:00Z", "messages": messages});
+                let data_type = if n % 2 == 1 { "zstd" } else { "json" };
+                conn.execute(
+                    "INSERT OR REPLACE INTO threads (id, summary, updated_at, data_type, data, created_at) \
+                     VALUES ('w', 'W', ?1, ?2, ?3, '2026-08-01T00:00:00Z')",
+                    (format!("2026-08-01T00:00:{:02}.{n:06}Z", n % 60), data_type, zed_data(data_type, &document)),
+                )
+                .unwrap();
+            },
+        },
         Case {
             kind: SourceKind::Crush,
             file: "crush.db",

@@ -17,6 +17,7 @@
 //! - [`pi`]: Pi sessions, also Oh-My-Pi's and Prime Agent's ([`PiSource`](pi::PiSource)).
 //! - [`goose`]: Goose's SQLite database ([`GooseSource`](goose::GooseSource)).
 //! - [`crush`]: Crush's SQLite databases ([`CrushSource`](crush::CrushSource)).
+//! - [`zed`]: Zed's agent threads database ([`ZedSource`](zed::ZedSource)).
 //! - [`sqlite`]: what the readers of one SQLite database share
 //!   ([`SqliteSource`](sqlite::SqliteSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
@@ -52,6 +53,7 @@ pub mod pi;
 pub(crate) mod placed;
 pub mod sqlite;
 pub(crate) mod watch;
+pub mod zed;
 
 use std::path::Path;
 use std::sync::Arc;

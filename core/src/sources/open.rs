@@ -12,7 +12,7 @@ use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
 use super::{
-    aider, claude_code, cline, codex, copilot_cli, crush, cursor, dsh, gemini_cli, goose, opencode, pi, MultiQuery,
+    aider, claude_code, cline, codex, copilot_cli, crush, cursor, dsh, gemini_cli, goose, opencode, pi, zed, MultiQuery,
 };
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -35,6 +35,7 @@ const KINDS: &[&Kind] = &[
     &pi::KIND,
     &goose::KIND,
     &crush::KIND,
+    &zed::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -74,6 +75,8 @@ impl SourceKind {
     pub const Goose: SourceKind = SourceKind(&goose::KIND);
     /// Crush sessions (a project's SQLite database).
     pub const Crush: SourceKind = SourceKind(&crush::KIND);
+    /// Zed agent threads (its SQLite database).
+    pub const Zed: SourceKind = SourceKind(&zed::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -572,11 +575,15 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(sentence_in(&table).ends_with(", Roo Code, Pi, Goose, Crush and Notes"), "{}", sentence_in(&table));
+        assert!(
+            sentence_in(&table).ends_with(", Roo Code, Pi, Goose, Crush, Zed and Notes"),
+            "{}",
+            sentence_in(&table)
+        );
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, goose, crush, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, goose, crush, zed, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -647,7 +654,7 @@ mod tests {
         assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
         assert_eq!(
             kinds_sentence(),
-            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Goose and Crush"
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Goose, Crush and Zed"
         );
     }
 

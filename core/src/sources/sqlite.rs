@@ -283,6 +283,13 @@ pub(crate) fn time_ms(v: ValueRef<'_>) -> Option<u64> {
     }
 }
 
+/// Whether the table `table` has the column `column` (for the columns a
+/// later version of a schema added).
+pub(crate) fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let mut stmt = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
+    stmt.exists([table, column])
+}
+
 /// Lists the rows of `query` (id, time, cwd; bound to nothing) as sessions
 /// of `S` listed from `db`; a row whose id is not text is rejected.
 pub(crate) fn list_rows<S: Schema>(
