@@ -470,6 +470,7 @@ export type SessionSourceKind =
   | 'goose'
   | 'crush'
   | 'zed'
+  | 'hermes'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

@@ -1,4 +1,4 @@
-//! The SQLite-backed kinds read through `sources::sqlite` (Goose, Crush, Zed, …): each
+//! The SQLite-backed kinds read through `sources::sqlite` (Goose, Crush, Zed, Hermes Agent, …): each
 //! fixture database, built from the published schema by this test, pinned
 //! (listing, titles, snapshots, skipped rows), fingerprints that follow the
 //! rows, and a database read while another connection writes it in WAL
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use dsh_session_reference::sources::crush::{self, CrushSource};
 use dsh_session_reference::sources::foreign::Listing;
 use dsh_session_reference::sources::goose::{self, GooseSource};
+use dsh_session_reference::sources::hermes::{self, HermesSource};
 use dsh_session_reference::sources::zed::{self, ZedSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, SessionQuery, SurfaceData};
@@ -315,6 +316,85 @@ fn zed_bounds_what_a_compressed_thread_decompresses_to() {
     assert!(err.contains("decompresses to more than"), "{err}");
 }
 
+// ------------------------------------------------------------- Hermes Agent
+
+#[test]
+fn hermes_fixture_projects_exactly() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("state.db");
+    build_db("hermes", &db, &["schema.sql", "sessions.sql"]);
+    // A Hermes home is taken for its state.db.
+    let source = HermesSource::open(home.path()).unwrap();
+    let listing = source.list().unwrap();
+    assert!(listing.rejected.is_empty(), "{:?}", listing.rejected);
+    let (h1, h2) = ("hermes:20260801_100000_a1b2c3", "hermes:20260802_080140_0a0b0c");
+    assert_eq!(listed(&listing), vec![(h2, 1_785_650_100_000, None), (h1, 1_785_578_400_000, Some("/home/u/h"))]);
+    assert_eq!(source.read_title(h1).unwrap().as_deref(), Some("Deploy fix"));
+    assert_eq!(source.read_title(h2).unwrap().as_deref(), Some("New question"));
+    // Live rows only: the kept head, the summary, what followed; not the
+    // archived or rewound rows, tools, reasoning, the review, system or
+    // hidden rows; the damaged row counted.
+    assert_eq!(
+        conv(&source, h1).to_snapshot_json(),
+        json!({
+            "session": {"id": h1, "cwd": "/home/u/h"},
+            "capturedThroughSeq": 15,
+            "conversation": [
+                {"role": "user", "text": "Deploy is failing"},
+                {"role": "user", "text": "[CONTEXT COMPACTION] Earlier turns were compacted. Summary: the deploy failed on a missing env var FOO.", "checkpoint": true},
+                {"role": "assistant", "text": "Set the env var."},
+                {"role": "user", "text": "Ship it"},
+                {"role": "assistant", "text": "Shipped."},
+            ],
+        })
+    );
+    assert_eq!(
+        items(&conv(&source, h2).items),
+        vec![
+            (U, "[CONTEXT SUMMARY]: the old question was answered.", true),
+            (U, "New   question", false),
+            (A, "New answer", false)
+        ]
+    );
+    assert_eq!(names(home.path()), set(&["state.db"]), "reading created nothing");
+    assert_eq!(hermes::PREFIX, SourceKind::Hermes.prefix());
+    let env = |name: &str| match name {
+        "HOME" => Some("/h".into()),
+        _ => None,
+    };
+    assert_eq!(SourceKind::Hermes.default_location_with(&env), PathBuf::from("/h/.hermes/state.db"));
+    let env = |name: &str| (name == "HERMES_HOME").then(|| "/hh".into());
+    assert_eq!(SourceKind::Hermes.default_location_with(&env), PathBuf::from("/hh/state.db"));
+}
+
+#[test]
+fn hermes_reads_a_store_of_the_first_schema() {
+    // Schema version 2: no title, cwd, live or summary columns.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, user_id TEXT, model TEXT, model_config TEXT, \
+         system_prompt TEXT, parent_session_id TEXT, started_at REAL NOT NULL, ended_at REAL, end_reason TEXT, \
+         message_count INTEGER DEFAULT 0, tool_call_count INTEGER DEFAULT 0, input_tokens INTEGER DEFAULT 0, \
+         output_tokens INTEGER DEFAULT 0); \
+         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL, \
+         content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT, timestamp REAL NOT NULL, \
+         token_count INTEGER, finish_reason TEXT); \
+         INSERT INTO sessions (id, source, started_at) VALUES ('old', 'cli', 1785578400.5); \
+         INSERT INTO messages (session_id, role, content, timestamp) VALUES ('old', 'user', 'Hello there', 1), \
+         ('old', 'assistant', 'Hi.', 2);",
+    )
+    .unwrap();
+    drop(conn);
+    let source = HermesSource::open(&db).unwrap();
+    assert_eq!(listed(&source.list().unwrap()), vec![("hermes:old", 1_785_578_400_500, None)]);
+    assert_eq!(source.read_title("hermes:old").unwrap().as_deref(), Some("Hello there"));
+    assert_eq!(items(&conv(&source, "hermes:old").items), vec![(U, "Hello there", false), (A, "Hi.", false)]);
+    let prints = source.fingerprints(&["hermes:old".to_owned()]).unwrap().unwrap();
+    assert!(prints[0].is_some());
+}
+
 // ------------------------------------------------------- every SQLite kind
 
 /// A SQLite kind as the generic tests see it: how to build its database
@@ -329,6 +409,28 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     vec![
+        Case {
+            kind: SourceKind::Hermes,
+            file: "state.db",
+            setup: |db| {
+                build_db("hermes", db, &["schema.sql"]);
+                Connection::open(db)
+                    .unwrap()
+                    .execute("INSERT INTO sessions (id, source, started_at) VALUES ('w', 'cli', 1785578400)", [])
+                    .unwrap();
+            },
+            write_turn: |conn, n| {
+                let tx = conn.unchecked_transaction().unwrap();
+                for (role, text) in [("user", format!("q{n}")), ("assistant", format!("a{n}"))] {
+                    tx.execute(
+                        "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('w', ?1, ?2, ?3)",
+                        (role, text, 1_785_578_400 + n),
+                    )
+                    .unwrap();
+                }
+                tx.commit().unwrap();
+            },
+        },
         Case {
             kind: SourceKind::Zed,
             file: "threads.db",

@@ -18,6 +18,7 @@
 //! - [`goose`]: Goose's SQLite database ([`GooseSource`](goose::GooseSource)).
 //! - [`crush`]: Crush's SQLite databases ([`CrushSource`](crush::CrushSource)).
 //! - [`zed`]: Zed's agent threads database ([`ZedSource`](zed::ZedSource)).
+//! - [`hermes`]: Hermes Agent's SQLite state store ([`HermesSource`](hermes::HermesSource)).
 //! - [`sqlite`]: what the readers of one SQLite database share
 //!   ([`SqliteSource`](sqlite::SqliteSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
@@ -43,6 +44,7 @@ pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
 pub mod goose;
+pub mod hermes;
 pub(crate) mod kind;
 
 pub mod lenient;

@@ -12,7 +12,8 @@ use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
 use super::{
-    aider, claude_code, cline, codex, copilot_cli, crush, cursor, dsh, gemini_cli, goose, opencode, pi, zed, MultiQuery,
+    aider, claude_code, cline, codex, copilot_cli, crush, cursor, dsh, gemini_cli, goose, hermes, opencode, pi, zed,
+    MultiQuery,
 };
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -36,6 +37,7 @@ const KINDS: &[&Kind] = &[
     &goose::KIND,
     &crush::KIND,
     &zed::KIND,
+    &hermes::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -77,6 +79,8 @@ impl SourceKind {
     pub const Crush: SourceKind = SourceKind(&crush::KIND);
     /// Zed agent threads (its SQLite database).
     pub const Zed: SourceKind = SourceKind(&zed::KIND);
+    /// Hermes Agent sessions (its SQLite state store).
+    pub const Hermes: SourceKind = SourceKind(&hermes::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -576,14 +580,14 @@ mod tests {
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
         assert!(
-            sentence_in(&table).ends_with(", Roo Code, Pi, Goose, Crush, Zed and Notes"),
+            sentence_in(&table).ends_with(", Pi, Goose, Crush, Zed, Hermes Agent and Notes"),
             "{}",
             sentence_in(&table)
         );
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, goose, crush, zed, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", pi, goose, crush, zed, hermes, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -654,7 +658,7 @@ mod tests {
         assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
         assert_eq!(
             kinds_sentence(),
-            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Goose, Crush and Zed"
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Goose, Crush, Zed and Hermes Agent"
         );
     }
 

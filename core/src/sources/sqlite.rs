@@ -28,7 +28,7 @@ use crate::sources::foreign::{conversation, iso_ms, read_error, LineStats, Listi
 use crate::sources::opencode::db::{self, DbStamp};
 use crate::sources::FileSource;
 
-pub(crate) use crate::sources::opencode::{bytes, text};
+pub(crate) use crate::sources::opencode::{bytes, text, whole};
 
 /// One format of SQLite session database.
 pub trait Schema: Send + Sync + 'static {
@@ -52,6 +52,13 @@ pub trait Schema: Send + Sync + 'static {
     /// `sessions`, and in `rejected` every row that could not be listed,
     /// with why). The listing is sorted afterwards.
     fn list(conn: &Connection, db: &Path, listing: &mut Listing) -> rusqlite::Result<()>;
+
+    /// The query of [`FINGERPRINTS`](Self::FINGERPRINTS) for this database
+    /// (a schema whose columns vary by version builds its own).
+    fn fingerprint_query(conn: &Connection) -> rusqlite::Result<String> {
+        let _ = conn;
+        Ok(Self::FINGERPRINTS.to_owned())
+    }
 
     /// The database a directory given as the root means (default: its
     /// [`FILE`](Self::FILE)).
@@ -194,7 +201,7 @@ impl<S: Schema> SqliteSource<S> {
             }
         }
         let prints = self.read_db(|conn| {
-            let mut stmt = conn.prepare(S::FINGERPRINTS)?;
+            let mut stmt = conn.prepare(&S::fingerprint_query(conn)?)?;
             let mut rows = stmt.query([])?;
             let mut prints = HashMap::new();
             while let Some(row) = rows.next()? {
@@ -281,6 +288,27 @@ pub(crate) fn time_ms(v: ValueRef<'_>) -> Option<u64> {
         }
         _ => None,
     }
+}
+
+/// `column` when the table `table` has it, else `or` (for the columns a
+/// later version of a schema added).
+pub(crate) fn column_or(conn: &Connection, table: &str, column: &str, or: &str) -> rusqlite::Result<String> {
+    qualified(conn, table, "", column, or)
+}
+
+/// [`column_or`] with the column named through `alias` (`"s"`: `s.title`).
+pub(crate) fn qualified(
+    conn: &Connection,
+    table: &str,
+    alias: &str,
+    column: &str,
+    or: &str,
+) -> rusqlite::Result<String> {
+    Ok(match (has_column(conn, table, column)?, alias) {
+        (false, _) => or.to_owned(),
+        (true, "") => column.to_owned(),
+        (true, alias) => format!("{alias}.{column}"),
+    })
 }
 
 /// Whether the table `table` has the column `column` (for the columns a

@@ -67,7 +67,7 @@ use crate::conversation::ConversationItem;
 use crate::projection::Role;
 use crate::sources::foreign::{title_from_text, Listing, MAX_LINE_BYTES};
 use crate::sources::kind::{Kind, Root};
-use crate::sources::sqlite::{self, bytes, has_column, text, Read, Schema, SqliteSource};
+use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
 use crate::sources::FileSource;
 
 /// What every Zed thread id starts with.
@@ -127,9 +127,7 @@ impl Schema for Zed {
     }
 
     fn list(conn: &Connection, db: &Path, listing: &mut Listing) -> rusqlite::Result<()> {
-        let column = |name: &str, or: &str| -> rusqlite::Result<String> {
-            Ok(if has_column(conn, "threads", name)? { name.to_owned() } else { or.to_owned() })
-        };
+        let column = |name: &str, or: &str| sqlite::column_or(conn, "threads", name, or);
         let (parent, folders, created) =
             (column("parent_id", "NULL")?, column("folder_paths", "NULL")?, column("created_at", "NULL")?);
         // Rows Zed could not read either are named, not listed.
@@ -164,7 +162,7 @@ impl Schema for Zed {
     }
 
     fn read(conn: &Connection, _db: &Path, id: &str) -> rusqlite::Result<Result<Read, String>> {
-        let folders = if has_column(conn, "threads", "folder_paths")? { "folder_paths" } else { "NULL" };
+        let folders = sqlite::column_or(conn, "threads", "folder_paths", "NULL")?;
         let mut stmt =
             conn.prepare(&format!("SELECT summary, data_type, data, {folders} FROM threads WHERE id = ?1"))?;
         let mut rows = stmt.query([id])?;
