@@ -269,6 +269,16 @@ impl<S: Schema> FileSource for SqliteSource<S> {
     }
 }
 
+/// The database `file` in `dir`, else in `dir/sub` when only that one
+/// exists (a directory given one level above the database's own).
+pub(crate) fn here_or_in(dir: &Path, sub: &str, file: &str) -> PathBuf {
+    let nested = dir.join(sub).join(file);
+    if !dir.join(file).is_file() && nested.is_file() {
+        return nested;
+    }
+    dir.join(file)
+}
+
 /// Milliseconds since the epoch of a time column as these programs write
 /// them: an integer in seconds or milliseconds (a number below 10^11 is
 /// taken for seconds: that is the year 5138 in seconds, 1973 in

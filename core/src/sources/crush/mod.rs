@@ -112,11 +112,7 @@ impl Schema for Crush {
     /// A project directory holding `.crush/crush.db`, or a directory
     /// holding `crush.db`.
     fn in_dir(dir: &Path) -> PathBuf {
-        let in_project = dir.join(".crush").join(Self::FILE);
-        if !dir.join(Self::FILE).is_file() && in_project.is_file() {
-            return in_project;
-        }
-        dir.join(Self::FILE)
+        sqlite::here_or_in(dir, ".crush", Self::FILE)
     }
 
     fn list(conn: &Connection, db: &Path, listing: &mut Listing) -> rusqlite::Result<()> {

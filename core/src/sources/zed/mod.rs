@@ -119,11 +119,7 @@ impl Schema for Zed {
     /// A directory holding `threads.db`, or Zed's data directory holding
     /// `threads/threads.db`.
     fn in_dir(dir: &Path) -> PathBuf {
-        let nested = dir.join("threads").join(Self::FILE);
-        if !dir.join(Self::FILE).is_file() && nested.is_file() {
-            return nested;
-        }
-        dir.join(Self::FILE)
+        sqlite::here_or_in(dir, "threads", Self::FILE)
     }
 
     fn list(conn: &Connection, db: &Path, listing: &mut Listing) -> rusqlite::Result<()> {
