@@ -1,6 +1,6 @@
 //! Crush sessions: a read-only session source over one of Crush's SQLite
 //! databases, `.crush/crush.db` in a project (or `~/.crush/crush.db`; read
-//! as [`sqlite`](super::sqlite) reads every database).
+//! as [`sqlite`](super::sqlite::SqliteSource) reads every database).
 //!
 //! ```no_run
 //! use dsh_session_reference::sources::crush::CrushSource;

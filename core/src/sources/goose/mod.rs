@@ -1,6 +1,6 @@
 //! Goose sessions: a read-only session source over Goose's SQLite
 //! database, `sessions/sessions.db` in its data directory (Goose 1.10 and
-//! later; read as [`sqlite`](super::sqlite) reads every database).
+//! later; read as [`sqlite`](super::sqlite::SqliteSource) reads every database).
 //!
 //! ```no_run
 //! use dsh_session_reference::sources::goose::GooseSource;

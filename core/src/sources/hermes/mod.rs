@@ -1,5 +1,5 @@
 //! Hermes Agent sessions: a read-only session source over Hermes's SQLite
-//! state store, `~/.hermes/state.db` (read as [`sqlite`](super::sqlite)
+//! state store, `~/.hermes/state.db` (read as [`sqlite`](super::sqlite::SqliteSource)
 //! reads every database).
 //!
 //! ```no_run

@@ -1,6 +1,6 @@
 //! Zed agent threads: a read-only session source over Zed's SQLite
 //! database of agent threads, `threads/threads.db` in Zed's data directory
-//! (read as [`sqlite`](super::sqlite) reads every database).
+//! (read as [`sqlite`](super::sqlite::SqliteSource) reads every database).
 //!
 //! ```no_run
 //! use dsh_session_reference::sources::zed::ZedSource;
@@ -47,7 +47,7 @@
 //! the document is the current conversation.
 //!
 //! A compressed document is decompressed to at most
-//! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES): a larger
+//! [`MAX_LINE_BYTES`]: a larger
 //! one makes its thread unreadable (a clear error), so memory stays
 //! bounded.
 //!
