@@ -4,7 +4,6 @@
 //! rows, and a database read while another connection writes it in WAL
 //! mode: consistent answers, and no file beside it.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use dsh_session_reference::sources::crush::{self, CrushSource};
@@ -16,6 +15,11 @@ use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, SessionQuery, SurfaceData};
 use rusqlite::Connection;
 use serde_json::json;
+
+mod sqlite_writes {
+    include!("support/sqlite_writes.rs");
+}
+use sqlite_writes::{check_consistent, names, set};
 
 fn fixtures(kind: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs").join(kind)
@@ -29,14 +33,6 @@ fn build_db(kind: &str, path: &Path, files: &[&str]) {
     for file in files {
         conn.execute_batch(&std::fs::read_to_string(fixtures(kind).join(file)).unwrap()).unwrap();
     }
-}
-
-fn names(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|n| (*n).to_owned()).collect()
 }
 
 /// `(id, createdAt, cwd)` of every listed session.
@@ -504,21 +500,6 @@ fn cases() -> Vec<Case> {
             },
         },
     ]
-}
-
-/// What a read gives must be a prefix of the turns the writer commits,
-/// whole turns only (never a question without its answer), and never fewer
-/// than a read before it.
-fn check_consistent(c: &dsh_session_reference::Conversation, at_least: usize) -> usize {
-    assert_eq!(c.items.len() % 2, 0, "a torn turn: {:?}", c.items.last());
-    for (n, pair) in c.items.chunks(2).enumerate() {
-        assert_eq!(
-            (pair[0].text.as_str(), pair[1].text.as_str()),
-            (format!("q{n}").as_str(), format!("a{n}").as_str())
-        );
-    }
-    assert!(c.items.len() >= at_least, "went back from {at_least} to {}", c.items.len());
-    c.items.len()
 }
 
 #[test]
