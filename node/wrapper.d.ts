@@ -471,6 +471,10 @@ export type SessionSourceKind =
   | 'continue'
   | 'kimi'
   | 'grok'
+  | 'goose'
+  | 'crush'
+  | 'zed'
+  | 'hermes'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

@@ -3,7 +3,6 @@
 //! connection (in this process, and in another one) writes it, and every
 //! way a database can refuse a read.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use dsh_session_reference::sources::cline::{self, ClineSource};
@@ -15,6 +14,11 @@ use dsh_session_reference::{
 };
 use rusqlite::Connection;
 use serde_json::json;
+
+mod sqlite_writes {
+    include!("support/sqlite_writes.rs");
+}
+use sqlite_writes::{check_consistent, names, set};
 
 fn foreign() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs")
@@ -53,14 +57,6 @@ fn fixture_db(path: &Path) {
     for file in ["schema.sql", "sessions.sql"] {
         conn.execute_batch(&std::fs::read_to_string(fixtures().join(file)).unwrap()).unwrap();
     }
-}
-
-fn names(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|n| (*n).to_owned()).collect()
 }
 
 /// `(is_user, text, checkpoint)` of each item.
@@ -191,20 +187,6 @@ fn written_db(dir: &Path) -> PathBuf {
     .unwrap();
     write_turn(&conn, 0);
     db
-}
-
-/// What a read gives must be a prefix of the turns the writer commits, whole
-/// turns only (never a question without its answer).
-fn check_consistent(c: &dsh_session_reference::Conversation, at_least: usize) -> usize {
-    assert_eq!(c.items.len() % 2, 0, "a torn turn: {:?}", c.items.last());
-    for (n, pair) in c.items.chunks(2).enumerate() {
-        assert_eq!(
-            (pair[0].text.as_str(), pair[1].text.as_str()),
-            (format!("q{n}").as_str(), format!("a{n}").as_str())
-        );
-    }
-    assert!(c.items.len() >= at_least, "went back from {at_least} to {}", c.items.len());
-    c.items.len()
 }
 
 #[test]

@@ -19,6 +19,12 @@
 //! - [`continue_cli`]: Continue CLI sessions ([`ContinueSource`](continue_cli::ContinueSource)).
 //! - [`kimi`]: Kimi Code sessions ([`KimiSource`](kimi::KimiSource)).
 //! - [`grok`]: Grok Build sessions ([`GrokSource`](grok::GrokSource)).
+//! - [`goose`]: Goose's SQLite database ([`GooseSource`](goose::GooseSource)).
+//! - [`crush`]: Crush's SQLite databases ([`CrushSource`](crush::CrushSource)).
+//! - [`zed`]: Zed's agent threads database ([`ZedSource`](zed::ZedSource)).
+//! - [`hermes`]: Hermes Agent's SQLite state store ([`HermesSource`](hermes::HermesSource)).
+//! - [`sqlite`]: what the readers of one SQLite database share
+//!   ([`SqliteSource`](sqlite::SqliteSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
 //!   declares its own descriptor, its `KIND`), default locations and
@@ -36,12 +42,15 @@ pub mod cline;
 pub mod codex;
 pub mod continue_cli;
 pub mod copilot_cli;
+pub mod crush;
 pub mod cursor;
 pub mod dsh;
 pub mod files;
 pub mod foreign;
 pub mod gemini_cli;
+pub mod goose;
 pub mod grok;
+pub mod hermes;
 pub mod kimi;
 pub(crate) mod kind;
 
@@ -52,7 +61,9 @@ pub mod opencode;
 pub mod pi;
 pub(crate) mod placed;
 pub mod qwen_code;
+pub mod sqlite;
 pub(crate) mod watch;
+pub mod zed;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -12,8 +12,8 @@ use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
 use super::{
-    aider, claude_code, cline, codex, continue_cli, copilot_cli, cursor, dsh, gemini_cli, grok, kimi, opencode, pi,
-    qwen_code, MultiQuery,
+    aider, claude_code, cline, codex, continue_cli, copilot_cli, crush, cursor, dsh, gemini_cli, goose, grok, hermes,
+    kimi, opencode, pi, qwen_code, zed, MultiQuery,
 };
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -38,6 +38,10 @@ const KINDS: &[&Kind] = &[
     &continue_cli::KIND,
     &kimi::KIND,
     &grok::KIND,
+    &goose::KIND,
+    &crush::KIND,
+    &zed::KIND,
+    &hermes::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -81,6 +85,14 @@ impl SourceKind {
     pub const Kimi: SourceKind = SourceKind(&kimi::KIND);
     /// Grok Build sessions (its sessions directory).
     pub const Grok: SourceKind = SourceKind(&grok::KIND);
+    /// Goose sessions (its SQLite database).
+    pub const Goose: SourceKind = SourceKind(&goose::KIND);
+    /// Crush sessions (a project's SQLite database).
+    pub const Crush: SourceKind = SourceKind(&crush::KIND);
+    /// Zed agent threads (its SQLite database).
+    pub const Zed: SourceKind = SourceKind(&zed::KIND);
+    /// Hermes Agent sessions (its SQLite state store).
+    pub const Hermes: SourceKind = SourceKind(&hermes::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -580,14 +592,17 @@ mod tests {
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
         assert!(
-            sentence_in(&table).ends_with(", Continue, Kimi Code, Grok Build and Notes"),
+            sentence_in(&table)
+                .ends_with(", Continue, Kimi Code, Grok Build, Goose, Crush, Zed, Hermes Agent and Notes"),
             "{}",
             sentence_in(&table)
         );
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", qwen-code, continue, kimi, grok, notes"));
+        assert!(parse_in(&table, "nope=/x")
+            .unwrap_err()
+            .ends_with(", qwen-code, continue, kimi, grok, goose, crush, zed, hermes, notes"));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -659,7 +674,7 @@ mod tests {
         assert_eq!(
             kinds_sentence(),
             "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Qwen \
-             Code, Continue, Kimi Code and Grok Build"
+             Code, Continue, Kimi Code, Grok Build, Goose, Crush, Zed and Hermes Agent"
         );
     }
 

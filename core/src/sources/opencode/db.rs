@@ -138,7 +138,7 @@ fn read_once<T, E>(
         if !exists("-shm") {
             return Err(Try::Again(
                 "the database has a -wal file but no -shm file (left by a crash?): reading it would create \
-                 the -shm file; open it once with OpenCode to recover it"
+                 the -shm file; open it once with the program that wrote it to recover it"
                     .into(),
             ));
         }
@@ -168,6 +168,53 @@ fn read_once<T, E>(
         return Err(Try::Again("the database changed while it was read".into()));
     }
     Ok(value)
+}
+
+/// A failed read's error: for a file that is not SQLite or lacks the
+/// tables or columns read, that `path` is not `what` (`"an OpenCode
+/// database (1.2 or later)"`) and what it lacks, never SQLite's own words
+/// alone; any other error as it is.
+pub fn explain(path: &Path, what: &str, why: &str) -> String {
+    let lacks = if let Some(table) = after(why, "no such table: ") {
+        format!("it has no table {table}")
+    } else if let Some(column) = after(why, "no such column: ") {
+        format!("it has no column {column}")
+    } else if why.contains("file is not a database") {
+        "it is not an SQLite database".to_owned()
+    } else {
+        return why.to_owned();
+    };
+    format!("{} is not {what}: {lacks}", path.display())
+}
+
+/// What follows `marker` in `text`, up to the end of its line (`None`
+/// without the marker).
+fn after<'a>(text: &'a str, marker: &str) -> Option<&'a str> {
+    let at = text.find(marker)? + marker.len();
+    text[at..].lines().next().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The fingerprint of the columns `cols` of `row`: their values, each
+/// typed and text or blob length-prefixed, so that no two rows' values run
+/// together the same way.
+pub fn fingerprint(
+    row: &rusqlite::Row<'_>,
+    cols: std::ops::Range<usize>,
+) -> rusqlite::Result<crate::host::Fingerprint> {
+    use rusqlite::types::ValueRef;
+    let mut out = Vec::new();
+    for col in cols {
+        match row.get_ref(col)? {
+            ValueRef::Null => out.push(0),
+            ValueRef::Integer(i) => out.extend_from_slice(&i.to_le_bytes()),
+            ValueRef::Real(r) => out.extend_from_slice(&r.to_le_bytes()),
+            ValueRef::Text(t) | ValueRef::Blob(t) => {
+                out.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                out.extend_from_slice(t);
+            }
+        }
+    }
+    Ok(crate::host::Fingerprint::from_bytes(out))
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {

@@ -223,15 +223,8 @@ pub struct Read {
     pub stats: LineStats,
 }
 
-/// What follows `marker` in `text`, up to the end of its line (`None`
-/// without the marker).
-fn after<'a>(text: &'a str, marker: &str) -> Option<&'a str> {
-    let at = text.find(marker)? + marker.len();
-    text[at..].lines().next().map(str::trim).filter(|s| !s.is_empty())
-}
-
 /// A text column (`None` for NULL or another type).
-fn text(v: ValueRef<'_>) -> Option<String> {
+pub(crate) fn text(v: ValueRef<'_>) -> Option<String> {
     match v {
         ValueRef::Text(t) => std::str::from_utf8(t).ok().map(str::to_owned),
         _ => None,
@@ -239,7 +232,7 @@ fn text(v: ValueRef<'_>) -> Option<String> {
 }
 
 /// An integer column as a non-negative number.
-fn whole(v: ValueRef<'_>) -> Option<u64> {
+pub(crate) fn whole(v: ValueRef<'_>) -> Option<u64> {
     match v {
         ValueRef::Integer(i) => u64::try_from(i).ok(),
         ValueRef::Real(r) if r >= 0.0 && r.is_finite() => Some(r as u64),
@@ -248,7 +241,7 @@ fn whole(v: ValueRef<'_>) -> Option<u64> {
 }
 
 /// The bytes of a text or blob column.
-fn bytes(v: ValueRef<'_>) -> &[u8] {
+pub(crate) fn bytes(v: ValueRef<'_>) -> &[u8] {
     match v {
         ValueRef::Text(t) | ValueRef::Blob(t) => t,
         _ => &[],
@@ -327,18 +320,9 @@ impl OpenCodeSource {
     /// tables or columns read, that it is not a database of the format
     /// (and what it lacks), never SQLite's own words alone.
     fn db_error(&self, why: &str) -> String {
-        let lacks = if let Some(table) = after(why, "no such table: ") {
-            format!("it has no table {table}")
-        } else if let Some(column) = after(why, "no such column: ") {
-            format!("it has no column {column}")
-        } else if why.contains("file is not a database") {
-            "it is not an SQLite database".to_owned()
-        } else {
-            return why.to_owned();
-        };
         let format = self.flavor.format();
         let a = if format.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
-        format!("{} is not {a} {format} database (1.2 or later): {lacks}", self.path.display())
+        db::explain(&self.path, &format!("{a} {format} database (1.2 or later)"), why)
     }
 
     /// Reads the rows of `id` (with or without the prefix).
@@ -383,20 +367,7 @@ impl OpenCodeSource {
             let mut prints = HashMap::new();
             while let Some(row) = rows.next()? {
                 let Some(id) = text(row.get_ref(0)?) else { continue };
-                let mut bytes_of = Vec::new();
-                for col in 1..6 {
-                    let v = row.get_ref(col)?;
-                    match v {
-                        ValueRef::Null => bytes_of.push(0),
-                        ValueRef::Integer(i) => bytes_of.extend_from_slice(&i.to_le_bytes()),
-                        ValueRef::Real(r) => bytes_of.extend_from_slice(&r.to_le_bytes()),
-                        ValueRef::Text(t) | ValueRef::Blob(t) => {
-                            bytes_of.extend_from_slice(&(t.len() as u64).to_le_bytes());
-                            bytes_of.extend_from_slice(t);
-                        }
-                    }
-                }
-                prints.insert(id, Fingerprint::from_bytes(bytes_of));
+                prints.insert(id, db::fingerprint(row, 1..6)?);
             }
             Ok(Ok(prints))
         })?;
