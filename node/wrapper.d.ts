@@ -467,6 +467,7 @@ export type SessionSourceKind =
   | 'cline'
   | 'roo-code'
   | 'pi'
+  | 'openhands'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */
 export interface SessionSourceSpec {

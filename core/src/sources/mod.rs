@@ -15,6 +15,7 @@
 //! - [`opencode`]: OpenCode and Kilo SQLite databases ([`OpenCodeSource`](opencode::OpenCodeSource)).
 //! - [`cline`]: Cline and Roo Code tasks ([`ClineSource`](cline::ClineSource)).
 //! - [`pi`]: Pi sessions, also Oh-My-Pi's and Prime Agent's ([`PiSource`](pi::PiSource)).
+//! - [`openhands`]: OpenHands conversations ([`OpenHandsSource`](openhands::OpenHandsSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
 //!   declares its own descriptor, its `KIND`), default locations and
@@ -42,6 +43,7 @@ pub mod lenient;
 pub mod multi;
 pub mod open;
 pub mod opencode;
+pub mod openhands;
 pub mod pi;
 pub(crate) mod placed;
 pub(crate) mod watch;

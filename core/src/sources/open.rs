@@ -11,7 +11,9 @@ use std::sync::Arc;
 use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
-use super::{aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, opencode, pi, MultiQuery};
+use super::{
+    aider, claude_code, cline, codex, copilot_cli, cursor, dsh, gemini_cli, opencode, openhands, pi, MultiQuery,
+};
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
 
@@ -31,6 +33,7 @@ const KINDS: &[&Kind] = &[
     &cline::KIND,
     &cline::ROO_KIND,
     &pi::KIND,
+    &openhands::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -66,6 +69,8 @@ impl SourceKind {
     /// Pi sessions, also Oh-My-Pi's and Prime Agent's (its sessions
     /// directory).
     pub const Pi: SourceKind = SourceKind(&pi::KIND);
+    /// OpenHands conversations (its conversations directory).
+    pub const OpenHands: SourceKind = SourceKind(&openhands::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -225,7 +230,7 @@ fn variables_in(kinds: &[SourceKind]) -> Vec<&'static str> {
 }
 
 /// Every kind's format, as prose names them: `"DSH, Claude Code, Codex,
-/// …, Roo Code and Pi"` (for descriptions, titles and help that name
+/// …, Pi and OpenHands"` (for descriptions, titles and help that name
 /// what is read).
 pub fn kinds_sentence() -> String {
     sentence_in(&SourceKind::ALL)
@@ -564,11 +569,13 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(sentence_in(&table).ends_with(", Cline, Roo Code, Pi and Notes"), "{}", sentence_in(&table));
+        let last = SourceKind::ALL[SourceKind::ALL.len() - 1];
+        let sentence = sentence_in(&table);
+        assert!(sentence.ends_with(&format!(", {} and Notes", last.format())), "{sentence}");
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(", roo-code, pi, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(&format!(", {}, notes", last.name())));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -639,7 +646,7 @@ mod tests {
         assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
         assert_eq!(
             kinds_sentence(),
-            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code and Pi"
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi and OpenHands"
         );
     }
 
@@ -683,6 +690,12 @@ mod tests {
         assert_eq!(SourceKind::Pi.default_location_with(&pi), PathBuf::from("/a/sessions"));
         let pi = env(&[("HOME", "/h"), ("PI_CODING_AGENT_DIR", "/a"), ("PI_CODING_AGENT_SESSION_DIR", "/s")]);
         assert_eq!(SourceKind::Pi.default_location_with(&pi), PathBuf::from("/s"));
+        let oh = SourceKind::OpenHands;
+        assert_eq!(oh.default_location_with(&plain), PathBuf::from("/h/.openhands/conversations"));
+        let set = env(&[("HOME", "/h"), ("OPENHANDS_PERSISTENCE_DIR", "/p")]);
+        assert_eq!(oh.default_location_with(&set), PathBuf::from("/p/conversations"));
+        let set = env(&[("HOME", "/h"), ("OPENHANDS_PERSISTENCE_DIR", "/p"), ("OPENHANDS_CONVERSATIONS_DIR", "/c")]);
+        assert_eq!(oh.default_location_with(&set), PathBuf::from("/c"));
     }
 
     #[test]
