@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::{EVENTS_DIR, MAX_FILE_BYTES};
 use crate::conversation::ConversationItem;
-use crate::fs::{entry_kind, read_opened, sorted_entries, DirUnder, EntryKind};
+use crate::fs::{entry_kind, par_map, read_opened, sorted_entries, DirUnder, EntryKind};
 use crate::projection::Role;
 use crate::sources::foreign::{title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LStr, LU64};
@@ -241,16 +241,16 @@ fn view(path: &[&Event]) -> Vec<ConversationItem> {
 pub(super) fn read(root: &Path, dir: &OsStr, leaf: Option<&str>, head_is_empty: bool) -> io::Result<Read> {
     let (files, passed) = event_files(root, dir)?;
     let opened = DirUnder::open(root, &[dir, OsStr::new(EVENTS_DIR)]);
-    let mut skipped = passed;
-    let mut events = Vec::with_capacity(files.len());
-    for (index, name) in files.iter().enumerate() {
-        crate::work::add(1);
+    // A file each: opening them is most of a read's time, which threads
+    // overlap.
+    let numbered: Vec<(usize, &OsString)> = files.iter().enumerate().collect();
+    let events: Vec<Option<Event>> = par_map(&numbered, |(index, name), _: &mut ()| {
         let bytes =
             opened.open_file(&[name]).and_then(|(file, stamp)| read_opened(file, stamp.id.size, MAX_FILE_BYTES));
-        let e = bytes.ok().and_then(|b| event(&b, index));
-        skipped += u64::from(e.is_none());
-        events.push(e);
-    }
+        bytes.ok().and_then(|b| event(&b, *index))
+    });
+    crate::work::add(files.len());
+    let skipped = passed + events.iter().filter(|e| e.is_none()).count() as u64;
     let path = branch(&events, leaf, head_is_empty);
     let title = path.iter().find_map(|e| match &e.does {
         Does::Sends(Some(item)) if item.role == Role::User && !item.checkpoint => title_from_text(&item.text),
