@@ -1,10 +1,12 @@
-//! The file-per-session readers (Copilot CLI, Gemini CLI, Cursor,
-//! Aider): reading a 100 MB transcript of each into its projected
+//! The file-per-session readers (Copilot CLI, Gemini CLI, Cursor, Aider,
+//! Pi, OpenHands): reading a 100 MB session of each into its projected
 //! conversation (MB/s), and listing 10,000 sessions of each kind with a new
-//! source each round (no state kept between listings).
+//! source each round (no state kept between listings). Each kind is one
+//! row of [`KINDS`]: its generator, and how its source is opened.
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench file_per_session_sources`
-//! (`-- --quick` for 20 MB files and 2,000 sessions).
+//! (`-- --quick` for 20 MB files and 2,000 sessions; `-- KIND…` for some
+//! kinds only).
 //!
 //! Inputs are generated deterministically in a temporary directory, shaped
 //! like the formats' real files: reasoning, tool calls and 3 KB tool
@@ -16,7 +18,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::cpu_time;
@@ -27,6 +29,8 @@ use dsh_session_reference::sources::copilot_cli::CopilotCliSource;
 use dsh_session_reference::sources::cursor::CursorSource;
 use dsh_session_reference::sources::files::{FileSessions, SessionFiles};
 use dsh_session_reference::sources::gemini_cli::GeminiCliSource;
+use dsh_session_reference::sources::openhands::OpenHandsSource;
+use dsh_session_reference::sources::pi::PiSource;
 use serde_json::json;
 
 fn text(i: usize, n: usize) -> String {
@@ -146,6 +150,110 @@ fn aider(target: usize, runs: usize) -> String {
     out
 }
 
+/// A Pi session (version 3) of about `target` bytes, its id `id`.
+fn pi(target: usize, id: &str) -> String {
+    let head = json!({"type": "session", "version": 3, "id": id, "timestamp": ts(0), "cwd": "/work/app"});
+    let mut parent = String::new();
+    let body = lines(target, |i, out| {
+        let mut entry = |n: usize, v: serde_json::Value| {
+            let mut v = v;
+            let id = format!("{i:x}.{n}");
+            v["id"] = id.clone().into();
+            v["parentId"] = if parent.is_empty() { serde_json::Value::Null } else { parent.clone().into() };
+            v["timestamp"] = ts(i).into();
+            parent = id;
+            out.push(v);
+        };
+        entry(0, json!({"type": "message", "message": {"role": "user", "content": text(i, 300), "timestamp": 1}}));
+        entry(
+            1,
+            json!({"type": "message", "message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": text(i, 800)},
+            {"type": "toolCall", "id": format!("t{i}"), "name": "read", "arguments": {"path": "src/lib.rs"}}],
+            "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4", "stopReason": "toolUse"}}),
+        );
+        entry(
+            2,
+            json!({"type": "message", "message": {"role": "toolResult", "toolCallId": format!("t{i}"),
+            "toolName": "read", "content": [{"type": "text", "text": text(i, 3000)}], "isError": false}}),
+        );
+        entry(
+            3,
+            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": text(i, 400)}],
+            "stopReason": "stop"}}),
+        );
+        if i % 500 == 499 {
+            entry(
+                4,
+                json!({"type": "compaction", "summary": text(i, 2000), "firstKeptEntryId": format!("{i:x}.0"), "tokensBefore": 1}),
+            );
+        }
+    });
+    format!("{head}\n{body}")
+}
+
+/// An OpenHands conversation of about `target` bytes in directory `dir`
+/// under `root`: its base_state.json and one file per event (a system
+/// prompt, then per turn a user message, a tool call with its thought, its
+/// 3 KB observation and an answer; a condensation every 500 turns).
+fn openhands(root: &Path, dir: &str, target: usize) -> PathBuf {
+    let conversation = root.join(dir);
+    let events = conversation.join("events");
+    std::fs::create_dir_all(&events).unwrap();
+    let (mut n, bytes, mut parent) = (0usize, std::cell::Cell::new(0usize), None::<String>);
+    let mut put = |v: serde_json::Value| -> String {
+        let id = format!("00000000-0000-4000-8000-{n:012x}");
+        let mut v = v;
+        v["id"] = id.clone().into();
+        v["timestamp"] = "2026-07-01T10:00:00.000000".into();
+        if let Some(p) = &parent {
+            v["parent_id"] = p.clone().into();
+        }
+        let text = v.to_string();
+        bytes.set(bytes.get() + text.len());
+        std::fs::write(events.join(format!("event-{n:05}-{id}.json")), text).unwrap();
+        n += 1;
+        parent = Some(id.clone());
+        id
+    };
+    put(json!({"source": "agent", "system_prompt": {"type": "text", "text": text(0, 6000)},
+        "tools": [{"name": "terminal", "description": text(0, 500)}], "kind": "SystemPromptEvent"}));
+    let mut i = 0;
+    let mut last = String::new();
+    while bytes.get() < target {
+        let user = put(
+            json!({"source": "user", "llm_message": {"role": "user", "content": [{"type": "text", "text": text(i, 300)}]},
+            "activated_skills": [], "extended_content": [], "kind": "MessageEvent"}),
+        );
+        let call = format!("call_{i}");
+        let action = put(json!({"source": "agent", "thought": [{"type": "text", "text": text(i, 400)}],
+            "reasoning_content": text(i, 800), "action": {"command": "cat src/lib.rs", "kind": "TerminalAction"},
+            "tool_name": "terminal", "tool_call_id": call, "tool_call": {"id": call, "name": "terminal",
+            "arguments": "{\"command\": \"cat src/lib.rs\"}", "origin": "completion"},
+            "llm_response_id": format!("r{i}"), "security_risk": "LOW", "kind": "ActionEvent"}));
+        put(json!({"source": "environment", "tool_name": "terminal", "tool_call_id": call,
+            "observation": {"content": [{"type": "text", "text": text(i, 3000)}], "exit_code": 0, "kind": "TerminalObservation"},
+            "action_id": action, "kind": "ObservationEvent"}));
+        last = put(
+            json!({"source": "agent", "llm_message": {"role": "assistant", "content": [{"type": "text", "text": text(i, 400)}]},
+            "llm_response_id": format!("a{i}"), "kind": "MessageEvent"}),
+        );
+        if i % 500 == 499 {
+            last = put(json!({"source": "environment", "forgotten_event_ids": [user], "summary": text(i, 2000),
+                "summary_offset": 1, "llm_response_id": format!("c{i}"), "kind": "Condensation"}));
+        }
+        i += 1;
+    }
+    let state = json!({"id": dir, "agent": {"llm": {"model": "claude-sonnet-4"}, "tools": [{"name": "terminal"}], "kind": "Agent"},
+        "workspace": {"working_dir": "/work/app", "kind": "LocalWorkspace"}, "persistence_dir": "/p",
+        "max_iterations": 500, "stuck_detection": true, "execution_status": "finished",
+        "leaf_event_id": last, "head_is_empty": false,
+        "stats": {"usage_to_metrics": {"agent": {"token_usages": (0..20).map(|k| json!({"prompt_tokens": k})).collect::<Vec<_>>()}}}});
+    let path = conversation.join("base_state.json");
+    std::fs::write(&path, state.to_string()).unwrap();
+    events
+}
+
 /// The floor of any reader of the file, best of `rounds`: its lines read
 /// with the sources' own line reader (nothing parsed), and every line
 /// parsed by serde_json into `IgnoredAny` (builds nothing).
@@ -224,101 +332,158 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// The bytes of a file, or of the files of a directory.
+fn size_of(path: &Path) -> u64 {
+    let meta = std::fs::metadata(path).unwrap();
+    if meta.is_file() {
+        return meta.len();
+    }
+    std::fs::read_dir(path).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum()
+}
+
+/// One kind of the benchmark.
+struct Bench {
+    name: &'static str,
+    /// Writes session `n` of about `bytes` bytes under `root`: what it
+    /// wrote (a file, or a directory of files, whose bytes count) and the
+    /// session's id.
+    write: fn(root: &Path, n: usize, bytes: usize) -> (PathBuf, String),
+    /// Sessions per written file (a listing writes `sessions / per_file`).
+    per_file: usize,
+    /// Best of `rounds` reads of `id` under `root` (wall, CPU, items).
+    read: fn(root: &Path, id: &str, rounds: usize) -> (Duration, Duration, usize),
+    /// First and best of `rounds` listings of `want` sessions under `root`,
+    /// each by a new source, and the least CPU time.
+    list: fn(root: &Path, want: usize, rounds: usize) -> (Duration, Duration, Duration),
+}
+
+/// Every kind, one row each.
+const KINDS: &[Bench] = &[
+    Bench {
+        name: "copilot-cli",
+        write: |root, n, bytes| {
+            let path = root.join(format!("{n:08x}-0000-4000-8000-000000000000/events.jsonl"));
+            write(&path, &copilot(bytes));
+            (path, format!("copilot-cli:{n:08x}-0000-4000-8000-000000000000"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| read_best(&CopilotCliSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| CopilotCliSource::open(root).unwrap(), want, rounds),
+    },
+    Bench {
+        name: "gemini-cli",
+        write: |root, n, bytes| {
+            let text = gemini(bytes).replacen("\"sessionId\":\"s\"", &format!("\"sessionId\":\"{n:08x}\""), 1);
+            let path = root.join(format!("p{}/chats/session-2026-07-01T00-00-{n:08x}.jsonl", n % 100));
+            write(&path, &text);
+            write(&root.join(format!("p{}/.project_root", n % 100)), &format!("/work/p{}\n", n % 100));
+            (path, format!("gemini-cli:{n:08x}"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| {
+            let source = GeminiCliSource::open(root).unwrap();
+            source.list().unwrap();
+            read_best(&source, id, rounds)
+        },
+        list: |root, want, rounds| list_best(|| GeminiCliSource::open(root).unwrap(), want, rounds),
+    },
+    Bench {
+        name: "cursor",
+        write: |root, n, bytes| {
+            let path = root.join(format!("-work-p{}/agent-transcripts/{n:08x}.jsonl", n % 100));
+            write(&path, &cursor(bytes));
+            (path, format!("cursor:{n:08x}"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| read_best(&CursorSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| CursorSource::open(root).unwrap(), want, rounds),
+    },
+    // A 100 MB history is one run (the reader goes through the whole file
+    // either way); a listing's histories hold 5 runs each, in repositories
+    // two levels down.
+    Bench {
+        name: "aider",
+        write: |root, n, bytes| {
+            let path = root.join(format!("org{}/repo{n}/.aider.chat.history.md", n % 20));
+            let big = bytes > 1 << 20;
+            write(&path, &aider(bytes, if big { 1 } else { 5 }));
+            // The id of the big one's run, from a listing of the root it is alone in.
+            let id = big.then(|| AiderSource::open(root).unwrap().list().unwrap().sessions[0].header.id.clone());
+            (path, id.unwrap_or_default())
+        },
+        per_file: 5,
+        read: |root, id, rounds| read_best(&AiderSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| AiderSource::open(root).unwrap(), want, rounds),
+    },
+    Bench {
+        name: "pi",
+        write: |root, n, bytes| {
+            let id = format!("{n:08x}-0000-4000-8000-000000000000");
+            let path = root.join(format!("--work-p{}--/2026-07-01T10-00-00-000Z_{id}.jsonl", n % 100));
+            write(&path, &pi(bytes, &id));
+            (path, format!("pi:{id}"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| read_best(&PiSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| PiSource::open(root).unwrap(), want, rounds),
+    },
+    Bench {
+        name: "openhands",
+        write: |root, n, bytes| {
+            let dir = format!("{n:08x}000040008000000000000000");
+            (openhands(root, &dir, bytes), format!("openhands:{dir}"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| read_best(&OpenHandsSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| OpenHandsSource::open(root).unwrap(), want, rounds),
+    },
+];
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let quick = std::env::args().any(|a| a == "--quick");
     let (size, sessions, rounds) = if quick { (20 << 20, 2_000, 3) } else { (100 << 20, 10_000, 5) };
+    let kinds: Vec<&Bench> = KINDS.iter().filter(|k| args.is_empty() || args.iter().any(|a| a == k.name)).collect();
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
 
     println!("load average at the start: {}", load());
     println!("format          MB   line scan  skip-parse        read     MB/s   /skip   items   read cpu");
-    let row = |name: &str, path: &Path, (best, cpu, items): (Duration, Duration, usize)| {
-        let mb = std::fs::metadata(path).unwrap().len() as f64 / 1e6;
-        let (scan, skip) = floors(path, rounds);
-        let skip_text = if name == "aider" { "         -".to_owned() } else { format!("{:9.1}ms", ms(skip)) };
-        let ratio = if name == "aider" { "      -".to_owned() } else { format!("{:6.2}x", ms(best) / ms(skip)) };
+    for kind in &kinds {
+        let root = t.join("big").join(kind.name);
+        let (path, id) = (kind.write)(&root, 0, size);
+        let (best, cpu, items) = (kind.read)(&root, &id, rounds);
+        let mb = size_of(&path) as f64 / 1e6;
+        // The floors are those of a line-based file.
+        let (scan, skip) =
+            if path.is_file() && kind.name != "aider" { floors(&path, rounds) } else { Default::default() };
+        let floor = |d: Duration| if d.is_zero() { "         -".to_owned() } else { format!("{:9.1}ms", ms(d)) };
+        let ratio = if skip.is_zero() { "      -".to_owned() } else { format!("{:6.2}x", ms(best) / ms(skip)) };
         println!(
-            "{name:<12} {mb:6.1} {:9.1}ms {skip_text} {:9.1}ms {:8.0} {ratio} {items:7} {:8.1}ms",
-            ms(scan),
+            "{:<12} {mb:6.1} {} {} {:9.1}ms {:8.0} {ratio} {items:7} {:8.1}ms",
+            kind.name,
+            floor(scan),
+            floor(skip),
             ms(best),
             mb / best.as_secs_f64(),
             ms(cpu)
         );
-    };
-    let path = t.join("copilot/big/events.jsonl");
-    write(&path, &copilot(size));
-    row(
-        "copilot-cli",
-        &path,
-        read_best(&CopilotCliSource::open(t.join("copilot")).unwrap(), "copilot-cli:big", rounds),
-    );
-    std::fs::remove_dir_all(t.join("copilot")).unwrap();
-
-    let path = t.join("gemini/p/chats/session-2026-07-01T00-00-big.jsonl");
-    write(&path, &gemini(size));
-    let source = GeminiCliSource::open(t.join("gemini")).unwrap();
-    source.list().unwrap();
-    row("gemini-cli", &path, read_best(&source, "gemini-cli:s", rounds));
-    std::fs::remove_dir_all(t.join("gemini")).unwrap();
-
-    let path = t.join("cursor/-work-app/agent-transcripts/big.jsonl");
-    write(&path, &cursor(size));
-    row("cursor", &path, read_best(&CursorSource::open(t.join("cursor")).unwrap(), "cursor:big", rounds));
-    std::fs::remove_dir_all(t.join("cursor")).unwrap();
-
-    // One run of 100 MB: the reader goes through the whole file either way.
-    let path = t.join("aider/app/.aider.chat.history.md");
-    write(&path, &aider(size, 1));
-    let source = AiderSource::open(t.join("aider")).unwrap();
-    let id = source.list().unwrap().sessions[0].header.id.clone();
-    row("aider", &path, read_best(&source, &id, rounds));
-    std::fs::remove_dir_all(t.join("aider")).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     // Listings: `sessions` of each kind, each a short real-shaped session.
     println!("load average: {}", load());
     println!(
         "\nlisting {sessions} sessions of each kind, a new source each round (first / best of {rounds}; least CPU):"
     );
-    let small = copilot(8_000);
-    for n in 0..sessions {
-        write(&t.join(format!("l/copilot/{n:08x}-0000-4000-8000-000000000000/events.jsonl")), &small);
+    for kind in &kinds {
+        let root = t.join("l").join(kind.name);
+        for n in 0..sessions / kind.per_file {
+            (kind.write)(&root, n, 8_000);
+        }
+        let (first, best, cpu) = (kind.list)(&root, sessions, rounds);
+        println!("  {}: {:.1} / {:.1} ms; cpu {:.1} ms", kind.name, ms(first), ms(best), ms(cpu));
+        std::fs::remove_dir_all(&root).unwrap();
     }
-    let (first, best, cpu) = list_best(|| CopilotCliSource::open(t.join("l/copilot")).unwrap(), sessions, rounds);
-    println!("  copilot-cli: {:.1} / {:.1} ms; cpu {:.1} ms", ms(first), ms(best), ms(cpu));
-    std::fs::remove_dir_all(t.join("l/copilot")).unwrap();
-
-    let small = gemini(8_000);
-    for n in 0..sessions {
-        let text = small.replacen("\"sessionId\":\"s\"", &format!("\"sessionId\":\"{n:08x}\""), 1);
-        write(&t.join(format!("l/gemini/p{}/chats/session-2026-07-01T00-00-{n:08x}.jsonl", n % 100)), &text);
-    }
-    for p in 0..100.min(sessions) {
-        write(&t.join(format!("l/gemini/p{p}/.project_root")), &format!("/work/p{p}\n"));
-    }
-    let (first, best, cpu) = list_best(|| GeminiCliSource::open(t.join("l/gemini")).unwrap(), sessions, rounds);
-    println!("  gemini-cli: {:.1} / {:.1} ms; cpu {:.1} ms", ms(first), ms(best), ms(cpu));
-    std::fs::remove_dir_all(t.join("l/gemini")).unwrap();
-
-    let small = cursor(8_000);
-    for n in 0..sessions {
-        write(&t.join(format!("l/cursor/-work-p{}/agent-transcripts/{n:08x}.jsonl", n % 100)), &small);
-    }
-    let (first, best, cpu) = list_best(|| CursorSource::open(t.join("l/cursor")).unwrap(), sessions, rounds);
-    println!("  cursor: {:.1} / {:.1} ms; cpu {:.1} ms", ms(first), ms(best), ms(cpu));
-    std::fs::remove_dir_all(t.join("l/cursor")).unwrap();
-
-    // Aider: 5 runs (sessions) per history, in repositories two levels down.
-    let small = aider(8_000, 5);
-    for n in 0..sessions / 5 {
-        write(&t.join(format!("l/aider/org{}/repo{n}/.aider.chat.history.md", n % 20)), &small);
-    }
-    let (first, best, cpu) = list_best(|| AiderSource::open(t.join("l/aider")).unwrap(), sessions, rounds);
-    println!(
-        "  aider ({} histories of 5 runs): {:.1} / {:.1} ms; cpu {:.1} ms",
-        sessions / 5,
-        ms(first),
-        ms(best),
-        ms(cpu)
-    );
     println!("load average at the end: {}", load());
 }

@@ -2,7 +2,8 @@
 //! OpenCode database of 5,000 sessions, the fingerprints of all of them,
 //! and reading one session of about 100 MB of rows; listing 10,000 Cline
 //! and 10,000 Roo Code tasks, and reading a 100 MB Cline history (against
-//! reading its bytes alone in the same run).
+//! reading its bytes alone in the same run); then 5,000 sessions of each
+//! SQLite kind listed by a new source (one row of [`SQLITE`] per kind).
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench sqlite_and_cline_sources`
 //! (`-- --quick` for 1,000 sessions and 20 MB; `-- --cline` or
@@ -196,6 +197,48 @@ fn cline_bench(quick: bool) {
     );
 }
 
+/// One SQLite kind of the listing benchmark.
+struct SqliteBench {
+    name: &'static str,
+    /// Builds a database of `sessions` sessions in `dir`; its path.
+    build: fn(dir: &Path, sessions: usize) -> std::path::PathBuf,
+    /// A listing by a new source: how many sessions it lists.
+    list: fn(db: &Path) -> usize,
+}
+
+/// Every SQLite kind, one row each.
+const SQLITE: &[SqliteBench] = &[
+    SqliteBench {
+        name: "opencode",
+        build: |dir, sessions| {
+            let db = dir.join("opencode.db");
+            build(&db, sessions - 1, 10, 10);
+            db
+        },
+        list: |db| OpenCodeSource::open(db, Flavor::OpenCode).unwrap().list_sessions().unwrap().len(),
+    },
+    SqliteBench {
+        name: "kilo",
+        build: |dir, sessions| {
+            let db = dir.join("kilo.db");
+            build(&db, sessions - 1, 10, 10);
+            db
+        },
+        list: |db| OpenCodeSource::open(db, Flavor::Kilo).unwrap().list_sessions().unwrap().len(),
+    },
+];
+
+/// Lists `sessions` sessions of each SQLite kind, a new source each round.
+fn sqlite_listings(sessions: usize) {
+    println!("listing {sessions} sessions of each SQLite kind (new source each time; best of 5, least CPU):");
+    for kind in SQLITE {
+        let dir = tempfile::tempdir().unwrap();
+        let db = (kind.build)(dir.path(), sessions);
+        let (wall, cpu) = best(5, || assert_eq!((kind.list)(&db), sessions));
+        println!("  {}: {:.1} ms; cpu {:.1} ms", kind.name, ms(wall), ms(cpu));
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let only_cline = std::env::args().any(|a| a == "--cline");
@@ -209,6 +252,7 @@ fn main() {
         return;
     }
     let (sessions, turns, big_turns) = if quick { (1_000, 10, 1_000) } else { (5_000, 10, 5_000) };
+    sqlite_listings(sessions);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("opencode.db");
     let t = Instant::now();

@@ -1,4 +1,5 @@
-//! The file-per-session sources (Copilot CLI, Gemini CLI, Cursor, Aider, Pi): every
+//! The file-per-session sources (Copilot CLI, Gemini CLI, Cursor, Aider, Pi,
+//! OpenHands): every
 //! fixture's listing, title, cwd, capturedThroughSeq and projected
 //! conversation pinned, and a crafted case for each rule and each kind of
 //! damage.
@@ -10,7 +11,9 @@ mod common;
 use dsh_session_reference::sources::aider::{self, AiderSource};
 use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
 use dsh_session_reference::sources::cursor::{self, CursorSource};
+use dsh_session_reference::sources::files::{file_created_ms, FileSessions, SessionFiles};
 use dsh_session_reference::sources::gemini_cli::{self, GeminiCliSource};
+use dsh_session_reference::sources::openhands::{self, OpenHandsSource};
 use dsh_session_reference::sources::pi::{self, PiSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, FileSource, SessionQuery, SurfaceData};
@@ -628,6 +631,192 @@ fn pi_fingerprints_follow_the_file() {
     assert!(before.iter().all(Option::is_some));
 }
 
+// ------------------------------------------------------------------ OpenHands
+
+fn openhands_fixture() -> PathBuf {
+    fixtures().join("openhands/synthetic/conversations")
+}
+
+/// The createdAt of an OpenHands conversation: its base_state.json's
+/// creation (else modification) time.
+fn openhands_created(root: &Path, id: &str) -> u64 {
+    let path = root.join(id).join("base_state.json");
+    let (_, identity) = dsh_session_reference::fs::open_regular(&path).unwrap();
+    file_created_ms(&path, &identity)
+}
+
+#[test]
+fn openhands_fixtures_project_exactly() {
+    let root = openhands_fixture();
+    let s = OpenHandsSource::open(&root).unwrap();
+    let a = "aaaa1111000040008000000000000001";
+    let b = "bbbb2222000040008000000000000002";
+    let mut want = vec![
+        Pinned {
+            id: "openhands:aaaa1111000040008000000000000001",
+            created_at: openhands_created(&root, a),
+            listed_cwd: Some("/home/u/proj"),
+            cwd: Some("/home/u/proj"),
+            title: Some("Fix the flaky test"),
+            seq: 13,
+            items: vec![
+                cp("The user asked to fix a flaky test; it races on a timer."),
+                m(A, "The test races on a timer."),
+                m(U, "Use a fake clock instead"),
+                m(A, "Switched to a fake clock."),
+            ],
+        },
+        Pinned {
+            id: "openhands:bbbb2222000040008000000000000002",
+            created_at: openhands_created(&root, b),
+            listed_cwd: Some("/home/u/legacy"),
+            cwd: Some("/home/u/legacy"),
+            title: Some("What does main.rs do?"),
+            seq: 8,
+            items: vec![m(U, "What does   main.rs\ndo?"), m(A, "It starts the server."), m(A, "Done.")],
+        },
+    ];
+    // Newest first, equal times by id.
+    want.sort_by(|x, y| y.created_at.cmp(&x.created_at).then(x.id.cmp(y.id)));
+    check(&s, &want);
+    let listing = s.list().unwrap();
+    assert_eq!(listing.without_conversation, vec![root.join("cccc3333000040008000000000000003/base_state.json")]);
+    assert_eq!(openhands::PREFIX, SourceKind::OpenHands.prefix());
+}
+
+fn oh_msg(id: &str, parent: Option<&str>, source: &str, role: &str, text: &str) -> serde_json::Value {
+    let mut e = serde_json::json!({"id": id, "source": source, "kind": "MessageEvent",
+        "llm_message": {"role": role, "content": [{"type": "text", "text": text}]}});
+    if let Some(p) = parent {
+        e["parent_id"] = p.into();
+    }
+    e
+}
+
+/// Writes conversation `id` under `root`: a base_state.json naming `leaf`
+/// (and `head_is_empty`), and `events` as its event files.
+fn oh_write(root: &Path, id: &str, leaf: Option<&str>, head_is_empty: bool, events: &[serde_json::Value]) {
+    let mut state = serde_json::json!({"id": id, "workspace": {"working_dir": "/w"}, "head_is_empty": head_is_empty});
+    if let Some(l) = leaf {
+        state["leaf_event_id"] = l.into();
+    }
+    write(root, &format!("{id}/base_state.json"), &state.to_string());
+    std::fs::create_dir_all(root.join(id).join("events")).unwrap();
+    for (i, e) in events.iter().enumerate() {
+        write(root, &format!("{id}/events/event-{i:05}-{:08x}.json", i + 1), &e.to_string());
+    }
+}
+
+/// The conversation of one crafted OpenHands conversation.
+fn oh_items(leaf: Option<&str>, head_is_empty: bool, events: &[serde_json::Value]) -> Vec<(bool, String, bool)> {
+    let root = tempfile::tempdir().unwrap();
+    oh_write(root.path(), "c", leaf, head_is_empty, events);
+    let s = OpenHandsSource::open(root.path()).unwrap();
+    let SurfaceData::Conversation(c) = s.read_surface("openhands:c").unwrap() else { panic!() };
+    items(&c.items)
+}
+
+#[test]
+fn openhands_follows_the_leaf_and_applies_condensations() {
+    use serde_json::json;
+    let u = |id: &str, p: Option<&str>, t: &str| oh_msg(id, p, "user", "user", t);
+    let a = |id: &str, p: &str, t: &str| oh_msg(id, Some(p), "agent", "assistant", t);
+    let condense = |id: &str, p: &str, forgotten: &[&str], summary: Option<&str>, offset: Option<u64>| {
+        json!({"id": id, "parent_id": p, "source": "environment", "kind": "Condensation",
+            "forgotten_event_ids": forgotten, "summary": summary, "summary_offset": offset})
+    };
+    // The leaf base_state.json names, not the last event.
+    let events = [u("1", None, "one"), a("2", "1", "two"), u("3", Some("2"), "kept"), u("4", Some("2"), "left")];
+    assert_eq!(oh_items(Some("3"), false, &events), vec![m(U, "one"), m(A, "two"), m(U, "kept")]);
+    // No leaf: the last event; a leaf not among the events read: the same.
+    assert_eq!(oh_items(None, false, &events), vec![m(U, "one"), m(A, "two"), m(U, "left")]);
+    assert_eq!(oh_items(Some("nope"), false, &events), vec![m(U, "one"), m(A, "two"), m(U, "left")]);
+    // An empty HEAD shows nothing; __root__ starts a new root.
+    assert_eq!(oh_items(None, true, &events), vec![]);
+    assert_eq!(oh_items(None, false, &[u("1", None, "old"), u("2", Some("__root__"), "new")]), vec![m(U, "new")]);
+    // A cycle does not hang.
+    assert_eq!(
+        oh_items(Some("1"), false, &[u("1", Some("2"), "a"), u("2", Some("1"), "b")]),
+        vec![m(U, "b"), m(U, "a")]
+    );
+    // A summary goes at its offset in what is left; a later condensation
+    // may forget it; one without an offset puts no summary; an offset past
+    // the end appends it.
+    let events = [
+        u("1", None, "q1"),
+        a("2", "1", "a1"),
+        condense("3", "2", &["1"], Some("S1"), Some(0)),
+        u("4", Some("3"), "q2"),
+        condense("5", "4", &["3-summary", "2"], Some("S2"), Some(9)),
+        condense("6", "5", &[], Some("S3"), None),
+        a("7", "6", "a2"),
+    ];
+    assert_eq!(oh_items(None, false, &events), vec![m(U, "q2"), cp("S2"), m(A, "a2")]);
+    // Messages from the environment or a hook, and the skills' extended
+    // content, are not the user's.
+    let mut typed = u("1", None, "typed");
+    typed["extended_content"] = json!([{"type": "text", "text": "skill text"}]);
+    let events =
+        [typed, oh_msg("2", Some("1"), "environment", "user", "nudge"), oh_msg("3", Some("2"), "hook", "user", "h")];
+    assert_eq!(oh_items(None, false, &events), vec![m(U, "typed")]);
+}
+
+#[test]
+fn openhands_damage_is_reported_without_hiding_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let events = [oh_msg("1", None, "user", "user", "hi")];
+    oh_write(root.path(), "good", None, false, &events);
+    oh_write(root.path(), "bad", None, false, &events);
+    write(root.path(), "bad/base_state.json", "[\"not a state\"]");
+    oh_write(root.path(), "noevents", None, false, &[]);
+    std::fs::remove_dir(root.path().join("noevents/events")).unwrap();
+    write(root.path(), "notaconversation/readme.txt", "x");
+    write(root.path(), "stray.json", "{}");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(root.path().join("good"), root.path().join("linked")).unwrap();
+    let s = OpenHandsSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    assert_eq!(ids, ["openhands:good"]);
+    let why: Vec<String> = listing.rejected.iter().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    assert!(why.iter().any(|w| w.contains("bad/base_state.json") && w.contains("not a JSON object")), "{why:?}");
+    #[cfg(unix)]
+    assert!(why.iter().any(|w| w.contains("linked") && w.contains("not followed")), "{why:?}");
+    assert_eq!(listing.without_conversation, vec![root.path().join("noevents/base_state.json")]);
+    // Found by its directory's name, without a listing.
+    let fresh = OpenHandsSource::open(root.path()).unwrap();
+    assert_eq!(fresh.read_title("openhands:good").unwrap().as_deref(), Some("hi"));
+    // An event file that is a link is not followed.
+    #[cfg(unix)]
+    {
+        let other = tempfile::tempdir().unwrap();
+        write(other.path(), "e.json", &oh_msg("2", Some("1"), "agent", "assistant", "secret").to_string());
+        let name = root.path().join("good/events/event-00001-00000002.json");
+        std::os::unix::fs::symlink(other.path().join("e.json"), name).unwrap();
+        let SurfaceData::Conversation(c) = fresh.read_surface("openhands:good").unwrap() else { panic!() };
+        assert_eq!(items(&c.items), vec![m(U, "hi")]);
+    }
+}
+
+#[test]
+fn openhands_fingerprints_follow_the_events() {
+    let root = tempfile::tempdir().unwrap();
+    let first = oh_msg("1", None, "user", "user", "one");
+    oh_write(root.path(), "a", None, false, std::slice::from_ref(&first));
+    oh_write(root.path(), "b", None, false, std::slice::from_ref(&first));
+    let s = OpenHandsSource::open(root.path()).unwrap();
+    let ids = vec!["openhands:a".to_owned(), "openhands:b".to_owned()];
+    s.list().unwrap();
+    let before = s.fingerprints(&ids).unwrap().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let more = oh_msg("2", Some("1"), "agent", "assistant", "two");
+    write(root.path(), "b/events/event-00001-00000002.json", &more.to_string());
+    let after = s.fingerprints(&ids).unwrap().unwrap();
+    assert_eq!(before[0], after[0], "an unchanged conversation keeps its fingerprint");
+    assert_ne!(before[1], after[1], "a new event changes it");
+    assert!(before.iter().all(Option::is_some));
+}
+
 // ------------------------------------------------------------ every kind at once
 
 #[test]
@@ -689,12 +878,13 @@ fn one_view_lists_the_new_kinds_with_the_others_newest_first() {
         SourceSpec::new(SourceKind::Cursor, cursor_fixture()),
         SourceSpec::new(SourceKind::Aider, fixtures().join("aider")),
         SourceSpec::new(SourceKind::Pi, pi_fixture()),
+        SourceSpec::new(SourceKind::OpenHands, openhands_fixture()),
     ];
     let multi = open_sources(&specs).unwrap();
     let listed = block_on(multi.list_sessions()).unwrap();
     let times: Vec<u64> = listed.iter().map(|h| h.created_at.as_u64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
-    for kind in ["codex:", "copilot-cli:", "gemini-cli:", "cursor:", "aider:", "pi:"] {
+    for kind in ["codex:", "copilot-cli:", "gemini-cli:", "cursor:", "aider:", "pi:", "openhands:"] {
         assert!(listed.iter().any(|h| h.id.starts_with(kind)), "{kind}");
     }
     let surface = block_on(multi.read_surface("copilot-cli:rewind-session")).unwrap();

@@ -25,6 +25,7 @@
 //! - [`hermes`]: Hermes Agent's SQLite state store ([`HermesSource`](hermes::HermesSource)).
 //! - [`sqlite`]: what the readers of one SQLite database share
 //!   ([`SqliteSource`](sqlite::SqliteSource)).
+//! - [`openhands`]: OpenHands conversations ([`OpenHandsSource`](openhands::OpenHandsSource)).
 //! - [`multi`]: one view over several sources ([`MultiQuery`]).
 //! - [`open`]: the table of every kind ([`SourceKind::ALL`]: each reader
 //!   declares its own descriptor, its `KIND`), default locations and
@@ -58,6 +59,7 @@ pub mod lenient;
 pub mod multi;
 pub mod open;
 pub mod opencode;
+pub mod openhands;
 pub mod pi;
 pub(crate) mod placed;
 pub mod qwen_code;

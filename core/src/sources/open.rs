@@ -13,7 +13,7 @@ use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
 use super::{
     aider, claude_code, cline, codex, continue_cli, copilot_cli, crush, cursor, dsh, gemini_cli, goose, grok, hermes,
-    kimi, opencode, pi, qwen_code, zed, MultiQuery,
+    kimi, opencode, openhands, pi, qwen_code, zed, MultiQuery,
 };
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -42,6 +42,7 @@ const KINDS: &[&Kind] = &[
     &crush::KIND,
     &zed::KIND,
     &hermes::KIND,
+    &openhands::KIND,
 ];
 
 /// A format a source can read: one of [`SourceKind::ALL`], each described
@@ -93,6 +94,8 @@ impl SourceKind {
     pub const Zed: SourceKind = SourceKind(&zed::KIND);
     /// Hermes Agent sessions (its SQLite state store).
     pub const Hermes: SourceKind = SourceKind(&hermes::KIND);
+    /// OpenHands conversations (its conversations directory).
+    pub const OpenHands: SourceKind = SourceKind(&openhands::KIND);
 }
 
 impl PartialEq for SourceKind {
@@ -252,7 +255,7 @@ fn variables_in(kinds: &[SourceKind]) -> Vec<&'static str> {
 }
 
 /// Every kind's format, as prose names them: `"DSH, Claude Code, Codex,
-/// …, Kimi Code and Grok Build"` (for descriptions, titles and help that name
+/// …, Hermes Agent and OpenHands"` (for descriptions, titles and help that name
 /// what is read).
 pub fn kinds_sentence() -> String {
     sentence_in(&SourceKind::ALL)
@@ -591,18 +594,13 @@ mod tests {
             help_text_in(&table),
             format!("{}; notes ($DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes)", SourceKind::help_text())
         );
-        assert!(
-            sentence_in(&table)
-                .ends_with(", Continue, Kimi Code, Grok Build, Goose, Crush, Zed, Hermes Agent and Notes"),
-            "{}",
-            sentence_in(&table)
-        );
+        let last = SourceKind::ALL[SourceKind::ALL.len() - 1];
+        let sentence = sentence_in(&table);
+        assert!(sentence.ends_with(&format!(", {} and Notes", last.format())), "{sentence}");
         assert_eq!(variables_in(&table).last(), Some(&NOTES_VAR));
         assert_eq!(parse_in(&table, "notes=/x"), Ok(SourceSpec::new(notes, "/x")));
         assert!(parse_in(&SourceKind::ALL, "notes=/x").unwrap_err().contains("unknown source kind"));
-        assert!(parse_in(&table, "nope=/x")
-            .unwrap_err()
-            .ends_with(", qwen-code, continue, kimi, grok, goose, crush, zed, hermes, notes"));
+        assert!(parse_in(&table, "nope=/x").unwrap_err().ends_with(&format!(", {}, notes", last.name())));
         let env = |name: &str| (name == NOTES_VAR).then(|| OsString::from("/n"));
         assert_eq!(notes.default_location_with(&env), PathBuf::from("/n/notes"));
 
@@ -673,8 +671,7 @@ mod tests {
         assert_eq!(all.iter().filter(|k| k.prefix().is_empty()).count(), 1);
         assert_eq!(
             kinds_sentence(),
-            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Qwen \
-             Code, Continue, Kimi Code, Grok Build, Goose, Crush, Zed and Hermes Agent"
+            "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi and OpenHands"
         );
     }
 
@@ -718,18 +715,12 @@ mod tests {
         assert_eq!(SourceKind::Pi.default_location_with(&pi), PathBuf::from("/a/sessions"));
         let pi = env(&[("HOME", "/h"), ("PI_CODING_AGENT_DIR", "/a"), ("PI_CODING_AGENT_SESSION_DIR", "/s")]);
         assert_eq!(SourceKind::Pi.default_location_with(&pi), PathBuf::from("/s"));
-        assert_eq!(SourceKind::QwenCode.default_location_with(&plain), PathBuf::from("/h/.qwen/projects"));
-        let qwen = env(&[("HOME", "/h"), ("QWEN_RUNTIME_DIR", "/q")]);
-        assert_eq!(SourceKind::QwenCode.default_location_with(&qwen), PathBuf::from("/q/projects"));
-        assert_eq!(SourceKind::Continue.default_location_with(&plain), PathBuf::from("/h/.continue/sessions"));
-        let cont = env(&[("HOME", "/h"), ("CONTINUE_GLOBAL_DIR", "/c")]);
-        assert_eq!(SourceKind::Continue.default_location_with(&cont), PathBuf::from("/c/sessions"));
-        assert_eq!(SourceKind::Kimi.default_location_with(&plain), PathBuf::from("/h/.kimi-code/sessions"));
-        let kimi = env(&[("HOME", "/h"), ("KIMI_CODE_HOME", "/k")]);
-        assert_eq!(SourceKind::Kimi.default_location_with(&kimi), PathBuf::from("/k/sessions"));
-        assert_eq!(SourceKind::Grok.default_location_with(&plain), PathBuf::from("/h/.grok/sessions"));
-        let grok = env(&[("HOME", "/h"), ("GROK_HOME", "/g")]);
-        assert_eq!(SourceKind::Grok.default_location_with(&grok), PathBuf::from("/g/sessions"));
+        let oh = SourceKind::OpenHands;
+        assert_eq!(oh.default_location_with(&plain), PathBuf::from("/h/.openhands/conversations"));
+        let set = env(&[("HOME", "/h"), ("OPENHANDS_PERSISTENCE_DIR", "/p")]);
+        assert_eq!(oh.default_location_with(&set), PathBuf::from("/p/conversations"));
+        let set = env(&[("HOME", "/h"), ("OPENHANDS_PERSISTENCE_DIR", "/p"), ("OPENHANDS_CONVERSATIONS_DIR", "/c")]);
+        assert_eq!(oh.default_location_with(&set), PathBuf::from("/c"));
     }
 
     #[test]
