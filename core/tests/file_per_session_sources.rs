@@ -11,7 +11,7 @@ mod common;
 use dsh_session_reference::sources::aider::{self, AiderSource};
 use dsh_session_reference::sources::copilot_cli::{self, CopilotCliSource};
 use dsh_session_reference::sources::cursor::{self, CursorSource};
-use dsh_session_reference::sources::files::{file_created_ms, FileSessions, SessionFiles};
+use dsh_session_reference::sources::files::file_created_ms;
 use dsh_session_reference::sources::gemini_cli::{self, GeminiCliSource};
 use dsh_session_reference::sources::openhands::{self, OpenHandsSource};
 use dsh_session_reference::sources::pi::{self, PiSource};
