@@ -48,7 +48,7 @@ function writeSession(root, { id, cwd, createdAt, title, events }) {
 /** Writes the root into `root` (an empty or missing directory). */
 export function writeFixture(root) {
   const day = Date.UTC(2026, 10, 20, 9, 30);
-  const filler = 'The tokenizer now keeps byte offsets so errors point at the exact column; '.repeat(7);
+  const filler = 'The tokenizer now keeps byte offsets so errors point at the exact column; '.repeat(12);
   const long = [];
   for (let i = 0; i < LONG.messages; i += 1) {
     if (i === 0) {

@@ -82,9 +82,10 @@ test('@ and a word, arrows, Enter: a chip of the canonical mention', async () =>
   await page.keyboard.type('backoff');
   // Both sessions say "backoff" only in their messages: a search of what was said.
   const wanted = BACKOFF[1];
-  await page.locator('#picker-list .option-title', { hasText: wanted.title }).waitFor();
-  await page.locator('#picker-list .option-title', { hasText: BACKOFF[0].title }).waitFor();
-  assert.equal(await options().count(), 2);
+  // (the picker answers each pause in typing: wait for the answer to the whole word)
+  await page.waitForFunction(() => document.querySelectorAll('#picker-list .option-snippet mark').length === 2);
+  const titles = await page.locator('#picker-list .option-title').allTextContents();
+  assert.deepEqual(titles.sort(), BACKOFF.map((s) => s.title).sort());
   const snippet = await page.locator('#picker-list .option', { hasText: wanted.title }).locator('.option-snippet').textContent();
   assert.match(snippet, /backoff/);
   assert.equal(await page.locator('#picker-list .option-snippet mark').first().textContent(), 'backoff');
@@ -103,9 +104,14 @@ test('@ and a word, arrows, Enter: a chip of the canonical mention', async () =>
   })).json()).mention, { sessionId: wanted.id, label: wanted.title });
   assert.equal(mention, expected, 'the chip holds the server\'s canonical mention');
   assert.equal(await composerText(), `Compare ${expected} `);
-  // Focus beside the chip shows its id, cwd and date.
+  // The cursor beside the chip shows its id, cwd and date.
+  assert.equal(await page.locator('#chip-card').isVisible(), false);
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('ArrowLeft');
   assert.ok(await page.locator('#chip-card').isVisible());
   assert.match(await page.locator('#chip-card').textContent(), new RegExp(`${wanted.id}.*/home/dev/web`));
+  await page.keyboard.press('End');
+  assert.equal(await page.locator('#chip-card').isVisible(), false);
 });
 
 test('Escape closes the picker and leaves the text', async () => {

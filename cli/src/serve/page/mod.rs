@@ -29,6 +29,7 @@ pub const ASSETS: &[Asset] = &[
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("page.js"),
     },
+    Asset { path: "/assets/icon.svg", content_type: "image/svg+xml", body: include_bytes!("icon.svg") },
 ];
 
 /// The Content-Security-Policy of the page: its own scripts, styles and
@@ -69,7 +70,12 @@ mod tests {
 
     #[test]
     fn the_embedded_files_are_the_ones_in_the_repository() {
-        for (path, file) in [("/", "index.html"), ("/assets/page.css", "page.css"), ("/assets/page.js", "page.js")] {
+        for (path, file) in [
+            ("/", "index.html"),
+            ("/assets/page.css", "page.css"),
+            ("/assets/page.js", "page.js"),
+            ("/assets/icon.svg", "icon.svg"),
+        ] {
             assert_eq!(asset(path).unwrap().body, source(file).as_slice(), "{path} is not {file} as in the repository");
         }
         let mut files: Vec<_> = std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/serve/page"))
@@ -78,7 +84,7 @@ mod tests {
             .filter(|n| n != "mod.rs")
             .collect();
         files.sort();
-        assert_eq!(files, ["index.html", "page.css", "page.js"], "a file of the page that is not served");
+        assert_eq!(files, ["icon.svg", "index.html", "page.css", "page.js"], "a file of the page that is not served");
         assert_eq!(asset("/index.html").unwrap().path, "/");
         assert!(asset("/assets/").is_none() && asset("/assets/../mod.rs").is_none() && asset("/page.js").is_none());
     }
@@ -94,7 +100,7 @@ mod tests {
             }
         }
         loads.sort_unstable();
-        assert_eq!(loads, ["/assets/page.css", "/assets/page.js"]);
+        assert_eq!(loads, ["/assets/icon.svg", "/assets/page.css", "/assets/page.js"]);
         let lower = html.to_ascii_lowercase();
         assert_eq!(lower.matches("<script").count(), 1, "one script, the external file");
         assert!(lower.contains("<script src=\"/assets/page.js\" defer></script>"));

@@ -247,7 +247,7 @@
 
   function onComposerChange() {
     const trigger = triggerAtCaret();
-    if (!trigger) { closePicker(); return; }
+    if (!trigger) { pick.dismissed = null; closePicker(); return; }
     if (pick.dismissed && pick.dismissed.node === trigger.node && pick.dismissed.start === trigger.start) {
       if (pick.open) closePicker();
       return;
