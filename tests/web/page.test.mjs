@@ -30,6 +30,7 @@ before(async () => {
       '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
   });
   context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: 'light' });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: ORIGIN });
   context.on('request', (r) => requests.push(r.url()));
   page = await context.newPage();
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
@@ -178,6 +179,20 @@ test('the reader pages an 80-message session, newest first, to its first message
   assert.equal(await first.locator('.badge.checkpoint').count(), 1, 'the checkpoint is marked');
   assert.equal(await page.locator('#messages .badge.checkpoint').count(), 1);
   assert.ok(await page.locator('#reader-start').isVisible());
+  // Copy the session's mention and URI from the reader.
+  const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+  await page.locator('#copy-mention').click();
+  await page.locator('#copy-status', { hasText: 'Copied the mention' }).waitFor();
+  const mention = await chips().nth(1).getAttribute('data-mention');
+  assert.equal(await clipboard(), mention);
+  await page.locator('#copy-uri').click();
+  await page.locator('#copy-status', { hasText: 'Copied the URI' }).waitFor();
+  assert.equal(await clipboard(), mention.slice(mention.indexOf('](') + 2, -1));
+  assert.match(await clipboard(), /^dsh-session:[A-Za-z0-9_-]+$/);
+  // The message with its canonical mentions.
+  await page.locator('#copy-message').click();
+  await page.locator('#compose-status', { hasText: 'Copied the message' }).waitFor();
+  assert.equal(await clipboard(), await composerText());
 });
 
 test('Backspace removes a chip whole', async () => {

@@ -1,58 +1,33 @@
-//! The web page `serve` answers at `/`: a composer whose `@` picker turns a
-//! pick into a chip of the canonical mention, "Prepare" with a summary per
-//! source, and a reader paged newest first. Plain HTML, CSS and JavaScript,
-//! the files beside this one, embedded in the binary as they are: no build
-//! step, no Node to install the CLI, nothing fetched from another origin.
-//!
-//! Every response of the page carries [`HEADERS`]: a Content-Security-Policy
-//! that allows scripts, styles and requests from the server itself only (no
-//! inline script or style), so that even a session text that got into the
-//! markup could not run; the page sets every session text with
-//! `textContent` besides.
+//! The web page `serve` answers at `/` and the files it loads: a composer
+//! whose `@` picker turns a pick into a chip of the canonical mention,
+//! "Prepare" with a summary per source, and a reader paged newest first.
+//! Plain HTML, CSS and JavaScript, the files beside this one, embedded in
+//! the binary as they are: no build step, no Node to install the CLI,
+//! nothing loaded from another origin. The server asks [`asset`] for every
+//! `GET` outside `/api/` and `/mcp`, and puts its own security headers
+//! (the Content-Security-Policy among them) on what it answers; the page
+//! sets every text from a session with `textContent`, never as markup.
 
-/// One file of the page.
-pub struct Asset {
-    /// The path it is served at.
-    pub path: &'static str,
+/// A file of the page.
+pub(crate) struct Asset {
     /// Its `Content-Type`.
-    pub content_type: &'static str,
+    pub(crate) content_type: &'static str,
     /// Its bytes, as in the repository.
-    pub body: &'static [u8],
+    pub(crate) bytes: &'static [u8],
 }
 
-/// The page's files: `/` (the HTML) and what it loads.
-pub const ASSETS: &[Asset] = &[
-    Asset { path: "/", content_type: "text/html; charset=utf-8", body: include_bytes!("index.html") },
-    Asset { path: "/assets/page.css", content_type: "text/css; charset=utf-8", body: include_bytes!("page.css") },
-    Asset {
-        path: "/assets/page.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("page.js"),
-    },
-    Asset { path: "/assets/icon.svg", content_type: "image/svg+xml", body: include_bytes!("icon.svg") },
+/// The page's files by the path each is served at: `/` (the HTML) and
+/// what it loads.
+const FILES: &[(&str, &str, &[u8])] = &[
+    ("/", "text/html; charset=utf-8", include_bytes!("index.html")),
+    ("/assets/page.css", "text/css; charset=utf-8", include_bytes!("page.css")),
+    ("/assets/page.js", "text/javascript; charset=utf-8", include_bytes!("page.js")),
+    ("/assets/icon.svg", "image/svg+xml", include_bytes!("icon.svg")),
 ];
 
-/// The Content-Security-Policy of the page: its own scripts, styles and
-/// API only; no inline code, no frames, no forms, no other origin.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-/// The headers every page response carries besides its `Content-Type`.
-pub const HEADERS: &[(&str, &str)] = &[
-    ("content-security-policy", CONTENT_SECURITY_POLICY),
-    ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "no-referrer"),
-    ("x-frame-options", "DENY"),
-    ("cross-origin-opener-policy", "same-origin"),
-    ("cross-origin-resource-policy", "same-origin"),
-    // (the page is small and changes with the binary: always revalidated)
-    ("cache-control", "no-cache"),
-];
-
-/// The page's file at `path` (a request's path without its query), if any.
-pub fn asset(path: &str) -> Option<&'static Asset> {
-    let path = if path == "/index.html" { "/" } else { path };
-    ASSETS.iter().find(|a| a.path == path)
+/// The file served at `path` (`/` is the page itself), if any.
+pub(crate) fn asset(path: &str) -> Option<Asset> {
+    FILES.iter().find(|(p, _, _)| *p == path).map(|&(_, content_type, bytes)| Asset { content_type, bytes })
 }
 
 #[cfg(test)]
@@ -65,7 +40,7 @@ mod tests {
     }
 
     fn text(path: &str) -> &'static str {
-        std::str::from_utf8(asset(path).unwrap().body).unwrap()
+        std::str::from_utf8(asset(path).unwrap().bytes).unwrap()
     }
 
     #[test]
@@ -76,7 +51,7 @@ mod tests {
             ("/assets/page.js", "page.js"),
             ("/assets/icon.svg", "icon.svg"),
         ] {
-            assert_eq!(asset(path).unwrap().body, source(file).as_slice(), "{path} is not {file} as in the repository");
+            assert_eq!(asset(path).unwrap().bytes, source(file).as_slice(), "{path} is not {file} as in the repository");
         }
         let mut files: Vec<_> = std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/serve/page"))
             .unwrap()
@@ -85,8 +60,9 @@ mod tests {
             .collect();
         files.sort();
         assert_eq!(files, ["icon.svg", "index.html", "page.css", "page.js"], "a file of the page that is not served");
-        assert_eq!(asset("/index.html").unwrap().path, "/");
-        assert!(asset("/assets/").is_none() && asset("/assets/../mod.rs").is_none() && asset("/page.js").is_none());
+        for path in ["/index.html", "/assets/", "/assets/../mod.rs", "/page.js", "/assets/mod.rs", "/assets/page.js/"] {
+            assert!(asset(path).is_none(), "{path}");
+        }
     }
 
     #[test]
@@ -125,18 +101,5 @@ mod tests {
             assert!(js[at + 5..].starts_with("/api/"), "a request elsewhere: {}", &js[at..at + 40]);
         }
         assert!(!js.contains("http://") && !js.contains("https://") && !js.contains("//cdn"));
-    }
-
-    #[test]
-    fn the_policy_allows_no_inline_code_and_no_other_origin() {
-        let csp = CONTENT_SECURITY_POLICY;
-        assert!(csp.starts_with("default-src 'none';"));
-        for directive in csp.split(';').map(str::trim) {
-            let (name, sources) = directive.split_once(' ').unwrap();
-            for s in sources.split(' ') {
-                assert!(matches!(s, "'self'" | "'none'"), "{name} allows {s}");
-            }
-        }
-        assert!(HEADERS.iter().any(|&(k, v)| k == "content-security-policy" && v == csp));
     }
 }

@@ -105,13 +105,14 @@
     return !!node && node.nodeType === Node.ELEMENT_NODE && node.classList.contains('chip');
   }
 
-  // The message as text: chips as their canonical mentions.
-  function composerText() {
+  // The message as text, each chip written by `chipText` (its canonical
+  // mention, or the `@label` a mention reads as).
+  function composerText(chipText) {
     let out = '';
     const walk = (node) => {
       for (const child of node.childNodes) {
         if (child.nodeType === Node.TEXT_NODE) out += child.data;
-        else if (isChip(child)) out += child.dataset.mention;
+        else if (isChip(child)) out += chipText(child);
         else if (child.nodeName === 'BR') out += '\n';
         else if (child.nodeType === Node.ELEMENT_NODE) {
           if ((child.nodeName === 'DIV' || child.nodeName === 'P') && out && !out.endsWith('\n')) out += '\n';
@@ -466,6 +467,20 @@
     }
   });
 
+  // The message with its canonical mentions, for a harness that takes them.
+  $('copy-message').addEventListener('click', () => {
+    copyText(composerText((chip) => chip.dataset.mention), $('compose-status'), 'message');
+  });
+
+  async function copyText(value, status, what) {
+    try {
+      await navigator.clipboard.writeText(value);
+      status.textContent = `Copied the ${what}.`;
+    } catch (_) {
+      status.textContent = `Copy this ${what}: ${value}`;
+    }
+  }
+
   $('clear').addEventListener('click', () => {
     composer.replaceChildren();
     closePicker();
@@ -478,8 +493,11 @@
 
   $('prepare').addEventListener('click', prepare);
 
+  // What a host makes of a message with mentions: its readable text (each
+  // chip as `@label`) and the sessions it references, in first-mention order.
+  // The chips hold both, so nothing is parsed here.
   async function prepare() {
-    const text = composerText();
+    const text = composerText((chip) => `@${chip.dataset.label}`);
     const seen = new Set();
     const references = [];
     for (const chip of chips()) {
@@ -637,12 +655,7 @@
       status.textContent = `Could not make the mention: ${err.message}`;
       return;
     }
-    try {
-      await navigator.clipboard.writeText(value);
-      status.textContent = `Copied: ${value}`;
-    } catch (_) {
-      status.textContent = `Copy this: ${value}`;
-    }
+    copyText(value, status, kind === 'uri' ? 'URI' : 'mention');
   }
 
   $('copy-mention').addEventListener('click', () => copy('mention'));
