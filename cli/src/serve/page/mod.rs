@@ -51,13 +51,18 @@ mod tests {
             ("/assets/page.js", "page.js"),
             ("/assets/icon.svg", "icon.svg"),
         ] {
-            assert_eq!(asset(path).unwrap().bytes, source(file).as_slice(), "{path} is not {file} as in the repository");
+            assert_eq!(
+                asset(path).unwrap().bytes,
+                source(file).as_slice(),
+                "{path} is not {file} as in the repository"
+            );
         }
-        let mut files: Vec<_> = std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/serve/page"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n != "mod.rs")
-            .collect();
+        let mut files: Vec<_> =
+            std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/serve/page"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| n != "mod.rs")
+                .collect();
         files.sort();
         assert_eq!(files, ["icon.svg", "index.html", "page.css", "page.js"], "a file of the page that is not served");
         for path in ["/index.html", "/assets/", "/assets/../mod.rs", "/page.js", "/assets/mod.rs", "/assets/page.js/"] {
@@ -93,7 +98,18 @@ mod tests {
     #[test]
     fn the_script_never_parses_a_string_as_markup_or_code() {
         let js = text("/assets/page.js");
-        for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "setAttribute('on", "srcdoc", "DOMParser", "createContextualFragment"] {
+        for sink in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+            "setAttribute('on",
+            "srcdoc",
+            "DOMParser",
+            "createContextualFragment",
+        ] {
             assert!(!js.contains(sink), "page.js uses {sink}");
         }
         // Requests go to the server's own API only.
