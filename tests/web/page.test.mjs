@@ -67,6 +67,7 @@ test('open with the token: the cookie replaces it, and the page is the composer'
   await composer().waitFor();
   assert.equal(await composer().getAttribute('role'), 'combobox');
   assert.equal(await composer().getAttribute('aria-expanded'), 'false');
+  await page.locator('#info', { hasText: '7 sessions' }).waitFor();
   const csp = (await response.allHeaders())['content-security-policy'] || '';
   assert.match(csp, /script-src 'self'/);
   assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);

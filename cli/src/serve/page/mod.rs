@@ -116,6 +116,14 @@ mod tests {
         for (at, _) in js.match_indices("api('") {
             assert!(js[at + 5..].starts_with("/api/"), "a request elsewhere: {}", &js[at..at + 40]);
         }
+        for (at, _) in js.match_indices("fetch(") {
+            let arg = &js[at + 6..];
+            assert!(
+                arg.starts_with("path, ") || arg.starts_with("'/api/"),
+                "a request elsewhere: {}",
+                &js[at..at + 40]
+            );
+        }
         assert!(!js.contains("http://") && !js.contains("https://") && !js.contains("//cdn"));
     }
 }

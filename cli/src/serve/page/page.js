@@ -637,6 +637,18 @@
     return li;
   }
 
+  // What the server offers: how many sessions, its version.
+  (async () => {
+    try {
+      const response = await fetch('/api/info', { credentials: 'same-origin' });
+      const info = response.ok ? await response.json() : null;
+      if (info && typeof info.sessions === 'number') {
+        $('info').textContent = `${info.sessions.toLocaleString()} session${info.sessions === 1 ? '' : 's'}` +
+          `${info.hardened ? ' · hardened' : ''}${typeof info.version === 'string' ? ` · dsh-session-ref ${info.version}` : ''}`;
+      }
+    } catch (_) { /* the header line is optional */ }
+  })();
+
   $('load-older').addEventListener('click', () => {
     if (reader.prevCursor && !reader.busy) loadPage(reader.seq, reader.prevCursor);
   });
