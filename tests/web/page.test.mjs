@@ -2,7 +2,8 @@
 // Chromium through playwright-core), against a server tests/web/run.sh
 // started over the root of fixture.mjs. DSR_WEB_URL is the URL the server
 // printed (token included); DSR_WEB_OUT the folder for the screenshot and
-// the first-paint figures.
+// the first-paint figures, DSR_WEB_SCREENSHOT the screenshot's path when
+// it goes elsewhere (docs/img/serve-page.png for docs/serve.md).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { LONG, HOSTILE, BACKOFF } from './fixture.mjs';
 
 const URL_WITH_TOKEN = process.env.DSR_WEB_URL;
 const OUT = process.env.DSR_WEB_OUT || 'target/web';
+const SCREENSHOT = process.env.DSR_WEB_SCREENSHOT || join(OUT, 'serve-page.png');
 const BROWSER = process.env.DSR_WEB_CHROMIUM || '/usr/bin/chromium';
 if (!URL_WITH_TOKEN) throw new Error('DSR_WEB_URL is not set: run tests/web/run.sh');
 const ORIGIN = new URL(URL_WITH_TOKEN).origin;
@@ -163,7 +165,7 @@ test('the reader pages an 80-message session, newest first, to its first message
   assert.ok(firstPage < LONG.messages, 'more than one page');
   assert.ok(await page.locator('#load-older').isVisible());
   await page.locator('#messages .message').first().scrollIntoViewIfNeeded();
-  await page.screenshot({ path: join(OUT, 'serve-page.png') });
+  await page.screenshot({ path: SCREENSHOT });
   let pages = 1;
   while (await page.locator('#load-older').isVisible()) {
     const before = await page.locator('#messages .message').count();

@@ -4,11 +4,13 @@
 # it never downloads a browser of its own). Installs chromium with apt-get
 # when it is missing and this runs as root; `npm ci`s into
 # tests/web/node_modules; writes the fixture root (fixture.mjs); starts
-# `dsh-session-ref serve --listen 127.0.0.1:0` over it; reads the URL it
+# `dsh-session-ref serve --scope all --listen 127.0.0.1:0` over it (every
+# session of the fixture, whatever its cwd); reads the URL it
 # prints first; runs page.test.mjs with node's test runner.
 # Builds the CLI (debug) first, unless DSR_WEB_BINARY names one already
 # built. The screenshot and the first-paint figures go to DSR_WEB_OUT
-# (default target/web); `DSR_WEB_OUT=docs/img` makes docs/serve.md's.
+# (default target/web); `DSR_WEB_SCREENSHOT=docs/img/serve-page.png` makes
+# docs/serve.md's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
@@ -45,8 +47,8 @@ cleanup() {
 }
 trap cleanup EXIT
 node tests/web/fixture.mjs "$work/root"
-# (a cache of its own: the server's index is built from the fixture alone)
-XDG_CACHE_HOME=$work/cache "$bin" --root "$work/root" serve --listen 127.0.0.1:0 </dev/null >"$work/stdout" 2>"$work/stderr" &
+# (no cache: nothing is written outside the temporary folder)
+"$bin" --root "$work/root" --no-cache serve --scope all --listen 127.0.0.1:0 </dev/null >"$work/stdout" 2>"$work/stderr" &
 server=$!
 url=
 for _ in $(seq 1 300); do
