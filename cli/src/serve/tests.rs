@@ -121,8 +121,7 @@ fn ask(router: &Router, request: Request<Body>) -> Answer {
 }
 
 /// A request to the API with the bearer token from this server's host.
-fn api(path: &str, body: impl Into<Body>) -> axum::http::request::Builder {
-    let _ = body;
+fn api(path: &str) -> axum::http::request::Builder {
     Request::post(path)
         .header("host", HOST)
         .header("authorization", format!("Bearer {TOKEN}"))
@@ -130,7 +129,7 @@ fn api(path: &str, body: impl Into<Body>) -> axum::http::request::Builder {
 }
 
 fn post(router: &Router, path: &str, body: &str) -> Answer {
-    ask(router, api(path, ()).body(Body::from(body.to_owned())).unwrap())
+    ask(router, api(path).body(Body::from(body.to_owned())).unwrap())
 }
 
 const ROUTES: [&str; 5] = ["/api/candidates", "/api/search", "/api/read", "/api/prepare", "/api/mention"];
@@ -183,7 +182,7 @@ fn a_refused_request_reads_nothing() {
                 ),
                 (
                     "foreign origin",
-                    api(path, ()).header("origin", "http://evil.example").body(body()).unwrap(),
+                    api(path).header("origin", "http://evil.example").body(body()).unwrap(),
                     403,
                     "FORBIDDEN_ORIGIN",
                 ),
@@ -245,7 +244,7 @@ fn every_route_answers_bad_input_with_a_clear_error() {
         let answer = post(&router, path, &big);
         assert_eq!((answer.status, answer.code().as_str()), (413, "PAYLOAD_TOO_LARGE"), "{path}");
         let stream = futures_of(big.clone());
-        let answer = ask(&router, api(path, ()).body(stream).unwrap());
+        let answer = ask(&router, api(path).body(stream).unwrap());
         assert_eq!((answer.status, answer.code().as_str()), (413, "PAYLOAD_TOO_LARGE"), "{path}, with no length");
         let get = Request::get(path).header("host", HOST).header("authorization", format!("Bearer {TOKEN}"));
         let answer = ask(&router, get.body(Body::empty()).unwrap());
@@ -399,11 +398,11 @@ fn cors_headers_go_only_to_the_origin_allowed() {
     let answer = ask(&router, preflight.body(Body::empty()).unwrap());
     assert_eq!((answer.status, answer.headers["access-control-allow-origin"].to_str().unwrap()), (204, dev));
     assert!(answer.headers["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
-    let from_dev = api("/api/search", ()).header("origin", dev).body(Body::from(valid("/api/search").to_string()));
+    let from_dev = api("/api/search").header("origin", dev).body(Body::from(valid("/api/search").to_string()));
     let answer = ask(&router, from_dev.unwrap());
     assert_eq!((answer.status, answer.headers["access-control-allow-origin"].to_str().unwrap()), (200, dev));
     // Another origin: no CORS headers, and refused.
-    let other = api("/api/search", ()).header("origin", "http://other.example").body(Body::from("{}"));
+    let other = api("/api/search").header("origin", "http://other.example").body(Body::from("{}"));
     let answer = ask(&router, other.unwrap());
     assert_eq!((answer.status, answer.code().as_str()), (403, "FORBIDDEN_ORIGIN"));
     assert!(answer.headers.get("access-control-allow-origin").is_none());
