@@ -87,7 +87,7 @@ impl Guard {
     /// Whether `host` is a name of this server.
     fn host_allowed(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
-        self.hosts.iter().any(|h| *h == host)
+        self.hosts.contains(&host)
     }
 
     /// Whether `origin` is this server's own or the one `--cors-origin` allows.
@@ -236,7 +236,7 @@ mod tests {
             (header::COOKIE, "dsr_token=t0ken"),
             (header::COOKIE, "xdsr_token=t0ken-0123456789abcdef"),
         ] {
-            assert_eq!(guard.proof(&headers(&[wrong.clone()])), None, "{wrong:?}");
+            assert_eq!(guard.proof(&headers(std::slice::from_ref(&wrong))), None, "{wrong:?}");
         }
         assert!(same_token(b"abc", b"abc") && !same_token(b"abc", b"abd") && !same_token(b"abc", b"ab"));
     }

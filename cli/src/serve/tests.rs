@@ -74,13 +74,18 @@ fn fixture() -> Fixture {
 
 /// The router of `serve --project PROJECT` over the fixture.
 fn router_of(f: &Fixture) -> Router {
+    router_with(f, None)
+}
+
+/// [`router_of`] with `--cors-origin`.
+fn router_with(f: &Fixture, cors: Option<&str>) -> Router {
     let line =
         ["x", "--no-cache", "--root", f.root.to_str().unwrap(), "serve", "--project", f.project.to_str().unwrap()];
     let cli = Cli::from_arg_matches(&crate::args::command().get_matches_from(line)).unwrap();
     let Command::Serve(args) = &cli.command else { unreachable!() };
     let sources = server_sources(&cli.global, f.root.clone()).unwrap();
     let server = open_server(&cli.global, args, sources).unwrap_or_else(|e| panic!("{}", e.0));
-    let app = App::new(server, HOST.parse().unwrap(), TOKEN.into(), None);
+    let app = App::new(server, HOST.parse().unwrap(), TOKEN.into(), cors.map(str::to_owned));
     router(app, CancellationToken::new())
 }
 
@@ -116,8 +121,7 @@ fn ask(router: &Router, request: Request<Body>) -> Answer {
 }
 
 /// A request to the API with the bearer token from this server's host.
-fn api(path: &str, body: impl Into<Body>) -> axum::http::request::Builder {
-    let _ = body;
+fn api(path: &str) -> axum::http::request::Builder {
     Request::post(path)
         .header("host", HOST)
         .header("authorization", format!("Bearer {TOKEN}"))
@@ -125,7 +129,7 @@ fn api(path: &str, body: impl Into<Body>) -> axum::http::request::Builder {
 }
 
 fn post(router: &Router, path: &str, body: &str) -> Answer {
-    ask(router, api(path, ()).body(Body::from(body.to_owned())).unwrap())
+    ask(router, api(path).body(Body::from(body.to_owned())).unwrap())
 }
 
 const ROUTES: [&str; 5] = ["/api/candidates", "/api/search", "/api/read", "/api/prepare", "/api/mention"];
@@ -178,7 +182,7 @@ fn a_refused_request_reads_nothing() {
                 ),
                 (
                     "foreign origin",
-                    api(path, ()).header("origin", "http://evil.example").body(body()).unwrap(),
+                    api(path).header("origin", "http://evil.example").body(body()).unwrap(),
                     403,
                     "FORBIDDEN_ORIGIN",
                 ),
@@ -229,14 +233,18 @@ fn every_route_answers_bad_input_with_a_clear_error() {
             assert!(!answer.json()["message"].as_str().unwrap().is_empty());
         }
         // Not JSON by its type, and too big: refused before it is read.
-        let text = api(path, ()).header("content-type", "text/plain").body(Body::from(valid(path).to_string()));
+        let text = Request::post(path)
+            .header("host", HOST)
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("content-type", "text/plain")
+            .body(Body::from(valid(path).to_string()));
         let answer = ask(&router, text.unwrap());
         assert_eq!((answer.status, answer.code().as_str()), (415, "UNSUPPORTED_MEDIA_TYPE"), "{path}");
         let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(routes::MAX_BODY_BYTES));
         let answer = post(&router, path, &big);
         assert_eq!((answer.status, answer.code().as_str()), (413, "PAYLOAD_TOO_LARGE"), "{path}");
         let stream = futures_of(big.clone());
-        let answer = ask(&router, api(path, ()).body(stream).unwrap());
+        let answer = ask(&router, api(path).body(stream).unwrap());
         assert_eq!((answer.status, answer.code().as_str()), (413, "PAYLOAD_TOO_LARGE"), "{path}, with no length");
         let get = Request::get(path).header("host", HOST).header("authorization", format!("Bearer {TOKEN}"));
         let answer = ask(&router, get.body(Body::empty()).unwrap());
@@ -379,4 +387,30 @@ fn the_page_needs_the_cookie_the_opening_url_sets() {
     let info = info.json();
     assert_eq!((info["sessions"].as_u64(), info["hardened"].as_bool()), (Some(2), Some(true)));
     assert_eq!(info["kinds"], json!(["dsh"]));
+}
+
+#[test]
+fn cors_headers_go_only_to_the_origin_allowed() {
+    let f = fixture();
+    let dev = "http://dev.example:5173";
+    let router = router_with(&f, Some(dev));
+    let preflight = Request::options("/api/search").header("host", HOST).header("origin", dev);
+    let answer = ask(&router, preflight.body(Body::empty()).unwrap());
+    assert_eq!((answer.status, answer.headers["access-control-allow-origin"].to_str().unwrap()), (204, dev));
+    assert!(answer.headers["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
+    let from_dev = api("/api/search").header("origin", dev).body(Body::from(valid("/api/search").to_string()));
+    let answer = ask(&router, from_dev.unwrap());
+    assert_eq!((answer.status, answer.headers["access-control-allow-origin"].to_str().unwrap()), (200, dev));
+    // Another origin: no CORS headers, and refused.
+    let other = api("/api/search").header("origin", "http://other.example").body(Body::from("{}"));
+    let answer = ask(&router, other.unwrap());
+    assert_eq!((answer.status, answer.code().as_str()), (403, "FORBIDDEN_ORIGIN"));
+    assert!(answer.headers.get("access-control-allow-origin").is_none());
+    let preflight = Request::options("/api/search").header("host", HOST).header("origin", "http://other.example");
+    let answer = ask(&router, preflight.body(Body::empty()).unwrap());
+    assert!(answer.headers.get("access-control-allow-origin").is_none(), "{}", answer.status);
+    // Without the token, the allowed origin is refused all the same.
+    let no_token = Request::post("/api/search").header("host", HOST).header("origin", dev);
+    let answer = ask(&router, no_token.header("content-type", "application/json").body(Body::from("{}")).unwrap());
+    assert_eq!(answer.status, 401);
 }
