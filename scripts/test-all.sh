@@ -71,6 +71,11 @@ case $target_dir in /*) ;; *) target_dir=$PWD/$target_dir ;; esac
 step "tests/mcp/run.sh (DSR_MCP_BINARY: the CLI cargo test built)"
 DSR_MCP_BINARY=$target_dir/debug/dsh-session-ref bash tests/mcp/run.sh </dev/null
 
+# The page of `dsh-session-ref serve` in Debian's headless Chromium
+# (installed by the script when missing), through playwright-core from npm.
+step "tests/web/run.sh (DSR_WEB_BINARY: the CLI cargo test built)"
+DSR_WEB_BINARY=$target_dir/debug/dsh-session-ref bash tests/web/run.sh </dev/null
+
 # The C host test and packaging run side by side: each is mostly one
 # optimized build (the C test's `--release`, which the include/README.md
 # commands it runs use as well; packaging's artifacts, linked through zig

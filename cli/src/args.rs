@@ -317,6 +317,10 @@ pub(crate) enum Command {
     /// Cursor, DSH) on standard input and output (docs/mcp.md)
     #[command(after_long_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
+    /// Serve the sessions over HTTP on this machine: the picker and reader
+    /// page, the JSON API and MCP over streamable HTTP (docs/serve.md)
+    #[command(after_long_help = SERVE_EXAMPLES)]
+    Serve(ServeArgs),
     /// Keep one process that answers your commands warm: start, stop or ask
     /// about it (Linux; the commands use it when it runs, with the same output)
     #[command(after_long_help = DAEMON_EXAMPLES)]
@@ -378,6 +382,40 @@ Examples:
 
 Nothing but MCP messages is written to standard output; notes go to standard error.
 The server ends when its standard input closes.";
+
+/// Examples under `serve --help`.
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  # Serve this repository's sessions; open the URL printed (token included)
+  dsh-session-ref serve --open
+
+  # A fixed port and token, for an MCP client's configuration
+  dsh-session-ref serve --listen 127.0.0.1:8765 --token-file ~/.config/dsr-token --scope all
+
+The first line on standard output is the URL to open; notes go to standard error.
+The server ends on Ctrl-C (SIGINT) or SIGTERM.";
+
+/// How `serve` listens, and which sessions it offers.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on, IP:PORT (port 0 picks a free one); an
+    /// address other than loopback needs --token-file
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:0")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Open the page in a browser once listening
+    #[arg(long)]
+    pub(crate) open: bool,
+    /// Read the token from this file (its first line) instead of making a
+    /// new one at each start
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// Let pages of this origin (e.g. http://localhost:5173) call the API
+    /// with the token (CORS); none by default
+    #[arg(long, value_name = "ORIGIN")]
+    pub(crate) cors_origin: Option<String>,
+    #[command(flatten)]
+    pub(crate) sessions: McpArgs,
+}
 
 /// Which sessions the MCP server offers, and how.
 #[derive(Args, Debug, Clone)]

@@ -398,6 +398,11 @@ impl Shared {
         Ok(block_on(self.resolver.label(&Target::new(NEW_SESSION, None), id))?)
     }
 
+    /// The sources as given.
+    pub(crate) fn specs(&self) -> &[SourceSpec] {
+        &self.specs
+    }
+
     /// What a server's empty listing says: every place it looks at, each
     /// that does not exist marked (not there yet, when it is opened once it
     /// is; else missing).

@@ -18,6 +18,7 @@ mod mcp;
 mod print;
 mod run;
 mod save;
+mod serve;
 
 use args::Cli;
 use failure::Failure;

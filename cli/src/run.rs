@@ -18,7 +18,7 @@ use crate::print::{
     context_text, display, display_text, note_ranking as print_ranking_note, print_candidates, print_conversation,
     print_data, print_page, print_prepared, print_search, print_text_or_json, Out,
 };
-use crate::{example, mcp};
+use crate::{example, mcp, serve};
 
 /// Runs the command `cli` in this process (or, in the daemon, for a caller).
 pub(crate) fn run(cli: &Cli) -> CliResult {
@@ -168,6 +168,7 @@ pub(crate) fn run(cli: &Cli) -> CliResult {
             Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit();
         }
         Command::Mcp(args) => mcp::run(g, args, server_sources(g, root())?)?,
+        Command::Serve(args) => serve::run(g, args, server_sources(g, root())?)?,
         #[cfg(target_os = "linux")]
         Command::Daemon(args) => daemon::command(g, args)?,
         #[cfg(not(target_os = "linux"))]

@@ -161,8 +161,8 @@ pub mod wire {
     pub use crate::json::invisible::{is_invisible, stringify as stringify_escaping_invisible};
     pub use crate::json::{parse_js, string_len, stringify, MAX_PARSE_DEPTH};
     pub use crate::resolver::request::{
-        context_window_from_json, limit_from_json, scope_from_json, CandidatesRequest, PrepareMessagesRequest,
-        PrepareRequest, ReadRequest, RequestError, SearchArgs,
+        context_window_from_json, limit_from_json, mention_to_json, scope_from_json, CandidatesRequest, MentionRequest,
+        PrepareMessagesRequest, PrepareRequest, ReadRequest, RequestError, SearchArgs,
     };
 }
 

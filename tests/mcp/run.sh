@@ -46,6 +46,14 @@ for major in "${majors[@]}"; do
   echo "==> MCP tests with ${SDK[$major]}"
   "$python" tests/mcp/test_mcp.py --binary "$bin" </dev/null || status=1
 done
+# MCP over streamable HTTP (`serve`'s /mcp), both majors; the runnable
+# examples of docs/serve.md once.
+for major in "${majors[@]}"; do
+  python=$(venv_for "$major")
+  echo "==> MCP over HTTP with ${SDK[$major]}"
+  docs=(); [ "$major" = "${majors[-1]}" ] && docs=(--docs)
+  "$python" tests/mcp/test_http.py --binary "$bin" "${docs[@]}" </dev/null || status=1
+done
 # The set-up snippets of docs/mcp.md, against each client's config shape,
 # and its runnable example.
 "$(venv_for 2)" tests/mcp/check_docs.py --binary "$bin" </dev/null || status=1

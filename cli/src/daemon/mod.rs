@@ -73,7 +73,8 @@ fn environment() -> Vec<(String, Option<OsString>)> {
 }
 
 /// Whether `command` can be answered by the daemon: the commands that read
-/// sessions (not `mcp`, `demo`, `daemon` and those that read none).
+/// sessions (not the servers `mcp` and `serve`, `demo`, `daemon` and those
+/// that read none).
 #[cfg(target_os = "linux")]
 fn forwardable(command: &Command) -> bool {
     matches!(
@@ -155,11 +156,12 @@ mod tests {
             &["x", "show", "i"],
             &["x", "mention", "i"],
         ];
-        let not: [&[&str]; 6] = [
+        let not: [&[&str]; 7] = [
             &["x", "uri", "encode", "i"],
             &["x", "demo"],
             &["x", "daemon", "status"],
             &["x", "mcp"],
+            &["x", "serve"],
             &["x", "completions", "bash"],
             &["x", "man"],
         ];

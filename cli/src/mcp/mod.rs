@@ -26,11 +26,34 @@ mod tools;
 mod transport;
 
 use scope::{Scope, ScopedQuery};
-use server::Server;
+pub(crate) use server::Server;
 
 /// Serves until standard input closes, over `specs`, `awaiting` the roots
 /// that do not exist yet ([`crate::args::server_sources`]).
-pub(crate) fn run(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<SourceSpec>, bool)) -> CliResult {
+pub(crate) fn run(global: &Global, args: &McpArgs, sources: (Vec<SourceSpec>, bool)) -> CliResult {
+    let server = open(global, args, sources)?;
+    let ctx = server.ctx();
+    let served = runtime().block_on(async move {
+        let (transport, writer) = transport::stdio();
+        let result = match server.serve(transport).await {
+            Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
+            // A client that went away before it said anything.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        };
+        // Every answer queued is written before the process ends.
+        drop(writer.await);
+        ctx.save_cache();
+        result
+    });
+    served.map_err(|e| crate::failure::read_failed(format!("serving MCP: {e}")))
+}
+
+/// The server a long-lived front answers through (`mcp` on standard input
+/// and output, `serve` over HTTP): the sources of `specs` in the scope
+/// `args` draws, hardened unless `--no-harden`, with the caller and the
+/// project's directory it ranks by.
+pub(crate) fn open(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<SourceSpec>, bool)) -> CliResult<Server> {
     let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
     // Over MCP the text leaves its session for a model: hardened unless asked not to.
     let hardening = if args.no_harden { global.hardening() } else { Hardening::ALL };
@@ -49,20 +72,5 @@ pub(crate) fn run(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<Sourc
     let ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
     let loading = ctx.take_loading();
     let caller = args.caller.clone().or_else(|| server::caller_from_env(|v| std::env::var(v).ok()));
-    let server = Server::new(ctx, loading, hardening, caller, cwd);
-    let ctx = server.ctx();
-    let served = runtime().block_on(async move {
-        let (transport, writer) = transport::stdio();
-        let result = match server.serve(transport).await {
-            Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
-            // A client that went away before it said anything.
-            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
-            Err(e) => Err(e.to_string()),
-        };
-        // Every answer queued is written before the process ends.
-        drop(writer.await);
-        ctx.save_cache();
-        result
-    });
-    served.map_err(|e| crate::failure::read_failed(format!("serving MCP: {e}")))
+    Ok(Server::new(ctx, loading, hardening, caller, cwd))
 }

@@ -45,7 +45,10 @@ pub(crate) const CLAUDE_CODE_SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 /// session id holds a NUL, so none is refused as a self reference.
 const NO_CALLER: &str = "\0mcp-client";
 
-/// What the server needs to answer.
+/// What the server needs to answer: cheap to clone, every clone sharing
+/// one resolver, its cache files and its saving (a streamable HTTP server
+/// makes one per MCP session; `serve`'s API answers through one too).
+#[derive(Clone)]
 pub(crate) struct Server {
     /// The sources and their cache files (saved as they change).
     ctx: Arc<Ctx>,
@@ -57,13 +60,13 @@ pub(crate) struct Server {
     /// The project's directory, for ranking.
     cwd: Option<String>,
     /// The search index being loaded from its cache file.
-    loading: Mutex<Option<std::thread::JoinHandle<()>>>,
+    loading: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
     /// When the cache files are saved, and whether a task waits to save them.
     saving: Arc<Mutex<(Schedule, bool)>>,
     /// Whether what the sources left out was said on stderr (after the
     /// first answer, whose listing it is about).
-    noted: std::sync::atomic::AtomicBool,
-    tools: Vec<Tool>,
+    noted: Arc<std::sync::atomic::AtomicBool>,
+    tools: Arc<Vec<Tool>>,
 }
 
 /// A tool's failure: a message for the model.
@@ -111,10 +114,10 @@ impl Server {
             hardening,
             caller,
             cwd,
-            loading: Mutex::new(loading),
+            loading: Arc::new(Mutex::new(loading)),
             saving: Arc::default(),
-            noted: std::sync::atomic::AtomicBool::new(false),
-            tools,
+            noted: Arc::default(),
+            tools: Arc::new(tools),
         }
     }
 
@@ -132,8 +135,23 @@ impl Server {
         Target::new(id, self.cwd.clone())
     }
 
+    /// The resolver every answer comes from.
+    pub(crate) fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
+    /// What the outputs outside a frame are hardened with.
+    pub(crate) fn hardening(&self) -> Hardening {
+        self.hardening
+    }
+
+    /// The project's directory, for ranking.
+    pub(crate) fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+
     /// Waits for the search index to be loaded from its cache file.
-    async fn index_loaded(&self) {
+    pub(crate) async fn index_loaded(&self) {
         let handle = self.loading.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(handle) = handle {
             drop(tokio::task::spawn_blocking(move || drop(handle.join())).await);
@@ -143,7 +161,7 @@ impl Server {
     /// After an answer: says, once, what the sources left out; marks the
     /// cache files changed and, unless a task already waits, starts one
     /// that saves them when the [`Schedule`] says (on a blocking thread).
-    fn save_soon(&self) {
+    pub(crate) fn save_soon(&self) {
         if !self.noted.swap(true, std::sync::atomic::Ordering::Relaxed) {
             self.ctx.notes();
         }
@@ -354,7 +372,7 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -9,7 +9,13 @@ use assert_cmd::Command;
 /// `COPILOT_HOME` and `GEMINI_CLI_HOME` unset, and a cache directory of this test run's own (the cache is on by
 /// default: never the user's).
 pub fn cmd() -> Command {
-    let mut c = Command::cargo_bin("dsh-session-ref").unwrap();
+    Command::from_std(std_cmd())
+}
+
+/// [`cmd`] as the standard library's command (for a test that keeps the
+/// process running: a server).
+pub fn std_cmd() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsh-session-ref"));
     c.env_remove("DSH_HOME");
     c.env_remove("CLAUDE_CONFIG_DIR");
     c.env_remove("CODEX_HOME");

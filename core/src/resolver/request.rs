@@ -255,6 +255,41 @@ impl ReadRequest {
     }
 }
 
+/// `{"sessionId": string, "label"?: string}`: the session a mention names
+/// (an id, with or without its source's prefix, a `dsh-session:` URI or a
+/// mention) and the label it shows (absent or `null`: the session's title,
+/// else its id, as [`Resolver::label`](super::Resolver::label) gives it).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MentionRequest {
+    /// The session, as named.
+    pub session_id: String,
+    /// The label shown.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+impl MentionRequest {
+    /// Reads a mention request.
+    pub fn from_json(value: Value) -> Result<MentionRequest, RequestError> {
+        if !value.is_object() {
+            return Err(RequestError::Shape("the request must be an object".into()));
+        }
+        read(value)
+    }
+}
+
+/// `{"mention", "uri"}`: the mention of session `session_id` showing
+/// `label` ([`format_mention`](crate::format_mention)) and its canonical
+/// URI ([`encode_uri`](crate::encode_uri)), the answer to a
+/// [`MentionRequest`].
+pub fn mention_to_json(session_id: &str, label: &str) -> Value {
+    serde_json::json!({
+        "mention": crate::uri::format_mention(session_id, Some(label)),
+        "uri": crate::uri::encode_uri(session_id),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -321,5 +356,26 @@ mod tests {
         assert_eq!(s.options, SearchOptions { limit: None, scope: SearchScope::SameCwd });
         let e = SearchArgs::from_json(json!({"target": {"id": "t"}, "query": "q", "scope": "near"})).unwrap_err();
         assert!(matches!(e, RequestError::Contract(ref e) if e.code() == ErrorCode::InvalidReference));
+    }
+
+    #[test]
+    fn a_mention_request_reads_its_id_and_optional_label() {
+        let r = MentionRequest::from_json(json!({"sessionId": "s", "label": null})).unwrap();
+        assert_eq!((r.session_id.as_str(), r.label), ("s", None));
+        let r = MentionRequest::from_json(json!({"sessionId": "s", "label": "L"})).unwrap();
+        assert_eq!(r.label.as_deref(), Some("L"));
+        for bad in [
+            json!([]),
+            json!({}),
+            json!({"sessionId": 1}),
+            json!({"sessionId": "s", "label": 2}),
+            json!({"sessionId": "s", "x": 1}),
+        ] {
+            assert!(matches!(MentionRequest::from_json(bad.clone()), Err(RequestError::Shape(_))), "{bad}");
+        }
+        let answer = mention_to_json("a b", "T");
+        let uri = crate::uri::encode_uri("a b");
+        assert_eq!(answer, json!({"mention": format!("@[T]({uri})"), "uri": uri}));
+        assert_eq!(crate::uri::decode_uri(answer["uri"].as_str().unwrap()).unwrap(), "a b");
     }
 }
