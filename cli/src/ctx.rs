@@ -205,7 +205,7 @@ impl Shared {
         let db = Arc::new(Database::new(url).map_err(|e| {
             Failure(Error::new(ErrorCode::InvalidConfig, format!("--source {DATABASE_SOURCE}=URL: {e}")))
         })?);
-        let query: Arc<dyn SessionQuery> = Arc::new(DatabaseSource::new(Arc::clone(&db), config.clone()));
+        let query: Arc<dyn SessionQuery> = Arc::new(DatabaseSource::new(Arc::clone(&db), config));
         let pinned = Arc::new(PinnedListing::new(scoped(query)));
         let resolver = Resolver::new(Arc::clone(&pinned) as Arc<dyn SessionQuery>, config);
         let awaiting = matches!(lifetime, Lifetime::LongLived { awaiting: true, .. });

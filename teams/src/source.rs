@@ -189,7 +189,7 @@ impl DatabaseSource {
             memory.set_title(h.id.clone(), title);
             memory.set_surface(h.id, conversation);
         }
-        let resolver = Resolver::new(Arc::new(memory), self.config.clone());
+        let resolver = Resolver::new(Arc::new(memory), self.config);
         let options = SearchOptions { limit: Some(request.limit.max(1)), scope: request.scope };
         resolver.search(&request.target, &request.query, &options, None).await.map_err(|e| HostError::new(e.message()))
     }
