@@ -155,8 +155,10 @@ mod tests {
             &["x", "show", "i"],
             &["x", "mention", "i"],
         ];
-        let not: [&[&str]; 6] = [
+        let not: [&[&str]; 7] = [
             &["x", "uri", "encode", "i"],
+            // (a push runs in its own process: it writes to a database)
+            &["x", "push", "--to", "postgres://h/db"],
             &["x", "demo"],
             &["x", "daemon", "status"],
             &["x", "mcp"],
