@@ -53,12 +53,16 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p dsh-session-reference
 # through every binary of few or serialized tests (memory_bounds alone ran
 # about 100 s on one core). Doc tests are not nextest's: `cargo test --doc`.
 # Elsewhere `cargo test`, the same tests.
+# The team database's tests (teams/, cli/tests/teams.rs) start PostgreSQL
+# clusters of their own with the machine's binaries; where there are none,
+# they install Debian's postgresql (teams/tests/support/cluster.rs).
+export DSR_INSTALL_POSTGRES=${DSR_INSTALL_POSTGRES:-1}
 if cargo nextest --version >/dev/null 2>&1; then
-  step "Rust tests (core, store, C ABI crate, CLI; cargo-nextest, then the doc tests)"
+  step "Rust tests (core, store, C ABI crate, CLI, teams; cargo-nextest, then the doc tests)"
   cargo nextest run --locked --no-fail-fast
   cargo test --locked --doc
 else
-  step "Rust tests (core, store, C ABI crate, CLI)"
+  step "Rust tests (core, store, C ABI crate, CLI, teams)"
   cargo test --locked
 fi
 

@@ -100,10 +100,11 @@ pub(crate) struct Global {
     /// DSH sessions root [default: $DSH_HOME/sessions, else ~/.dsh/sessions]
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "source")]
     pub(crate) root: Option<PathBuf>,
-    /// A source to read, KIND=DIR (repeatable, one per kind); the kinds and
-    /// their default locations come from the core (`source_help`).
+    /// A source to read, KIND=DIR (repeatable, one per kind), or a team
+    /// database, postgres=URL; the kinds and their default locations come
+    /// from the core (`source_help`).
     #[arg(long, global = true, value_name = "KIND=DIR", value_parser = parse_spec, help = source_help())]
-    pub(crate) source: Vec<SourceSpec>,
+    pub(crate) source: Vec<SourceArg>,
     /// Per-source byte budget of a prepared snapshot [default: 65536]
     #[arg(long, global = true, value_name = "N")]
     pub(crate) max_reference_bytes: Option<u64>,
@@ -313,6 +314,11 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Send what a reference may see of each session (its projected
+    /// conversation, title, cwd and project; credentials redacted) to a
+    /// team's PostgreSQL database (docs/teams.md)
+    #[command(after_long_help = PUSH_EXAMPLES)]
+    Push(PushArgs),
     /// Serve the sessions to MCP clients (Claude Code, Codex, Gemini CLI,
     /// Cursor, DSH) on standard input and output (docs/mcp.md)
     #[command(after_long_help = MCP_EXAMPLES)]
@@ -325,6 +331,57 @@ pub(crate) enum Command {
     /// about it (Linux; the commands use it when it runs, with the same output)
     #[command(after_long_help = DAEMON_EXAMPLES)]
     Daemon(DaemonArgs),
+}
+
+/// Examples under `push --help`.
+const PUSH_EXAMPLES: &str = "\
+Examples:
+  export DSR_DATABASE_URL='postgres://me@db.example.invalid/team?sslmode=require'
+  dsh-session-ref push                          every session of every default source
+  dsh-session-ref push --project . --since 2026-11-01
+  dsh-session-ref --source postgres=$DSR_DATABASE_URL search durable goal
+
+Only the projected conversation (what a reference carries: never tool output,
+reasoning or the raw log), the title, cwd, project, createdAt, source kind and
+fingerprint are sent, credentials redacted unless --no-redact. A session the
+database holds unchanged is not sent again; each is replaced in one transaction.";
+
+/// `push`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct PushArgs {
+    /// The database, a PostgreSQL URL [default: $DSR_DATABASE_URL]
+    #[arg(long, value_name = "URL")]
+    pub(crate) to: Option<String>,
+    /// Only sessions whose cwd is this directory or below it
+    #[arg(long, value_name = "DIR")]
+    pub(crate) project: Option<PathBuf>,
+    /// Only sessions created on or after this day (YYYY-MM-DD, UTC)
+    #[arg(long, value_name = "DATE", value_parser = parse_day)]
+    pub(crate) since: Option<i64>,
+    /// Send the text as it is, credentials included (the default redacts them)
+    #[arg(long)]
+    pub(crate) no_redact: bool,
+}
+
+/// `YYYY-MM-DD` as epoch milliseconds at its start (UTC).
+pub(crate) fn parse_day(s: &str) -> Result<i64, String> {
+    let bad = || format!("{s:?} is not a day written YYYY-MM-DD");
+    let mut parts = s.splitn(3, '-');
+    let mut next = |len: usize| {
+        let p = parts.next().filter(|p| p.len() == len && p.bytes().all(|b| b.is_ascii_digit())).ok_or_else(bad)?;
+        p.parse::<i64>().map_err(|_| bad())
+    };
+    let (y, m, d) = (next(4)?, next(2)?, next(2)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return Err(bad());
+    }
+    // Days from 1970-01-01 to y-m-d (the proleptic Gregorian calendar).
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Ok((era * 146_097 + doe - 719_468) * 86_400_000)
 }
 
 /// Examples under `daemon --help`.
@@ -487,16 +544,71 @@ pub(crate) fn parse_limit(s: &str) -> Result<u64, String> {
     }
 }
 
-pub(crate) fn parse_spec(spec: &str) -> Result<SourceSpec, String> {
-    SourceSpec::parse(spec)
+/// A `--source`: a kind of the core's read from a directory, or a team
+/// database (`postgres=URL`, docs/teams.md). A database is no kind of the
+/// core's: the core reads files and holds no network client, and the
+/// database is read through the teams crate's source.
+#[derive(Clone, Debug)]
+pub(crate) enum SourceArg {
+    /// `KIND=DIR`.
+    Disk(SourceSpec),
+    /// `postgres=URL` (or `postgresql=URL`).
+    Database(String),
+}
+
+/// The name a team database is given as a source (`--source postgres=URL`).
+pub(crate) const DATABASE_SOURCE: &str = "postgres";
+
+pub(crate) fn parse_spec(spec: &str) -> Result<SourceArg, String> {
+    match spec.split_once('=') {
+        Some((DATABASE_SOURCE | "postgresql", url)) if !url.is_empty() => Ok(SourceArg::Database(url.to_owned())),
+        _ => SourceSpec::parse(spec).map(SourceArg::Disk),
+    }
+}
+
+impl Global {
+    /// The team database of `--source postgres=URL`, if one is given; an
+    /// error when it is given with other sources, or twice (a view reads
+    /// one database alone: its ids are the ids the pushing machines' sources
+    /// gave, prefixes and all).
+    pub(crate) fn database(&self) -> dsh_session_reference::Result<Option<String>> {
+        let urls: Vec<&String> = self
+            .source
+            .iter()
+            .filter_map(|s| match s {
+                SourceArg::Database(url) => Some(url),
+                SourceArg::Disk(_) => None,
+            })
+            .collect();
+        match urls.as_slice() {
+            [] => Ok(None),
+            [url] if self.source.len() == 1 => Ok(Some((*url).clone())),
+            _ => Err(Error::new(
+                ErrorCode::InvalidConfig,
+                format!("--source {DATABASE_SOURCE}=URL is read alone: give it once, without other sources"),
+            )),
+        }
+    }
+
+    /// The `--source KIND=DIR`s.
+    fn disk_sources(&self) -> Vec<SourceSpec> {
+        self.source
+            .iter()
+            .filter_map(|s| match s {
+                SourceArg::Disk(spec) => Some(spec.clone()),
+                SourceArg::Database(_) => None,
+            })
+            .collect()
+    }
 }
 
 /// The help of `--source`: every kind the core reads, with its default
 /// location, from `SourceKind::ALL` (so the help never misses a kind).
 pub(crate) fn source_help() -> String {
     format!(
-        "A source to read, KIND=DIR (repeatable, one per kind), KIND one of: {}. Without --source and --root: \
-         every default location that exists, named on stderr",
+        "A source to read, KIND=DIR (repeatable, one per kind), KIND one of: {}. Or a team database, \
+         {DATABASE_SOURCE}=URL, read alone (docs/teams.md). Without --source and --root: every default location that \
+         exists, named on stderr",
         SourceKind::help_text()
     )
 }
@@ -541,7 +653,7 @@ pub(crate) fn parse_around(spec: &str) -> Result<(String, Value), String> {
 /// location at all, an error naming every place looked at.
 pub(crate) fn chosen_sources(global: &Global, dsh_root: PathBuf) -> dsh_session_reference::Result<Vec<SourceSpec>> {
     if !global.source.is_empty() {
-        return Ok(global.source.clone());
+        return Ok(global.disk_sources());
     }
     if global.root.is_some() {
         return Ok(vec![SourceSpec::new(SourceKind::Dsh, dsh_root)]);
@@ -580,6 +692,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn days_are_read_as_their_first_millisecond() {
+        assert_eq!(parse_day("1970-01-01"), Ok(0));
+        assert_eq!(parse_day("2026-12-07"), Ok(1_796_601_600_000));
+        assert_eq!(parse_day("2000-03-01"), Ok(951_868_800_000));
+        for bad in ["2026-1-07", "2026-13-01", "yesterday", "2026-12-07T00:00"] {
+            assert!(parse_day(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_database_source_is_read_alone() {
+        assert!(matches!(parse_spec("postgres=postgres://h/db"), Ok(SourceArg::Database(u)) if u == "postgres://h/db"));
+        assert!(matches!(parse_spec("dsh=/tmp/x"), Ok(SourceArg::Disk(_))));
+        assert!(parse_spec("postgres=").is_err());
+    }
 
     #[test]
     fn ranges_and_arounds_read_every_form() {

@@ -13,7 +13,9 @@ use dsh_session_reference::{
     ErrorCode, HostError, PinnedListing, Resolver, SessionQuery, Target,
 };
 
-use crate::args::{Global, TargetArgs};
+use dsh_session_reference_teams::{Database, DatabaseSource};
+
+use crate::args::{Global, TargetArgs, DATABASE_SOURCE};
 use crate::cache;
 use crate::daemon::pool::{command_cancel, keeping, kept, Keep};
 use crate::failure::{read_failed, CliResult, Failure};
@@ -36,6 +38,8 @@ pub(crate) enum Sources {
     Dsh(DshStore),
     /// Several sources (their report).
     Multi(Arc<MultiQuery>),
+    /// A team database (`--source postgres=URL`), read alone.
+    Database(Arc<Database>),
 }
 
 /// How long the context lives, and what that changes.
@@ -140,7 +144,11 @@ impl Ctx {
         scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
     ) -> CliResult<Ctx> {
         let (out, quiet, context_window) = (global.out(), global.quiet, global.context_window);
+        let database = global.database()?;
         let shared = match lifetime {
+            // A database is read afresh by each command: it keeps no cache
+            // file, and the daemon keeps no context for it.
+            _ if database.is_some() => Arc::new(Shared::open_database(config, database.as_deref(), lifetime, scoped)?),
             Lifetime::OneShot { cache, .. } if keeping() => {
                 let shared = kept(&specs, &config, cache, || {
                     Shared::open(config, specs.clone(), Lifetime::LongLived { cache, awaiting: false }, scoped, true)
@@ -184,6 +192,54 @@ impl Ctx {
 }
 
 impl Shared {
+    /// The context over the team database at `url` (`--source
+    /// postgres=URL`): its sessions read through the teams crate's source,
+    /// no cache file (the database is the shared copy).
+    fn open_database(
+        config: Config,
+        url: Option<&str>,
+        lifetime: Lifetime,
+        scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
+    ) -> CliResult<Shared> {
+        let url = url.unwrap_or_default();
+        let db = Arc::new(Database::new(url).map_err(|e| {
+            Failure(Error::new(ErrorCode::InvalidConfig, format!("--source {DATABASE_SOURCE}=URL: {e}")))
+        })?);
+        let query: Arc<dyn SessionQuery> = Arc::new(DatabaseSource::new(Arc::clone(&db), config));
+        let pinned = Arc::new(PinnedListing::new(scoped(query)));
+        let resolver = Resolver::new(Arc::clone(&pinned) as Arc<dyn SessionQuery>, config);
+        let awaiting = matches!(lifetime, Lifetime::LongLived { awaiting: true, .. });
+        Ok(Shared {
+            sources: Sources::Database(db),
+            pinned,
+            resolver,
+            cache: None,
+            skip_titles: false,
+            loading: std::sync::Mutex::new(None),
+            root_note: None,
+            saving: std::sync::Mutex::new(()),
+            kept: false,
+            specs: Vec::new(),
+            awaiting,
+        })
+    }
+
+    /// The sessions listed now, with their fingerprints (one listing).
+    pub(crate) fn listing(&self) -> CliResult<dsh_session_reference::SharedListing> {
+        let failed = |e: HostError| read_failed(format!("listing sessions failed: {}", e.message()));
+        block_on(self.pinned.list_now()).map_err(failed)
+    }
+
+    /// The name of the source session `id` is read from (a kind's name, or
+    /// `postgres` for a team database).
+    pub(crate) fn source_of(&self, id: &str) -> &str {
+        match &self.sources {
+            Sources::Dsh(_) => SourceKind::Dsh.name(),
+            Sources::Multi(multi) => multi.source_of(id).unwrap_or("unknown"),
+            Sources::Database(_) => DATABASE_SOURCE,
+        }
+    }
+
     /// The sources of `specs` and the resolver over them with `config`,
     /// for a command or a server ([`Lifetime`]), the resolver reading
     /// through `scoped(sources)`; `kept` by the daemon or not.
@@ -242,7 +298,7 @@ impl Shared {
             // by search (and by a server).
             let files = match &ctx.sources {
                 Sources::Dsh(store) => cache::Files::for_root(store.root(), &ctx.resolver),
-                Sources::Multi(_) => cache::Files::for_sources(&specs, &ctx.resolver),
+                Sources::Multi(_) | Sources::Database(_) => cache::Files::for_sources(&specs, &ctx.resolver),
             };
             match files {
                 Ok(files) => {
@@ -407,6 +463,13 @@ impl Shared {
     /// that does not exist marked (not there yet, when it is opened once it
     /// is; else missing).
     pub(crate) fn places_note(&self) -> String {
+        if let Sources::Database(db) = &self.sources {
+            return format!(
+                "no session listed. The place looked at: the database {}. A session pushed there is listed on the next \
+                 call.",
+                db.shown()
+            );
+        }
         let places: Vec<String> = self
             .specs
             .iter()
@@ -438,6 +501,7 @@ impl Shared {
                     let _ = writeln!(err, "note: {}", display(&empty_root_note(SourceKind::Dsh, store.root())));
                 }
             }
+            Sources::Database(_) => {}
             Sources::Multi(multi) => {
                 let mut err = std::io::stderr().lock();
                 for status in multi.last_report() {

@@ -16,6 +16,7 @@ mod example;
 mod failure;
 mod mcp;
 mod print;
+mod push;
 mod run;
 mod save;
 mod serve;

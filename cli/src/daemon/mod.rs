@@ -158,6 +158,8 @@ mod tests {
         ];
         let not: [&[&str]; 7] = [
             &["x", "uri", "encode", "i"],
+            // (a push runs in its own process: it writes to a database)
+            &["x", "push", "--to", "postgres://h/db"],
             &["x", "demo"],
             &["x", "daemon", "status"],
             &["x", "mcp"],

@@ -25,7 +25,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 
 use super::tools::{cursor, definitions, offset, Arguments, LIST_LIMIT, READ_BYTES, SEARCH_LIMIT};
-use crate::ctx::{Ctx, Sources};
+use crate::ctx::Ctx;
 use crate::save::Schedule;
 
 /// The `_meta` key of a request by which a client names the session it
@@ -298,10 +298,7 @@ impl Server {
 
     /// The name of the source session `id` is read from.
     fn source_of(&self, id: &str) -> &str {
-        match &self.ctx.sources {
-            Sources::Dsh(_) => SourceKind::Dsh.name(),
-            Sources::Multi(multi) => multi.source_of(id).unwrap_or("unknown"),
-        }
+        self.ctx.source_of(id)
     }
 }
 

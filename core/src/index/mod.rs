@@ -51,6 +51,7 @@ use dict::{compress, Dictionary, TRAIN_AT, TRAIN_SAMPLE};
 pub(crate) use dict::Encoder;
 pub(crate) use doc::{Doc, IndexedItem};
 pub(crate) use query::Query;
+pub use query::{search_fold, SearchTerms};
 pub(crate) use set::SearchSet;
 
 /// The built docs of a resolver, by session id, and the dictionary new

@@ -1,0 +1,133 @@
+//! The team database at scale (BENCHMARKS.md, "Teams"): a push of a DSH
+//! root (the discovery benchmark's generated one: `DSR_BENCH_ROOT` with
+//! `DSR_BENCH_GENERATE_ONLY`), the database's size against the projected
+//! text, and the listing and searches timed with 16 clients at once.
+//!
+//! ```sh
+//! cargo run --release -p dsh-session-reference-teams --example teams_bench -- ROOT URL [QUERY...]
+//! ```
+//!
+//! Each client has a source (and a connection) of its own and runs every
+//! query `DSR_BENCH_REPS` times (default 10).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_session_reference::{block_on, Config, DshStore, Hardening, Resolver, SearchOptions, SessionQuery, Target};
+use dsh_session_reference_teams::{push, Database, DatabaseSource, ProjectKeys, PushSession};
+
+const CLIENTS: usize = 16;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn du(root: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(root).unwrap().flatten() {
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() { du(&entry.path()) } else { meta.len() };
+    }
+    total
+}
+
+/// `f` run `reps` times by each of 16 clients at once: p50 and p99.
+fn timed(reps: usize, make: &(dyn Fn() -> Box<dyn FnMut() + Send> + Sync)) -> (Duration, Duration) {
+    let all = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..CLIENTS)
+            .map(|_| {
+                let mut f = make();
+                scope.spawn(move || {
+                    f(); // (connects)
+                    (0..reps)
+                        .map(|_| {
+                            let at = Instant::now();
+                            f();
+                            at.elapsed()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect::<Vec<_>>()
+    });
+    let mut all = all;
+    all.sort();
+    (percentile(&all, 0.5), percentile(&all, 0.99))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [root, url, queries @ ..] = &args[..] else { panic!("usage: teams_bench ROOT URL [QUERY...]") };
+    let reps: usize = std::env::var("DSR_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let root = std::path::Path::new(root);
+
+    if std::env::var_os("DSR_BENCH_SKIP_PUSH").is_none() {
+        let bytes = du(root);
+        let store = DshStore::open(root).unwrap();
+        let config = Config::default().with_hardening(Hardening { redact_secrets: true, ..Hardening::default() });
+        let resolver = Resolver::new(Arc::new(store), config);
+        let listed = block_on(resolver.session_query().list_sessions()).unwrap();
+        let ids: Vec<String> = listed.iter().map(|h| h.id.clone()).collect();
+        let fps = block_on(resolver.session_query().fingerprints(&ids)).unwrap().unwrap_or_default();
+        let mut keys = ProjectKeys::default();
+        let sessions: Vec<PushSession> = listed
+            .into_iter()
+            .zip(fps.into_iter().chain(std::iter::repeat(None)))
+            .map(|(header, fingerprint)| PushSession {
+                project: keys.of(header.cwd.as_deref()),
+                header,
+                fingerprint,
+                kind: "dsh".into(),
+            })
+            .collect();
+        let n = sessions.len();
+        let db = Database::new(url).unwrap();
+        let at = Instant::now();
+        let summary = block_on(push(&db, &resolver, sessions.clone(), &|_, _| {})).unwrap();
+        let took = at.elapsed();
+        println!(
+            "push: {n} sessions, {:.0} MB of logs, {:.0} MB of projected text, {:.1} s: {:.1} MB/s of logs, {:.0} sessions/s ({} failed)",
+            bytes as f64 / 1e6,
+            summary.text_bytes as f64 / 1e6,
+            took.as_secs_f64(),
+            bytes as f64 / 1e6 / took.as_secs_f64(),
+            n as f64 / took.as_secs_f64(),
+            summary.failed.len()
+        );
+        let at = Instant::now();
+        let again = block_on(push(&db, &resolver, sessions, &|_, _| {})).unwrap();
+        println!("push again (nothing changed): {} unchanged, {:.2} s", again.unchanged, at.elapsed().as_secs_f64());
+    }
+
+    let db = Arc::new(Database::new(url).unwrap());
+    let source = DatabaseSource::new(Arc::clone(&db), Config::default());
+    let n = block_on(source.list_sessions()).unwrap().len();
+    println!("listed: {n} sessions");
+
+    let (p50, p99) = timed(reps, &|| {
+        let source = DatabaseSource::new(Arc::new(Database::new(url).unwrap()), Config::default());
+        Box::new(move || drop(block_on(source.list_sessions()).unwrap()))
+    });
+    println!("list every session ({n}), 16 clients: p50 {p50:.1?}, p99 {p99:.1?}");
+
+    for q in queries {
+        let q = q.clone();
+        let mut found = 0;
+        let (p50, p99) = timed(reps, &|| {
+            let source = DatabaseSource::new(Arc::new(Database::new(url).unwrap()), Config::default());
+            let resolver = Resolver::new(Arc::new(source), Config::default());
+            let q = q.clone();
+            Box::new(move || {
+                let target = Target::new("bench", Some("/work/p3".to_owned()));
+                drop(block_on(resolver.search(&target, &q, &SearchOptions::default(), None)).unwrap());
+            })
+        });
+        let resolver =
+            Resolver::new(Arc::new(DatabaseSource::new(Arc::clone(&db), Config::default())), Config::default());
+        if let Ok(r) = block_on(resolver.search(&Target::new("bench", None), &q, &SearchOptions::default(), None)) {
+            found = r.len();
+        }
+        println!("search {q:?} ({found} results shown), 16 clients: p50 {p50:.1?}, p99 {p99:.1?}");
+    }
+}

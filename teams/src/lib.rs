@@ -1,0 +1,20 @@
+//! Sessions shared through PostgreSQL (docs/teams.md): the push that sends
+//! what a reference may see of each session to a team database, the
+//! schema the tool owns there, and the database read back as a session
+//! source of the core ([`DatabaseSource`], a [`SessionQuery`](dsh_session_reference::SessionQuery)).
+//!
+//! The core stays free of network clients (it is embedded by C, Python and
+//! Node); this crate is where the PostgreSQL client lives, and the command
+//! line is its one front.
+
+mod connect;
+mod project;
+mod push;
+mod schema;
+mod source;
+
+pub use connect::Database;
+pub use project::{project_key, ProjectKeys};
+pub use push::{push, PushSession, PushSummary};
+pub use schema::SCHEMA_VERSION;
+pub use source::DatabaseSource;

@@ -1,0 +1,115 @@
+//! The schema the tool owns (docs/teams.md): its versioned migrations,
+//! applied by a push, and the check every reader makes first.
+
+use tokio_postgres::Client;
+
+/// The newest schema version this build knows.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The migrations, in order: `MIGRATIONS[n]` takes a database from version
+/// `n` to `n + 1`. A migration is never changed once released; a change
+/// is a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the sessions and their projected messages, and the trigram indexes
+    // search runs on (over the folded texts, compared exactly).
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm;
+     CREATE TABLE dsr_sessions (
+         id text PRIMARY KEY,
+         source_kind text NOT NULL,
+         project text NOT NULL,
+         cwd text,
+         title text,
+         created_at text NOT NULL,
+         created_at_ms double precision NOT NULL,
+         conversation_cwd text,
+         captured_through_seq text,
+         fingerprint bytea,
+         redacted boolean NOT NULL,
+         revision bigint NOT NULL DEFAULT 1,
+         pushed_at timestamptz NOT NULL DEFAULT now(),
+         title_folded text NOT NULL,
+         place_folded text NOT NULL
+     );
+     CREATE INDEX dsr_sessions_listing ON dsr_sessions (created_at_ms DESC, id);
+     CREATE INDEX dsr_sessions_project ON dsr_sessions (project, created_at_ms DESC, id);
+     CREATE INDEX dsr_sessions_title_trgm ON dsr_sessions USING gin (title_folded gin_trgm_ops);
+     CREATE INDEX dsr_sessions_place_trgm ON dsr_sessions USING gin (place_folded gin_trgm_ops);
+     CREATE TABLE dsr_messages (
+         session_id text NOT NULL REFERENCES dsr_sessions (id) ON DELETE CASCADE,
+         idx integer NOT NULL,
+         role text NOT NULL,
+         checkpoint boolean NOT NULL,
+         text text NOT NULL,
+         folded text NOT NULL,
+         PRIMARY KEY (session_id, idx)
+     );
+     CREATE INDEX dsr_messages_folded_trgm ON dsr_messages USING gin (folded gin_trgm_ops);",
+];
+
+/// The version table, made by the first push.
+const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS dsr_schema (version integer NOT NULL)";
+
+/// The key of the advisory lock migrations hold: two first pushes at once
+/// migrate one after the other.
+const MIGRATION_LOCK: i64 = 0x6473_725f_7363_6865; // "dsr_sche"
+
+/// Brings the schema to [`SCHEMA_VERSION`] in one transaction (nothing
+/// done when it is there); an error when the database holds a newer
+/// schema than this build knows.
+pub(crate) async fn migrate(client: &mut Client) -> Result<i32, MigrateError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+    tx.batch_execute(VERSION_TABLE).await?;
+    let found: Option<i32> = tx.query_opt("SELECT max(version) FROM dsr_schema", &[]).await?.and_then(|r| r.get(0));
+    let found = found.unwrap_or(0);
+    if found > SCHEMA_VERSION {
+        return Err(MigrateError::Newer(found));
+    }
+    for sql in MIGRATIONS.iter().skip(usize::try_from(found).unwrap_or(0)) {
+        tx.batch_execute(sql).await?;
+    }
+    if found < SCHEMA_VERSION {
+        tx.execute("DELETE FROM dsr_schema", &[]).await?;
+        tx.execute("INSERT INTO dsr_schema (version) VALUES ($1)", &[&SCHEMA_VERSION]).await?;
+    }
+    tx.commit().await?;
+    Ok(SCHEMA_VERSION)
+}
+
+/// What a reader checks before its first query: a schema there, and not
+/// newer than this build knows. `Ok(false)`: no schema yet (nothing pushed).
+pub(crate) async fn check(client: &Client) -> Result<bool, MigrateError> {
+    let exists: Option<String> = client.query_one("SELECT to_regclass('dsr_schema')::text", &[]).await?.get(0);
+    if exists.is_none() {
+        return Ok(false);
+    }
+    let found: Option<i32> = client.query_one("SELECT max(version) FROM dsr_schema", &[]).await?.get(0);
+    match found {
+        Some(v) if v > SCHEMA_VERSION => Err(MigrateError::Newer(v)),
+        Some(v) if v == SCHEMA_VERSION => Ok(true),
+        _ => Ok(false),
+    }
+}
+
+/// Why the schema could not be made or read.
+#[derive(Debug)]
+pub(crate) enum MigrateError {
+    /// The database holds this newer version.
+    Newer(i32),
+    /// The database failed.
+    Db(tokio_postgres::Error),
+}
+
+impl From<tokio_postgres::Error> for MigrateError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        MigrateError::Db(e)
+    }
+}
+
+/// The words of a schema from the future.
+pub(crate) fn newer_message(shown: &str, found: i32) -> String {
+    format!(
+        "the database {shown} holds schema version {found}, newer than this dsh-session-ref knows ({SCHEMA_VERSION}): \
+         upgrade dsh-session-ref"
+    )
+}
