@@ -893,6 +893,9 @@ fn streams_as_projected<S: BlockingSessionQuery>(
     want.len()
 }
 
+/// A compaction of a generated DSH log: after the turn, the turns from and to.
+type Replace = (usize, usize, usize);
+
 /// The bytes of lines taken from session files (`work::line_bytes`) while
 /// `f` runs on this thread.
 fn lines_read<T>(f: impl FnOnce() -> T) -> (T, u64) {
@@ -913,8 +916,7 @@ fn a_dsh_read_within_the_budget_reads_the_log_once() {
     let _one = one_at_a_time();
     // 1,200 turns of 2 KB messages (5 MB), then the same with a compaction
     // of the oldest turns halfway, then with one of the newest at the end.
-    let cases: [(&[(usize, usize, usize)], bool); 3] =
-        [(&[], false), (&[(600, 0, 300)], false), (&[(1_199, 1_100, 1_199)], true)];
+    let cases: [(&[Replace], bool); 3] = [(&[], false), (&[(600, 0, 300)], false), (&[(1_199, 1_100, 1_199)], true)];
     for (replaces, again) in cases {
         let root = dsh_messages_root(1_200, 2_000, replaces);
         let bytes = log_bytes(root.path()) as u64;
