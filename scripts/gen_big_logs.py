@@ -5,7 +5,10 @@ Claude Code transcript or a Codex rollout, each about SIZE megabytes. Nothing is
 this script; delete the output when done.
 
     scripts/gen_big_logs.py OUT_DIR KIND SIZE_MB [--varied]
-    KIND: dsh-tools | dsh-talk | claude | codex
+    KIND: dsh-tools | dsh-talk | dsh-messages | claude | codex
+
+dsh-messages is a DSH v4 log of turns of one 500-byte prompt and one
+500-byte answer and nothing else: 90 MB hold about 100,000 messages.
 
 The texts are slices of one pool of words. By default the pool repeats a
 few dozen words (the logs compress about 150x, so a session's index is
@@ -125,6 +128,43 @@ def dsh(out, kind, size):
     return path
 
 
+def dsh_messages(out, size):
+    """Turns of a 500-byte prompt and a 500-byte answer, with no tool
+    calls or streams: a log that is all conversation."""
+    header = json.loads(open(TEMPLATE, encoding="utf-8").readline())
+    header["id"] = "big-dsh-messages"
+    header["cwd"] = "/home/dev/big"
+    d = os.path.join(out, "dsh", "--home-dev-big--", "big-dsh-messages")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "session.v4.jsonl")
+    seq, n, written = 0, 0, 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(dump(header) + "\n")
+        while written < size:
+            turn, step = {"turn": n + 1}, {"turn": n + 1, "step": 1}
+            source = {"kind": "model", "provider": "p", "model": "m"}
+            for t, data, op in [
+                ("turn/start", turn, None),
+                ("step/start", step, None),
+                ("user/message", {"content": [{"type": "text", "text": f"question {n}: " + words(500, n)}],
+                                  "source": {"kind": "user"}, "role": "user", "id": f"u{n}"}, "append"),
+                ("assistant/message", dict(step, message={
+                    "role": "assistant", "content": [{"type": "text", "text": f"answer {n}: " + words(500, n + 1)}],
+                    "source": source, "id": f"a{n}"}), "append"),
+                ("step/end", step, None),
+                ("turn/end", dict(turn, reason={"kind": "completed"}), None),
+            ]:
+                ev = {"type": t, "seq": seq, "time": 1780000501000 + seq, "data": data}
+                if op:
+                    ev["surfaceOp"] = op
+                line = dump(ev) + "\n"
+                f.write(line)
+                written += len(line.encode())
+                seq += 1
+            n += 1
+    return path
+
+
 def claude(out, size):
     d = os.path.join(out, "claude", "-home-dev-big")
     os.makedirs(d, exist_ok=True)
@@ -197,6 +237,8 @@ def main():
         path = claude(out, size)
     elif kind == "codex":
         path = codex(out, size)
+    elif kind == "dsh-messages":
+        path = dsh_messages(out, size)
     else:
         path = dsh(out, kind, size)
     print(path, os.path.getsize(path))

@@ -621,6 +621,7 @@ impl<R: io::Read> BoundedLines<R> {
             LineEnd::Line => {
                 self.count += 1;
                 self.offset += self.buf.len() as u64 + 1;
+                crate::work::line_read(self.buf.len());
                 Ok(Some(&self.buf))
             }
             LineEnd::End { torn_bytes } => {

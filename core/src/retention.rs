@@ -297,18 +297,27 @@ pub fn text_floor(text: &str) -> u64 {
 /// first droppable item that does not fit is kept in the snapshot, so
 /// retention still stops there.
 pub fn certainly_dropped(items: &[ItemFloor], budget: u64) -> Vec<bool> {
-    let n = items.len();
-    let droppable = |i: usize| i + 1 < n && !items[i].fixed;
+    let fixed: Vec<bool> = items.iter().map(|i| i.fixed).collect();
+    certainly_dropped_by(&fixed, |i| items[i].floor, budget)
+}
+
+/// [`certainly_dropped`] of items given by whether each is `fixed` and by
+/// its `floor`, which is asked for only where the drop phase looks: every
+/// item never dropped, then the others from the newest back to the first
+/// that does not fit (so a reader may measure only those).
+pub fn certainly_dropped_by(fixed: &[bool], mut floor: impl FnMut(usize) -> u64, budget: u64) -> Vec<bool> {
+    let n = fixed.len();
+    let droppable = |i: usize| i + 1 < n && !fixed[i];
     let mut total = 0u64;
     let mut count = 0u64;
     for i in (0..n).filter(|&i| !droppable(i)) {
-        total = total.saturating_add(items[i].floor);
+        total = total.saturating_add(floor(i));
         count += 1;
     }
     total = total.saturating_add(count.saturating_sub(1));
     let mut out = vec![false; n];
     let cut = (0..n).rev().filter(|&i| droppable(i)).find(|&i| {
-        total = total.saturating_add(items[i].floor + u64::from(count > 0));
+        total = total.saturating_add(floor(i).saturating_add(u64::from(count > 0)));
         count += 1;
         total > budget
     });
@@ -326,12 +335,21 @@ pub fn certainly_dropped(items: &[ItemFloor], budget: u64) -> Vec<bool> {
 /// one place a read within the budget decides what not to read again.
 pub fn certainly_elided(items: &[ItemFloor], budget: u64) -> (Vec<bool>, Elided) {
     let dropped = certainly_dropped(items, budget);
-    let mut elided = Elided::default();
-    for (item, _) in items.iter().zip(&dropped).filter(|(_, d)| **d) {
-        elided.messages += 1;
-        elided.bytes += item.bytes;
-    }
+    let elided = Elided::counted(&dropped, |i| items[i].bytes);
     (dropped, elided)
+}
+
+impl Elided {
+    /// The items marked in `dropped`, counted with the UTF-8 bytes of each
+    /// one's text (`bytes(i)`).
+    pub fn counted(dropped: &[bool], bytes: impl Fn(usize) -> u64) -> Elided {
+        let mut elided = Elided::default();
+        for (i, _) in dropped.iter().enumerate().filter(|(_, d)| **d) {
+            elided.messages += 1;
+            elided.bytes += bytes(i);
+        }
+        elided
+    }
 }
 
 /// Redacts the credentials of one item's text in place; returns how many

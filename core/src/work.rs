@@ -3,12 +3,15 @@
 //! transcript readers' joins, placements, roll-backs and look-ups. The
 //! tests that hold those bounds compare the count for an input and for
 //! one twice its size, so a loaded machine cannot fail them as a timing
-//! would.
+//! would. Beside it, the bytes of the lines the readers took from session
+//! files ([`line_bytes`]): how a test tells that a read went over a log
+//! once.
 
 use std::cell::Cell;
 
 thread_local! {
     static STEPS: Cell<u64> = const { Cell::new(0) };
+    static LINE_BYTES: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Adds `n` steps to this thread's count.
@@ -32,4 +35,19 @@ impl Drop for Tally {
     fn drop(&mut self) {
         add(self.0);
     }
+}
+
+/// Adds a line of `len` bytes (its `\n` not counted) that a reader took
+/// from a session's file.
+#[inline]
+pub(crate) fn line_read(len: usize) {
+    LINE_BYTES.with(|b| b.set(b.get().wrapping_add(len as u64 + 1)));
+}
+
+/// The bytes of the lines (each with its `\n`) this thread's readers
+/// have taken from session files so far: a read that goes over a plain
+/// log once takes its size, one that reads lines again takes more (a test
+/// reads it before and after the read it bounds).
+pub fn line_bytes() -> u64 {
+    LINE_BYTES.with(Cell::get)
 }

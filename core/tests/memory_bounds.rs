@@ -90,7 +90,9 @@ const MB: usize = 1 << 20;
 mod big_logs {
     include!("support/big_logs.rs");
 }
-use big_logs::{claude_rich_root, claude_root, codex_rich_root, codex_root, dsh_root, log_bytes, words, words_in};
+use big_logs::{
+    claude_rich_root, claude_root, codex_rich_root, codex_root, dsh_messages_root, dsh_root, log_bytes, words, words_in,
+};
 
 /// Held by every test: the counter is the process's, so no test allocates
 /// while another measures.
@@ -889,4 +891,99 @@ fn streams_as_projected<S: BlockingSessionQuery>(
         assert_eq!(got, want, "{id}");
     }
     want.len()
+}
+
+/// A compaction of a generated DSH log: after the turn, the turns from and to.
+type Replace = (usize, usize, usize);
+
+/// The bytes of lines taken from session files (`work::line_bytes`) while
+/// `f` runs on this thread.
+fn lines_read<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let before = dsh_session_reference::work::line_bytes();
+    let out = f();
+    (out, dsh_session_reference::work::line_bytes() - before)
+}
+
+/// A read under the budget goes over a DSH log once: a log that only
+/// appends, or whose replacements leave what the budget keeps alone, is
+/// read once, every line of it (its bytes counted exactly), under every
+/// budget, and prepares as the whole read; only a replacement that takes
+/// the newest messages off the surface, bringing older ones back into the
+/// budget, makes the read take those again, and no more of them than the
+/// budget holds.
+#[test]
+fn a_dsh_read_within_the_budget_reads_the_log_once() {
+    let _one = one_at_a_time();
+    // 1,200 turns of 2 KB messages (5 MB), then the same with a compaction
+    // of the oldest turns halfway, then with one of the newest at the end.
+    let cases: [(&[Replace], bool); 3] = [(&[], false), (&[(600, 0, 300)], false), (&[(1_199, 1_100, 1_199)], true)];
+    for (replaces, again) in cases {
+        let root = dsh_messages_root(1_200, 2_000, replaces);
+        let bytes = log_bytes(root.path()) as u64;
+        let store = DshStore::open(root.path()).unwrap().with_watching(false);
+        // A whole read takes every line once (and the header again, to
+        // find the log).
+        let (whole, once) = lines_read(|| store.read_surface_json("big").unwrap());
+        assert!(once >= bytes && once < bytes + 1_000, "{once} of {bytes}");
+        assert!(whole.len() as u64 > bytes / 2);
+        for budget in BUDGETS {
+            let (within, read) = lines_read(|| {
+                BlockingSessionQuery::read_surface_as(&store, "big", SurfaceRead::Within(budget)).unwrap()
+            });
+            let place = format!("{replaces:?}, budget {budget}: {read} of {once}");
+            if !again {
+                assert_eq!(read, once, "{place}: the log is read once");
+            } else {
+                // The lines the compaction of the newest 100 turns brings
+                // back into the budget (2.2 KB a message, about 2 KB of
+                // it counted) are read again, in batches that double (so
+                // at most twice what is needed), and no others.
+                assert!(read <= once + 4 * budget.min(bytes) + 9_000, "{place}");
+                assert!(budget > 65_536 || read > once, "{place}: lines let go are read again");
+            }
+            assert!(within.elided.messages > 0 || budget > bytes / 2, "{place}");
+            prepares_alike(
+                |c| Resolver::new(Arc::new(store.clone()), c),
+                |c| Resolver::new(Arc::new(Blocking::new(Whole(store.clone()))), c),
+                "big",
+                budget,
+                &place,
+            );
+        }
+    }
+}
+
+/// A Claude Code transcript and a Codex rollout under the budget: each
+/// line is read once, and of the lines read again only those of the texts
+/// the budget may keep (a Claude Code conversation is the chain ending at
+/// the last line, and a Codex rollback or compaction takes the newest
+/// items: which lines are kept is known at the end of the file).
+#[test]
+fn a_foreign_read_within_the_budget_reads_again_only_what_it_keeps() {
+    use dsh_session_reference::sources::codex::CodexSource;
+    let _one = one_at_a_time();
+    let stem = "0000aaaa-0000-4000-8000-0000000000e1";
+    let claude = claude_root(stem, 600, 3_000, 6_000);
+    let codex_id = "0199aaaa-0000-7000-8000-0000000000e2";
+    let codex = codex_root(codex_id, 600, 3_000, 6_000);
+    let claude_source = ClaudeCodeSource::open(claude.path()).unwrap().with_watching(false);
+    reads_again_only_what_it_keeps(&claude_source, &format!("claude-code:{stem}"), log_bytes(claude.path()) as u64);
+    let codex_source = CodexSource::open(codex.path()).unwrap();
+    reads_again_only_what_it_keeps(&codex_source, &format!("codex:{codex_id}"), log_bytes(codex.path()) as u64);
+}
+
+/// The lines a read of `id` under two budgets takes: every line of the
+/// file once (`bytes`, as a whole read takes them), and again the lines
+/// of the texts it may keep.
+fn reads_again_only_what_it_keeps<S: BlockingSessionQuery>(source: &S, id: &str, bytes: u64) {
+    assert!(bytes > 5 * MB as u64, "{bytes}");
+    let (_, once) = lines_read(|| source.read_surface(id).unwrap());
+    assert!(once >= bytes && once < bytes + 20_000, "{id}: {once} of {bytes}");
+    for budget in [2_000, 65_536] {
+        let (within, read) = lines_read(|| source.read_surface_as(id, SurfaceRead::Within(budget)).unwrap());
+        assert!(within.elided.messages > 1_000, "{id} {budget}");
+        // A line (a text of 3-6 KB in its record) per kept text, and the
+        // budget keeps at most two texts more than fit.
+        assert!(read >= once && read <= once + 3 * budget + 2 * 6_500, "{id} {budget}: {read} of {once}");
+    }
 }

@@ -189,6 +189,7 @@ impl<W: LineText> Places<W> {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
             r => r?,
         }
+        crate::work::line_read(buf.len());
         if line_checksum(buf) != at.checksum {
             return Ok(None);
         }

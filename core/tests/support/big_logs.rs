@@ -354,3 +354,64 @@ pub fn codex_rich_root(id: &str, rounds: usize, size: usize) -> tempfile::TempDi
     std::fs::write(home.path().join(format!("sessions/rollout-{legacy}.jsonl")), out).unwrap();
     home
 }
+
+/// A DSH v4 log of `turns` turns of a prompt and an answer of `text`
+/// bytes each and nothing else; after the turn `after` of each
+/// `(after, from, to)` of `replaces`, a compaction checkpoint replaces the
+/// run of the surface from the prompt of turn `from` to the answer of turn
+/// `to` (which must still be on the surface). Returns its sessions root;
+/// the session is "big".
+pub fn dsh_messages_root(turns: usize, text: usize, replaces: &[(usize, usize, usize)]) -> tempfile::TempDir {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/dsh-generations/raw/--home-dev-gen--/tool-call-turn/session.v4.jsonl");
+    let first = std::fs::read_to_string(fixture).unwrap();
+    let mut header: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    header["id"] = json!("big");
+    let mut out = header.to_string();
+    out.push('\n');
+    let mut seq = 0u64;
+    let mut push = |out: &mut String, kind: &str, data: Value, op: Option<Value>, sources: Option<Value>| -> u64 {
+        let mut ev = json!({"type": kind, "seq": seq, "time": 1_780_000_000_000u64 + seq, "data": data});
+        if let Some(sources) = sources {
+            ev["sourceEventSeqs"] = sources;
+        }
+        if let Some(op) = op {
+            ev["surfaceOp"] = op;
+        }
+        out.push_str(&ev.to_string());
+        out.push('\n');
+        seq += 1;
+        seq - 1
+    };
+    let (mut prompts, mut answers) = (Vec::new(), Vec::new());
+    for n in 0..turns {
+        let (turn, step) = (json!({"turn": n + 1}), json!({"turn": n + 1, "step": 1}));
+        push(&mut out, "turn/start", turn.clone(), None, None);
+        push(&mut out, "step/start", step.clone(), None, None);
+        let prompt = json!({"content": [{"type": "text", "text": format!("question {n}: {}", words(text, n))}],
+            "source": {"kind": "user"}, "role": "user", "id": format!("u{n}")});
+        prompts.push(push(&mut out, "user/message", prompt, Some(json!("append")), None));
+        let mut answer = step.clone();
+        answer["message"] = json!({"role": "assistant", "id": format!("a{n}"),
+            "content": [{"type": "text", "text": format!("answer {n}: {}", words(text, n + 1))}],
+            "source": {"kind": "model", "provider": "p", "model": "m"}});
+        answers.push(push(&mut out, "assistant/message", answer, Some(json!("append")), None));
+        push(&mut out, "step/end", step, None, None);
+        let mut end = turn;
+        end["reason"] = json!({"kind": "completed"});
+        push(&mut out, "turn/end", end, None, None);
+        for &(_, from, to) in replaces.iter().filter(|r| r.0 == n) {
+            let (start, end) = (prompts[from], answers[to]);
+            let summary = json!({"content": [{"type": "text", "text": format!("summary of turns {from} to {to}")}],
+                "source": {"kind": "compact-checkpoint", "compactionId": format!("c{n}")},
+                "role": "user", "id": format!("c{n}")});
+            let op = json!({"op": "replace", "startSeq": start, "endSeq": end});
+            push(&mut out, "user/message", summary, Some(op), Some(json!([start, end])));
+        }
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("--home-dev-gen--/big");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("session.v4.jsonl"), out).unwrap();
+    root
+}

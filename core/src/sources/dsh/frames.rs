@@ -156,6 +156,7 @@ impl LineReader {
                 let outcome = read_line_limited(reader, buf, max)?;
                 if let LineRead::Line(_) = outcome {
                     *offset += buf.len() as u64 + 1;
+                    crate::work::line_read(buf.len());
                 }
                 Ok(outcome)
             }
@@ -163,6 +164,7 @@ impl LineReader {
                 let outcome = read_line_limited(&mut **frames, buf, max)?;
                 Ok(match outcome {
                     LineRead::Line(_) => {
+                        crate::work::line_read(buf.len());
                         frames.prev_line_end = frames.line_end;
                         frames.line_end += buf.len() as u64 + 1;
                         let strict = frames.committed_end.is_none_or(|end| frames.line_end <= end);

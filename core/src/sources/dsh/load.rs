@@ -20,7 +20,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::discover::Found;
-use super::fold::{Surface, SurfaceOp};
+use super::fold::{SeqMap, Surface, SurfaceOp};
 use super::frames::{read_at, FrameStats, LineRead, LineReader, ZstdScratch, MAX_LINE_BYTES, ZSTD_CHUNK};
 use super::generation::Generation;
 use super::header::read_header;
@@ -32,7 +32,7 @@ use super::rows::{may_be_turn_end, parse_row, Row, SeqRuns};
 use super::title::{title_of, TITLE_EVENT};
 use super::{LogStats, StoreError, StoreErrorKind, TornTail};
 use crate::fs::{open_regular, FileIdentity};
-use crate::retention::{certainly_elided, Elided, ItemFloor};
+use crate::retention::Elided;
 use crate::sources::line_checksum;
 
 /// The event type of a top-level streamed chunk (v0 and v1 only).
@@ -148,6 +148,7 @@ impl Fold {
             lines: match keep {
                 Keep::Visible => KeptLines::visible_only(),
                 Keep::Stubs => KeptLines::stubs_only(),
+                Keep::Within(budget) => KeptLines::within(budget),
                 Keep::Nothing | Keep::Surface => KeptLines::new(),
             },
             turns: TurnTracker::for_generation(generation),
@@ -241,9 +242,13 @@ pub(crate) enum Keep {
     Visible,
     /// Of the lines [`Keep::Visible`] keeps, where they are and what
     /// retention needs of their items, not their bytes
-    /// ([`LineStub`](super::kept::LineStub)): a read under a budget reads
-    /// the ones it keeps again.
+    /// ([`LineStub`](super::kept::LineStub)): a read that streams the
+    /// items reads them again.
     Stubs,
+    /// The stubs of [`Keep::Stubs`], and the bytes of the lines retention
+    /// may still keep under this budget as the log is read
+    /// ([`KeptLines::within`]).
+    Within(u64),
 }
 
 /// Reads a whole log once, streaming, and validates it (see the module
@@ -409,6 +414,10 @@ pub(crate) fn read_log(
                             fold.lines.remove(r);
                         }
                         fold.lines.insert_at(seq, &buf, LineAt { line: line_no, offset: line_offset });
+                        if fold.lines.should_let_go(fold.surface.len()) {
+                            let surface = &fold.surface;
+                            fold.lines.let_go(|| surface.seqs());
+                        }
                     }
                 }
                 if let Some(t) = new_title {
@@ -544,26 +553,25 @@ pub(crate) fn lines_again(
 
 /// A log read for where its visible lines are, not their bytes: the
 /// header, the stats, and a [`LineStub`] of each visible surface line, in
-/// surface order ([`Keep::Stubs`]), with its item's floor, and a second
-/// handle of the file it read (to read them again from) and that file's
-/// length then.
+/// surface order ([`Keep::Stubs`]), and a second handle of the file it
+/// read (to read them again from) and that file's length then.
 pub(crate) struct LoadedStubs {
     pub header_json: Map<String, Value>,
     pub stats: LogStats,
     pub stubs: Vec<LineStub>,
-    pub floors: Vec<ItemFloor>,
     pub again: File,
     pub file_bytes: u64,
 }
 
-/// The first pass of a read under a budget ([`load_within`]), alone.
+/// The read of a log that streams its visible items (each pass over them
+/// reads their lines again).
 pub(crate) fn load_stubs(found: &Found, id: &str) -> Result<LoadedStubs, StoreError> {
     let (file, identity) = open_log(found)?;
     let again = file.try_clone().map_err(|e| io_error(&found.path, e))?;
     let (loaded, _) = read_log(found, id, file, identity.size, None, Keep::Stubs, false)?;
     let Loaded { header_json, stats, lines } = loaded;
-    let (stubs, floors) = lines.into_stubs(&stats.surface_seqs);
-    Ok(LoadedStubs { header_json, stats, stubs, floors, again, file_bytes: identity.size })
+    let stubs = lines.into_stubs(&stats.surface_seqs);
+    Ok(LoadedStubs { header_json, stats, stubs, again, file_bytes: identity.size })
 }
 
 /// A read of a log under a byte budget: the header, the stats, and the
@@ -576,32 +584,63 @@ pub(crate) struct LoadedWithin {
     pub elided: Elided,
 }
 
-/// Reads a log under `budget` in two passes: the first, streaming, keeps
-/// where each visible line is and its item's floor, not the line
-/// ([`Keep::Stubs`]); the lines retention may keep
-/// ([`certainly_elided`]) are then read again from the same open file
-/// (a plain log from the first of them on, a zstd log decompressed again
-/// from its start). `None` when a line read again is not the line the
-/// first pass read (same length and checksum): the file changed under the
-/// read, and the caller reads it whole again rather than mix two versions.
+/// Reads a log under `budget` in one pass, streaming: it keeps where each
+/// visible line is and its item's floor, and the bytes of only the lines
+/// retention may still keep as the surface stands ([`Keep::Within`]). A
+/// replacement may bring a line let go back into the budget: such lines
+/// alone are then read again from the same open file (a plain log from
+/// the first of them on, a zstd log decompressed again from its start).
+/// `None` when a line read again is not the line the first pass read
+/// (same length and checksum): the file changed under the read, and the
+/// caller reads it whole again rather than mix two versions.
 pub(crate) fn load_within(found: &Found, id: &str, budget: u64) -> Result<Option<LoadedWithin>, StoreError> {
-    let LoadedStubs { header_json, stats, stubs, floors, again, file_bytes } = load_stubs(found, id)?;
-    let (dropped, elided) = certainly_elided(&floors, budget);
-    drop(floors);
-    // The stubs read again, in line order (surface order may differ).
-    let mut wanted: Vec<usize> = (0..stubs.len()).filter(|&k| !dropped[k]).collect();
-    wanted.sort_by_key(|&k| stubs[k].at);
-    let mut got: Vec<Vec<u8>> = vec![Vec::new(); stubs.len()];
-    let picked: Vec<LineStub> = wanted.iter().map(|&k| stubs[k]).collect();
-    let mut next = wanted.iter();
-    let read = lines_again(found, again, file_bytes, &picked, |line| {
-        // A copy of its size (the buffer grew to the longest line read).
-        got[*next.next()?] = line.to_vec();
-        Some(())
-    })?;
-    if read.is_none() {
-        return Ok(None);
+    let (file, identity) = open_log(found)?;
+    let again_file = file.try_clone().map_err(|e| io_error(&found.path, e))?;
+    let (loaded, _) = read_log(found, id, file, identity.size, None, Keep::Within(budget), false)?;
+    let Loaded { header_json, stats, mut lines } = loaded;
+    // The lines let go whose floors retention's walk needs after all (a
+    // replacement brought them back), read again: the newest first, a
+    // batch that doubles each time (each read of a zstd log decompresses
+    // it from its start).
+    let mut again: SeqMap<Vec<u8>> = SeqMap::default();
+    let mut batch = 1;
+    let (stubs, mut got, elided) = loop {
+        match lines.within_lines(&stats.surface_seqs, budget, &again) {
+            Ok(within) => break within,
+            Err(mut missing) => {
+                missing.truncate(batch);
+                batch *= 2;
+                missing.sort_by_key(|(_, stub)| stub.at);
+                let picked: Vec<LineStub> = missing.iter().map(|(_, stub)| *stub).collect();
+                let mut next = missing.iter();
+                let file = again_file.try_clone().map_err(|e| io_error(&found.path, e))?;
+                let read = lines_again(found, file, identity.size, &picked, |line| {
+                    again.insert(next.next()?.0, line.to_vec());
+                    Some(())
+                })?;
+                if read.is_none() {
+                    return Ok(None);
+                }
+            }
+        }
+    };
+    drop((lines, again));
+    // The lines let go and kept after all, read again in line order
+    // (surface order may differ).
+    let mut wanted: Vec<usize> = (0..stubs.len()).filter(|&k| got[k].is_none()).collect();
+    if !wanted.is_empty() {
+        wanted.sort_by_key(|&k| stubs[k].at);
+        let picked: Vec<LineStub> = wanted.iter().map(|&k| stubs[k]).collect();
+        let mut next = wanted.iter();
+        let read = lines_again(found, again_file, identity.size, &picked, |line| {
+            // A copy of its size (the buffer grew to the longest line read).
+            got[*next.next()?] = Some(line.to_vec());
+            Some(())
+        })?;
+        if read.is_none() {
+            return Ok(None);
+        }
     }
-    let lines = got.into_iter().enumerate().filter(|(k, _)| !dropped[*k]).map(|(_, l)| l).collect();
+    let lines = got.into_iter().map(Option::unwrap_or_default).collect();
     Ok(Some(LoadedWithin { header_json, stats, lines, elided }))
 }
