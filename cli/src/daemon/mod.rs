@@ -156,7 +156,7 @@ mod tests {
             &["x", "show", "i"],
             &["x", "mention", "i"],
         ];
-        let not: [&[&str]; 7] = [
+        let not: [&[&str]; 8] = [
             &["x", "uri", "encode", "i"],
             // (a push runs in its own process: it writes to a database)
             &["x", "push", "--to", "postgres://h/db"],
