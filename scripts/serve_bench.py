@@ -8,10 +8,10 @@ its own keep-alive connection, alternating `POST /api/search` and
 the largest latency of each route, the requests per second, and the
 server's resident memory sampled every `--every` seconds over the run.
 
-    DSR_BENCH_ROOT=target/mcp-bench/root DSR_BENCH_SESSIONS=10000 DSR_BENCH_GENERATE_ONLY=1 \\
+    DSR_BENCH_ROOT=$PWD/target/serve-bench/root DSR_BENCH_SESSIONS=10000 DSR_BENCH_GENERATE_ONLY=1 \\
         cargo bench -p dsh-session-reference --bench discovery
     cargo build --release -p dsh-session-ref
-    python3 scripts/serve_bench.py --binary target/release/dsh-session-ref --root target/mcp-bench/root
+    python3 scripts/serve_bench.py --binary target/release/dsh-session-ref --root target/serve-bench/root
 
 The standard library only.
 """

