@@ -50,7 +50,7 @@
 //!
 //! As for every source: nothing is written or locked, no link below the
 //! root is followed, a file longer than
-//! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
+//! [`MAX_LINE_BYTES`] makes the
 //! session unreadable.
 
 use std::ffi::{OsStr, OsString};
