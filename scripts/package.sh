@@ -372,7 +372,7 @@ if has crates; then
   # from the packaged sources alone). The other crates are packaged without
   # a build, which still checks their metadata and that every path
   # dependency carries a version.
-  step "cargo package (core: verified; ffi, python, node, cli: packaged)"
+  step "cargo package (core: verified; ffi, python, node, teams, cli: packaged)"
   clean "*.crate"
   # The verification builds the packaged core as a workspace of its own,
   # which has none of the workspace's profiles: in the default dev profile
@@ -385,7 +385,7 @@ if has crates; then
     dev && /^[a-z-]+ *=/ { key = $1; sub(/^[^=]*= */, ""); sub(/ *#.*/, ""); print sec "." key "=" $0 }' Cargo.toml)
   cargo package --locked --allow-dirty "${dev_profile[@]}" -p dsh-session-reference
   cargo package --locked --allow-dirty --no-verify -p dsh-session-reference -p dsh-session-reference-ffi -p dsh-session-reference-python \
-    -p dsh-session-reference-node -p dsh-session-ref >/dev/null
+    -p dsh-session-reference-node -p dsh-session-reference-teams -p dsh-session-ref >/dev/null
   cp "$CARGO_TARGET_DIR/package/dsh-session-reference-$version.crate" "$out/"
 fi
 
