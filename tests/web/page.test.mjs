@@ -120,12 +120,13 @@ test('@ and a word, arrows, Enter: a chip of the canonical mention', async () =>
   assert.equal(await composerText(), `Compare ${expected} `);
   // The cursor beside the chip shows its id, cwd and date.
   assert.equal(await page.locator('#chip-card').isVisible(), false);
+  // (the card follows the selection's change event: wait for it, bounded)
   await page.keyboard.press('ArrowLeft');
   await page.keyboard.press('ArrowLeft');
-  assert.ok(await page.locator('#chip-card').isVisible());
+  await page.locator('#chip-card').waitFor({ state: 'visible', timeout: 5000 });
   assert.match(await page.locator('#chip-card').textContent(), new RegExp(`${wanted.id}.*/home/dev/web`));
   await page.keyboard.press('End');
-  assert.equal(await page.locator('#chip-card').isVisible(), false);
+  await page.locator('#chip-card').waitFor({ state: 'hidden', timeout: 5000 });
 });
 
 test('Escape closes the picker and leaves the text', async () => {
