@@ -73,6 +73,11 @@ fn content() -> Value {
 }
 
 /// A token that another thread cancels after `ms` milliseconds.
+/// How soon a cancelled call must return: against a read that never does
+/// (an hour here), with room for a loaded machine's scheduling, where two
+/// seconds once did not suffice at a load of 70 on two cores.
+const PROMPTLY: Duration = Duration::from_secs(10);
+
 fn cancelled_after(ms: u64) -> CancelToken {
     let cancel = CancelToken::new();
     let later = cancel.clone();
@@ -97,7 +102,7 @@ fn a_read_that_never_returns_is_cancelled_promptly() {
     ))
     .unwrap_err();
     assert_eq!(err.code(), ErrorCode::Cancelled);
-    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < PROMPTLY, "took {:?}", t.elapsed());
 }
 
 #[test]
@@ -128,7 +133,7 @@ fn a_blocking_host_read_that_never_returns_is_cancelled_promptly() {
             block_on(resolver.candidates(&target, "", &CandidateOptions::default(), Some(&cancel))).unwrap_err()
         };
         assert_eq!(err.code(), ErrorCode::Cancelled);
-        assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+        assert!(t.elapsed() < PROMPTLY, "took {:?}", t.elapsed());
     }
 }
 

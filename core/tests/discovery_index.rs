@@ -515,7 +515,8 @@ fn search_cancellation_is_prompt() {
     let started = std::time::Instant::now();
     let err = block_on(r.search(&target(), "x", &SearchOptions::default(), Some(&cancel))).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Cancelled);
-    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    // (against a search that would hang: generous for a loaded machine)
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
     let err = block_on(r.search(&target(), "x", &SearchOptions::default(), Some(&cancel))).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Cancelled, "an already cancelled token");
 }
