@@ -5,7 +5,11 @@ benchmark's generator), warms it (one search indexes every session), then
 runs `--clients` concurrent clients for `--seconds` on loopback, each on
 its own keep-alive connection, alternating `POST /api/search` and
 `POST /api/candidates` over a fixed list of queries. Prints p50, p99 and
-the largest latency of each route, the requests per second, and the
+the largest latency of each route, the requests per second, the CPU time
+the server and the clients took per request (so that a client that eats
+the cores the server needs shows; the clients write each request from
+bytes made up front and read each answer by its Content-Length, on raw
+sockets, rather than through `http.client`), the load average, and the
 server's resident memory sampled every `--every` seconds over the run.
 
     DSR_BENCH_ROOT=$PWD/target/serve-bench/root DSR_BENCH_SESSIONS=10000 DSR_BENCH_GENERATE_ONLY=1 \\
@@ -20,6 +24,8 @@ import argparse
 import http.client
 import json
 import os
+import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +43,56 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def cpu_seconds(pid):
+    """The user and system CPU time process `pid` has taken, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection that sends prepared requests and
+    reads each answer's status and body (by its Content-Length)."""
+
+    def __init__(self, host, port):
+        self.sock = socket.create_connection((host, port), timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def ask(self, raw):
+        self.sock.sendall(raw)
+        while b"\r\n\r\n" not in self.buf:
+            self.buf += self.recv()
+        head, _, rest = self.buf.partition(b"\r\n\r\n")
+        status = int(head[9:12])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(rest) < length:
+            rest += self.recv()
+        self.buf = rest[length:]
+        return status, rest[:length]
+
+    def recv(self):
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        return chunk
+
+
+def prepared(host_port, token, path, body):
+    data = json.dumps(body).encode()
+    return (f"POST {path} HTTP/1.1\r\nHost: {host_port}\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode() + data
 
 
 def percentile(sorted_values, p):
@@ -89,20 +145,27 @@ def main():
     stop_at = time.monotonic() + a.seconds
     errors = []
 
+    # Every request the clients send, in the order they take turns: a
+    # search, then a `candidates`.
+    turns = []
+    for k in range(len(SEARCHES) * len(CANDIDATES)):
+        for path, body in (("/api/search", {"target": target, "query": SEARCHES[k % len(SEARCHES)]}),
+                           ("/api/candidates", {"target": target, "query": CANDIDATES[k % len(CANDIDATES)],
+                                                "limit": 20})):
+            turns.append((path, prepared(host_port, token, path, body)))
+
     def client(n):
-        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        conn = Connection(host, int(port))
         mine = {k: [] for k in times}
         i = n
         try:
             while time.monotonic() < stop_at:
-                if i % 2 == 0:
-                    path, body = "/api/search", {"target": target, "query": SEARCHES[i // 2 % len(SEARCHES)]}
-                else:
-                    path, body = "/api/candidates", {"target": target, "query": CANDIDATES[i // 2 % len(CANDIDATES)],
-                                                     "limit": 20}
+                path, raw = turns[i % len(turns)]
                 t0 = time.perf_counter()
-                request(conn, path, body)
+                status, data = conn.ask(raw)
                 mine[path].append(time.perf_counter() - t0)
+                if status != 200:
+                    raise RuntimeError(f"{path}: {status} {data[:200]!r}")
                 i += 1
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(repr(e))
@@ -113,6 +176,8 @@ def main():
     memory = [(0.0, rss_kib(proc.pid))]
     threads = [threading.Thread(target=client, args=(n,)) for n in range(a.clients)]
     t_start = time.monotonic()
+    cpu_start = (cpu_seconds(proc.pid), own_cpu_seconds())
+    load_start = os.getloadavg()[0]
     for t in threads:
         t.start()
     while time.monotonic() < stop_at:
@@ -121,6 +186,9 @@ def main():
     for t in threads:
         t.join()
     elapsed = time.monotonic() - t_start
+    server_cpu = cpu_seconds(proc.pid) - cpu_start[0]
+    client_cpu = own_cpu_seconds() - cpu_start[1]
+    load_end = os.getloadavg()[0]
     proc.terminate()
     proc.wait(timeout=60)
     if errors:
@@ -133,6 +201,9 @@ def main():
         print(f"{path}: {len(v)} requests, p50 {percentile(v, 50) * 1000:.2f} ms, "
               f"p99 {percentile(v, 99) * 1000:.2f} ms, max {v[-1] * 1000:.1f} ms, "
               f"mean {statistics.fmean(v) * 1000:.2f} ms")
+    print(f"CPU per request: server {server_cpu / total * 1000:.2f} ms, clients {client_cpu / total * 1000:.2f} ms "
+          f"(server {server_cpu:.1f} s, clients {client_cpu:.1f} s over the run); "
+          f"load average {load_start:.1f} at the start, {load_end:.1f} at the end")
     rss = [m for _, m in memory]
     print("RSS (MiB) every {:.0f} s: {}".format(a.every, " ".join(f"{m / 1024:.0f}" for m in rss)))
     print(f"RSS first sample after warm-up {rss[0] / 1024:.1f} MiB, last {rss[-1] / 1024:.1f} MiB, "

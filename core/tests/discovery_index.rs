@@ -150,6 +150,43 @@ fn memory_title_cache_reads_only_what_changed() {
 }
 
 #[test]
+fn hardened_labels_are_filtered_as_made_and_follow_a_renamed_title() {
+    // A filtered listing tests the label the hardened mode makes of each
+    // title (sanitized, credentials redacted), kept with the cached title:
+    // it must match what an uncached resolver makes, before and after the
+    // title changes, and nothing is read again while nothing changes.
+    let mem = Arc::new(MemoryQuery::new());
+    let hardened = || Config::from_json(&json!({"sanitizeLabels": true, "redactSecrets": true})).unwrap();
+    let cached = Arc::new(Counting::new(Arc::clone(&mem), true));
+    let r = Resolver::new(cached.clone(), hardened());
+    let plain = Resolver::new(Arc::new(Counting::new(Arc::clone(&mem), false)), hardened());
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    add(&mem, "s0", 1000, None, Some("deploy\u{200b}ment\nnotes"), &["x"]);
+    add(&mem, "s1", 1001, None, Some(&format!("key {key} rotation")), &["x"]);
+    add(&mem, "s2", 1002, None, None, &["x"]);
+    let agree = |filter: &str| {
+        let got = cands(&r, filter);
+        assert_eq!(got, cands(&plain, filter), "candidates {filter:?}");
+        got.iter().map(|c| c["sessionId"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    assert_eq!(agree("deployment notes"), ["s0"], "the label is tested, not the raw title");
+    assert!(agree("IOSFODNN7").is_empty(), "a redacted credential is not found");
+    assert_eq!(agree("rotation"), ["s1"]);
+    assert_eq!(agree("s2"), ["s2"], "a session without a title is labelled by its id");
+    cached.take();
+    assert_eq!(agree("rotation"), ["s1"]);
+    assert_eq!(cached.take().0, 0, "nothing changed: no title read");
+    mem.set_title("s1", Some("quarterly\tplanning".into()));
+    assert!(agree("rotation").is_empty(), "the old label is gone with the old title");
+    assert_eq!(agree("quarterly planning"), ["s1"]);
+    assert_eq!(cached.take().0, 1, "the renamed session's title read once");
+    mem.set_title("s1", Some(format!("again {key}")));
+    assert_eq!(agree("again"), ["s1"]);
+    assert!(agree("quarterly").is_empty());
+    assert!(agree("IOSFODNN7").is_empty());
+}
+
+#[test]
 fn unfiltered_candidates_use_the_cache_too() {
     let p = Pair::new();
     for i in 0..5 {

@@ -166,11 +166,10 @@ impl Resolver {
         let filter = rank::Filter::new(filter);
         let fps = listed.fingerprints_at(self, &others).await;
         let sessions = listed.at(&others);
-        let hardening = self.config.hardening();
         let kept = self
-            .titles_where(&sessions, &fps, TITLE_CONCURRENCY, |s, title| {
-                let label = hardening.label_ref(title.unwrap_or(&s.id), &s.id);
-                filter.matches(&s.id, s.cwd.as_deref(), &label)
+            .titles_where(&sessions, &fps, TITLE_CONCURRENCY, |t| {
+                let s = t.session();
+                filter.matches(&s.id, s.cwd.as_deref(), t.label())
             })
             .await;
         // Ranked and cut before the candidates are made (the rank is the

@@ -8,22 +8,76 @@
 //! fingerprint in the cache and is read again by the next query; a session
 //! without a fingerprint is never cached; a failed read is never cached;
 //! entries of sessions no longer listed are dropped.
+//!
+//! With each title the cache keeps the label a filtered listing tests
+//! (the hardened mode's label of it, made the first time it is tested):
+//! a filtered `candidates` tests every session, and making 10,000 labels
+//! (sanitized, credentials redacted) on every query cost more than the
+//! rest of the query. A label is a function of the title, the session id
+//! and the resolver's configuration alone, so it is as exact as the title.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use futures::stream::{self, StreamExt};
 
 use super::listed::{Fingerprints, Listed};
 use super::persist::DiscoveryCachePart;
+use crate::harden::Hardening;
 use crate::host::SessionHeader;
 use crate::host::{no_fingerprints, Fingerprint};
 use crate::resolver::{guarded, Resolver};
 
+/// A cached title: the fingerprint its session had before it was read, and
+/// the title (`None`: it has none).
+struct Held {
+    fp: Fingerprint,
+    title: Option<String>,
+    /// The label made of it ([`Titled::label`]), once asked for.
+    label: Label,
+}
+
+impl Held {
+    fn new(fp: Fingerprint, title: Option<String>) -> Held {
+        Held { fp, title, label: Label::default() }
+    }
+}
+
+/// A label made once: `None` when it is the text it was made of unchanged
+/// (most are: nothing is copied).
+type Label = OnceLock<Option<Box<str>>>;
+
+/// A session with its latest title, as a filter tests it.
+pub(crate) struct Titled<'a> {
+    session: &'a SessionHeader,
+    title: Option<&'a str>,
+    label: &'a Label,
+    hardening: Hardening,
+}
+
+impl<'a> Titled<'a> {
+    /// The session.
+    pub(crate) fn session(&self) -> &'a SessionHeader {
+        self.session
+    }
+
+    /// The label discovery gives it: its title (else its id) as the
+    /// hardened mode writes labels ([`Hardening::label_ref`]), made once
+    /// per cached title.
+    pub(crate) fn label(&self) -> &'a str {
+        let text = self.title.unwrap_or(&self.session.id);
+        let made = self.label.get_or_init(|| {
+            let label = self.hardening.label_ref(text, &self.session.id);
+            (*label != *text).then(|| label.into())
+        });
+        made.as_deref().unwrap_or(text)
+    }
+}
+
 /// What the caches keep per session, and how they prune.
 #[derive(Default)]
 pub(crate) struct DiscoveryCache {
-    titles: Mutex<HashMap<String, (Fingerprint, Option<String>)>>,
+    titles: Mutex<HashMap<String, Held>>,
     pub(crate) docs: crate::index::DocCache,
     /// The sessions the last discovery query listed.
     last_listed: Mutex<Option<std::sync::Arc<[SessionHeader]>>>,
@@ -83,10 +137,10 @@ impl DiscoveryCache {
         use crate::cache_file::{put, put_opt};
         let titles = lock(&self.titles);
         out.extend_from_slice(&(titles.len() as u64).to_le_bytes());
-        for (id, (fp, title)) in titles.iter() {
+        for (id, held) in titles.iter() {
             put(out, id.as_bytes());
-            put(out, fp.as_bytes());
-            put_opt(out, title.as_deref().map(str::as_bytes));
+            put(out, held.fp.as_bytes());
+            put_opt(out, held.title.as_deref().map(str::as_bytes));
         }
     }
 
@@ -106,7 +160,7 @@ impl DiscoveryCache {
         let mut held = lock(&self.titles);
         held.reserve(titles.len());
         for (id, fp, title) in titles {
-            held.insert(id, (fp, title));
+            held.insert(id, Held::new(fp, title));
         }
         true
     }
@@ -143,7 +197,7 @@ impl DiscoveryCache {
         let mut titles = lock(&self.titles);
         match (fp, title) {
             (Some(fp), Some(title)) => {
-                titles.insert(id.to_owned(), (fp, title));
+                titles.insert(id.to_owned(), Held::new(fp, title));
             }
             _ => {
                 titles.remove(id);
@@ -154,13 +208,13 @@ impl DiscoveryCache {
     /// Whether the title of `id` is cached under `fp` (after a read: the
     /// read succeeded).
     pub(crate) fn holds_title(&self, id: &str, fp: &Fingerprint) -> bool {
-        lock(&self.titles).get(id).is_some_and(|(held, _)| held == fp)
+        lock(&self.titles).get(id).is_some_and(|held| held.fp == *fp)
     }
 
     /// The title of `id` cached under `fp`, if any (`Some(None)`: cached
     /// as having none).
     pub(crate) fn title_under(&self, id: &str, fp: &Fingerprint) -> Option<Option<String>> {
-        lock(&self.titles).get(id).filter(|(held, _)| held == fp).map(|(_, title)| title.clone())
+        lock(&self.titles).get(id).filter(|held| held.fp == *fp).map(|held| held.title.clone())
     }
 
     /// Number of cached titles (for tests and statistics).
@@ -182,9 +236,9 @@ impl Resolver {
             _ => None,
         };
         if let Some(fp) = &fp {
-            if let Some((held, title)) = lock(&self.discovery.titles).get(id) {
-                if held == fp {
-                    return Ok(title.clone());
+            if let Some(held) = lock(&self.discovery.titles).get(id) {
+                if held.fp == *fp {
+                    return Ok(held.title.clone());
                 }
             }
         }
@@ -232,36 +286,38 @@ impl Resolver {
         concurrency: usize,
     ) -> Vec<Option<String>> {
         let mut titles: Vec<Option<String>> = vec![None; sessions.len()];
-        for (i, title) in self.titles_where(sessions, fps, concurrency, |_, _| true).await {
+        for (i, title) in self.titles_where(sessions, fps, concurrency, |_| true).await {
             titles[i] = title;
         }
         titles
     }
 
     /// The index and latest title of each of `sessions` for which `keep`
-    /// (given the session and its title) holds, in order: cached titles
-    /// whose fingerprint is unchanged are tested under one lock without
-    /// being copied (a filtered listing tests every session, and keeps
-    /// few), the others read first (at most `concurrency` at once) and
-    /// cached under the fingerprint taken before the read. A failed read
-    /// counts as "no title" and is not cached.
+    /// (given the session with its title and label, [`Titled`]) holds, in
+    /// order: cached titles whose fingerprint is unchanged are tested under
+    /// one lock without being copied (a filtered listing tests every
+    /// session, and keeps few), their labels made once and kept with them;
+    /// the others read first (at most `concurrency` at once) and cached
+    /// under the fingerprint taken before the read. A failed read counts as
+    /// "no title" and is not cached.
     pub(crate) async fn titles_where(
         &self,
         sessions: &[&SessionHeader],
         fps: &Fingerprints<'_>,
         concurrency: usize,
-        keep: impl Fn(&SessionHeader, Option<&str>) -> bool,
+        keep: impl Fn(&Titled<'_>) -> bool,
     ) -> Vec<(usize, Option<String>)> {
         let cache = &self.discovery;
+        let hardening = self.config.hardening();
         let mut kept: Vec<(usize, Option<String>)> = Vec::new();
         let mut missing: Vec<usize> = Vec::new();
         {
             let cached = lock(&cache.titles);
             for (i, s) in sessions.iter().enumerate() {
                 match cached.get(&s.id) {
-                    Some((held, title)) if Some(held) == fps.get(i) => {
-                        if keep(s, title.as_deref()) {
-                            kept.push((i, title.clone()));
+                    Some(held) if Some(&held.fp) == fps.get(i) => {
+                        if keep(&Titled { session: s, title: held.title.as_deref(), label: &held.label, hardening }) {
+                            kept.push((i, held.title.clone()));
                         }
                     }
                     _ => missing.push(i),
@@ -288,7 +344,11 @@ impl Resolver {
             })
             .collect();
         let read: Vec<(usize, Option<String>)> = stream::iter(jobs).buffered(concurrency.max(1)).collect().await;
-        kept.extend(read.into_iter().filter(|(i, title)| keep(sessions[*i], title.as_deref())));
+        // (Labels of titles just read are made here; the next query makes
+        // and keeps them with the cached titles.)
+        kept.extend(read.into_iter().filter(|(i, title)| {
+            keep(&Titled { session: sessions[*i], title: title.as_deref(), label: &Label::new(), hardening })
+        }));
         kept.sort_unstable_by_key(|(i, _)| *i);
         kept
     }
