@@ -64,6 +64,7 @@ pub(crate) fn run(g: &Global, args: &PushArgs, specs: Vec<SourceSpec>) -> CliRes
             fingerprint: fingerprint.clone(),
             kind: ctx.source_of(&header.id).to_owned(),
             project: keys.of(header.cwd.as_deref()),
+            owner: args.as_user.clone(),
         });
     }
     let started = Instant::now();
