@@ -79,8 +79,9 @@ pub async fn push(
         .query("SELECT id, fingerprint, redacted, owner FROM dsr_sessions WHERE id = ANY($1)", &[&ids])
         .await
         .map_err(|e| failed(format!("reading {} failed: {}", db.shown(), described(&e))))?;
-    let held: HashMap<String, (Option<Vec<u8>>, bool, Option<String>)> =
-        rows.into_iter().map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3)))).collect();
+    // Per id: its fingerprint, whether it was redacted, its owner.
+    type Held = (Option<Vec<u8>>, bool, Option<String>);
+    let held: HashMap<String, Held> = rows.into_iter().map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3)))).collect();
     let total = sessions.len();
     let mut summary = PushSummary::default();
     let mut todo = Vec::new();
