@@ -2,27 +2,17 @@
 //! --users` (docs/teams.md): users, their tokens, the projects granted to
 //! each, and the record of who read what, through the teams crate.
 
-use dsh_session_reference::{block_on, Error, ErrorCode};
+use dsh_session_reference::block_on;
 use dsh_session_reference_teams::users;
-use dsh_session_reference_teams::Database;
 use serde_json::{json, Value};
 
 use crate::args::{Global, UsersArgs, UsersCommand};
-use crate::failure::{read_failed, CliResult, Failure};
+use crate::failure::{read_failed, CliResult};
 use crate::print::display;
-use crate::push::DATABASE_URL_VAR;
 
 /// Runs `users`.
 pub(crate) fn run(g: &Global, args: &UsersArgs) -> CliResult {
-    let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
-    let url = match &args.database {
-        Some(url) => url.clone(),
-        None => std::env::var(DATABASE_URL_VAR)
-            .ok()
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| invalid(format!("no database: give --database URL or set {DATABASE_URL_VAR}")))?,
-    };
-    let db = Database::new(&url).map_err(|e| invalid(format!("--database: {e}")))?;
+    let db = crate::push::database(args.database.as_deref(), "--database")?;
     let out = g.out();
     // What each command prints: JSON with --json, else lines for a person
     // (what a script needs, the token, alone on standard output).
