@@ -91,7 +91,7 @@ pub(crate) fn command() -> clap::Command {
     cmd
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Global options (before or after the command)")]
 pub(crate) struct Global {
     /// Say nothing on stderr but warnings and errors (no `note:` lines)
@@ -327,6 +327,11 @@ pub(crate) enum Command {
     /// page, the JSON API and MCP over streamable HTTP (docs/serve.md)
     #[command(after_long_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
+    /// Manage who reads a team database through `serve --users`: users,
+    /// their tokens, the projects granted to each, and the record of who
+    /// read what (docs/teams.md)
+    #[command(after_long_help = USERS_EXAMPLES)]
+    Users(UsersArgs),
     /// Keep one process that answers your commands warm: start, stop or ask
     /// about it (Linux; the commands use it when it runs, with the same output)
     #[command(after_long_help = DAEMON_EXAMPLES)]
@@ -361,6 +366,86 @@ pub(crate) struct PushArgs {
     /// Send the text as it is, credentials included (the default redacts them)
     #[arg(long)]
     pub(crate) no_redact: bool,
+    /// Push the sessions as this user's own: `serve --users` offers them to
+    /// that user whatever the projects granted [default: to no user in
+    /// particular, only through their project]
+    #[arg(long = "as", value_name = "USER")]
+    pub(crate) as_user: Option<String>,
+}
+
+/// Examples under `users --help`.
+const USERS_EXAMPLES: &str = "\
+Examples:
+  export DSR_DATABASE_URL='postgres://admin@db.example.invalid/sessions?sslmode=require'
+  dsh-session-ref users add ana
+  dsh-session-ref users projects                 the project keys the database holds
+  dsh-session-ref users grant ana https://git.example.invalid/team/app.git
+  dsh-session-ref users token ana                prints a new token, once
+  dsh-session-ref users revoke 3                 token 3 is refused from the next request on
+  dsh-session-ref users audit --user ana
+
+The database keeps a SHA-256 of each token, never the token.";
+
+/// `users`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct UsersArgs {
+    /// The team database, a PostgreSQL URL [default: $DSR_DATABASE_URL]
+    #[arg(long, value_name = "URL")]
+    pub(crate) database: Option<String>,
+    #[command(subcommand)]
+    pub(crate) command: UsersCommand,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub(crate) enum UsersCommand {
+    /// Add a user (no token and no project yet)
+    Add {
+        /// The user's name (letters, digits, '.', '_', '-', '@')
+        name: String,
+    },
+    /// Issue a new token to a user and print it (shown once: the database
+    /// keeps only its hash)
+    Token {
+        /// The user
+        name: String,
+    },
+    /// Revoke a token, or every token of a user: refused from the next
+    /// request on
+    Revoke {
+        /// The token's number (`users list` shows them)
+        #[arg(required_unless_present = "user", conflicts_with = "user")]
+        id: Option<i64>,
+        /// Every token of this user
+        #[arg(long, value_name = "USER")]
+        user: Option<String>,
+    },
+    /// Let a user read the sessions of a project
+    Grant {
+        /// The user
+        name: String,
+        /// The project's key as a push records it (`users projects` lists them)
+        project: String,
+    },
+    /// Take a project back from a user
+    Ungrant {
+        /// The user
+        name: String,
+        /// The project's key
+        project: String,
+    },
+    /// List the users, their projects and their tokens
+    List,
+    /// List the projects the database holds, with their number of sessions
+    Projects,
+    /// Show who read which session and when, newest first
+    Audit {
+        /// Only this user's reads
+        #[arg(long, value_name = "USER")]
+        user: Option<String>,
+        /// At most this many rows [default: 50]
+        #[arg(long, value_name = "N", value_parser = parse_limit)]
+        limit: Option<u64>,
+    },
 }
 
 /// `YYYY-MM-DD` as epoch milliseconds at its start (UTC).
@@ -456,7 +541,7 @@ The server ends on Ctrl-C (SIGINT) or SIGTERM.";
 #[derive(Args, Debug, Clone)]
 pub(crate) struct ServeArgs {
     /// The address to listen on, IP:PORT (port 0 picks a free one); an
-    /// address other than loopback needs --token-file
+    /// address other than loopback needs --token-file or --users
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:0")]
     pub(crate) listen: std::net::SocketAddr,
     /// Open the page in a browser once listening
@@ -470,6 +555,12 @@ pub(crate) struct ServeArgs {
     /// with the token (CORS); none by default
     #[arg(long, value_name = "ORIGIN")]
     pub(crate) cors_origin: Option<String>,
+    /// Serve a team database (--source postgres=URL) to its users: each
+    /// request carries a user's token (`dsh-session-ref users token`) and
+    /// sees only that user's sessions and projects; every read is recorded
+    /// in the database (docs/teams.md)
+    #[arg(long, conflicts_with = "token_file")]
+    pub(crate) users: bool,
     #[command(flatten)]
     pub(crate) sessions: McpArgs,
 }

@@ -20,6 +20,7 @@ mod push;
 mod run;
 mod save;
 mod serve;
+mod users;
 
 use args::Cli;
 use failure::Failure;

@@ -20,6 +20,20 @@ use crate::print::display;
 /// The environment variable naming the database when `--to` is not given.
 pub(crate) const DATABASE_URL_VAR: &str = "DSR_DATABASE_URL";
 
+/// The team database `given` names (the URL of the option `flag`), else
+/// `DSR_DATABASE_URL`; an error when neither does, or it is no URL.
+pub(crate) fn database(given: Option<&str>, flag: &str) -> CliResult<Database> {
+    let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
+    let url = match given {
+        Some(url) => url.to_owned(),
+        None => std::env::var(DATABASE_URL_VAR)
+            .ok()
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| invalid(format!("no database: give {flag} URL or set {DATABASE_URL_VAR}")))?,
+    };
+    Database::new(&url).map_err(|e| invalid(format!("{flag}: {e}")))
+}
+
 /// Runs `push` over `specs`.
 pub(crate) fn run(g: &Global, args: &PushArgs, specs: Vec<SourceSpec>) -> CliResult {
     let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
@@ -29,14 +43,7 @@ pub(crate) fn run(g: &Global, args: &PushArgs, specs: Vec<SourceSpec>) -> CliRes
              with --to URL"
         )));
     }
-    let url = match &args.to {
-        Some(url) => url.clone(),
-        None => std::env::var(DATABASE_URL_VAR)
-            .ok()
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| invalid(format!("no database: give --to URL or set {DATABASE_URL_VAR}")))?,
-    };
-    let db = Database::new(&url).map_err(|e| invalid(format!("--to: {e}")))?;
+    let db = database(args.to.as_deref(), "--to")?;
     let redact = !args.no_redact;
     let hardening = Hardening { redact_secrets: redact, ..g.hardening() };
     let lifetime = Lifetime::OneShot { cache: false, needs_index: false };
@@ -64,6 +71,7 @@ pub(crate) fn run(g: &Global, args: &PushArgs, specs: Vec<SourceSpec>) -> CliRes
             fingerprint: fingerprint.clone(),
             kind: ctx.source_of(&header.id).to_owned(),
             project: keys.of(header.cwd.as_deref()),
+            owner: args.as_user.clone(),
         });
     }
     let started = Instant::now();

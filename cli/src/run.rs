@@ -170,6 +170,7 @@ pub(crate) fn run(cli: &Cli) -> CliResult {
         Command::Mcp(args) => mcp::run(g, args, server_sources(g, root())?)?,
         Command::Serve(args) => serve::run(g, args, server_sources(g, root())?)?,
         Command::Push(args) => crate::push::run(g, args, sources()?)?,
+        Command::Users(args) => crate::users::run(g, args)?,
         #[cfg(target_os = "linux")]
         Command::Daemon(args) => daemon::command(g, args)?,
         #[cfg(not(target_os = "linux"))]

@@ -1,7 +1,9 @@
 //! The team database at scale (BENCHMARKS.md, "Teams"): a push of a DSH
 //! root (the discovery benchmark's generated one: `DSR_BENCH_ROOT` with
 //! `DSR_BENCH_GENERATE_ONLY`), the database's size against the projected
-//! text, and the listing and searches timed with 16 clients at once.
+//! text, and the listings and searches timed with 16 clients at once: of
+//! every session, and of a user granted one project (`/work/p3`, what
+//! `serve --users` answers that user with).
 //!
 //! ```sh
 //! cargo run --release -p dsh-session-reference-teams --example teams_bench -- ROOT URL [QUERY...]
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_session_reference::{block_on, Config, DshStore, Hardening, Resolver, SearchOptions, SessionQuery, Target};
-use dsh_session_reference_teams::{push, Database, DatabaseSource, ProjectKeys, PushSession};
+use dsh_session_reference_teams::{push, users, Database, DatabaseSource, ProjectKeys, PushSession};
 
 const CLIENTS: usize = 16;
 
@@ -79,6 +81,7 @@ fn main() {
                 header,
                 fingerprint,
                 kind: "dsh".into(),
+                owner: None,
             })
             .collect();
         let n = sessions.len();
@@ -101,33 +104,55 @@ fn main() {
     }
 
     let db = Arc::new(Database::new(url).unwrap());
-    let source = DatabaseSource::new(Arc::clone(&db), Config::default());
-    let n = block_on(source.list_sessions()).unwrap().len();
-    println!("listed: {n} sessions");
-
-    let (p50, p99) = timed(reps, &|| {
-        let source = DatabaseSource::new(Arc::new(Database::new(url).unwrap()), Config::default());
-        Box::new(move || drop(block_on(source.list_sessions()).unwrap()))
-    });
-    println!("list every session ({n}), 16 clients: p50 {p50:.1?}, p99 {p99:.1?}");
-
-    for q in queries {
-        let q = q.clone();
-        let mut found = 0;
-        let (p50, p99) = timed(reps, &|| {
-            let source = DatabaseSource::new(Arc::new(Database::new(url).unwrap()), Config::default());
-            let resolver = Resolver::new(Arc::new(source), Config::default());
-            let q = q.clone();
-            Box::new(move || {
-                let target = Target::new("bench", Some("/work/p3".to_owned()));
-                drop(block_on(resolver.search(&target, &q, &SearchOptions::default(), None)).unwrap());
-            })
-        });
-        let resolver =
-            Resolver::new(Arc::new(DatabaseSource::new(Arc::clone(&db), Config::default())), Config::default());
-        if let Ok(r) = block_on(resolver.search(&Target::new("bench", None), &q, &SearchOptions::default(), None)) {
-            found = r.len();
+    // A user who reads one project's sessions.
+    drop(block_on(users::add_user(&db, "bench")));
+    block_on(users::grant(&db, "bench", PROJECT)).unwrap();
+    // Each client its own source (and connection): of every session, or the user's.
+    let make = |user: bool| {
+        let db = Arc::new(Database::new(url).unwrap());
+        match user {
+            false => DatabaseSource::new(db, Config::default()),
+            true => DatabaseSource::for_user(db, Config::default(), "bench"),
         }
-        println!("search {q:?} ({found} results shown), 16 clients: p50 {p50:.1?}, p99 {p99:.1?}");
+    };
+    for (user, what) in [(false, "every session"), (true, "one project (a user's)")] {
+        let n = block_on(make(user).list_sessions()).unwrap().len();
+        let (p50, p99) = timed(reps, &|| {
+            let source = make(user);
+            Box::new(move || drop(block_on(source.list_sessions()).unwrap()))
+        });
+        println!("list {what}: {n} sessions, 16 clients: p50 {p50:.1?}, p99 {p99:.1?}");
     }
+
+    for (user, what) in [(false, "every session"), (true, "one project")] {
+        for q in queries {
+            let resolver = Resolver::new(Arc::new(make(user)), Config::default());
+            let target = Target::new("bench", Some(PROJECT.to_owned()));
+            let found = block_on(resolver.search(&target, q, &SearchOptions::default(), None)).unwrap().len();
+            let (p50, p99) = timed(reps, &|| {
+                let resolver = Resolver::new(Arc::new(make(user)), Config::default());
+                let q = q.clone();
+                Box::new(move || {
+                    let target = Target::new("bench", Some(PROJECT.to_owned()));
+                    drop(block_on(resolver.search(&target, &q, &SearchOptions::default(), None)).unwrap());
+                })
+            });
+            println!("search {what} for {q:?} ({found} results shown), 16 clients: p50 {p50:.1?}, p99 {p99:.1?}");
+        }
+    }
+
+    // A read: one session's whole projected conversation, of the project.
+    let ids: Vec<String> = block_on(make(true).list_sessions()).unwrap().into_iter().map(|h| h.id).collect();
+    let (p50, p99) = timed(reps, &|| {
+        let (source, ids) = (make(true), ids.clone());
+        let mut at = 0;
+        Box::new(move || {
+            at = (at + 7) % ids.len();
+            drop(block_on(source.read_surface(&ids[at])).unwrap());
+        })
+    });
+    println!("read one session's conversation, 16 clients: p50 {p50:.1?}, p99 {p99:.1?}");
 }
+
+/// The project the user is granted (a twentieth of the generated sessions).
+const PROJECT: &str = "/work/p3";

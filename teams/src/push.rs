@@ -25,6 +25,10 @@ pub struct PushSession {
     pub kind: String,
     /// Its project key.
     pub project: String,
+    /// The user it is pushed as (`push --as`): served to that user whatever
+    /// the projects granted (docs/teams.md); `None`: to no one in
+    /// particular, only through its project.
+    pub owner: Option<String>,
 }
 
 /// What a push did.
@@ -72,17 +76,20 @@ pub async fn push(
     let redact = resolver.config().hardening().redact_secrets;
     let ids: Vec<String> = sessions.iter().map(|s| s.header.id.clone()).collect();
     let rows = client
-        .query("SELECT id, fingerprint, redacted FROM dsr_sessions WHERE id = ANY($1)", &[&ids])
+        .query("SELECT id, fingerprint, redacted, owner FROM dsr_sessions WHERE id = ANY($1)", &[&ids])
         .await
         .map_err(|e| failed(format!("reading {} failed: {}", db.shown(), described(&e))))?;
-    let held: HashMap<String, (Option<Vec<u8>>, bool)> =
-        rows.into_iter().map(|r| (r.get(0), (r.get(1), r.get(2)))).collect();
+    // Per id: its fingerprint, whether it was redacted, its owner.
+    type Held = (Option<Vec<u8>>, bool, Option<String>);
+    let held: HashMap<String, Held> = rows.into_iter().map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3)))).collect();
     let total = sessions.len();
     let mut summary = PushSummary::default();
     let mut todo = Vec::new();
     for s in sessions {
-        let same = held.get(&s.header.id).is_some_and(|(fp, was_redacted)| {
-            *was_redacted == redact && s.fingerprint.as_ref().is_some_and(|mine| fp.as_deref() == Some(mine.as_bytes()))
+        let same = held.get(&s.header.id).is_some_and(|(fp, was_redacted, owner)| {
+            *was_redacted == redact
+                && *owner == s.owner
+                && s.fingerprint.as_ref().is_some_and(|mine| fp.as_deref() == Some(mine.as_bytes()))
         });
         if same {
             summary.unchanged += 1;
@@ -178,11 +185,11 @@ async fn one(client: &mut Client, resolver: &Resolver, s: &PushSession, redact: 
     let tx = client.transaction().await.map_err(stored)?;
     tx.execute(
         "INSERT INTO dsr_sessions (id, source_kind, project, cwd, title, created_at, created_at_ms, conversation_cwd,
-             captured_through_seq, fingerprint, redacted, title_folded, place_folded)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             captured_through_seq, fingerprint, redacted, title_folded, place_folded, owner)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
          ON CONFLICT (id) DO UPDATE SET source_kind = $2, project = $3, cwd = $4, title = $5, created_at = $6,
              created_at_ms = $7, conversation_cwd = $8, captured_through_seq = $9, fingerprint = $10,
-             redacted = $11, title_folded = $12, place_folded = $13,
+             redacted = $11, title_folded = $12, place_folded = $13, owner = $14,
              revision = dsr_sessions.revision + 1, pushed_at = now()",
         &[
             id,
@@ -198,6 +205,7 @@ async fn one(client: &mut Client, resolver: &Resolver, s: &PushSession, redact: 
             &redact,
             &title_folded,
             &place,
+            &s.owner,
         ],
     )
     .await

@@ -4,7 +4,11 @@
 use tokio_postgres::Client;
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
+
+/// The first version with users, their tokens, grants and the audit
+/// record: what serving a team per user needs.
+pub(crate) const USERS_VERSION: i32 = 2;
 
 /// The migrations, in order: `MIGRATIONS[n]` takes a database from version
 /// `n` to `n + 1`. A migration is never changed once released; a change
@@ -44,6 +48,38 @@ const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (session_id, idx)
      );
      CREATE INDEX dsr_messages_folded_trgm ON dsr_messages USING gin (folded gin_trgm_ops);",
+    // 2: the user a session was pushed as, the team's users, their tokens
+    // (a SHA-256 of each, never the token), the projects each may read, and
+    // the record of who read what.
+    "ALTER TABLE dsr_sessions ADD COLUMN owner text;
+     CREATE INDEX dsr_sessions_owner ON dsr_sessions (owner, created_at_ms DESC, id);
+     CREATE TABLE dsr_users (
+         name text PRIMARY KEY,
+         added_at timestamptz NOT NULL DEFAULT now()
+     );
+     CREATE TABLE dsr_tokens (
+         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+         user_name text NOT NULL REFERENCES dsr_users (name) ON DELETE CASCADE,
+         hash bytea NOT NULL,
+         issued_at timestamptz NOT NULL DEFAULT now(),
+         revoked_at timestamptz
+     );
+     CREATE INDEX dsr_tokens_user ON dsr_tokens (user_name);
+     CREATE TABLE dsr_grants (
+         user_name text NOT NULL REFERENCES dsr_users (name) ON DELETE CASCADE,
+         project text NOT NULL,
+         granted_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (user_name, project)
+     );
+     CREATE TABLE dsr_audit (
+         at timestamptz NOT NULL DEFAULT now(),
+         user_name text NOT NULL,
+         token_id bigint,
+         action text NOT NULL,
+         session_id text NOT NULL
+     );
+     CREATE INDEX dsr_audit_user ON dsr_audit (user_name, at);
+     CREATE INDEX dsr_audit_session ON dsr_audit (session_id, at);",
 ];
 
 /// The version table, made by the first push.
@@ -76,18 +112,18 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<i32, MigrateError> {
     Ok(SCHEMA_VERSION)
 }
 
-/// What a reader checks before its first query: a schema there, and not
-/// newer than this build knows. `Ok(false)`: no schema yet (nothing pushed).
-pub(crate) async fn check(client: &Client) -> Result<bool, MigrateError> {
+/// What a reader checks before its first query: the schema's version, not
+/// newer than this build knows (every version reads as the first did, its
+/// sessions' columns unchanged). `Ok(0)`: no schema yet (nothing pushed).
+pub(crate) async fn check(client: &Client) -> Result<i32, MigrateError> {
     let exists: Option<String> = client.query_one("SELECT to_regclass('dsr_schema')::text", &[]).await?.get(0);
     if exists.is_none() {
-        return Ok(false);
+        return Ok(0);
     }
     let found: Option<i32> = client.query_one("SELECT max(version) FROM dsr_schema", &[]).await?.get(0);
-    match found {
-        Some(v) if v > SCHEMA_VERSION => Err(MigrateError::Newer(v)),
-        Some(v) if v == SCHEMA_VERSION => Ok(true),
-        _ => Ok(false),
+    match found.unwrap_or(0) {
+        v if v > SCHEMA_VERSION => Err(MigrateError::Newer(v)),
+        v => Ok(v),
     }
 }
 
@@ -104,6 +140,14 @@ impl From<tokio_postgres::Error> for MigrateError {
     fn from(e: tokio_postgres::Error) -> Self {
         MigrateError::Db(e)
     }
+}
+
+/// The words of a schema too old for serving per user.
+pub(crate) fn older_message(shown: &str, found: i32) -> String {
+    format!(
+        "the database {shown} holds schema version {found}; serving it per user needs version {USERS_VERSION}: run \
+         dsh-session-ref users add (or push) against it with this build, which migrates it"
+    )
 }
 
 /// The words of a schema from the future.

@@ -23,6 +23,9 @@ use crate::schema::{self, MigrateError};
 /// are read.
 pub struct DatabaseSource {
     db: Arc<Database>,
+    /// The user it reads for ([`DatabaseSource::for_user`]); `None`: every
+    /// session.
+    user: Option<String>,
     /// The configuration of the resolver reading through this source: a
     /// search's results are labelled by it, as that resolver labels them.
     config: Config,
@@ -30,14 +33,47 @@ pub struct DatabaseSource {
 
 impl std::fmt::Debug for DatabaseSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DatabaseSource").field("db", &self.db).finish_non_exhaustive()
+        f.debug_struct("DatabaseSource").field("db", &self.db).field("user", &self.user).finish_non_exhaustive()
     }
 }
 
 impl DatabaseSource {
     /// The sessions of `db`, for a resolver made with `config`.
     pub fn new(db: Arc<Database>, config: Config) -> DatabaseSource {
-        DatabaseSource { db, config }
+        DatabaseSource { db, user: None, config }
+    }
+
+    /// The sessions of `db` that `user` may read (docs/teams.md, "Serving a
+    /// team per user"): those pushed as `user`, and those of the projects
+    /// granted to `user`, as the database holds them at each call (a grant
+    /// or its removal counts from the next call). Every other session is
+    /// absent as one that does not exist is: not listed, not found by
+    /// search, and read with the same error.
+    pub fn for_user(db: Arc<Database>, config: Config, user: &str) -> DatabaseSource {
+        DatabaseSource { db, user: Some(user.to_owned()), config }
+    }
+
+    /// The condition a row `s` of `dsr_sessions` meets when this source's
+    /// user may read it, the user being parameter `$n` (`TRUE`, and no
+    /// parameter, for a source of every session).
+    fn readable(&self, n: usize) -> String {
+        match self.user {
+            None => "TRUE".to_owned(),
+            Some(_) => format!(
+                "(s.owner = ${n} OR s.project = ANY(ARRAY(SELECT g.project FROM dsr_grants g WHERE g.user_name = ${n})))"
+            ),
+        }
+    }
+
+    /// `params` with this source's user last, when it has one.
+    fn with_user<'a>(
+        &'a self,
+        mut params: Vec<&'a (dyn tokio_postgres::types::ToSql + Sync)>,
+    ) -> Vec<&'a (dyn tokio_postgres::types::ToSql + Sync)> {
+        if let Some(user) = &self.user {
+            params.push(user);
+        }
+        params
     }
 
     /// A connection checked for a schema this build reads; an error when
@@ -45,11 +81,14 @@ impl DatabaseSource {
     async fn client(&self) -> Result<Arc<Client>, HostError> {
         let client = self.db.client().await.map_err(HostError::new)?;
         match schema::check(&client).await {
-            Ok(true) => Ok(client),
-            Ok(false) => Err(HostError::new(format!(
+            Ok(0) => Err(HostError::new(format!(
                 "the database {} holds no pushed session yet (run dsh-session-ref push --to URL first)",
                 self.db.shown()
             ))),
+            Ok(v) if self.user.is_some() && v < schema::USERS_VERSION => {
+                Err(HostError::new(schema::older_message(self.db.shown(), v)))
+            }
+            Ok(_) => Ok(client),
             Err(MigrateError::Newer(v)) => Err(HostError::new(schema::newer_message(self.db.shown(), v))),
             Err(MigrateError::Db(e)) => Err(HostError::new(self.db.call_failed(&client, "reading the schema", e))),
         }
@@ -57,11 +96,13 @@ impl DatabaseSource {
 
     async fn listing(&self) -> Result<(Vec<SessionHeader>, Vec<Option<Fingerprint>>), HostError> {
         let client = self.client().await?;
+        let sql = format!(
+            "SELECT s.id, s.created_at, s.cwd, s.revision, s.fingerprint FROM dsr_sessions s WHERE {} \
+             ORDER BY s.created_at_ms DESC, s.id",
+            self.readable(1)
+        );
         let rows = client
-            .query(
-                "SELECT id, created_at, cwd, revision, fingerprint FROM dsr_sessions ORDER BY created_at_ms DESC, id",
-                &[],
-            )
+            .query(sql.as_str(), &self.with_user(Vec::new()))
             .await
             .map_err(|e| HostError::new(self.db.call_failed(&client, "listing the sessions", e)))?;
         let mut headers = Vec::with_capacity(rows.len());
@@ -73,15 +114,15 @@ impl DatabaseSource {
         Ok((headers, fingerprints))
     }
 
-    /// The conversations and titles of `ids`, read in two queries.
+    /// The conversations and titles of those of `ids` the source may read,
+    /// in two queries.
     async fn sessions(&self, client: &Client, ids: &[String]) -> Result<Vec<Pushed>, tokio_postgres::Error> {
-        let rows = client
-            .query(
-                "SELECT id, created_at, cwd, title, conversation_cwd, captured_through_seq
-                 FROM dsr_sessions WHERE id = ANY($1)",
-                &[&ids],
-            )
-            .await?;
+        let sql = format!(
+            "SELECT s.id, s.created_at, s.cwd, s.title, s.conversation_cwd, s.captured_through_seq \
+             FROM dsr_sessions s WHERE s.id = ANY($1) AND {}",
+            self.readable(2)
+        );
+        let rows = client.query(sql.as_str(), &self.with_user(vec![&ids])).await?;
         let mut found: Vec<Pushed> = Vec::with_capacity(rows.len());
         for row in rows {
             found.push(Pushed {
@@ -94,11 +135,12 @@ impl DatabaseSource {
                 items: Vec::new(),
             });
         }
+        let readable: Vec<&str> = found.iter().map(|s| s.id.as_str()).collect();
         let rows = client
             .query(
                 "SELECT session_id, role, checkpoint, text FROM dsr_messages WHERE session_id = ANY($1)
                  ORDER BY session_id, idx",
-                &[&ids],
+                &[&readable],
             )
             .await?;
         let at: HashMap<String, usize> = found.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect();
@@ -141,11 +183,14 @@ impl DatabaseSource {
             return Ok(Vec::new());
         }
         // $1 target id, $2 target cwd, $3 phrase pattern, $4 limit, $5.. the words' patterns.
-        let mut sql = String::from("SELECT s.id FROM dsr_sessions s WHERE s.id IS DISTINCT FROM $1");
+        let patterns: Vec<String> = terms.words.iter().map(|w| like_pattern(w)).collect();
+        let mut sql = format!(
+            "SELECT s.id FROM dsr_sessions s WHERE s.id IS DISTINCT FROM $1 AND {}",
+            self.readable(5 + patterns.len())
+        );
         if same_cwd {
             sql.push_str(" AND s.cwd = $2");
         }
-        let patterns: Vec<String> = terms.words.iter().map(|w| like_pattern(w)).collect();
         for n in 0..patterns.len() {
             let p = n + 5;
             sql.push_str(&format!(
@@ -166,6 +211,7 @@ impl DatabaseSource {
         for p in &patterns {
             params.push(p);
         }
+        let params = self.with_user(params);
         let rows = client
             .query(sql.as_str(), &params)
             .await
@@ -273,8 +319,12 @@ impl SessionQuery for DatabaseSource {
     fn fingerprints<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Option<Vec<Option<Fingerprint>>>> {
         Box::pin(async move {
             let client = self.client().await?;
+            let sql = format!(
+                "SELECT s.id, s.revision, s.fingerprint FROM dsr_sessions s WHERE s.id = ANY($1) AND {}",
+                self.readable(2)
+            );
             let rows = client
-                .query("SELECT id, revision, fingerprint FROM dsr_sessions WHERE id = ANY($1)", &[&session_ids])
+                .query(sql.as_str(), &self.with_user(vec![&session_ids]))
                 .await
                 .map_err(|e| HostError::new(self.db.call_failed(&client, "reading fingerprints", e)))?;
             let mut known: HashMap<String, Fingerprint> = HashMap::with_capacity(rows.len());

@@ -31,6 +31,7 @@ fn local() -> (Resolver, Vec<PushSession>) {
             header,
             fingerprint: None,
             kind: "dsh".into(),
+            owner: None,
         })
         .collect();
     (resolver, sessions)

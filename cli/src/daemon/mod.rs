@@ -156,10 +156,11 @@ mod tests {
             &["x", "show", "i"],
             &["x", "mention", "i"],
         ];
-        let not: [&[&str]; 8] = [
+        let not: [&[&str]; 9] = [
             &["x", "uri", "encode", "i"],
             // (a push runs in its own process: it writes to a database)
             &["x", "push", "--to", "postgres://h/db"],
+            &["x", "users", "list"],
             &["x", "demo"],
             &["x", "daemon", "status"],
             &["x", "mcp"],

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use dsh_session_reference::sources::SourceSpec;
-use dsh_session_reference::{runtime, Error, ErrorCode, Hardening};
+use dsh_session_reference::{runtime, Config, Error, ErrorCode, Hardening, SessionQuery};
 use rmcp::ServiceExt;
 
 use crate::args::{Global, McpArgs};
@@ -26,7 +26,7 @@ mod tools;
 mod transport;
 
 use scope::{Scope, ScopedQuery};
-pub(crate) use server::Server;
+pub(crate) use server::{Recorder, Server};
 
 /// Serves until standard input closes, over `specs`, `awaiting` the roots
 /// that do not exist yet ([`crate::args::server_sources`]).
@@ -53,7 +53,19 @@ pub(crate) fn run(global: &Global, args: &McpArgs, sources: (Vec<SourceSpec>, bo
 /// and output, `serve` over HTTP): the sources of `specs` in the scope
 /// `args` draws, hardened unless `--no-harden`, with the caller and the
 /// project's directory it ranks by.
-pub(crate) fn open(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<SourceSpec>, bool)) -> CliResult<Server> {
+pub(crate) fn open(global: &Global, args: &McpArgs, sources: (Vec<SourceSpec>, bool)) -> CliResult<Server> {
+    open_over(global, args, sources, |query, _| query)
+}
+
+/// [`open`], the sources read through `over(sources, configuration)`
+/// under the scope (`serve --users`: the sessions of the database one user
+/// may read).
+pub(crate) fn open_over(
+    global: &Global,
+    args: &McpArgs,
+    (specs, awaiting): (Vec<SourceSpec>, bool),
+    over: impl FnOnce(Arc<dyn SessionQuery>, Config) -> Arc<dyn SessionQuery>,
+) -> CliResult<Server> {
     let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
     // Over MCP the text leaves its session for a model: hardened unless asked not to.
     let hardening = if args.no_harden { global.hardening() } else { Hardening::ALL };
@@ -69,7 +81,9 @@ pub(crate) fn open(global: &Global, args: &McpArgs, (specs, awaiting): (Vec<Sour
     let cwd = scope.cwd().or_else(|| Some(working.to_string_lossy().into_owned()));
     let cache = !global.no_cache;
     let lifetime = Lifetime::LongLived { cache, awaiting };
-    let ctx = Ctx::open_with(global, config, specs, lifetime, |query| Arc::new(ScopedQuery::new(query, scope)))?;
+    let ctx = Ctx::open_with(global, config, specs, lifetime, |query| {
+        Arc::new(ScopedQuery::new(over(query, config), scope))
+    })?;
     let loading = ctx.take_loading();
     let caller = args.caller.clone().or_else(|| server::caller_from_env(|v| std::env::var(v).ok()));
     Ok(Server::new(ctx, loading, hardening, caller, cwd))

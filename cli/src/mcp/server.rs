@@ -45,6 +45,15 @@ pub(crate) const CLAUDE_CODE_SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 /// session id holds a NUL, so none is refused as a self reference.
 const NO_CALLER: &str = "\0mcp-client";
 
+/// Records what one user's answers carried (`serve --users`): the action
+/// (`read`, `reference`, `search`) and the sessions; an error (in words)
+/// when it could not, and then the answer is not given.
+pub(crate) type Recorder = Arc<
+    dyn Fn(&'static str, Vec<String>) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
+        + Send
+        + Sync,
+>;
+
 /// What the server needs to answer: cheap to clone, every clone sharing
 /// one resolver, its cache files and its saving (a streamable HTTP server
 /// makes one per MCP session; `serve`'s API answers through one too).
@@ -67,6 +76,8 @@ pub(crate) struct Server {
     /// first answer, whose listing it is about).
     noted: Arc<std::sync::atomic::AtomicBool>,
     tools: Arc<Vec<Tool>>,
+    /// Where the sessions its answers carry are recorded (`serve --users`).
+    recorder: Option<Recorder>,
 }
 
 /// A tool's failure: a message for the model.
@@ -118,6 +129,29 @@ impl Server {
             saving: Arc::default(),
             noted: Arc::default(),
             tools: Arc::new(tools),
+            recorder: None,
+        }
+    }
+
+    /// This server, recording through `recorder` the sessions its answers
+    /// carry.
+    pub(crate) fn recording(mut self, recorder: Recorder) -> Server {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// Records that an answer about to be given carries `sessions` for
+    /// `action` (nothing to do without a recorder); an error, and no
+    /// answer, when it cannot be recorded.
+    pub(crate) async fn record(&self, action: &'static str, sessions: Vec<String>) -> Result<(), Error> {
+        match &self.recorder {
+            Some(record) if !sessions.is_empty() => record(action, sessions).await.map_err(|why| {
+                Error::new(
+                    ErrorCode::ReadFailed,
+                    format!("the read could not be recorded, so it is not answered: {why}"),
+                )
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -231,6 +265,7 @@ impl Server {
         self.index_loaded().await;
         let options = SearchOptions { limit: Some(limit), scope: SearchScope::All };
         let found = self.resolver.search(target, query, &options, None).await?;
+        self.record("search", found.iter().map(|r| r.candidate.session_id.clone()).collect()).await?;
         let results: Vec<Value> = found.iter().map(|r| r.to_json_hardened(&self.hardening)).collect();
         Ok(structured(json!({ "results": results }), None))
     }
@@ -248,6 +283,7 @@ impl Server {
         request.insert("maxBytes".into(), Value::from(max_bytes));
         let options = ReadOptions::from_json(&Value::Object(request))?;
         let page = self.resolver.read(target, &id, &options, None).await.map_err(|e| told(&id, listed, e))?;
+        self.record("read", vec![id]).await?;
         Ok(structured(page.to_json_hardened(&self.hardening), Some(page.text)))
     }
 
@@ -281,6 +317,7 @@ impl Server {
         let excerpt: Vec<(&str, &Value)> =
             ["range", "around"].into_iter().filter_map(|k| a.raw(k).map(|v| (k, v))).collect();
         let out = self.reference(target, &id, &excerpt).await.map_err(|e| told(&id, listed, e))?;
+        self.record("reference", vec![id]).await?;
         let text = out["text"].as_str().unwrap_or_default().to_owned();
         Ok(structured(out, Some(text)))
     }
@@ -452,6 +489,7 @@ impl ServerHandler for Server {
         let target = self.target(&context);
         let id = decode_uri(&request.uri).map_err(|e| McpError::invalid_params(e.message().to_owned(), None))?;
         let out = self.reference(&target, &id, &[]).await.map_err(resource_error)?;
+        self.record("reference", vec![id]).await.map_err(resource_error)?;
         self.save_soon();
         let text = out["text"].as_str().unwrap_or_default().to_owned();
         let contents = ResourceContents::text(text, request.uri).with_mime_type("text/plain");

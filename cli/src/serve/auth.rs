@@ -11,6 +11,9 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use dsh_session_reference_teams::users::Caller;
+use dsh_session_reference_teams::Database;
+
 use super::routes::ApiError;
 
 /// The cookie the opening URL sets, holding the token.
@@ -57,10 +60,23 @@ pub(crate) fn same_token(a: &[u8], b: &[u8]) -> bool {
 pub(crate) struct Guard {
     /// The token.
     token: String,
+    /// `serve --users`: the team database whose users' tokens are let in
+    /// (and then never `token`).
+    users: Option<std::sync::Arc<Database>>,
     /// The `Host` values accepted (lower case).
     hosts: Vec<String>,
     /// The origin allowed besides the server's own (`--cors-origin`).
     cors: Option<String>,
+}
+
+/// Whom a request's token names: the holder of the server's token, or one
+/// of a team database's users (`serve --users`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Who {
+    /// The holder of the server's own token.
+    Holder,
+    /// A user, by one of their tokens.
+    User(Caller),
 }
 
 /// How a request proved it holds the token.
@@ -81,7 +97,34 @@ impl Guard {
             hosts.push(format!("{name}:{port}"));
         }
         hosts.dedup();
-        Guard { token, hosts, cors: cors.map(|c| c.trim_end_matches('/').to_owned()) }
+        Guard { token, users: None, hosts, cors: cors.map(|c| c.trim_end_matches('/').to_owned()) }
+    }
+
+    /// This guard letting in the tokens of `db`'s users instead of its own.
+    pub(crate) fn with_users(mut self, db: std::sync::Arc<Database>) -> Guard {
+        self.users = Some(db);
+        self
+    }
+
+    /// Whom `candidate` names, when it is a token let in (the users' tokens
+    /// are checked in the database at each request: one revoked is refused
+    /// at once).
+    pub(crate) async fn who(&self, candidate: &str) -> Result<Option<Who>, ApiError> {
+        let Some(db) = &self.users else { return Ok(self.is_token(candidate).then_some(Who::Holder)) };
+        match dsh_session_reference_teams::users::authenticate(db, candidate).await {
+            Ok(caller) => Ok(caller.map(Who::User)),
+            Err(why) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "SESSION_REFERENCE_READ_FAILED", why)),
+        }
+    }
+
+    /// How, and as whom, `headers` prove a token, if they do.
+    pub(crate) async fn prove(&self, headers: &HeaderMap) -> Result<Option<(Proof, Who)>, ApiError> {
+        for (proof, token) in presented(headers) {
+            if let Some(who) = self.who(token).await? {
+                return Ok(Some((proof, who)));
+            }
+        }
+        Ok(None)
     }
 
     /// Whether `host` is a name of this server.
@@ -101,26 +144,29 @@ impl Guard {
         same_token(candidate.as_bytes(), self.token.as_bytes())
     }
 
-    /// How `headers` prove the token, if they do.
+    /// How `headers` prove the server's own token, if they do.
+    #[cfg(test)]
     pub(crate) fn proof(&self, headers: &HeaderMap) -> Option<Proof> {
-        let bearer = headers
-            .get_all(header::AUTHORIZATION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .filter_map(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .any(|t| self.is_token(t.trim()));
-        if bearer {
-            return Some(Proof::Bearer);
-        }
-        let cookie = headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='))
-            .any(|t| self.is_token(t));
-        cookie.then_some(Proof::Cookie)
+        presented(headers).find(|(_, t)| self.is_token(t)).map(|(proof, _)| proof)
     }
+}
+
+/// The tokens `headers` present, bearer headers first, then cookies.
+fn presented(headers: &HeaderMap) -> impl Iterator<Item = (Proof, &str)> {
+    let bearer = headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(|t| (Proof::Bearer, t.trim()));
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+        .map(|t| (Proof::Cookie, t));
+    bearer.chain(cookie)
 }
 
 /// Whether `path` is the API's or MCP's (the token is required).
@@ -134,7 +180,7 @@ fn has_body(method: &Method) -> bool {
 }
 
 /// The checks of every request, then the headers of every answer.
-pub(crate) async fn guard(State(guard): State<std::sync::Arc<Guard>>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(guard): State<std::sync::Arc<Guard>>, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
     if !guard.host_allowed(host) {
@@ -149,7 +195,11 @@ pub(crate) async fn guard(State(guard): State<std::sync::Arc<Guard>>, request: R
         return secured(StatusCode::NO_CONTENT.into_response(), cors.as_deref());
     }
     if protected(path) {
-        let Some(proof) = guard.proof(headers) else {
+        let proved = match guard.prove(headers).await {
+            Ok(proved) => proved,
+            Err(e) => return secured(e.into_response(), None),
+        };
+        let Some((proof, who)) = proved else {
             let message = "a token is required: Authorization: Bearer TOKEN, or open the URL the server printed";
             return secured(ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message).into_response(), None);
         };
@@ -169,6 +219,7 @@ pub(crate) async fn guard(State(guard): State<std::sync::Arc<Guard>>, request: R
                 );
             }
         }
+        request.extensions_mut().insert(who);
     }
     let response = next.run(request).await;
     secured(response, cors.as_deref())

@@ -34,6 +34,7 @@ mod page;
 mod routes;
 #[cfg(test)]
 mod tests;
+mod users;
 
 use auth::{Guard, COOKIE};
 
@@ -58,7 +59,10 @@ impl App {
 /// Serves until SIGINT or SIGTERM, over `sources` ([`crate::args::server_sources`]).
 pub(crate) fn run(global: &Global, args: &ServeArgs, sources: (Vec<SourceSpec>, bool)) -> CliResult {
     let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
+    // `--users`: no token of the server's own; each user's, checked in the database.
+    let team = if args.users { Some(users::Team::open(global, args, &sources)?) } else { None };
     let token = match &args.token_file {
+        _ if team.is_some() => String::new(),
         Some(file) => {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| invalid(format!("reading the token file {}: {e}", file.display())))?;
@@ -73,16 +77,25 @@ pub(crate) fn run(global: &Global, args: &ServeArgs, sources: (Vec<SourceSpec>, 
         }
         None => auth::new_token().map_err(invalid)?,
     };
-    let server = open_server(global, args, sources)?;
+    let server = match &team {
+        Some(team) => team.anonymous(global, args, sources)?,
+        None => open_server(global, args, sources)?,
+    };
     let ctx = server.ctx();
     let served = runtime().block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .map_err(|e| format!("listening on {}: {e}", args.listen))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
-        let url = format!("http://{}/?token={token}", shown(local));
         let stop = CancellationToken::new();
-        let router = router(App::new(server, local, token, args.cors_origin.clone()), stop.clone());
+        let (url, router) = match team {
+            // Each user opens it with `?token=` and their own token.
+            Some(team) => (format!("http://{}/", shown(local)), team.router(server, local, stop.clone())),
+            None => (
+                format!("http://{}/?token={token}", shown(local)),
+                router(App::new(server, local, token, args.cors_origin.clone()), stop.clone()),
+            ),
+        };
         announce(&url);
         if args.open {
             open_browser(&url);
@@ -160,6 +173,12 @@ async fn stopped() {
 
 /// Every route, behind the guard.
 fn router(app: App, stop: CancellationToken) -> Router {
+    let guard = Arc::clone(&app.guard);
+    routes(app, stop).layer(axum::middleware::from_fn_with_state(guard, auth::guard))
+}
+
+/// Every route, answering with `app` (the guard not yet in front).
+fn routes(app: App, stop: CancellationToken) -> Router {
     let handler = app.server.clone();
     // Host, origin and token are the guard's; the body limit is the API's.
     let config = StreamableHttpServerConfig::default()
@@ -169,7 +188,6 @@ fn router(app: App, stop: CancellationToken) -> Router {
         .with_cancellation_token(stop);
     let mcp = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), config);
     let api = |route: axum::routing::MethodRouter<App>| route.fallback(routes::wrong_method);
-    let guard = Arc::clone(&app.guard);
     Router::new()
         .route("/api/candidates", api(post(routes::candidates)))
         .route("/api/search", api(post(routes::search)))
@@ -182,7 +200,6 @@ fn router(app: App, stop: CancellationToken) -> Router {
         .route_service("/mcp", mcp)
         .route("/", get(root))
         .fallback(asset)
-        .layer(axum::middleware::from_fn_with_state(guard, auth::guard))
         .with_state(app)
 }
 
@@ -191,8 +208,10 @@ fn router(app: App, stop: CancellationToken) -> Router {
 async fn root(State(app): State<App>, request: Request) -> Response {
     let query = request.uri().query().unwrap_or_default();
     if let Some(token) = query.split('&').find_map(|pair| pair.strip_prefix("token=")) {
-        if !app.guard.is_token(token) {
-            return unauthorized();
+        match app.guard.who(token).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return unauthorized(),
+            Err(e) => return e.into_response(),
         }
         let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
         let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, HeaderValue::from_static("/"))]).into_response();
@@ -201,8 +220,10 @@ async fn root(State(app): State<App>, request: Request) -> Response {
         }
         return response;
     }
-    if app.guard.proof(request.headers()) != Some(auth::Proof::Cookie) {
-        return unauthorized();
+    match app.guard.prove(request.headers()).await {
+        Ok(Some((auth::Proof::Cookie, _))) => {}
+        Ok(_) => return unauthorized(),
+        Err(e) => return e.into_response(),
     }
     asset(request).await
 }

@@ -150,6 +150,7 @@ pub(crate) async fn search(State(app): State<App>, request: Request) -> Response
         let r = SearchArgs::from_json(value)?;
         app.server.index_loaded().await;
         let list = app.server.resolver().search(&r.target, &r.query, &r.options, None).await?;
+        app.server.record("search", list.iter().map(|c| c.candidate.session_id.clone()).collect()).await?;
         Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
     })
     .await
@@ -163,6 +164,7 @@ pub(crate) async fn read(State(app): State<App>, request: Request) -> Response {
         let resolver = app.server.resolver();
         let id = resolver.session_id(&r.session_id).await?;
         let page = resolver.read(&r.target, &id, &r.options, None).await?;
+        app.server.record("read", vec![id]).await?;
         Ok(page.to_json_with_text())
     })
     .await
@@ -173,6 +175,8 @@ pub(crate) async fn prepare(State(app): State<App>, request: Request) -> Respons
     run(app, request, |app, value| async move {
         let r = PrepareRequest::from_json(value)?;
         let prepared = app.server.resolver().prepare(&r.target, &r.content, &r.references, &r.options, None).await?;
+        let carried = prepared.additional_context.iter().flat_map(|c| &c.source.references);
+        app.server.record("reference", carried.map(|s| s.session_id.clone()).collect()).await?;
         Ok(prepared.into_json())
     })
     .await
