@@ -46,16 +46,43 @@ fn listing_error(source: &DatabaseSource) -> String {
     block_on(source.list_sessions()).expect_err("the listing must fail").message().to_owned()
 }
 
-/// Holds an exclusive lock on the sessions table for `seconds`, from
-/// another connection (a query of ours then waits on it).
-fn lock_for(pg: &Cluster, db: &str, seconds: f64) -> std::thread::JoinHandle<()> {
-    let sql = format!("BEGIN; LOCK TABLE dsr_sessions IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep({seconds}); COMMIT;");
-    let (db, pg) = (db.to_owned(), pg as *const Cluster as usize);
-    std::thread::spawn(move || {
+/// Holds an exclusive lock on the sessions table from another connection
+/// (a query of ours then waits on it) until [`release`] ends that
+/// connection; returns once the lock is held.
+fn hold_lock(pg: &Cluster, db: &str) -> std::thread::JoinHandle<()> {
+    let sql = "SET application_name = 'fault-lock'; BEGIN; LOCK TABLE dsr_sessions IN ACCESS EXCLUSIVE MODE; \
+               SELECT pg_sleep(600); COMMIT;";
+    let (db_name, pg_addr) = (db.to_owned(), pg as *const Cluster as usize);
+    let holder = std::thread::spawn(move || {
         // SAFETY: the cluster outlives the thread (joined before it drops).
-        let pg = unsafe { &*(pg as *const Cluster) };
-        pg.psql(&db, &sql);
-    })
+        let pg = unsafe { &*(pg_addr as *const Cluster) };
+        // Ended by `release`: its failure is the expected end.
+        let _ = pg.try_psql(&db_name, sql);
+    });
+    wait_for(
+        pg,
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'fault-lock' AND wait_event = 'PgSleep'",
+    );
+    holder
+}
+
+/// Ends the connection of [`hold_lock`], which lets its lock go.
+fn release(pg: &Cluster, db: &str, holder: std::thread::JoinHandle<()>) {
+    pg.psql(db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'fault-lock'");
+    holder.join().unwrap();
+}
+
+/// Waits (at most a minute, polling) until `count_sql` counts at least one
+/// row: a state of the server, not a guess of how long it takes.
+fn wait_for(pg: &Cluster, db: &str, count_sql: &str) {
+    for _ in 0..1_200 {
+        if pg.psql(db, count_sql).trim().parse::<u64>().unwrap_or(0) > 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the server never reached {count_sql:?}");
 }
 
 #[test]
@@ -83,8 +110,7 @@ fn each_fault_is_a_clear_error_and_the_next_call_connects_again() {
 
     // A connection cut in the middle of a query: the query waits on a lock
     // when its backend is terminated. A clean error, then a working call.
-    let lock = lock_for(&pg, "faults", 1.5);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let lock = hold_lock(&pg, "faults");
     let cut = std::thread::spawn({
         let url = url.clone();
         move || {
@@ -93,15 +119,12 @@ fn each_fault_is_a_clear_error_and_the_next_call_connects_again() {
             block_on(team.list_sessions())
         }
     });
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    pg.psql(
-        "faults",
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'dsh-session-ref' AND \
-         wait_event_type = 'Lock'",
-    );
+    let waiting = "FROM pg_stat_activity WHERE application_name = 'dsh-session-ref' AND wait_event_type = 'Lock'";
+    wait_for(&pg, "faults", &format!("SELECT count(*) {waiting}"));
+    pg.psql("faults", &format!("SELECT pg_terminate_backend(pid) {waiting}"));
     let failed = cut.join().unwrap().expect_err("the cut query must fail");
     assert!(failed.message().contains("connects again"), "{}", failed.message());
-    lock.join().unwrap();
+    release(&pg, "faults", lock);
     // The same source's next call connects again.
     let before = block_on(team.list_sessions()).unwrap();
     pg.psql(
@@ -122,11 +145,10 @@ fn each_fault_is_a_clear_error_and_the_next_call_connects_again() {
     // A statement timeout: the listing waits on a lock longer than allowed.
     let slow = format!("{url}&options=-c%20statement_timeout%3D200");
     let (_, impatient) = source(&slow);
-    let lock = lock_for(&pg, "faults", 1.5);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let lock = hold_lock(&pg, "faults");
     let why = listing_error(&impatient);
     assert!(why.contains("cancelled the statement"), "{why}");
-    lock.join().unwrap();
+    release(&pg, "faults", lock);
     assert_eq!(block_on(impatient.list_sessions()).unwrap().len(), n);
 
     // A schema from the future: refused by readers and by a push.
