@@ -409,19 +409,13 @@ impl BlockingSessionQuery for CliSource {
         let db_stamp = DbStamp::now(&db);
         let print = |id: &String| {
             let id = self.bare(id);
-            let mut bytes = Fingerprint::from(Stamp::lstat(&self.path(id, ".messages.json"))?.id).as_bytes().to_vec();
+            let messages = Stamp::lstat(&self.path(id, ".messages.json"))?;
             let manifest = Stamp::lstat(&self.path(id, ".json"));
             let mut extra = vec![Stamp::lstat(&self.path(id, ".compaction.json")), manifest];
             if manifest.is_none() {
                 extra.extend([db_stamp.db, db_stamp.wal]);
             }
-            for stamp in extra {
-                match stamp {
-                    Some(s) => bytes.extend_from_slice(Fingerprint::from(s.id).as_bytes()),
-                    None => bytes.push(0),
-                }
-            }
-            Some(Fingerprint::from_bytes(bytes))
+            Some(super::files_fingerprint(messages, extra))
         };
         Ok(Some(session_ids.iter().map(print).collect()))
     }

@@ -561,21 +561,28 @@ impl BlockingSessionQuery for ClineSource {
         let cline_index = Stamp::lstat(&self.root.join(TASK_INDEX[0]).join(TASK_INDEX[1]));
         let print = |id: &String| {
             let task = self.bare(id);
-            let mut bytes = Fingerprint::from(Stamp::lstat(&self.task_path(task, HISTORY))?.id).as_bytes().to_vec();
+            let history = Stamp::lstat(&self.task_path(task, HISTORY))?;
             let extra = match self.flavor {
                 Flavor::Cline => [Stamp::lstat(&self.task_path(task, "ui_messages.json")), cline_index],
                 Flavor::RooCode => [Stamp::lstat(&self.task_path(task, "history_item.json")), None],
             };
-            for stamp in extra {
-                match stamp {
-                    Some(s) => bytes.extend_from_slice(Fingerprint::from(s.id).as_bytes()),
-                    None => bytes.push(0),
-                }
-            }
-            Some(Fingerprint::from_bytes(bytes))
+            Some(files_fingerprint(history, extra))
         };
         Ok(Some(session_ids.iter().map(print).collect()))
     }
+}
+
+/// The fingerprint of a session read from the file `main` and the files
+/// `extra` (each possibly absent): their identities.
+fn files_fingerprint(main: Stamp, extra: impl IntoIterator<Item = Option<Stamp>>) -> Fingerprint {
+    let mut bytes = Fingerprint::from(main.id).as_bytes().to_vec();
+    for stamp in extra {
+        match stamp {
+            Some(s) => bytes.extend_from_slice(Fingerprint::from(s.id).as_bytes()),
+            None => bytes.push(0),
+        }
+    }
+    Fingerprint::from_bytes(bytes)
 }
 
 impl FileSource for ClineSource {

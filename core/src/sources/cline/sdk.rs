@@ -235,8 +235,9 @@ pub struct Parsed<'a> {
 }
 
 /// Collects a JSON array's elements, each as its raw text, as they come:
-/// what was read before an error stays collected.
-struct Collect<'c, 'a>(&'c RefCell<Vec<&'a RawValue>>);
+/// what was read before an error stays collected. At the top (`true`), an
+/// object is looked into for its `messages`.
+struct Collect<'c, 'a>(&'c RefCell<Vec<&'a RawValue>>, bool);
 
 impl<'de, 'c> DeserializeSeed<'de> for Collect<'c, 'de> {
     type Value = bool;
@@ -257,10 +258,13 @@ impl<'de, 'c> Visitor<'de> for Collect<'c, 'de> {
         Ok(true)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        if !self.1 {
+            return Err(serde::de::Error::custom("`messages` is not a list"));
+        }
         let mut found = false;
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             if key == "messages" && !found {
-                found = map.next_value_seed(Collect(self.0))?;
+                found = map.next_value_seed(Collect(self.0, false))?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -276,7 +280,7 @@ impl<'de, 'c> Visitor<'de> for Collect<'c, 'de> {
 pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
     let collected = RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let torn = match Collect(&collected).deserialize(&mut de) {
+    let torn = match Collect(&collected, true).deserialize(&mut de) {
         Ok(true) => false,
         Ok(false) => return Err("an object without a `messages` list".into()),
         Err(e) if e.is_eof() => true,
@@ -328,7 +332,8 @@ pub struct Compaction<'a> {
 /// message with a string or list content).
 pub fn parse_compaction(bytes: &[u8]) -> Option<Compaction<'_>> {
     let state: StateJson<'_> = serde_json::from_slice(bytes).ok()?;
-    if state.version != 1 || state.source_prefix_hash.as_deref() == Some("") {
+    let empty = |v: &Option<String>| v.as_deref() == Some("");
+    if state.version != 1 || empty(&state.source_prefix_hash) || empty(&state.source_last_message_key) {
         return None;
     }
     let messages: Vec<Message<'_>> = state.messages.into_iter().map(Message::new).collect();
@@ -339,7 +344,7 @@ pub fn parse_compaction(bytes: &[u8]) -> Option<Compaction<'_>> {
     valid.then(|| Compaction {
         count: usize::try_from(state.source_message_count).unwrap_or(usize::MAX),
         prefix_hash: state.source_prefix_hash,
-        last_key: state.source_last_message_key.filter(|k| !k.is_empty()),
+        last_key: state.source_last_message_key,
         messages,
     })
 }
@@ -445,7 +450,9 @@ fn boundary_key(m: &Message<'_>) -> Option<String> {
     if let Some(ts) = obj.get("ts").filter(|t| t.is_number()) {
         return Some(format!("ts:{role}:{}", stringify(ts)));
     }
-    Some(format!("content:{role}:{}", stringify(obj.get("content").unwrap_or(&Value::Null))))
+    // `JSON.stringify(undefined)` is `undefined`, which the template writes.
+    let content = obj.get("content").map_or_else(|| "undefined".to_owned(), stringify);
+    Some(format!("content:{role}:{content}"))
 }
 
 /// The conversation of the messages sent: a summary as a checkpoint, what
