@@ -60,7 +60,7 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize;
 
 use super::sdk;
-use super::{MAX_HISTORY_BYTES, PREFIX};
+use super::shared::{files_fingerprint, MAX_HISTORY_BYTES, PREFIX};
 use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::fs::{
@@ -79,7 +79,7 @@ use crate::sources::FileSource;
 pub const SESSIONS_DB: &str = "sessions.db";
 
 /// The name of the format in messages.
-const FORMAT: &str = "Cline CLI";
+pub(super) const FORMAT: &str = "Cline CLI";
 
 /// The largest manifest read, in bytes (it holds the first prompt).
 const MAX_MANIFEST_BYTES: usize = 16 << 20;
@@ -184,11 +184,10 @@ pub fn is_sessions_dir(root: &Path) -> bool {
 }
 
 impl CliSource {
-    /// Opens a sessions directory (a link to one is fine). It need not
-    /// hold a session yet.
-    pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
-        let root = super::super::open_root(root.as_ref(), FORMAT)?;
-        Ok(CliSource { root: Arc::new(root), rows: Arc::default(), skipped: Arc::default() })
+    /// A source over `root`, already checked to be a readable directory
+    /// (see `open`, beside the kind's descriptor).
+    pub(super) fn at(root: PathBuf) -> Self {
+        CliSource { root: Arc::new(root), rows: Arc::default(), skipped: Arc::default() }
     }
 
     fn bare<'a>(&self, id: &'a str) -> &'a str {
@@ -415,7 +414,7 @@ impl BlockingSessionQuery for CliSource {
             if manifest.is_none() {
                 extra.extend([db_stamp.db, db_stamp.wal]);
             }
-            Some(super::files_fingerprint(messages, extra))
+            Some(files_fingerprint(messages, extra))
         };
         Ok(Some(session_ids.iter().map(print).collect()))
     }

@@ -72,6 +72,7 @@
 pub mod cli;
 pub mod history;
 pub mod sdk;
+mod shared;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -92,8 +93,8 @@ use crate::sources::kind::{named, seen, took, Env, Kind, Root, Taken};
 use crate::sources::lenient::{lenient, LStr, LU64};
 use crate::sources::FileSource;
 
-/// What every Cline session id starts with.
-pub const PREFIX: &str = "cline:";
+use self::shared::files_fingerprint;
+pub use self::shared::{MAX_HISTORY_BYTES, PREFIX};
 
 /// What every Roo Code session id starts with.
 pub const ROO_PREFIX: &str = "roo-code:";
@@ -220,9 +221,6 @@ fn empty_note(kind: &Kind, root: &Path) -> String {
 /// The history file of a task.
 pub const HISTORY: &str = "api_conversation_history.json";
 
-/// The largest history read, in bytes (it is parsed whole).
-pub const MAX_HISTORY_BYTES: u64 = 1 << 30;
-
 /// Which extension wrote the tasks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Flavor {
@@ -337,6 +335,14 @@ pub struct Read {
 
 fn os(parts: &[&str]) -> Vec<OsString> {
     parts.iter().map(OsString::from).collect()
+}
+
+impl cli::CliSource {
+    /// Opens a Cline CLI sessions directory (a link to one is fine). It
+    /// need not hold a session yet.
+    pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
+        Ok(cli::CliSource::at(super::open_root(root.as_ref(), cli::FORMAT)?))
+    }
 }
 
 impl ClineSource {
@@ -570,19 +576,6 @@ impl BlockingSessionQuery for ClineSource {
         };
         Ok(Some(session_ids.iter().map(print).collect()))
     }
-}
-
-/// The fingerprint of a session read from the file `main` and the files
-/// `extra` (each possibly absent): their identities.
-fn files_fingerprint(main: Stamp, extra: impl IntoIterator<Item = Option<Stamp>>) -> Fingerprint {
-    let mut bytes = Fingerprint::from(main.id).as_bytes().to_vec();
-    for stamp in extra {
-        match stamp {
-            Some(s) => bytes.extend_from_slice(Fingerprint::from(s.id).as_bytes()),
-            None => bytes.push(0),
-        }
-    }
-    Fingerprint::from_bytes(bytes)
 }
 
 impl FileSource for ClineSource {
