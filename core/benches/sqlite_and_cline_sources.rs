@@ -2,12 +2,14 @@
 //! OpenCode database of 5,000 sessions, the fingerprints of all of them,
 //! and reading one session of about 100 MB of rows; listing 10,000 Cline
 //! and 10,000 Roo Code tasks, and reading a 100 MB Cline history (against
-//! reading its bytes alone in the same run); then 5,000 sessions of each
-//! SQLite kind listed by a new source (one row of [`SQLITE`] per kind).
+//! reading its bytes alone in the same run); listing 10,000 Cline CLI
+//! sessions and reading a 100 MB one whose compaction sidecar replaces most
+//! of it (its prefix hashed); then 5,000 sessions of each SQLite kind listed
+//! by a new source (one row of [`SQLITE`] per kind).
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench sqlite_and_cline_sources`
-//! (`-- --quick` for 1,000 sessions and 20 MB; `-- --cline` or
-//! `-- --opencode` for one half).
+//! (`-- --quick` for 1,000 sessions and 20 MB; `-- --cline`,
+//! `-- --cline-cli` or `-- --opencode` for one part).
 //!
 //! Inputs are generated deterministically in a temporary directory, shaped
 //! like OpenCode's rows: per turn a user message with a text part, an
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::cpu_time;
 
+use dsh_session_reference::sources::cline::cli::CliSource;
 use dsh_session_reference::sources::cline::{self, ClineSource};
 use dsh_session_reference::sources::opencode::{Flavor, OpenCodeSource};
 use dsh_session_reference::{BlockingSessionQuery, SurfaceData};
@@ -197,6 +200,94 @@ fn cline_bench(quick: bool) {
     );
 }
 
+/// A Cline CLI messages file of about `target` bytes (and how many
+/// messages it holds), shaped like the SDK's: typed prompts in
+/// `<user_input>`, assistant text with reasoning and a tool call, tool
+/// results of 3 KB.
+fn cline_cli_messages(id: &str, target: usize) -> (String, usize) {
+    let mut messages = Vec::new();
+    let mut size = 0;
+    let mut i = 0;
+    while size < target {
+        let user = if i % 10 == 0 {
+            json!({"id": format!("msg_u{i}"), "role": "user", "ts": 1_767_000_000_000u64 + i as u64,
+                "content": [{"type": "text", "text": format!("<user_input mode=\"act\">{}</user_input>", text(i, 300))}]})
+        } else {
+            json!({"id": format!("msg_r{i}"), "role": "user", "ts": 1_767_000_000_000u64 + i as u64,
+                "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{i}"), "name": "read_files", "content": text(i, 3000)}]})
+        };
+        let asst = json!({"id": format!("msg_a{i}"), "role": "assistant", "ts": 1_767_000_000_000u64 + i as u64,
+            "content": [{"type": "thinking", "thinking": text(i, 500)}, {"type": "text", "text": text(i, 400)},
+                {"type": "tool_use", "id": format!("toolu_{}", i + 1), "name": "read_files", "input": {"paths": ["src/lib.rs"]}}],
+            "modelInfo": {"id": "anthropic/claude-sonnet-4.5", "provider": "cline"},
+            "metrics": {"inputTokens": 1000 + i, "outputTokens": 200, "cost": 0.012_345_678_9}});
+        size += user.to_string().len() + asst.to_string().len();
+        messages.push(user);
+        messages.push(asst);
+        i += 1;
+    }
+    let n = messages.len();
+    let file = json!({"version": 1, "updated_at": "2026-01-01T00:00:00.000Z", "agent": "lead", "sessionId": id, "messages": messages});
+    (serde_json::to_string_pretty(&file).unwrap(), n)
+}
+
+fn cline_cli_bench(quick: bool) {
+    let sessions = if quick { 2_000 } else { 10_000 };
+    let big = if quick { 20 << 20 } else { 100 << 20 };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    let (small, _) = cline_cli_messages("x", 6_000);
+    for t in 0..sessions {
+        let id = format!("{}_{:05}", 1_767_000_000_000u64 + t as u64 * 1000, t);
+        let session = root.join(&id);
+        std::fs::create_dir_all(&session).unwrap();
+        std::fs::write(session.join(format!("{id}.messages.json")), &small).unwrap();
+        let manifest = json!({"version": 1, "session_id": id, "source": "cli", "pid": 1, "started_at": "2026-01-01T00:00:00.000Z",
+            "status": "completed", "interactive": true, "provider": "cline", "model": "m", "cwd": "/work", "workspace_root": "/work",
+            "enable_tools": true, "enable_spawn": false, "enable_teams": false, "prompt": text(t, 200),
+            "metadata": {"title": text(t, 60)}});
+        std::fs::write(session.join(format!("{id}.json")), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    }
+    let (list, list_cpu) = best(5, || {
+        let s = CliSource::open(&root).unwrap();
+        assert_eq!(s.list_sessions().unwrap().len(), sessions);
+    });
+    println!(
+        "cline-cli: list {sessions} sessions (new source each time): {:.1} ms; cpu {:.1} ms",
+        ms(list),
+        ms(list_cpu)
+    );
+    // One big session; its sidecar (a summary) replaces all but its last
+    // two messages, with a hash that does not match (computing it is
+    // the work: a match changes only which messages are rendered).
+    let id = "1767999999999_big00";
+    let session = root.join(id);
+    std::fs::create_dir_all(&session).unwrap();
+    let (bytes, n) = cline_cli_messages(id, big);
+    let path = session.join(format!("{id}.messages.json"));
+    std::fs::write(&path, &bytes).unwrap();
+    let size = bytes.len() as f64;
+    drop(bytes);
+    let sidecar = json!({"version": 1, "updated_at": "2026-01-01T00:00:00.000Z", "source_message_count": n - 2,
+        "source_prefix_hash": format!("sha256:{}", "0".repeat(64)),
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Context summary:\n\nsummary"}], "metadata": {"kind": "compaction_summary"}}]});
+    std::fs::write(session.join(format!("{id}.compaction.json")), sidecar.to_string()).unwrap();
+    let source = CliSource::open(&root).unwrap();
+    let mut items = 0;
+    let (read, read_cpu) = best(3, || {
+        let SurfaceData::Conversation(c) = source.read_surface(&format!("cline:{id}")).unwrap() else { panic!() };
+        items = c.items.len();
+    });
+    println!(
+        "cline-cli: read a {:.0} MB session ({items} items; its {} -message prefix hashed): {:.0} ms, {:.0} MB/s; cpu {:.0} ms",
+        size / 1e6,
+        n - 2,
+        ms(read),
+        size / 1e6 / read.as_secs_f64(),
+        ms(read_cpu)
+    );
+}
+
 /// One SQLite kind of the listing benchmark.
 struct SqliteBench {
     name: &'static str,
@@ -242,12 +333,16 @@ fn sqlite_listings(sessions: usize) {
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let only_cline = std::env::args().any(|a| a == "--cline");
+    let only_cline_cli = std::env::args().any(|a| a == "--cline-cli");
     let only_opencode = std::env::args().any(|a| a == "--opencode");
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
-    if !only_opencode {
+    if !only_opencode && !only_cline_cli {
         cline_bench(quick);
     }
-    if only_cline {
+    if !only_opencode && !only_cline {
+        cline_cli_bench(quick);
+    }
+    if only_cline || only_cline_cli {
         println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
         return;
     }

@@ -71,7 +71,8 @@ impl SourceKind {
     pub const OpenCode: SourceKind = SourceKind(&opencode::KIND);
     /// New Kilo's sessions (its SQLite database, OpenCode's schema).
     pub const Kilo: SourceKind = SourceKind(&opencode::KILO_KIND);
-    /// Cline tasks (its VS Code global storage directory).
+    /// Cline tasks (its VS Code global storage directory) or Cline CLI
+    /// sessions (its sessions directory).
     pub const Cline: SourceKind = SourceKind(&cline::KIND);
     /// Roo Code tasks (its VS Code global storage directory).
     pub const RooCode: SourceKind = SourceKind(&cline::ROO_KIND);

@@ -2,7 +2,8 @@
 //! read-only session source over a VS Code extension's global storage
 //! directory (`…/globalStorage/saoudrizwan.claude-dev` for Cline,
 //! `…/globalStorage/rooveterinaryinc.roo-cline` for Roo Code), reading
-//! `tasks/<task id>/api_conversation_history.json`.
+//! `tasks/<task id>/api_conversation_history.json`. The Cline CLI's own
+//! sessions directory is read by [`cli::CliSource`], under the same kind.
 //!
 //! ```no_run
 //! use dsh_session_reference::sources::cline::{ClineSource, Flavor};
@@ -68,7 +69,10 @@
 //! root is followed; a history larger than [`MAX_HISTORY_BYTES`] makes
 //! its task unreadable (the whole file is parsed at once).
 
+pub mod cli;
 pub mod history;
+pub mod sdk;
+mod shared;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -85,30 +89,98 @@ use crate::fs::{
 };
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
 use crate::sources::foreign::{conversation, mtime_ms, read_error, title_from_text, LineStats, ListedSession, Listing};
-use crate::sources::kind::{named, seen, took, Kind, Root, Taken};
+use crate::sources::kind::{named, seen, took, Env, Kind, Root, Taken};
 use crate::sources::lenient::{lenient, LStr, LU64};
 use crate::sources::FileSource;
 
-/// What every Cline session id starts with.
-pub const PREFIX: &str = "cline:";
+use self::shared::files_fingerprint;
+pub use self::shared::{MAX_HISTORY_BYTES, PREFIX};
 
 /// What every Roo Code session id starts with.
 pub const ROO_PREFIX: &str = "roo-code:";
 
-/// Cline as a kind of source.
+/// Cline as a kind of source: the VS Code extension's global storage, or
+/// the CLI's sessions directory (told apart by what the root holds).
 pub(crate) const KIND: Kind = Kind {
     name: "cline",
     format: Flavor::Cline.format(),
-    about: "Cline tasks (its VS Code global storage directory)",
+    about: "Cline tasks (its VS Code global storage directory) or Cline CLI sessions (its sessions directory)",
     prefix: Flavor::Cline.prefix(),
-    location: "VS Code's globalStorage/saoudrizwan.claude-dev",
-    default: Some(|env| env.vs_code_storage().join(Flavor::Cline.extension_id())),
-    env: VS_CODE_ENV,
-    root: Root::Own(take_root),
-    layout: "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/saoudrizwan.claude-dev)",
-    open: |root| Ok(ClineSource::open(root, Flavor::Cline)?.into_query()),
-    empty: empty_note,
+    location: "VS Code's globalStorage/saoudrizwan.claude-dev; where that does not exist, the Cline CLI's \
+               $CLINE_SESSION_DATA_DIR, else $CLINE_DATA_DIR/sessions, else $CLINE_DIR/data/sessions, else \
+               ~/.cline/data/sessions",
+    default: Some(default_root),
+    env: CLINE_ENV,
+    root: Root::Own(take_cline_root),
+    layout: "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/saoudrizwan.claude-dev) or \
+             <id>/<id>.messages.json (as the Cline CLI's ~/.cline/data/sessions)",
+    open: |root| {
+        if cli::is_sessions_dir(root) {
+            return Ok(cli::CliSource::open(root)?.into_query());
+        }
+        Ok(ClineSource::open(root, Flavor::Cline)?.into_query())
+    },
+    empty: cline_empty_note,
 };
+
+/// What Cline's default location is found by, on any platform.
+const CLINE_ENV: &[&str] =
+    &["XDG_CONFIG_HOME", "APPDATA", "HOME", "USERPROFILE", "CLINE_SESSION_DATA_DIR", "CLINE_DATA_DIR", "CLINE_DIR"];
+
+/// The Cline CLI's sessions directory, as the SDK resolves it
+/// (`resolveSessionDataDir`).
+fn cli_sessions_dir(env: &Env) -> PathBuf {
+    let var = |name: &str| env.var(name).filter(|p| !p.as_os_str().to_string_lossy().trim().is_empty());
+    if let Some(dir) = var("CLINE_SESSION_DATA_DIR") {
+        return dir;
+    }
+    let data = var("CLINE_DATA_DIR")
+        .unwrap_or_else(|| var("CLINE_DIR").unwrap_or_else(|| env.home().join(".cline")).join("data"));
+    data.join("sessions")
+}
+
+/// Cline's default root: the VS Code extension's storage when it exists,
+/// else the CLI's sessions directory when that does, else the former.
+fn default_root(env: &Env) -> PathBuf {
+    let vs_code = env.vs_code_storage().join(Flavor::Cline.extension_id());
+    if vs_code.is_dir() {
+        return vs_code;
+    }
+    let cli = cli_sessions_dir(env);
+    if cli.is_dir() {
+        cli
+    } else {
+        vs_code
+    }
+}
+
+/// A root given for Cline: as for Roo Code, or the CLI's data directory
+/// (holding `sessions/`, taken for it) or its home (holding
+/// `data/sessions/`).
+fn take_cline_root(root: &Path) -> Result<Taken, String> {
+    if let Some(taken) = take_root(root)? {
+        return Ok(Some(taken));
+    }
+    if !root.is_dir() || root.join("tasks").is_dir() || cli::is_sessions_dir(root) {
+        return Ok(None);
+    }
+    if root.join("sessions").is_dir() {
+        return Ok(took(root, root.join("sessions"), "is a Cline data directory holding sessions/"));
+    }
+    let nested = root.join("data").join("sessions");
+    if nested.is_dir() {
+        return Ok(took(root, nested, "is a Cline home holding data/sessions/"));
+    }
+    Ok(None)
+}
+
+/// Why a Cline root lists no session.
+fn cline_empty_note(kind: &Kind, root: &Path) -> String {
+    if cli::is_sessions_dir(root) {
+        return format!("{}: no directory of it holds a <id>.messages.json with a message", kind.no_session_in(root));
+    }
+    empty_note(kind, root)
+}
 
 /// Roo Code as a kind of source (legacy Kilo Code's too, given as the root).
 pub(crate) const ROO_KIND: Kind = Kind {
@@ -148,9 +220,6 @@ fn empty_note(kind: &Kind, root: &Path) -> String {
 
 /// The history file of a task.
 pub const HISTORY: &str = "api_conversation_history.json";
-
-/// The largest history read, in bytes (it is parsed whole).
-pub const MAX_HISTORY_BYTES: u64 = 1 << 30;
 
 /// Which extension wrote the tasks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -266,6 +335,14 @@ pub struct Read {
 
 fn os(parts: &[&str]) -> Vec<OsString> {
     parts.iter().map(OsString::from).collect()
+}
+
+impl cli::CliSource {
+    /// Opens a Cline CLI sessions directory (a link to one is fine). It
+    /// need not hold a session yet.
+    pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
+        Ok(cli::CliSource::at(super::open_root(root.as_ref(), cli::FORMAT)?))
+    }
 }
 
 impl ClineSource {
@@ -490,18 +567,12 @@ impl BlockingSessionQuery for ClineSource {
         let cline_index = Stamp::lstat(&self.root.join(TASK_INDEX[0]).join(TASK_INDEX[1]));
         let print = |id: &String| {
             let task = self.bare(id);
-            let mut bytes = Fingerprint::from(Stamp::lstat(&self.task_path(task, HISTORY))?.id).as_bytes().to_vec();
+            let history = Stamp::lstat(&self.task_path(task, HISTORY))?;
             let extra = match self.flavor {
                 Flavor::Cline => [Stamp::lstat(&self.task_path(task, "ui_messages.json")), cline_index],
                 Flavor::RooCode => [Stamp::lstat(&self.task_path(task, "history_item.json")), None],
             };
-            for stamp in extra {
-                match stamp {
-                    Some(s) => bytes.extend_from_slice(Fingerprint::from(s.id).as_bytes()),
-                    None => bytes.push(0),
-                }
-            }
-            Some(Fingerprint::from_bytes(bytes))
+            Some(files_fingerprint(history, extra))
         };
         Ok(Some(session_ids.iter().map(print).collect()))
     }

@@ -1,0 +1,619 @@
+//! One Cline CLI (SDK) session's `<id>.messages.json`, with its compaction
+//! sidecar, replayed into its current model-visible conversation (the
+//! rules are in [`cli`](super::cli)'s docs).
+
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::conversation::ConversationItem;
+use crate::json::{parse_js, stringify};
+use crate::projection::Role;
+use crate::sources::foreign::title_from_text;
+use crate::sources::lenient::LStr;
+
+/// The user-role messages the SDK injects (its `metadata.kind`): notices,
+/// reminders and compaction prompts, never typed by the user.
+const INJECTED_KINDS: [&str; 7] = [
+    "auto_compaction",
+    "compaction_budget_emergency",
+    "completion_reminder",
+    "loop_detection_notice",
+    "manual_compaction",
+    "mistake_stop_notice",
+    "recovery_notice",
+];
+
+/// The `metadata.kind` of a compaction summary.
+const SUMMARY_KIND: &str = "compaction_summary";
+
+/// The `metadata.kind` of the turn a basic compaction folds the dropped
+/// work into (the user's prompt, with notices of what was dropped).
+const FOLDED_KIND: &str = "compaction";
+
+/// The text of a notice a basic compaction writes into a user turn
+/// (`<SYSTEM_NOTICE>…</SYSTEM_NOTICE>`), trimmed; `None` for other text.
+fn notice(text: &str) -> Option<&str> {
+    const OPEN: &str = "<SYSTEM_NOTICE>";
+    const CLOSE: &str = "</SYSTEM_NOTICE>";
+    let inner = js_trim(text).strip_prefix(OPEN)?;
+    Some(inner.strip_suffix(CLOSE).unwrap_or(inner).trim())
+}
+
+/// The prompt the SDK sends as the user when a plan is approved.
+const ACT_CONTINUATION: &str = "The user approved switching to act mode. Continue with the approved plan now.";
+
+/// The domain tag the SDK's compaction source hash starts with.
+const HASH_VERSION: &str = "cline-session-compaction-source-v2\n";
+
+/// One element of the history: its JSON text, and what a read needs of it
+/// when it is an object.
+pub struct Message<'a> {
+    raw: &'a RawValue,
+    fields: Option<Fields<'a>>,
+    meta: Meta,
+}
+
+impl<'a> Message<'a> {
+    fn new(raw: &'a RawValue) -> Self {
+        let fields = raw.get().starts_with('{').then(|| serde_json::from_str::<Fields<'_>>(raw.get()).ok()).flatten();
+        let meta = Meta::of(fields.as_ref().and_then(|f| f.metadata));
+        Message { raw, fields, meta }
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct Fields<'a> {
+    #[serde(borrow, default)]
+    role: LStr<'a>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
+}
+
+/// What a read needs of a message's `metadata` (anything else reads as
+/// absent).
+#[derive(Default)]
+struct Meta {
+    kind: Option<String>,
+    display_role: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct MetaJson<'a> {
+    #[serde(borrow, default)]
+    kind: LStr<'a>,
+    #[serde(rename = "displayRole", borrow, default)]
+    display_role: LStr<'a>,
+}
+
+impl Meta {
+    fn of(raw: Option<&RawValue>) -> Meta {
+        let m = raw.and_then(|v| serde_json::from_str::<MetaJson<'_>>(v.get()).ok()).unwrap_or_default();
+        Meta { kind: m.kind.owned(), display_role: m.display_role.owned() }
+    }
+}
+
+/// A message's `content`: a string, or its blocks' types and texts.
+enum Content {
+    Str(String),
+    Blocks(Vec<(Option<String>, Option<String>)>),
+}
+
+#[derive(Deserialize)]
+struct BlockJson<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LStr<'a>,
+    #[serde(borrow, default)]
+    text: LStr<'a>,
+}
+
+impl Message<'_> {
+    fn role(&self) -> Option<&str> {
+        self.fields.as_ref().and_then(|f| f.role.get())
+    }
+
+    fn meta(&self) -> Option<&Meta> {
+        Some(&self.meta)
+    }
+
+    fn content(&self) -> Option<Content> {
+        let raw = self.fields.as_ref()?.content?;
+        if let Ok(s) = serde_json::from_str::<String>(raw.get()) {
+            return Some(Content::Str(s));
+        }
+        let blocks: Vec<Box<RawValue>> = serde_json::from_str(raw.get()).ok()?;
+        let blocks = blocks
+            .iter()
+            .map(|b| match serde_json::from_str::<BlockJson<'_>>(b.get()) {
+                Ok(b) => (b.kind.owned(), b.text.owned()),
+                Err(_) => (None, None),
+            })
+            .collect();
+        Some(Content::Blocks(blocks))
+    }
+
+    /// Whether it is a compaction summary (any role).
+    pub fn is_summary(&self) -> bool {
+        self.meta().and_then(|m| m.kind.as_deref()) == Some(SUMMARY_KIND)
+    }
+
+    /// The texts of its `text` blocks (or its string content), in order.
+    fn texts(&self) -> Vec<String> {
+        match self.content() {
+            None => Vec::new(),
+            Some(Content::Str(s)) => vec![s],
+            Some(Content::Blocks(blocks)) => {
+                blocks.into_iter().filter(|(k, _)| k.as_deref() == Some("text")).filter_map(|(_, t)| t).collect()
+            }
+        }
+    }
+
+    /// Whether the harness wrote it (tool results, injected notices, a
+    /// message shown as system, status or error): none of its text is
+    /// what the user typed. A compaction's folded turn (`kind`
+    /// `compaction`) is the user's, with its notices.
+    fn injected(&self) -> bool {
+        let meta = &self.meta;
+        if meta.kind.as_deref().is_some_and(|k| INJECTED_KINDS.contains(&k)) {
+            return true;
+        }
+        let shown = meta.display_role.as_deref().map(|r| r.trim().to_ascii_lowercase());
+        matches!(shown.as_deref(), Some("system" | "status" | "error")) && meta.kind.as_deref() != Some(FOLDED_KIND)
+    }
+
+    /// A user message's pieces in order: what the user typed (as the SDK
+    /// displays it) and, as summaries, the notices a compaction folded in
+    /// (`<SYSTEM_NOTICE>`); nothing for a message the harness wrote.
+    fn user_pieces(&self) -> Vec<(bool, String)> {
+        if self.role() != Some("user") || self.is_summary() || self.injected() {
+            return Vec::new();
+        }
+        let mut out: Vec<(bool, String)> = Vec::new();
+        for text in self.texts() {
+            if let Some(notice) = notice(&text) {
+                if !notice.is_empty() {
+                    out.push((true, notice.to_owned()));
+                }
+                continue;
+            }
+            let shown = display_user_input(&text);
+            if shown.is_empty() || shown.starts_with("[TASK RESUMPTION]") || shown == ACT_CONTINUATION {
+                continue;
+            }
+            match out.last_mut() {
+                Some((false, typed)) => {
+                    typed.push('\n');
+                    typed.push_str(&shown);
+                }
+                _ => out.push((false, shown)),
+            }
+        }
+        out
+    }
+
+    /// What the user typed in it, its pieces joined with `"\n"`.
+    pub fn user_text(&self) -> String {
+        let typed: Vec<String> = self.user_pieces().into_iter().filter(|(n, _)| !n).map(|(_, t)| t).collect();
+        typed.join("\n")
+    }
+
+    /// The assistant's visible text: its text blocks (never reasoning,
+    /// tool calls or media), each trimmed, joined with `"\n"`.
+    pub fn assistant_text(&self) -> String {
+        if self.role() != Some("assistant") {
+            return String::new();
+        }
+        let texts: Vec<String> =
+            self.texts().iter().map(|t| t.trim()).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+        texts.join("\n")
+    }
+
+    /// A summary's text as the model is sent it.
+    fn summary_text(&self) -> String {
+        self.texts().join("\n").trim().to_owned()
+    }
+}
+
+/// A history parsed: its elements (an element that is not an object kept,
+/// without fields, so that positions stay the file's), how many were not
+/// messages, and whether the file was cut short.
+pub struct Parsed<'a> {
+    /// Every element read, in order.
+    pub messages: Vec<Message<'a>>,
+    /// Elements that are not a JSON object of the format.
+    pub skipped: u64,
+    /// Whether the file ended inside its history (read while rewritten).
+    pub torn: bool,
+}
+
+/// Collects a JSON array's elements, each as its raw text, as they come:
+/// what was read before an error stays collected. At the top (`true`), an
+/// object is looked into for its `messages`.
+struct Collect<'c, 'a>(&'c RefCell<Vec<&'a RawValue>>, bool);
+
+impl<'de, 'c> DeserializeSeed<'de> for Collect<'c, 'de> {
+    type Value = bool;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 'c> Visitor<'de> for Collect<'c, 'de> {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of messages, or an object holding `messages`")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while let Some(v) = seq.next_element::<&'de RawValue>()? {
+            self.0.borrow_mut().push(v);
+        }
+        Ok(true)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        if !self.1 {
+            return Err(serde::de::Error::custom("`messages` is not a list"));
+        }
+        let mut found = false;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "messages" && !found {
+                found = map.next_value_seed(Collect(self.0, false))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Parses a messages file: an object whose `messages` is the history (or,
+/// as older files and the SDK's reader allow, the history itself). A file
+/// cut short gives the elements before the cut; `Err` says why a file is
+/// not one.
+pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
+    let collected = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let torn = match Collect(&collected, true).deserialize(&mut de) {
+        Ok(true) => false,
+        Ok(false) => return Err("an object without a `messages` list".into()),
+        Err(e) if e.is_eof() => true,
+        Err(e) => return Err(format!("not JSON of a messages file: {e}")),
+    };
+    let mut skipped = 0;
+    let messages = collected
+        .into_inner()
+        .into_iter()
+        .map(|raw| {
+            let m = Message::new(raw);
+            if m.fields.is_none() {
+                skipped += 1;
+            }
+            m
+        })
+        .collect();
+    Ok(Parsed { messages, skipped, torn })
+}
+
+/// A compaction sidecar (`<id>.compaction.json`) as the SDK validates it.
+#[derive(Deserialize)]
+struct StateJson<'a> {
+    version: u64,
+    #[allow(dead_code)]
+    updated_at: String,
+    source_message_count: u64,
+    #[serde(default)]
+    source_prefix_hash: Option<String>,
+    #[serde(default)]
+    source_last_message_key: Option<String>,
+    #[serde(borrow)]
+    messages: Vec<&'a RawValue>,
+}
+
+/// A compaction sidecar that holds: the compacted messages that replace
+/// the first `count` messages of the history.
+pub struct Compaction<'a> {
+    /// How many history messages it replaces.
+    pub count: usize,
+    prefix_hash: Option<String>,
+    last_key: Option<String>,
+    /// The messages sent instead of them (a summary, then what was kept).
+    pub messages: Vec<Message<'a>>,
+}
+
+/// Parses a compaction sidecar; `None` for one the SDK would not use
+/// (not JSON, not version 1, a message that is not a user or assistant
+/// message with a string or list content).
+pub fn parse_compaction(bytes: &[u8]) -> Option<Compaction<'_>> {
+    let state: StateJson<'_> = serde_json::from_slice(bytes).ok()?;
+    let empty = |v: &Option<String>| v.as_deref() == Some("");
+    if state.version != 1 || empty(&state.source_prefix_hash) || empty(&state.source_last_message_key) {
+        return None;
+    }
+    let messages: Vec<Message<'_>> = state.messages.into_iter().map(Message::new).collect();
+    let valid = messages.iter().all(|m| {
+        matches!(m.role(), Some("user" | "assistant"))
+            && m.fields.as_ref().and_then(|f| f.content).is_some_and(|c| c.get().starts_with(['"', '[']))
+    });
+    valid.then(|| Compaction {
+        count: usize::try_from(state.source_message_count).unwrap_or(usize::MAX),
+        prefix_hash: state.source_prefix_hash,
+        last_key: state.source_last_message_key,
+        messages,
+    })
+}
+
+/// The messages the model is sent: the compaction's messages then the
+/// history after the prefix it replaces, when it still describes the
+/// history (its prefix hash matches; for a sidecar without one, its last
+/// message's key); else the whole history. With whether the compaction
+/// was applied.
+pub fn effective<'m, 'a>(
+    history: &'m [Message<'a>],
+    compaction: Option<&'m Compaction<'a>>,
+) -> (Vec<&'m Message<'a>>, bool) {
+    if let Some(c) = compaction.filter(|c| projects(c, history)) {
+        return (c.messages.iter().chain(&history[c.count..]).collect(), true);
+    }
+    (history.iter().collect(), false)
+}
+
+fn projects(c: &Compaction<'_>, history: &[Message<'_>]) -> bool {
+    if c.count > history.len() {
+        return false;
+    }
+    match (&c.prefix_hash, &c.last_key) {
+        (Some(hash), _) => prefix_hash(&history[..c.count]).as_deref() == Some(hash.as_str()),
+        (None, Some(key)) if c.count > 0 => boundary_key(&history[c.count - 1]).as_deref() == Some(key.as_str()),
+        _ => false,
+    }
+}
+
+/// A message as the SDK hashes it (`JSON.parse` of its text, a user
+/// message's texts as displayed); `None` where the SDK's code would throw.
+fn normalized(m: &Message<'_>) -> Option<serde_json::Map<String, Value>> {
+    let Value::Object(mut obj) = parse_js(m.raw.get()).ok()? else { return None };
+    if obj.get("role").and_then(Value::as_str) == Some("user") {
+        let content = match obj.get("content")? {
+            Value::String(s) => Value::String(display_user_input(s)),
+            Value::Array(parts) => {
+                let mut out = Vec::with_capacity(parts.len());
+                for part in parts {
+                    let Value::Object(p) = part else {
+                        // `part.type` of a string or number is undefined;
+                        // of null it throws.
+                        (!part.is_null()).then_some(())?;
+                        out.push(part.clone());
+                        continue;
+                    };
+                    let mut p = p.clone();
+                    if p.get("type").and_then(Value::as_str) == Some("text") {
+                        let text = match p.get("text") {
+                            None | Some(Value::Null) => String::new(),
+                            Some(Value::String(s)) => display_user_input(s),
+                            Some(_) => return None,
+                        };
+                        p.insert("text".into(), Value::String(text));
+                    }
+                    out.push(Value::Object(p));
+                }
+                Value::Array(out)
+            }
+            _ => return None,
+        };
+        obj.insert("content".into(), content);
+    }
+    Some(obj)
+}
+
+/// The role of a normalized message, as the SDK's boundary check allows.
+fn checked_role(obj: &serde_json::Map<String, Value>) -> Option<&str> {
+    obj.get("role").and_then(Value::as_str).filter(|r| !r.contains(':'))
+}
+
+/// The SDK's `sourcePrefixHash` of `prefix`: SHA-256 over a version line,
+/// the count, then each message's role, content, agent, session id,
+/// metadata, model info and metrics as `JSON.stringify` writes them.
+pub fn prefix_hash(prefix: &[Message<'_>]) -> Option<String> {
+    let mut hash = Sha256::new();
+    hash.update(HASH_VERSION.as_bytes());
+    hash.update(format!("{}\n", prefix.len()).as_bytes());
+    for m in prefix {
+        let obj = normalized(m)?;
+        checked_role(&obj)?;
+        let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
+        let pair = |k: &str| Value::Array(vec![Value::String(k.into()), field(k)]);
+        let input = Value::Array(
+            ["role", "content", "agent", "sessionId", "metadata", "modelInfo", "metrics"].map(pair).to_vec(),
+        );
+        hash.update(stringify(&input).as_bytes());
+        hash.update(b"\n");
+    }
+    let digest = hash.finalize();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("sha256:{hex}"))
+}
+
+/// The SDK's `messageBoundaryKey` (sidecars written without a hash).
+fn boundary_key(m: &Message<'_>) -> Option<String> {
+    let obj = normalized(m)?;
+    if let Some(id) = obj.get("id").and_then(Value::as_str).map(str::trim).filter(|i| !i.is_empty()) {
+        return Some(format!("id:{id}"));
+    }
+    let role = checked_role(&obj)?;
+    if let Some(ts) = obj.get("ts").filter(|t| t.is_number()) {
+        return Some(format!("ts:{role}:{}", stringify(ts)));
+    }
+    // `JSON.stringify(undefined)` is `undefined`, which the template writes.
+    let content = obj.get("content").map_or_else(|| "undefined".to_owned(), stringify);
+    Some(format!("content:{role}:{content}"))
+}
+
+/// The conversation of the messages sent: a summary as a checkpoint, what
+/// the user typed, the assistant's text.
+pub fn items(messages: &[&Message<'_>]) -> Vec<ConversationItem> {
+    let mut out = Vec::new();
+    for m in messages {
+        if m.is_summary() {
+            let text = m.summary_text();
+            if !text.is_empty() {
+                out.push(ConversationItem::checkpoint(text));
+            }
+            continue;
+        }
+        match m.role() {
+            Some("user") => {
+                for (summary, text) in m.user_pieces() {
+                    out.push(if summary {
+                        ConversationItem::checkpoint(text)
+                    } else {
+                        ConversationItem::new(Role::User, text)
+                    });
+                }
+            }
+            Some("assistant") => {
+                let text = m.assistant_text();
+                if !text.is_empty() {
+                    out.push(ConversationItem::new(Role::Assistant, text));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The first prompt the user typed in the whole history, as a title.
+pub fn first_user_title(history: &[Message<'_>]) -> Option<String> {
+    history.iter().find_map(|m| title_from_text(&m.user_text()))
+}
+
+/// JavaScript's `String.prototype.trim` (Rust's `trim` and the BOM).
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+}
+
+fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).expect("a valid pattern"))
+}
+
+/// The SDK's `formatDisplayUserInput`: a user text without the wrappers
+/// the CLI adds (`<user_input mode="…">`, `<user_command slash="…">`, the
+/// latter shown as `/<slash> …`) and without `<mode_notice>` elements.
+pub fn display_user_input(input: &str) -> String {
+    static COMMAND: OnceLock<Regex> = OnceLock::new();
+    static SLASH: OnceLock<Regex> = OnceLock::new();
+    let normalized = strip_mode_notices(&normalize_user_input(input));
+    let trimmed = js_trim(input);
+    let command = regex(&COMMAND, r"(?i)^<user_command(?-u:\b)([^>]*)>([\s\S]*?)</user_command>$").captures(trimmed);
+    let slash = command.as_ref().and_then(|c| {
+        let attrs = c.get(1).map_or("", |m| m.as_str());
+        let s = regex(&SLASH, r#"(?i)slash="([^"]+)""#).captures(attrs)?.get(1)?.as_str();
+        Some(js_trim(s)).filter(|s| !s.is_empty())
+    });
+    let Some(slash) = slash else { return normalized };
+    if slash.eq_ignore_ascii_case("team") {
+        const PREFIX: &str = "spawn a team of agents for the following task:";
+        let lower = normalized.to_lowercase();
+        let stripped = if lower.starts_with(PREFIX) && normalized.is_char_boundary(PREFIX.len()) {
+            js_trim(&normalized[PREFIX.len()..])
+        } else {
+            normalized.as_str()
+        };
+        return if stripped.is_empty() { "/team".into() } else { format!("/team {stripped}") };
+    }
+    if normalized.is_empty() {
+        format!("/{slash}")
+    } else {
+        format!("/{slash} {normalized}")
+    }
+}
+
+/// The SDK's `normalizeUserInput`: the `<user_input>` and
+/// `<user_command>` wrappers removed (their contents kept).
+fn normalize_user_input(input: &str) -> String {
+    static ELEMENT: [OnceLock<Regex>; 2] = [OnceLock::new(), OnceLock::new()];
+    static OPEN: [OnceLock<Regex>; 2] = [OnceLock::new(), OnceLock::new()];
+    if js_trim(input).is_empty() {
+        return String::new();
+    }
+    let mut next = js_trim(input).to_owned();
+    for (i, tag) in ["user_input", "user_command"].into_iter().enumerate() {
+        let element = regex(&ELEMENT[i], &format!(r"<{tag}(?-u:\b)[^>]*>([\s\S]*?)</{tag}>"));
+        let extracted = element.replace_all(&next, "$1");
+        next = if extracted != next {
+            js_trim(&extracted).to_owned()
+        } else {
+            js_trim(&regex(&OPEN[i], &format!("<{tag}[^>]*>")).replace_all(&next, "")).to_owned()
+        };
+    }
+    next
+}
+
+/// The SDK's `stripModeNotices`: `<mode_notice>…</mode_notice>` elements
+/// removed.
+fn strip_mode_notices(input: &str) -> String {
+    const OPEN: &str = "<mode_notice>";
+    const CLOSE: &str = "</mode_notice>";
+    if js_trim(input).is_empty() {
+        return String::new();
+    }
+    let mut result = input.to_owned();
+    let mut start = result.find(OPEN);
+    while let Some(s) = start {
+        let Some(end) = result[s + OPEN.len()..].find(CLOSE).map(|e| s + OPEN.len() + e) else { break };
+        result.replace_range(s..end + CLOSE.len(), "");
+        start = result[s..].find(OPEN).map(|n| s + n);
+    }
+    js_trim(&result).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_input_is_shown_as_the_sdk_shows_it() {
+        assert_eq!(display_user_input("<user_input mode=\"act\">fix the bug</user_input>"), "fix the bug");
+        assert_eq!(
+            display_user_input(
+                "<mode_notice>The user switched from plan mode to act mode before sending this message.</mode_notice>\
+                 <user_input mode=\"act\"> go </user_input>"
+            ),
+            "go"
+        );
+        assert_eq!(
+            display_user_input("<user_command slash=\"review\">look at it</user_command>"),
+            "/review look at it"
+        );
+        assert_eq!(
+            display_user_input(
+                "<user_command slash=\"team\">Spawn a team of agents for the following task: ship</user_command>"
+            ),
+            "/team ship"
+        );
+        assert_eq!(display_user_input("  plain  "), "plain");
+        assert_eq!(display_user_input("<user_input mode=\"plan\">unclosed"), "unclosed");
+        assert_eq!(display_user_input("   "), "");
+    }
+
+    #[test]
+    fn a_torn_file_gives_the_messages_before_the_cut() {
+        let full =
+            br#"{"version":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}],"x":1}"#;
+        let p = parse(full).unwrap();
+        assert_eq!((p.messages.len(), p.torn), (2, false));
+        let p = parse(&full[..60]).unwrap();
+        assert_eq!((p.messages.len(), p.torn), (1, true));
+        assert!(parse(br#"{"version":1}"#).is_err());
+        assert!(parse(br#"{"messages":[}"#).is_err());
+        let p = parse(br#"[1,{"role":"user","content":"a"}]"#).unwrap();
+        assert_eq!((p.messages.len(), p.skipped), (2, 1));
+    }
+}
