@@ -394,36 +394,10 @@ fn hermes_reads_a_store_of_the_first_schema() {
 
 // ----------------------------------------------------------------------- Warp
 
-/// Protobuf's wire format, as much as a Warp task needs.
+/// Protobuf's wire format (shared with the other tests that write Warp's tasks).
+#[allow(dead_code)]
 mod pb {
-    pub fn varint(mut v: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(byte);
-                return out;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-
-    /// Field `number`, length-delimited.
-    pub fn field(number: u64, bytes: impl AsRef<[u8]>) -> Vec<u8> {
-        let bytes = bytes.as_ref();
-        [varint((number << 3) | 2), varint(bytes.len() as u64), bytes.to_vec()].concat()
-    }
-
-    /// A root `Task` (`1 id`, `5 messages`) whose messages are user
-    /// queries (`2 {1 query}`) and agent outputs (`3 {1 text}`).
-    pub fn task(id: &str, said: &[(bool, String)]) -> Vec<u8> {
-        let mut out = field(1, id);
-        for (user, text) in said {
-            out.extend(field(5, field(if *user { 2 } else { 3 }, field(1, text))));
-        }
-        out
-    }
+    include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/protobuf.rs"));
 }
 
 fn warp_db(dir: &Path) -> PathBuf {

@@ -196,26 +196,11 @@ fn said(buf: &[u8]) -> Result<Said, String> {
 mod tests {
     use super::*;
 
-    fn key(number: u64, wire: u64) -> Vec<u8> {
-        varint((number << 3) | wire)
+    #[allow(dead_code)]
+    mod pb {
+        include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/protobuf.rs"));
     }
-
-    fn varint(mut v: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(byte);
-                return out;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-
-    fn field(number: u64, bytes: &[u8]) -> Vec<u8> {
-        [key(number, 2), varint(bytes.len() as u64), bytes.to_vec()].concat()
-    }
+    use pb::{field, key, varint};
 
     #[test]
     fn reads_the_fields_of_a_task_and_steps_over_the_others() {
