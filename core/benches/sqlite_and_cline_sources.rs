@@ -265,15 +265,15 @@ fn warp_db(db: &Path, sessions: usize, turns: usize) {
         let mut t = pb::field(1, format!("task-{s}").as_bytes());
         t.extend(pb::field(2, text(s, 40).as_bytes()));
         for i in 0..turns {
-            let context = pb::field(2, &pb::field(1, &pb::field(1, b"/work")));
-            let user = pb::field(2, &[pb::field(1, text(i, 200).as_bytes()), context].concat());
-            let reasoning = pb::field(15, &pb::field(1, text(i, 300).as_bytes()));
-            let call = pb::field(4, &[pb::field(1, b"call"), pb::field(2, &pb::field(1, b"cargo test"))].concat());
+            let context = pb::field(2, pb::field(1, pb::field(1, b"/work")));
+            let user = pb::field(2, [pb::field(1, text(i, 200).as_bytes()), context].concat());
+            let reasoning = pb::field(15, pb::field(1, text(i, 300).as_bytes()));
+            let call = pb::field(4, [pb::field(1, b"call"), pb::field(2, pb::field(1, b"cargo test"))].concat());
             let result = pb::field(
                 5,
-                &[pb::field(1, b"call"), pb::field(2, &pb::field(5, &pb::field(1, text(i, 1000).as_bytes())))].concat(),
+                [pb::field(1, b"call"), pb::field(2, pb::field(5, pb::field(1, text(i, 1000).as_bytes())))].concat(),
             );
-            let agent = pb::field(3, &pb::field(1, text(i, 400).as_bytes()));
+            let agent = pb::field(3, pb::field(1, text(i, 400).as_bytes()));
             for m in [user, reasoning, call, result, agent] {
                 t.extend(pb::field(5, &m));
             }

@@ -204,23 +204,23 @@ mod tests {
 
     #[test]
     fn reads_the_fields_of_a_task_and_steps_over_the_others() {
-        let user = field(2, &[field(1, b"hi"), field(2, &field(1, &field(1, b"/w")))].concat());
-        let reasoning = field(15, &field(1, b"thinking"));
-        let tool = field(4, &field(1, b"call-1"));
-        let summary = field(16, &field(1, &[field(1, b"so far"), key(2, 0), varint(300)].concat()));
-        let tool_summary = field(16, &field(3, b""));
+        let user = field(2, [field(1, b"hi"), field(2, field(1, field(1, b"/w")))].concat());
+        let reasoning = field(15, field(1, b"thinking"));
+        let tool = field(4, field(1, b"call-1"));
+        let summary = field(16, field(1, [field(1, b"so far"), key(2, 0), varint(300)].concat()));
+        let tool_summary = field(16, field(3, b""));
         let task = [
             field(1, b"t1"),
             field(2, b"Title"),
             key(9, 1),
             vec![0; 8],
-            field(5, &[field(1, b"m1"), user].concat()),
-            field(5, &[field(3, &field(1, b"hello")), key(14, 5), vec![0; 4]].concat()),
+            field(5, [field(1, b"m1"), user].concat()),
+            field(5, [field(3, field(1, b"hello")), key(14, 5), vec![0; 4]].concat()),
             field(5, &reasoning),
             field(5, &tool),
             field(5, &summary),
             field(5, &tool_summary),
-            field(5, &[0xff]),
+            field(5, [0xff]),
         ]
         .concat();
         let t = Task::decode(&task).unwrap();
@@ -238,7 +238,7 @@ mod tests {
                 Err("a varint runs past the end".into()),
             ]
         );
-        let child = Task::decode(&field(3, &field(1, b"t1"))).unwrap();
+        let child = Task::decode(&field(3, field(1, b"t1"))).unwrap();
         assert_eq!(child.parent, "t1");
         assert!(!child.is_root());
     }
@@ -255,7 +255,7 @@ mod tests {
         assert_eq!(err(&key(7, 3)), "field 7 has wire type 3, which Warp does not write");
         assert_eq!(err(&[0]), "a field number 0 out of protobuf's range");
         assert_eq!(err(&[key(2, 0), varint(1)].concat()), "field 2 is not length-delimited");
-        assert_eq!(err(&field(2, &[0xc3, 0x28])), "its description is not UTF-8");
+        assert_eq!(err(&field(2, [0xc3, 0x28])), "its description is not UTF-8");
         // A length past what any buffer holds is refused before anything
         // is allocated.
         assert!(err(&[key(5, 2), varint(u64::MAX >> 1)].concat()).contains("runs past the end"));
