@@ -531,7 +531,7 @@ dsr_status dsr_resolver_new_dsh_store(const char *root, size_t root_len, const c
  * default location), at most one per kind. KIND is one of `dsh`,
  * `claude-code`, `codex`, `copilot-cli`, `gemini-cli`, `cursor`, `aider`
  * (no default location: give its root), `opencode`, `kilo`, `cline`,
- * `roo-code`, `pi`, `qwen-code`, `continue`, `kimi`, `grok`, `goose`, `crush`, `zed`, `hermes`, `openhands`; an unknown kind's error
+ * `roo-code`, `pi`, `qwen-code`, `continue`, `kimi`, `grok`, `goose`, `crush`, `zed`, `hermes`, `warp`, `openhands`; an unknown kind's error
  * message lists them.
  * Text that is not JSON is `DSR_MISUSE`; a malformed list is
  * `DSR_INVALID_CONFIG`. A root that cannot be opened

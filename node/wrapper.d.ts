@@ -475,6 +475,7 @@ export type SessionSourceKind =
   | 'crush'
   | 'zed'
   | 'hermes'
+  | 'warp'
   | 'openhands'
 
 /** One source for `SessionSources.open`: a format and its root (default location when omitted). */

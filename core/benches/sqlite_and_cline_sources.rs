@@ -16,6 +16,11 @@
 //! assistant message with step, reasoning, tool (1 KB output) and text parts.
 
 mod common;
+/// Protobuf's wire format (shared with the other tests that write Warp's tasks).
+#[allow(dead_code)]
+mod pb {
+    include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/protobuf.rs"));
+}
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,6 +30,7 @@ use common::cpu_time;
 use dsh_session_reference::sources::cline::cli::CliSource;
 use dsh_session_reference::sources::cline::{self, ClineSource};
 use dsh_session_reference::sources::opencode::{Flavor, OpenCodeSource};
+use dsh_session_reference::sources::warp::WarpSource;
 use dsh_session_reference::{BlockingSessionQuery, SurfaceData};
 use rusqlite::Connection;
 use serde_json::json;
@@ -317,7 +323,60 @@ const SQLITE: &[SqliteBench] = &[
         },
         list: |db| OpenCodeSource::open(db, Flavor::Kilo).unwrap().list_sessions().unwrap().len(),
     },
+    SqliteBench {
+        name: "warp",
+        build: |dir, sessions| {
+            let db = dir.join("warp.sqlite");
+            warp_db(&db, sessions, 10);
+            db
+        },
+        list: |db| WarpSource::open(db).unwrap().list_sessions().unwrap().len(),
+    },
 ];
+
+/// A Warp database of `sessions` conversations as Warp writes them: the
+/// conversation row with its summary JSON, and one root task of `turns`
+/// turns (a user query with a directory context, reasoning, a tool call
+/// and its 1 KB result, the agent's text), a protobuf `Task`.
+fn warp_db(db: &Path, sessions: usize, turns: usize) {
+    let conn = Connection::open(db).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs/warp/schema.sql");
+    conn.execute_batch(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    conn.execute_batch("BEGIN").unwrap();
+    let mut conv = conn
+        .prepare(
+            "INSERT INTO agent_conversations (conversation_id, conversation_data, last_modified_at, summary) \
+             VALUES (?1, '{\"server_conversation_token\":\"t\"}', ?2, ?3)",
+        )
+        .unwrap();
+    let mut task =
+        conn.prepare("INSERT INTO agent_tasks (conversation_id, task_id, task) VALUES (?1, ?2, ?3)").unwrap();
+    for s in 0..sessions {
+        let id = format!("0199a1b2-c3d4-7e5f-8a9b-{s:012}");
+        let mut t = pb::field(1, format!("task-{s}").as_bytes());
+        t.extend(pb::field(2, text(s, 40).as_bytes()));
+        for i in 0..turns {
+            let context = pb::field(2, pb::field(1, pb::field(1, b"/work")));
+            let user = pb::field(2, [pb::field(1, text(i, 200).as_bytes()), context].concat());
+            let reasoning = pb::field(15, pb::field(1, text(i, 300).as_bytes()));
+            let call = pb::field(4, [pb::field(1, b"call"), pb::field(2, pb::field(1, b"cargo test"))].concat());
+            let result = pb::field(
+                5,
+                [pb::field(1, b"call"), pb::field(2, pb::field(5, pb::field(1, text(i, 1000).as_bytes())))].concat(),
+            );
+            let agent = pb::field(3, pb::field(1, text(i, 400).as_bytes()));
+            for m in [user, reasoning, call, result, agent] {
+                t.extend(pb::field(5, &m));
+            }
+        }
+        let summary = json!({"initial_query": text(s, 40), "title": text(s, 40), "initial_working_directory": "/work", "is_restorable": true});
+        let at = format!("2026-08-{:02} {:02}:{:02}:{:02}", 1 + s / 86_400 % 28, s / 3600 % 24, s / 60 % 60, s % 60);
+        conv.execute(rusqlite::params![id, at, summary.to_string()]).unwrap();
+        task.execute(rusqlite::params![id, format!("task-{s}"), t]).unwrap();
+    }
+    drop((conv, task));
+    conn.execute_batch("COMMIT").unwrap();
+}
 
 /// Lists `sessions` sessions of each SQLite kind, a new source each round.
 fn sqlite_listings(sessions: usize) {

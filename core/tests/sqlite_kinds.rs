@@ -1,4 +1,4 @@
-//! The SQLite-backed kinds read through `sources::sqlite` (Goose, Crush, Zed, Hermes Agent, …): each
+//! The SQLite-backed kinds read through `sources::sqlite` (Goose, Crush, Zed, Hermes Agent, Warp, …): each
 //! fixture database, built from the published schema by this test, pinned
 //! (listing, titles, snapshots, skipped rows), fingerprints that follow the
 //! rows, and a database read while another connection writes it in WAL
@@ -10,6 +10,7 @@ use dsh_session_reference::sources::crush::{self, CrushSource};
 use dsh_session_reference::sources::foreign::Listing;
 use dsh_session_reference::sources::goose::{self, GooseSource};
 use dsh_session_reference::sources::hermes::{self, HermesSource};
+use dsh_session_reference::sources::warp::{self, WarpSource};
 use dsh_session_reference::sources::zed::{self, ZedSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, ConversationItem, SessionQuery, SurfaceData};
@@ -391,6 +392,124 @@ fn hermes_reads_a_store_of_the_first_schema() {
     assert!(prints[0].is_some());
 }
 
+// ----------------------------------------------------------------------- Warp
+
+/// Protobuf's wire format (shared with the other tests that write Warp's tasks).
+#[allow(dead_code)]
+mod pb {
+    include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/protobuf.rs"));
+}
+
+fn warp_db(dir: &Path) -> PathBuf {
+    let db = dir.join("warp.sqlite");
+    build_db("warp", &db, &["schema.sql", "sessions.sql"]);
+    db
+}
+
+#[test]
+fn warp_fixture_projects_exactly() {
+    let state = tempfile::tempdir().unwrap();
+    let db = warp_db(state.path());
+    // Warp's state directory is taken for its warp.sqlite.
+    let source = WarpSource::open(state.path()).unwrap();
+    assert_eq!(source.path(), db);
+    let listing = source.list().unwrap();
+    assert!(listing.rejected.is_empty(), "{:?}", listing.rejected);
+    let (c1, c2, c6) = (
+        "warp:c1a5e000-0000-4000-8000-000000000001",
+        "warp:c2b6f000-0000-4000-8000-000000000002",
+        "warp:c6fa0000-0000-4000-8000-000000000006",
+    );
+    // Not the child agent's, the hidden code-diff one, or the one without
+    // a task.
+    assert_eq!(
+        listed(&listing),
+        vec![
+            (c1, 1_785_661_200_000, Some("/home/u/app")),
+            (c2, 1_785_574_800_000, None),
+            (c6, 1_785_412_800_000, Some("/home/u/lost"))
+        ]
+    );
+    assert_eq!(source.read_title(c1).unwrap().as_deref(), Some("Fix the failing build"));
+    assert_eq!(source.read_title(c2).unwrap().as_deref(), Some("Explain this error"));
+    // The summary in place of what came before it, then what followed: no
+    // reasoning, tool call or result, system query, todos or subtask; the
+    // damaged message counted.
+    assert_eq!(
+        conv(&source, c1).to_snapshot_json(),
+        json!({
+            "session": {"id": c1, "cwd": "/home/u/app"},
+            "capturedThroughSeq": 11,
+            "conversation": [
+                {"role": "user", "text": "Summary: the build failed on a stale lockfile, which was regenerated.", "checkpoint": true},
+                {"role": "user", "text": "Now run the tests"},
+                {"role": "assistant", "text": "All tests pass."},
+            ],
+        })
+    );
+    // Of two root tasks, the one with messages.
+    let b = conv(&source, c2);
+    assert_eq!(items(&b.items), vec![(U, "Explain   this\nerror", false), (A, "It is a typo.", false)]);
+    assert_eq!(b.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(2));
+    assert_eq!(b.cwd, None);
+    let err = source.read_surface(c6).unwrap_err().message().to_owned();
+    assert!(err.contains("no root task decodes: task \"t6-root\": a field of") && err.contains("warp.sqlite"), "{err}");
+    let err = source.read_title("warp:nope").unwrap_err().message().to_owned();
+    assert!(err.contains("no such conversation"), "{err}");
+    assert_eq!(names(state.path()), set(&["warp.sqlite"]), "reading created nothing");
+    assert_eq!(warp::PREFIX, SourceKind::Warp.prefix());
+    let env = |name: &str| match name {
+        "HOME" => Some("/h".into()),
+        _ => None,
+    };
+    let at = SourceKind::Warp.default_location_with(&env);
+    if cfg!(target_os = "macos") {
+        let group = "/h/Library/Group Containers/2BBY89MBSN.dev.warp/Library/Application Support";
+        assert_eq!(at, PathBuf::from(format!("{group}/dev.warp.Warp-Stable/warp.sqlite")));
+    } else if !cfg!(windows) {
+        assert_eq!(at, PathBuf::from("/h/.local/state/warp-terminal/warp.sqlite"));
+        let env = |name: &str| (name == "XDG_STATE_HOME").then(|| "/s".into());
+        assert_eq!(SourceKind::Warp.default_location_with(&env), PathBuf::from("/s/warp-terminal/warp.sqlite"));
+    }
+}
+
+#[test]
+fn warp_reads_a_database_from_before_the_summary_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("warp.sqlite");
+    let schema = std::fs::read_to_string(fixtures("warp").join("schema.sql")).unwrap();
+    let first = &schema[..schema.find("ALTER TABLE agent_conversations DROP").unwrap()];
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(first).unwrap();
+    conn.execute(
+        "INSERT INTO agent_conversations (conversation_id, active_task_id, conversation_data, last_modified_at) \
+         VALUES ('old', 'root', '{\"server_conversation_token\":null}', '2025-07-01 08:00:00')",
+        [],
+    )
+    .unwrap();
+    let said = [(true, "Hello there".to_owned()), (false, "Hi.".to_owned())];
+    conn.execute(
+        "INSERT INTO agent_tasks (conversation_id, task_id, task) VALUES ('old', 'root', ?1)",
+        [pb::task("root", &said)],
+    )
+    .unwrap();
+    drop(conn);
+    let source = WarpSource::open(&db).unwrap();
+    assert_eq!(listed(&source.list().unwrap()), vec![("warp:old", 1_751_356_800_000, None)]);
+    assert_eq!(source.read_title("warp:old").unwrap().as_deref(), Some("Hello there"));
+    assert_eq!(items(&conv(&source, "warp:old").items), vec![(U, "Hello there", false), (A, "Hi.", false)]);
+    assert!(source.fingerprints(&["warp:old".to_owned()]).unwrap().unwrap()[0].is_some());
+}
+
+#[test]
+fn warp_says_what_a_database_of_another_format_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("warp.sqlite");
+    Connection::open(&db).unwrap().execute_batch("CREATE TABLE t (x)").unwrap();
+    let err = WarpSource::open(&db).unwrap().list().unwrap_err();
+    assert!(err.contains("is not a Warp database with agent conversations"), "{err}");
+}
+
 // ------------------------------------------------------- every SQLite kind
 
 /// A SQLite kind as the generic tests see it: how to build its database
@@ -405,6 +524,33 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     vec![
+        Case {
+            kind: SourceKind::Warp,
+            file: "warp.sqlite",
+            setup: |db| build_db("warp", db, &["schema.sql"]),
+            // Warp saves the conversation and its whole task set each time,
+            // upserting by id: turns 0..=n in the root task.
+            write_turn: |conn, n| {
+                let said: Vec<(bool, String)> =
+                    (0..=n).flat_map(|k| [(true, format!("q{k}")), (false, format!("a{k}"))]).collect();
+                let tx = conn.unchecked_transaction().unwrap();
+                tx.execute(
+                    "INSERT INTO agent_conversations (conversation_id, conversation_data, summary) \
+                     VALUES ('w', '{}', '{\"title\":\"q0\",\"is_restorable\":true}') \
+                     ON CONFLICT (conversation_id) DO UPDATE SET conversation_data = excluded.conversation_data, \
+                     summary = excluded.summary",
+                    [],
+                )
+                .unwrap();
+                tx.execute(
+                    "INSERT INTO agent_tasks (conversation_id, task_id, task) VALUES ('w', 'root', ?1) \
+                     ON CONFLICT (task_id) DO UPDATE SET task = excluded.task",
+                    [pb::task("root", &said)],
+                )
+                .unwrap();
+                tx.commit().unwrap();
+            },
+        },
         Case {
             kind: SourceKind::Hermes,
             file: "state.db",

@@ -148,7 +148,7 @@ class SessionSources:
         kind (``ValueError`` otherwise). KIND is one of ``dsh``,
         ``claude-code``, ``codex``, ``copilot-cli``, ``gemini-cli``,
         ``cursor``, ``aider`` (no default location: give its root),
-        ``opencode``, ``kilo``, ``cline``, ``roo-code``, ``pi``, ``qwen-code``, ``continue``, ``kimi``, ``grok``, ``goose``, ``crush``, ``zed``, ``hermes``, ``openhands``; an unknown kind's
+        ``opencode``, ``kilo``, ``cline``, ``roo-code``, ``pi``, ``qwen-code``, ``continue``, ``kimi``, ``grok``, ``goose``, ``crush``, ``zed``, ``hermes``, ``warp``, ``openhands``; an unknown kind's
         ``ValueError`` lists them."""
 
     @property

@@ -23,6 +23,7 @@
 //! - [`crush`]: Crush's SQLite databases ([`CrushSource`](crush::CrushSource)).
 //! - [`zed`]: Zed's agent threads database ([`ZedSource`](zed::ZedSource)).
 //! - [`hermes`]: Hermes Agent's SQLite state store ([`HermesSource`](hermes::HermesSource)).
+//! - [`warp`]: Warp's agent conversations database ([`WarpSource`](warp::WarpSource)).
 //! - [`sqlite`]: what the readers of one SQLite database share
 //!   ([`SqliteSource`](sqlite::SqliteSource)).
 //! - [`openhands`]: OpenHands conversations ([`OpenHandsSource`](openhands::OpenHandsSource)).
@@ -64,6 +65,7 @@ pub mod pi;
 pub(crate) mod placed;
 pub mod qwen_code;
 pub mod sqlite;
+pub mod warp;
 pub(crate) mod watch;
 pub mod zed;
 

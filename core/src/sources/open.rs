@@ -13,7 +13,7 @@ use super::kind::{take_root, Env, Kind, Root};
 use super::multi::SourceNotes;
 use super::{
     aider, claude_code, cline, codex, continue_cli, copilot_cli, crush, cursor, dsh, gemini_cli, goose, grok, hermes,
-    kimi, opencode, openhands, pi, qwen_code, zed, MultiQuery,
+    kimi, opencode, openhands, pi, qwen_code, warp, zed, MultiQuery,
 };
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};
@@ -42,6 +42,7 @@ const KINDS: &[&Kind] = &[
     &crush::KIND,
     &zed::KIND,
     &hermes::KIND,
+    &warp::KIND,
     &openhands::KIND,
 ];
 
@@ -95,6 +96,8 @@ impl SourceKind {
     pub const Zed: SourceKind = SourceKind(&zed::KIND);
     /// Hermes Agent sessions (its SQLite state store).
     pub const Hermes: SourceKind = SourceKind(&hermes::KIND);
+    /// Warp agent conversations (its SQLite database).
+    pub const Warp: SourceKind = SourceKind(&warp::KIND);
     /// OpenHands conversations (its conversations directory).
     pub const OpenHands: SourceKind = SourceKind(&openhands::KIND);
 }
@@ -673,7 +676,7 @@ mod tests {
         assert_eq!(
             kinds_sentence(),
             "DSH, Claude Code, Codex, Copilot CLI, Gemini CLI, Cursor, Aider, OpenCode, Kilo, Cline, Roo Code, Pi, Qwen \
-             Code, Continue, Kimi Code, Grok Build, Goose, Crush, Zed, Hermes Agent and OpenHands"
+             Code, Continue, Kimi Code, Grok Build, Goose, Crush, Zed, Hermes Agent, Warp and OpenHands"
         );
     }
 
