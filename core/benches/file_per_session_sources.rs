@@ -1,5 +1,5 @@
 //! The file-per-session readers (Copilot CLI, Gemini CLI, Cursor, Aider,
-//! Pi, OpenHands): reading a 100 MB session of each into its projected
+//! Pi, OpenHands, Qwen Code, Continue, Kimi Code, Grok Build): reading a 100 MB session of each into its projected
 //! conversation (MB/s), and listing 10,000 sessions of each kind with a new
 //! source each round (no state kept between listings). Each kind is one
 //! row of [`KINDS`]: its generator, and how its source is opened.
@@ -23,14 +23,18 @@ use std::time::{Duration, Instant};
 
 use common::cpu_time;
 
-use dsh_session_reference::fs::{open_regular, BoundedLines};
+use dsh_session_reference::fs::{open_regular, par_map, BoundedLines};
 use dsh_session_reference::sources::aider::AiderSource;
+use dsh_session_reference::sources::continue_cli::ContinueSource;
 use dsh_session_reference::sources::copilot_cli::CopilotCliSource;
 use dsh_session_reference::sources::cursor::CursorSource;
 use dsh_session_reference::sources::files::{FileSessions, SessionFiles};
 use dsh_session_reference::sources::gemini_cli::GeminiCliSource;
+use dsh_session_reference::sources::grok::GrokSource;
+use dsh_session_reference::sources::kimi::KimiSource;
 use dsh_session_reference::sources::openhands::OpenHandsSource;
 use dsh_session_reference::sources::pi::PiSource;
+use dsh_session_reference::sources::qwen_code::QwenCodeSource;
 use serde_json::json;
 
 fn text(i: usize, n: usize) -> String {
@@ -254,6 +258,99 @@ fn openhands(root: &Path, dir: &str, target: usize) -> PathBuf {
     events
 }
 
+/// A Qwen Code chat (`projects/<slug>/chats/<id>.jsonl`) of about `target`
+/// bytes: a chain of records by `parentUuid`, Gemini-shaped parts.
+fn qwen(target: usize, id: &str) -> String {
+    let mut parent = serde_json::Value::Null;
+    lines(target, |i, out| {
+        let mut record = |n: usize, kind: &str, message: serde_json::Value| {
+            let uuid = format!("{i:x}.{n}");
+            out.push(json!({"uuid": uuid, "parentUuid": parent, "sessionId": id, "timestamp": ts(i), "type": kind,
+                "cwd": "/work/app", "version": "0.9.0", "gitBranch": "main", "message": message}));
+            parent = uuid.into();
+        };
+        record(0, "user", json!({"role": "user", "parts": [{"text": text(i, 300)}]}));
+        record(
+            1,
+            "assistant",
+            json!({"role": "model", "parts": [{"text": text(i, 800), "thought": true},
+            {"functionCall": {"id": format!("t{i}"), "name": "read_file", "args": {"file_path": "src/lib.rs"}}}]}),
+        );
+        record(
+            2,
+            "tool_result",
+            json!({"role": "user", "parts": [{"functionResponse": {"id": format!("t{i}"), "name": "read_file",
+            "response": {"output": text(i, 3000)}}}]}),
+        );
+        record(3, "assistant", json!({"role": "model", "parts": [{"text": text(i, 400)}]}));
+    })
+}
+
+/// A Continue CLI session file (one JSON document) of about `target` bytes.
+fn continue_session(target: usize, id: &str) -> String {
+    let mut history = vec![json!({"message": {"role": "system", "content": text(0, 2000)}, "contextItems": []})];
+    let (mut bytes, mut i) = (0, 0);
+    while bytes < target {
+        let turn = [
+            json!({"message": {"role": "user", "content": text(i, 300)}, "contextItems": [], "editorState": text(i, 300)}),
+            json!({"message": {"role": "assistant", "content": text(i, 400), "toolCalls": [{"id": format!("t{i}"),
+                "type": "function", "function": {"name": "read_file", "arguments": "{\"filepath\":\"src/lib.rs\"}"}}]},
+                "contextItems": [], "toolCallStates": [{"toolCallId": format!("t{i}"), "status": "done",
+                "output": [{"name": "lib.rs", "description": "lib.rs", "content": text(i, 3000)}]}]}),
+            json!({"message": {"role": "tool", "content": text(i, 3000)}, "contextItems": [], "toolCallId": format!("t{i}")}),
+            json!({"message": {"role": "assistant", "content": text(i, 400)}, "contextItems": []}),
+        ];
+        bytes += turn.iter().map(|t| t.to_string().len()).sum::<usize>();
+        history.extend(turn);
+        i += 1;
+    }
+    json!({"sessionId": id, "title": format!("Session {id}"), "workspaceDirectory": "/work/app", "history": history})
+        .to_string()
+}
+
+/// A Kimi Code `wire.jsonl` of about `target` bytes: per turn a user
+/// message, a step with thinking, text and a tool call, its result, and a
+/// step with the answer.
+fn kimi(target: usize) -> String {
+    let head = json!({"type": "metadata", "protocol_version": "1.5", "created_at": 1_785_578_400_000u64});
+    let body = lines(target, |i, out| {
+        let t = 1_785_578_400_000u64 + i as u64;
+        let ev = |event: serde_json::Value| json!({"type": "context.append_loop_event", "event": event, "time": t});
+        let (s1, s2) = (format!("s{i}a"), format!("s{i}b"));
+        out.push(json!({"type": "context.append_message", "message": {"role": "user", "content": [{"type": "text",
+            "text": text(i, 300)}], "toolCalls": [], "origin": {"kind": "user"}}, "time": t}));
+        out.push(ev(json!({"type": "step.begin", "uuid": s1, "turnId": format!("t{i}")})));
+        out.push(ev(json!({"type": "content.part", "stepUuid": s1, "part": {"type": "think", "think": text(i, 800)}})));
+        out.push(ev(json!({"type": "content.part", "stepUuid": s1, "part": {"type": "text", "text": text(i, 200)}})));
+        out.push(ev(
+            json!({"type": "tool.call", "toolCallId": format!("c{i}"), "name": "ReadFile", "args": {"path": "src/lib.rs"}, "stepUuid": s1}),
+        ));
+        out.push(ev(json!({"type": "step.end", "uuid": s1, "usage": {"inputOther": 100, "output": 20}})));
+        out.push(ev(
+            json!({"type": "tool.result", "toolCallId": format!("c{i}"), "result": {"output": text(i, 3000), "isError": false}}),
+        ));
+        out.push(ev(json!({"type": "step.begin", "uuid": s2, "turnId": format!("t{i}")})));
+        out.push(ev(json!({"type": "content.part", "stepUuid": s2, "part": {"type": "text", "text": text(i, 400)}})));
+        out.push(ev(json!({"type": "step.end", "uuid": s2, "usage": {"inputOther": 100, "output": 20}})));
+    });
+    format!("{head}\n{body}")
+}
+
+/// A Grok Build `chat_history.jsonl` of about `target` bytes (chat
+/// completion messages: the user's query wrapped in Grok's tags).
+fn grok(target: usize) -> String {
+    let head = json!({"role": "system", "content": text(0, 2000)});
+    let body = lines(target, |i, out| {
+        out.push(json!({"role": "user", "content": format!(
+            "<user_info>\nWorkspace Path: /work/app\n</user_info>\n\n<user_query>\n{}\n</user_query>", text(i, 300))}));
+        out.push(json!({"role": "assistant", "content": "", "reasoning_content": text(i, 800), "tool_calls": [{"id": format!("c{i}"),
+            "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"src/lib.rs\"}"}}]}));
+        out.push(json!({"role": "tool", "content": text(i, 3000), "tool_call_id": format!("c{i}")}));
+        out.push(json!({"role": "assistant", "content": text(i, 400)}));
+    });
+    format!("{head}\n{body}")
+}
+
 /// The floor of any reader of the file, best of `rounds`: its lines read
 /// with the sources' own line reader (nothing parsed), and every line
 /// parsed by serde_json into `IgnoredAny` (builds nothing).
@@ -277,6 +374,34 @@ fn floors(path: &Path, rounds: usize) -> (Duration, Duration) {
         skip = skip.min(t.elapsed());
     }
     (scan, skip)
+}
+
+/// The floor of any reader of a directory of small files (OpenHands'
+/// events), best of `rounds`: each file opened, its size taken, read
+/// whole in one read and closed, nothing parsed; on one thread, then on the threads a
+/// reader's `par_map` uses. The files, and (wall, CPU) of each.
+fn file_floors(dir: &Path, rounds: usize) -> (usize, Duration, Duration, Duration, Duration) {
+    use std::io::Read;
+    let files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let read = |path: &PathBuf, buf: &mut Vec<u8>| {
+        let mut file = std::fs::File::open(path).unwrap();
+        let size = file.metadata().unwrap().len() as usize;
+        // One read, as the readers do when the file is the size it was.
+        buf.resize(size + 1, 0);
+        file.read(buf).unwrap()
+    };
+    let (mut one, mut one_cpu, mut threads, mut threads_cpu) =
+        (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
+    for _ in 0..rounds {
+        let mut buf = Vec::new();
+        let (n, wall, cpu) = timed(|| files.iter().map(|f| read(f, &mut buf)).sum::<usize>());
+        std::hint::black_box(n);
+        (one, one_cpu) = (one.min(wall), one_cpu.min(cpu));
+        let (n, wall, cpu) = timed(|| par_map(&files, |f, buf: &mut Vec<u8>| read(f, buf)).iter().sum::<usize>());
+        std::hint::black_box(n);
+        (threads, threads_cpu) = (threads.min(wall), threads_cpu.min(cpu));
+    }
+    (files.len(), one, one_cpu, threads, threads_cpu)
 }
 
 /// `f`'s wall and CPU time.
@@ -437,6 +562,61 @@ const KINDS: &[Bench] = &[
         read: |root, id, rounds| read_best(&OpenHandsSource::open(root).unwrap(), id, rounds),
         list: |root, want, rounds| list_best(|| OpenHandsSource::open(root).unwrap(), want, rounds),
     },
+    Bench {
+        name: "qwen-code",
+        write: |root, n, bytes| {
+            let id = format!("{n:08x}-0000-4000-8000-000000000000");
+            let path = root.join(format!("-work-p{}/chats/{id}.jsonl", n % 100));
+            write(&path, &qwen(bytes, &id));
+            (path, format!("qwen-code:{id}"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| read_best(&QwenCodeSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| QwenCodeSource::open(root).unwrap(), want, rounds),
+    },
+    Bench {
+        name: "continue",
+        write: |root, n, bytes| {
+            let id = format!("{n:08x}-0000-4000-8000-000000000000");
+            let path = root.join(format!("{id}.json"));
+            write(&path, &continue_session(bytes, &id));
+            (path, format!("continue:{id}"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| read_best(&ContinueSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| ContinueSource::open(root).unwrap(), want, rounds),
+    },
+    Bench {
+        name: "kimi",
+        write: |root, n, bytes| {
+            let session = root.join(format!("wd_work-p{}_1a2b3c/session_{n:08x}-0000-4000-8000-000000000000", n % 100));
+            let path = session.join("agents/main/wire.jsonl");
+            write(&path, &kimi(bytes));
+            let state = json!({"createdAt": ts(n), "updatedAt": ts(n), "workDir": format!("/work/p{}", n % 100),
+                "title": format!("Session {n}"), "isCustomTitle": false, "agents": {"main": {"type": "main"}}});
+            write(&session.join("state.json"), &state.to_string());
+            (path, format!("kimi:session_{n:08x}-0000-4000-8000-000000000000"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| read_best(&KimiSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| KimiSource::open(root).unwrap(), want, rounds),
+    },
+    Bench {
+        name: "grok",
+        write: |root, n, bytes| {
+            let id = format!("019f6000-0000-7000-8000-{n:012x}");
+            let session = root.join(format!("%2Fwork%2Fp{}/{id}", n % 100));
+            let path = session.join("chat_history.jsonl");
+            write(&path, &grok(bytes));
+            let summary = json!({"info": {"id": id, "cwd": format!("/work/p{}", n % 100)}, "session_summary": format!("Session {n}"),
+                "created_at": "2026-07-01T09:00:00Z", "updated_at": "2026-07-01T09:10:00Z", "num_messages": 4});
+            write(&session.join("summary.json"), &summary.to_string());
+            (path, format!("grok:{id}"))
+        },
+        per_file: 1,
+        read: |root, id, rounds| read_best(&GrokSource::open(root).unwrap(), id, rounds),
+        list: |root, want, rounds| list_best(|| GrokSource::open(root).unwrap(), want, rounds),
+    },
 ];
 
 fn main() {
@@ -455,8 +635,11 @@ fn main() {
         let (best, cpu, items) = (kind.read)(&root, &id, rounds);
         let mb = size_of(&path) as f64 / 1e6;
         // The floors are those of a line-based file.
-        let (scan, skip) =
-            if path.is_file() && kind.name != "aider" { floors(&path, rounds) } else { Default::default() };
+        let (scan, skip) = if path.is_file() && !["aider", "continue"].contains(&kind.name) {
+            floors(&path, rounds)
+        } else {
+            Default::default()
+        };
         let floor = |d: Duration| if d.is_zero() { "         -".to_owned() } else { format!("{:9.1}ms", ms(d)) };
         let ratio = if skip.is_zero() { "      -".to_owned() } else { format!("{:6.2}x", ms(best) / ms(skip)) };
         println!(
@@ -468,6 +651,17 @@ fn main() {
             mb / best.as_secs_f64(),
             ms(cpu)
         );
+        if path.is_dir() {
+            let (files, one, one_cpu, threads, threads_cpu) = file_floors(&path, rounds);
+            println!(
+                "  floor of its {files} files: open, fstat, read, close: {:.1} ms (cpu {:.1} ms); on the reader's \
+                 threads {:.1} ms (cpu {:.1} ms)",
+                ms(one),
+                ms(one_cpu),
+                ms(threads),
+                ms(threads_cpu)
+            );
+        }
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import mcp
 
+import all_kinds
+
 REPO = Path(__file__).resolve().parents[2]
 MAJOR = int(mcp.__version__.split(".")[0]) if hasattr(mcp, "__version__") else None
 if MAJOR is None:
@@ -123,6 +125,10 @@ class Fixture:
         self.claude = foreign / "claude-code"
         self.codex = foreign / "codex" / "daaain"
         self.env = {"HOME": str(tmp / "home"), "XDG_CACHE_HOME": str(tmp / "cache")}
+        # Sample sessions of every kind where each agent keeps them, under
+        # a home of their own (a kind without a default location beside it).
+        self.all_home = tmp / "all-kinds" / "home"
+        self.all_rows, self.all_specs = all_kinds.place_all(self.all_home, tmp / "all-kinds" / "elsewhere")
 
     def sources(self):
         return ["--source", f"dsh={self.dsh}", "--source", f"claude-code={self.claude}",
@@ -628,6 +634,45 @@ async def test_a_project_below_the_working_directory(fx, mode):
     async with connect(fx, mcp_args(fx, "--project", str(fx.sub), sources=False), mode, cwd=fx.tmp) as c:
         listed = [s["sessionId"] for s in (await c.ok("list_sessions", {}))["structured"]["sessions"]]
         assert listed == ["in-sub"], listed
+
+
+async def every_session(c):
+    """The ids of every session list_sessions gives, page by page."""
+    ids, cursor = [], None
+    while True:
+        page = (await c.ok("list_sessions", {"limit": 100, **({"cursor": cursor} if cursor else {})}))["structured"]
+        ids += [s["sessionId"] for s in page["sessions"]]
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return ids
+
+
+async def test_every_kind_at_once_with_no_source(fx, mode):
+    """The server started with no --source and $HOME holding sample sessions
+    of every kind where each agent keeps them: it lists exactly those of
+    every kind with a default location, and searches, reads and references
+    a session of each; given every kind as --source at once (Aider, read
+    only where given, too), it lists them all."""
+    rows = fx.all_rows
+    env = {"HOME": str(fx.all_home)}
+    defaults = [r for r in rows if r["home"]]
+    async with connect(fx, ["mcp", "--scope", "all"], mode, env=env) as c:
+        ids = await every_session(c)
+        assert len(ids) == len(set(ids)), ids
+        assert set(ids) == {i for r in defaults for i in r["ids"]}, sorted(set(ids) ^ {i for r in defaults for i in r["ids"]})
+        for r in defaults:
+            sid, says = r["shown"]["id"], r["shown"]["says"]
+            hits = (await c.ok("search_sessions", {"query": says, "limit": 50}))["structured"]["results"]
+            assert sid in [h["sessionId"] for h in hits], (r["kind"], says, hits)
+            page = (await c.ok("read_session", {"id": sid, "start": 0, "maxBytes": 65536}))["structured"]
+            assert page["sessionId"] == sid, (r["kind"], page)
+            assert any(says in m["text"] for m in page_messages(page)), (r["kind"], page_messages(page))
+            ref = await c.ok("reference_session", {"id": sid})
+            assert ref["structured"]["reference"]["sessionId"] == sid, (r["kind"], ref["structured"])
+            assert says in ref["text"], (r["kind"], ref["text"][:500])
+    specs = [a for spec in fx.all_specs for a in ("--source", spec)]
+    async with connect(fx, [*specs, "mcp", "--scope", "all"], mode, env={"HOME": str(fx.tmp / "empty-home")}) as c:
+        assert set(await every_session(c)) == {i for r in rows for i in r["ids"]}
 
 
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]

@@ -1,7 +1,8 @@
 //! One conversation's event files replayed into its current model-visible
 //! conversation (the rules are in the parent module's docs).
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
@@ -119,7 +120,7 @@ enum Does {
     /// result or the system prompt show none).
     Sends(Option<ConversationItem>),
     /// A condensation: what it forgets, and its summary with where it goes.
-    Condenses { forgotten: HashSet<String>, summary: Option<(String, u64)> },
+    Condenses { forgotten: Vec<String>, summary: Option<(String, u64)> },
     /// A state-sync artifact, never the branch's leaf.
     Artifact,
     /// Nothing (bookkeeping the view skips).
@@ -216,24 +217,140 @@ fn branch<'e>(events: &'e [Option<Event>], leaf: Option<&str>, head_is_empty: bo
     path
 }
 
+/// No node: the end of the view's list.
+const NIL: usize = usize::MAX;
+
+/// One entry of the view: an event sent, or a condensation's summary.
+struct Node<'e> {
+    id: Cow<'e, str>,
+    item: Option<&'e ConversationItem>,
+    summary: Option<ConversationItem>,
+    prev: usize,
+    next: usize,
+    /// The node added before it under the same id (`NIL`: none).
+    same: usize,
+}
+
+/// The view as a list linked both ways, so that a condensation costs what
+/// it forgets and where it puts its summary, never the whole view: forgetting
+/// an entry unlinks it through the map of ids, and the summary's place is
+/// walked to from the nearer end.
+struct ViewList<'e> {
+    nodes: Vec<Node<'e>>,
+    /// The last node of each id still in the view.
+    by_id: HashMap<Cow<'e, str>, usize>,
+    head: usize,
+    tail: usize,
+    len: usize,
+}
+
+impl<'e> ViewList<'e> {
+    fn new() -> Self {
+        ViewList { nodes: Vec::new(), by_id: HashMap::new(), head: NIL, tail: NIL, len: 0 }
+    }
+
+    /// Adds an entry before `next` (`NIL`: at the end).
+    fn insert(&mut self, node: Node<'e>, next: usize) {
+        let at = self.nodes.len();
+        let prev = if next == NIL { self.tail } else { self.nodes[next].prev };
+        let same = self.by_id.insert(node.id.clone(), at).unwrap_or(NIL);
+        self.nodes.push(Node { prev, next, same, ..node });
+        match prev {
+            NIL => self.head = at,
+            p => self.nodes[p].next = at,
+        }
+        match next {
+            NIL => self.tail = at,
+            n => self.nodes[n].prev = at,
+        }
+        self.len += 1;
+    }
+
+    /// Removes every entry of id `id`.
+    fn forget(&mut self, id: &str, steps: &mut usize) {
+        let Some(mut at) = self.by_id.remove(id) else { return };
+        while at != NIL {
+            *steps += 1;
+            let Node { prev, next, same, .. } = self.nodes[at];
+            match prev {
+                NIL => self.head = next,
+                p => self.nodes[p].next = next,
+            }
+            match next {
+                NIL => self.tail = prev,
+                n => self.nodes[n].prev = prev,
+            }
+            self.len -= 1;
+            at = same;
+        }
+    }
+
+    /// The node at position `offset` (`NIL` past the end), walked to from
+    /// the nearer end.
+    fn at(&self, offset: usize, steps: &mut usize) -> usize {
+        if offset >= self.len {
+            return NIL;
+        }
+        if offset <= self.len / 2 {
+            let mut at = self.head;
+            for _ in 0..offset {
+                *steps += 1;
+                at = self.nodes[at].next;
+            }
+            at
+        } else {
+            let mut at = self.tail;
+            for _ in offset + 1..self.len {
+                *steps += 1;
+                at = self.nodes[at].prev;
+            }
+            at
+        }
+    }
+}
+
 /// The view OpenHands gives the model along `path`, as the items it shows.
+/// Its steps are the events, the ids forgotten and the entries walked to
+/// place summaries.
 fn view(path: &[&Event]) -> Vec<ConversationItem> {
-    let mut view: Vec<(String, Option<ConversationItem>)> = Vec::new();
+    let mut list = ViewList::new();
+    let mut steps = crate::work::Tally(path.len());
     for e in path {
         match &e.does {
-            Does::Sends(item) => view.push((e.id.clone(), item.clone())),
+            Does::Sends(item) => {
+                let node = Node {
+                    id: Cow::Borrowed(&e.id),
+                    item: item.as_ref(),
+                    summary: None,
+                    prev: NIL,
+                    next: NIL,
+                    same: NIL,
+                };
+                list.insert(node, NIL);
+            }
             Does::Condenses { forgotten, summary } => {
-                view.retain(|(id, _)| !forgotten.contains(id));
+                for id in forgotten {
+                    list.forget(id, &mut steps.0);
+                }
                 if let Some((summary, offset)) = summary {
-                    let at = usize::try_from(*offset).unwrap_or(usize::MAX).min(view.len());
-                    let item = (!summary.trim().is_empty()).then(|| ConversationItem::checkpoint(summary.clone()));
-                    view.insert(at, (format!("{}-summary", e.id), item));
+                    let at = list.at(usize::try_from(*offset).unwrap_or(usize::MAX), &mut steps.0);
+                    let summary = (!summary.trim().is_empty()).then(|| ConversationItem::checkpoint(summary.clone()));
+                    let id = Cow::Owned(format!("{}-summary", e.id));
+                    list.insert(Node { id, item: None, summary, prev: NIL, next: NIL, same: NIL }, at);
                 }
             }
             Does::Artifact | Does::Nothing => {}
         }
     }
-    view.into_iter().filter_map(|(_, item)| item).collect()
+    let mut items = Vec::with_capacity(list.len);
+    let mut at = list.head;
+    while at != NIL {
+        let node = &mut list.nodes[at];
+        items.extend(node.summary.take().or_else(|| node.item.cloned()));
+        at = node.next;
+    }
+    steps.0 += items.len();
+    items
 }
 
 /// Reads conversation `dir`'s events: its current conversation, title and
@@ -263,6 +380,75 @@ pub(super) fn read(root: &Path, dir: &OsStr, leaf: Option<&str>, head_is_empty: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sends(id: &str, text: Option<&str>) -> Event {
+        let does = Does::Sends(text.map(|t| ConversationItem::new(Role::User, t.to_owned())));
+        Event { id: id.to_owned(), parent: Parent::Previous, does }
+    }
+
+    fn condenses(id: &str, forgotten: &[&str], summary: Option<(&str, u64)>) -> Event {
+        let forgotten = forgotten.iter().map(|f| (*f).to_owned()).collect();
+        let summary = summary.map(|(s, at)| (s.to_owned(), at));
+        Event { id: id.to_owned(), parent: Parent::Previous, does: Does::Condenses { forgotten, summary } }
+    }
+
+    fn texts(events: &[Event]) -> Vec<String> {
+        view(&events.iter().collect::<Vec<_>>()).into_iter().map(|i| i.text).collect()
+    }
+
+    #[test]
+    fn condensations_forget_and_place_their_summaries() {
+        let events = [
+            sends("sys", None),
+            sends("a", Some("a")),
+            sends("b", Some("b")),
+            sends("c", Some("c")),
+            // Forgets b (and an id not in the view); the summary after sys and a.
+            condenses("k1", &["b", "zz"], Some(("S1", 2))),
+            sends("d", Some("d")),
+            // Forgets the first summary and a; the new one first.
+            condenses("k2", &["k1-summary", "a"], Some(("S2", 0))),
+            // Past the end: last.
+            condenses("k3", &[], Some(("S3", 99))),
+            // The middle, walked from the end.
+            condenses("k4", &["sys"], Some(("S4", 3))),
+        ];
+        assert_eq!(texts(&events), ["S2", "c", "d", "S4", "S3"]);
+        // Two entries of one id are both forgotten.
+        let events =
+            [sends("a", Some("a1")), sends("a", Some("a2")), sends("b", Some("b")), condenses("k", &["a"], None)];
+        assert_eq!(texts(&events), ["b"]);
+    }
+
+    /// A condensation costs what it forgets and the walk to its summary's
+    /// place, not the whole view: many condensations over a long
+    /// conversation take steps in proportion to its events (removing each
+    /// from the view's list took steps in proportion to events times
+    /// condensations).
+    #[test]
+    fn condensations_are_applied_in_linear_time() {
+        let steps_for = |n: usize| {
+            let mut events = Vec::new();
+            for i in 0..n {
+                events.push(sends(&format!("e{i}"), Some("x")));
+                if i % 4 == 3 {
+                    let forgotten =
+                        [format!("e{}", i - 2), format!("e{}", i - 1), format!("k{}-summary", i.wrapping_sub(4))];
+                    let forgotten: Vec<&str> = forgotten.iter().map(String::as_str).collect();
+                    events.push(condenses(&format!("k{i}"), &forgotten, Some(("s", 1))));
+                }
+            }
+            let path: Vec<&Event> = events.iter().collect();
+            let before = crate::work::steps();
+            let items = view(&path);
+            assert_eq!(items.len(), n / 2 + 1, "half the events forgotten, one summary (each forgets the one before)");
+            (crate::work::steps() - before, events.len())
+        };
+        let (small, events) = steps_for(20_000);
+        let (big, _) = steps_for(40_000);
+        assert!(small <= 3 * events as u64, "{small} steps for {events} events");
+        assert!(2 * big <= 5 * small, "20,000 events took {small} steps, 40,000 took {big}");
+    }
 
     #[test]
     fn event_file_names() {
