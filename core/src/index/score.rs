@@ -57,7 +57,7 @@ impl SearchSet {
         let mut unreadable = Vec::new();
         // Per word, the sessions that may hold it.
         let mut df = vec![0usize; query.words.len()];
-        for at in 0..sessions.len() {
+        for (at, &s) in sessions.iter().enumerate() {
             if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
                 return Err(Error::cancelled());
             }
@@ -82,7 +82,6 @@ impl SearchSet {
             if !all {
                 continue;
             }
-            let s = sessions[at];
             let key = Key {
                 score: 0.0,
                 cwd_rank: rank::rank(s.cwd.as_deref(), target),
