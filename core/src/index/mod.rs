@@ -38,6 +38,7 @@ mod keys;
 mod needle;
 mod pass;
 mod query;
+mod relevance;
 mod score;
 mod set;
 mod snippet;

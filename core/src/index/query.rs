@@ -3,6 +3,7 @@
 
 use super::fold::fold;
 use super::needle::{Finder, Needle};
+use super::relevance::Weights;
 
 /// A parsed search text: lower-cased, whitespace runs collapsed.
 pub(crate) struct Query {
@@ -73,14 +74,15 @@ pub fn search_fold(text: &str) -> String {
 }
 
 /// A query's phrase and words as the threads verifying its prospects
-/// search for them.
+/// search for them, with the weights that score what they find.
 pub(super) struct Finders {
     pub(super) phrase: Finder,
     pub(super) words: Vec<Finder>,
+    pub(super) weights: Weights,
 }
 
 impl Finders {
-    pub(super) fn of(query: &Query) -> Finders {
-        Finders { phrase: query.phrase.finder(), words: query.words.iter().map(Needle::finder).collect() }
+    pub(super) fn of(query: &Query, weights: Weights) -> Finders {
+        Finders { phrase: query.phrase.finder(), words: query.words.iter().map(Needle::finder).collect(), weights }
     }
 }
