@@ -9,7 +9,10 @@
 //! root, time nothing), `DSR_BENCH_CANDIDATES_ONLY` (time the DSH store's
 //! `candidates` rows, print them also as one `sdk-compare` JSON line, and
 //! stop: what scripts/sdk_discovery_bench.py sets the SDK's figures beside).
-//! `DSR_BENCH_SEARCH_ONLY`: the search rows alone. Peers timed beside the
+//! `DSR_BENCH_SEARCH_ONLY`: the search rows alone. `DSR_BENCH_CURVE`
+//! (sizes, comma-separated: `10000,40000,100000`): the discovery curve
+//! alone, one run per size over one root grown from size to size (see
+//! [`curve`]; `DSR_BENCH_KB=16` keeps 100,000 sessions near 1.7 GB). Peers timed beside the
 //! search, on the same fields and queries: `DSR_BENCH_FTS5` (SQLite FTS5,
 //! scripts/fts5_bench.py) and `DSR_BENCH_TANTIVY` (tantivy,
 //! bench/tantivy-peer, built here on first use); `DSR_FTS5_KEEP_DB` keeps
@@ -149,9 +152,20 @@ struct Log {
 fn write_root(root: &Path, n: usize, kb: usize) -> (Vec<Log>, usize) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let words = Words::new(&mut rng);
-    let mut logs = Vec::with_capacity(n);
+    write_sessions(root, 0..n, kb, &words, &mut rng)
+}
+
+/// Writes the sessions numbered `range` (see [`write_root`]).
+fn write_sessions(
+    root: &Path,
+    range: std::ops::Range<usize>,
+    kb: usize,
+    words: &Words,
+    rng: &mut Rng,
+) -> (Vec<Log>, usize) {
+    let mut logs = Vec::with_capacity(range.len());
     let mut total = 0;
-    for i in 0..n {
+    for i in range {
         let id = format!("session-{i:05}");
         let cwd = format!("/work/p{}", i % 20);
         let dir = root.join(format!("--work-p{}--", i % 20)).join(&id);
@@ -162,7 +176,7 @@ fn write_root(root: &Path, n: usize, kb: usize) -> (Vec<Log>, usize) {
         let (mut seq, mut t) = (0u64, 0u64);
         while text.len() < kb * 1024 {
             t += 1;
-            turn(&words, &mut rng, &mut seq, t, i % 2 == 0, &mut text);
+            turn(words, rng, &mut seq, t, i % 2 == 0, &mut text);
         }
         total += text.len();
         let path = dir.join("session.jsonl");
@@ -411,7 +425,176 @@ fn build_tantivy_peer() -> PathBuf {
     target.join("release/tantivy-peer")
 }
 
+/// A log as written, to append to: its next seq and its turns, from its
+/// last lines.
+fn reopen(path: &Path) -> Log {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (mut seq, mut turns) = (0, 0);
+    for line in text.lines().rev().take(8) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        seq = seq.max(v["seq"].as_u64().unwrap_or(0) + 1);
+        if v["type"] == "turn/end" {
+            turns = turns.max(v["data"]["turn"].as_u64().unwrap());
+        }
+    }
+    Log { path: path.to_owned(), seq, turns }
+}
+
+/// Resident and peak resident memory of this process, in bytes.
+fn rss() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// `DSR_BENCH_CURVE=10000,40000,100000`: one run at each size over one
+/// root grown from size to size (sessions of `DSR_BENCH_KB`), each timed
+/// in a process of its own ([`curve_at`]) through the view every front
+/// opens (a `MultiQuery` over the DSH store, watched from its first
+/// listing as the SDKs' stores are): one table row per size. The first
+/// query lists every session and reads every title; the warm one is
+/// median of 15 with nothing changed; "after one log grew" is the median
+/// (and the slowest) of 15 queries, each after another log gained 100
+/// lines (20 turns, new titles among them); the warm search is the median
+/// of 15 of `PR1137` once the index is built; memory is the process's
+/// resident set after the candidates queries and after the searches.
+fn curve(sizes: &[usize], kb: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::env::var_os("DSR_BENCH_ROOT").map_or_else(|| tmp.path().to_owned(), PathBuf::from);
+    std::fs::create_dir_all(&root).unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let words = Words::new(&mut rng);
+    let (mut written, mut bytes) = (0, 0);
+    println!(
+        "| sessions (logs) | first filtered query | warm filtered query | after one log grew | warm search | resident \
+         memory |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut rows: Vec<serde_json::Value> = Vec::new();
+    for &n in sizes {
+        let ((_, more), took) = time(|| write_sessions(&root, written..n.max(written), kb, &words, &mut rng));
+        (written, bytes) = (n.max(written), bytes + more);
+        eprintln!(
+            "root at {written} sessions, {:.0} MB of logs (written in {:.0} s)",
+            bytes as f64 / 1e6,
+            took.as_secs_f64()
+        );
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("DSR_BENCH_CURVE_AT", &root)
+            .env("DSR_BENCH_SESSIONS", n.to_string())
+            .env("DSR_BENCH_LOG_BYTES", bytes.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let line = String::from_utf8_lossy(&out.stdout);
+        let v: serde_json::Value = serde_json::from_str(line.lines().last().unwrap()).unwrap();
+        let ms = |k: &str| format!("{:.2} ms", v[k].as_f64().unwrap() * 1e3);
+        let mb = |k: &str| v[k].as_f64().unwrap() / 1e6;
+        println!(
+            "| {n} ({:.0} MB) | {:.2} s ({:.0} MB/s) | {} (CPU {}) | {} (CPU {}; slowest {}) | {} (CPU {}) | {:.0} MB \
+             ({:.0} MB with the search index) |",
+            bytes as f64 / 1e6,
+            v["first_s"].as_f64().unwrap(),
+            bytes as f64 / 1e6 / v["first_s"].as_f64().unwrap(),
+            ms("warm_s"),
+            ms("warm_cpu_s"),
+            ms("appended_s"),
+            ms("appended_cpu_s"),
+            ms("appended_max_s"),
+            ms("search_s"),
+            ms("search_cpu_s"),
+            mb("rss_candidates"),
+            mb("rss_search"),
+        );
+        rows.push(v);
+    }
+    if let (Some(a), Some(b)) = (rows.first(), rows.last()) {
+        let growth = |k: &str| (b[k].as_f64().unwrap() - a[k].as_f64().unwrap()) / 1e6;
+        println!(
+            "resident memory from {} to {} sessions: +{:.0} MB (+{:.0} MB with the search index)",
+            a["sessions"],
+            b["sessions"],
+            growth("rss_candidates"),
+            growth("rss_search")
+        );
+    }
+}
+
+/// One row of [`curve`], in this process: a long-lived resolver over the
+/// root at `DSR_BENCH_CURVE_AT`; its figures as one JSON line.
+fn curve_at(root: &Path) {
+    let target = Target::new("new-chat", Some("/work/p3".into()));
+    let (rss_before, _) = rss();
+    // Watching from its first listing, as the SDKs' stores and the servers do.
+    let store = DshStore::open(root).unwrap().watching_from_first_listing();
+    let query = dsh_session_reference::sources::MultiQuery::new().with_source("dsh", "", Arc::new(store.clone()));
+    let r = Resolver::new(Arc::new(query), Config::default());
+    let ask = || block_on(r.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap();
+    // Wall time and the process's CPU time (the machine may be busy).
+    let timed = || {
+        let cpu = cpu_time();
+        let (_, wall) = time(ask);
+        (wall, cpu_time() - cpu)
+    };
+    let (_, first) = time(ask);
+    ask();
+    let reps = 15;
+    let (warm, warm_cpu): (Vec<_>, Vec<_>) = (0..reps).map(|_| timed()).unzip();
+    let listing = store.list().unwrap();
+    let n = listing.sessions.len();
+    let (mut appended, mut appended_cpu) = (Vec::new(), Vec::new());
+    for i in 0..reps {
+        append(&mut reopen(&listing.sessions[i * 7919 % n].path), 100);
+        let (wall, cpu) = timed();
+        appended.push(wall);
+        appended_cpu.push(cpu);
+    }
+    let appended_max = *appended.iter().max().unwrap();
+    let (rss_candidates, _) = rss();
+    let fresh = Resolver::new(Arc::new(Plain(DshStore::open(root).unwrap())), Config::default());
+    assert_eq!(
+        ask(),
+        block_on(fresh.candidates(&target, "ka", &CandidateOptions::default(), None)).unwrap(),
+        "the same answer as a fresh scan"
+    );
+    drop(fresh);
+    let opts = SearchOptions::default();
+    block_on(r.search(&target, "alphamarker", &opts, None)).unwrap();
+    block_on(r.search(&target, "PR1137", &opts, None)).unwrap();
+    let (search, search_cpu): (Vec<_>, Vec<_>) = (0..reps)
+        .map(|_| {
+            let cpu = cpu_time();
+            let (_, wall) = time(|| block_on(r.search(&target, "PR1137", &opts, None)).unwrap());
+            (wall, cpu_time() - cpu)
+        })
+        .unzip();
+    let (rss_search, peak) = rss();
+    let secs = |d: Duration| d.as_secs_f64();
+    println!(
+        "{}",
+        json!({"sessions": n, "first_s": secs(first), "warm_s": secs(median(warm)), "warm_cpu_s": secs(median(warm_cpu)),
+            "appended_s": secs(median(appended)), "appended_cpu_s": secs(median(appended_cpu)),
+            "appended_max_s": secs(appended_max), "search_s": secs(median(search)),
+            "search_cpu_s": secs(median(search_cpu)), "rss_candidates": rss_candidates,
+            "rss_search": rss_search, "rss_peak": peak, "rss_before": rss_before})
+    );
+}
+
 fn main() {
+    if let Some(root) = std::env::var_os("DSR_BENCH_CURVE_AT") {
+        return curve_at(Path::new(&root));
+    }
+    let kb_default: usize = std::env::var("DSR_BENCH_KB").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
+    if let Ok(sizes) = std::env::var("DSR_BENCH_CURVE") {
+        let sizes: Vec<usize> = sizes.split(',').map(|s| s.trim().parse().expect("sizes, comma-separated")).collect();
+        return curve(&sizes, kb_default);
+    }
     let n: usize = std::env::var("DSR_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);
     let kb: usize = std::env::var("DSR_BENCH_KB").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
     // `DSR_BENCH_ROOT`: write the root there and keep it (to time the

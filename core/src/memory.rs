@@ -22,13 +22,34 @@ struct Inner {
     clock: u64,
     /// The listing with every version, shared until the next change.
     shared: Option<SharedListing>,
+    /// The last shared listing and the sessions changed since, while the
+    /// listing itself (its sessions, their order) did not change: the next
+    /// one is made from it ([`SharedListing::with_changed`]).
+    stale: Option<(SharedListing, Vec<String>)>,
 }
 
 impl Inner {
+    /// A change of the listing itself (a session added, replaced or
+    /// removed).
     fn touch(&mut self, id: &str) {
         self.clock += 1;
         self.versions.insert(id.to_owned(), self.clock);
         self.shared = None;
+        self.stale = None;
+    }
+
+    /// A change of one session's title or surface only.
+    fn touch_content(&mut self, id: &str) {
+        let stale = match (self.shared.take(), self.stale.take()) {
+            (Some(shared), _) => Some((shared, vec![id.to_owned()])),
+            (None, Some((shared, mut ids))) => {
+                ids.push(id.to_owned());
+                Some((shared, ids))
+            }
+            (None, None) => None,
+        };
+        self.touch(id);
+        self.stale = stale;
     }
 
     fn version(&self, id: &str) -> Fingerprint {
@@ -72,7 +93,7 @@ impl MemoryQuery {
     pub fn set_title(&self, id: impl Into<String>, title: Option<String>) {
         let id = id.into();
         let mut inner = self.write();
-        inner.touch(&id);
+        inner.touch_content(&id);
         inner.titles.insert(id, Ok(title));
     }
 
@@ -80,7 +101,7 @@ impl MemoryQuery {
     pub fn fail_title(&self, id: impl Into<String>, reason: impl Into<HostError>) {
         let id = id.into();
         let mut inner = self.write();
-        inner.touch(&id);
+        inner.touch_content(&id);
         inner.titles.insert(id, Err(reason.into()));
     }
 
@@ -88,7 +109,7 @@ impl MemoryQuery {
     pub fn set_surface(&self, id: impl Into<String>, surface: impl Into<SurfaceData>) {
         let id = id.into();
         let mut inner = self.write();
-        inner.touch(&id);
+        inner.touch_content(&id);
         inner.surfaces.insert(id, Ok(surface.into()));
     }
 
@@ -164,6 +185,16 @@ impl SessionQuery for MemoryQuery {
             match (&inner.listing_failure, &inner.shared) {
                 (Some(e), _) => Err(e.clone()),
                 (None, Some(shared)) => Ok(shared.clone()),
+                (None, None) if inner.stale.is_some() => {
+                    let (last, ids) = inner.stale.take().expect("checked");
+                    let ids: std::collections::HashSet<String> = ids.into_iter().collect();
+                    let at: Vec<usize> =
+                        (0..inner.sessions.len()).filter(|&i| ids.contains(&inner.sessions[i].id)).collect();
+                    let fps = at.iter().map(|&i| Some(inner.version(&inner.sessions[i].id))).collect();
+                    let shared = last.with_changed(at, fps).expect("positions of the same listing");
+                    inner.shared = Some(shared.clone());
+                    Ok(shared)
+                }
                 (None, None) => {
                     let fps: std::sync::Arc<[Option<Fingerprint>]> =
                         inner.sessions.iter().map(|s| Some(inner.version(&s.id))).collect();

@@ -25,7 +25,7 @@ use sqlite_writes::{check_consistent, names, set};
 mod sqlite_fixtures {
     include!("support/sqlite_fixtures.rs");
 }
-use sqlite_fixtures::{build_db, zed_data, zed_threads_db};
+use sqlite_fixtures::{build_db, fixtures, zed_data, zed_threads_db};
 
 /// `(id, createdAt, cwd)` of every listed session.
 fn listed(l: &Listing) -> Vec<(&str, u64, Option<&str>)> {

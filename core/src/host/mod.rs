@@ -237,12 +237,71 @@ impl SessionHeader {
 pub struct SharedListing {
     sessions: Arc<[SessionHeader]>,
     fingerprints: Arc<[Option<Fingerprint>]>,
+    /// This listing's serial: distinct for every listing made in the
+    /// process (0: the empty default).
+    serial: u64,
+    /// When made from another listing by changing fingerprints only: that
+    /// listing's serial and the positions whose fingerprint may differ
+    /// (the sessions are the other's, shared).
+    changed_from: Option<(u64, Arc<[usize]>)>,
 }
+
+/// The serial of the next listing made.
+static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl SharedListing {
     /// A listing and its fingerprints; `None` when their lengths differ.
     pub fn new(sessions: Arc<[SessionHeader]>, fingerprints: Arc<[Option<Fingerprint>]>) -> Option<SharedListing> {
-        (sessions.len() == fingerprints.len()).then_some(SharedListing { sessions, fingerprints })
+        (sessions.len() == fingerprints.len()).then(|| SharedListing {
+            sessions,
+            fingerprints,
+            serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            changed_from: None,
+        })
+    }
+
+    /// This listing with the fingerprints at `changed` (positions) replaced
+    /// by `fingerprints`, sharing its sessions: a later listing in which
+    /// only those sessions changed (grew or were rewritten in place), which
+    /// remembers it, so that a consumer that kept what it made of this
+    /// listing updates those sessions only ([`changed_since`](Self::changed_since)).
+    /// The fingerprints are changed in place when no other clone of this
+    /// listing holds them. `None` when a position is out of range or the
+    /// lengths differ.
+    pub fn with_changed(
+        mut self,
+        changed: Vec<usize>,
+        fingerprints: Vec<Option<Fingerprint>>,
+    ) -> Option<SharedListing> {
+        if changed.len() != fingerprints.len() || changed.iter().any(|&i| i >= self.sessions.len()) {
+            return None;
+        }
+        let from = self.serial;
+        let mut all = match Arc::get_mut(&mut self.fingerprints) {
+            Some(_) => self.fingerprints,
+            None => self.fingerprints.iter().cloned().collect(),
+        };
+        let held = Arc::get_mut(&mut all).expect("held by this listing alone");
+        for (&i, fp) in changed.iter().zip(fingerprints) {
+            held[i] = fp;
+        }
+        let mut next = SharedListing::new(self.sessions, all)?;
+        next.changed_from = Some((from, changed.into()));
+        Some(next)
+    }
+
+    /// This listing's serial: distinct for every listing made in this
+    /// process (clones share it).
+    pub fn serial(&self) -> u64 {
+        self.serial
+    }
+
+    /// When this listing was made from the one whose serial is `serial` by
+    /// [`with_changed`](Self::with_changed): the positions whose
+    /// fingerprint may differ from that one's (its sessions are the same,
+    /// shared). `None` otherwise.
+    pub fn changed_since(&self, serial: u64) -> Option<&[usize]> {
+        self.changed_from.as_ref().filter(|(from, _)| *from == serial).map(|(_, at)| &at[..])
     }
 
     /// The sessions, in the host's listing order.

@@ -34,6 +34,11 @@ impl Filter {
         Filter { needle: text.to_lowercase() }
     }
 
+    /// The text, lower-cased.
+    pub(crate) fn needle(&self) -> &str {
+        &self.needle
+    }
+
     /// Whether the lower-cased id, cwd or label contains the text.
     pub(crate) fn matches(&self, id: &str, cwd: Option<&str>, label: &str) -> bool {
         self.within(id) || cwd.is_some_and(|c| self.within(c)) || self.within(label)

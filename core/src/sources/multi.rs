@@ -93,9 +93,8 @@ fn skipped_note(skipped: &[(PathBuf, String)]) -> Option<String> {
 pub struct MultiQuery {
     entries: Vec<Entry>,
     report: Mutex<Vec<SourceStatus>>,
-    /// The last merged shared listing and the sources' listings it was
-    /// merged from (`None` for a source that failed to list).
-    merged: Mutex<Option<(Vec<Option<SharedListing>>, SharedListing)>>,
+    /// The last merged shared listing and what it was merged from.
+    merged: Mutex<Option<Merged>>,
     /// Reads that failed since the last listing: `(source, id, why)`.
     failed: Mutex<Vec<(usize, String, String)>>,
 }
@@ -200,6 +199,17 @@ impl MultiQuery {
     }
 }
 
+/// A merged shared listing and what it was merged from.
+struct Merged {
+    /// The serial of each source's listing (`None` for a source that
+    /// failed to list).
+    from: Vec<Option<u64>>,
+    listing: SharedListing,
+    /// For each of those listings, where each of its sessions is in the
+    /// merged one.
+    place: Vec<Vec<u32>>,
+}
+
 /// `createdAt` as a number to order by (newest first).
 fn created(h: &SessionHeader) -> f64 {
     h.created_at.as_f64().unwrap_or(0.0)
@@ -285,22 +295,44 @@ impl SessionQuery for MultiQuery {
             self.listed(report);
             let kept = kept?;
             let mut last = self.merged.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((from, merged)) = last.as_ref() {
-                let same = |a: &Option<SharedListing>, b: &Option<SharedListing>| match (a, b) {
-                    (Some(a), Some(b)) => a.ptr_eq(b),
-                    (None, None) => true,
-                    _ => false,
-                };
-                if from.len() == kept.len() && from.iter().zip(&kept).all(|(a, b)| same(a, b)) {
-                    return Ok(Some(merged.clone()));
-                }
+            let serials: Vec<Option<u64>> = kept.iter().map(|l| l.as_ref().map(SharedListing::serial)).collect();
+            if let Some(merged) = last.as_ref().filter(|m| m.from == serials) {
+                return Ok(Some(merged.listing.clone()));
             }
             let sources: Vec<(usize, &SharedListing)> =
                 kept.iter().enumerate().filter_map(|(e, l)| l.as_ref().map(|l| (e, l))).collect();
-            let views: Vec<&[SessionHeader]> = sources.iter().map(|(_, l)| l.sessions()).collect();
-            let order = merged_order(&views);
             let routed_here =
                 |l: usize, id: &str| self.route(id).is_ok_and(|entry| std::ptr::eq(entry, &self.entries[sources[l].0]));
+            // Only fingerprints changed in the sources that changed: the
+            // merged listing changes those sessions' only, in place.
+            if let Some(merged) = last.take_if(|m| m.from.len() == serials.len()) {
+                let mut changed: Vec<(usize, Option<Fingerprint>)> = Vec::new();
+                let same = merged.from.iter().zip(&kept).zip(&merged.place).enumerate().all(
+                    |(e, ((from, now), place))| match (from, now) {
+                        (None, None) => true,
+                        (Some(from), Some(now)) if *from == now.serial() => true,
+                        (Some(from), Some(now)) => now.changed_since(*from).is_some_and(|at| {
+                            let l = sources.iter().position(|(s, _)| *s == e).unwrap_or(0);
+                            changed.extend(at.iter().map(|&i| {
+                                let fp = now.fingerprints()[i].clone();
+                                (place[i] as usize, fp.filter(|_| routed_here(l, &now.sessions()[i].id)))
+                            }));
+                            true
+                        }),
+                        _ => false,
+                    },
+                );
+                if same {
+                    changed.sort_unstable_by_key(|(at, _)| *at);
+                    let (at, fps) = changed.into_iter().unzip();
+                    if let Some(listing) = merged.listing.with_changed(at, fps) {
+                        *last = Some(Merged { from: serials, listing: listing.clone(), place: merged.place });
+                        return Ok(Some(listing));
+                    }
+                }
+            }
+            let views: Vec<&[SessionHeader]> = sources.iter().map(|(_, l)| l.sessions()).collect();
+            let order = merged_order(&views);
             let headers: Arc<[SessionHeader]> = order.iter().map(|&(l, i)| views[l][i].clone()).collect();
             let fps: Arc<[Option<Fingerprint>]> = order
                 .iter()
@@ -309,8 +341,13 @@ impl SessionQuery for MultiQuery {
                     fp.clone().filter(|_| routed_here(l, &views[l][i].id))
                 })
                 .collect();
+            let mut place: Vec<Vec<u32>> =
+                kept.iter().map(|l| vec![0; l.as_ref().map_or(0, |l| l.sessions().len())]).collect();
+            for (at, &(l, i)) in order.iter().enumerate() {
+                place[sources[l].0][i] = at as u32;
+            }
             let merged = SharedListing::new(headers, fps).expect("one fingerprint per session");
-            *last = Some((kept, merged.clone()));
+            *last = Some(Merged { from: serials, listing: merged.clone(), place });
             Ok(Some(merged))
         })
     }

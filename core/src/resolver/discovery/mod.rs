@@ -2,12 +2,15 @@
 //! titles as labels, ranked by working directory (`host/rank.rs`) and filtered
 //! by a search text.
 
+use futures::StreamExt;
+
 use super::{cancellable, Resolver};
 use crate::cancel::CancelToken;
 use crate::config::{Config, MAX_SAFE_INTEGER};
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{rank, Candidate, SessionHeader, Target};
 
+mod filtered;
 mod listed;
 mod persist;
 mod search;
@@ -134,6 +137,16 @@ impl Resolver {
         Ok(self.config.hardening().label(title.filter(|t| !t.is_empty()).unwrap_or_else(|| id.to_owned()), id))
     }
 
+    /// What the index behind filtered queries did so far: sessions whose
+    /// fingerprint it compared, entries it made or remade, listings it
+    /// matched to its entries by id (for tests and benchmarks: what one
+    /// change costs).
+    #[doc(hidden)]
+    pub fn discovery_filter_work(&self) -> (u64, u64, u64) {
+        let work = titles::lock(&self.discovery.filter).work;
+        (work.checked, work.remade, work.matched)
+    }
+
     /// `limit`, or the configured candidate limit; an explicit limit must
     /// be a positive safe integer (`what` names it in the error).
     pub(crate) fn limit_or_default(&self, limit: Option<u64>, what: &str) -> Result<u64> {
@@ -149,6 +162,11 @@ impl Resolver {
     async fn list_candidates_inner(&self, target: &Target, filter: &str, limit: usize) -> Result<Vec<Candidate>> {
         let listed = self.listed().await?;
         self.discovery.retain_listed(&listed);
+        if let (false, listed::Listed::Shared(shared)) = (filter.is_empty(), &listed) {
+            if let Some(found) = self.indexed_candidates(shared, &rank::Filter::new(filter), target, limit).await {
+                return Ok(found);
+            }
+        }
         let others = listed.positions(|s| s.id != target.id);
         let all = listed.sessions();
         if filter.is_empty() {
@@ -176,5 +194,41 @@ impl Resolver {
         // session's cwd's): thousands may match, the limit keeps a few.
         let kept = rank::ranked_by(kept, |(i, _)| rank::rank(sessions[*i].cwd.as_deref(), target), limit);
         Ok(kept.into_iter().map(|(i, t)| candidate_from_header(sessions[i], t, &self.config, target)).collect())
+    }
+
+    /// A filtered query answered from the index over titles, ids and cwds
+    /// (`filtered.rs`), synced with `shared` first (the titles of the
+    /// sessions that changed read and cached). `None` when a concurrent
+    /// query synced it with another listing meanwhile: the caller scans.
+    async fn indexed_candidates(
+        &self,
+        shared: &crate::host::SharedListing,
+        filter: &rank::Filter,
+        target: &Target,
+        limit: usize,
+    ) -> Option<Vec<Candidate>> {
+        let hardening = self.config.hardening();
+        let (serial, to_read) = {
+            let titles = self.discovery.titles();
+            let mut index = titles::lock(&self.discovery.filter);
+            let to_read = index.sync(shared, hardening, |id, fp| DiscoveryCache::cached_title(&titles, id, fp));
+            (index.serial(), to_read)
+        };
+        let (sessions, fps) = (shared.sessions(), shared.fingerprints());
+        let jobs = to_read.into_iter().map(|position| {
+            let fp = fps[position].clone();
+            async move {
+                let title = self.read_title_cached(&sessions[position].id, fp.clone()).await;
+                filtered::Read { position, fp, title }
+            }
+        });
+        let reads: Vec<filtered::Read> =
+            futures::stream::iter(jobs).buffered(TITLE_CONCURRENCY).collect::<Vec<_>>().await;
+        let mut index = titles::lock(&self.discovery.filter);
+        if !index.apply(serial, reads, hardening) {
+            return None;
+        }
+        let kept = index.query(filter.needle(), target, limit);
+        Some(kept.into_iter().map(|(p, t)| candidate_from_header(&sessions[p], t, &self.config, target)).collect())
     }
 }

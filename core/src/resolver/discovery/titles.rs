@@ -30,7 +30,7 @@ use crate::resolver::{guarded, Resolver};
 
 /// A cached title: the fingerprint its session had before it was read, and
 /// the title (`None`: it has none).
-struct Held {
+pub(super) struct Held {
     fp: Fingerprint,
     title: Option<String>,
     /// The label made of it ([`Titled::label`]), once asked for.
@@ -79,6 +79,8 @@ impl<'a> Titled<'a> {
 pub(crate) struct DiscoveryCache {
     titles: Mutex<HashMap<String, Held>>,
     pub(crate) docs: crate::index::DocCache,
+    /// The index behind filtered queries over a shared listing (`filtered.rs`).
+    pub(super) filter: Mutex<super::filtered::FilterIndex>,
     /// The sessions the last discovery query listed.
     last_listed: Mutex<Option<std::sync::Arc<[SessionHeader]>>>,
     /// What the last search picked and made of its docs (`searched.rs`).
@@ -90,7 +92,7 @@ pub(crate) struct DiscoveryCache {
     index_changed: std::sync::atomic::AtomicBool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -176,6 +178,7 @@ impl DiscoveryCache {
     /// Forgets everything (the next query reads every session again).
     pub(crate) fn clear(&self) {
         lock(&self.titles).clear();
+        lock(&self.filter).clear();
         *self.search_memo() = None;
         self.docs.clear();
         self.mark_changed();
@@ -192,7 +195,7 @@ impl DiscoveryCache {
         self.index_changed.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
+    pub(super) fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
         self.titles_changed.store(true, std::sync::atomic::Ordering::Relaxed);
         let mut titles = lock(&self.titles);
         match (fp, title) {
@@ -205,6 +208,20 @@ impl DiscoveryCache {
         }
     }
 
+    /// The title of `id` cached under `fp` in `titles` (held locked).
+    pub(super) fn cached_title(
+        titles: &HashMap<String, Held>,
+        id: &str,
+        fp: &Fingerprint,
+    ) -> Option<Option<String>> {
+        titles.get(id).filter(|held| held.fp == *fp).map(|held| held.title.clone())
+    }
+
+    /// The title cache, locked.
+    pub(super) fn titles(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
+        lock(&self.titles)
+    }
+
     /// Whether the title of `id` is cached under `fp` (after a read: the
     /// read succeeded).
     pub(crate) fn holds_title(&self, id: &str, fp: &Fingerprint) -> bool {
@@ -214,7 +231,7 @@ impl DiscoveryCache {
     /// The title of `id` cached under `fp`, if any (`Some(None)`: cached
     /// as having none).
     pub(crate) fn title_under(&self, id: &str, fp: &Fingerprint) -> Option<Option<String>> {
-        lock(&self.titles).get(id).filter(|held| held.fp == *fp).map(|held| held.title.clone())
+        Self::cached_title(&lock(&self.titles), id, fp)
     }
 
     /// Number of cached titles (for tests and statistics).
@@ -292,6 +309,18 @@ impl Resolver {
         titles
     }
 
+    /// Reads the latest title of `id` and caches it under `fp` (taken
+    /// before the read): kept and given as the hardened mode allows (a
+    /// cached title is given the same); `None` when the read failed
+    /// (nothing cached).
+    pub(super) async fn read_title_cached(&self, id: &str, fp: Option<Fingerprint>) -> Option<Option<String>> {
+        let read = guarded(|| self.query.read_title(id)).await.ok();
+        let hardening = self.config.hardening();
+        let read = read.map(|title| title.map(|t| hardening.title_to_keep(t)));
+        self.discovery.store_title(id, fp, read.clone());
+        read
+    }
+
     /// The index and latest title of each of `sessions` for which `keep`
     /// (given the session with its title and label, [`Titled`]) holds, in
     /// order: cached titles whose fingerprint is unchanged are tested under
@@ -332,15 +361,7 @@ impl Resolver {
             .map(|i| {
                 let id = sessions[i].id.clone();
                 let fp = fps.get(i).cloned();
-                async move {
-                    let read = guarded(|| self.query.read_title(&id)).await.ok();
-                    // Kept and given as the hardened mode allows (a cached
-                    // title is given the same).
-                    let hardening = self.config.hardening();
-                    let read = read.map(|title| title.map(|t| hardening.title_to_keep(t)));
-                    cache.store_title(&id, fp, read.clone());
-                    (i, read.flatten())
-                }
+                async move { (i, self.read_title_cached(&id, fp).await.flatten()) }
             })
             .collect();
         let read: Vec<(usize, Option<String>)> = stream::iter(jobs).buffered(concurrency.max(1)).collect().await;

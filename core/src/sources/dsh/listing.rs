@@ -103,7 +103,9 @@ pub(crate) struct Snapshot {
     pub sessions: Vec<Arc<Listed>>,
     pub rejected: Vec<RejectedLog>,
     pub encoding: Option<Encoding>,
-    by_id: OnceLock<HashMap<String, usize>>,
+    /// Each session's position, made when first needed and carried into
+    /// the next listing while the sessions and their order stay the same.
+    by_id: OnceLock<Arc<HashMap<String, usize>>>,
     /// The headers and fingerprints as one shared listing, made once.
     shared: OnceLock<SharedListing>,
 }
@@ -137,9 +139,9 @@ impl Snapshot {
     }
 
     fn position(&self, id: &str) -> Option<usize> {
-        let by_id = self
-            .by_id
-            .get_or_init(|| self.sessions.iter().enumerate().map(|(i, l)| (l.header.id.clone(), i)).collect());
+        let by_id = self.by_id.get_or_init(|| {
+            Arc::new(self.sessions.iter().enumerate().map(|(i, l)| (l.header.id.clone(), i)).collect())
+        });
         by_id.get(id).copied()
     }
 
@@ -248,6 +250,9 @@ pub(crate) struct ListingCache {
     pub(crate) changed: bool,
     /// Directory and header reads so far (for tests).
     reads: (u64, u64),
+    /// Sessions put into listings so far: all of a listing put together
+    /// afresh, the changed ones of a patched one (for tests).
+    assembled: u64,
 }
 
 impl ListingCache {
@@ -273,14 +278,15 @@ impl ListingCache {
             }
             changes = Changes::Everything;
         }
-        self.current = None;
-        let snapshot = match self.rebuild(root, changes) {
+        let previous = self.current.take();
+        let snapshot = match self.rebuild(root, changes, previous) {
             Ok(s) => s,
             Err(Refused) => {
                 // The kernel refused a watch: list without watching from now on.
                 self.watcher = None;
                 self.no_watch = true;
-                self.rebuild(root, Changes::Everything).map_err(|_| io::Error::other("watching was refused twice"))?
+                self.rebuild(root, Changes::Everything, None)
+                    .map_err(|_| io::Error::other("watching was refused twice"))?
             }
         }?;
         let snapshot = Arc::new(snapshot);
@@ -420,6 +426,12 @@ impl ListingCache {
         self.early = true;
     }
 
+    /// Directories read, headers read and sessions put into listings so
+    /// far (what listing cost, for tests).
+    pub(crate) fn work(&self) -> (u64, u64, u64) {
+        (self.reads.0, self.reads.1, self.assembled)
+    }
+
     /// Whether a watcher is active.
     pub(crate) fn is_watching(&self) -> bool {
         self.watcher.is_some()
@@ -447,7 +459,12 @@ impl ListingCache {
         }
     }
 
-    fn rebuild(&mut self, root: &Path, changes: Changes) -> Result<io::Result<Snapshot>, Refused> {
+    fn rebuild(
+        &mut self,
+        root: &Path,
+        changes: Changes,
+        previous: Option<Arc<Snapshot>>,
+    ) -> Result<io::Result<Snapshot>, Refused> {
         let (everything, dirty) = match changes {
             Changes::Everything | Changes::Nothing => (true, Vec::new()),
             Changes::Dirs(dirs) => (false, dirs),
@@ -570,7 +587,12 @@ impl ListingCache {
             }
             Err(e) => return Ok(Err(e)),
         };
-        let (snapshot, headers_read) = assemble(walked, &fresh, &reread, encoding, encoding_changed, under.as_ref());
+        // The last listing, patched when only logs it listed changed and
+        // the walk was not redone.
+        let previous = previous.filter(|_| !structural && !encoding_changed);
+        let (snapshot, headers_read, assembled) =
+            assemble(walked, &fresh, &reread, encoding, encoding_changed, under.as_ref(), previous);
+        self.assembled += assembled;
         self.changed |= headers_read > 0;
         self.reads.1 += headers_read;
         Ok(Ok(snapshot))
@@ -580,7 +602,9 @@ impl ListingCache {
 /// Works out the outcome of every directory that needs one (`fresh`: read
 /// now (`reread`) or `lstat`ed, or all when the root's encoding changed)
 /// and puts the listing together (logs `lstat`ed through `under` when
-/// given). Also returns how many headers were read.
+/// given). Also returns how many headers were read and how many sessions
+/// were put into the listing (only the changed ones when the last listing
+/// was patched: see [`patch`]).
 fn assemble(
     walked: &mut Walked,
     fresh: &[bool],
@@ -588,12 +612,16 @@ fn assemble(
     encoding: Option<Encoding>,
     encoding_changed: bool,
     under: Option<&StatUnder>,
-) -> (Snapshot, u64) {
+    previous: Option<Arc<Snapshot>>,
+) -> (Snapshot, u64, u64) {
     // The log of each directory to look at: selected again, or (`None`)
     // the one it listed, when its read still holds and selects that log
     // under the root's encoding (a listed log is the read's selection under
     // the log's own encoding: see `decode`).
     let mut reads: Vec<(usize, Option<Found>, Option<Arc<Listed>>)> = Vec::new();
+    // Whether every directory worked out again listed a session before
+    // (what the last listing can be patched with).
+    let mut all_listed = true;
     for (i, dir) in walked.dirs.iter_mut().enumerate() {
         let Some(dir) = dir else { continue };
         if !(encoding_changed || fresh[i] || dir.outcome.is_none()) {
@@ -603,6 +631,7 @@ fn assemble(
             Some(Outcome::Listed(l)) => Some(l),
             _ => None,
         };
+        all_listed &= previous.is_some();
         if let Some(l) = previous.as_ref().filter(|l| !reread[i] && Some(l.found.encoding) == encoding) {
             reads.push((i, None, Some(l.clone())));
             continue;
@@ -646,10 +675,17 @@ fn assemble(
             }),
         }
     });
+    let patched = match previous {
+        Some(previous) if all_listed => patch(previous, &reads, &outcomes),
+        _ => None,
+    };
     for ((i, _, _), outcome) in reads.into_iter().zip(outcomes) {
         if let Some(dir) = walked.dirs[i].as_mut() {
             dir.outcome = Some(outcome);
         }
+    }
+    if let Some((snapshot, changed)) = patched {
+        return (snapshot, headers_read.into_inner(), changed);
     }
     // Rejections in the order a fresh walk gives them: the walk's and the
     // selection's in path order, then the headers' and duplicate ids in
@@ -692,10 +728,67 @@ fn assemble(
         let (ca, cb) = (a.created_at.as_u64(), b.created_at.as_u64());
         cb.cmp(&ca).then_with(|| a.id.cmp(&b.id))
     });
+    let assembled = sessions.len() as u64;
     (
         Snapshot { sessions, rejected, encoding, by_id: OnceLock::new(), shared: OnceLock::new() },
         headers_read.into_inner(),
+        assembled,
     )
+}
+
+/// The last listing with the sessions whose logs changed replaced, when
+/// that is all that changed: every directory worked out again (`reads`,
+/// whose new `outcomes` are given) listed a session before and lists one
+/// now with the same header from the same log, which the last listing
+/// holds. The order, the rejections and the positions stay; the shared
+/// listing, when the last one was made, is made from it with only those
+/// sessions' fingerprints changed ([`SharedListing::with_changed`]), so a
+/// consumer updates those sessions only. Patched in place when nothing
+/// else holds the last listing. `None` when anything else changed (a
+/// fresh listing is put together).
+fn patch(
+    previous: Arc<Snapshot>,
+    reads: &[(usize, Option<Found>, Option<Arc<Listed>>)],
+    outcomes: &[Outcome],
+) -> Option<(Snapshot, u64)> {
+    let mut changed: Vec<(usize, Arc<Listed>)> = Vec::new();
+    for ((_, _, old), new) in reads.iter().zip(outcomes) {
+        let (Some(old), Outcome::Listed(new)) = (old, new) else { return None };
+        if Arc::ptr_eq(old, new) {
+            continue;
+        }
+        if old.header != new.header || old.found != new.found {
+            return None;
+        }
+        let at = previous.position(&old.header.id)?;
+        if !Arc::ptr_eq(&previous.sessions[at], old) {
+            // A duplicate id's log, not listed.
+            return None;
+        }
+        changed.push((at, new.clone()));
+    }
+    let mut snapshot = Arc::try_unwrap(previous).unwrap_or_else(|shared| Snapshot {
+        sessions: shared.sessions.clone(),
+        rejected: shared.rejected.clone(),
+        encoding: shared.encoding,
+        by_id: shared.by_id.clone(),
+        shared: shared.shared.clone(),
+    });
+    if changed.is_empty() {
+        return Some((snapshot, 0));
+    }
+    let count = changed.len() as u64;
+    changed.sort_unstable_by_key(|(at, _)| *at);
+    let fps = changed.iter().map(|(_, l)| Some(Fingerprint::from(l.stamp.id))).collect();
+    let positions: Vec<usize> = changed.iter().map(|(at, _)| *at).collect();
+    let shared = snapshot.shared.take().and_then(|last| last.with_changed(positions, fps));
+    for (at, l) in changed {
+        snapshot.sessions[at] = l;
+    }
+    if let Some(shared) = shared {
+        snapshot.shared = OnceLock::from(shared);
+    }
+    Some((snapshot, count))
 }
 
 /// The kernel refused a watch.

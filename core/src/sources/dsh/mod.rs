@@ -487,6 +487,13 @@ impl DshStore {
         self.listing_cache().is_watching()
     }
 
+    /// Directories read, headers read and sessions put into listings by
+    /// this store so far: what listing cost (for tests and benchmarks).
+    #[doc(hidden)]
+    pub fn listing_work(&self) -> (u64, u64, u64) {
+        self.listing_cache().work()
+    }
+
     fn remember_root_check(&self, verdict: Result<Option<Encoding>, StoreError>) {
         if let Ok(mut memo) = self.root_check.lock() {
             *memo = Some(RootCheck { at: Instant::now(), verdict });
