@@ -34,6 +34,8 @@ pub(crate) struct DiscoveryCache {
     titles_changed: std::sync::atomic::AtomicBool,
     /// The same of the search index.
     index_changed: std::sync::atomic::AtomicBool,
+    /// The indexing runs (`background.rs`).
+    pub(crate) indexing: super::background::Indexing,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -76,6 +78,7 @@ impl DiscoveryCache {
         let ids: std::collections::HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         lock(&self.titles).retain(|id, _| ids.contains(id.as_str()));
         self.docs.retain(|id| ids.contains(id));
+        self.indexing.retain(|id| ids.contains(id));
     }
 
     /// Appends every title entry (see `persist.rs`).
@@ -138,7 +141,7 @@ impl DiscoveryCache {
         self.index_changed.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
+    pub(super) fn store_title(&self, id: &str, fp: Option<Fingerprint>, title: Option<Option<String>>) {
         self.titles_changed.store(true, std::sync::atomic::Ordering::Relaxed);
         let mut titles = lock(&self.titles);
         match (fp, title) {
