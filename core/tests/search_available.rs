@@ -8,11 +8,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use dsh_session_reference::projection::Role;
 use dsh_session_reference::{
     block_on, CandidateOptions, Config, Conversation, ConversationItem, Fingerprint, IndexProgress, MemoryQuery,
     QueryFuture, Resolver, SearchOptions, SessionHeader, SessionQuery, SharedListing, SurfaceData, Target,
 };
-use dsh_session_reference::projection::Role;
 
 /// Forwards to a memory query; each surface read waits for a permit of
 /// the gate, and is counted.

@@ -149,7 +149,8 @@ impl Resolver {
         indexing.total.store(sessions.len() as u64, Ordering::Relaxed);
         indexing.done.store((sessions.len() - missing.len()) as u64, Ordering::Relaxed);
         let of = Fingerprints::Of(&fps, &missing);
-        let docs = self.indexed(&missing.iter().map(|&i| sessions[i]).collect::<Vec<_>>(), &of, Some(&indexing.done)).await.0;
+        let docs =
+            self.indexed(&missing.iter().map(|&i| sessions[i]).collect::<Vec<_>>(), &of, Some(&indexing.done)).await.0;
         // What could not be kept is not missing until it changes.
         let mut unkept = indexing.lock_unkept();
         for (doc, &i) in docs.iter().zip(&missing) {

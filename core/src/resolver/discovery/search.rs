@@ -23,8 +23,9 @@ use super::searched::{Picked, SearchMemo};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{
-    with_projection, Fingerprint, IndexProgress, SearchAnswer, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
-    SessionHeader, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead, Target,
+    with_projection, Fingerprint, IndexProgress, SearchAnswer, SearchIndexStats, SearchOptions, SearchRequest,
+    SearchResult, SearchScope, SessionHeader, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
+    Target,
 };
 use crate::index::{Doc, DocCache, Encoder, IndexedItem, Query, SearchSet};
 use crate::projection::Item;
@@ -186,7 +187,8 @@ impl Resolver {
         });
         let fps = listed.fingerprints_at(self, &picked.at).await;
         let early = early && self.answers_early(&picked.refs(), &fps);
-        let (results, indexed) = self.scored(query, (&listed, scope), &picked, &fps, target, limit, early, cancel).await?;
+        let (results, indexed) =
+            self.scored(query, (&listed, scope), &picked, &fps, target, limit, early, cancel).await?;
         let total = picked.at.len() as u64;
         Ok(SearchAnswer { results, progress: IndexProgress { indexed: if early { indexed } else { total }, total } })
     }
