@@ -107,6 +107,8 @@ pub(crate) struct Shared {
     /// yet are opened once it does (for [`Shared::places_note`]).
     specs: Vec<SourceSpec>,
     awaiting: bool,
+    /// Whether the daemon started indexing its sessions ([`Shared::index_ahead`]).
+    indexing_ahead: std::sync::atomic::AtomicBool,
 }
 
 impl Ctx {
@@ -153,6 +155,10 @@ impl Ctx {
                 let shared = kept(&specs, &config, cache, || {
                     Shared::open(config, specs.clone(), Lifetime::LongLived { cache, awaiting: false }, scoped, true)
                 })?;
+                // The daemon indexes the sessions of a context it keeps
+                // from its first command on, in the background; a search
+                // waits for what is left (its answer stays exact).
+                Shared::index_ahead(&shared);
                 // This command lists afresh, and reports what its own reads found.
                 shared.pinned.reset();
                 shared
@@ -221,6 +227,7 @@ impl Shared {
             kept: false,
             specs: Vec::new(),
             awaiting,
+            indexing_ahead: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -289,6 +296,7 @@ impl Shared {
             kept,
             specs: specs.clone(),
             awaiting,
+            indexing_ahead: std::sync::atomic::AtomicBool::new(false),
         };
         if cache {
             // Every source fingerprints its sessions, so the cache's
@@ -335,9 +343,27 @@ impl Shared {
     /// is being loaded (a load that panicked leaves the index as it was:
     /// empty, or partly filled and then every session is checked again).
     pub(crate) fn index_loaded(&self) {
-        if let Some(handle) = self.take_loading() {
+        // Joined under the lock: a second caller waits for the same load.
+        let mut loading = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(handle) = loading.take() {
             drop(handle.join());
         }
+    }
+
+    /// Starts, once per context, indexing every session on the runtime
+    /// (after the cache file's load: from what it holds), so that the
+    /// daemon's searches find them indexed.
+    fn index_ahead(shared: &Arc<Shared>) {
+        if shared.indexing_ahead.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let shared = Arc::clone(shared);
+        drop(dsh_session_reference::runtime().spawn(async move {
+            let resolver = shared.resolver.clone();
+            drop(tokio::task::spawn_blocking(move || shared.index_loaded()).await);
+            // A listing that fails is the next command's to report.
+            let _ = resolver.index_sessions(None).await;
+        }));
     }
 
     /// The search index's load from its cache file, if it is being loaded,

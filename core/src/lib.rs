@@ -180,10 +180,10 @@ pub use error::{Error, ErrorCode, HostError, Result};
 pub use harden::Hardening;
 pub use host::unlisted_session;
 pub use host::{
-    listed_session_id, Blocking, BlockingSessionQuery, BudgetedSurface, Candidate, Fingerprint, MatchField,
-    PinnedListing, QueryFuture, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
-    SessionHeader, SessionQuery, SharedBytes, SharedListing, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems,
-    SurfaceRead, Target,
+    listed_session_id, Blocking, BlockingSessionQuery, BudgetedSurface, Candidate, Fingerprint, IndexProgress,
+    MatchField, PinnedListing, QueryFuture, SearchAnswer, SearchIndexStats, SearchOptions, SearchRequest, SearchResult,
+    SearchScope, SessionHeader, SessionQuery, SharedBytes, SharedListing, StreamedItems, SurfaceAnswer, SurfaceData,
+    SurfaceItems, SurfaceRead, Target,
 };
 pub use index::{search_fold, SearchTerms};
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};

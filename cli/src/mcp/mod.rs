@@ -8,7 +8,9 @@
 //! message. The resolver, its title and search indexes and the sources'
 //! listings live as long as the process, the sources watched where they
 //! can be, and (with a DSH root alone) the cache files are loaded at the
-//! start and saved as they change.
+//! start and saved as they change. Every session is indexed in the
+//! background from the start; a search before that ends answers at once
+//! from what is indexed, and says so.
 
 use std::sync::Arc;
 
@@ -34,6 +36,9 @@ pub(crate) fn run(global: &Global, args: &McpArgs, sources: (Vec<SourceSpec>, bo
     let server = open(global, args, sources)?;
     let ctx = server.ctx();
     let served = runtime().block_on(async move {
+        // Indexing starts with the process: a search before it ends
+        // answers from what is indexed, marked incomplete.
+        server.index_in_background();
         let (transport, writer) = transport::stdio();
         let result = match server.serve(transport).await {
             Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| e.to_string()),

@@ -17,8 +17,9 @@ use dsh_session_reference::{
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -68,8 +69,9 @@ pub(crate) struct Server {
     caller: Option<String>,
     /// The project's directory, for ranking.
     cwd: Option<String>,
-    /// The search index being loaded from its cache file.
-    loading: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
+    /// The search index being loaded from its cache file (the lock held
+    /// while it is awaited, so every caller waits for the end of the load).
+    loading: Arc<tokio::sync::Mutex<Option<std::thread::JoinHandle<()>>>>,
     /// When the cache files are saved, and whether a task waits to save them.
     saving: Arc<Mutex<(Schedule, bool)>>,
     /// Whether what the sources left out was said on stderr (after the
@@ -125,7 +127,7 @@ impl Server {
             hardening,
             caller,
             cwd,
-            loading: Arc::new(Mutex::new(loading)),
+            loading: Arc::new(tokio::sync::Mutex::new(loading)),
             saving: Arc::default(),
             noted: Arc::default(),
             tools: Arc::new(tools),
@@ -186,10 +188,24 @@ impl Server {
 
     /// Waits for the search index to be loaded from its cache file.
     pub(crate) async fn index_loaded(&self) {
-        let handle = self.loading.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(handle) = handle {
+        let mut loading = self.loading.lock().await;
+        if let Some(handle) = loading.take() {
             drop(tokio::task::spawn_blocking(move || drop(handle.join())).await);
         }
+    }
+
+    /// Starts indexing every session in the background (once the cache
+    /// file is loaded: from what it holds), so that searches answer from
+    /// the index ([`Resolver::index_sessions`]); the cache files are saved
+    /// when it ends. Must be called on the runtime.
+    pub(crate) fn index_in_background(&self) {
+        let server = self.clone();
+        tokio::spawn(async move {
+            server.index_loaded().await;
+            // A listing that fails is the first answer's to report.
+            let _ = server.resolver.index_sessions(None).await;
+            server.save_soon();
+        });
     }
 
     /// After an answer: says, once, what the sources left out; marks the
@@ -258,16 +274,33 @@ impl Server {
         Ok(structured(out, None))
     }
 
-    async fn search_sessions(&self, args: Option<&Map<String, Value>>, target: &Target) -> ToolResult {
+    /// Searches at once: while the index is being built, from what it
+    /// holds, marked incomplete ([`Resolver::search_available`]), with the
+    /// count in a progress notification when the client asked for them.
+    async fn search_sessions(
+        &self,
+        args: Option<&Map<String, Value>>,
+        target: &Target,
+        context: &RequestContext<RoleServer>,
+    ) -> ToolResult {
         let a = Arguments::new(args, &["query", "limit"])?;
         let query = a.required_string("query")?;
         let limit = a.bounded("limit", SEARCH_LIMIT)?;
         self.index_loaded().await;
         let options = SearchOptions { limit: Some(limit), scope: SearchScope::All };
-        let found = self.resolver.search(target, query, &options, None).await?;
-        self.record("search", found.iter().map(|r| r.candidate.session_id.clone()).collect()).await?;
-        let results: Vec<Value> = found.iter().map(|r| r.to_json_hardened(&self.hardening)).collect();
-        Ok(structured(json!({ "results": results }), None))
+        let answer = self.resolver.search_available(target, query, &options, None).await?;
+        self.record("search", answer.results.iter().map(|r| r.candidate.session_id.clone()).collect()).await?;
+        let value = answer.to_json_hardened(&self.hardening);
+        let note = answer.note();
+        if let (Some(token), Some(note)) = (context.meta.get_progress_token(), &note) {
+            let progress = ProgressNotificationParam::new(token, answer.progress.indexed as f64)
+                .with_total(answer.progress.total as f64)
+                .with_message(note.clone());
+            // A client gone meanwhile still gets (or misses) the answer.
+            let _ = context.peer.notify_progress(progress).await;
+        }
+        let text = note.map(|note| format!("{}\n{note}", stringify_tag_safe(&value)));
+        Ok(structured(value, text))
     }
 
     async fn read_session(&self, args: Option<&Map<String, Value>>, target: &Target) -> ToolResult {
@@ -425,7 +458,7 @@ impl ServerHandler for Server {
         let args = request.arguments.as_ref();
         let result = match request.name.as_ref() {
             "list_sessions" => self.list_sessions(args, &target).await,
-            "search_sessions" => self.search_sessions(args, &target).await,
+            "search_sessions" => self.search_sessions(args, &target, &context).await,
             "read_session" => self.read_session(args, &target).await,
             "reference_session" => self.reference_session(args, &target).await,
             other => return Err(McpError::invalid_params(format!("unknown tool: {other:?}"), None)),

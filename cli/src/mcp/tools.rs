@@ -126,12 +126,17 @@ pub(crate) fn definitions() -> Vec<(&'static str, &'static str, Value, Value)> {
                 true,
             ),
             object(
-                json!({"results": {"type": "array", "items": session(json!({
-                    "snippet": string,
-                    "field": {"type": "string", "enum": ["title", "message", "id", "cwd"]},
-                    "messageIndex": {"type": ["integer", "null"]},
-                }), &["snippet", "field", "messageIndex"])}}),
-                &["results"],
+                json!({
+                    "results": {"type": "array", "items": session(json!({
+                        "snippet": string,
+                        "field": {"type": "string", "enum": ["title", "message", "id", "cwd"]},
+                        "messageIndex": {"type": ["integer", "null"]},
+                    }), &["snippet", "field", "messageIndex"])},
+                    "complete": {"type": "boolean", "description": "false while the sessions are still being indexed: the others were searched by title, id and cwd only; search again for more"},
+                    "indexed": {"type": "integer", "description": "Sessions searched by their text"},
+                    "total": {"type": "integer", "description": "Sessions searched"},
+                }),
+                &["results", "complete", "indexed", "total"],
                 false,
             ),
         ),

@@ -83,6 +83,8 @@ pub(crate) fn run(global: &Global, args: &ServeArgs, sources: (Vec<SourceSpec>, 
     };
     let ctx = server.ctx();
     let served = runtime().block_on(async move {
+        // Indexing starts with the process ([`Server::index_in_background`]).
+        server.index_in_background();
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .map_err(|e| format!("listening on {}: {e}", args.listen))?;

@@ -144,12 +144,28 @@ pub(crate) async fn candidates(State(app): State<App>, request: Request) -> Resp
     .await
 }
 
-/// `POST /api/search`: [`SearchArgs`]; the results, best first.
+/// `POST /api/search`: [`SearchArgs`]; the results, best first. With
+/// `"partial": true`, answered at once while the sessions are being
+/// indexed ([`Resolver::search_available`](dsh_session_reference::Resolver::search_available)):
+/// `{"results", "complete", "indexed", "total"}`.
 pub(crate) async fn search(State(app): State<App>, request: Request) -> Response {
     run(app, request, |app, value| async move {
+        let partial = match value.get("partial") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(ApiError::invalid("`partial` must be a boolean")),
+        };
         let r = SearchArgs::from_json(value)?;
         app.server.index_loaded().await;
-        let list = app.server.resolver().search(&r.target, &r.query, &r.options, None).await?;
+        let resolver = app.server.resolver();
+        if partial {
+            let answer = resolver.search_available(&r.target, &r.query, &r.options, None).await?;
+            app.server
+                .record("search", answer.results.iter().map(|c| c.candidate.session_id.clone()).collect())
+                .await?;
+            return Ok(answer.to_json());
+        }
+        let list = resolver.search(&r.target, &r.query, &r.options, None).await?;
         app.server.record("search", list.iter().map(|c| c.candidate.session_id.clone()).collect()).await?;
         Ok(Value::Array(list.iter().map(|c| c.to_json()).collect()))
     })

@@ -24,8 +24,8 @@ pub(crate) use fingerprint::no_fingerprints;
 pub use fingerprint::Fingerprint;
 pub use pinned::PinnedListing;
 pub use search::{
-    limit_from_json, scope_from_json, Candidate, MatchField, SearchIndexStats, SearchOptions, SearchRequest,
-    SearchResult, SearchScope,
+    limit_from_json, scope_from_json, Candidate, IndexProgress, MatchField, SearchAnswer, SearchIndexStats,
+    SearchOptions, SearchRequest, SearchResult, SearchScope,
 };
 pub(crate) use surface::with_projection;
 pub use surface::{BudgetedSurface, SharedBytes, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead};

@@ -344,3 +344,80 @@ pub struct SearchIndexStats {
     /// Titles in the title cache.
     pub titles: usize,
 }
+
+/// How far a resolver's built-in index is over the sessions it was asked
+/// to cover: `indexed` of `total` held under their current fingerprint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexProgress {
+    /// Sessions indexed (their text searchable).
+    pub indexed: u64,
+    /// Sessions to index.
+    pub total: u64,
+}
+
+impl IndexProgress {
+    /// Whether every session is indexed.
+    pub fn complete(&self) -> bool {
+        self.indexed >= self.total
+    }
+}
+
+/// What [`Resolver::search_available`](crate::Resolver::search_available)
+/// answers: the results and whether they are complete. An incomplete
+/// answer searched the text of the `indexed` sessions and only the title,
+/// id and cwd of the others (`total` in all); a later search sees more.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchAnswer {
+    /// The results, best first (as [`Resolver::search`](crate::Resolver::search) ranks them).
+    pub results: Vec<SearchResult>,
+    /// The sessions searched, and how many of them by their text.
+    pub progress: IndexProgress,
+}
+
+impl SearchAnswer {
+    /// Whether every session searched was searched by its text (the
+    /// answer is then exactly [`Resolver::search`](crate::Resolver::search)'s).
+    pub fn complete(&self) -> bool {
+        self.progress.complete()
+    }
+
+    /// `{"results": [...], "complete": bool, "indexed": n, "total": n}`,
+    /// each result as [`SearchResult::to_json`] writes it.
+    pub fn to_json(&self) -> Value {
+        self.with_results(self.results.iter().map(SearchResult::to_json).collect())
+    }
+
+    /// [`to_json`](Self::to_json) with each result as
+    /// [`SearchResult::to_json_hardened`] writes it.
+    pub fn to_json_hardened(&self, hardening: &Hardening) -> Value {
+        self.with_results(self.results.iter().map(|r| r.to_json_hardened(hardening)).collect())
+    }
+
+    fn with_results(&self, results: Vec<Value>) -> Value {
+        let mut m = Map::new();
+        m.insert("results".into(), Value::Array(results));
+        m.insert("complete".into(), Value::Bool(self.complete()));
+        m.insert("indexed".into(), Value::from(self.progress.indexed));
+        m.insert("total".into(), Value::from(self.progress.total));
+        Value::Object(m)
+    }
+
+    /// The one line a front shows beside an incomplete answer (`None` for
+    /// a complete one): how many sessions were searched by their text, and
+    /// that a later search sees more.
+    pub fn note(&self) -> Option<String> {
+        (!self.complete()).then(|| self.progress.note())
+    }
+}
+
+impl IndexProgress {
+    /// `Indexing: 1234 of 10000 sessions searchable by their text so far
+    /// (the others by title, id and cwd); search again for more.`
+    pub fn note(&self) -> String {
+        format!(
+            "Indexing: {} of {} sessions searchable by their text so far (the others by title, id and cwd); \
+             search again for more.",
+            self.indexed, self.total
+        )
+    }
+}

@@ -219,11 +219,12 @@ impl Doc {
     /// is given with each item's text until that returns `None`; it
     /// returns `None` when it cannot give them all): byte for byte the doc
     /// `build` makes of them, built without holding them. The items are
-    /// gone over once for their lengths, then, below [`STREAM_AT`] bytes,
-    /// once to gather them for `build`, else once to compress them and
-    /// find their filter keys as a stream (the vocabulary's pairs are then
-    /// read from the compressed text). `None` when an item differs from
-    /// the first time (its length) or `each` fails.
+    /// gone over once for their lengths, gathered on the way for `build`
+    /// while they hold less than [`STREAM_AT`] bytes; past it, once more to
+    /// compress them and find their filter keys as a stream (the
+    /// vocabulary's pairs are then read from the compressed text). `None`
+    /// when an item differs from the first time (its length) or `each`
+    /// fails.
     pub(crate) fn build_streamed(
         fingerprint: Option<Fingerprint>,
         title: Option<String>,
@@ -231,13 +232,23 @@ impl Doc {
         mut each: impl FnMut(&mut dyn FnMut(&str) -> Option<()>) -> Option<()>,
     ) -> Option<Doc> {
         let (mut len, mut ends) = (0, Vec::new());
+        // Below [`STREAM_AT`] bytes the items are gathered in the same
+        // pass (most sessions: each item is made once).
+        let mut gathered = Some(Vec::new());
         each(&mut |item| {
             len += item.len();
             ends.push(len);
+            match &mut gathered {
+                Some(items) if len < STREAM_AT => items.push(IndexedItem { text: Cow::Owned(item.to_owned()) }),
+                _ => gathered = None,
+            }
             Some(())
         })?;
+        if let Some(items) = gathered.filter(|_| len < STREAM_AT) {
+            return Some(Doc::build(fingerprint, title, items, encoder));
+        }
         // The same items again: each of the length it had.
-        let mut again = |f: &mut dyn FnMut(&str) -> Option<()>| {
+        let again = |f: &mut dyn FnMut(&str) -> Option<()>| {
             let (mut next, mut start) = (0, 0);
             each(&mut |item| {
                 let end = *ends.get(next)?;
@@ -247,14 +258,6 @@ impl Doc {
             })?;
             (next == ends.len()).then_some(())
         };
-        if len < STREAM_AT {
-            let mut items = Vec::with_capacity(ends.len());
-            again(&mut |item| {
-                items.push(IndexedItem { text: Cow::Owned(item.to_owned()) });
-                Some(())
-            })?;
-            return Some(Doc::build(fingerprint, title, items, encoder));
-        }
         let (keys, packed, serial) = pack_streamed(len, &ends, encoder, fingerprint.is_some(), again)?;
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
         let bloom = Bloom::with_keys(keys);

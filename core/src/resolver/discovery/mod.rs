@@ -10,6 +10,7 @@ use crate::config::{Config, MAX_SAFE_INTEGER};
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{rank, Candidate, SessionHeader, Target};
 
+mod background;
 mod filtered;
 mod listed;
 mod persist;

@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::ops::ControlFlow;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
@@ -22,8 +23,9 @@ use super::searched::{Picked, SearchMemo};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::host::{
-    with_projection, Fingerprint, SearchIndexStats, SearchOptions, SearchRequest, SearchResult, SearchScope,
-    SessionHeader, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead, Target,
+    with_projection, Fingerprint, IndexProgress, SearchAnswer, SearchIndexStats, SearchOptions, SearchRequest,
+    SearchResult, SearchScope, SessionHeader, StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
+    Target,
 };
 use crate::index::{Doc, DocCache, Encoder, IndexedItem, Query, SearchSet};
 use crate::projection::Item;
@@ -123,7 +125,7 @@ impl Resolver {
     ) -> Result<Vec<SearchResult>> {
         let limit = self.limit_or_default(options.limit, "search")?;
         let request = SearchRequest { target: target.clone(), query: query.to_owned(), limit, scope: options.scope };
-        cancellable(cancel, self.search_inner(request, cancel)).await
+        cancellable(cancel, self.search_inner(request, false, cancel)).await.map(|answer| answer.results)
     }
 
     /// What the built-in index holds now.
@@ -138,21 +140,34 @@ impl Resolver {
         self.discovery.clear();
     }
 
-    async fn search_inner(&self, request: SearchRequest, cancel: Option<&CancelToken>) -> Result<Vec<SearchResult>> {
+    /// The search's answer; with `early`, one that may answer from the
+    /// docs held ([`answers_early`](Self::answers_early)).
+    pub(super) async fn search_inner(
+        &self,
+        request: SearchRequest,
+        early: bool,
+        cancel: Option<&CancelToken>,
+    ) -> Result<SearchAnswer> {
         let limit = usize::try_from(request.limit).unwrap_or(usize::MAX);
+        let whole = |results| SearchAnswer { results, progress: IndexProgress::default() };
         match guarded(|| self.query.search(&request)).await {
             Ok(Some(results)) => {
                 let mut results: Vec<SearchResult> =
                     results.into_iter().filter(|r| r.candidate.session_id != request.target.id).collect();
                 results.truncate(limit);
-                return Ok(results);
+                return Ok(whole(results));
             }
             Ok(None) => {}
             Err(e) => {
                 return Err(Error::new(ErrorCode::ReadFailed, format!("the host's search failed: {}", e.message())))
             }
         }
-        let Some(query) = Query::parse(&request.query) else { return Ok(Vec::new()) };
+        let Some(query) = Query::parse(&request.query) else { return Ok(whole(Vec::new())) };
+        if !early {
+            // An exact answer waits for the indexing run under way rather
+            // than index the same sessions beside it.
+            self.run_ended().await;
+        }
         let listed = self.listed().await?;
         self.discovery.retain_listed(&listed);
         let target = &request.target;
@@ -171,7 +186,11 @@ impl Resolver {
             Picked { all: listed.shared_sessions(), at: at.into() }
         });
         let fps = listed.fingerprints_at(self, &picked.at).await;
-        self.scored(query, (&listed, scope), &picked, &fps, target, limit, cancel).await
+        let early = early && self.answers_early(&picked.refs(), &fps);
+        let (results, indexed) =
+            self.scored(query, (&listed, scope), &picked, &fps, target, limit, early, cancel).await?;
+        let total = picked.at.len() as u64;
+        Ok(SearchAnswer { results, progress: IndexProgress { indexed: if early { indexed } else { total }, total } })
     }
 
     /// The results among the picked sessions (whose fingerprints are
@@ -184,7 +203,11 @@ impl Resolver {
     /// it was recorded as), those docs are dropped, their sessions indexed again
     /// from their source and the search run again, so they are never
     /// missed; each round leaves fewer docs read from a file (docs built
-    /// here are never unreadable), so it ends.
+    /// here are never unreadable), so it ends. With `early`, nothing is
+    /// indexed: the docs held are searched, the other sessions by their
+    /// cached title, id and cwd ([`held`](Self::held)), and nothing is
+    /// remembered; the count returned is of the docs held then (all of
+    /// them otherwise).
     #[allow(clippy::too_many_arguments)]
     async fn scored(
         &self,
@@ -194,18 +217,25 @@ impl Resolver {
         fps: &Fingerprints<'_>,
         target: &Target,
         limit: usize,
+        early: bool,
         cancel: Option<&CancelToken>,
-    ) -> Result<Vec<SearchResult>> {
+    ) -> Result<(Vec<SearchResult>, u64)> {
+        let mut held = picked.at.len() as u64;
         loop {
             // Read before the docs are looked up: a change meanwhile makes
             // the set remembered here stale at once, never wrongly current.
             let generation = self.discovery.docs.generation();
             let memo = SearchMemo::set(&self.discovery.search_memo(), picked, generation);
             let set = match memo {
-                Some(set) => set,
-                None => {
+                Some(set) if !early => set,
+                _ if early => {
+                    let (docs, count) = self.held(&picked.refs(), fps);
+                    held = count;
+                    Arc::new(SearchSet::new(&picked.refs(), docs))
+                }
+                _ => {
                     let sessions = picked.refs();
-                    let (docs, built) = self.indexed(&sessions, fps).await;
+                    let (docs, built) = self.indexed(&sessions, fps, None).await;
                     let set = Arc::new(SearchSet::new(&sessions, docs));
                     let kept = (!built).then(|| (generation, Arc::clone(&set)));
                     if let Some(memo) = SearchMemo::new(listed, target, scope, picked, kept) {
@@ -218,7 +248,7 @@ impl Resolver {
             // every body, and no id, cwd or title holds it): nothing to
             // score, nothing handed to the blocking pool.
             if set.rules_out(&query) {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), held));
             }
             let (p, s, t, token) = (picked.clone(), Arc::clone(&set), target.clone(), cancel.cloned());
             let keep = self.discovery.docs.keeps_filters();
@@ -230,7 +260,7 @@ impl Resolver {
             let scored = scored?;
             if scored.unreadable.is_empty() {
                 let sessions = picked.refs();
-                return Ok(scored
+                let results = scored
                     .hits
                     .into_iter()
                     .map(|h| {
@@ -243,7 +273,8 @@ impl Resolver {
                             message_index: h.message_index,
                         }
                     })
-                    .collect());
+                    .collect();
+                return Ok((results, held));
             }
             query = back;
             self.evict_unreadable(&picked.refs(), &set.docs, &scored.unreadable);
@@ -264,40 +295,55 @@ impl Resolver {
     /// The doc of every session (same order), whose fingerprints are `fps`:
     /// cached under an unchanged fingerprint, else built from its title and surface. A surface that
     /// cannot be read gives a doc without body (searched by title, id and
-    /// cwd) that is not kept. And whether any doc was built.
-    async fn indexed(&self, sessions: &[&SessionHeader], fps: &Fingerprints<'_>) -> (Vec<Arc<Doc>>, bool) {
+    /// cwd) that is not kept. And whether any doc was built. Each doc
+    /// built adds one to `progress`, when given.
+    pub(super) async fn indexed(
+        &self,
+        sessions: &[&SessionHeader],
+        fps: &Fingerprints<'_>,
+        progress: Option<&AtomicU64>,
+    ) -> (Vec<Arc<Doc>>, bool) {
         let mut docs =
             self.discovery.docs.get_all(sessions.iter().enumerate().map(|(i, s)| (s.id.as_str(), fps.get(i))));
-        // Titles only of the sessions to index: a kept doc holds the title
-        // read under the same fingerprint.
         let missing: Vec<usize> = docs.iter().enumerate().filter(|(_, d)| d.is_none()).map(|(i, _)| i).collect();
-        let titles = self
-            .titles_under(
-                &missing.iter().map(|&i| sessions[i]).collect::<Vec<_>>(),
-                &Fingerprints::Of(fps, &missing),
-                INDEX_CONCURRENCY * 2,
-            )
-            .await;
         // With `redactSecrets`, credentials are redacted before they are
         // indexed: a search can neither find nor show them (the titles
         // come redacted, as the title cache keeps them).
         let redact = self.config.hardening().redact_secrets;
         let jobs: Vec<_> = missing
             .iter()
-            .zip(titles)
-            .map(|(&i, title)| {
-                let id = sessions[i].id.clone();
-                // A doc whose title could not be read is not kept (its
-                // title is read again next time, as a failed read is never
-                // cached).
-                let fp = fps.get(i).filter(|fp| self.discovery.holds_title(&id, fp)).cloned();
+            .map(|&i| {
+                let session = sessions[i];
+                let id = session.id.clone();
+                let fp = fps.get(i).cloned();
                 async move {
+                    let answer = guarded(|| self.query.read_surface_as(&id, SurfaceRead::Items)).await;
+                    // Its title: the one cached under its fingerprint, else
+                    // the one its read learned (the log read once), else
+                    // read now; cached under the fingerprint taken before
+                    // the read, as any title read.
+                    let cached = fp.as_ref().and_then(|fp| self.discovery.title_under(&id, fp));
+                    let learned = answer.as_ref().ok().and_then(|a| a.title.clone());
+                    let title = match (cached, learned) {
+                        (Some(title), _) => title,
+                        (None, Some(title)) => {
+                            let title = title.map(|t| self.config.hardening().title_to_keep(t));
+                            self.discovery.store_title(&id, fp.clone(), Some(title.clone()));
+                            title
+                        }
+                        (None, None) => self
+                            .titles_under(&[session], &Fingerprints::Owned(vec![fp.clone()]), 1)
+                            .await
+                            .pop()
+                            .flatten(),
+                    };
+                    // A doc whose title could not be read is not kept (its
+                    // title is read again next time, as a failed read is never
+                    // cached).
+                    let fp = fp.filter(|fp| self.discovery.holds_title(&id, fp));
                     // The dictionary as it is now: trained during this
                     // loop, the docs built after use it.
-                    let (read, streamed) = match guarded(|| self.query.read_surface_as(&id, SurfaceRead::Items))
-                        .await
-                        .map(|a| a.surface)
-                    {
+                    let (read, streamed) = match answer.map(|a| a.surface) {
                         Ok(SurfaceItems::Whole(data)) => (Some(Ok(data)), None),
                         Ok(SurfaceItems::Streamed(items)) => {
                             let (fp, title, encoder) = (fp.clone(), title.clone(), self.discovery.docs.encoder());
@@ -335,6 +381,9 @@ impl Resolver {
                     };
                     self.discovery.docs.put(&id, &doc);
                     self.discovery.mark_index_changed();
+                    if let Some(progress) = progress {
+                        progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     (i, doc)
                 }
             })

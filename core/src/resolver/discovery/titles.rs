@@ -90,6 +90,8 @@ pub(crate) struct DiscoveryCache {
     titles_changed: std::sync::atomic::AtomicBool,
     /// The same of the search index.
     index_changed: std::sync::atomic::AtomicBool,
+    /// The indexing runs (`background.rs`).
+    pub(crate) indexing: super::background::Indexing,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -132,6 +134,7 @@ impl DiscoveryCache {
         let ids: std::collections::HashSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         lock(&self.titles).retain(|id, _| ids.contains(id.as_str()));
         self.docs.retain(|id| ids.contains(id));
+        self.indexing.retain(|id| ids.contains(id));
     }
 
     /// Appends every title entry (see `persist.rs`).
@@ -209,11 +212,7 @@ impl DiscoveryCache {
     }
 
     /// The title of `id` cached under `fp` in `titles` (held locked).
-    pub(super) fn cached_title(
-        titles: &HashMap<String, Held>,
-        id: &str,
-        fp: &Fingerprint,
-    ) -> Option<Option<String>> {
+    pub(super) fn cached_title(titles: &HashMap<String, Held>, id: &str, fp: &Fingerprint) -> Option<Option<String>> {
         titles.get(id).filter(|held| held.fp == *fp).map(|held| held.title.clone())
     }
 

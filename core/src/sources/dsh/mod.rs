@@ -661,8 +661,8 @@ impl DshStore {
         let mut empty = surface_prefix(&loaded.header_json, &loaded.stats);
         empty.extend_from_slice(b"]}");
         let header = crate::projection::project_json(&empty).map(drop);
-        let LoadedStubs { stubs, again, file_bytes, .. } = loaded;
-        Ok(VisibleItems { found, stubs, again, file_bytes, header })
+        let LoadedStubs { stubs, again, file_bytes, stats, .. } = loaded;
+        Ok(VisibleItems { found, stubs, again, file_bytes, header, title: stats.title })
     }
 
     /// Reads a session's whole log and reports what was kept: line and
@@ -736,8 +736,9 @@ impl BlockingSessionQuery for DshStore {
     /// project it. Under a budget, that surface without the messages
     /// retention certainly drops, read holding only the messages it keeps
     /// ([`DshStore::read_visible_surface_within`]). For the index, its items
-    /// streamed ([`DshStore::visible_items`]), or that surface whole for a
-    /// zstd log whose surface is far from log order.
+    /// streamed ([`DshStore::visible_items`]) with the title the same read
+    /// learned, or that surface whole for a zstd log whose surface is far
+    /// from log order.
     fn read_surface_as(&self, session_id: &str, read: SurfaceRead) -> Result<SurfaceAnswer, HostError> {
         let visible = || self.read_visible_surface_json(session_id).map(SurfaceData::json).map_err(HostError::from);
         match read {
@@ -747,9 +748,13 @@ impl BlockingSessionQuery for DshStore {
                 Ok(SurfaceAnswer::within(BudgetedSurface { data: SurfaceData::json(json), elided }))
             }
             SurfaceRead::Items => {
-                let items = self.visible_items(session_id).map_err(HostError::from)?;
+                let mut items = self.visible_items(session_id).map_err(HostError::from)?;
                 match items.streams() {
-                    true => Ok(SurfaceAnswer::items(SurfaceItems::Streamed(Box::new(items)))),
+                    // The title the read learned: the log is read once.
+                    true => {
+                        let title = items.title.take();
+                        Ok(SurfaceAnswer::items(SurfaceItems::Streamed(Box::new(items))).with_title(title))
+                    }
                     false => visible().map(SurfaceAnswer::whole),
                 }
             }
@@ -787,6 +792,8 @@ pub struct VisibleItems {
     file_bytes: u64,
     /// Whether the snapshot's own fields project.
     header: Result<(), String>,
+    /// The latest title, read on the way (as [`DshStore::read_title`] gives it).
+    title: Option<String>,
 }
 
 impl VisibleItems {
