@@ -38,7 +38,6 @@ mod keys;
 mod needle;
 mod pass;
 mod query;
-mod relevance;
 mod score;
 mod set;
 mod snippet;

@@ -3,7 +3,6 @@
 
 use super::fold::fold;
 use super::needle::{Finder, Needle};
-use super::relevance::Weights;
 
 /// A parsed search text: lower-cased, whitespace runs collapsed.
 pub(crate) struct Query {
@@ -74,15 +73,14 @@ pub fn search_fold(text: &str) -> String {
 }
 
 /// A query's phrase and words as the threads verifying its prospects
-/// search for them, with the weights that score what they find.
+/// search for them.
 pub(super) struct Finders {
     pub(super) phrase: Finder,
     pub(super) words: Vec<Finder>,
-    pub(super) weights: Weights,
 }
 
 impl Finders {
-    pub(super) fn of(query: &Query, weights: Weights) -> Finders {
-        Finders { phrase: query.phrase.finder(), words: query.words.iter().map(Needle::finder).collect(), weights }
+    pub(super) fn of(query: &Query) -> Finders {
+        Finders { phrase: query.phrase.finder(), words: query.words.iter().map(Needle::finder).collect() }
     }
 }

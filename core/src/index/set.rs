@@ -73,9 +73,6 @@ pub(crate) struct SearchSet {
     pub(crate) docs: Vec<Arc<Doc>>,
     pub(super) fields: Fields,
     pub(super) roster: Roster,
-    /// The docs' mean length (title and text bytes), which the relevance
-    /// score normalises by.
-    pub(super) mean_len: f64,
 }
 
 impl SearchSet {
@@ -83,9 +80,7 @@ impl SearchSet {
     pub(crate) fn new(sessions: &[&SessionHeader], docs: Vec<Arc<Doc>>) -> SearchSet {
         let fields = Fields::new(sessions, &docs);
         let roster = Roster::new(&docs);
-        let total: usize = docs.iter().map(|d| d.len + d.title_folded().len()).sum();
-        let mean_len = total as f64 / docs.len().max(1) as f64;
-        SearchSet { docs, fields, roster, mean_len }
+        SearchSet { docs, fields, roster }
     }
 
     /// Whether no session can hold `query`: the vocabularies rule one of

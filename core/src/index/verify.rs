@@ -8,8 +8,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use super::doc::Doc;
 use super::fold::{fold, fold_into, original_offset};
 use super::hit::{Hit, Key, Prospect};
+use super::needle::Finder;
 use super::query::Finders;
-use super::relevance::TITLE_WEIGHT;
 use super::snippet::{snippet, whole};
 use super::stored::Unreadable;
 use crate::host::{MatchField, SessionHeader};
@@ -21,7 +21,8 @@ mod order_tests;
 pub(super) const VERIFIERS: usize = 4;
 
 /// Calls `f` on the prospects in order, each with a function that gives
-/// its verification, until `f` breaks.
+/// its verification (`Ok(None)` for a settled one, which needs none),
+/// until `f` breaks.
 ///
 /// With more than one thread (`threads`: the machine's cores, up to
 /// [`VERIFIERS`]) and more than one prospect to verify, the threads (this
@@ -41,8 +42,12 @@ pub(super) fn in_order(
     threads: usize,
     mut f: impl FnMut(&Prospect, &mut dyn FnMut() -> Result<Option<Hit>, Unreadable>) -> ControlFlow<()>,
 ) {
-    let verify_one = |p: &Prospect, stop: &AtomicBool| verify(finders, sessions[p.at], &docs[p.at], p, stop);
-    let threads = threads.min(prospects.len());
+    let verify_one = |p: &Prospect, stop: &AtomicBool| match p.settled {
+        Some(_) => Ok(None),
+        None => verify(finders, sessions[p.at], &docs[p.at], p.key, p.at, stop),
+    };
+    let open = prospects.iter().filter(|p| p.settled.is_none()).count();
+    let threads = threads.min(open);
     if threads < 2 {
         let never = AtomicBool::new(false);
         for p in prospects {
@@ -86,7 +91,7 @@ pub(super) fn in_order(
         at < prospects.len() && at < given.load(AtomicOrdering::Acquire) + window && !stop.load(AtomicOrdering::Relaxed)
     };
     // Takes the next prospect to verify, if there is one now, and verifies
-    // it.
+    // it (settled ones are passed over).
     let take = || loop {
         if !open_now() {
             return false;
@@ -95,7 +100,7 @@ pub(super) fn in_order(
         if next.compare_exchange(at, at + 1, AtomicOrdering::AcqRel, AtomicOrdering::Relaxed).is_err() {
             continue;
         }
-        if slots[at].get().is_none() {
+        if prospects[at].settled.is_none() && slots[at].get().is_none() {
             run(at);
             return true;
         }
@@ -131,6 +136,9 @@ pub(super) fn in_order(
             given.store(at, AtomicOrdering::Release);
             notify();
             let mut verified = || {
+                if p.settled.is_some() {
+                    return Ok(None);
+                }
                 while slots[at].get().is_none() {
                     // Not made yet: verify the next one here (this one,
                     // if nobody took it); else wait a while for the helper
@@ -167,22 +175,23 @@ pub(super) fn in_order(
     }
 }
 
-/// The score and best passage of a prospect, from its text decompressed
-/// item by item (one item held at a time, never the whole text; it stops
-/// when `stop` is set: then the answer is no answer and is not used);
-/// `None` when the filter let through a session that does not match;
-/// [`Unreadable`] when its stored text cannot be read. The messages are
-/// searched for the whole query only when the filter let it through.
+/// The exact tier and best hit of a prospect, from its text decompressed
+/// item by item (one item held at a time, never the whole text; it stops at
+/// the first message holding the phrase, or when `stop` is set: then the
+/// answer is no answer and is not used); `None` when the filter let
+/// through a session that does not match; [`Unreadable`] when its stored
+/// text cannot be read.
 fn verify(
     query: &Finders,
     s: &SessionHeader,
     doc: &Doc,
-    p: &Prospect,
+    key: Key,
+    at: usize,
     stop: &AtomicBool,
 ) -> Result<Option<Hit>, Unreadable> {
-    let mut scan = Scan::new(query, p.phrase);
+    let mut scan = Scan::new(query);
     doc.each_item_text(|item| if stop.load(AtomicOrdering::Relaxed) { None } else { scan.item(item) })?;
-    Ok(scan.finish(s, doc, p.key, p.at))
+    Ok(scan.finish(s, doc, key, at))
 }
 
 /// [`verify`]'s pass over the items, in order.
@@ -192,89 +201,66 @@ struct Scan<'q> {
     folded: String,
     /// Items seen.
     next: usize,
-    /// Whether the messages may hold the phrase (of more than one word).
-    phrase_may: bool,
-    /// Occurrences of each word, and of the phrase, in the messages.
-    tf: Vec<usize>,
-    phrase_tf: usize,
-    /// The current item's occurrences of each word (one buffer, reused).
-    here: Vec<usize>,
-    /// The best passage (the first of the best): its score, index and
-    /// snippet.
-    best: Option<(f64, usize, String)>,
+    /// The first message holding the phrase, and its snippet.
+    phrase: Option<(usize, String)>,
+    /// Which words some message holds.
+    found: Vec<bool>,
+    /// The message with the most distinct words (the first of those): how
+    /// many, which, and its snippet around the first of them.
+    best: Option<(usize, usize, String)>,
 }
 
 impl<'q> Scan<'q> {
-    fn new(query: &'q Finders, phrase_may: bool) -> Self {
-        let n = query.words.len();
-        let (tf, here) = (vec![0; n], vec![0; n]);
-        Scan { query, folded: String::new(), next: 0, phrase_may, tf, phrase_tf: 0, here, best: None }
+    fn new(query: &'q Finders) -> Self {
+        Scan { query, folded: String::new(), next: 0, phrase: None, found: vec![false; query.words.len()], best: None }
     }
 
-    /// One item: its occurrences counted, and kept as the best passage if
-    /// it scores above every one before it.
+    /// One item; `None` once the phrase is found (nothing after it counts).
     fn item(&mut self, text: &str) -> Option<()> {
         let i = self.next;
         self.next += 1;
         self.folded.clear();
         fold_into(text, &mut self.folded);
         let f = self.folded.as_str();
-        let q = self.query;
-        let mut first = usize::MAX;
-        for (w, word) in q.words.iter().enumerate() {
-            let n = match word.find(f) {
-                Some(pos) => {
-                    first = first.min(pos);
-                    word.count(f)
-                }
-                None => 0,
-            };
-            self.here[w] = n;
-            self.tf[w] += n;
+        if let Some(pos) = self.query.phrase.find(f) {
+            self.phrase = Some((i, snippet(text, original_offset(text, pos))));
+            return None;
         }
-        if first == usize::MAX {
-            return Some(());
+        let (mut count, mut first) = (0, usize::MAX);
+        for (w, word) in self.query.words.iter().enumerate() {
+            if let Some(pos) = word.find(f) {
+                self.found[w] = true;
+                count += 1;
+                first = first.min(pos);
+            }
         }
-        let phrase = if self.phrase_may { q.phrase.find(f) } else { None };
-        let phrase_n = phrase.map_or(0, |_| q.phrase.count(f));
-        self.phrase_tf += phrase_n;
-        let score = q.weights.passage(&self.here, phrase_n);
-        if self.best.as_ref().is_none_or(|(b, _, _)| score > *b) {
-            let at = phrase.unwrap_or(first);
-            self.best = Some((score, i, snippet(text, original_offset(text, at))));
+        if count > 0 && self.best.as_ref().is_none_or(|(c, _, _)| count > *c) {
+            self.best = Some((count, i, snippet(text, original_offset(text, first))));
         }
         Some(())
     }
 
-    /// The hit the items gave, if the session matches: its score, and its
-    /// best passage (the title when it holds the whole query, else the
-    /// best message, else the title, the id or the cwd that holds a word).
+    /// The hit the items gave, if the session matches.
     fn finish(self, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
-        let q = self.query;
+        if let Some((i, snippet)) = self.phrase {
+            // A message holding the phrase holds every word of it.
+            let key = Key { tier: 1, ..key };
+            return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
+        }
         let title = doc.title_folded();
         let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
-        let mut tf = Vec::with_capacity(q.words.len());
-        for (w, body) in q.words.iter().zip(&self.tf) {
-            let meta = w.count(&id) + w.count(&cwd);
-            let all = TITLE_WEIGHT * w.count(title) as f64 + (meta + body) as f64;
-            if all == 0.0 {
-                return None;
-            }
-            tf.push(all);
+        let in_fields = |w: &Finder| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
+        let words = &self.query.words;
+        if !words.iter().zip(&self.found).all(|(w, f)| *f || in_fields(w)) {
+            return None;
         }
-        let several = q.words.len() > 1;
-        let phrase_in = |f: &str| if several { q.phrase.count(f) } else { 0 };
-        let phrase_tf =
-            TITLE_WEIGHT * phrase_in(title) as f64 + (phrase_in(&id) + phrase_in(&cwd) + self.phrase_tf) as f64;
-        let score = q.weights.score(&tf, phrase_tf, doc.len + title.len());
-        let key = Key { score, ..key };
+        let key = Key { tier: 2, ..key };
         let (field, snippet, message_index) = match self.best {
-            _ if q.phrase.is_in(title) => (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None),
             Some((_, i, snippet)) => (MatchField::Message, snippet, Some(i as u64)),
-            None if q.words.iter().any(|w| w.is_in(title)) => {
+            None if words.iter().any(|w| w.is_in(title)) => {
                 (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
             }
-            None if q.words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
+            None if words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
             None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
         };
         Some(Hit { key, at, field, snippet, message_index })
