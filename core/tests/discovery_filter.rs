@@ -75,7 +75,7 @@ fn check(ops: Vec<Op>, hardening: Hardening) -> Result<(), TestCaseError> {
         mem.add_session(SessionHeader::new(id(i), (100 + i) as u64, Some(CWDS[i % CWDS.len()].to_owned())));
     }
     let config = Config::default().with_hardening(hardening);
-    let indexed = Resolver::new(mem.clone(), config.clone());
+    let indexed = Resolver::new(mem.clone(), config);
     let scanned = Resolver::new(Arc::new(Scanned(mem.clone())), config);
     for op in ops {
         match op {

@@ -309,7 +309,7 @@ impl FilterIndex {
                 // listing, which lists an id once): an entry of its own.
                 Some(_) | None => {
                     let e = self.new_entry();
-                    if self.entry_of.get(s.id.as_str()).is_none() {
+                    if !self.entry_of.contains_key(s.id.as_str()) {
                         self.entry_of.insert(s.id.as_str().into(), e);
                     }
                     // Made when its title is known, in this query (its

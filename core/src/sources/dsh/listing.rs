@@ -618,7 +618,7 @@ fn assemble(
     // the one it listed, when its read still holds and selects that log
     // under the root's encoding (a listed log is the read's selection under
     // the log's own encoding: see `decode`).
-    let mut reads: Vec<(usize, Option<Found>, Option<Arc<Listed>>)> = Vec::new();
+    let mut reads: Vec<DirRead> = Vec::new();
     // Whether every directory worked out again listed a session before
     // (what the last listing can be patched with).
     let mut all_listed = true;
@@ -736,6 +736,10 @@ fn assemble(
     )
 }
 
+/// A directory worked out again: its place in the listing's directories,
+/// what was found there, and what the last listing listed from it.
+type DirRead = (usize, Option<Found>, Option<Arc<Listed>>);
+
 /// The last listing with the sessions whose logs changed replaced, when
 /// that is all that changed: every directory worked out again (`reads`,
 /// whose new `outcomes` are given) listed a session before and lists one
@@ -746,11 +750,7 @@ fn assemble(
 /// consumer updates those sessions only. Patched in place when nothing
 /// else holds the last listing. `None` when anything else changed (a
 /// fresh listing is put together).
-fn patch(
-    previous: Arc<Snapshot>,
-    reads: &[(usize, Option<Found>, Option<Arc<Listed>>)],
-    outcomes: &[Outcome],
-) -> Option<(Snapshot, u64)> {
+fn patch(previous: Arc<Snapshot>, reads: &[DirRead], outcomes: &[Outcome]) -> Option<(Snapshot, u64)> {
     let mut changed: Vec<(usize, Arc<Listed>)> = Vec::new();
     for ((_, _, old), new) in reads.iter().zip(outcomes) {
         let (Some(old), Outcome::Listed(new)) = (old, new) else { return None };

@@ -17,7 +17,7 @@
 //! JSON; `agent_tasks`: one row per task, `task` a protobuf
 //! `warp.multi_agent.v1.Task`), and what `app/src/persistence/agent.rs`
 //! writes into them; the protobuf is warpdotdev/warp-proto-apis's
-//! `task.proto` (see [`proto`] for the fields read).
+//! `task.proto` (the fields read are listed in its `proto` module).
 //!
 //! # Sessions
 //!
