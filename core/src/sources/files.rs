@@ -19,8 +19,8 @@ use crate::fs::{open_under, par_map, sorted_entries, DirUnder, EntryKind, FileId
 use crate::host::{
     BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceRead,
 };
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{conversation, mtime_ms, read_error, ListedSession, Listing, Transcript};
-use crate::sources::FileSource;
 
 /// A file's path below the root, as components.
 pub type Rel = Vec<OsString>;
@@ -216,7 +216,7 @@ struct KnownHeads {
 impl<F: SessionFiles> FileSessions<F> {
     /// A source of `format` over `root` (a directory; a link to one is fine).
     pub fn with_format(root: impl AsRef<Path>, format: F) -> io::Result<Self> {
-        let root = super::open_root(root.as_ref(), F::FORMAT)?;
+        let root = crate::sources::file_source::open_root(root.as_ref(), F::FORMAT)?;
         Ok(FileSessions {
             root: Arc::new(root),
             format,

@@ -206,7 +206,7 @@ pub fn title_from_text(text: &str) -> Option<String> {
 
 /// The modification time of a file in ms since the epoch (0 when unknown):
 /// the `createdAt` of a Codex rollout whose first line is not a header.
-pub fn mtime_ms(identity: &super::FileIdentity) -> u64 {
+pub fn mtime_ms(identity: &crate::fs::FileIdentity) -> u64 {
     u64::try_from(identity.mtime_ns / 1_000_000).unwrap_or(u64::MAX)
 }
 

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use super::awaited::Awaited;
 use super::kind::{take_root, Env, Kind, Root};
-use super::multi::SourceNotes;
+use super::multi::{MultiQuery, SourceNotes};
 use super::{
     aider, claude_code, cline, codex, continue_cli, copilot_cli, crush, cursor, dsh, gemini_cli, goose, grok, hermes,
-    kimi, opencode, openhands, pi, qwen_code, warp, zed, MultiQuery,
+    kimi, opencode, openhands, pi, qwen_code, warp, zed,
 };
 use crate::error::HostError;
 use crate::host::{Blocking, BlockingSessionQuery, SessionHeader, SessionQuery, SurfaceData};

@@ -28,7 +28,7 @@ use crate::error::HostError;
 use crate::host::StreamedItems;
 use crate::projection::{Item, Role};
 use crate::retention::{certainly_elided, text_floor, Elided, ItemFloor};
-use crate::sources::line_checksum;
+use crate::sources::file_source::line_checksum;
 
 /// What a read keeps of the texts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

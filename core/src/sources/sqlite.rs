@@ -24,9 +24,9 @@ use crate::conversation::{Conversation, ConversationItem};
 use crate::error::HostError;
 use crate::fs::{FileIdentity, Stamp};
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{conversation, iso_ms, read_error, LineStats, Listing};
 use crate::sources::opencode::db::{self, DbStamp};
-use crate::sources::FileSource;
 
 pub(crate) use crate::sources::opencode::{bytes, text, whole};
 

@@ -55,10 +55,10 @@ use std::path::{Path, PathBuf};
 use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{iso_ms, scan_lines, text_line, title_from_text, LineStats, Transcript};
 use crate::sources::kind::{named, seen, Kind, Root, Taken};
-use crate::sources::FileSource;
 
 /// What every Aider session id starts with.
 pub const PREFIX: &str = "aider:";

@@ -99,9 +99,9 @@ use crate::host::{
     BlockingSessionQuery, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
 };
 use crate::retention::Elided;
+use crate::sources::file_source::{positions_in_order, FileSource};
 use crate::sources::foreign::{conversation, listing_order, mtime_ms, read_error, within_or_whole};
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
-use crate::sources::{positions_in_order, FileSource};
 
 use self::project::{Scanned, Winners};
 use self::transcript::TitleParts;
@@ -344,7 +344,7 @@ fn session_stem(name: &OsStr) -> Option<&str> {
 impl ClaudeCodeSource {
     /// Opens a projects root (a directory; a link to one is fine).
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
-        let root = super::open_root(root.as_ref(), FORMAT)?;
+        let root = crate::sources::file_source::open_root(root.as_ref(), FORMAT)?;
         Ok(ClaudeCodeSource { root: Arc::new(root), kept: Arc::default(), reads: Arc::default() })
     }
 

@@ -992,7 +992,7 @@ mod tests {
     /// The indexed queue takes the same prompts as a scan of a list did.
     #[test]
     fn the_prompt_queue_takes_what_a_scan_took() {
-        let mut next = crate::sources::test_random(0x9e37_79b9_7f4a_7c15);
+        let mut next = crate::sources::file_source::test_random(0x9e37_79b9_7f4a_7c15);
         for round in 0..500 {
             let (mut queue, mut list) = (PromptQueue::default(), VecDeque::new());
             for step in 0..40 {
@@ -1021,7 +1021,7 @@ mod tests {
     #[test]
     fn steering_placed_in_one_merge_as_one_by_one() {
         let stamps = ["1", "2", "3", "4", "5"];
-        let mut next = crate::sources::test_random(0x2545_f491_4f6c_dd1d);
+        let mut next = crate::sources::file_source::test_random(0x2545_f491_4f6c_dd1d);
         for round in 0..2000 {
             let items: Vec<(Option<&str>, ConversationItem)> = (0..next(6))
                 .map(|i| {

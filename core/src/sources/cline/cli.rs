@@ -67,13 +67,13 @@ use crate::fs::{
     open_under, par_map, read_opened, sorted_entries, DirUnder, EntryKind, FileIdentity, Stamp, LINK_REASON,
 };
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{
     conversation, iso_ms, mtime_ms, read_error, title_from_text, LineStats, ListedSession, Listing,
 };
 use crate::sources::lenient::LStr;
 use crate::sources::opencode::db::{self, DbStamp};
 use crate::sources::sqlite::{text, time_ms};
-use crate::sources::FileSource;
 
 /// The SDK's index of sessions, beside their directories.
 pub const SESSIONS_DB: &str = "sessions.db";

@@ -88,10 +88,10 @@ use crate::fs::{
     open_under, par_map, read_opened, sorted_entries, DirUnder, EntryKind, FileIdentity, Stamp, LINK_REASON,
 };
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{conversation, mtime_ms, read_error, title_from_text, LineStats, ListedSession, Listing};
 use crate::sources::kind::{named, seen, took, Env, Kind, Root, Taken};
 use crate::sources::lenient::{lenient, LStr, LU64};
-use crate::sources::FileSource;
 
 use self::shared::files_fingerprint;
 pub use self::shared::{MAX_HISTORY_BYTES, PREFIX};
@@ -341,7 +341,7 @@ impl cli::CliSource {
     /// Opens a Cline CLI sessions directory (a link to one is fine). It
     /// need not hold a session yet.
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
-        Ok(cli::CliSource::at(super::open_root(root.as_ref(), cli::FORMAT)?))
+        Ok(cli::CliSource::at(crate::sources::file_source::open_root(root.as_ref(), cli::FORMAT)?))
     }
 }
 
@@ -349,7 +349,7 @@ impl ClineSource {
     /// Opens a global storage directory (a link to one is fine). It need not
     /// have `tasks/` yet.
     pub fn open(root: impl AsRef<Path>, flavor: Flavor) -> io::Result<Self> {
-        let root = super::open_root(root.as_ref(), flavor.format())?;
+        let root = crate::sources::file_source::open_root(root.as_ref(), flavor.format())?;
         Ok(ClineSource { root: Arc::new(root), flavor, index: Arc::default() })
     }
 

@@ -93,9 +93,9 @@ use crate::host::{
     BlockingSessionQuery, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
 };
 use crate::retention::Elided;
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{conversation, each_line, mtime_ms, read_error, within_or_whole};
 use crate::sources::lenient::LStr;
-use crate::sources::FileSource;
 
 use crate::sources::foreign::Transcript;
 
@@ -157,7 +157,7 @@ impl CodexSource {
     /// Opens a Codex home (a directory; a link to one is fine). It need not
     /// have `sessions/` yet.
     pub fn open(home: impl AsRef<Path>) -> io::Result<Self> {
-        let home = super::open_root(home.as_ref(), FORMAT)?;
+        let home = crate::sources::file_source::open_root(home.as_ref(), FORMAT)?;
         Ok(CodexSource { home: Arc::new(home), found: Arc::default(), skipped: Arc::default(), index: Arc::default() })
     }
 

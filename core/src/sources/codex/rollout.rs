@@ -428,7 +428,7 @@ mod tests {
     /// for them at each rollback and filtered it whole at each compaction.
     #[test]
     fn history_replays_as_the_whole_scans_did() {
-        let mut next = crate::sources::test_random(0x2545_f491_4f6c_dd1d);
+        let mut next = crate::sources::file_source::test_random(0x2545_f491_4f6c_dd1d);
         for round in 0..500 {
             let (mut history, mut plain) = (History::default(), Vec::<Hist<Txt>>::new());
             for step in 0..60 {

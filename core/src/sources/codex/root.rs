@@ -5,8 +5,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use super::{CodexSource, PREFIX};
+use crate::sources::file_source::FileSource;
 use crate::sources::kind::{all_digits, named, seen, took, Env, Kind, Root, Seen, Taken};
-use crate::sources::FileSource;
 
 /// Codex as a kind of source.
 pub(crate) const KIND: Kind = Kind {

@@ -64,11 +64,11 @@ use serde::Deserialize;
 use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{title_from_text, LineStats, Transcript, MAX_LINE_BYTES};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, Content, LStr, Objects};
-use crate::sources::FileSource;
 
 /// What every Continue session id starts with.
 pub const PREFIX: &str = "continue:";

@@ -81,10 +81,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::fs::{open_under, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::Transcript;
 use crate::sources::kind::{named, seen, Kind, Root};
-use crate::sources::FileSource;
 
 /// What every Copilot CLI session id starts with.
 pub const PREFIX: &str = "copilot-cli:";

@@ -55,11 +55,11 @@ use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing};
 use crate::sources::kind::{Kind, Root};
 use crate::sources::lenient::{lenient, LStr};
 use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
-use crate::sources::FileSource;
 
 /// What every Crush session id starts with.
 pub const PREFIX: &str = "crush:";

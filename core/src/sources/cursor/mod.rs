@@ -59,11 +59,11 @@ use serde::Deserialize;
 use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{each_line, scan_lines, text_line, title_from_text, LineStats, Transcript};
 use crate::sources::kind::{named, seen, Kind, Root, HOME_ENV};
 use crate::sources::lenient::{lenient, Content, LStr};
-use crate::sources::FileSource;
 
 /// What every Cursor session id starts with.
 pub const PREFIX: &str = "cursor:";

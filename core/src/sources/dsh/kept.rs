@@ -22,7 +22,7 @@
 
 use super::fold::SeqMap;
 use crate::retention::{certainly_dropped_by, Elided, ItemFloor};
-use crate::sources::line_checksum;
+use crate::sources::file_source::line_checksum;
 
 /// Dead bytes below this are never worth a compaction.
 const MIN_COMPACTION_BYTES: usize = 1 << 20;

@@ -33,7 +33,7 @@ use super::{Listing, RejectedLog, RejectionKind, StoredSession};
 use crate::fs::{par_map, Stamp, StatUnder};
 use crate::host::Fingerprint;
 use crate::host::{SessionHeader, SharedListing};
-use crate::sources::positions_in_order;
+use crate::sources::file_source::positions_in_order;
 use crate::sources::watch::{drop_inherited, watching_allowed, Changes, DirWatcher};
 
 /// One listed session of a [`Snapshot`].

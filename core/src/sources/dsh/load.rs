@@ -33,7 +33,7 @@ use super::title::{title_of, TITLE_EVENT};
 use super::{LogStats, StoreError, StoreErrorKind, TornTail};
 use crate::fs::{open_regular, FileIdentity};
 use crate::retention::Elided;
-use crate::sources::line_checksum;
+use crate::sources::file_source::line_checksum;
 
 /// The event type of a top-level streamed chunk (v0 and v1 only).
 const CHUNK_EVENT: &str = "assistant/chunk";

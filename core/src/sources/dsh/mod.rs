@@ -137,7 +137,7 @@ use crate::host::{
     StreamedItems, SurfaceAnswer, SurfaceData, SurfaceItems, SurfaceRead,
 };
 use crate::projection::Item;
-use crate::sources::FileSource;
+use crate::sources::file_source::FileSource;
 
 use self::discover::{candidates_for, check_root_encoding, path_matches, Found};
 use self::header::{read_log_header, HeaderError};

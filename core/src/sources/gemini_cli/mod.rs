@@ -76,10 +76,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::fs::{open_under, FileIdentity};
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::Transcript;
 use crate::sources::kind::{seen, Kind, Root};
-use crate::sources::FileSource;
 
 /// What every Gemini CLI session id starts with.
 pub const PREFIX: &str = "gemini-cli:";

@@ -64,11 +64,11 @@ use rusqlite::Connection;
 
 use crate::conversation::ConversationItem;
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing};
 use crate::sources::kind::{Kind, Root};
 use crate::sources::lenient::Content;
 use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
-use crate::sources::FileSource;
 
 /// What every Goose session id starts with.
 pub const PREFIX: &str = "goose:";

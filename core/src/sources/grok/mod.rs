@@ -76,11 +76,11 @@ use serde::Deserialize;
 use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{read_companion, walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, Content, LStr};
-use crate::sources::FileSource;
 
 /// What every Grok Build session id starts with.
 pub const PREFIX: &str = "grok:";

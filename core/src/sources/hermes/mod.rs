@@ -57,10 +57,10 @@ use serde_json::Value;
 
 use crate::conversation::ConversationItem;
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing};
 use crate::sources::kind::{Kind, Root};
 use crate::sources::sqlite::{self, column_or, qualified, text, whole, Read, Schema, SqliteSource};
-use crate::sources::FileSource;
 
 /// What every Hermes session id starts with.
 pub const PREFIX: &str = "hermes:";

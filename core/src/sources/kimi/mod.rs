@@ -81,11 +81,11 @@ use serde::Deserialize;
 use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{read_companion, walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{each_line, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, LStr, Objects, LU64};
-use crate::sources::FileSource;
 
 /// What every Kimi Code session id starts with.
 pub const PREFIX: &str = "kimi:";

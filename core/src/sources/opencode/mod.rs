@@ -108,9 +108,9 @@ use crate::conversation::Conversation;
 use crate::error::HostError;
 use crate::fs::{FileIdentity, Stamp};
 use crate::host::{BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceData};
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{conversation, read_error, LineStats, ListedSession, Listing, UNKNOWN_CREATED_AT};
 use crate::sources::kind::{Kind, Root};
-use crate::sources::FileSource;
 
 use self::db::DbStamp;
 use self::replay::{Message, Revert};

@@ -76,10 +76,10 @@ use std::path::{Path, PathBuf};
 
 use crate::fs::{read_opened, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::json::read::Reader;
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::Transcript;
 use crate::sources::kind::{seen, Kind, Root};
-use crate::sources::FileSource;
 
 /// What every OpenHands session id starts with.
 pub const PREFIX: &str = "openhands:";

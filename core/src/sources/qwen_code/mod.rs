@@ -80,12 +80,12 @@ use serde::Deserialize;
 use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, Transcript};
 use crate::sources::gemini_cli::chat::Parts;
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, LBool, LStr, Objects};
-use crate::sources::FileSource;
 
 /// What every Qwen Code session id starts with.
 pub const PREFIX: &str = "qwen-code:";

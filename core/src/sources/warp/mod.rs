@@ -66,10 +66,10 @@ use rusqlite::Connection;
 
 use crate::conversation::ConversationItem;
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing, MAX_LINE_BYTES};
 use crate::sources::kind::{Kind, Root};
 use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
-use crate::sources::FileSource;
 
 use proto::{Said, Task};
 

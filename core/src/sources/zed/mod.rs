@@ -65,10 +65,10 @@ use serde_json::Value;
 
 use crate::conversation::ConversationItem;
 use crate::projection::Role;
+use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing, MAX_LINE_BYTES};
 use crate::sources::kind::{Kind, Root};
 use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
-use crate::sources::FileSource;
 
 /// What every Zed thread id starts with.
 pub const PREFIX: &str = "zed:";
