@@ -118,7 +118,8 @@ async def main():
     sizes = {f.name.split("-")[0]: f.stat().st_size for f in cache.glob("dsh-session-reference/*.bin")}
     print("cache files: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sorted(sizes.items())))
 
-    # Warm starts.
+    # Warm starts (reads of sessions spread over the root, whatever its size).
+    n = len(glob.glob(os.path.join(args.root, "*", "session-*")))
     starts = {"handshake": [], "first search_sessions": [], "first read_session": [], "first list_sessions": []}
     for i in range(5):
         t0 = time.perf_counter()
@@ -126,7 +127,7 @@ async def main():
             starts["handshake"].append(time.perf_counter() - t0)
             await call(client, "search_sessions", {"query": f"PR{1100 + i}"})
             starts["first search_sessions"].append(time.perf_counter() - t0)
-            await call(client, "read_session", {"id": f"session-{i * 997:05}"})
+            await call(client, "read_session", {"id": f"session-{i * 997 % n:05}"})
             starts["first read_session"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         async with connect(args, env, args.legacy) as (client, _):

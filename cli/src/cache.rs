@@ -46,30 +46,35 @@ impl Files {
     /// root for a DSH root alone ([`Files::for_root`]); else the files of
     /// that set of sources (kinds and roots, in any order), whose listing
     /// file is not used (only the DSH store keeps a listing cache).
-    pub fn for_sources(specs: &[SourceSpec], resolver: &Resolver) -> Result<Files, String> {
+    pub fn for_sources(specs: &[SourceSpec], view: Option<&str>, resolver: &Resolver) -> Result<Files, String> {
         let mut roots: Vec<(String, PathBuf)> = specs
             .iter()
             .map(|s| (s.kind.name().to_owned(), s.root.canonicalize().unwrap_or_else(|_| s.root.clone())))
             .collect();
         roots.sort();
         let dir = Files::dir(&roots.iter().map(|(_, r)| r.as_path()).collect::<Vec<_>>())?;
-        Ok(Files::named(&dir, &roots, resolver))
+        Ok(Files::named(&dir, &roots, view, resolver))
     }
 
     /// The cache files of `root` for `resolver` in the private cache
     /// directory (made so when missing), or why there are none.
-    pub fn for_root(root: &Path, resolver: &Resolver) -> Result<Files, String> {
+    pub fn for_root(root: &Path, view: Option<&str>, resolver: &Resolver) -> Result<Files, String> {
         let dir = Files::dir(&[root])?;
-        Ok(Files::named(&dir, &root.canonicalize().unwrap_or_else(|_| root.to_owned()), resolver))
+        Ok(Files::named(&dir, &root.canonicalize().unwrap_or_else(|_| root.to_owned()), view, resolver))
     }
 
     /// The files in `dir` keyed by a hash of `key`; the titles and index
     /// files are named by the resolver (one pair per `redactSecrets`
     /// setting, so a hardened server and a plain command line over the same
-    /// sources do not replace each other's files).
-    fn named(dir: &Path, key: &impl Hash, resolver: &Resolver) -> Files {
+    /// sources do not replace each other's files), and by `view`, the part
+    /// of the sources a server offers when not all of them (a server
+    /// scoped to one project keeps only that project's sessions).
+    fn named(dir: &Path, key: &impl Hash, view: Option<&str>, resolver: &Resolver) -> Files {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut h);
+        if let Some(view) = view {
+            view.hash(&mut h);
+        }
         let key = format!("{:016x}", h.finish());
         let file = |part| dir.join(format!("{}-{key}.bin", resolver.discovery_cache_name(part)));
         Files {

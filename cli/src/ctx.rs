@@ -52,7 +52,9 @@ pub(crate) enum Lifetime {
     /// their files (the index on its own thread) and saved by
     /// [`Ctx::save_cache`]; with `awaiting`, a source whose root does not
     /// exist yet is opened once it does (a server started before any).
-    LongLived { cache: bool, awaiting: bool },
+    /// With a `view` (the part of the sources the server offers, when not
+    /// all of them) its cache files are its own ([`cache::Files`]).
+    LongLived { cache: bool, awaiting: bool, view: Option<String> },
 }
 
 /// What one command acts through: the sources and the resolver over them
@@ -153,7 +155,13 @@ impl Ctx {
             _ if database.is_some() => Arc::new(Shared::open_database(config, database.as_deref(), lifetime, scoped)?),
             Lifetime::OneShot { cache, .. } if keeping() => {
                 let shared = kept(&specs, &config, cache, || {
-                    Shared::open(config, specs.clone(), Lifetime::LongLived { cache, awaiting: false }, scoped, true)
+                    Shared::open(
+                        config,
+                        specs.clone(),
+                        Lifetime::LongLived { cache, awaiting: false, view: None },
+                        scoped,
+                        true,
+                    )
                 })?;
                 // The daemon indexes the sessions of a context it keeps
                 // from its first command on, in the background; a search
@@ -257,9 +265,9 @@ impl Shared {
         scoped: impl FnOnce(Arc<dyn SessionQuery>) -> Arc<dyn SessionQuery>,
         kept: bool,
     ) -> CliResult<Shared> {
-        let (cache, needs_index, long_lived, awaiting) = match lifetime {
-            Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false, false),
-            Lifetime::LongLived { cache, awaiting } => (cache, true, true, awaiting),
+        let (cache, needs_index, long_lived, awaiting, view) = match lifetime {
+            Lifetime::OneShot { cache, needs_index } => (cache, needs_index, false, false, None),
+            Lifetime::LongLived { cache, awaiting, view } => (cache, true, true, awaiting, view),
         };
         let mut root_note = None;
         let (sources, query): (Sources, Arc<dyn SessionQuery>) = match specs.as_slice() {
@@ -305,8 +313,10 @@ impl Shared {
             // whose stamps did not change. The search index is read only
             // by search (and by a server).
             let files = match &ctx.sources {
-                Sources::Dsh(store) => cache::Files::for_root(store.root(), &ctx.resolver),
-                Sources::Multi(_) | Sources::Database(_) => cache::Files::for_sources(&specs, &ctx.resolver),
+                Sources::Dsh(store) => cache::Files::for_root(store.root(), view.as_deref(), &ctx.resolver),
+                Sources::Multi(_) | Sources::Database(_) => {
+                    cache::Files::for_sources(&specs, view.as_deref(), &ctx.resolver)
+                }
             };
             match files {
                 Ok(files) => {

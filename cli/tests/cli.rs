@@ -765,6 +765,59 @@ fn hardened_and_plain_runs_keep_cache_files_of_their_own() {
     assert_eq!(files(), after_both, "no run rewrote another setting's file");
 }
 
+/// MCP servers of different scopes over one root keep index files of their
+/// own: a server scoped to one project holds only that project's sessions,
+/// and saving them over the file of a server that offers every session
+/// would leave that one to index everything again at its next start.
+#[test]
+fn servers_of_different_scopes_keep_index_files_of_their_own() {
+    let root = raw_root();
+    let cache_home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let serve = |scope: &[&str]| -> Value {
+        let requests = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "search_sessions", "arguments": {"query": "goal"}}}),
+        ];
+        let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+        let mut c = cmd();
+        c.env("XDG_CACHE_HOME", cache_home.path());
+        let args: Vec<&str> = ["--root", root.as_str(), "mcp"].iter().chain(scope).copied().collect();
+        let out = run_with(c, &args, Some(&input));
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        let answers: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let answer = answers.iter().find(|a| a["id"] == 2).unwrap_or_else(|| panic!("{}", out.stdout));
+        answer["result"]["structuredContent"].clone()
+    };
+    let index_files = || -> std::collections::BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(cache_home.path().join("dsh-session-reference"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("index-"))
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+            .collect()
+    };
+    let all = serve(&["--scope", "all"]);
+    assert!(!all["results"].as_array().unwrap().is_empty(), "{all}");
+    let after_all = index_files();
+    assert_eq!(after_all.len(), 1, "{:?}", after_all.keys());
+    // A project without sessions, and one session allowed besides.
+    let one = all["results"][0]["sessionId"].as_str().unwrap().to_owned();
+    let scoped = serve(&["--project", project.path().to_str().unwrap(), "--allow", &one]);
+    let found: Vec<&Value> = scoped["results"].as_array().unwrap().iter().map(|r| &r["sessionId"]).collect();
+    assert_eq!(found, [&json!(one)], "{scoped}");
+    let after_scoped = index_files();
+    assert_eq!(after_scoped.len(), 2, "the scoped server keeps a file of its own: {:?}", after_scoped.keys());
+    for (name, bytes) in &after_all {
+        assert_eq!(after_scoped.get(name), Some(bytes), "the scoped server left {name} as it was");
+    }
+    assert_eq!(serve(&["--scope", "all"]), all);
+    assert_eq!(index_files(), after_scoped, "the whole index, read again, is written again the same or not at all");
+}
+
 /// Copies the directory tree `from` into `to`.
 #[test]
 fn roots_given_one_level_off_are_taken_and_said_and_an_empty_root_says_what_it_holds() {

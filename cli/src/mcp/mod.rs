@@ -59,16 +59,18 @@ pub(crate) fn run(global: &Global, args: &McpArgs, sources: (Vec<SourceSpec>, bo
 /// `args` draws, hardened unless `--no-harden`, with the caller and the
 /// project's directory it ranks by.
 pub(crate) fn open(global: &Global, args: &McpArgs, sources: (Vec<SourceSpec>, bool)) -> CliResult<Server> {
-    open_over(global, args, sources, |query, _| query)
+    open_over(global, args, sources, None, |query, _| query)
 }
 
 /// [`open`], the sources read through `over(sources, configuration)`
 /// under the scope (`serve --users`: the sessions of the database one user
-/// may read).
+/// may read), for `whom` when the sessions offered depend on who asks (a
+/// name of its own cache files).
 pub(crate) fn open_over(
     global: &Global,
     args: &McpArgs,
     (specs, awaiting): (Vec<SourceSpec>, bool),
+    whom: Option<&str>,
     over: impl FnOnce(Arc<dyn SessionQuery>, Config) -> Arc<dyn SessionQuery>,
 ) -> CliResult<Server> {
     let invalid = |m: String| Failure(Error::new(ErrorCode::InvalidConfig, m));
@@ -85,7 +87,13 @@ pub(crate) fn open_over(
     .allowing(args.allow.iter().cloned());
     let cwd = scope.cwd().or_else(|| Some(working.to_string_lossy().into_owned()));
     let cache = !global.no_cache;
-    let lifetime = Lifetime::LongLived { cache, awaiting };
+    // The sessions offered, when not every session of the sources: the
+    // server's cache files are its own.
+    let view = match (scope.cache_view(), whom) {
+        (None, None) => None,
+        (scope, whom) => Some(format!("{} for {}", scope.as_deref().unwrap_or("all"), whom.unwrap_or("anyone"))),
+    };
+    let lifetime = Lifetime::LongLived { cache, awaiting, view };
     let ctx = Ctx::open_with(global, config, specs, lifetime, |query| {
         Arc::new(ScopedQuery::new(over(query, config), scope))
     })?;

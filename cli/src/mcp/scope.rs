@@ -73,6 +73,19 @@ impl Scope {
         dirs.iter().any(|dir| cwd.starts_with(dir))
     }
 
+    /// What tells this scope's cache files from those of the whole
+    /// sources (`None` for every session): a server keeps in its index only
+    /// the sessions it offers, so servers of different scopes over the
+    /// same sources keep files of their own rather than shrinking each
+    /// other's.
+    pub(crate) fn cache_view(&self) -> Option<String> {
+        let dirs = self.project.as_ref()?;
+        let mut allowed: Vec<&str> = self.allowed.iter().map(String::as_str).collect();
+        allowed.sort_unstable();
+        let dirs: Vec<String> = dirs.iter().map(|d| d.to_string_lossy().into_owned()).collect();
+        Some(format!("project {} allowing {}", dirs.join(" "), allowed.join(" ")))
+    }
+
     /// The working directory a session in this scope is ranked against
     /// (the project's, as given).
     pub(crate) fn cwd(&self) -> Option<String> {

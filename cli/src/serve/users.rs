@@ -59,7 +59,7 @@ impl Team {
         args: &ServeArgs,
         sources: (Vec<SourceSpec>, bool),
     ) -> CliResult<Server> {
-        crate::mcp::open_over(global, &args.sessions, sources, |_, _| Arc::new(MemoryQuery::new()))
+        crate::mcp::open_over(global, &args.sessions, sources, Some("no user"), |_, _| Arc::new(MemoryQuery::new()))
     }
 
     /// The server of `caller`: the sessions its user may read, the sessions
@@ -67,9 +67,14 @@ impl Team {
     fn server_of(&self, caller: &Caller) -> CliResult<Server> {
         let db = Arc::clone(&self.db);
         let user = caller.user.clone();
-        let server = crate::mcp::open_over(&self.global, &self.args.sessions, self.sources.clone(), |_, config| {
-            Arc::new(DatabaseSource::for_user(db, config, &user))
-        })?;
+        let whom = format!("user {user}");
+        let server = crate::mcp::open_over(
+            &self.global,
+            &self.args.sessions,
+            self.sources.clone(),
+            Some(&whom),
+            |_, config| Arc::new(DatabaseSource::for_user(db, config, &user)),
+        )?;
         let (db, caller) = (Arc::clone(&self.db), caller.clone());
         let recorder: Recorder = Arc::new(move |action, sessions| {
             let (db, caller) = (Arc::clone(&db), caller.clone());
