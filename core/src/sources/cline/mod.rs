@@ -69,6 +69,7 @@
 //! root is followed; a history larger than [`MAX_HISTORY_BYTES`] makes
 //! its task unreadable (the whole file is parsed at once).
 
+mod canon;
 pub mod cli;
 pub mod history;
 pub mod sdk;
