@@ -75,20 +75,13 @@ fn write_input(raw: &[u8], out: &mut Vec<u8>, text_part: &dyn Fn(&str) -> Option
 /// is left to the exact path.
 fn user_content(content: &[u8], out: &mut Vec<u8>, text_part: &dyn Fn(&str) -> Option<String>) -> Option<()> {
     let mut s = Scan { s: content, i: 0, out: None };
-    if s.s.first() != Some(&b'[') {
-        return None;
-    }
-    s.i = 1;
+    (s.peek()? == b'[').then_some(())?;
     out.push(b'[');
-    s.ws();
-    if s.peek() == Some(b']') {
-        out.push(b']');
-        return (s.i + 1 == content.len()).then_some(());
-    }
+    let mut more = s.opened(1, b"[", b']')?;
     let mut first = true;
-    loop {
+    while more {
         let from = s.i;
-        s.skip_value()?;
+        s.value(1)?;
         let part = &content[from..s.i];
         if !std::mem::take(&mut first) {
             out.push(b',');
@@ -100,19 +93,10 @@ fn user_content(content: &[u8], out: &mut Vec<u8>, text_part: &dyn Fn(&str) -> O
         } else {
             minified(part, out)?;
         }
-        s.ws();
-        match s.peek()? {
-            b',' => {
-                s.i += 1;
-                s.ws();
-            }
-            b']' => {
-                out.push(b']');
-                return (s.i + 1 == content.len()).then_some(());
-            }
-            _ => return None,
-        }
+        more = s.comma_or(b']')?;
     }
+    out.push(b']');
+    (s.i == content.len()).then_some(())
 }
 
 /// The keys (their insides, without quotes) and values of a JSON object's
@@ -121,40 +105,22 @@ fn user_content(content: &[u8], out: &mut Vec<u8>, text_part: &dyn Fn(&str) -> O
 fn top_fields(raw: &[u8]) -> Option<Vec<(Range<usize>, Range<usize>)>> {
     let mut s = Scan { s: raw, i: 0, out: None };
     s.ws();
-    if s.peek()? != b'{' {
-        return None;
-    }
-    s.i += 1;
-    s.ws();
+    (s.peek()? == b'{').then_some(())?;
     let mut fields: Vec<(Range<usize>, Range<usize>)> = Vec::new();
-    if s.peek()? == b'}' {
-        s.i += 1;
-    } else {
-        loop {
-            let key = s.plain_key()?;
-            if fields.iter().any(|(k, _)| raw[k.clone()] == raw[key.clone()]) {
-                return None;
-            }
-            s.ws();
-            (s.peek()? == b':').then_some(())?;
-            s.i += 1;
-            s.ws();
-            let from = s.i;
-            s.skip_value()?;
-            fields.push((key, from..s.i));
-            s.ws();
-            match s.peek()? {
-                b',' => {
-                    s.i += 1;
-                    s.ws();
-                }
-                b'}' => {
-                    s.i += 1;
-                    break;
-                }
-                _ => return None,
-            }
+    let mut more = s.opened(1, b"{", b'}')?;
+    while more {
+        let key = s.plain_key()?;
+        if fields.iter().any(|(k, _)| raw[k.clone()] == raw[key.clone()]) {
+            return None;
         }
+        s.ws();
+        (s.peek()? == b':').then_some(())?;
+        s.i += 1;
+        s.ws();
+        let from = s.i;
+        s.value(1)?;
+        fields.push((key, from..s.i));
+        more = s.comma_or(b'}')?;
     }
     s.ws();
     (s.i == raw.len()).then_some(fields)
@@ -207,12 +173,6 @@ impl Scan<'_, '_> {
             b'-' | b'0'..=b'9' => self.number(),
             _ => None,
         }
-    }
-
-    /// A value checked as [`value`](Self::value) checks it (and copied,
-    /// when there is where to).
-    fn skip_value(&mut self) -> Option<()> {
-        self.value(0)
     }
 
     fn literal(&mut self, word: &[u8]) -> Option<()> {
@@ -289,47 +249,42 @@ impl Scan<'_, '_> {
         Some(())
     }
 
-    fn array(&mut self, depth: usize) -> Option<()> {
+    /// A container's opening `open` (and its closing `close` when it is
+    /// empty: `false`, nothing more to read).
+    fn opened(&mut self, depth: usize, open: &[u8], close: u8) -> Option<bool> {
         (depth <= MAX_DEPTH).then_some(())?;
         self.i += 1;
-        self.emit(b"[");
+        self.emit(open);
         self.ws();
-        if self.peek()? == b']' {
+        self.next_or(close)
+    }
+
+    /// The close `close` here (copied: `false`, the container ends), or
+    /// anything else (`true`).
+    fn next_or(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        let b = self.peek()?;
+        if b == close {
             self.i += 1;
-            self.emit(b"]");
-            return Some(());
+            self.emit(&[close]);
+            return Some(false);
         }
-        loop {
+        Some(true)
+    }
+
+    fn array(&mut self, depth: usize) -> Option<()> {
+        let mut more = self.opened(depth, b"[", b']')?;
+        while more {
             self.value(depth)?;
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.emit(b",");
-                    self.ws();
-                }
-                b']' => {
-                    self.i += 1;
-                    self.emit(b"]");
-                    return Some(());
-                }
-                _ => return None,
-            }
+            more = self.comma_or(b']')?;
         }
+        Some(())
     }
 
     fn object(&mut self, depth: usize) -> Option<()> {
-        (depth <= MAX_DEPTH).then_some(())?;
-        self.i += 1;
-        self.emit(b"{");
-        self.ws();
-        if self.peek()? == b'}' {
-            self.i += 1;
-            self.emit(b"}");
-            return Some(());
-        }
+        let mut more = self.opened(depth, b"{", b'}')?;
         let mut keys: Vec<Range<usize>> = Vec::new();
-        loop {
+        while more {
             let key = self.plain_key()?;
             (keys.len() < MAX_KEYS && !keys.iter().any(|k| self.s[k.clone()] == self.s[key.clone()])).then_some(())?;
             keys.push(key);
@@ -339,20 +294,20 @@ impl Scan<'_, '_> {
             self.emit(b":");
             self.ws();
             self.value(depth)?;
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.emit(b",");
-                    self.ws();
-                }
-                b'}' => {
-                    self.i += 1;
-                    self.emit(b"}");
-                    return Some(());
-                }
-                _ => return None,
-            }
+            more = self.comma_or(b'}')?;
         }
+        Some(())
+    }
+
+    /// After an element: a comma, copied (`true`), or the close (`false`).
+    fn comma_or(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        if self.peek()? == b',' {
+            self.i += 1;
+            self.emit(b",");
+            self.ws();
+            return Some(true);
+        }
+        (!self.next_or(close)?).then_some(false)
     }
 }
