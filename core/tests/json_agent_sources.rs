@@ -12,6 +12,7 @@ use dsh_session_reference::sources::qwen_code::{self, QwenCodeSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, SessionQuery, SurfaceData};
 
+mod common;
 mod pinned;
 use pinned::*;
 
@@ -704,20 +705,6 @@ fn one_view_lists_the_four_kinds_newest_first_and_routes_reads_by_prefix() {
     );
 }
 
-/// `dst` made a copy of the directory tree `src`.
-fn copy_tree(src: &std::path::Path, dst: &std::path::Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
-}
-
 /// A listing of Kimi Code's or Grok Build's sessions reads the directories
 /// above the sessions' and none inside one (a session's files are at fixed
 /// places in its directory, looked up by name): as many directories for
@@ -745,7 +732,7 @@ fn kimi_and_grok_listings_read_no_directory_inside_a_session() {
         for n in [4, 8] {
             let tmp = tempfile::tempdir().unwrap();
             for i in 0..n {
-                copy_tree(&session, &tmp.path().join(bucket).join(name(i)));
+                common::copy_dir(&session, &tmp.path().join(bucket).join(name(i)));
             }
             let before = dirs_read();
             let listed = list(tmp.path());

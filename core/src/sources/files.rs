@@ -119,32 +119,30 @@ pub fn walk_tree(
     out: &mut Vec<Rel>,
     rejected: &mut Vec<(PathBuf, String)>,
 ) {
-    walk(root, max_depth, &Walk { descend, take, take_dir: &|_, _| false }, out, rejected);
+    walk_with(root, max_depth, &Walk { descend, take, take_dir: &|_, _| false }, out, rejected);
 }
 
-/// [`walk_tree`] keeping the directories `take(rel, name)` accepts instead
-/// of files (not looked into): where a layout keeps a session's files at a
-/// fixed place inside its directory, they are opened there rather than
-/// found by reading every directory on the way.
-pub fn walk_dirs(
+/// What a walk ([`walk_with`]) looks into and keeps.
+pub struct Walk<'a> {
+    /// The directories looked into (`rel`: where the entry `name` is).
+    pub descend: &'a dyn Fn(&[OsString], &OsStr) -> bool,
+    /// The regular files kept.
+    pub take: &'a dyn Fn(&[OsString], &OsStr) -> bool,
+    /// The directories kept (not looked into): where a layout keeps a
+    /// session's files at a fixed place inside its directory, they are
+    /// opened there rather than found by reading every directory on the
+    /// way.
+    pub take_dir: &'a dyn Fn(&[OsString], &OsStr) -> bool,
+}
+
+/// [`walk_tree`] keeping what `w` says (directories too).
+pub fn walk_with(
     root: &Path,
     max_depth: usize,
-    descend: &dyn Fn(&[OsString], &OsStr) -> bool,
-    take: &dyn Fn(&[OsString], &OsStr) -> bool,
+    w: &Walk<'_>,
     out: &mut Vec<Rel>,
     rejected: &mut Vec<(PathBuf, String)>,
 ) {
-    walk(root, max_depth, &Walk { descend, take: &|_, _| false, take_dir: take }, out, rejected);
-}
-
-/// What a walk looks into and keeps.
-struct Walk<'a> {
-    descend: &'a dyn Fn(&[OsString], &OsStr) -> bool,
-    take: &'a dyn Fn(&[OsString], &OsStr) -> bool,
-    take_dir: &'a dyn Fn(&[OsString], &OsStr) -> bool,
-}
-
-fn walk(root: &Path, max_depth: usize, w: &Walk<'_>, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>) {
     fn go(
         root: &Path,
         rel: &mut Rel,

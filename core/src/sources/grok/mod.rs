@@ -76,7 +76,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, entry_kind, EntryKind, FileIdentity, LINK_REASON};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{read_companion, walk_dirs, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{read_companion, walk_with, FileSessions, Head, Rel, SessionFiles, Walk};
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, Content, LStr};
@@ -290,7 +290,8 @@ impl SessionFiles for Grok {
         let descend = |rel: &[OsString], _: &OsStr| rel.is_empty();
         let take = |rel: &[OsString], _: &OsStr| rel.len() == 1;
         let mut sessions = Vec::new();
-        walk_dirs(root, 1, &descend, &take, &mut sessions, rejected);
+        let walk = Walk { descend: &descend, take: &|_, _| false, take_dir: &take };
+        walk_with(root, 1, &walk, &mut sessions, rejected);
         for rel in sessions {
             let dir: PathBuf = std::iter::once(root.as_os_str()).chain(rel.iter().map(OsString::as_os_str)).collect();
             for name in [CHAT_HISTORY, UPDATES] {

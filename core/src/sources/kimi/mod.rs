@@ -82,7 +82,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{read_companion, walk_dirs, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{read_companion, walk_with, FileSessions, Head, Rel, SessionFiles, Walk};
 use crate::sources::foreign::{each_line, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, LStr, Objects, LU64};
@@ -634,7 +634,8 @@ impl SessionFiles for Kimi {
         let take =
             |rel: &[OsString], name: &OsStr| rel.len() == 1 && name.to_str().is_some_and(|n| n.starts_with("session_"));
         let mut sessions = Vec::new();
-        walk_dirs(root, 1, &descend, &take, &mut sessions, rejected);
+        let walk = Walk { descend: &descend, take: &|_, _| false, take_dir: &take };
+        walk_with(root, 1, &walk, &mut sessions, rejected);
         out.extend(sessions.into_iter().map(|mut rel| {
             rel.extend(MAIN_LOG.map(OsString::from));
             rel
