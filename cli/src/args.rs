@@ -773,7 +773,7 @@ pub(crate) fn server_sources(
     dsh_root: PathBuf,
 ) -> dsh_session_reference::Result<(Vec<SourceSpec>, bool)> {
     if global.source.is_empty() && global.root.is_none() && default_specs().is_empty() {
-        return Ok((defaults_or_every_location(Vec::new(), SourceKind::default_location), true));
+        return Ok((defaults_or_every_location(Vec::new(), SourceKind::default_locations), true));
     }
     Ok((chosen_sources(global, dsh_root)?, false))
 }

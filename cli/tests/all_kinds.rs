@@ -2,7 +2,7 @@
 //! (`tests/fixtures/all-kinds.json`, one row per kind) placed where its
 //! agent keeps them under one home, then the commands run with no
 //! `--source` (every default location that exists used and named on
-//! stderr) and with every kind given as `--source KIND=PATH`: each finds,
+//! stderr, both of a kind that keeps two layouts) and with every kind given as `--source KIND=PATH`: each finds,
 //! shows, reads, mentions, searches and prepares sessions of every kind,
 //! and lists exactly the sessions the samples hold.
 
@@ -29,6 +29,9 @@ struct Row {
     kind: SourceKind,
     /// Where its agent keeps them, below `$HOME` (`None`: nowhere by default).
     home: Option<String>,
+    /// Which of the kind's default locations it is (0: the first; more:
+    /// an `also` of the row, read with it).
+    nth: usize,
     row: Value,
     /// Every session a listing of the samples gives (once placed, with
     /// `{at}` replaced by where they are).
@@ -58,18 +61,23 @@ fn rows() -> Vec<Row> {
                 found.len()
             )
         };
-        let shown = &row["shown"];
-        rows.push(Row {
-            kind,
-            home: row["home"].as_str().map(str::to_owned),
-            row: row.clone(),
-            ids: row["ids"].as_array().unwrap().iter().map(s).collect(),
-            id: s(&shown["id"]),
-            title: s(&shown["title"]),
-            says: s(&shown["says"]),
-        });
+        let also = row["also"].as_array().into_iter().flatten();
+        for (i, row) in std::iter::once(row).chain(also).enumerate() {
+            let shown = &row["shown"];
+            rows.push(Row {
+                kind,
+                home: row["home"].as_str().map(str::to_owned),
+                nth: i,
+                row: row.clone(),
+                ids: row["ids"].as_array().unwrap().iter().map(s).collect(),
+                id: s(&shown["id"]),
+                title: s(&shown["title"]),
+                says: s(&shown["says"]),
+            });
+        }
     }
-    assert_eq!(rows.len(), table["kinds"].as_array().unwrap().len(), "a row of no kind the library reads");
+    let main = rows.iter().filter(|r| r.nth == 0).count();
+    assert_eq!(main, table["kinds"].as_array().unwrap().len(), "a row of no kind the library reads");
     rows
 }
 
@@ -110,11 +118,12 @@ fn placed() -> Placed {
     for row in &mut rows {
         let path = match &row.home {
             Some(below) => {
-                // The table's location is the kind's own (on Linux).
+                // The table's locations are the kind's own (on Linux).
+                let all = row.kind.default_locations_with(&env);
                 if cfg!(target_os = "linux") {
-                    assert_eq!(row.kind.default_location_with(&env), home.join(below), "{}", row.kind.name());
+                    assert_eq!(all.get(row.nth), Some(&home.join(below)), "{}: {all:?}", row.kind.name());
                 }
-                row.kind.default_location_with(&env)
+                all[row.nth].clone()
             }
             None => {
                 assert!(!row.kind.has_default_location(), "{}: the table gives no location", row.kind.name());

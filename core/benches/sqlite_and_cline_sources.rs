@@ -5,17 +5,21 @@
 //! reading its bytes alone in the same run); listing 10,000 Cline CLI
 //! sessions and reading a 100 MB one whose compaction sidecar replaces most
 //! of it (its prefix hashed); then 5,000 sessions of each SQLite kind listed
-//! by a new source (one row of [`SQLITE`] per kind).
+//! by a new source (one row of [`SQLITE`] per kind: OpenCode, Kilo and Warp
+//! generated, Goose, Crush, Zed and Hermes copies of a fixture session).
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench sqlite_and_cline_sources`
 //! (`-- --quick` for 1,000 sessions and 20 MB; `-- --cline`,
-//! `-- --cline-cli` or `-- --opencode` for one part).
+//! `-- --cline-cli`, `-- --opencode` or `-- --sqlite` (the SQLite kinds'
+//! listings) for one part).
 //!
 //! Inputs are generated deterministically in a temporary directory, shaped
 //! like OpenCode's rows: per turn a user message with a text part, an
 //! assistant message with step, reasoning, tool (1 KB output) and text parts.
 
 mod common;
+#[path = "../tests/support/sqlite_fixtures.rs"]
+mod sqlite_fixtures;
 /// Protobuf's wire format (shared with the other tests that write Warp's tasks).
 #[allow(dead_code)]
 mod pb {
@@ -29,8 +33,12 @@ use common::cpu_time;
 
 use dsh_session_reference::sources::cline::cli::CliSource;
 use dsh_session_reference::sources::cline::{self, ClineSource};
+use dsh_session_reference::sources::crush::CrushSource;
+use dsh_session_reference::sources::goose::GooseSource;
+use dsh_session_reference::sources::hermes::HermesSource;
 use dsh_session_reference::sources::opencode::{Flavor, OpenCodeSource};
 use dsh_session_reference::sources::warp::WarpSource;
+use dsh_session_reference::sources::zed::ZedSource;
 use dsh_session_reference::{BlockingSessionQuery, SurfaceData};
 use rusqlite::Connection;
 use serde_json::json;
@@ -332,7 +340,91 @@ const SQLITE: &[SqliteBench] = &[
         },
         list: |db| WarpSource::open(db).unwrap().list_sessions().unwrap().len(),
     },
+    SqliteBench {
+        name: "goose",
+        build: |dir, sessions| {
+            let db = dir.join("sessions.db");
+            sqlite_fixtures::build_db("goose", &db, &["schema.sql", "sessions.sql"]);
+            let first = listed_first(GooseSource::open(&db).unwrap().list_sessions().unwrap(), "goose:");
+            copies(&db, sessions, &first, &[("sessions", "id", None), ("messages", "session_id", Some(("id", true)))]);
+            db
+        },
+        list: |db| GooseSource::open(db).unwrap().list_sessions().unwrap().len(),
+    },
+    SqliteBench {
+        name: "crush",
+        build: |dir, sessions| {
+            let db = dir.join("crush.db");
+            sqlite_fixtures::build_db("crush", &db, &["schema.sql", "sessions.sql"]);
+            let first = listed_first(CrushSource::open(&db).unwrap().list_sessions().unwrap(), "crush:");
+            copies(&db, sessions, &first, &[("sessions", "id", None), ("messages", "session_id", Some(("id", false)))]);
+            db
+        },
+        list: |db| CrushSource::open(db).unwrap().list_sessions().unwrap().len(),
+    },
+    SqliteBench {
+        name: "zed",
+        build: |dir, sessions| {
+            let db = dir.join("threads.db");
+            sqlite_fixtures::zed_threads_db(&db);
+            let first = listed_first(ZedSource::open(&db).unwrap().list_sessions().unwrap(), "zed:");
+            copies(&db, sessions, &first, &[("threads", "id", None)]);
+            db
+        },
+        list: |db| ZedSource::open(db).unwrap().list_sessions().unwrap().len(),
+    },
+    SqliteBench {
+        name: "hermes",
+        build: |dir, sessions| {
+            let db = dir.join("state.db");
+            sqlite_fixtures::build_db("hermes", &db, &["schema.sql", "sessions.sql"]);
+            // A session of its own (the first listed continues another).
+            let first = "20260801_100000_a1b2c3".to_owned();
+            copies(&db, sessions, &first, &[("sessions", "id", None), ("messages", "session_id", Some(("id", true)))]);
+            db
+        },
+        list: |db| HermesSource::open(db).unwrap().list_sessions().unwrap().len(),
+    },
 ];
+
+/// The bare id of the first session a listing of a fixture gives.
+fn listed_first(listed: Vec<dsh_session_reference::SessionHeader>, prefix: &str) -> String {
+    listed[0].id.strip_prefix(prefix).unwrap().to_owned()
+}
+
+/// The fixture database `db` made `sessions` copies of its session `id`
+/// (and nothing else): for each table, its rows whose `column` is `id`,
+/// copied with that column set to each copy's id; a table's own key
+/// (`Some((key, numbered))`) left for SQLite to number, or made unique by
+/// the copy's id.
+#[allow(clippy::type_complexity)]
+fn copies(db: &Path, sessions: usize, id: &str, tables: &[(&str, &str, Option<(&str, bool)>)]) {
+    let conn = Connection::open(db).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = OFF; BEGIN").unwrap();
+    for (table, column, key) in tables {
+        conn.execute(&format!("CREATE TEMP TABLE t_{table} AS SELECT * FROM main.{table} WHERE {column} = ?1"), [id])
+            .unwrap();
+        if let Some((key, true)) = key {
+            conn.execute_batch(&format!("UPDATE t_{table} SET {key} = NULL")).unwrap();
+        }
+        conn.execute(&format!("DELETE FROM main.{table}"), []).unwrap();
+    }
+    for n in 0..sessions {
+        let copy = format!("{id}-{n:05}");
+        for (table, column, key) in tables {
+            conn.execute(&format!("UPDATE t_{table} SET {column} = ?1"), [&copy]).unwrap();
+            let insert = match key {
+                Some((key, false)) => format!(
+                    "INSERT INTO main.{table} SELECT * FROM t_{table}; UPDATE main.{table} SET {key} = {key} || '-{n}' \
+                     WHERE {column} = '{copy}'"
+                ),
+                _ => format!("INSERT INTO main.{table} SELECT * FROM t_{table}"),
+            };
+            conn.execute_batch(&insert).unwrap();
+        }
+    }
+    conn.execute_batch("COMMIT").unwrap();
+}
 
 /// A Warp database of `sessions` conversations as Warp writes them: the
 /// conversation row with its summary JSON, and one root task of `turns`
@@ -394,7 +486,13 @@ fn main() {
     let only_cline = std::env::args().any(|a| a == "--cline");
     let only_cline_cli = std::env::args().any(|a| a == "--cline-cli");
     let only_opencode = std::env::args().any(|a| a == "--opencode");
+    let only_sqlite = std::env::args().any(|a| a == "--sqlite");
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    if only_sqlite {
+        sqlite_listings(if quick { 1_000 } else { 5_000 });
+        println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+        return;
+    }
     if !only_opencode && !only_cline_cli {
         cline_bench(quick);
     }

@@ -74,6 +74,7 @@ impl DirEntry {
 
 /// The entries of a directory, sorted by name in byte order.
 pub fn sorted_entries(dir: &Path) -> io::Result<Vec<DirEntry>> {
+    crate::work::dir_read();
     let mut entries = fs::read_dir(dir)?
         .map(|e| e.map(|e| DirEntry { name: e.file_name(), file_type: e.file_type().ok() }))
         .collect::<io::Result<Vec<_>>>()?;

@@ -5,13 +5,15 @@
 //! one twice its size, so a loaded machine cannot fail them as a timing
 //! would. Beside it, the bytes of the lines the readers took from session
 //! files ([`line_bytes`]): how a test tells that a read went over a log
-//! once.
+//! once; and the directories read ([`dirs_read`]): how a test tells what a
+//! listing looked into.
 
 use std::cell::Cell;
 
 thread_local! {
     static STEPS: Cell<u64> = const { Cell::new(0) };
     static LINE_BYTES: Cell<u64> = const { Cell::new(0) };
+    static DIRS_READ: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Adds `n` steps to this thread's count.
@@ -50,4 +52,16 @@ pub(crate) fn line_read(len: usize) {
 /// reads it before and after the read it bounds).
 pub fn line_bytes() -> u64 {
     LINE_BYTES.with(Cell::get)
+}
+
+/// Counts a directory whose entries were read on this thread.
+#[inline]
+pub(crate) fn dir_read() {
+    DIRS_READ.with(|d| d.set(d.get().wrapping_add(1)));
+}
+
+/// The directories whose entries this thread has read so far (a test
+/// reads it before and after the listing it bounds).
+pub fn dirs_read() -> u64 {
+    DIRS_READ.with(Cell::get)
 }

@@ -259,5 +259,86 @@ fn cline_kind_reads_either_layout_and_roots_one_level_off() {
     std::fs::create_dir_all(&storage).unwrap();
     if cfg!(target_os = "linux") {
         assert_eq!(SourceKind::Cline.default_location_with(&env), storage);
+        let both = SourceKind::Cline.default_locations_with(&env);
+        assert_eq!(both, [storage.clone(), data.join("sessions")], "every default location, VS Code's first");
     }
+}
+
+/// Both layouts of the kind at once (its two default locations, as the
+/// fronts open them with no `--source`): every session of each listed under
+/// `cline:`, each read from the root that holds it, fingerprints from there;
+/// an id both hold listed once, read from the first, the other's copy named
+/// in its note; the same root twice, or another kind twice, still refused.
+#[test]
+fn cline_kind_reads_both_layouts_as_one_source() {
+    let (dir, cli_root) = sessions_dir();
+    let vs_code = dir.path().join("saoudrizwan.claude-dev");
+    copy_tree(&fixture().join("../cline/saoudrizwan.claude-dev"), &vs_code);
+    let specs = [SourceSpec::new(SourceKind::Cline, &vs_code), SourceSpec::new(SourceKind::Cline, &cli_root)];
+    let expected = [
+        "cline:1784094124598_rruoq",
+        "cline:1767900000000_broke",
+        "cline:1767700000000_basic",
+        "cline:1767600000000_legcy",
+        "cline:1767500000000_rewnd",
+        "cline:1767400000000_compa",
+        "cline:1767200000000",
+        "cline:1767000000000",
+    ];
+    // Reads before any listing find their root too.
+    let multi = open_sources(&specs).unwrap();
+    let title = block_on(multi.read_title("cline:1767400000000_compa")).unwrap();
+    assert!(title.is_some_and(|t| !t.is_empty()));
+    assert!(block_on(multi.read_surface("cline:1767000000000")).is_ok());
+    let listed: Vec<String> = block_on(multi.list_sessions()).unwrap().into_iter().map(|h| h.id).collect();
+    assert_eq!(listed, expected);
+    let report = multi.last_report();
+    let counts: Vec<(&str, Result<usize, String>)> =
+        report.iter().map(|s| (s.name.as_str(), s.outcome.clone())).collect();
+    assert_eq!(counts, [("cline", Ok(2)), ("cline", Ok(6))]);
+    let alone = CliSource::open(&cli_root).unwrap();
+    for id in expected {
+        let read = block_on(multi.read_surface(id));
+        if id.ends_with("_broke") {
+            assert!(read.is_err(), "{id}: its damaged file is reported");
+            continue;
+        }
+        assert!(read.is_ok(), "{id}: {:?}", read.err());
+        if id.contains('_') {
+            assert_eq!(block_on(multi.read_title(id)).unwrap(), alone.read_title(id).unwrap(), "{id}");
+        }
+    }
+    let ids: Vec<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+    let prints = block_on(multi.fingerprints(&ids)).unwrap().unwrap();
+    assert!(prints.iter().all(Option::is_some), "each root fingerprints its own: {prints:?}");
+    let shared = block_on(multi.shared_listing()).unwrap().unwrap();
+    let shared_ids: Vec<&str> = shared.sessions().iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(shared_ids, expected);
+    assert!(shared.fingerprints().iter().all(Option::is_some));
+
+    // A session of the CLI's with a VS Code task's id: listed once, from
+    // the VS Code storage (the first root), the copy named.
+    let twin = cli_root.join("1767000000000");
+    std::fs::create_dir(&twin).unwrap();
+    std::fs::copy(
+        cli_root.join("1767600000000_legcy/1767600000000_legcy.messages.json"),
+        twin.join("1767000000000.messages.json"),
+    )
+    .unwrap();
+    let from_vs_code = block_on(multi.read_surface("cline:1767000000000")).ok().map(|s| format!("{s:?}"));
+    for listing in [
+        block_on(multi.list_sessions()).unwrap().into_iter().map(|h| h.id).collect::<Vec<_>>(),
+        block_on(multi.shared_listing()).unwrap().unwrap().sessions().iter().map(|h| h.id.clone()).collect(),
+    ] {
+        assert_eq!(listing, expected, "listed once");
+        let report = multi.last_report();
+        assert_eq!(report[1].outcome, Ok(6));
+        let note = report[1].note.clone().unwrap_or_default();
+        assert!(note.contains("listed by an earlier cline source too, and read there: cline:1767000000000"), "{note}");
+        assert_eq!(block_on(multi.read_surface("cline:1767000000000")).ok().map(|s| format!("{s:?}")), from_vs_code);
+    }
+
+    assert!(open_sources(&[specs[0].clone(), specs[0].clone()]).unwrap_err().contains("two cline sources"));
+    let codex = [SourceSpec::new(SourceKind::Codex, "/a"), SourceSpec::new(SourceKind::Codex, "/b")];
+    assert!(open_sources(&codex).unwrap_err().contains("two codex sources"));
 }

@@ -12,6 +12,7 @@ use dsh_session_reference::sources::qwen_code::{self, QwenCodeSource};
 use dsh_session_reference::sources::{open_sources, SourceKind, SourceSpec};
 use dsh_session_reference::{block_on, BlockingSessionQuery, SessionQuery, SurfaceData};
 
+mod common;
 mod pinned;
 use pinned::*;
 
@@ -702,4 +703,46 @@ fn one_view_lists_the_four_kinds_newest_first_and_routes_reads_by_prefix() {
         "nothing skipped: {:?}",
         report.iter().map(|s| &s.note).collect::<Vec<_>>()
     );
+}
+
+/// A listing of Kimi Code's or Grok Build's sessions reads the directories
+/// above the sessions' and none inside one (a session's files are at fixed
+/// places in its directory, looked up by name): as many directories for
+/// twice the sessions, and every session still listed.
+#[test]
+fn kimi_and_grok_listings_read_no_directory_inside_a_session() {
+    use dsh_session_reference::work::dirs_read;
+    type Open = fn(&std::path::Path) -> Vec<String>;
+    type Name = fn(usize) -> String;
+    let kinds: [(PathBuf, &str, Name, Open); 2] = [
+        (
+            kimi_fixture().join("wd_home-u-other_4d5e6f/session_bbbb2222-0000-4000-8000-000000000002"),
+            "wd_work_1a2b3c",
+            |i| format!("session_{i:08x}-0000-4000-8000-000000000000"),
+            |root| KimiSource::open(root).unwrap().list_sessions().unwrap().into_iter().map(|h| h.id).collect(),
+        ),
+        (
+            grok_fixture().join("%2Fhome%2Fu%2Fother/019f6000-0000-7000-8000-000000000002"),
+            "%2Fwork",
+            |i| format!("019f6000-0000-7000-8000-{i:012x}"),
+            |root| GrokSource::open(root).unwrap().list_sessions().unwrap().into_iter().map(|h| h.id).collect(),
+        ),
+    ];
+    for (session, bucket, name, list) in kinds {
+        for n in [4, 8] {
+            let tmp = tempfile::tempdir().unwrap();
+            for i in 0..n {
+                common::copy_dir(&session, &tmp.path().join(bucket).join(name(i)));
+            }
+            let before = dirs_read();
+            let listed = list(tmp.path());
+            let read = dirs_read() - before;
+            let mut want: Vec<String> = (0..n).map(name).collect();
+            let mut got: Vec<String> = listed.iter().map(|id| id.split_once(':').unwrap().1.to_owned()).collect();
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "{bucket}");
+            assert_eq!(read, 2, "{bucket}: the root and its one directory of sessions, with {n} sessions");
+        }
+    }
 }

@@ -78,9 +78,11 @@ def place_all(home, elsewhere):
     """Every kind's samples: at its default location under `home`, or (a
     kind without one) under `elsewhere`. The rows, their ids with `{at}`
     replaced by where they were placed, and the `--source KIND=PATH` of
-    each."""
+    each. A kind's further default locations (`also`) are rows of their
+    own, after its first."""
     rows, specs = [], []
-    for row in table():
+    every = [r for first in table() for r in [first, *({**a, "kind": first["kind"]} for a in first.get("also", []))]]
+    for row in every:
         at = home / row["home"] if row["home"] else elsewhere / row["kind"]
         place(row, at)
         here = lambda i, at=at: i.replace("{at}", str(at))  # noqa: E731

@@ -9,13 +9,15 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Read, Seek};
+use std::io::{self, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::conversation::Conversation;
 use crate::error::HostError;
-use crate::fs::{open_under, par_map, sorted_entries, DirUnder, EntryKind, FileIdentity, Stamp, LINK_REASON};
+use crate::fs::{
+    open_under, par_map, read_opened, sorted_entries, DirUnder, EntryKind, FileIdentity, Stamp, LINK_REASON,
+};
 use crate::host::{
     BlockingSessionQuery, Fingerprint, SessionHeader, SharedListing, SurfaceAnswer, SurfaceData, SurfaceRead,
 };
@@ -101,10 +103,8 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
 /// followed): `None` when it is missing, unreadable or longer than `max`
 /// bytes.
 pub(crate) fn read_companion(root: &Path, rel: &[&OsStr], max: u64) -> Option<Vec<u8>> {
-    let (file, _) = open_under(root, rel).ok()?;
-    let mut buf = Vec::new();
-    file.take(max + 1).read_to_end(&mut buf).ok()?;
-    (buf.len() as u64 <= max).then_some(buf)
+    let (file, stamp) = DirUnder::open(root, &[]).open_file(rel).ok()?;
+    read_opened(file, stamp.id.size, usize::try_from(max).unwrap_or(usize::MAX)).ok()
 }
 
 /// A walk of `root` that looks into directories `descend(rel, name)`
@@ -119,12 +119,35 @@ pub fn walk_tree(
     out: &mut Vec<Rel>,
     rejected: &mut Vec<(PathBuf, String)>,
 ) {
+    walk_with(root, max_depth, &Walk { descend, take, take_dir: &|_, _| false }, out, rejected);
+}
+
+/// What a walk ([`walk_with`]) looks into and keeps.
+pub struct Walk<'a> {
+    /// The directories looked into (`rel`: where the entry `name` is).
+    pub descend: &'a dyn Fn(&[OsString], &OsStr) -> bool,
+    /// The regular files kept.
+    pub take: &'a dyn Fn(&[OsString], &OsStr) -> bool,
+    /// The directories kept (not looked into): where a layout keeps a
+    /// session's files at a fixed place inside its directory, they are
+    /// opened there rather than found by reading every directory on the
+    /// way.
+    pub take_dir: &'a dyn Fn(&[OsString], &OsStr) -> bool,
+}
+
+/// [`walk_tree`] keeping what `w` says (directories too).
+pub fn walk_with(
+    root: &Path,
+    max_depth: usize,
+    w: &Walk<'_>,
+    out: &mut Vec<Rel>,
+    rejected: &mut Vec<(PathBuf, String)>,
+) {
     fn go(
         root: &Path,
         rel: &mut Rel,
         max_depth: usize,
-        descend: &dyn Fn(&[OsString], &OsStr) -> bool,
-        take: &dyn Fn(&[OsString], &OsStr) -> bool,
+        w: &Walk<'_>,
         out: &mut Vec<Rel>,
         rejected: &mut Vec<(PathBuf, String)>,
     ) {
@@ -147,24 +170,33 @@ pub fn walk_tree(
             };
             let deeper = rel.len() < max_depth;
             match kind {
-                EntryKind::File if take(rel, &entry.name) => {
+                EntryKind::File if (w.take)(rel, &entry.name) => {
                     let mut r = rel.clone();
                     r.push(entry.name);
                     out.push(r);
                 }
-                EntryKind::Dir if deeper && descend(rel, &entry.name) => {
+                EntryKind::Dir if (w.take_dir)(rel, &entry.name) => {
+                    let mut r = rel.clone();
+                    r.push(entry.name);
+                    out.push(r);
+                }
+                EntryKind::Dir if deeper && (w.descend)(rel, &entry.name) => {
                     rel.push(entry.name);
-                    go(root, rel, max_depth, descend, take, out, rejected);
+                    go(root, rel, max_depth, w, out, rejected);
                     rel.pop();
                 }
-                EntryKind::Link if take(rel, &entry.name) || (deeper && descend(rel, &entry.name)) => {
+                EntryKind::Link
+                    if (w.take)(rel, &entry.name)
+                        || (w.take_dir)(rel, &entry.name)
+                        || (deeper && (w.descend)(rel, &entry.name)) =>
+                {
                     rejected.push((dir.join(&entry.name), LINK_REASON.to_owned()));
                 }
                 _ => {}
             }
         }
     }
-    go(root, &mut Vec::new(), max_depth, descend, take, out, rejected);
+    go(root, &mut Vec::new(), max_depth, w, out, rejected);
 }
 
 /// Whether every component of `rel` is a plain name (not empty, `.` or

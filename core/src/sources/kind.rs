@@ -37,6 +37,11 @@ pub(crate) struct Kind {
     /// The default location from an environment; `None`: the kind is read
     /// only where it is given.
     pub(crate) default: Option<fn(&Env) -> PathBuf>,
+    /// Further default locations, for an agent that keeps its sessions in
+    /// more than one layout: every one that exists is read with `default`,
+    /// as one source (ids stay the kind's; one listed in two is read from
+    /// the first).
+    pub(crate) also: &'static [fn(&Env) -> PathBuf],
     /// Every environment variable `default` may read, on any platform.
     pub(crate) env: &'static [&'static str],
     /// How a root given is taken.

@@ -8,7 +8,14 @@
 //! which is how reads find them; DSH ids have none and go to the source
 //! registered without a prefix, so every existing DSH mention keeps
 //! resolving, and a view of one source lists exactly what that source lists.
+//!
+//! Sources may share a prefix: one kind read at several roots (an agent
+//! that keeps its sessions in two layouts). Their sessions are listed
+//! together; a read of one goes to the source that listed it, and an id
+//! that two of them list is listed once, from the first, the other's
+//! copy named in that source's note.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +28,9 @@ struct Entry {
     prefix: String,
     query: Arc<dyn SessionQuery>,
     notes: SourceNotes,
+    /// Whether another source has the same prefix (so reads are routed by
+    /// which of them listed the id).
+    shares: bool,
 }
 
 /// How one source fared in the last listing.
@@ -97,6 +107,9 @@ pub struct MultiQuery {
     merged: Mutex<Option<Merged>>,
     /// Reads that failed since the last listing: `(source, id, why)`.
     failed: Mutex<Vec<(usize, String, String)>>,
+    /// For the sessions of sources that share a prefix: the source that
+    /// listed each id (first wins), as the last listing found them.
+    owners: Mutex<HashMap<String, usize>>,
 }
 
 impl std::fmt::Debug for MultiQuery {
@@ -115,7 +128,8 @@ impl MultiQuery {
     /// Adds a source. `prefix` is what the ids of its sessions start with
     /// (`"claude-code:"`), or `""` for the source that takes every other id
     /// (DSH). A read goes to the first source whose non-empty prefix starts
-    /// the id, else to the first source without a prefix.
+    /// the id, else to the first source without a prefix; among sources of
+    /// one prefix, to the one that listed the id.
     pub fn with_source(self, name: impl Into<String>, prefix: impl Into<String>, query: Arc<dyn SessionQuery>) -> Self {
         self.with_noted_source(name, prefix, query, SourceNotes::default())
     }
@@ -129,7 +143,12 @@ impl MultiQuery {
         query: Arc<dyn SessionQuery>,
         notes: SourceNotes,
     ) -> Self {
-        self.entries.push(Entry { name: name.into(), prefix: prefix.into(), query, notes });
+        let prefix = prefix.into();
+        let shares = self.entries.iter().any(|e| e.prefix == prefix);
+        for entry in self.entries.iter_mut().filter(|e| e.prefix == prefix) {
+            entry.shares = true;
+        }
+        self.entries.push(Entry { name: name.into(), prefix, query, notes, shares });
         self
     }
 
@@ -142,9 +161,9 @@ impl MultiQuery {
     /// before the first).
     pub fn last_report(&self) -> Vec<SourceStatus> {
         let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        // The report has one status per source, in order.
         for (source, id, why) in self.failed.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            let name = &self.entries[*source].name;
-            if let Some(status) = report.iter_mut().find(|s| &s.name == name) {
+            if let Some(status) = report.get_mut(*source) {
                 status.unreadable.push((id.clone(), why.clone()));
             }
         }
@@ -165,7 +184,7 @@ impl MultiQuery {
         read: impl FnOnce(&'a dyn SessionQuery) -> QueryFuture<'a, T> + Send + 'a,
     ) -> QueryFuture<'a, T> {
         Box::pin(async move {
-            let entry = self.route(session_id)?;
+            let entry = self.owner(session_id).await?;
             let answer = read(entry.query.as_ref()).await;
             if let Err(e) = &answer {
                 self.record(entry, session_id, e);
@@ -191,12 +210,89 @@ impl MultiQuery {
     }
 
     fn route(&self, id: &str) -> Result<&Entry, HostError> {
-        self.entries
+        let first = self
+            .entries
             .iter()
             .find(|e| !e.prefix.is_empty() && id.starts_with(&e.prefix))
             .or_else(|| self.entries.iter().find(|e| e.prefix.is_empty()))
-            .ok_or_else(|| HostError::new(format!("no session {id:?} in these sources")))
+            .ok_or_else(|| HostError::new(format!("no session {id:?} in these sources")))?;
+        if !first.shares {
+            return Ok(first);
+        }
+        let owner = self.owners.lock().unwrap_or_else(|e| e.into_inner()).get(id).copied();
+        Ok(owner.map_or(first, |at| &self.entries[at]))
     }
+
+    /// [`route`](Self::route), and for an id of sources that share a prefix
+    /// that no listing has placed yet, the first of them that lists it
+    /// (each listed until one does).
+    async fn owner(&self, id: &str) -> Result<&Entry, HostError> {
+        let first = self.route(id)?;
+        if !first.shares || self.owners.lock().unwrap_or_else(|e| e.into_inner()).contains_key(id) {
+            return Ok(first);
+        }
+        for (at, entry) in self.entries.iter().enumerate().filter(|(_, e)| e.prefix == first.prefix) {
+            if entry.query.list_sessions().await.is_ok_and(|l| l.iter().any(|h| h.id == id)) {
+                self.owners.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_owned(), at);
+                return Ok(entry);
+            }
+        }
+        Ok(first)
+    }
+
+    /// Of the listings (per source; `None`: it failed), the positions of
+    /// sessions an earlier source of the same prefix listed too, per
+    /// source: they are left out (their id reads from that one). Keeps
+    /// which source listed each id of sources that share a prefix, for
+    /// [`route`](Self::route).
+    fn claim(&self, lists: &[Option<&[SessionHeader]>]) -> Vec<Vec<usize>> {
+        let mut dropped = vec![Vec::new(); lists.len()];
+        if !self.entries.iter().any(|e| e.shares) {
+            return dropped;
+        }
+        let mut owners: HashMap<String, usize> = HashMap::new();
+        for (at, (entry, list)) in self.entries.iter().zip(lists).enumerate() {
+            let (true, Some(list)) = (entry.shares, list) else { continue };
+            for (i, header) in list.iter().enumerate() {
+                match owners.entry(header.id.clone()) {
+                    std::collections::hash_map::Entry::Occupied(o) if *o.get() != at => dropped[at].push(i),
+                    std::collections::hash_map::Entry::Occupied(_) => {}
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(at);
+                    }
+                }
+            }
+        }
+        *self.owners.lock().unwrap_or_else(|e| e.into_inner()) = owners;
+        dropped
+    }
+}
+
+/// Says in `report` which sessions [`MultiQuery::claim`] left out of each
+/// source (`dropped`, positions in `lists`), and counts them out of its
+/// number listed.
+fn note_dropped(report: &mut [SourceStatus], lists: &[Option<&[SessionHeader]>], dropped: &[Vec<usize>]) {
+    for ((status, list), dropped) in report.iter_mut().zip(lists).zip(dropped) {
+        let (Some(list), false) = (list, dropped.is_empty()) else { continue };
+        if let Ok(n) = &mut status.outcome {
+            *n -= dropped.len();
+        }
+        let ids: Vec<&str> = dropped.iter().take(SKIPPED_NAMED).map(|&i| list[i].id.as_str()).collect();
+        let more = match dropped.len().saturating_sub(SKIPPED_NAMED) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        let said = format!("listed by an earlier {} source too, and read there: {}{more}", status.name, ids.join(", "));
+        status.note = Some(match status.note.take() {
+            Some(note) => format!("{note}; {said}"),
+            None => said,
+        });
+    }
+}
+
+/// Whether position `i` of a listing is among `dropped` (sorted).
+fn is_kept(dropped: &[usize], i: usize) -> bool {
+    dropped.binary_search(&i).is_err()
 }
 
 /// A merged shared listing and what it was merged from.
@@ -209,6 +305,10 @@ struct Merged {
     /// merged one.
     place: Vec<Vec<u32>>,
 }
+
+/// The place in a merged listing of a session left out of it (listed by an
+/// earlier source of its prefix).
+const LEFT_OUT: u32 = u32::MAX;
 
 /// `createdAt` as a number to order by (newest first).
 fn created(h: &SessionHeader) -> f64 {
@@ -266,9 +366,31 @@ impl SessionQuery for MultiQuery {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
         Box::pin(async move {
             let lists = futures::future::join_all(self.entries.iter().map(|e| e.query.list_sessions())).await;
-            let (report, merged) = merge(&self.entries, lists, Vec::len);
+            let (mut report, merged) = merge(&self.entries, lists, Vec::len);
+            let dropped = match &merged {
+                Ok(kept) => {
+                    let lists: Vec<Option<&[SessionHeader]>> = kept.iter().map(|l| l.as_deref()).collect();
+                    let dropped = self.claim(&lists);
+                    note_dropped(&mut report, &lists, &dropped);
+                    dropped
+                }
+                Err(_) => Vec::new(),
+            };
             self.listed(report);
-            let mut merged: Vec<Vec<SessionHeader>> = merged?.into_iter().flatten().collect();
+            let merged = merged?;
+            let mut merged: Vec<Vec<SessionHeader>> = (merged.into_iter().zip(&dropped))
+                .filter_map(|(list, dropped)| {
+                    let mut list = list?;
+                    if !dropped.is_empty() {
+                        let mut at = 0;
+                        list.retain(|_| {
+                            at += 1;
+                            is_kept(dropped, at - 1)
+                        });
+                    }
+                    Some(list)
+                })
+                .collect();
             if merged.len() == 1 {
                 return Ok(merged.pop().unwrap_or_default());
             }
@@ -291,7 +413,17 @@ impl SessionQuery for MultiQuery {
             }
             let lists: Vec<Result<SharedListing, HostError>> =
                 lists.into_iter().map(|l| l.map(Option::unwrap_or_default)).collect();
-            let (report, kept) = merge(&self.entries, lists, |l| l.sessions().len());
+            let (mut report, kept) = merge(&self.entries, lists, |l| l.sessions().len());
+            let dropped = match &kept {
+                Ok(kept) => {
+                    let lists: Vec<Option<&[SessionHeader]>> =
+                        kept.iter().map(|l| l.as_ref().map(SharedListing::sessions)).collect();
+                    let dropped = self.claim(&lists);
+                    note_dropped(&mut report, &lists, &dropped);
+                    dropped
+                }
+                Err(_) => Vec::new(),
+            };
             self.listed(report);
             let kept = kept?;
             let mut last = self.merged.lock().unwrap_or_else(|e| e.into_inner());
@@ -304,8 +436,10 @@ impl SessionQuery for MultiQuery {
             let routed_here =
                 |l: usize, id: &str| self.route(id).is_ok_and(|entry| std::ptr::eq(entry, &self.entries[sources[l].0]));
             // Only fingerprints changed in the sources that changed: the
-            // merged listing changes those sessions' only, in place.
-            if let Some(merged) = last.take_if(|m| m.from.len() == serials.len()) {
+            // merged listing changes those sessions' only, in place (made
+            // afresh while sessions are left out as listed twice).
+            let whole = dropped.iter().all(Vec::is_empty);
+            if let Some(merged) = last.take_if(|m| whole && m.from.len() == serials.len()) {
                 let mut changed: Vec<(usize, Option<Fingerprint>)> = Vec::new();
                 let same = merged.from.iter().zip(&kept).zip(&merged.place).enumerate().all(
                     |(e, ((from, now), place))| match (from, now) {
@@ -313,7 +447,7 @@ impl SessionQuery for MultiQuery {
                         (Some(from), Some(now)) if *from == now.serial() => true,
                         (Some(from), Some(now)) => now.changed_since(*from).is_some_and(|at| {
                             let l = sources.iter().position(|(s, _)| *s == e).unwrap_or(0);
-                            changed.extend(at.iter().map(|&i| {
+                            changed.extend(at.iter().filter(|&&i| place[i] != LEFT_OUT).map(|&i| {
                                 let fp = now.fingerprints()[i].clone();
                                 (place[i] as usize, fp.filter(|_| routed_here(l, &now.sessions()[i].id)))
                             }));
@@ -332,7 +466,10 @@ impl SessionQuery for MultiQuery {
                 }
             }
             let views: Vec<&[SessionHeader]> = sources.iter().map(|(_, l)| l.sessions()).collect();
-            let order = merged_order(&views);
+            let mut order = merged_order(&views);
+            if !whole {
+                order.retain(|&(l, i)| is_kept(&dropped[sources[l].0], i));
+            }
             let headers: Arc<[SessionHeader]> = order.iter().map(|&(l, i)| views[l][i].clone()).collect();
             let fps: Arc<[Option<Fingerprint>]> = order
                 .iter()
@@ -342,7 +479,7 @@ impl SessionQuery for MultiQuery {
                 })
                 .collect();
             let mut place: Vec<Vec<u32>> =
-                kept.iter().map(|l| vec![0; l.as_ref().map_or(0, |l| l.sessions().len())]).collect();
+                kept.iter().map(|l| vec![LEFT_OUT; l.as_ref().map_or(0, |l| l.sessions().len())]).collect();
             for (at, &(l, i)) in order.iter().enumerate() {
                 place[sources[l].0][i] = at as u32;
             }

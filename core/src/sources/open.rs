@@ -206,14 +206,40 @@ impl SourceKind {
     /// else `~/.config/Code/…` (Linux), `~/Library/Application Support/Code/…`
     /// (macOS), `$APPDATA/Code/…` (Windows). (`~` is `$HOME`, else
     /// `$USERPROFILE`.) Each reads only the variables of
-    /// [`location_variables`].
+    /// [`location_variables`]. For a kind with several default locations
+    /// (`cline`: also the Cline CLI's sessions directory), the first of
+    /// [`default_locations_with`](Self::default_locations_with) that
+    /// exists, else the first.
     pub fn default_location_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
-        self.0.default.map(|at| at(&Env(env))).unwrap_or_default()
+        let all = self.default_locations_with(env);
+        match all.len() {
+            0 | 1 => all.into_iter().next().unwrap_or_default(),
+            _ => all.iter().find(|at| self.root_exists(at)).unwrap_or(&all[0]).clone(),
+        }
     }
 
     /// The default location from this process's environment.
     pub fn default_location(self) -> PathBuf {
         self.default_location_with(&|name| std::env::var_os(name))
+    }
+
+    /// Every default location, from the environment `env` gives: one for
+    /// most kinds; for an agent that keeps sessions in more than one layout,
+    /// each (`cline`: VS Code's extension storage, then the Cline CLI's
+    /// `$CLINE_SESSION_DATA_DIR`, else `$CLINE_DATA_DIR/sessions`, else
+    /// `$CLINE_DIR/data/sessions`, else `~/.cline/data/sessions`); none for
+    /// a kind without a default location. With no `--source`, every one
+    /// that exists is read, as one source of the kind.
+    pub fn default_locations_with(self, env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+        let Some(first) = self.0.default else { return Vec::new() };
+        let env = Env(env);
+        std::iter::once(first).chain(self.0.also.iter().copied()).map(|at| at(&env)).collect()
+    }
+
+    /// [`default_locations_with`](Self::default_locations_with) this
+    /// process's environment.
+    pub fn default_locations(self) -> Vec<PathBuf> {
+        self.default_locations_with(&|name| std::env::var_os(name))
     }
 
     /// The format's name in messages (`"Copilot CLI"`).
@@ -363,27 +389,43 @@ pub fn empty_root_note(kind: SourceKind, root: &Path) -> String {
     (kind.0.empty)(kind.0, root)
 }
 
-/// The default location of every kind that exists as a directory on this
-/// machine, in [`SourceKind::ALL`] order.
+/// Every default location of every kind that exists on this machine, in
+/// [`SourceKind::ALL`] order (a kind with several, each of them that
+/// exists, in its own order: see [`SourceKind::default_locations`]).
 pub fn default_specs() -> Vec<SourceSpec> {
     SourceKind::ALL
         .into_iter()
-        .filter(|k| k.has_default_location())
-        .map(|k| SourceSpec::new(k, k.default_location()))
+        .flat_map(|k| k.default_locations().into_iter().map(move |at| SourceSpec::new(k, at)))
         .filter(|s| s.kind.root_exists(&s.root))
         .collect()
 }
 
 /// `found` (the default locations that exist); when none does, every
-/// kind at its default location (`location`), so that a view over them
+/// kind at every default location (`locations`), so that a view over them
 /// says, per source, that its root does not exist, and its listing fails
 /// naming every place looked at, rather than answering an empty list as if
 /// there were nothing to find.
-pub fn defaults_or_every_location(found: Vec<SourceSpec>, location: impl Fn(SourceKind) -> PathBuf) -> Vec<SourceSpec> {
+pub fn defaults_or_every_location(
+    found: Vec<SourceSpec>,
+    locations: impl Fn(SourceKind) -> Vec<PathBuf>,
+) -> Vec<SourceSpec> {
     if !found.is_empty() {
         return found;
     }
-    SourceKind::ALL.into_iter().filter(|k| k.has_default_location()).map(|k| SourceSpec::new(k, location(k))).collect()
+    let every = |k: SourceKind| locations(k).into_iter().map(move |at| SourceSpec::new(k, at));
+    SourceKind::ALL.into_iter().filter(|k| k.has_default_location()).flat_map(every).collect()
+}
+
+/// The specs of `kind` at its default locations: each that exists, else the
+/// first (none when it has no default location).
+fn defaults_of(kind: SourceKind) -> Vec<SourceSpec> {
+    let all = kind.default_locations();
+    let found: Vec<SourceSpec> =
+        all.iter().filter(|at| kind.root_exists(at)).map(|at| SourceSpec::new(kind, at.clone())).collect();
+    match found.is_empty() {
+        true => all.into_iter().take(1).map(|at| SourceSpec::new(kind, at)).collect(),
+        false => found,
+    }
 }
 
 /// What to say when no default location exists (so [`default_specs`] is
@@ -391,8 +433,7 @@ pub fn defaults_or_every_location(found: Vec<SourceSpec>, location: impl Fn(Sour
 pub fn no_default_location_message() -> String {
     let looked: Vec<String> = SourceKind::ALL
         .into_iter()
-        .filter(|k| k.has_default_location())
-        .map(|k| format!("{} at {}", k.name(), k.default_location().display()))
+        .flat_map(|k| k.default_locations().into_iter().map(move |at| format!("{} at {}", k.name(), at.display())))
         .collect();
     let opt_in: Vec<&str> =
         SourceKind::ALL.into_iter().filter(|k| !k.has_default_location()).map(SourceKind::name).collect();
@@ -406,12 +447,24 @@ pub fn no_default_location_message() -> String {
 
 /// The specs a front was given as JSON: `null` for [`default_specs`], or
 /// an array of `{"kind": <a kind's name>, "root"?: string|null}`
-/// (a missing or null root is the kind's default location). The C ABI,
-/// Python and Node all take this shape.
+/// (a missing or null root is the kind's default location; for a kind with
+/// several, each that exists). The C ABI, Python and Node all take this
+/// shape.
 pub fn specs_from_json(value: &serde_json::Value) -> Result<Vec<SourceSpec>, String> {
     match value {
-        serde_json::Value::Null => Ok(defaults_or_every_location(default_specs(), |k| k.default_location())),
-        serde_json::Value::Array(list) if !list.is_empty() => list.iter().map(SourceSpec::from_json).collect(),
+        serde_json::Value::Null => Ok(defaults_or_every_location(default_specs(), SourceKind::default_locations)),
+        serde_json::Value::Array(list) if !list.is_empty() => {
+            let mut specs = Vec::with_capacity(list.len());
+            for item in list {
+                let spec = SourceSpec::from_json(item)?;
+                let defaulted = matches!(item.get("root"), None | Some(serde_json::Value::Null));
+                match defaulted && !spec.kind.0.also.is_empty() {
+                    true => specs.extend(defaults_of(spec.kind)),
+                    false => specs.push(spec),
+                }
+            }
+            Ok(specs)
+        }
         serde_json::Value::Array(_) => Err("the list of sources is empty".into()),
         _ => Err("sources must be null (every default location) or an array of {kind, root}".into()),
     }
@@ -496,8 +549,11 @@ fn open_resolved(spec: &SourceSpec) -> std::io::Result<Arc<dyn SessionQuery>> {
 /// (reported by [`MultiQuery::last_report`], never fatal to the others); a
 /// root taken for the one it meant, and one that lists no session (with
 /// what it holds), are said in the report's note. Two sources of one kind
-/// are refused: reads are routed by the id's prefix, so the second could
-/// never be read.
+/// are refused (reads are routed by the id's prefix), except for a kind
+/// with several default locations (`cline`), whose roots are read together:
+/// a read goes to the root that listed the id, and an id two of them list
+/// is read from the first (the other's copy named in its note). One root
+/// given twice is refused.
 pub fn open_sources(specs: &[SourceSpec]) -> Result<MultiQuery, String> {
     open_sources_with(specs, false)
 }
@@ -513,10 +569,10 @@ fn open_sources_with(specs: &[SourceSpec], awaiting: bool) -> Result<MultiQuery,
     let mut multi = MultiQuery::new();
     let mut seen = Vec::new();
     for spec in specs {
-        if seen.contains(&spec.kind) {
+        if seen.contains(&spec) || (spec.kind.0.also.is_empty() && seen.iter().any(|s| s.kind == spec.kind)) {
             return Err(format!("two {} sources: give at most one root per kind", spec.kind.name()));
         }
-        seen.push(spec.kind);
+        seen.push(spec);
         let mut notes = SourceNotes::default();
         if awaiting && !spec.kind.root_exists(&spec.root) {
             let (kind, root) = (spec.kind, spec.root.clone());
@@ -560,6 +616,7 @@ mod tests {
         prefix: "notes:",
         location: "$DSR_TEST_NOTES_HOME/notes, else ~/.notes/notes",
         default: Some(|env| env.var(NOTES_VAR).unwrap_or_else(|| env.home().join(".notes")).join("notes")),
+        also: &[],
         env: &[NOTES_VAR, "HOME", "USERPROFILE"],
         root: Root::InHome("notes"),
         layout: "<name>.txt files (as ~/.notes/notes)",
@@ -732,7 +789,8 @@ mod tests {
     fn with_no_default_location_every_place_is_looked_at_and_reported() {
         let home = tempfile::tempdir().unwrap();
         let at = |k: SourceKind| home.path().join(k.name());
-        let specs = defaults_or_every_location(Vec::new(), at);
+        let every = |k: SourceKind| vec![at(k)];
+        let specs = defaults_or_every_location(Vec::new(), every);
         assert_eq!(specs.len(), SourceKind::ALL.iter().filter(|k| k.has_default_location()).count());
         let multi = open_sources(&specs).unwrap();
         let listed = crate::block_on(multi.list_sessions());
@@ -745,7 +803,7 @@ mod tests {
             assert!(status["error"].as_str().unwrap().contains(&place), "{report}");
         }
         let some = vec![SourceSpec::new(SourceKind::Codex, "/x")];
-        assert_eq!(defaults_or_every_location(some.clone(), at), some, "what exists is used as found");
+        assert_eq!(defaults_or_every_location(some.clone(), every), some, "what exists is used as found");
     }
 
     #[test]

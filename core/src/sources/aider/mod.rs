@@ -74,6 +74,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "no default location: a repository holding .aider.chat.history.md, or a directory of them",
     default: None,
+    also: &[],
     env: &[],
     root: Root::Own(take_root),
     layout: "a repository holding .aider.chat.history.md, or repositories up to three levels below",

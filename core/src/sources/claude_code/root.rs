@@ -16,6 +16,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects",
     default: Some(default_location),
+    also: &[],
     env: &["CLAUDE_CONFIG_DIR", "HOME", "USERPROFILE"],
     root: Root::Own(take),
     layout: "project directories holding <session>.jsonl transcripts (as ~/.claude/projects)",

@@ -69,6 +69,7 @@
 //! root is followed; a history larger than [`MAX_HISTORY_BYTES`] makes
 //! its task unreadable (the whole file is parsed at once).
 
+mod canon;
 pub mod cli;
 pub mod history;
 pub mod sdk;
@@ -100,16 +101,18 @@ pub use self::shared::{MAX_HISTORY_BYTES, PREFIX};
 pub const ROO_PREFIX: &str = "roo-code:";
 
 /// Cline as a kind of source: the VS Code extension's global storage, or
-/// the CLI's sessions directory (told apart by what the root holds).
+/// the CLI's sessions directory (told apart by what the root holds); by
+/// default both, each where it exists.
 pub(crate) const KIND: Kind = Kind {
     name: "cline",
     format: Flavor::Cline.format(),
     about: "Cline tasks (its VS Code global storage directory) or Cline CLI sessions (its sessions directory)",
     prefix: Flavor::Cline.prefix(),
-    location: "VS Code's globalStorage/saoudrizwan.claude-dev; where that does not exist, the Cline CLI's \
-               $CLINE_SESSION_DATA_DIR, else $CLINE_DATA_DIR/sessions, else $CLINE_DIR/data/sessions, else \
-               ~/.cline/data/sessions",
-    default: Some(default_root),
+    location: "VS Code's globalStorage/saoudrizwan.claude-dev, and the Cline CLI's $CLINE_SESSION_DATA_DIR, else \
+               $CLINE_DATA_DIR/sessions, else $CLINE_DIR/data/sessions, else ~/.cline/data/sessions (each that \
+               exists)",
+    default: Some(|env| env.vs_code_storage().join(Flavor::Cline.extension_id())),
+    also: &[cli_sessions_dir],
     env: CLINE_ENV,
     root: Root::Own(take_cline_root),
     layout: "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/saoudrizwan.claude-dev) or \
@@ -137,21 +140,6 @@ fn cli_sessions_dir(env: &Env) -> PathBuf {
     let data = var("CLINE_DATA_DIR")
         .unwrap_or_else(|| var("CLINE_DIR").unwrap_or_else(|| env.home().join(".cline")).join("data"));
     data.join("sessions")
-}
-
-/// Cline's default root: the VS Code extension's storage when it exists,
-/// else the CLI's sessions directory when that does, else the former.
-fn default_root(env: &Env) -> PathBuf {
-    let vs_code = env.vs_code_storage().join(Flavor::Cline.extension_id());
-    if vs_code.is_dir() {
-        return vs_code;
-    }
-    let cli = cli_sessions_dir(env);
-    if cli.is_dir() {
-        cli
-    } else {
-        vs_code
-    }
 }
 
 /// A root given for Cline: as for Roo Code, or the CLI's data directory
@@ -190,6 +178,7 @@ pub(crate) const ROO_KIND: Kind = Kind {
     prefix: Flavor::RooCode.prefix(),
     location: "VS Code's globalStorage/rooveterinaryinc.roo-cline",
     default: Some(|env| env.vs_code_storage().join(Flavor::RooCode.extension_id())),
+    also: &[],
     env: VS_CODE_ENV,
     root: Root::Own(take_root),
     layout: "tasks/<id>/api_conversation_history.json (as VS Code's globalStorage/rooveterinaryinc.roo-cline)",

@@ -392,16 +392,7 @@ fn normalized(m: &Message<'_>) -> Option<serde_json::Map<String, Value>> {
                         out.push(part.clone());
                         continue;
                     };
-                    let mut p = p.clone();
-                    if p.get("type").and_then(Value::as_str) == Some("text") {
-                        let text = match p.get("text") {
-                            None | Some(Value::Null) => String::new(),
-                            Some(Value::String(s)) => display_user_input(s),
-                            Some(_) => return None,
-                        };
-                        p.insert("text".into(), Value::String(text));
-                    }
-                    out.push(Value::Object(p));
+                    out.push(Value::Object(normalized_part(p.clone())?));
                 }
                 Value::Array(out)
             }
@@ -412,6 +403,20 @@ fn normalized(m: &Message<'_>) -> Option<serde_json::Map<String, Value>> {
     Some(obj)
 }
 
+/// A part of a user message's content as the SDK hashes it: a text part's
+/// text as displayed; `None` where the SDK's code would throw.
+fn normalized_part(mut p: serde_json::Map<String, Value>) -> Option<serde_json::Map<String, Value>> {
+    if p.get("type").and_then(Value::as_str) == Some("text") {
+        let text = match p.get("text") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => display_user_input(s),
+            Some(_) => return None,
+        };
+        p.insert("text".into(), Value::String(text));
+    }
+    Some(p)
+}
+
 /// The role of a normalized message, as the SDK's boundary check allows.
 fn checked_role(obj: &serde_json::Map<String, Value>) -> Option<&str> {
     obj.get("role").and_then(Value::as_str).filter(|r| !r.contains(':'))
@@ -420,24 +425,46 @@ fn checked_role(obj: &serde_json::Map<String, Value>) -> Option<&str> {
 /// The SDK's `sourcePrefixHash` of `prefix`: SHA-256 over a version line,
 /// the count, then each message's role, content, agent, session id,
 /// metadata, model info and metrics as `JSON.stringify` writes them.
+///
+/// Each message's input is written from its text where that is already as
+/// `JSON.stringify` writes it ([`canon`](super::canon)), else from its
+/// value parsed as `JSON.parse` parses it: the same bytes either way.
 pub fn prefix_hash(prefix: &[Message<'_>]) -> Option<String> {
     let mut hash = Sha256::new();
     hash.update(HASH_VERSION.as_bytes());
     hash.update(format!("{}\n", prefix.len()).as_bytes());
+    let mut input = Vec::new();
     for m in prefix {
-        let obj = normalized(m)?;
-        checked_role(&obj)?;
-        let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
-        let pair = |k: &str| Value::Array(vec![Value::String(k.into()), field(k)]);
-        let input = Value::Array(
-            ["role", "content", "agent", "sessionId", "metadata", "modelInfo", "metrics"].map(pair).to_vec(),
-        );
-        hash.update(stringify(&input).as_bytes());
-        hash.update(b"\n");
+        input.clear();
+        if !super::canon::hash_input(m.raw.get(), &mut input, text_part_input) {
+            input.extend_from_slice(hash_input(m)?.as_bytes());
+        }
+        input.push(b'\n');
+        hash.update(&input);
     }
     let digest = hash.finalize();
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     Some(format!("sha256:{hex}"))
+}
+
+/// The SDK's hash input of a message (`sourceMessageHashInput`, as
+/// `JSON.stringify` writes it), from its value; `None` where the SDK's code
+/// would throw.
+fn hash_input(m: &Message<'_>) -> Option<String> {
+    let obj = normalized(m)?;
+    checked_role(&obj)?;
+    let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
+    let pair = |k: &str| Value::Array(vec![Value::String(k.into()), field(k)]);
+    let input =
+        Value::Array(["role", "content", "agent", "sessionId", "metadata", "modelInfo", "metrics"].map(pair).to_vec());
+    Some(stringify(&input))
+}
+
+/// A text part of a user message's content (its JSON text) as the hash
+/// input writes it.
+fn text_part_input(part: &str) -> Option<String> {
+    let Value::Object(p) = parse_js(part).ok()? else { return None };
+    Some(stringify(&Value::Object(normalized_part(p)?)))
 }
 
 /// The SDK's `messageBoundaryKey` (sidecars written without a hash).
@@ -577,6 +604,120 @@ fn strip_mode_notices(input: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hash input of `raw` by the text path, when it takes it, and by
+    /// the value path.
+    fn both_ways(raw: &str) -> (Option<String>, Option<String>) {
+        let value: &RawValue = serde_json::from_str(raw).unwrap();
+        let exact = hash_input(&Message::new(value));
+        let mut out = Vec::new();
+        let fast =
+            super::super::canon::hash_input(raw, &mut out, text_part_input).then(|| String::from_utf8(out).unwrap());
+        (fast, exact)
+    }
+
+    /// Where the text path writes a message's hash input, it writes what
+    /// the value path writes; it takes the usual messages (indented as the
+    /// SDK writes them, numbers of its metrics, tool output with quotes,
+    /// tags and control characters) and leaves what it cannot be sure of.
+    #[test]
+    fn the_hash_input_written_from_the_text_is_the_one_from_the_value() {
+        let usual = [
+            r#"{"id": "a1", "role": "assistant", "ts": 1767000000000, "content": [{"type": "thinking", "thinking": "hm \"q\" <b>"}, {"type": "text", "text": "line\n\ttab \u001f é ☃ \\ /"}, {"type": "tool_use", "id": "t1", "name": "read_files", "input": {"paths": ["src/lib.rs"], "n": -12, "deep": [[[{}]], []]}}], "modelInfo": {"id": "m", "provider": "cline"}, "metrics": {"inputTokens": 1000, "cost": 0.48953100000000005, "tiny": 1e-7, "t": true, "f": false, "z": null, "zero": 0}}"#,
+            r#"{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "3 KB of \"output\"\r\n"}, {"type": "text", "text": "<user_input mode=\"act\">go on</user_input>"}], "agent": "lead", "sessionId": "s1", "metadata": {"kind": "x"}}"#,
+            r#"{"role": "user", "content": [], "metadata": null}"#,
+            r#"{"role": "assistant", "content": "plain"}"#,
+            r#"{"role":"assistant","content":[{"type":"text","text":"compact"}]}"#,
+        ];
+        for raw in usual {
+            let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(raw).unwrap()).unwrap();
+            for text in [raw.to_owned(), pretty.replace("  ", "\t")] {
+                let (fast, exact) = both_ways(&text);
+                assert!(fast.is_some(), "the text path takes {text}");
+                assert_eq!(fast, exact, "{text}");
+            }
+        }
+        let unsure = [
+            r#"{"role": "assistant", "content": "a\/b"}"#,
+            r#"{"role": "assistant", "content": "\u0041"}"#,
+            r#"{"role": "assistant", "content": "\u001F"}"#,
+            r#"{"role": "assistant", "content": "\u000a"}"#,
+            r#"{"role": "assistant", "content": "\ud83d\ude00"}"#,
+            r#"{"role": "assistant", "content": [1e21, 1E5, 1.0, -0, 12345678901234567890, 0.1e1, 100]}"#,
+            r#"{"role": "assistant", "content": {"b": 1, "0": 2, "10": 3}}"#,
+            r#"{"role": "assistant", "content": {"a": 1, "a": 2}}"#,
+            r#"{"role": "assistant", "role": "user", "content": []}"#,
+            r#"{"role": "a:b", "content": []}"#,
+            r#"{"role": 5, "content": []}"#,
+            r#"{"role": "user", "content": "<user_input mode=\"act\">typed</user_input>"}"#,
+            r#"{"role": "user"}"#,
+            r#"{"role": "user", "content": [{"type": "text", "text": 5}]}"#,
+            r#"{"role": "user", "content": [null, "s"]}"#,
+            r#"{"r\u006fle": "assistant", "content": []}"#,
+        ];
+        for raw in unsure {
+            let (fast, exact) = both_ways(raw);
+            if let Some(fast) = fast {
+                assert_eq!(Some(fast), exact, "{raw}");
+            }
+        }
+        let deep = format!(r#"{{"role": "assistant", "content": {}1{}}}"#, "[".repeat(200), "]".repeat(200));
+        let (fast, exact) = both_ways(&deep);
+        assert_eq!((fast, exact), (None, None), "nesting past the parser's limit: not hashed either way");
+        // Random values, written compact and indented: the same input.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..300 {
+            let content = random_value(&mut seed, 0);
+            let role = if next(&mut seed) % 3 == 0 { "user" } else { "assistant" };
+            let content = match (role, content) {
+                ("user", Value::Array(parts)) => Value::Array(parts),
+                ("user", other) => Value::Array(vec![serde_json::json!({"type": "text", "text": "x"}), other]),
+                (_, other) => other,
+            };
+            let message = serde_json::json!({"role": role, "content": content, "metrics": random_value(&mut seed, 2)});
+            for text in [message.to_string(), serde_json::to_string_pretty(&message).unwrap()] {
+                let (fast, exact) = both_ways(&text);
+                if let Some(fast) = fast {
+                    assert_eq!(Some(fast), exact, "{text}");
+                }
+            }
+        }
+    }
+
+    fn next(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    fn random_value(seed: &mut u64, depth: usize) -> Value {
+        let strings = ["", "a", "q\"u", "b\\s", "c\u{1}d", "\n\t\r\u{8}\u{c}", "é☃😀", "</tag>", "0", "10", "k"];
+        match next(seed) % if depth > 3 { 5 } else { 8 } {
+            0 => Value::Null,
+            1 => Value::Bool(next(seed) % 2 == 0),
+            2 => {
+                let numbers = [0.0, -1.0, 3.5, 0.1, 1e21, 1e-7, 123_456_789.0, 0.489_531_000_000_000_05, -0.0];
+                serde_json::json!(numbers[(next(seed) % numbers.len() as u64) as usize])
+            }
+            3 => Value::from(next(seed) % 100_000),
+            4 => Value::String(strings[(next(seed) % strings.len() as u64) as usize].to_owned()),
+            5 | 6 => {
+                let n = next(seed) % 4;
+                let mut map = serde_json::Map::new();
+                for _ in 0..n {
+                    let key = strings[(next(seed) % strings.len() as u64) as usize];
+                    map.insert(key.to_owned(), random_value(seed, depth + 1));
+                }
+                if next(seed) % 4 == 0 {
+                    map.insert("type".into(), Value::String("text".into()));
+                    map.insert("text".into(), Value::String("<user_input mode=\"plan\"> hi </user_input>".into()));
+                }
+                Value::Object(map)
+            }
+            _ => Value::Array((0..next(seed) % 4).map(|_| random_value(seed, depth + 1)).collect()),
+        }
+    }
 
     #[test]
     fn user_input_is_shown_as_the_sdk_shows_it() {

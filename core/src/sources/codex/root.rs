@@ -16,6 +16,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "$CODEX_HOME, else ~/.codex",
     default: Some(default_location),
+    also: &[],
     env: &["CODEX_HOME", "HOME", "USERPROFILE"],
     root: Root::Own(take),
     layout: "a Codex home, holding sessions/ or archived_sessions/ (as ~/.codex)",

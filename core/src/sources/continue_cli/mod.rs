@@ -89,6 +89,7 @@ pub(crate) const KIND: Kind = Kind {
     default: Some(|env| {
         env.var("CONTINUE_GLOBAL_DIR").unwrap_or_else(|| env.home().join(".continue")).join("sessions")
     }),
+    also: &[],
     env: &["CONTINUE_GLOBAL_DIR", "HOME", "USERPROFILE"],
     root: Root::InHome("sessions"),
     layout: "<session id>.json files (as ~/.continue/sessions)",

@@ -103,6 +103,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "$COPILOT_HOME/session-state, else ~/.copilot/session-state",
     default: Some(|env| env.var("COPILOT_HOME").unwrap_or_else(|| env.home().join(".copilot")).join("session-state")),
+    also: &[],
     env: &["COPILOT_HOME", "HOME", "USERPROFILE"],
     root: Root::InHome("session-state"),
     layout: "session directories holding events.jsonl, or <id>.jsonl logs (as ~/.copilot/session-state)",

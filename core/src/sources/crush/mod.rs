@@ -72,6 +72,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "~/.crush/crush.db (a project's .crush/crush.db when given)",
     default: Some(|env| env.home().join(".crush").join("crush.db")),
+    also: &[],
     env: crate::sources::kind::HOME_ENV,
     root: Root::Database("crush.db"),
     layout: "a Crush database (a crush.db, or a project directory holding .crush/crush.db)",

@@ -79,6 +79,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "~/.cursor/projects",
     default: Some(|env| env.home().join(".cursor").join("projects")),
+    also: &[],
     env: HOME_ENV,
     root: Root::InHome("projects"),
     layout: "project directories holding agent-transcripts/<id>.jsonl (as ~/.cursor/projects)",

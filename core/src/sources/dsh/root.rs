@@ -17,6 +17,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: "",
     location: "$DSH_HOME/sessions, else ~/.dsh/sessions",
     default: Some(default_location),
+    also: &[],
     env: &["DSH_HOME", "HOME", "USERPROFILE"],
     root: Root::Own(take),
     layout: "project directories of session directories holding session.jsonl (as ~/.dsh/sessions)",

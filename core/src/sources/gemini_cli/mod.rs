@@ -95,6 +95,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "$GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp",
     default: Some(|env| env.var("GEMINI_CLI_HOME").unwrap_or_else(|| env.home()).join(".gemini").join("tmp")),
+    also: &[],
     env: &["GEMINI_CLI_HOME", "HOME", "USERPROFILE"],
     root: Root::InHome("tmp"),
     layout: "project directories holding chats/session-*.jsonl (as ~/.gemini/tmp)",

@@ -92,6 +92,7 @@ pub(crate) const KIND: Kind = Kind {
         };
         data.join("sessions").join("sessions.db")
     }),
+    also: &[],
     env: &["GOOSE_PATH_ROOT", "XDG_DATA_HOME", "APPDATA", "HOME", "USERPROFILE"],
     root: Root::Database("sessions.db"),
     layout: "a Goose session database (as ~/.local/share/goose/sessions/sessions.db)",

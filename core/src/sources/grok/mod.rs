@@ -65,7 +65,6 @@
 //! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
 //! session unreadable.
 
-use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
@@ -74,10 +73,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
-use crate::fs::{as_of_now, FileIdentity};
+use crate::fs::{as_of_now, entry_kind, EntryKind, FileIdentity, LINK_REASON};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{read_companion, walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{read_companion, walk_with, FileSessions, Head, Rel, SessionFiles, Walk};
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, Content, LStr};
@@ -127,6 +126,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "$GROK_HOME/sessions, else ~/.grok/sessions",
     default: Some(|env| env.var("GROK_HOME").unwrap_or_else(|| env.home().join(".grok")).join("sessions")),
+    also: &[],
     env: &["GROK_HOME", "HOME", "USERPROFILE"],
     root: Root::InHome("sessions"),
     layout: "encoded working directories holding <session id>/chat_history.jsonl (as ~/.grok/sessions)",
@@ -282,15 +282,37 @@ impl SessionFiles for Grok {
     const FORMAT: &'static str = "Grok Build";
     const PREFIX: &'static str = PREFIX;
 
+    /// The session directories below the encoded working directories, each
+    /// with its chat history, else its updates (which stand for it only
+    /// then): each looked up by name (one `lstat`), not found by reading
+    /// the session's directory.
     fn walk(&self, root: &Path, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>) {
-        let descend = |rel: &[OsString], _: &OsStr| rel.len() <= 1;
-        let take = |rel: &[OsString], name: &OsStr| rel.len() == 2 && (name == CHAT_HISTORY || name == UPDATES);
-        let mut found = Vec::new();
-        walk_tree(root, 2, &descend, &take, &mut found, rejected);
-        // A session's updates stand for it only when it has no chat history.
-        let with_history: HashSet<Rel> =
-            found.iter().filter(|r| !is_updates(r)).map(|r| r[..r.len() - 1].to_vec()).collect();
-        out.extend(found.into_iter().filter(|r| !is_updates(r) || !with_history.contains(&r[..r.len() - 1])));
+        let descend = |rel: &[OsString], _: &OsStr| rel.is_empty();
+        let take = |rel: &[OsString], _: &OsStr| rel.len() == 1;
+        let mut sessions = Vec::new();
+        let walk = Walk { descend: &descend, take: &|_, _| false, take_dir: &take };
+        walk_with(root, 1, &walk, &mut sessions, rejected);
+        for rel in sessions {
+            let dir: PathBuf = std::iter::once(root.as_os_str()).chain(rel.iter().map(OsString::as_os_str)).collect();
+            for name in [CHAT_HISTORY, UPDATES] {
+                let path = dir.join(name);
+                match entry_kind(&path) {
+                    Ok(EntryKind::File) => {
+                        out.push(rel.iter().cloned().chain([OsString::from(name)]).collect());
+                        break;
+                    }
+                    Ok(EntryKind::Link) => {
+                        rejected.push((path, LINK_REASON.to_owned()));
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        rejected.push((path, e.to_string()));
+                        break;
+                    }
+                }
+            }
+        }
     }
 
     fn heads(&self, root: &Path, rel: &[OsString], _file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {

@@ -73,6 +73,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "$HERMES_HOME/state.db, else ~/.hermes/state.db",
     default: Some(|env| env.var("HERMES_HOME").unwrap_or_else(|| env.home().join(".hermes")).join("state.db")),
+    also: &[],
     env: &["HERMES_HOME", "HOME", "USERPROFILE"],
     root: Root::Database("state.db"),
     layout: "a Hermes Agent state store (as ~/.hermes/state.db)",

@@ -82,7 +82,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{read_companion, walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{read_companion, walk_with, FileSessions, Head, Rel, SessionFiles, Walk};
 use crate::sources::foreign::{each_line, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, LStr, Objects, LU64};
@@ -115,6 +115,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "$KIMI_CODE_HOME/sessions, else ~/.kimi-code/sessions",
     default: Some(|env| env.var("KIMI_CODE_HOME").unwrap_or_else(|| env.home().join(".kimi-code")).join("sessions")),
+    also: &[],
     env: &["KIMI_CODE_HOME", "HOME", "USERPROFILE"],
     root: Root::InHome("sessions"),
     layout: "work directory keys holding <session id>/agents/main/wire.jsonl (as ~/.kimi-code/sessions)",
@@ -624,16 +625,21 @@ impl SessionFiles for Kimi {
     const FORMAT: &'static str = "Kimi Code";
     const PREFIX: &'static str = PREFIX;
 
+    /// The session directories below the work directory keys, each with
+    /// its main agent's log at its fixed place (opened there, so a listing
+    /// reads no directory inside a session's; one without the log is not a
+    /// session).
     fn walk(&self, root: &Path, out: &mut Vec<Rel>, rejected: &mut Vec<(PathBuf, String)>) {
-        let descend = |rel: &[OsString], name: &OsStr| match rel.len() {
-            0 => true,
-            1 => name.to_str().is_some_and(|n| n.starts_with("session_")),
-            2 => name == MAIN_LOG[0],
-            3 => name == MAIN_LOG[1],
-            _ => false,
-        };
-        let take = |rel: &[OsString], name: &OsStr| rel.len() == 4 && name == MAIN_LOG[2];
-        walk_tree(root, 4, &descend, &take, out, rejected);
+        let descend = |rel: &[OsString], _: &OsStr| rel.is_empty();
+        let take =
+            |rel: &[OsString], name: &OsStr| rel.len() == 1 && name.to_str().is_some_and(|n| n.starts_with("session_"));
+        let mut sessions = Vec::new();
+        let walk = Walk { descend: &descend, take: &|_, _| false, take_dir: &take };
+        walk_with(root, 1, &walk, &mut sessions, rejected);
+        out.extend(sessions.into_iter().map(|mut rel| {
+            rel.extend(MAIN_LOG.map(OsString::from));
+            rel
+        }));
     }
 
     fn heads(&self, root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {

@@ -106,6 +106,7 @@ pub(crate) const KIND: Kind = Kind {
             env.var("OPENHANDS_PERSISTENCE_DIR").unwrap_or_else(|| env.home().join(".openhands")).join("conversations")
         })
     }),
+    also: &[],
     env: &["OPENHANDS_CONVERSATIONS_DIR", "OPENHANDS_PERSISTENCE_DIR", "HOME", "USERPROFILE"],
     root: Root::InHome("conversations"),
     layout: "conversation directories holding base_state.json and events/ (as ~/.openhands/conversations)",

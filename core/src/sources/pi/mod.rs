@@ -96,6 +96,7 @@ pub(crate) const KIND: Kind = Kind {
             env.var("PI_CODING_AGENT_DIR").unwrap_or_else(|| env.home().join(".pi").join("agent")).join("sessions")
         })
     }),
+    also: &[],
     env: &["PI_CODING_AGENT_SESSION_DIR", "PI_CODING_AGENT_DIR", "HOME", "USERPROFILE"],
     root: Root::InHome("sessions"),
     layout: "directories per working directory holding <time>_<id>.jsonl (as ~/.pi/agent/sessions)",

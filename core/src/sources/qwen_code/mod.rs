@@ -98,6 +98,7 @@ pub(crate) const KIND: Kind = Kind {
     prefix: PREFIX,
     location: "$QWEN_RUNTIME_DIR/projects, else ~/.qwen/projects",
     default: Some(|env| env.var("QWEN_RUNTIME_DIR").unwrap_or_else(|| env.home().join(".qwen")).join("projects")),
+    also: &[],
     env: &["QWEN_RUNTIME_DIR", "HOME", "USERPROFILE"],
     root: Root::InHome("projects"),
     layout: "project directories holding chats/<session id>.jsonl (as ~/.qwen/projects)",

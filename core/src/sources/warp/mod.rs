@@ -106,6 +106,7 @@ pub(crate) const KIND: Kind = Kind {
             state.join("warp-terminal").join(Warp::FILE)
         }
     }),
+    also: &[],
     env: &["XDG_STATE_HOME", "LOCALAPPDATA", "HOME", "USERPROFILE"],
     root: Root::Database("warp.sqlite"),
     layout: "a Warp database (as ~/.local/state/warp-terminal/warp.sqlite)",

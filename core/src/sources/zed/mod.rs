@@ -91,6 +91,7 @@ pub(crate) const KIND: Kind = Kind {
         };
         data.join("threads").join("threads.db")
     }),
+    also: &[],
     env: &["FLATPAK_XDG_DATA_HOME", "XDG_DATA_HOME", "LOCALAPPDATA", "HOME", "USERPROFILE"],
     root: Root::Database("threads.db"),
     layout: "a Zed threads database (as ~/.local/share/zed/threads/threads.db)",
