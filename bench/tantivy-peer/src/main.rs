@@ -357,7 +357,7 @@ impl Peer {
             // (a few times `k` of them looked at).
             let mut rows = Vec::new();
             let want = if plan.scan.is_empty() { k } else { 20 * k };
-            for (_, a) in searcher.search(base.as_ref(), &TopDocs::with_limit(want.max(1)))? {
+            for (_, a) in searcher.search(base.as_ref(), &TopDocs::with_limit(want.max(1)).order_by_score())? {
                 if rows.len() < k && (plan.scan.is_empty() || self.holds(&searcher, a, &plan.scan)?) {
                     rows.push(self.row(&searcher, a)?);
                 }
