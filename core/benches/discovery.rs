@@ -32,7 +32,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_session_reference::search_index::Session;
 use dsh_session_reference::sources::claude_code::ClaudeCodeSource;
+use dsh_session_reference::sources::codex::CodexSource;
 use dsh_session_reference::sources::dsh::DshStore;
 use dsh_session_reference::{
     block_on, CandidateOptions, Config, FileSource, MemoryQuery, QueryFuture, Resolver, SearchOptions, SessionHeader,
@@ -376,6 +378,19 @@ impl Peer {
         (Duration::from_secs_f64(v["ms"].as_f64().unwrap() / 1e3), v["n"].as_u64().unwrap() as usize)
     }
 
+    /// Its first `k` sessions by its relevance score, best first.
+    fn ask_ranked(&mut self, q: &str, k: usize) -> Vec<String> {
+        use std::io::BufRead;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{}", json!({"q": q, "rank": k})).unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("the {} peer's answer ({e}): {line:?}", self.name));
+        v["ids"].as_array().unwrap().iter().map(|i| i.as_str().unwrap().to_owned()).collect()
+    }
+
     /// Every session it finds.
     fn all(&mut self, q: &str) -> std::collections::BTreeSet<String> {
         let v = self.ask(q, "", true);
@@ -586,6 +601,12 @@ fn main() {
     // command line on it); else a temporary directory.
     // The tantivy peer is built before anything is timed.
     let tantivy = std::env::var_os("DSR_BENCH_TANTIVY").map(|_| build_tantivy_peer());
+    if std::env::var_os("DSR_BENCH_RELEVANCE").is_some() {
+        let targets: usize = std::env::var("DSR_BENCH_TARGETS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+        relevance("generated", topical(n), targets, tantivy.as_deref());
+        relevance("real transcripts (shared fixtures)", fixture_sessions(), usize::MAX, tantivy.as_deref());
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let kept = std::env::var_os("DSR_BENCH_ROOT").map(PathBuf::from);
     let root = kept.clone().unwrap_or_else(|| tmp.path().to_owned());
@@ -957,4 +978,256 @@ fn main() {
     let swarm =
         median((0..reps).map(|_| time(|| block_on(r.search(&target, "PR1137", &opts, None)).unwrap()).1).collect());
     println!("search (DSH store, files): first {:.2} s, warm \"PR1137\" {} median", sbuild.as_secs_f64(), ms(swarm));
+}
+
+/// The known-item benchmark's generated corpus: `n` sessions, each about
+/// a main topic and a second one (15 words each of 150 topics, drawn from
+/// the less frequent words), their messages mostly the generator's
+/// Zipf-skewed words with the topics' words among them, and words of
+/// other topics mentioned in passing; most have a title made of their
+/// main topic's words.
+fn topical(n: usize) -> Vec<Session> {
+    let mut rng = Rng(0x51a7_e2d3_c0ff_ee11);
+    let words = Words::new(&mut rng);
+    let usable: Vec<&String> = words.0[400..].iter().filter(|w| w.len() >= 4).collect();
+    let topics: Vec<Vec<&str>> =
+        (0..150).map(|_| (0..15).map(|_| usable[rng.below(usable.len())].as_str()).collect()).collect();
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let (main, second) = (rng.below(topics.len()), rng.below(topics.len()));
+        let message = |rng: &mut Rng, len: usize| {
+            let mut text = String::new();
+            for k in 0..len {
+                let r = rng.below(100);
+                let word = match r {
+                    0..=11 => topics[main][rng.below(15)],
+                    12..=15 => topics[second][rng.below(15)],
+                    16..=17 => topics[rng.below(topics.len())][rng.below(15)],
+                    _ => &words.0[(rng.below(5000) * rng.below(5000)) / 5000],
+                };
+                if k > 0 {
+                    text.push(if rng.below(14) == 0 { '\n' } else { ' ' });
+                }
+                text.push_str(word);
+            }
+            text
+        };
+        let texts: Vec<String> = (0..4 + rng.below(14))
+            .map(|m| {
+                let len = if m % 2 == 0 { 15 + rng.below(60) } else { 60 + rng.below(240) };
+                message(&mut rng, len)
+            })
+            .collect();
+        let title = (rng.below(5) != 0).then(|| {
+            let mut t: Vec<&str> = (0..2 + rng.below(3)).map(|_| topics[main][rng.below(15)]).collect();
+            t.insert(rng.below(t.len() + 1), &words.0[rng.below(300)]);
+            t.join(" ")
+        });
+        let header =
+            SessionHeader::new(format!("k{i:05}"), 1_700_000_000_000u64 + i as u64, Some(format!("/work/p{}", i % 20)));
+        out.push(Session { header, title, texts });
+    }
+    out
+}
+
+/// Every session of a source (through its [`SessionQuery`]): its header,
+/// title and projected texts.
+fn sessions_of(q: &dyn SessionQuery) -> Vec<Session> {
+    let listed = block_on(q.list_sessions()).unwrap();
+    listed
+        .into_iter()
+        .map(|header| {
+            let title = block_on(q.read_title(&header.id)).unwrap();
+            let texts = match block_on(q.read_surface(&header.id)).unwrap() {
+                SurfaceData::Json(bytes) => texts_of(bytes.as_ref().as_ref()),
+                SurfaceData::Value(v) => texts_of(v.to_string().as_bytes()),
+                SurfaceData::Conversation(c) => c.items.iter().map(|i| i.text.clone()).collect(),
+            };
+            Session { header, title, texts }
+        })
+        .collect()
+}
+
+/// The projected texts of a snapshot's JSON.
+fn texts_of(json: &[u8]) -> Vec<String> {
+    let projection = dsh_session_reference::projection::project_json(json).unwrap();
+    projection.items.iter().map(|i| i.text.decode().unwrap().into_owned()).collect()
+}
+
+/// The real transcripts of the shared fixtures: the DSH logs, and the
+/// Claude Code and Codex transcripts (`DSR_BENCH_FIXTURES`, default
+/// `../shared/fixtures` of the repository).
+fn fixture_sessions() -> Vec<Session> {
+    let dir = std::env::var_os("DSR_BENCH_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures"));
+    // (The foreign sources read on a blocking pool.)
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let _in = runtime.enter();
+    let mut all = Vec::new();
+    for dsh in ["dsh-logs", "dsh-logs-v4"] {
+        all.extend(sessions_of(&DshStore::open(dir.join(dsh)).unwrap()));
+    }
+    all.extend(sessions_of(&*ClaudeCodeSource::open(dir.join("foreign-logs/claude-code")).unwrap().into_query()));
+    all.extend(sessions_of(&*CodexSource::open(dir.join("foreign-logs/codex/daaain")).unwrap().into_query()));
+    // Ids made distinct across the sources (a fixture may repeat one).
+    for (i, s) in all.iter_mut().enumerate() {
+        s.header.id = format!("{i:03}-{}", s.header.id);
+    }
+    all.retain(|s| !s.texts.is_empty());
+    all
+}
+
+/// The words of a text a person would type back: split on whitespace and
+/// punctuation, four characters or more.
+fn query_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The kinds of known-item query, each made from one session.
+const KINDS: [&str; 4] =
+    ["a distinctive phrase", "2-4 words of one message", "words of its title", "words over several messages"];
+
+/// A query of `kind` made from `s`, or `None` when the session cannot give
+/// one (too few words, no title).
+fn known_query(s: &Session, kind: usize, rng: &mut Rng) -> Option<String> {
+    let messages: Vec<Vec<String>> = s.texts.iter().map(|t| query_words(t)).filter(|w| !w.is_empty()).collect();
+    let pick = |rng: &mut Rng, from: &[String], k: usize| -> Option<Vec<String>> {
+        let mut at: Vec<usize> = Vec::new();
+        for _ in 0..8 * k {
+            let i = rng.below(from.len());
+            if !at.contains(&i) && !at.iter().any(|&j| from[j] == from[i]) {
+                at.push(i);
+            }
+            if at.len() == k {
+                at.sort_unstable();
+                return Some(at.into_iter().map(|i| from[i].clone()).collect());
+            }
+        }
+        None
+    };
+    let words = match kind {
+        0 => {
+            // Three consecutive words of a message (which the text holds in
+            // that order, one space apart).
+            let text = &s.texts[rng.below(s.texts.len())];
+            let plain: Vec<&str> = text.split_whitespace().collect();
+            if plain.len() < 6 {
+                return None;
+            }
+            let at = rng.below(plain.len() - 2);
+            let phrase: Vec<String> = plain[at..at + 3].iter().map(|w| w.to_lowercase()).collect();
+            return phrase.iter().all(|w| w.chars().count() >= 2).then(|| phrase.join(" "));
+        }
+        1 => {
+            let m = &messages.get(rng.below(messages.len().max(1)))?;
+            let k = (2 + rng.below(3)).min(m.len());
+            pick(rng, m, k)?
+        }
+        2 => {
+            let t = query_words(s.title.as_deref()?);
+            if t.len() < 2 {
+                return None;
+            }
+            let k = 2 + rng.below(t.len().min(3) - 1);
+            pick(rng, &t, k)?
+        }
+        _ => {
+            if messages.len() < 3 {
+                return None;
+            }
+            let mut out = Vec::new();
+            for m in pick(rng, &(0..messages.len()).map(|i| i.to_string()).collect::<Vec<_>>(), 3)? {
+                let m = &messages[m.parse::<usize>().unwrap()];
+                let w = m[rng.below(m.len())].clone();
+                if !out.contains(&w) {
+                    out.push(w);
+                }
+            }
+            out
+        }
+    };
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// Per query kind: how many queries, the sum of reciprocal ranks within
+/// the first 10, and how many found the target first and in the first 5.
+#[derive(Clone, Copy, Default)]
+struct Ranks {
+    queries: usize,
+    rr: f64,
+    at1: usize,
+    at5: usize,
+}
+
+impl Ranks {
+    fn add(&mut self, ids: &[String], target: &str) {
+        self.queries += 1;
+        if let Some(r) = ids.iter().take(10).position(|id| id == target) {
+            self.rr += 1.0 / (r + 1) as f64;
+            self.at1 += usize::from(r == 0);
+            self.at5 += usize::from(r < 5);
+        }
+    }
+    fn cell(&self) -> String {
+        let q = self.queries.max(1) as f64;
+        format!("{:.3} / {:.2} / {:.2}", self.rr / q, self.at1 as f64 / q, self.at5 as f64 / q)
+    }
+}
+
+/// The known-item benchmark (`DSR_BENCH_RELEVANCE=1`): over a corpus, for
+/// up to `targets` sessions, queries of each kind made from the session;
+/// where the session ranks among all the sessions in our search and in
+/// each peer's (over the same fields); MRR@10, recall@1 and recall@5 per
+/// kind, as a table row each.
+fn relevance(name: &str, sessions: Vec<Session>, targets: usize, tantivy: Option<&Path>) {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus: Vec<(String, String, f64, String)> = sessions
+        .iter()
+        .map(|s| {
+            let h = &s.header;
+            let cwd = h.cwd.clone().unwrap_or_default();
+            let body = format!("{}\n{}\n{}\n{cwd}", s.texts.join("\n"), s.title.as_deref().unwrap_or(""), h.id);
+            (h.id.clone(), cwd, h.created_at.as_f64().unwrap_or(0.0), body)
+        })
+        .collect();
+    let text: usize = sessions.iter().map(|s| s.texts.iter().map(String::len).sum::<usize>()).sum();
+    let export = Export::write(dir.path().join("export.jsonl"), &corpus);
+    let mut peers = vec![Peer::fts5(&export, &dir.path().join("fts5.db"))];
+    if let Some(program) = tantivy {
+        peers.push(Peer::tantivy(program, &export, &dir.path().join("tantivy")));
+    }
+    let mut rng = Rng(0x0dd_ba11_5eed_1234);
+    let step = (sessions.len() / targets.max(1)).max(1);
+    let queries: Vec<(usize, String, String)> = (0..sessions.len())
+        .step_by(step)
+        .flat_map(|at| (0..KINDS.len()).map(move |k| (at, k)))
+        .filter_map(|(at, k)| Some((k, sessions[at].header.id.clone(), known_query(&sessions[at], k, &mut rng)?)))
+        .collect();
+    let index = dsh_session_reference::search_index::Index::build(sessions);
+    let nobody = Target::new("nobody", None);
+    let mut ranks = vec![[Ranks::default(); KINDS.len()]; 1 + peers.len()];
+    for (kind, target, q) in &queries {
+        let ours: Vec<String> = index.search(&nobody, q, 10).unwrap().into_iter().map(|f| f.id).collect();
+        ranks[0][*kind].add(&ours, target);
+        for (p, r) in peers.iter_mut().zip(&mut ranks[1..]) {
+            let v = p.ask_ranked(q, 10);
+            r[*kind].add(&v, target);
+        }
+    }
+    let names: Vec<&str> = std::iter::once("ours").chain(peers.iter().map(|p| p.name)).collect();
+    println!(
+        "known-item ranking, {name}: {} sessions, {:.1} MB of text, {} queries; MRR@10 / recall@1 / recall@5",
+        corpus.len(),
+        text as f64 / 1e6,
+        queries.len()
+    );
+    println!("| query kind | queries | {} |", names.join(" | "));
+    for (k, kind) in KINDS.iter().enumerate() {
+        let cells: Vec<String> = ranks.iter().map(|r| r[k].cell()).collect();
+        println!("| {kind} | {} | {} |", ranks[0][k].queries, cells.join(" | "));
+    }
 }
