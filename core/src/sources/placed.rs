@@ -373,13 +373,13 @@ impl<W: LineText> Places<W> {
         }
         let floor = match self.holding.as_ref().and_then(|h| h.get(id)) {
             Some(text) => measured(text),
-            None => {
-                if !again.contains_key(&id) {
+            None => match again.entry(id) {
+                std::collections::hash_map::Entry::Occupied(held) => measured(held.get()),
+                std::collections::hash_map::Entry::Vacant(slot) => {
                     let Some(text) = self.again(file, k, buf)? else { return Ok(None) };
-                    again.insert(id, text);
+                    measured(slot.insert(text))
                 }
-                measured(&again[&id])
-            }
+            },
         };
         self.texts[k].floor = floor;
         Ok(Some(u64::from(floor)))
