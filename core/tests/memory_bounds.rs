@@ -91,7 +91,8 @@ mod big_logs {
     include!("support/big_logs.rs");
 }
 use big_logs::{
-    claude_rich_root, claude_root, codex_rich_root, codex_root, dsh_messages_root, dsh_root, log_bytes, words, words_in,
+    claude_rich_root, claude_root, codex_home_of, codex_rich_root, codex_root, dsh_messages_root, dsh_root, log_bytes,
+    words, words_in,
 };
 
 /// Held by every test: the counter is the process's, so no test allocates
@@ -953,13 +954,16 @@ fn a_dsh_read_within_the_budget_reads_the_log_once() {
     }
 }
 
-/// A Claude Code transcript and a Codex rollout under the budget: each
-/// line is read once, and of the lines read again only those of the texts
-/// the budget may keep (a Claude Code conversation is the chain ending at
-/// the last line, and a Codex rollback or compaction takes the newest
-/// items: which lines are kept is known at the end of the file).
+/// A Claude Code transcript and a Codex rollout under the budget are read
+/// once: the newest texts retention may keep are held as the file is read
+/// and older ones let go, so a conversation that is its texts in file
+/// order takes every line once (its bytes counted exactly), under every
+/// budget. One that is not (a compaction that keeps earlier prompts or
+/// splices preserved messages back, a rollback, steering prompts placed
+/// back, a side chain) takes again only lines of the texts it keeps, about
+/// the budget's worth, and prepares as the whole read.
 #[test]
-fn a_foreign_read_within_the_budget_reads_again_only_what_it_keeps() {
+fn a_foreign_read_within_the_budget_reads_the_file_once() {
     use dsh_session_reference::sources::codex::CodexSource;
     let _one = one_at_a_time();
     let stem = "0000aaaa-0000-4000-8000-0000000000e1";
@@ -967,23 +971,77 @@ fn a_foreign_read_within_the_budget_reads_again_only_what_it_keeps() {
     let codex_id = "0199aaaa-0000-7000-8000-0000000000e2";
     let codex = codex_root(codex_id, 600, 3_000, 6_000);
     let claude_source = ClaudeCodeSource::open(claude.path()).unwrap().with_watching(false);
-    reads_again_only_what_it_keeps(&claude_source, &format!("claude-code:{stem}"), log_bytes(claude.path()) as u64);
+    reads_once(&claude_source, &format!("claude-code:{stem}"), log_bytes(claude.path()) as u64);
     let codex_source = CodexSource::open(codex.path()).unwrap();
-    reads_again_only_what_it_keeps(&codex_source, &format!("codex:{codex_id}"), log_bytes(codex.path()) as u64);
+    reads_once(&codex_source, &format!("codex:{codex_id}"), log_bytes(codex.path()) as u64);
+    // Rich logs of over the least a read holds before it lets texts go
+    // (1 MiB), so that it does.
+    let rich = claude_rich_root("rich", 2_000, 700);
+    let source = ClaudeCodeSource::open(rich.path()).unwrap().with_watching(false);
+    for session in source.list().unwrap().sessions {
+        reads_again_only_what_it_keeps(&source, &session.header.id, rich.path());
+    }
+    let rich = codex_rich_root("0199aaaa-0000-7000-8000-0000000000e3", 2_000, 700);
+    let source = CodexSource::open(rich.path()).unwrap();
+    for session in source.list().unwrap().sessions {
+        reads_again_only_what_it_keeps(&source, &session.header.id, rich.path());
+    }
+    // A rollback of the newest 300 turns, and a compaction that keeps every
+    // prompt, after 600: the texts they bring back were let go, and only
+    // those the budget keeps are read again.
+    let ts = "2026-01-01T00:00:00.000Z";
+    let ends = [
+        json!({"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": 300}}),
+        json!({"type": "compacted", "payload": {"message": "the summary"}}),
+    ];
+    for (k, end) in ends.into_iter().enumerate() {
+        let id = format!("0199aaaa-0000-7000-8000-0000000000f{k}");
+        let mut lines = vec![json!({"timestamp": ts, "type": "session_meta", "payload": {"id": id, "timestamp": ts}})];
+        for n in 0..600 {
+            for (role, part, text) in [("user", "input_text", 3_000), ("assistant", "output_text", 6_000)] {
+                let item = json!({"type": "message", "role": role,
+                    "content": [{"type": part, "text": format!("{role} {n}: {}", words(text, 2 * n))}]});
+                lines.push(json!({"timestamp": ts, "type": "response_item", "payload": item}));
+            }
+        }
+        lines.push(end);
+        let home = codex_home_of(&id, &lines);
+        let source = CodexSource::open(home.path()).unwrap();
+        let again = reads_again_only_what_it_keeps(&source, &format!("codex:{id}"), home.path());
+        assert!(again > 0, "{id}: texts let go are read again");
+    }
 }
 
-/// The lines a read of `id` under two budgets takes: every line of the
-/// file once (`bytes`, as a whole read takes them), and again the lines
-/// of the texts it may keep.
-fn reads_again_only_what_it_keeps<S: BlockingSessionQuery>(source: &S, id: &str, bytes: u64) {
+/// Under every budget, a read of `id` takes each line of its file
+/// (`bytes`) once (and its first again, to find it), no more than a whole
+/// read takes, and no line again.
+fn reads_once<S: BlockingSessionQuery>(source: &S, id: &str, bytes: u64) {
     assert!(bytes > 5 * MB as u64, "{bytes}");
-    let (_, once) = lines_read(|| source.read_surface(id).unwrap());
-    assert!(once >= bytes && once < bytes + 20_000, "{id}: {once} of {bytes}");
-    for budget in [2_000, 65_536] {
+    let (_, whole) = lines_read(|| source.read_surface(id).unwrap());
+    for budget in BUDGETS {
         let (within, read) = lines_read(|| source.read_surface_as(id, SurfaceRead::Within(budget)).unwrap());
-        assert!(within.elided.messages > 1_000, "{id} {budget}");
-        // A line (a text of 3-6 KB in its record) per kept text, and the
-        // budget keeps at most two texts more than fit.
-        assert!(read >= once && read <= once + 3 * budget + 2 * 6_500, "{id} {budget}: {read} of {once}");
+        let place = format!("{id} {budget}: {read} of {bytes}, a whole read {whole}");
+        assert!(read >= bytes && read < bytes + 1_000 && read <= whole, "{place}: the file is read once");
+        assert!(within.elided.messages > 1_000 || budget > bytes / 8, "{id} {budget}");
     }
+}
+
+/// Under every budget, a read of `id` (in a file under `root`) takes each
+/// line once and again only lines of texts it keeps (of at most a few KB
+/// each, and about the budget's worth), and prepares as the whole read;
+/// returns the most bytes of lines a read took again.
+fn reads_again_only_what_it_keeps<S>(source: &S, id: &str, root: &Path) -> u64
+where
+    S: BlockingSessionQuery + Clone + 'static,
+{
+    let (_, once) = lines_read(|| source.read_surface(id).unwrap());
+    let mut most = 0;
+    for budget in BUDGETS {
+        let (_, read) = lines_read(|| source.read_surface_as(id, SurfaceRead::Within(budget)).unwrap());
+        let place = format!("{id} {budget}: {read} of {once}");
+        assert!(read + 20_000 >= once && read <= once + 2 * budget.min(once) + 20_000, "{place}");
+        most = most.max(read.saturating_sub(once));
+    }
+    prepares_alike_under_every_budget(source, id, root);
+    most
 }

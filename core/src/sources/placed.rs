@@ -2,14 +2,23 @@
 //! read under a budget and the streamed read that the Claude Code and Codex
 //! readers share.
 //!
-//! A first pass over the file classifies its lines into the conversation's
-//! items as the whole read does, but keeps of each text only its line's
-//! offset, length and checksum, which text of the line it is, its UTF-8
-//! bytes and its size floor ([`TextAt`]). Then:
+//! A pass over the file classifies its lines into the conversation's items
+//! as the whole read does, but keeps of each text only its line's offset,
+//! length and checksum, which text of the line it is and its UTF-8 bytes
+//! ([`TextAt`]). Then:
 //!
-//! - [`within`]: the items retention certainly drops under the budget
-//!   ([`certainly_elided`]) are left out and counted, and the lines of the
-//!   other texts are read again, in file order, from the same open file;
+//! - [`within`]: a read under a budget also holds, as it reads, the texts
+//!   retention may still keep ([`Places::holding`]): the newest ones, going
+//!   back from the newest as retention does until their lengths pass the
+//!   budget, and the checkpoints'; older ones are let go as newer ones
+//!   arrive. At the end the items retention certainly drops under the
+//!   budget ([`certainly_dropped_by`]) are left out and counted, a size
+//!   floor ([`text_floor`], a scan for credentials) measured only where
+//!   retention's walk reaches, and of the texts of the others only those
+//!   let go are read again, from the same open file: while the
+//!   conversation is its texts in the order they were read (and none that
+//!   retention reaches may hold a credential), none are, and the file is
+//!   read once;
 //! - [`PlacedItems`]: each pass over the items reads their lines again, one
 //!   item at a time (the search index's first build).
 //!
@@ -18,7 +27,7 @@
 //! under the read, and the reader reads it whole again rather than mix two
 //! versions.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io;
 use std::ops::ControlFlow;
@@ -27,7 +36,7 @@ use crate::conversation::ConversationItem;
 use crate::error::HostError;
 use crate::host::StreamedItems;
 use crate::projection::{Item, Role};
-use crate::retention::{certainly_elided, text_floor, Elided, ItemFloor};
+use crate::retention::{certainly_dropped_by, text_floor, Elided, ItemFloor};
 use crate::sources::file_source::line_checksum;
 
 /// What a read keeps of the texts.
@@ -51,7 +60,8 @@ pub(crate) trait LineText: Copy + Send + 'static {
 
 /// A text kept by where it is: its line (offset, length and checksum, to
 /// read it again and know it is the same line), which of its texts it is
-/// (`what`), its UTF-8 bytes and its floor ([`text_floor`]).
+/// (`what`), its UTF-8 bytes and its floor ([`text_floor`]; [`UNMEASURED`]
+/// until a read under a budget needs it).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TextAt<W> {
     offset: u64,
@@ -62,6 +72,122 @@ pub(crate) struct TextAt<W> {
     bytes: u32,
     floor: u32,
     what: W,
+}
+
+/// The floor of a text not measured yet.
+const UNMEASURED: u32 = u32::MAX;
+
+/// The floor of `text` as a [`TextAt`] keeps it (a floor that does not
+/// fit is 0, still a floor).
+fn measured(text: &str) -> u32 {
+    u32::try_from(text_floor(text)).unwrap_or(0).min(UNMEASURED - 1)
+}
+
+/// How a read under a budget holds a text as it keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Among the newest texts: held until newer ones certainly fill the
+    /// budget.
+    Newest,
+    /// The newest text of a run whose texts are joined into one item
+    /// (one Claude Code response), as [`Hold::Newest`] but, as the joined
+    /// item's floor is 0, counted as nothing when older texts are let go.
+    Joined,
+    /// A checkpoint's (never dropped): held until [`Places::unpin`].
+    Pinned,
+    /// Not held (a text the conversation as read so far does not show).
+    No,
+}
+
+/// What a read under a budget holds of the texts while it reads.
+struct Holding {
+    budget: u64,
+    /// The newest texts, in the order they were kept (so by id), each
+    /// with whether it counts when older ones are let go.
+    newest: VecDeque<(u32, String, bool)>,
+    /// The UTF-8 bytes of `newest`'s texts, and what they were after the
+    /// last let-go.
+    bytes: usize,
+    after: usize,
+    /// The texts of checkpoints.
+    pinned: Vec<(u32, String)>,
+}
+
+/// The bytes a read under a budget holds beyond what it held after it
+/// last let texts go, at the least, before it lets go again; also at least
+/// the budget (each let-go walks back over the texts the budget holds).
+const MIN_HOLD_SLACK: usize = 1 << 16;
+
+impl Holding {
+    fn hold(&mut self, id: u32, text: String, hold: Hold) {
+        match hold {
+            Hold::No => {}
+            Hold::Pinned => self.pinned.push((id, text)),
+            Hold::Newest | Hold::Joined => {
+                if hold == Hold::Joined {
+                    // The text before it in the same run counts as nothing
+                    // too (it is the run's first, or already so).
+                    if let Some(last) = self.newest.back_mut() {
+                        last.2 = false;
+                    }
+                }
+                self.bytes += text.len();
+                self.newest.push_back((id, text, hold == Hold::Newest));
+                let slack = usize::try_from(self.budget).unwrap_or(usize::MAX).max(MIN_HOLD_SLACK);
+                if self.bytes > self.after.saturating_add(slack) {
+                    self.let_go();
+                }
+            }
+        }
+    }
+
+    /// Lets go of the texts retention drops if the conversation is the
+    /// newest texts in the order they were kept and none may hold a
+    /// credential: going back from the newest as
+    /// `retention::certainly_dropped_by` does (the newest is never dropped;
+    /// checkpoints and the items' envelopes count nothing), each text at
+    /// its UTF-8 length, the texts before the first that does not fit. A
+    /// text's floor is at least its length unless it may hold a credential
+    /// (its floor is then 0, so retention may keep more): measuring none
+    /// here, the read scans no text for credentials but those retention's
+    /// own walk reaches at the end, and a text let go that it keeps after
+    /// all is read again.
+    fn let_go(&mut self) {
+        let mut total = 0u64;
+        let mut cut = 0;
+        for (k, (_, text, counts)) in self.newest.iter().enumerate().rev() {
+            let bytes = if *counts { text.len() as u64 } else { 0 };
+            let newest = k + 1 == self.newest.len();
+            total = total.saturating_add(bytes).saturating_add(u64::from(!newest));
+            crate::work::add(1);
+            if !newest && total > self.budget {
+                cut = k;
+                break;
+            }
+        }
+        for (_, text, _) in self.newest.drain(..cut) {
+            self.bytes -= text.len();
+        }
+        self.after = self.bytes;
+    }
+
+    /// The text `id`, if it is held.
+    fn get(&self, id: u32) -> Option<&str> {
+        match self.newest.binary_search_by_key(&id, |e| e.0) {
+            Ok(k) => Some(self.newest[k].1.as_str()),
+            Err(_) => self.pinned.iter().find(|e| e.0 == id).map(|e| e.1.as_str()),
+        }
+    }
+
+    /// Takes the text `id` out, if it is held.
+    fn take(&mut self, id: u32) -> Option<String> {
+        if let Ok(k) = self.newest.binary_search_by_key(&id, |e| e.0) {
+            let text = std::mem::take(&mut self.newest[k].1);
+            self.bytes -= text.len();
+            return Some(text);
+        }
+        self.pinned.iter_mut().find(|e| e.0 == id).map(|e| std::mem::take(&mut e.1))
+    }
 }
 
 /// A text as a read keeps it: the text itself, or (a read by places) where
@@ -136,29 +262,64 @@ pub(crate) fn held(t: Txt) -> String {
 }
 
 /// The texts a first pass keeps by where they are, in the order it met
-/// them (a text's id is its number here).
+/// them (a text's id is its number here), and what a read under a budget
+/// holds of them.
 pub(crate) struct Places<W> {
     texts: Vec<TextAt<W>>,
+    holding: Option<Holding>,
 }
 
 impl<W> Default for Places<W> {
     fn default() -> Self {
-        Places { texts: Vec::new() }
+        Places { texts: Vec::new(), holding: None }
     }
 }
 
 impl<W: LineText> Places<W> {
+    /// Places for a read under `budget`, which holds the texts retention
+    /// may still keep as it reads ([`Hold`]).
+    pub(crate) fn holding(budget: u64) -> Self {
+        let holding = Holding { budget, newest: VecDeque::new(), bytes: 0, after: 0, pinned: Vec::new() };
+        Places { texts: Vec::new(), holding: Some(holding) }
+    }
+
     /// Keeps `text`, the `what` text of the line `line` read at `offset`
     /// (`checksum`: the line's, computed on first use and shared by the
-    /// line's texts), and gives it as kept.
-    pub(crate) fn keep(&mut self, offset: u64, line: &[u8], checksum: &mut Option<u64>, text: &str, what: W) -> Txt {
+    /// line's texts), held as `hold` says in a read under a budget, and
+    /// gives it as kept.
+    pub(crate) fn keep(
+        &mut self,
+        offset: u64,
+        line: &[u8],
+        checksum: &mut Option<u64>,
+        text: String,
+        what: W,
+        hold: Hold,
+    ) -> Txt {
         let id = self.texts.len();
         let checksum = *checksum.get_or_insert_with(|| line_checksum(line));
-        // (A floor that did not fit would be 0, still a floor.)
-        let floor = u32::try_from(text_floor(text)).unwrap_or(0);
         let fit = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        self.texts.push(TextAt { offset, checksum, len: fit(line.len()), bytes: fit(text.len()), floor, what });
-        Txt::At { id, hash: text_hash(text) }
+        let hash = text_hash(&text);
+        self.texts.push(TextAt {
+            offset,
+            checksum,
+            len: fit(line.len()),
+            bytes: fit(text.len()),
+            floor: UNMEASURED,
+            what,
+        });
+        if let Some(holding) = &mut self.holding {
+            holding.hold(fit(id), text, hold);
+        }
+        Txt::At { id, hash }
+    }
+
+    /// Lets go of the checkpoints' texts held so far (a later compaction
+    /// took them off the conversation).
+    pub(crate) fn unpin(&mut self) {
+        if let Some(holding) = &mut self.holding {
+            holding.pinned.clear();
+        }
     }
 
     /// UTF-8 bytes of a text.
@@ -194,6 +355,34 @@ impl<W: LineText> Places<W> {
             return Ok(None);
         }
         Ok(at.what.text_in(buf).filter(|t| t.len() as u64 == u64::from(at.bytes)))
+    }
+
+    /// The floor of the text `id`, measured on first use from the text held
+    /// or read again (kept in `again`) from `file`: `None` when its line is
+    /// not the line the first pass read.
+    fn floor(
+        &mut self,
+        id: u32,
+        file: &mut File,
+        again: &mut HashMap<u32, String>,
+        buf: &mut Vec<u8>,
+    ) -> io::Result<Option<u64>> {
+        let k = id as usize;
+        if self.texts[k].floor != UNMEASURED {
+            return Ok(Some(u64::from(self.texts[k].floor)));
+        }
+        let floor = match self.holding.as_ref().and_then(|h| h.get(id)) {
+            Some(text) => measured(text),
+            None => match again.entry(id) {
+                std::collections::hash_map::Entry::Occupied(held) => measured(held.get()),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    let Some(text) = self.again(file, k, buf)? else { return Ok(None) };
+                    measured(slot.insert(text))
+                }
+            },
+        };
+        self.texts[k].floor = floor;
+        Ok(Some(u64::from(floor)))
     }
 }
 
@@ -296,20 +485,12 @@ impl Slots {
         }
     }
 
-    /// UTF-8 bytes of an item's text, and at most its serialized length
-    /// (`retention::text_floor`; a joined text: 0, as its parts joined
-    /// might hold a credential none holds).
-    fn sizes<W: LineText>(&self, slot: &Slot, places: &Places<W>) -> (u64, u64) {
+    /// UTF-8 bytes of an item's text.
+    fn bytes<W: LineText>(&self, slot: &Slot, places: &Places<W>) -> u64 {
         match slot.form {
-            Form::Held => {
-                let s = &self.held[slot.text as usize];
-                (s.len() as u64, text_floor(s))
-            }
-            Form::At => {
-                let at = &places.texts[slot.text as usize];
-                (u64::from(at.bytes), u64::from(at.floor))
-            }
-            Form::Joined => (places.joined_bytes(self.ids(slot).iter().map(|&id| id as usize)), 0),
+            Form::Held => self.held[slot.text as usize].len() as u64,
+            Form::At => u64::from(places.texts[slot.text as usize].bytes),
+            Form::Joined => places.joined_bytes(self.ids(slot).iter().map(|&id| id as usize)),
         }
     }
 
@@ -326,28 +507,57 @@ impl Slots {
 /// The conversation of a first pass (`said`, its texts at `places`) for a
 /// prompt of `budget` bytes: without the items retention certainly drops
 /// under it (counted in the [`Elided`]; only items with a text are
-/// retained, so only they count), the texts of the others read again from
-/// `file` in file order. `None` when a line read again is not the line
-/// the first pass read.
+/// retained, so only they count). An item's floor (`retention::text_floor`
+/// of its text; a joined text's is 0, as its parts joined might hold a
+/// credential none holds) is measured only where retention's walk reaches,
+/// from the text held or, if it was let go, read again; the texts of the
+/// items kept are those held, the others read again from `file` in file
+/// order. `None` when a line read again is not the line the first pass
+/// read.
 pub(crate) fn within<W: LineText>(
     said: Vec<Said>,
-    places: &Places<W>,
+    places: &mut Places<W>,
     file: &mut File,
     budget: u64,
 ) -> io::Result<Option<(Vec<ConversationItem>, Elided)>> {
     let slots = Slots::new(said)?;
-    let sizes: Vec<(u64, u64)> = slots.items.iter().map(|s| slots.sizes(s, places)).collect();
-    let shown: Vec<usize> = (0..slots.items.len()).filter(|&k| sizes[k].0 > 0).collect();
-    let floors: Vec<ItemFloor> = shown
-        .iter()
-        .map(|&k| {
-            let s = &slots.items[k];
-            ItemFloor::parts(s.role, s.checkpoint, sizes[k].1, sizes[k].0)
-        })
-        .collect();
-    drop(sizes);
-    let (dropped, elided) = certainly_elided(&floors, budget);
-    drop(floors);
+    let shown: Vec<usize> = (0..slots.items.len()).filter(|&k| slots.bytes(&slots.items[k], places) > 0).collect();
+    let fixed: Vec<bool> = shown.iter().map(|&k| slots.items[k].checkpoint).collect();
+    // The texts let go that the walk needs (it keeps each one it reaches).
+    let mut got: HashMap<u32, String> = HashMap::new();
+    let mut buf = Vec::new();
+    let mut failed: Option<io::Result<()>> = None;
+    let dropped = certainly_dropped_by(
+        &fixed,
+        |i| {
+            let s = &slots.items[shown[i]];
+            let text_floor = match s.form {
+                Form::Held => text_floor(&slots.held[s.text as usize]),
+                Form::Joined => 0,
+                Form::At if failed.is_some() => 0,
+                Form::At => match places.floor(s.text, file, &mut got, &mut buf) {
+                    Ok(Some(floor)) => floor,
+                    Ok(None) => {
+                        failed = Some(Ok(()));
+                        0
+                    }
+                    Err(e) => {
+                        failed = Some(Err(e));
+                        0
+                    }
+                },
+            };
+            ItemFloor::parts(s.role, s.checkpoint, text_floor, 0).floor
+        },
+        budget,
+    );
+    match failed {
+        Some(Ok(())) => return Ok(None),
+        Some(Err(e)) => return Err(e),
+        None => {}
+    }
+    drop(fixed);
+    let elided = Elided::counted(&dropped, |i| slots.bytes(&slots.items[shown[i]], places));
     let mut left_out = vec![false; slots.items.len()];
     for (&k, _) in shown.iter().zip(&dropped).filter(|(_, d)| **d) {
         left_out[k] = true;
@@ -359,14 +569,21 @@ pub(crate) fn within<W: LineText>(
     }
     wanted.sort_by_key(|&id| places.texts[id as usize].offset);
     wanted.dedup();
-    let mut got: HashMap<u32, String> = HashMap::with_capacity(wanted.len());
-    let mut buf = Vec::new();
     for id in wanted {
-        match places.again(file, id as usize, &mut buf)? {
-            Some(text) => got.insert(id, text),
-            None => return Ok(None),
+        if got.contains_key(&id) {
+            continue;
+        }
+        let text = match places.holding.as_mut().and_then(|h| h.take(id)) {
+            Some(text) => text,
+            None => match places.again(file, id as usize, &mut buf)? {
+                Some(text) => text,
+                None => return Ok(None),
+            },
         };
+        got.insert(id, text);
     }
+    // Nothing else held is needed.
+    places.holding = None;
     let part = |id: u32| got.get(&id).map_or("", String::as_str);
     let items = slots
         .items

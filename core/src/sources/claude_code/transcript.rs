@@ -17,7 +17,7 @@ use crate::projection::Role;
 use crate::retention::Elided;
 use crate::sources::foreign::{each_line, each_line_at, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LBool, LStr};
-use crate::sources::placed::{self, held, Keep, LineText, PlacedItems, Places, Said, Txt};
+use crate::sources::placed::{self, held, Hold, Keep, LineText, PlacedItems, Places, Said, Txt};
 
 use super::chain::{Interner, Stamp, Stamps, Ts, NONE};
 use super::project::{uuid_hash, Head, HeadFields, Winners};
@@ -408,25 +408,30 @@ pub fn read(
     texts: bool,
 ) -> io::Result<(Transcript, TitleParts)> {
     let keep = if texts { Keep::Texts } else { Keep::Nothing };
-    let (First { transcript, said, .. }, parts) = first_pass(file, project, keep)?;
+    let (First { transcript, said, .. }, parts) = first_pass(file, project, keep, Places::default())?;
     let items = said.into_iter().map(|s| s.into_item(held)).collect();
     Ok((Transcript { items, ..transcript }, parts))
 }
 
 /// Reads a transcript's conversation for a prompt of `budget` bytes, as
 /// [`read`] reads it (as it was when the read began), holding what
-/// retention may keep rather than every text: a first pass keeps the chain
-/// and where each text is (its line's offset, length and checksum, its
-/// size floor); the items retention certainly drops under the budget
-/// (`retention::certainly_dropped`) are left out and counted in the
-/// [`Elided`]; the lines of the others are read again from the same open
-/// file. `None` when a line read again is not the line the first pass read
-/// (the file was rewritten under the read): the caller reads it whole
-/// again rather than mix two versions. The title is not read (`None`).
+/// retention may keep rather than every text: the read keeps the chain and
+/// where each text is (its line's offset, length and checksum), and holds
+/// the newest texts retention may still keep and the compaction summary's,
+/// letting older ones go as newer ones arrive ([`Places::holding`]); the
+/// items retention certainly drops under the budget
+/// (`retention::certainly_dropped_by`) are left out and counted in the
+/// [`Elided`]. Only a current path that is not the texts in file order (a
+/// branch from an earlier message, a preserved segment spliced in, a
+/// steering prompt placed back) may bring texts let go into the budget:
+/// their lines alone are read again, from the same open file. `None` when
+/// a line read again is not the line the first pass read (the file was
+/// rewritten under the read): the caller reads it whole again rather than
+/// mix two versions. The title is not read (`None`).
 pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, Elided)>> {
     let mut again = file.try_clone()?;
-    let (First { transcript, said, texts }, _) = first_pass(file, || None, Keep::Places)?;
-    let Some((items, elided)) = placed::within(said, &texts, &mut again, budget)? else { return Ok(None) };
+    let (First { transcript, said, mut texts }, _) = first_pass(file, || None, Keep::Places, Places::holding(budget))?;
+    let Some((items, elided)) = placed::within(said, &mut texts, &mut again, budget)? else { return Ok(None) };
     Ok(Some((Transcript { items, ..transcript }, elided)))
 }
 
@@ -437,7 +442,7 @@ pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, El
 /// pass that finds a line changed is an error).
 pub fn read_items(file: File) -> io::Result<impl StreamedItems> {
     let again = file.try_clone()?;
-    let (First { said, texts, .. }, _) = first_pass(file, || None, Keep::Places)?;
+    let (First { said, texts, .. }, _) = first_pass(file, || None, Keep::Places, Places::default())?;
     PlacedItems::new(said, texts, again)
 }
 
@@ -451,11 +456,13 @@ struct First {
 }
 
 /// Reads every complete line of the transcript as it was when the read
-/// began, keeping of the texts what `keep` says.
+/// began, keeping of the texts what `keep` says, the texts kept by where
+/// they are in `texts`.
 fn first_pass(
     file: File,
     project: impl FnOnce() -> Option<Arc<Winners>>,
     keep: Keep,
+    mut texts: Places<Extract>,
 ) -> io::Result<(First, TitleParts)> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut names = Names::default();
@@ -466,7 +473,6 @@ fn first_pass(
     let mut node_stamps: Vec<Stamp> = Vec::new();
     let mut txts: Vec<Txt> = Vec::new();
     let mut kepts: Vec<Kept> = Vec::new();
-    let mut texts: Places<Extract> = Places::default();
     let (mut custom, mut ai) = (None::<String>, None::<String>);
     let mut summaries: HashMap<String, String> = HashMap::new();
     let mut head = Head::default();
@@ -478,6 +484,9 @@ fn first_pass(
     // The cwds of the lines, each held once while lines repeat it.
     let mut cwds: Vec<Box<str>> = Vec::new();
     let mut last_uuid = NONE;
+    // The message id of the newest assistant text (its response's texts
+    // are joined into one item).
+    let mut last_answer = NONE;
     // Without texts: the first typed prompt of the main chain, as a title.
     let mut first_prompt_title: Option<String> = None;
     let stats: LineStats = each_line_at(as_of_now(file)?, u64::MAX, |n, offset, bytes| {
@@ -503,13 +512,22 @@ fn first_pass(
         }
         // The `what` text of this line as the read keeps it.
         let mut checksum = None;
-        let mut text = |message: &Message<'_>, what: Extract| -> Option<Txt> {
+        let mut text = |message: &Message<'_>, what: Extract, hold: Hold| -> Option<Txt> {
             let t = text_of(&line, message, what)?;
             match keep {
-                Keep::Places => Some(texts.keep(offset, bytes, &mut checksum, &t, what)),
+                Keep::Places => {
+                    if hold == Hold::Pinned {
+                        // A later compaction's summary starts the path.
+                        texts.unpin();
+                    }
+                    Some(texts.keep(offset, bytes, &mut checksum, t, what, hold))
+                }
                 _ => Some(Txt::Held(t)),
             }
         };
+        // How a read under a budget holds a text of a chain line: one of
+        // a side chain is not on the current path.
+        let newest = if line.sidechain.0 { Hold::No } else { Hold::Newest };
         let empty = Message::default();
         match kind {
             "custom-title" => custom = line.custom_title.owned().filter(|t| !t.trim().is_empty()).or(custom.take()),
@@ -524,7 +542,7 @@ fn first_pass(
             // Steering prompts are items, never titles.
             "queue-operation" if keep == Keep::Nothing => {}
             "queue-operation" => match line.operation.get() {
-                Some("enqueue") => queued.push(text(&empty, Extract::Operation)),
+                Some("enqueue") => queued.push(text(&empty, Extract::Operation, Hold::Newest)),
                 // Taken up as the next prompt (its own user line follows)
                 // or pulled back into the prompt box: no message of its own.
                 Some("dequeue") => drop(queued.pop_front()),
@@ -534,7 +552,7 @@ fn first_pass(
                     let t = match &line.content {
                         Content::None => queued.pop_front().flatten(),
                         _ => {
-                            let t = text(&empty, Extract::Operation);
+                            let t = text(&empty, Extract::Operation, Hold::Newest);
                             queued.remove(&t);
                             t
                         }
@@ -571,18 +589,36 @@ fn first_pass(
                         Kind::User { text: NONE, summary: false }
                     }
                     "user" if line.compact_summary.0 => {
-                        Kind::User { text: put(&mut txts, text(message, Extract::Summary)), summary: true }
+                        let hold = if line.sidechain.0 { Hold::No } else { Hold::Pinned };
+                        Kind::User { text: put(&mut txts, text(message, Extract::Summary, hold)), summary: true }
                     }
-                    "user" => Kind::User { text: put(&mut txts, text(message, Extract::Typed)), summary: false },
+                    "user" => {
+                        // The first child of a compact boundary is its
+                        // summary, a checkpoint.
+                        let after_boundary = (parent != NONE)
+                            .then(|| names.node(parent))
+                            .flatten()
+                            .is_some_and(|i| matches!(nodes[i].kind, Kind::Boundary { .. }));
+                        let hold = if after_boundary && newest == Hold::Newest { Hold::Pinned } else { newest };
+                        Kind::User { text: put(&mut txts, text(message, Extract::Typed, hold)), summary: false }
+                    }
                     "assistant" if line.api_error.0 || message.model.get() == Some("<synthetic>") => Kind::Other,
                     "assistant" if keep == Keep::Nothing => Kind::Assistant { text: NONE, msg_id: NONE },
-                    "assistant" => Kind::Assistant {
-                        text: put(&mut txts, text(message, Extract::Answer)),
-                        msg_id: match message.id.get().map(|id| msg_ids.intern(id)) {
+                    "assistant" => {
+                        let msg_id = match message.id.get().map(|id| msg_ids.intern(id)) {
                             Some(None) => return false,
                             id => id.flatten().unwrap_or(NONE),
-                        },
-                    },
+                        };
+                        let hold = match newest {
+                            Hold::Newest if msg_id != NONE && msg_id == last_answer => Hold::Joined,
+                            hold => hold,
+                        };
+                        let text = put(&mut txts, text(message, Extract::Answer, hold));
+                        if text != NONE && newest == Hold::Newest {
+                            last_answer = msg_id;
+                        }
+                        Kind::Assistant { text, msg_id }
+                    }
                     "system" if line.subtype.get() == Some("compact_boundary") => {
                         Kind::Boundary { preserved: put(&mut kepts, kept(line.compact.as_ref())) }
                     }
@@ -594,7 +630,7 @@ fn first_pass(
                             // when the read is for the title.
                             match keep {
                                 Keep::Nothing => typed(&a.prompt).map(|_| Txt::default()),
-                                _ => text(message, Extract::Queued),
+                                _ => text(message, Extract::Queued, newest),
                             }
                             .map_or(Kind::Other, |text| Kind::Queued { text: put(&mut txts, Some(text)) })
                         }

@@ -12,7 +12,7 @@ use crate::projection::Role;
 use crate::retention::Elided;
 use crate::sources::foreign::{each_line, each_line_at, iso_ms, title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LStr, LU64};
-use crate::sources::placed::{self, held, Keep, LineText, PlacedItems, Places, Said, Txt};
+use crate::sources::placed::{self, held, Hold, Keep, LineText, PlacedItems, Places, Said, Txt};
 
 use crate::sources::foreign::Transcript;
 
@@ -272,7 +272,7 @@ impl History {
 /// empty, and memory stays bounded by one line, not the rollout.
 pub fn read(file: File, texts: bool) -> io::Result<Transcript> {
     let keep = if texts { Keep::Texts } else { Keep::Nothing };
-    let Replayed { transcript, said, .. } = replay(file, keep)?;
+    let Replayed { transcript, said, .. } = replay(file, keep, Places::default())?;
     let items = said.into_iter().map(|s| s.into_item(held)).collect();
     Ok(Transcript { items, ..transcript })
 }
@@ -280,16 +280,19 @@ pub fn read(file: File, texts: bool) -> io::Result<Transcript> {
 /// Replays a rollout's conversation for a prompt of `budget` bytes, as
 /// [`read`] replays it (as it was when the read began), holding what
 /// retention may keep rather than every text: the replay keeps where each
-/// text is (its line's offset, length and checksum, its size floor); the
-/// items retention certainly drops under the budget are left out and
-/// counted in the [`Elided`]; the lines of the others are read again from
-/// the same open file. `None` when a line read again is not the line the
-/// replay read (the rollout was rewritten under the read): the caller
-/// reads it whole again. The title is not read (`None`).
+/// text is (its line's offset, length and checksum) and holds the newest
+/// texts retention may still keep and the checkpoints', letting older ones
+/// go as newer ones arrive ([`Places::holding`]); the items retention
+/// certainly drops under the budget are left out and counted in the
+/// [`Elided`]. Only a rollback or a compaction that brings texts let go
+/// back into the budget makes it read their lines again, from the same
+/// open file. `None` when a line read again is not the line the replay
+/// read (the rollout was rewritten under the read): the caller reads it
+/// whole again. The title is not read (`None`).
 pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, Elided)>> {
     let mut again = file.try_clone()?;
-    let Replayed { transcript, said, texts } = replay(file, Keep::Places)?;
-    let Some((items, elided)) = placed::within(said, &texts, &mut again, budget)? else { return Ok(None) };
+    let Replayed { transcript, said, mut texts } = replay(file, Keep::Places, Places::holding(budget))?;
+    let Some((items, elided)) = placed::within(said, &mut texts, &mut again, budget)? else { return Ok(None) };
     Ok(Some((Transcript { items, ..transcript }, elided)))
 }
 
@@ -300,7 +303,7 @@ pub fn read_within(file: File, budget: u64) -> io::Result<Option<(Transcript, El
 /// changed is an error).
 pub fn read_items(file: File) -> io::Result<impl StreamedItems> {
     let again = file.try_clone()?;
-    let Replayed { said, texts, .. } = replay(file, Keep::Places)?;
+    let Replayed { said, texts, .. } = replay(file, Keep::Places, Places::default())?;
     PlacedItems::new(said, texts, again)
 }
 
@@ -314,10 +317,10 @@ struct Replayed {
 
 /// Replays every complete line of the rollout as it was when the read
 /// began, keeping of the texts what `keep` says (the title only when it
-/// keeps the texts or nothing).
-fn replay(file: File, keep: Keep) -> io::Result<Replayed> {
+/// keeps the texts or nothing), the texts kept by where they are in
+/// `texts`.
+fn replay(file: File, keep: Keep, mut texts: Places<TextOf>) -> io::Result<Replayed> {
     let mut out = Transcript::default();
-    let mut texts: Places<TextOf> = Places::default();
     let mut thread_name = None;
     let mut history = History::default();
     let mut head_seen = false;
@@ -342,9 +345,11 @@ fn replay(file: File, keep: Keep) -> io::Result<Replayed> {
         }
         // A text of this line as the replay keeps it.
         let mut checksum = None;
-        let mut kept = |h: Hist<String>, what: TextOf| {
+        let mut kept = |texts: &mut Places<TextOf>, h: Hist<String>, what: TextOf| {
+            // A checkpoint is never dropped while it is in the history.
+            let hold = if matches!(h, Hist::Checkpoint(_)) { Hold::Pinned } else { Hold::Newest };
             h.map(|t| match keep {
-                Keep::Places => texts.keep(offset, bytes, &mut checksum, &t, what),
+                Keep::Places => texts.keep(offset, bytes, &mut checksum, t, what, hold),
                 _ => Txt::Held(t),
             })
         };
@@ -353,27 +358,31 @@ fn replay(file: File, keep: Keep) -> io::Result<Replayed> {
                 if let Some(h) = classify(p) {
                     note_first(&h);
                     if replays {
-                        history.push(kept(h, TextOf::Payload));
+                        history.push(kept(&mut texts, h, TextOf::Payload));
                     }
                 }
             }
             (Some(_), Some("compacted")) if !replays => {}
-            (Some(p), Some("compacted")) => match &p.replacement_history {
-                Some(list) => {
-                    let mut replaced = Vec::new();
-                    for (k, item) in list.iter().enumerate() {
-                        if let Some(h) = classify(item) {
-                            let k = u32::try_from(k).unwrap_or(u32::MAX);
-                            replaced.push(kept(h, TextOf::Replaced(k)));
+            (Some(p), Some("compacted")) => {
+                // The checkpoints before it leave the history.
+                texts.unpin();
+                match &p.replacement_history {
+                    Some(list) => {
+                        let mut replaced = Vec::new();
+                        for (k, item) in list.iter().enumerate() {
+                            if let Some(h) = classify(item) {
+                                let k = u32::try_from(k).unwrap_or(u32::MAX);
+                                replaced.push(kept(&mut texts, h, TextOf::Replaced(k)));
+                            }
                         }
+                        history.replace(replaced);
                     }
-                    history.replace(replaced);
+                    None => {
+                        let message = p.message.owned().filter(|m| !m.trim().is_empty());
+                        history.compact(kept(&mut texts, Hist::Checkpoint(message), TextOf::Compacted));
+                    }
                 }
-                None => {
-                    let message = p.message.owned().filter(|m| !m.trim().is_empty());
-                    history.compact(kept(Hist::Checkpoint(message), TextOf::Compacted));
-                }
-            },
+            }
             (Some(p), Some("event_msg")) => match p.kind.get() {
                 Some("thread_rolled_back") if replays => history.roll_back(p.num_turns.0.unwrap_or(0)),
                 Some("thread_name_updated") => {
@@ -393,7 +402,7 @@ fn replay(file: File, keep: Keep) -> io::Result<Replayed> {
                 if let Some(h) = classify(&line) {
                     note_first(&h);
                     if replays {
-                        history.push(kept(h, TextOf::Bare));
+                        history.push(kept(&mut texts, h, TextOf::Bare));
                     }
                 }
             }
