@@ -604,10 +604,10 @@ export declare class SessionReferenceResolver {
    * target's (user and assistant messages and checkpoints; never tool
    * output or reasoning), plus titles, ids and cwds. Case-insensitive
    * substrings, so CJK text and identifier fragments (`1137` in `PR1137`)
-   * match; every whitespace-separated word must occur. Best first by
-   * relevance (BM25, the title weighted above the messages, the whole
-   * query as one more term); ties go to the target's cwd, then newer
-   * sessions. One result per session with a snippet of its best passage. A blank query finds
+   * match; every whitespace-separated word must occur. Best first: the
+   * whole query in the title, then in a message, id or cwd, then the words
+   * apart; ties go to the target's cwd, then newer sessions. One result per
+   * session with a snippet around its best hit. A blank query finds
    * nothing. A host's own `search` answers instead of the built-in index,
    * which is kept per session under the host's `fingerprints`.
    */

@@ -16,10 +16,7 @@ one JSON line on stdout (bench/tantivy-peer speaks the same protocol):
   needs at least, as the built-in search returns one);
 - the same with `"full": true`: every matching session, unranked, and
   answers `{"ms": time, "ids": [...]}` (checked against the benchmark's
-  brute-force scan);
-- `{"q": "...", "rank": k}`: the first `k` matching sessions by FTS5's
-  `bm25`, best first, answered `{"ms": time, "ids": [...]}` (the
-  known-item benchmark, `DSR_BENCH_RELEVANCE=1`).
+  brute-force scan).
 
 With `DSR_FTS5_KEEP_DB` set the database is kept (to time the `sqlite3`
 command line over it), with the SHA-256 of the export it was built from and
@@ -120,15 +117,6 @@ def main():
         req = json.loads(line)
         cond, args = where(req["q"])
         text = req.get("text") and not req.get("full")
-        if req.get("rank"):
-            # bm25 needs a MATCH; words of under three characters alone
-            # leave the listing order.
-            order = "bm25(docs)" if "MATCH" in cond else "rowid"
-            sql = f"SELECT sid FROM docs WHERE {cond} ORDER BY {order} LIMIT ?"
-            t = time.perf_counter()
-            ids = [r[0] for r in con.execute(sql, args + [int(req["rank"])])]
-            print(json.dumps({"ms": (time.perf_counter() - t) * 1e3, "ids": ids}), flush=True)
-            continue
         if req.get("full"):
             sql = f"SELECT sid FROM docs WHERE {cond}"
         else:

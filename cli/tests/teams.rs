@@ -69,8 +69,6 @@ fn the_database_reads_as_the_local_files_do() {
         vec!["search".into(), "--json".into(), "the".into()],
         vec!["search".into(), "--json".into(), "--cwd".into(), "/home/dev/alpha".into(), "reply".into(), "DONE".into()],
         vec!["search".into(), "--json".into(), "--limit".into(), "2".into(), "a".into()],
-        vec!["search".into(), "--json".into(), "--limit".into(), "3".into(), "the".into(), "reply".into()],
-        vec!["search".into(), "--json".into(), "--limit".into(), "1".into(), "e".into(), "o".into(), "t".into()],
         vec![
             "search".into(),
             "--json".into(),

@@ -185,7 +185,7 @@ pub use host::{
     SearchScope, SessionHeader, SessionQuery, SharedBytes, SharedListing, StreamedItems, SurfaceAnswer, SurfaceData,
     SurfaceItems, SurfaceRead, Target,
 };
-pub use index::{search_fold, MatchCounts, Relevance, SearchTerms, TITLE_WEIGHT};
+pub use index::{search_fold, SearchTerms};
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};
 pub use memory::MemoryQuery;
 pub use page::{PageMessage, PAGE_FOOTER, PAGE_HEADER};

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use dsh_session_reference::{
-    search_fold, Config, Conversation, ConversationItem, Fingerprint, HostError, MatchCounts, MemoryQuery, QueryFuture,
-    Relevance, Resolver, Role, SearchOptions, SearchRequest, SearchResult, SearchTerms, SessionHeader, SessionQuery,
-    SharedListing, SurfaceData,
+    search_fold, Config, Conversation, ConversationItem, Fingerprint, HostError, MemoryQuery, QueryFuture, Resolver,
+    Role, SearchOptions, SearchRequest, SearchResult, SearchTerms, SessionHeader, SessionQuery, SharedListing,
+    SurfaceData,
 };
 use serde_json::Number;
 use tokio_postgres::Client;
@@ -177,112 +177,52 @@ impl DatabaseSource {
         let storable = |t: Option<&str>| t.filter(|t| !t.contains('\0')).map(str::to_owned);
         let (target_id, target_cwd) = (storable(Some(&request.target.id)), storable(request.target.cwd.as_deref()));
         let client = self.client().await?;
-        let limit = usize::try_from(request.limit).unwrap_or(usize::MAX);
+        let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
         let same_cwd = request.scope == dsh_session_reference::SearchScope::SameCwd;
         if same_cwd && request.target.cwd.is_none() {
             return Ok(Vec::new());
         }
-        // Every matching session with what the relevance score counts
-        // (docs/discovery.md), in the order that breaks its ties: no cut
-        // before the ranking. $1 target id, $2 target cwd, then per word its
-        // pattern and itself, then the phrase (for more than one word).
-        let n = terms.words.len();
+        // $1 target id, $2 target cwd, $3 phrase pattern, $4 limit, $5.. the words' patterns.
         let patterns: Vec<String> = terms.words.iter().map(|w| like_pattern(w)).collect();
-        let pattern = |j: usize| 3 + 2 * j;
-        let word = |j: usize| 4 + 2 * j;
-        let (phrase_at, user_at) = if n > 1 { (3 + 2 * n, 4 + 2 * n) } else { (0, 3 + 2 * n) };
-        let count = |field: &str, p: usize| {
-            format!(
-                "((char_length({field}) - char_length(replace({field}, ${p}::text, ''))) / char_length(${p}::text))"
-            )
-        };
-        // (The phrase is counted only for a query of more than one word.)
-        let phrase = |field: &str| if n > 1 { count(field, phrase_at) } else { "0".to_owned() };
-        let mut sql = String::from("SELECT s.id, a.items, a.len + octet_length(s.title_folded)");
-        let mut sums = String::from(
-            "count(*) FILTER (WHERE m.text <> '') AS items, coalesce(sum(octet_length(m.text)), 0) AS len",
+        let mut sql = format!(
+            "SELECT s.id FROM dsr_sessions s WHERE s.id IS DISTINCT FROM $1 AND {}",
+            self.readable(5 + patterns.len())
         );
-        for j in 0..n {
-            sql.push_str(&format!(", {}, {}", count("s.title_folded", word(j)), count("s.place_folded", word(j))));
-            sql.push_str(&format!(", a.w{j}, a.h{j}"));
-            sums.push_str(&format!(
-                ", coalesce(sum({}), 0) AS w{j}, count(*) FILTER (WHERE m.folded LIKE ${}) AS h{j}",
-                count("m.folded", word(j)),
-                pattern(j)
-            ));
-        }
-        let title_all: Vec<String> = (0..n).map(|j| format!("s.title_folded LIKE ${}", pattern(j))).collect();
-        let title_all = if n > 1 { format!("({})::int", title_all.join(" AND ")) } else { "0".to_owned() };
-        sql.push_str(&format!(", {}, {}, a.p, {title_all}, a.t", phrase("s.title_folded"), phrase("s.place_folded")));
-        sums.push_str(&format!(", coalesce(sum({}), 0) AS p", phrase("m.folded")));
-        // (The messages holding every word, likewise.)
-        let every: Vec<String> = (0..n).map(|j| format!("m.folded LIKE ${}", pattern(j))).collect();
-        let together = if n > 1 { format!("count(*) FILTER (WHERE {})", every.join(" AND ")) } else { "0".to_owned() };
-        sums.push_str(&format!(", {together} AS t"));
-        sql.push_str(&format!(
-            " FROM dsr_sessions s CROSS JOIN LATERAL (SELECT {sums} FROM dsr_messages m WHERE m.session_id = s.id) a \
-             WHERE s.id IS DISTINCT FROM $1 AND {}",
-            self.readable(user_at)
-        ));
         if same_cwd {
             sql.push_str(" AND s.cwd = $2");
         }
-        for j in 0..n {
-            let p = pattern(j);
+        for n in 0..patterns.len() {
+            let p = n + 5;
             sql.push_str(&format!(
                 " AND (s.title_folded LIKE ${p} OR s.place_folded LIKE ${p} OR s.id IN \
                  (SELECT m.session_id FROM dsr_messages m WHERE m.folded LIKE ${p}))"
             ));
         }
         sql.push_str(
-            " ORDER BY CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, s.created_at_ms DESC, s.id",
+            " ORDER BY CASE WHEN s.title_folded LIKE $3 THEN 0 \
+               WHEN s.place_folded LIKE $3 OR EXISTS (SELECT 1 FROM dsr_messages m \
+                    WHERE m.session_id = s.id AND m.folded LIKE $3) THEN 1 ELSE 2 END, \
+             CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, \
+             s.created_at_ms DESC, s.id LIMIT $4",
         );
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&target_id, &target_cwd];
-        for (p, w) in patterns.iter().zip(&terms.words) {
+        let phrase = like_pattern(&terms.phrase);
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            vec![&target_id, &target_cwd, &phrase, &limit];
+        for p in &patterns {
             params.push(p);
-            params.push(w);
-        }
-        if n > 1 {
-            params.push(&terms.phrase);
         }
         let params = self.with_user(params);
         let rows = client
             .query(sql.as_str(), &params)
             .await
             .map_err(|e| HostError::new(self.db.call_failed(&client, "searching", e)))?;
-        let number = |row: &tokio_postgres::Row, i: usize| -> u64 {
-            // (Counts, `bigint` or `integer` as PostgreSQL types them.)
-            row.try_get::<_, i64>(i).or_else(|_| row.try_get::<_, i32>(i).map(i64::from)).unwrap_or(0).max(0) as u64
-        };
-        let matches: Vec<(String, MatchCounts)> = rows
-            .iter()
-            .map(|row| {
-                let mut c = MatchCounts { items: number(row, 1), len: number(row, 2), ..MatchCounts::default() };
-                for j in 0..n {
-                    let at = 3 + 4 * j;
-                    c.title.push(number(row, at));
-                    c.place.push(number(row, at + 1));
-                    c.messages.push(number(row, at + 2));
-                    c.holding.push(number(row, at + 3));
-                }
-                let at = 3 + 4 * n;
-                c.phrase = [number(row, at), number(row, at + 1), number(row, at + 2)];
-                c.together = [number(row, at + 3), number(row, at + 4)];
-                (row.get(0), c)
-            })
-            .collect();
-        let relevance = Relevance::new(n, matches.iter().map(|(_, c)| c));
-        let mut ranked: Vec<(f64, &str)> = matches.iter().map(|(id, c)| (relevance.score(c), id.as_str())).collect();
-        // (Stable: equal scores keep the ties' order.)
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-        ranked.truncate(limit);
-        let ids: Vec<String> = ranked.iter().map(|(_, id)| (*id).to_owned()).collect();
+        let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         // The snippets, fields and message indexes: the core's own search
-        // over just these sessions (each one's passage is its own), given
-        // in the order ranked among all the matches.
+        // over just these sessions, in this order (its ranking is each
+        // session's own, so it ranks them as it would among all).
         let mut found = self
             .sessions(&client, &ids)
             .await
@@ -297,12 +237,7 @@ impl DatabaseSource {
         }
         let resolver = Resolver::new(Arc::new(memory), self.config);
         let options = SearchOptions { limit: Some(request.limit.max(1)), scope: request.scope };
-        let mut results = resolver
-            .search(&request.target, &request.query, &options, None)
-            .await
-            .map_err(|e| HostError::new(e.message()))?;
-        results.sort_by_key(|r| ids.iter().position(|id| *id == r.candidate.session_id));
-        Ok(results)
+        resolver.search(&request.target, &request.query, &options, None).await.map_err(|e| HostError::new(e.message()))
     }
 }
 

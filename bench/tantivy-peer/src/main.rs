@@ -15,10 +15,7 @@
 //!   snippet needs at least, as the built-in search returns one);
 //! - the same with `"full": true`: every matching session, unranked:
 //!   `{"ms": time, "ids": [...]}` (checked against the benchmark's
-//!   brute-force scan);
-//! - `{"q": "...", "rank": k}`: the first `k` matching sessions by
-//!   tantivy's BM25 score, best first: `{"ms": time, "ids": [...]}` (the
-//!   known-item benchmark, `DSR_BENCH_RELEVANCE=1`).
+//!   brute-force scan).
 //!
 //! Semantics: case-insensitive substrings, every word of the query
 //! somewhere in the session. `body` is indexed as character 3-grams
@@ -236,10 +233,7 @@ struct Plan {
     scan: Vec<String>,
 }
 
-/// With `scored`, a word of one 3-gram is looked up with its frequencies
-/// (for BM25); else with its documents alone.
-fn plan(q: &str, f: &Fields, analyzer: &mut TextAnalyzer, scored: bool) -> Plan {
-    let option = if scored { IndexRecordOption::WithFreqs } else { IndexRecordOption::Basic };
+fn plan(q: &str, f: &Fields, analyzer: &mut TextAnalyzer) -> Plan {
     let mut seen = HashSet::new();
     let (mut parts, mut scan): (Vec<Box<dyn Query>>, Vec<String>) = (Vec::new(), Vec::new());
     for word in q.split_whitespace() {
@@ -259,7 +253,7 @@ fn plan(q: &str, f: &Fields, analyzer: &mut TextAnalyzer, scored: bool) -> Plan 
         }
         match terms.len() {
             0 => {}
-            1 => parts.push(Box::new(TermQuery::new(terms.remove(0).1, option))),
+            1 => parts.push(Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic))),
             _ => parts.push(Box::new(PhraseQuery::new_with_offset(terms))),
         }
     }
@@ -343,29 +337,14 @@ impl Peer {
         let full = req["full"].as_bool().unwrap_or(false);
         let t = Instant::now();
         let searcher = self.reader.searcher();
-        let rank = req["rank"].as_u64().map(|k| k as usize);
-        let plan = plan(q, &self.fields, &mut self.analyzer, rank.is_some());
+        let plan = plan(q, &self.fields, &mut self.analyzer);
         if plan.indexed.is_none() && plan.scan.is_empty() {
             // A blank query finds nothing.
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            return Ok(if full || rank.is_some() { json!({"ms": ms, "ids": []}) } else { json!({"ms": ms, "n": 0}) });
+            return Ok(if full { json!({"ms": ms, "ids": []}) } else { json!({"ms": ms, "n": 0}) });
         }
         let base: Box<dyn Query> =
             plan.indexed.as_ref().map_or_else(|| Box::new(AllQuery) as Box<dyn Query>, |q| q.box_clone());
-        if let Some(k) = rank {
-            // By score; the words only a scan answers filter the best
-            // (a few times `k` of them looked at).
-            let mut rows = Vec::new();
-            let want = if plan.scan.is_empty() { k } else { 20 * k };
-            for (_, a) in searcher.search(base.as_ref(), &TopDocs::with_limit(want.max(1)).order_by_score())? {
-                if rows.len() < k && (plan.scan.is_empty() || self.holds(&searcher, a, &plan.scan)?) {
-                    rows.push(self.row(&searcher, a)?);
-                }
-            }
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            let ids: Vec<&str> = rows.iter().map(|&r| self.sids[r].as_str()).collect();
-            return Ok(json!({"ms": ms, "ids": ids}));
-        }
         if full {
             let mut rows = Vec::new();
             for a in searcher.search(base.as_ref(), &DocSetCollector)? {

@@ -3,14 +3,14 @@
 
 use std::cmp::Ordering;
 
-use super::relevance::MatchCounts;
 use crate::host::MatchField;
 
-/// Ranking: higher relevance score ([`relevance`](super::relevance)), then
-/// the cwd rank of discovery, then newer `createdAt`, then listing order.
+/// Ranking: tier (0 phrase in the title, 1 phrase in a message, the id or
+/// the cwd, 2 every word somewhere), then the cwd rank of discovery, then
+/// newer `createdAt`, then listing order.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Key {
-    pub(super) score: f64,
+    pub(super) tier: u8,
     pub(super) cwd_rank: u8,
     pub(super) created: f64,
     pub(super) order: usize,
@@ -18,9 +18,8 @@ pub(super) struct Key {
 
 impl Ord for Key {
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .score
-            .total_cmp(&self.score)
+        self.tier
+            .cmp(&other.tier)
             .then(self.cwd_rank.cmp(&other.cwd_rank))
             .then(other.created.total_cmp(&self.created))
             .then(self.order.cmp(&other.order))
@@ -38,17 +37,16 @@ impl PartialEq for Key {
 }
 impl Eq for Key {}
 
-/// A session that passed the filters: where it is among the searched
-/// ones, its key before its score is known, and whether its filter lets
-/// the whole query (of more than one word) through.
+/// A session that passed the filters, with the best tier it could reach.
 pub(super) struct Prospect {
     pub(super) at: usize,
     pub(super) key: Key,
-    pub(super) phrase: bool,
+    /// Tier and hit known without the body.
+    pub(super) settled: Option<(MatchField, String)>,
 }
 
 /// A session that matches: where it is among the searched ones, the
-/// field of its best passage, its snippet and, for a message, its index.
+/// field of its best hit, its snippet and, for a message, its index.
 #[derive(Clone)]
 pub(crate) struct Hit {
     pub(super) key: Key,
@@ -56,6 +54,4 @@ pub(crate) struct Hit {
     pub(crate) field: MatchField,
     pub(crate) snippet: String,
     pub(crate) message_index: Option<u64>,
-    /// What it holds of the query, which its score is made of.
-    pub(super) counts: MatchCounts,
 }

@@ -38,7 +38,6 @@ mod keys;
 mod needle;
 mod pass;
 mod query;
-mod relevance;
 mod score;
 mod set;
 mod snippet;
@@ -53,7 +52,6 @@ pub(crate) use dict::Encoder;
 pub(crate) use doc::{Doc, IndexedItem};
 pub(crate) use query::Query;
 pub use query::{search_fold, SearchTerms};
-pub use relevance::{MatchCounts, Relevance, TITLE_WEIGHT};
 pub(crate) use set::SearchSet;
 
 /// The built docs of a resolver, by session id, and the dictionary new

@@ -78,6 +78,11 @@ impl Needle {
         self.finder.find(folded)
     }
 
+    /// Whether it occurs in `folded`.
+    pub(super) fn is_in(&self, folded: &str) -> bool {
+        self.finder.is_in(folded)
+    }
+
     /// Its searcher alone, for other threads (the needle's memos stay on
     /// the thread that tests the filters).
     pub(super) fn finder(&self) -> Finder {
@@ -99,16 +104,5 @@ impl Finder {
     /// Whether it occurs in `folded`.
     pub(super) fn is_in(&self, folded: &str) -> bool {
         self.find(folded).is_some()
-    }
-
-    /// How many times it occurs in `folded`, occurrences not overlapping.
-    pub(super) fn count(&self, folded: &str) -> usize {
-        let (hay, len) = (folded.as_bytes(), self.0.needle().len().max(1));
-        let (mut n, mut from) = (0, 0);
-        while let Some(at) = hay.get(from..).and_then(|rest| self.0.find(rest)) {
-            n += 1;
-            from += at + len;
-        }
-        n
     }
 }

@@ -1,22 +1,23 @@
 //! One search over a [`SearchSet`]: every session tested against the
-//! query's filters, then every prospect verified on its text (counting
-//! what it holds of the query), and the matches scored from the counts of
-//! all of them ([`relevance`](super::relevance)), ranked and cut at
-//! `limit`.
+//! query's filters, the prospects ranked by the best tier they can reach,
+//! and verified on their text in that order only while they can still
+//! enter the top `limit`.
 
+use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
 
+use super::fold::fold;
 use super::hit::{Hit, Key, Prospect};
 use super::needle::Needle;
 use super::pass::FilterPass;
 use super::query::{Finders, Query};
-use super::relevance::Relevance;
 use super::set::{has, SearchSet};
+use super::snippet::whole;
 use super::stored::Unreadable;
 use super::verify::{in_order, VERIFIERS};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use crate::host::{rank, SessionHeader, Target};
+use crate::host::{rank, MatchField, SessionHeader, Target};
 
 /// What [`SearchSet::search`] found: the hits, and the sessions (by index) whose
 /// stored filter or text it could not read; when there are any, the hits
@@ -28,9 +29,9 @@ pub(crate) struct Scored {
 
 impl SearchSet {
     /// The search: the sessions of the set (`sessions`, the headers it
-    /// was made of, in its order) that hold `query`, ranked by relevance
-    /// (ties: for `target`, then newer) and cut at `limit`, each with its
-    /// best passage. With
+    /// was made of, in its order) that hold `query`, ranked for `target`
+    /// and cut at `limit`, each with its best hit; only the prospects that
+    /// can still enter the top `limit` are verified on their text. With
     /// `keep_filters` ([`DocCache::keeps_filters`](super::DocCache::keeps_filters))
     /// the stored filters read are kept in memory.
     pub(crate) fn search(
@@ -42,13 +43,13 @@ impl SearchSet {
         keep_filters: bool,
         cancel: Option<&CancelToken>,
     ) -> Result<Scored> {
-        // The needles the filters are tested with: the words, then the
-        // phrase (a query of one word is its own phrase).
+        // The needles the filters are tested with: the words, then the phrase.
+        // A query of one word is its own phrase: its filters are tested once.
         let needles: Vec<&Needle> = match &query.words[..] {
             [word] => vec![word],
             words => words.iter().chain([&query.phrase]).collect(),
         };
-        let phrase_at = (needles.len() > query.words.len()).then_some(query.words.len());
+        let phrase_at = needles.len() - 1;
         let docs = &self.docs[..];
         let filters = FilterPass::new(docs, &self.roster, &needles, keep_filters);
         // Per word, the sessions holding it in their id, cwd or title (one
@@ -56,7 +57,7 @@ impl SearchSet {
         let in_fields: Vec<Vec<u64>> = query.words.iter().map(|w| self.fields.holding(w)).collect();
         let mut prospects = Vec::new();
         let mut unreadable = Vec::new();
-        for (at, &s) in sessions.iter().enumerate() {
+        for at in 0..sessions.len() {
             if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
                 return Err(Error::cancelled());
             }
@@ -79,45 +80,70 @@ impl SearchSet {
                     continue;
                 }
             }
+            let (s, doc) = (sessions[at], &docs[at]);
+            let title = doc.title_folded();
+            let id = fold(&s.id);
+            let cwd = s.cwd.as_deref().map(fold);
+            let cwd = cwd.as_deref().unwrap_or("");
+            let phrase = &query.phrase;
+            let (tier, settled) = if phrase.is_in(title) {
+                (0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or("")))))
+            } else if phrase.is_in(&id) {
+                (1, Some((MatchField::Id, s.id.clone())))
+            } else if phrase.is_in(cwd) {
+                (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
+            } else if filters.may(at, phrase_at).unwrap_or(true) {
+                // (Its filter was readable for the words, so for the phrase.)
+                (1, None)
+            } else {
+                (2, None)
+            };
             let key = Key {
-                score: 0.0,
+                tier,
                 cwd_rank: rank::rank(s.cwd.as_deref(), target),
                 created: s.created_at.as_f64().unwrap_or(0.0),
                 order: at,
             };
-            // (Its filter was readable for the words, so for the phrase.)
-            let phrase = phrase_at.is_some_and(|p| filters.may(at, p).unwrap_or(true));
-            prospects.push(Prospect { at, key, phrase });
+            prospects.push(Prospect { at, key, settled });
         }
+        prospects.sort_by_key(|p| p.key);
         let finders = Finders::of(query);
         let mut hits: Vec<Hit> = Vec::new();
+        let mut best: BinaryHeap<Key> = BinaryHeap::new();
         let mut cancelled = false;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(VERIFIERS);
         in_order(&prospects, sessions, docs, &finders, threads, |p, verified| {
+            if best.len() >= limit && best.peek().is_some_and(|worst| *worst < p.key) {
+                return ControlFlow::Break(());
+            }
             if cancel.is_some_and(CancelToken::is_cancelled) {
                 cancelled = true;
                 return ControlFlow::Break(());
             }
-            match verified() {
-                Ok(Some(hit)) => hits.push(hit),
-                Ok(None) => {}
-                Err(Unreadable) => unreadable.push(p.at),
+            let hit = match (&p.settled, verified()) {
+                (Some((field, snippet)), _) => {
+                    Some(Hit { key: p.key, at: p.at, field: *field, snippet: snippet.clone(), message_index: None })
+                }
+                (None, Ok(hit)) => hit,
+                (None, Err(Unreadable)) => {
+                    unreadable.push(p.at);
+                    None
+                }
+            };
+            if let Some(hit) = hit {
+                best.push(hit.key);
+                if best.len() > limit {
+                    best.pop();
+                }
+                hits.push(hit);
             }
             ControlFlow::Continue(())
         });
         if cancelled {
             return Err(Error::cancelled());
         }
-        // Every match verified: the weights are known, and so the scores.
-        let relevance = Relevance::new(query.words.len(), hits.iter().map(|h| &h.counts));
-        for h in &mut hits {
-            h.key.score = relevance.score(&h.counts);
-        }
-        if hits.len() > limit {
-            hits.select_nth_unstable_by_key(limit.saturating_sub(1), |h| h.key);
-            hits.truncate(limit);
-        }
         hits.sort_by_key(|h| h.key);
+        hits.truncate(limit);
         Ok(Scored { hits, unreadable })
     }
 }

@@ -8,8 +8,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use super::doc::Doc;
 use super::fold::{fold, fold_into, original_offset};
 use super::hit::{Hit, Key, Prospect};
+use super::needle::Finder;
 use super::query::Finders;
-use super::relevance::MatchCounts;
 use super::snippet::{snippet, whole};
 use super::stored::Unreadable;
 use crate::host::{MatchField, SessionHeader};
@@ -21,7 +21,8 @@ mod order_tests;
 pub(super) const VERIFIERS: usize = 4;
 
 /// Calls `f` on the prospects in order, each with a function that gives
-/// its verification, until `f` breaks.
+/// its verification (`Ok(None)` for a settled one, which needs none),
+/// until `f` breaks.
 ///
 /// With more than one thread (`threads`: the machine's cores, up to
 /// [`VERIFIERS`]) and more than one prospect to verify, the threads (this
@@ -41,8 +42,12 @@ pub(super) fn in_order(
     threads: usize,
     mut f: impl FnMut(&Prospect, &mut dyn FnMut() -> Result<Option<Hit>, Unreadable>) -> ControlFlow<()>,
 ) {
-    let verify_one = |p: &Prospect, stop: &AtomicBool| verify(finders, sessions[p.at], &docs[p.at], p, stop);
-    let threads = threads.min(prospects.len());
+    let verify_one = |p: &Prospect, stop: &AtomicBool| match p.settled {
+        Some(_) => Ok(None),
+        None => verify(finders, sessions[p.at], &docs[p.at], p.key, p.at, stop),
+    };
+    let open = prospects.iter().filter(|p| p.settled.is_none()).count();
+    let threads = threads.min(open);
     if threads < 2 {
         let never = AtomicBool::new(false);
         for p in prospects {
@@ -86,7 +91,7 @@ pub(super) fn in_order(
         at < prospects.len() && at < given.load(AtomicOrdering::Acquire) + window && !stop.load(AtomicOrdering::Relaxed)
     };
     // Takes the next prospect to verify, if there is one now, and verifies
-    // it.
+    // it (settled ones are passed over).
     let take = || loop {
         if !open_now() {
             return false;
@@ -95,7 +100,7 @@ pub(super) fn in_order(
         if next.compare_exchange(at, at + 1, AtomicOrdering::AcqRel, AtomicOrdering::Relaxed).is_err() {
             continue;
         }
-        if slots[at].get().is_none() {
+        if prospects[at].settled.is_none() && slots[at].get().is_none() {
             run(at);
             return true;
         }
@@ -131,6 +136,9 @@ pub(super) fn in_order(
             given.store(at, AtomicOrdering::Release);
             notify();
             let mut verified = || {
+                if p.settled.is_some() {
+                    return Ok(None);
+                }
                 while slots[at].get().is_none() {
                     // Not made yet: verify the next one here (this one,
                     // if nobody took it); else wait a while for the helper
@@ -167,30 +175,24 @@ pub(super) fn in_order(
     }
 }
 
-/// The counts and best passage of a prospect, from its text decompressed
-/// item by item (one item held at a time, never the whole text; it stops
-/// when `stop` is set: then the answer is no answer and is not used);
-/// `None` when the filter let through a session that does not match;
-/// [`Unreadable`] when its stored text cannot be read. The messages are
-/// searched for the whole query only when the filter let it through. The
-/// hit's score is left to the ranking, which knows every match's counts.
+/// The exact tier and best hit of a prospect, from its text decompressed
+/// item by item (one item held at a time, never the whole text; it stops at
+/// the first message holding the phrase, or when `stop` is set: then the
+/// answer is no answer and is not used); `None` when the filter let
+/// through a session that does not match; [`Unreadable`] when its stored
+/// text cannot be read.
 fn verify(
     query: &Finders,
     s: &SessionHeader,
     doc: &Doc,
-    p: &Prospect,
+    key: Key,
+    at: usize,
     stop: &AtomicBool,
 ) -> Result<Option<Hit>, Unreadable> {
-    let mut scan = Scan::new(query, p.phrase);
+    let mut scan = Scan::new(query);
     doc.each_item_text(|item| if stop.load(AtomicOrdering::Relaxed) { None } else { scan.item(item) })?;
-    Ok(scan.finish(s, doc, p.key, p.at))
+    Ok(scan.finish(s, doc, key, at))
 }
-
-/// How a passage (a message) ranks as a snippet: whether it holds the
-/// phrase, how many distinct words, how many occurrences in all. The first
-/// of the best is shown. It needs no weight, so every host that counts the
-/// same finds the same passage.
-type PassageRank = (bool, usize, u64);
 
 /// [`verify`]'s pass over the items, in order.
 struct Scan<'q> {
@@ -199,98 +201,68 @@ struct Scan<'q> {
     folded: String,
     /// Items seen.
     next: usize,
-    /// Whether the messages may hold the phrase (of more than one word).
-    phrase_may: bool,
-    /// What the messages hold (the fields' counts are added at the end).
-    counts: MatchCounts,
-    /// The best passage: its rank, index and snippet.
-    best: Option<(PassageRank, usize, String)>,
+    /// The first message holding the phrase, and its snippet.
+    phrase: Option<(usize, String)>,
+    /// Which words some message holds.
+    found: Vec<bool>,
+    /// The message with the most distinct words (the first of those): how
+    /// many, which, and its snippet around the first of them.
+    best: Option<(usize, usize, String)>,
 }
 
 impl<'q> Scan<'q> {
-    fn new(query: &'q Finders, phrase_may: bool) -> Self {
-        let n = query.words.len();
-        let counts = MatchCounts {
-            title: vec![0; n],
-            place: vec![0; n],
-            messages: vec![0; n],
-            holding: vec![0; n],
-            ..MatchCounts::default()
-        };
-        Scan { query, folded: String::new(), next: 0, phrase_may, counts, best: None }
+    fn new(query: &'q Finders) -> Self {
+        Scan { query, folded: String::new(), next: 0, phrase: None, found: vec![false; query.words.len()], best: None }
     }
 
-    /// One item: its occurrences counted, and kept as the best passage if
-    /// it ranks above every one before it.
+    /// One item; `None` once the phrase is found (nothing after it counts).
     fn item(&mut self, text: &str) -> Option<()> {
         let i = self.next;
         self.next += 1;
-        if text.is_empty() {
-            return Some(());
-        }
-        let c = &mut self.counts;
-        c.items += 1;
-        c.len += text.len() as u64;
         self.folded.clear();
         fold_into(text, &mut self.folded);
         let f = self.folded.as_str();
-        let q = self.query;
-        let (mut first, mut distinct, mut all) = (usize::MAX, 0, 0);
-        for (w, word) in q.words.iter().enumerate() {
+        if let Some(pos) = self.query.phrase.find(f) {
+            self.phrase = Some((i, snippet(text, original_offset(text, pos))));
+            return None;
+        }
+        let (mut count, mut first) = (0, usize::MAX);
+        for (w, word) in self.query.words.iter().enumerate() {
             if let Some(pos) = word.find(f) {
+                self.found[w] = true;
+                count += 1;
                 first = first.min(pos);
-                let n = word.count(f) as u64;
-                c.messages[w] += n;
-                c.holding[w] += 1;
-                distinct += 1;
-                all += n;
             }
         }
-        if first == usize::MAX {
-            return Some(());
-        }
-        let phrase = if self.phrase_may { q.phrase.find(f) } else { None };
-        c.phrase[2] += phrase.map_or(0, |_| q.phrase.count(f) as u64);
-        c.together[1] += u64::from(distinct == q.words.len() && distinct > 1);
-        let rank = (phrase.is_some(), distinct, all);
-        if self.best.as_ref().is_none_or(|(b, _, _)| rank > *b) {
-            let at = phrase.unwrap_or(first);
-            self.best = Some((rank, i, snippet(text, original_offset(text, at))));
+        if count > 0 && self.best.as_ref().is_none_or(|(c, _, _)| count > *c) {
+            self.best = Some((count, i, snippet(text, original_offset(text, first))));
         }
         Some(())
     }
 
-    /// The hit the items gave, if the session matches (every word in a
-    /// message, the title, the id or the cwd), with its counts, and its
-    /// best passage (the title when it holds the whole query, else the
-    /// best message, else the title, the id or the cwd that holds a word).
-    fn finish(mut self, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
-        let q = self.query;
+    /// The hit the items gave, if the session matches.
+    fn finish(self, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
+        if let Some((i, snippet)) = self.phrase {
+            // A message holding the phrase holds every word of it.
+            let key = Key { tier: 1, ..key };
+            return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
+        }
         let title = doc.title_folded();
         let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
-        let c = &mut self.counts;
-        for (j, w) in q.words.iter().enumerate() {
-            c.title[j] = w.count(title) as u64;
-            c.place[j] = (w.count(&id) + w.count(&cwd)) as u64;
-            if c.title[j] + c.place[j] + c.messages[j] == 0 {
-                return None;
-            }
+        let in_fields = |w: &Finder| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
+        let words = &self.query.words;
+        if !words.iter().zip(&self.found).all(|(w, f)| *f || in_fields(w)) {
+            return None;
         }
-        if q.words.len() > 1 {
-            c.together[0] = u64::from(c.title.iter().all(|&n| n > 0));
-            c.phrase[0] = q.phrase.count(title) as u64;
-            c.phrase[1] = (q.phrase.count(&id) + q.phrase.count(&cwd)) as u64;
-        }
-        c.len += title.len() as u64;
+        let key = Key { tier: 2, ..key };
         let (field, snippet, message_index) = match self.best {
-            _ if q.phrase.is_in(title) => (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None),
             Some((_, i, snippet)) => (MatchField::Message, snippet, Some(i as u64)),
-            None if q.words.iter().any(|w| w.is_in(title)) => {
+            None if words.iter().any(|w| w.is_in(title)) => {
                 (MatchField::Title, whole(doc.title.as_deref().unwrap_or("")), None)
             }
-            None if q.words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
+            None if words.iter().any(|w| w.is_in(&id)) => (MatchField::Id, s.id.clone(), None),
             None => (MatchField::Cwd, s.cwd.clone().unwrap_or_default(), None),
         };
-        Some(Hit { key, at, field, snippet, message_index, counts: self.counts })
+        Some(Hit { key, at, field, snippet, message_index })
     }
 }

@@ -104,11 +104,11 @@ impl Resolver {
     /// Matching is case-insensitive (Unicode default case mapping) on
     /// substrings, so CJK text and fragments of identifiers (`1137` in
     /// `PR1137`) are found. The query's whitespace-separated words must all
-    /// occur; they are ranked by relevance (BM25 over the text, the title
-    /// weighted above the messages, the whole query counted as one more
-    /// term; docs/discovery.md); among equal scores, sessions in the
-    /// target's cwd, then without a cwd, then newer `createdAt`, then
-    /// listing order. A blank query finds nothing.
+    /// occur; ranking puts the whole query (whitespace runs as one space) in
+    /// the title first, then in a message, the id or the cwd, then sessions
+    /// holding the words apart; among equals, sessions in the target's cwd,
+    /// then without a cwd, then newer `createdAt`, then listing order. A
+    /// blank query finds nothing.
     ///
     /// When the host's session query implements
     /// [`search`](crate::SessionQuery::search), its answer is used (the
