@@ -32,7 +32,7 @@
 //!   declares its own descriptor, its `KIND`), default locations and
 //!   opening several sources by kind.
 //!
-//! Every source is a [`FileSource`]: a [`BlockingSessionQuery`] over a root
+//! Every source is a [`FileSource`]: a [`BlockingSessionQuery`](crate::host::BlockingSessionQuery) over a root
 //! that reads files only through [`fs`], so that each inherits the same
 //! guarantees (read-only, no symbolic link below the root followed, regular
 //! files only, bounded lines, byte-ordered walks).
