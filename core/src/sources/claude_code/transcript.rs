@@ -418,7 +418,7 @@ pub fn read(
 /// retention may keep rather than every text: the read keeps the chain and
 /// where each text is (its line's offset, length and checksum), and holds
 /// the newest texts retention may still keep and the compaction summary's,
-/// letting older ones go as newer ones arrive ([`Places::holding`]); the
+/// letting older ones go as newer ones arrive (`Places::holding`); the
 /// items retention certainly drops under the budget
 /// (`retention::certainly_dropped_by`) are left out and counted in the
 /// [`Elided`]. Only a current path that is not the texts in file order (a

@@ -427,7 +427,7 @@ fn checked_role(obj: &serde_json::Map<String, Value>) -> Option<&str> {
 /// metadata, model info and metrics as `JSON.stringify` writes them.
 ///
 /// Each message's input is written from its text where that is already as
-/// `JSON.stringify` writes it ([`canon`](super::canon)), else from its
+/// `JSON.stringify` writes it (`canon.rs`), else from its
 /// value parsed as `JSON.parse` parses it: the same bytes either way.
 pub fn prefix_hash(prefix: &[Message<'_>]) -> Option<String> {
     let mut hash = Sha256::new();

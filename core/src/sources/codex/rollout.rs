@@ -282,7 +282,7 @@ pub fn read(file: File, texts: bool) -> io::Result<Transcript> {
 /// retention may keep rather than every text: the replay keeps where each
 /// text is (its line's offset, length and checksum) and holds the newest
 /// texts retention may still keep and the checkpoints', letting older ones
-/// go as newer ones arrive ([`Places::holding`]); the items retention
+/// go as newer ones arrive (`Places::holding`); the items retention
 /// certainly drops under the budget are left out and counted in the
 /// [`Elided`]. Only a rollback or a compaction that brings texts let go
 /// back into the budget makes it read their lines again, from the same
