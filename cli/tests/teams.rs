@@ -11,17 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use cluster::Cluster;
-use common::{cmd, copy_tree, run, Out};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn ok(args: &[&str]) -> Out {
-    let out = run(args);
-    assert_eq!(out.code, 0, "{args:?} failed: {}", out.stderr);
-    out
-}
+use common::{cmd, copy_tree, ok, repo, run};
 
 /// The example DSH sessions and the Claude Code fixtures, as local sources.
 fn local_sources(tmp: &Path) -> Vec<String> {

@@ -13,22 +13,11 @@ mod common;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
 use cluster::Cluster;
-use common::{run, Out};
+use common::{ok, repo, run, Out};
 use serde_json::{json, Value};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn ok(args: &[&str]) -> Out {
-    let out = run(args);
-    assert_eq!(out.code, 0, "{args:?} failed: {}", out.stderr);
-    out
-}
 
 /// `users ARGS` against the database at `url`.
 fn users(url: &str, args: &[&str]) -> Out {

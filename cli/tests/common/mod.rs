@@ -100,6 +100,18 @@ pub struct Out {
     pub stderr: String,
 }
 
+/// The root of the repository.
+pub fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// [`run`], failing the test unless the command succeeds.
+pub fn ok(args: &[&str]) -> Out {
+    let out = run(args);
+    assert_eq!(out.code, 0, "{args:?} failed: {}", out.stderr);
+    out
+}
+
 /// Runs the command with `args`.
 pub fn run(args: &[&str]) -> Out {
     run_with(cmd(), args, None)
