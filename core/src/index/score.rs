@@ -5,7 +5,10 @@
 
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
+use super::doc::Doc;
 use super::fold::fold;
 use super::hit::{Hit, Key, Prospect};
 use super::needle::Needle;
@@ -81,22 +84,11 @@ impl SearchSet {
                 }
             }
             let (s, doc) = (sessions[at], &docs[at]);
-            let title = doc.title_folded();
-            let id = fold(&s.id);
-            let cwd = s.cwd.as_deref().map(fold);
-            let cwd = cwd.as_deref().unwrap_or("");
-            let phrase = &query.phrase;
-            let (tier, settled) = if phrase.is_in(title) {
-                (0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or("")))))
-            } else if phrase.is_in(&id) {
-                (1, Some((MatchField::Id, s.id.clone())))
-            } else if phrase.is_in(cwd) {
-                (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
-            } else if filters.may(at, phrase_at).unwrap_or(true) {
+            let (tier, settled) = match in_a_field(s, doc, &query.phrase, in_fields.iter().all(|held| has(held, at))) {
+                Some(found) => found,
                 // (Its filter was readable for the words, so for the phrase.)
-                (1, None)
-            } else {
-                (2, None)
+                None if filters.may(at, phrase_at).unwrap_or(true) => (1, None),
+                None => (2, None),
             };
             let key = Key {
                 tier,
@@ -111,7 +103,8 @@ impl SearchSet {
         let mut hits: Vec<Hit> = Vec::new();
         let mut best: BinaryHeap<Key> = BinaryHeap::new();
         let mut cancelled = false;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(VERIFIERS);
+        let searching = Searching::start();
+        let threads = searching.verifiers();
         in_order(&prospects, sessions, docs, &finders, threads, |p, verified| {
             if best.len() >= limit && best.peek().is_some_and(|worst| *worst < p.key) {
                 return ControlFlow::Break(());
@@ -139,11 +132,91 @@ impl SearchSet {
             }
             ControlFlow::Continue(())
         });
+        drop(searching);
         if cancelled {
             return Err(Error::cancelled());
         }
         hits.sort_by_key(|h| h.key);
         hits.truncate(limit);
         Ok(Scored { hits, unreadable })
+    }
+}
+
+/// The tier and settled hit of a session whose id, cwd or title holds
+/// `phrase` (the title first); `None` when none does. `every_word` is
+/// whether each of the query's words is in one of those fields
+/// ([`Fields::holding`](super::set::Fields::holding), exact on the same
+/// folded text): a phrase in a field has every word in it, so without
+/// them no field is looked at (nor its id and cwd folded).
+fn in_a_field(
+    s: &SessionHeader,
+    doc: &Doc,
+    phrase: &Needle,
+    every_word: bool,
+) -> Option<(u8, Option<(MatchField, String)>)> {
+    if !every_word {
+        return None;
+    }
+    if phrase.is_in(doc.title_folded()) {
+        return Some((0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or(""))))));
+    }
+    if phrase.is_in(&fold(&s.id)) {
+        return Some((1, Some((MatchField::Id, s.id.clone()))));
+    }
+    let cwd = s.cwd.as_deref().map(fold);
+    if phrase.is_in(cwd.as_deref().unwrap_or("")) {
+        return Some((1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default()))));
+    }
+    None
+}
+
+/// The searches of this process verifying their prospects now.
+static SEARCHING: AtomicUsize = AtomicUsize::new(0);
+
+/// One search counted in [`SEARCHING`] while it lives.
+struct Searching;
+
+impl Searching {
+    fn start() -> Searching {
+        SEARCHING.fetch_add(1, Ordering::Relaxed);
+        Searching
+    }
+
+    /// The threads this search verifies on: the machine's cores shared
+    /// among the searches under way (at least one, at most
+    /// [`VERIFIERS`]). A thread verifies ahead of the ranking, and what it
+    /// verified past the last result is lost: worth it while cores would
+    /// otherwise idle, not while other searches (a server's concurrent
+    /// requests) keep every core busy.
+    fn verifiers(&self) -> usize {
+        static CORES: OnceLock<usize> = OnceLock::new();
+        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        shared_verifiers(cores, SEARCHING.load(Ordering::Relaxed))
+    }
+}
+
+/// The verifying threads of one of `searching` searches on `cores` cores.
+fn shared_verifiers(cores: usize, searching: usize) -> usize {
+    (cores / searching.max(1)).clamp(1, VERIFIERS)
+}
+
+impl Drop for Searching {
+    fn drop(&mut self) {
+        SEARCHING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_verifiers;
+
+    #[test]
+    fn concurrent_searches_share_the_cores_and_each_keeps_one_thread() {
+        assert_eq!(shared_verifiers(2, 1), 2);
+        assert_eq!(shared_verifiers(2, 2), 1);
+        assert_eq!(shared_verifiers(2, 16), 1);
+        assert_eq!(shared_verifiers(8, 1), super::VERIFIERS);
+        assert_eq!(shared_verifiers(8, 4), 2);
+        assert_eq!(shared_verifiers(1, 0), 1);
     }
 }
