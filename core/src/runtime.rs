@@ -6,7 +6,7 @@
 //! Python, C or Node host that forks keeps working in the child.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::runtime::{Builder, Runtime};
 
@@ -29,7 +29,7 @@ pub fn runtime() -> Arc<Runtime> {
     }
     let rt = Arc::new(
         Builder::new_multi_thread()
-            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8))
+            .worker_threads(cores().clamp(2, 8))
             .max_blocking_threads(512)
             .thread_name("dsh-session-reference")
             .enable_all()
@@ -44,4 +44,11 @@ pub fn runtime() -> Arc<Runtime> {
 /// calling thread. Must not be called from inside a tokio runtime.
 pub fn block_on<F: Future>(future: F) -> F::Output {
     runtime().block_on(future)
+}
+
+/// The cores this process may run on (at least one), asked once: the
+/// standard library reads the cgroup's quota each time it is asked.
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -52,6 +52,8 @@ pub(crate) use dict::Encoder;
 pub(crate) use doc::{Doc, IndexedItem};
 pub(crate) use query::Query;
 pub use query::{search_fold, SearchTerms};
+#[cfg(test)]
+pub(crate) use score::MOST_SEARCHING;
 pub(crate) use set::SearchSet;
 
 /// The built docs of a resolver, by session id, and the dictionary new

@@ -6,7 +6,6 @@
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 use super::doc::Doc;
 use super::fold::fold;
@@ -173,12 +172,18 @@ fn in_a_field(
 /// The searches of this process verifying their prospects now.
 static SEARCHING: AtomicUsize = AtomicUsize::new(0);
 
+/// The most searches of this process that were verifying at once.
+#[cfg(test)]
+pub(crate) static MOST_SEARCHING: AtomicUsize = AtomicUsize::new(0);
+
 /// One search counted in [`SEARCHING`] while it lives.
 struct Searching;
 
 impl Searching {
     fn start() -> Searching {
-        SEARCHING.fetch_add(1, Ordering::Relaxed);
+        let _now = SEARCHING.fetch_add(1, Ordering::Relaxed) + 1;
+        #[cfg(test)]
+        MOST_SEARCHING.fetch_max(_now, Ordering::Relaxed);
         Searching
     }
 
@@ -189,9 +194,7 @@ impl Searching {
     /// otherwise idle, not while other searches (a server's concurrent
     /// requests) keep every core busy.
     fn verifiers(&self) -> usize {
-        static CORES: OnceLock<usize> = OnceLock::new();
-        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        shared_verifiers(cores, SEARCHING.load(Ordering::Relaxed))
+        shared_verifiers(crate::runtime::cores(), SEARCHING.load(Ordering::Relaxed))
     }
 }
 

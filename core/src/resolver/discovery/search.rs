@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::stream::{self, StreamExt};
 
@@ -30,6 +30,19 @@ use crate::host::{
 use crate::index::{Doc, DocCache, Encoder, IndexedItem, Query, SearchSet};
 use crate::projection::Item;
 use crate::resolver::{cancellable, guarded, Resolver};
+
+/// A turn to score a search on the blocking pool: at most one search per
+/// core scores at once, the others wait for a turn in the order they asked
+/// (a fair semaphore). Searches that outnumber the cores (a server's
+/// concurrent requests) would otherwise share them by time slices, each
+/// taking as long as all of them together; in turns, each waits for the
+/// ones before it and then runs at a core's speed, so the slowest answers
+/// come sooner and the total work is the same. `None` never happens (the
+/// semaphore is never closed).
+async fn scoring_turn() -> Option<tokio::sync::SemaphorePermit<'static>> {
+    static TURNS: OnceLock<tokio::sync::Semaphore> = OnceLock::new();
+    TURNS.get_or_init(|| tokio::sync::Semaphore::new(crate::runtime::cores())).acquire().await.ok()
+}
 
 /// `text` with its credentials redacted (`redactSecrets`), unchanged
 /// (and not copied) when it holds none.
@@ -91,6 +104,8 @@ fn streamed_doc(
 
 #[cfg(test)]
 mod streamed_tests;
+#[cfg(test)]
+mod turn_tests;
 
 /// How many surfaces are read and indexed at once.
 const INDEX_CONCURRENCY: usize = 8;
@@ -252,11 +267,13 @@ impl Resolver {
             }
             let (p, s, t, token) = (picked.clone(), Arc::clone(&set), target.clone(), cancel.cloned());
             let keep = self.discovery.docs.keeps_filters();
+            let turn = scoring_turn().await;
             let work = tokio::task::spawn_blocking(move || {
                 let scored = s.search(&query, &p.refs(), &t, limit, keep, token.as_ref());
                 (query, scored)
             });
             let (back, scored) = work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?;
+            drop(turn);
             let scored = scored?;
             if scored.unreadable.is_empty() {
                 let sessions = picked.refs();
