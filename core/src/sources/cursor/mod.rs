@@ -266,13 +266,7 @@ impl SessionFiles for Cursor {
         );
     }
 
-    fn heads(
-        &self,
-        _root: &Under<'_>,
-        rel: &[OsString],
-        _file: File,
-        identity: &FileIdentity,
-    ) -> io::Result<Vec<Head>> {
+    fn heads(&self, _: &Under<'_>, rel: &[OsString], _file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         let Some(id) = id_of(rel) else { return Ok(Vec::new()) };
         if identity.size == 0 {
             return Ok(Vec::new());

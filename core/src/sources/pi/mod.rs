@@ -352,13 +352,7 @@ impl SessionFiles for Pi {
         walk_tree(root, 2, &descend, &take, out, rejected);
     }
 
-    fn heads(
-        &self,
-        _root: &Under<'_>,
-        _rel: &[OsString],
-        file: File,
-        identity: &FileIdentity,
-    ) -> io::Result<Vec<Head>> {
+    fn heads(&self, _: &Under<'_>, _: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         if identity.size == 0 {
             return Ok(Vec::new());
         }
