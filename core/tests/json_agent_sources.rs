@@ -359,6 +359,54 @@ fn continue_fingerprints_follow_the_file_and_a_home_is_read_as_its_sessions() {
     assert_eq!(resolved.spec.root, root.path().join("sessions"));
 }
 
+#[test]
+fn continue_files_are_read_as_a_stream_and_checked_as_json() {
+    use serde_json::json;
+    let root = tempfile::tempdir().unwrap();
+    // A history over several of the reader's 1 MiB reads, its items between
+    // odd whitespace and around keys the reader skips.
+    let history: Vec<serde_json::Value> = (0..600)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"contextItems": [{"content": "x\"]}".repeat(1000)}], "message": {"role": role, "content": format!("m{i}")}})
+        })
+        .collect();
+    let big = json!({"usage": {"a": [1, 2]}, "history": history, "title": "", "sessionId": "big"}).to_string();
+    assert!(big.len() > 2 << 20);
+    write(root.path(), "big.json", &big.replace(",\"", " ,\n\t\"").replace("[{", "[ {"));
+    let bad = [
+        ("twice", r#"{"sessionId": "twice", "history": [], "history": []}"#, "duplicate field `history`"),
+        ("comma", r#"{"sessionId": "comma", "history": [{"message": {}},]}"#, "trailing comma"),
+        ("after", r#"{"sessionId": "after", "history": []} {}"#, "trailing characters"),
+    ];
+    for (name, text, _) in bad {
+        write(root.path(), &format!("{name}.json"), text);
+    }
+    // An item that is not what Continue writes is found by a read, which
+    // builds the items (a listing checks them as JSON only).
+    let item = r#"{"sessionId": "item", "history": [{"message": {"role": "user", "content": "a"}, "message": 1}]}"#;
+    write(root.path(), "item.json", item);
+    let s = ContinueSource::open(root.path()).unwrap();
+    let listing = s.list().unwrap();
+    let mut ids: Vec<&str> = listing.sessions.iter().map(|s| s.header.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["continue:big", "continue:item"]);
+    let why = s.read_surface("continue:item").unwrap_err().message().to_owned();
+    assert!(why.contains("duplicate field `message`"), "{why}");
+    for (name, _, why) in bad {
+        let (_, got) = listing.rejected.iter().find(|(p, _)| p.ends_with(format!("{name}.json"))).unwrap();
+        assert!(got.starts_with("not a Continue session: ") && got.contains(why), "{name}: {got}");
+    }
+    let SurfaceData::Conversation(c) = s.read_surface("continue:big").unwrap() else { panic!() };
+    let want: Vec<(bool, String, bool)> = (0..600).map(|i| m(i % 2 == 0, &format!("m{i}"))).collect();
+    assert_eq!(items(&c.items), want);
+    assert_eq!(c.captured_through_seq.as_ref().and_then(|n| n.as_u64()), Some(599));
+    assert_eq!(s.read_title("continue:big").unwrap().as_deref(), Some("m0"));
+    // A file is read by the id it holds, not by its name.
+    write(root.path(), "other.json", r#"{"sessionId": "big2", "history": []}"#);
+    assert!(s.read_surface("continue:other").is_err());
+}
+
 // ------------------------------------------------------------------ Kimi Code
 
 fn kimi_fixture() -> PathBuf {

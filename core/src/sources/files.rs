@@ -52,8 +52,10 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
 
     /// The sessions the file at `rel` holds (none: it holds no
     /// conversation yet). `file` is open at its start; `identity` is its
-    /// identity as opened.
-    fn heads(&self, root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>>;
+    /// identity as opened. `root` is opened once for a whole listing: a
+    /// format that reads a file beside each session's (its metadata,
+    /// [`Under::companion`]) opens it relative to it.
+    fn heads(&self, root: &Under<'_>, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>>;
 
     /// Session `bare` of the file at `rel`: its current conversation.
     fn read(&self, root: &Path, rel: &[OsString], file: File, bare: &str) -> io::Result<Transcript>;
@@ -98,13 +100,46 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
     }
 }
 
-/// The whole of a small file a format keeps beside a session's log (its
-/// metadata), at `rel` below the root and opened as every file is (no link
-/// followed): `None` when it is missing, unreadable or longer than `max`
-/// bytes.
-pub(crate) fn read_companion(root: &Path, rel: &[&OsStr], max: u64) -> Option<Vec<u8>> {
-    let (file, stamp) = DirUnder::open(root, &[]).open_file(rel).ok()?;
-    read_opened(file, stamp.id.size, usize::try_from(max).unwrap_or(usize::MAX)).ok()
+/// A sources root as a listing holds it: its path, and the directory
+/// opened once, below which its files are opened.
+pub struct Under<'a> {
+    path: &'a Path,
+    dir: Dir<'a>,
+}
+
+/// The root's directory, a listing's or one opened for a read.
+enum Dir<'a> {
+    Shared(&'a DirUnder),
+    Own(DirUnder),
+}
+
+impl<'a> Under<'a> {
+    pub(crate) fn new(path: &'a Path, dir: &'a DirUnder) -> Self {
+        Under { path, dir: Dir::Shared(dir) }
+    }
+
+    /// The root at `path`, opened now.
+    pub(crate) fn opened(path: &'a Path) -> Self {
+        Under { path, dir: Dir::Own(DirUnder::open(path, &[])) }
+    }
+
+    /// The root's path.
+    pub fn path(&self) -> &Path {
+        self.path
+    }
+
+    /// The whole of a small file a format keeps beside a session's log
+    /// (its metadata), at `rel` below the root and opened as every file is
+    /// (no link followed): `None` when it is missing, unreadable or longer
+    /// than `max` bytes.
+    pub(crate) fn companion(&self, rel: &[&OsStr], max: u64) -> Option<Vec<u8>> {
+        let dir = match &self.dir {
+            Dir::Shared(dir) => dir,
+            Dir::Own(dir) => dir,
+        };
+        let (file, stamp) = dir.open_file(rel).ok()?;
+        read_opened(file, stamp.id.size, usize::try_from(max).unwrap_or(usize::MAX)).ok()
+    }
 }
 
 /// A walk of `root` that looks into directories `descend(rel, name)`
@@ -258,6 +293,11 @@ impl<F: SessionFiles> FileSessions<F> {
         })
     }
 
+    /// The root, opened for one read.
+    fn under(&self) -> Under<'_> {
+        Under::opened(&self.root)
+    }
+
     fn path_of(&self, rel: &[OsString]) -> PathBuf {
         std::iter::once(self.root.as_os_str()).chain(rel.iter().map(OsString::as_os_str)).collect()
     }
@@ -274,18 +314,20 @@ impl<F: SessionFiles> FileSessions<F> {
         self.format.walk(&self.root, &mut files, &mut rejected);
         // Each file opened by one call relative to the root.
         let root = DirUnder::open(&self.root, &[]);
+        let under = Under::new(&self.root, &root);
         // A concurrent listing meanwhile finds no memo and reads every file.
         let known = self.heads.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default();
         let heads = par_map(&files, |rel, _: &mut ()| {
-            if let (Some(was), Some(stamp)) = (known.get(rel), Stamp::lstat(&self.path_of(rel))) {
-                if was.stamp == stamp {
+            // (A file the last listing did not read is opened at once.)
+            if let Some(was) = known.get(rel) {
+                if Stamp::lstat(&self.path_of(rel)) == Some(was.stamp) {
                     return Ok::<_, io::Error>(was.clone());
                 }
             }
             let parts: Vec<&OsStr> = rel.iter().map(OsString::as_os_str).collect();
             let (file, stamp) = root.open_file(&parts)?;
             let identity = stamp.id;
-            let heads = self.format.heads(&self.root, rel, file, &identity)?;
+            let heads = self.format.heads(&under, rel, file, &identity)?;
             // The file's own time only where a session records none.
             let created =
                 heads.iter().any(|h| h.created_at.is_none()).then(|| file_created_ms(&self.path_of(rel), &identity));
@@ -343,7 +385,7 @@ impl<F: SessionFiles> FileSessions<F> {
     /// Whether the file at `rel` holds session `bare`.
     fn holds(&self, rel: &[OsString], bare: &str) -> bool {
         let Ok((file, identity)) = self.open_rel(rel) else { return false };
-        self.format.heads(&self.root, rel, file, &identity).is_ok_and(|heads| heads.iter().any(|h| h.bare == bare))
+        self.format.heads(&self.under(), rel, file, &identity).is_ok_and(|heads| heads.iter().any(|h| h.bare == bare))
     }
 
     /// Session `bare` read from the file at `rel` when that file holds it
@@ -356,7 +398,7 @@ impl<F: SessionFiles> FileSessions<F> {
             Ok(f) => f,
             Err(e) => return Some(Err(e)),
         };
-        let heads = self.format.heads(&self.root, rel, file, &identity).ok()?;
+        let heads = self.format.heads(&self.under(), rel, file, &identity).ok()?;
         if !heads.iter().any(|h| h.bare == bare) {
             return None;
         }

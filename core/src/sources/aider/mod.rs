@@ -56,7 +56,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles, Under};
 use crate::sources::foreign::{iso_ms, scan_lines, text_line, title_from_text, LineStats, Transcript};
 use crate::sources::kind::{named, seen, Kind, Root, Taken};
 
@@ -285,9 +285,9 @@ impl SessionFiles for Aider {
         walk_tree(root, 3, &descend, &take, out, rejected);
     }
 
-    fn heads(&self, root: &Path, rel: &[OsString], file: File, _identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, root: &Under<'_>, rel: &[OsString], file: File, _identity: &FileIdentity) -> io::Result<Vec<Head>> {
         let (runs, _, _) = parse(file, None)?;
-        let dir = directory_of(root, rel);
+        let dir = directory_of(root.path(), rel);
         Ok(runs
             .iter()
             .enumerate()

@@ -146,20 +146,8 @@ pub struct CliSource {
     skipped: Arc<Mutex<Vec<(PathBuf, String)>>>,
 }
 
-/// One read session.
-#[derive(Clone, Debug, Default)]
-pub struct Read {
-    /// The current conversation.
-    pub items: Vec<crate::conversation::ConversationItem>,
-    /// The title by the rules of the module docs.
-    pub title: Option<String>,
-    /// The working directory.
-    pub cwd: Option<String>,
-    /// Elements read (`lines`) and skipped.
-    pub stats: LineStats,
-    /// Whether the compaction sidecar was applied.
-    pub compacted: bool,
-}
+/// One read session (the kind's one read, shared with the VS Code tasks).
+pub use super::Read;
 
 fn file_name(id: &str, suffix: &str) -> OsString {
     OsString::from(format!("{id}{suffix}"))

@@ -309,7 +309,7 @@ pub struct ClineSource {
 /// Cline's index of tasks, below the storage root.
 const TASK_INDEX: [&str; 2] = ["state", "taskHistory.json"];
 
-/// One read task.
+/// One read task (of the VS Code storage) or session (of the Cline CLI).
 #[derive(Clone, Debug, Default)]
 pub struct Read {
     /// The current conversation.
@@ -320,6 +320,9 @@ pub struct Read {
     pub cwd: Option<String>,
     /// Elements read (`lines`) and skipped.
     pub stats: LineStats,
+    /// Whether a Cline CLI session's compaction sidecar was applied
+    /// (always `false` for a VS Code task, which keeps none).
+    pub compacted: bool,
 }
 
 fn os(parts: &[&str]) -> Vec<OsString> {
@@ -515,7 +518,7 @@ impl ClineSource {
         let title =
             info.task.as_deref().and_then(title_from_text).or_else(|| history::first_user_title(&parsed.messages));
         let stats = LineStats { lines: parsed.messages.len() as u64, skipped: parsed.skipped };
-        Ok(Read { items, title, cwd: info.cwd, stats })
+        Ok(Read { items, title, cwd: info.cwd, stats, compacted: false })
     }
 
     /// The title of `id` by the rules of the module docs.

@@ -129,7 +129,8 @@ impl Message<'_> {
         if let Ok(s) = serde_json::from_str::<String>(raw.get()) {
             return Some(Content::Str(s));
         }
-        let blocks: Vec<Box<RawValue>> = serde_json::from_str(raw.get()).ok()?;
+        // Each block borrowed from the file's text, not copied.
+        let blocks: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
         let blocks = blocks
             .iter()
             .map(|b| match serde_json::from_str::<BlockJson<'_>>(b.get()) {

@@ -49,13 +49,15 @@
 //! # Safety
 //!
 //! As for every source: nothing is written or locked, no link below the
-//! root is followed, a file longer than
-//! [`MAX_LINE_BYTES`] makes the
-//! session unreadable.
+//! root is followed. A file is read as a stream, one `history` item at a
+//! time, so its memory is what the conversation keeps plus one item; an
+//! item (or any other value) longer than
+//! [`MAX_LINE_BYTES`](crate::sources::foreign::MAX_LINE_BYTES) makes the
+//! session unreadable, as a JSONL line that long does.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::de::IgnoredAny;
@@ -65,10 +67,13 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
-use crate::sources::foreign::{title_from_text, LineStats, Transcript, MAX_LINE_BYTES};
+use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles, Under};
+use crate::sources::foreign::{title_from_text, LineStats, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
-use crate::sources::lenient::{lenient, Content, LStr, Objects};
+use crate::sources::lenient::{lenient, Content, LStr};
+
+mod document;
+use document::Document;
 
 /// What every Continue session id starts with.
 pub const PREFIX: &str = "continue:";
@@ -144,44 +149,66 @@ struct Item<'a> {
     conversation_summary: LStr<'a>,
 }
 
-/// A session file; `H` is how its history is read.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Session<'a, H> {
-    #[serde(borrow, default)]
-    session_id: LStr<'a>,
-    #[serde(borrow, default)]
-    title: LStr<'a>,
-    #[serde(borrow, default)]
-    workspace_directory: LStr<'a>,
-    history: Option<H>,
+/// What a session file says besides its history.
+#[derive(Default)]
+struct Session {
+    id: Option<String>,
+    title: Option<String>,
+    cwd: Option<String>,
+    /// The history's objects (its other elements are skipped).
+    items: u64,
 }
 
-/// The whole file (at most [`MAX_LINE_BYTES`]), as it was when the read
-/// began.
-fn whole(file: File) -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    as_of_now(file)?.take(MAX_LINE_BYTES as u64 + 1).read_to_end(&mut buf)?;
-    if buf.len() > MAX_LINE_BYTES {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("a session file longer than {MAX_LINE_BYTES} bytes"),
-        ));
+/// Reads a session file as it was when the read began, giving each object
+/// of its `history` to `item` (`None`: the history is only checked) as it
+/// comes, so that only one is held at a time: the file is checked as
+/// serde_json checks it whole, and its other fields read as a derived
+/// `Deserialize` of `{sessionId, title, workspaceDirectory, history}`
+/// reads them (a field given twice is an error). An error says why it is
+/// not a session.
+fn walk(file: File, mut item: Option<&mut dyn FnMut(Item<'_>)>) -> io::Result<Session> {
+    let not = |e: io::Error| io::Error::new(io::ErrorKind::InvalidData, format!("not a Continue session: {e}"));
+    let file = as_of_now(file)?;
+    let size = file.limit();
+    let mut doc = Document::new(file, size);
+    let mut session = Session::default();
+    let mut seen = [false; 4];
+    let mut read = |doc: &mut Document<_>| {
+        doc.object("the session", |d, key| {
+            let field = ["sessionId", "title", "workspaceDirectory", "history"].iter().position(|f| *f == key);
+            let Some(field) = field else {
+                return d.parse::<IgnoredAny>("a value").map(drop);
+            };
+            if std::mem::replace(&mut seen[field], true) {
+                return Err(document::invalid(format!("duplicate field `{key}`")));
+            }
+            let text = |d: &mut Document<_>| d.parse::<LStr<'_>>(key).map(|s| s.owned());
+            match field {
+                0 => session.id = text(d)?,
+                1 => session.title = text(d)?,
+                2 => session.cwd = text(d)?,
+                _ if d.next_byte()? != Some(b'[') => drop(d.parse::<IgnoredAny>("history")?),
+                _ => d.list("history", |d| {
+                    if d.next_byte()? != Some(b'{') {
+                        return d.parse::<IgnoredAny>("a history item").map(drop);
+                    }
+                    session.items += 1;
+                    match item.as_mut() {
+                        Some(item) => item(d.parse::<Item<'_>>("a history item")?),
+                        None => drop(d.parse::<IgnoredAny>("a history item")?),
+                    }
+                    Ok(())
+                })?,
+            }
+            Ok(())
+        })?;
+        doc.end()
+    };
+    read(&mut doc).map_err(not)?;
+    if session.id.as_deref().is_none_or(str::is_empty) {
+        return Err(not(document::invalid("it has no sessionId")));
     }
-    Ok(buf)
-}
-
-/// The file parsed, with its id (an error saying why it is not a session).
-fn parse<'a, H: Deserialize<'a>>(buf: &'a [u8]) -> io::Result<(Session<'a, H>, String)> {
-    let not = |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("not a Continue session: {why}"));
-    let session: Session<'a, H> = serde_json::from_slice(buf).map_err(|e| not(e.to_string()))?;
-    let id = session.session_id.get().filter(|s| !s.is_empty()).ok_or_else(|| not("it has no sessionId".into()))?;
-    let id = id.to_owned();
-    Ok((session, id))
-}
-
-fn cwd(session: &Session<'_, impl Sized>) -> Option<String> {
-    session.workspace_directory.get().filter(|s| !s.is_empty()).map(str::to_owned)
+    Ok(session)
 }
 
 /// The text of a message's content, if the conversation shows it.
@@ -195,33 +222,47 @@ fn said(message: &Message<'_>) -> Option<ConversationItem> {
     (!text.trim().is_empty()).then(|| ConversationItem::new(role, text))
 }
 
-/// The model's conversation of a history.
-fn conversation(history: &[Item<'_>]) -> Vec<ConversationItem> {
-    // History starts at the first compaction, as `findCompactionIndex` finds it.
-    let from = history.iter().position(|i| i.conversation_summary.get().is_some()).unwrap_or(0);
-    let mut out = Vec::new();
-    for item in &history[from..] {
-        match item.conversation_summary.get() {
-            Some(summary) if !summary.trim().is_empty() => out.push(ConversationItem::checkpoint(summary)),
-            Some(_) => {}
-            None => out.extend(item.message.as_ref().and_then(said)),
-        }
-    }
-    out
+/// The model's conversation of a history, its items given one by one.
+#[derive(Default)]
+struct Conversation {
+    items: Vec<ConversationItem>,
+    /// Whether a compaction was met: history starts at the first one, as
+    /// `findCompactionIndex` finds it.
+    compacted: bool,
 }
 
-/// One session file's conversation.
-fn read(file: File) -> io::Result<Transcript> {
-    let buf = whole(file)?;
-    let (session, _) = parse::<Objects<Item<'_>>>(&buf)?;
-    let history = session.history.as_ref().map_or(&[][..], |h| &h.0[..]);
-    let items = conversation(history);
-    let title = session.title.get().map(str::trim).filter(|t| !t.is_empty() && *t != UNTITLED).map(str::to_owned);
+impl Conversation {
+    fn push(&mut self, item: Item<'_>) {
+        match item.conversation_summary.get() {
+            Some(summary) => {
+                if !std::mem::replace(&mut self.compacted, true) {
+                    self.items.clear();
+                }
+                if !summary.trim().is_empty() {
+                    self.items.push(ConversationItem::checkpoint(summary));
+                }
+            }
+            None => self.items.extend(item.message.as_ref().and_then(said)),
+        }
+    }
+}
+
+/// The conversation of session `bare`'s file (an error when the file
+/// holds another session).
+fn read(file: File, bare: &str) -> io::Result<Transcript> {
+    let mut conversation = Conversation::default();
+    let session = walk(file, Some(&mut |item| conversation.push(item)))?;
+    if session.id.as_deref() != Some(bare) {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "the file holds another session"));
+    }
+    let items = conversation.items;
+    let title = session.title.as_deref().map(str::trim).filter(|t| !t.is_empty() && *t != UNTITLED).map(str::to_owned);
     let title = title.or_else(|| {
         items.iter().find(|i| i.role == Role::User && !i.checkpoint).and_then(|i| title_from_text(&i.text))
     });
-    let stats = LineStats { lines: history.len() as u64, skipped: 0 };
-    Ok(Transcript { items, title, cwd: cwd(&session), created_at: None, stats })
+    let stats = LineStats { lines: session.items, skipped: 0 };
+    let cwd = session.cwd.filter(|s| !s.is_empty());
+    Ok(Transcript { items, title, cwd, created_at: None, stats })
 }
 
 impl SessionFiles for Continue {
@@ -234,18 +275,21 @@ impl SessionFiles for Continue {
         walk_tree(root, 0, &descend, &take, out, rejected);
     }
 
-    fn heads(&self, _root: &Path, _rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, _: &Under<'_>, _: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         if identity.size == 0 {
             return Ok(Vec::new());
         }
-        let buf = whole(file)?;
-        let (session, id) = parse::<IgnoredAny>(&buf)?;
-        Ok(vec![Head { bare: id, created_at: None, cwd: cwd(&session) }])
+        let session = walk(file, None)?;
+        let cwd = session.cwd.filter(|s| !s.is_empty());
+        Ok(vec![Head { bare: session.id.unwrap_or_default(), created_at: None, cwd }])
     }
 
-    fn read(&self, _root: &Path, _rel: &[OsString], file: File, _bare: &str) -> io::Result<Transcript> {
-        read(file)
+    fn read(&self, _root: &Path, _rel: &[OsString], file: File, bare: &str) -> io::Result<Transcript> {
+        read(file, bare)
     }
+
+    /// A file is read once: the read checks the id it holds.
+    const READ_CHECKS_ID: bool = true;
 
     /// Continue names a session's file `<session id>.json`.
     fn guess(&self, _root: &Path, bare: &str) -> Vec<Rel> {

@@ -82,7 +82,7 @@ use std::path::{Path, PathBuf};
 
 use crate::fs::{open_under, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{FileSessions, Head, Rel, SessionFiles, Under};
 use crate::sources::foreign::Transcript;
 use crate::sources::kind::{named, seen, Kind, Root};
 
@@ -176,7 +176,7 @@ impl SessionFiles for CopilotCli {
         }
     }
 
-    fn heads(&self, _root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, _root: &Under<'_>, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         let Some(id) = id_of(rel) else { return Ok(Vec::new()) };
         if identity.size == 0 {
             return Ok(Vec::new());

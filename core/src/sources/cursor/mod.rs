@@ -60,7 +60,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles, Under};
 use crate::sources::foreign::{each_line, scan_lines, text_line, title_from_text, LineStats, Transcript};
 use crate::sources::kind::{named, seen, Kind, Root, HOME_ENV};
 use crate::sources::lenient::{lenient, Content, LStr};
@@ -266,7 +266,7 @@ impl SessionFiles for Cursor {
         );
     }
 
-    fn heads(&self, _root: &Path, rel: &[OsString], _file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, _: &Under<'_>, rel: &[OsString], _file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         let Some(id) = id_of(rel) else { return Ok(Vec::new()) };
         if identity.size == 0 {
             return Ok(Vec::new());

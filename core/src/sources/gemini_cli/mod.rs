@@ -77,7 +77,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::fs::{open_under, FileIdentity};
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles, Under};
 use crate::sources::foreign::Transcript;
 use crate::sources::kind::{seen, Kind, Root};
 
@@ -191,7 +191,7 @@ impl SessionFiles for GeminiCli {
         }));
     }
 
-    fn heads(&self, root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, root: &Under<'_>, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         if identity.size == 0 {
             return Ok(Vec::new());
         }
@@ -204,7 +204,7 @@ impl SessionFiles for GeminiCli {
             };
             return Err(io::Error::new(io::ErrorKind::InvalidData, why));
         };
-        let cwd = rel.first().and_then(|p| self.cwd(root, p));
+        let cwd = rel.first().and_then(|p| self.cwd(root.path(), p));
         Ok(vec![Head { bare: id, created_at: meta.created_at, cwd }])
     }
 

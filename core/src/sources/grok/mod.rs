@@ -76,7 +76,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, entry_kind, EntryKind, FileIdentity, LINK_REASON};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{read_companion, walk_with, FileSessions, Head, Rel, SessionFiles, Walk};
+use crate::sources::files::{walk_with, FileSessions, Head, Rel, SessionFiles, Under, Walk};
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, Content, LStr};
@@ -247,9 +247,9 @@ struct Meta {
     created_at: Option<u64>,
 }
 
-fn meta(root: &Path, rel: &[OsString]) -> Meta {
+fn meta(root: &Under<'_>, rel: &[OsString]) -> Meta {
     let (Some(cwd), Some(session)) = (rel.first(), rel.get(1)) else { return Meta::default() };
-    let Some(buf) = read_companion(root, &[cwd, session, OsStr::new(SUMMARY)], MAX_SUMMARY_BYTES) else {
+    let Some(buf) = root.companion(&[cwd, session, OsStr::new(SUMMARY)], MAX_SUMMARY_BYTES) else {
         return Meta::default();
     };
     let Ok(s) = serde_json::from_slice::<Summary<'_>>(&buf) else { return Meta::default() };
@@ -315,7 +315,7 @@ impl SessionFiles for Grok {
         }
     }
 
-    fn heads(&self, root: &Path, rel: &[OsString], _file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, root: &Under<'_>, rel: &[OsString], _file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         if identity.size == 0 {
             return Ok(Vec::new());
         }
@@ -336,7 +336,7 @@ impl SessionFiles for Grok {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "the session has no chat_history.jsonl"));
         }
         let mut read = read(file)?;
-        let meta = meta(root, rel);
+        let meta = meta(&Under::opened(root), rel);
         read.title = meta.title.or(read.title);
         read.cwd = meta.cwd;
         read.created_at = meta.created_at;

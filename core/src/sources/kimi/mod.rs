@@ -82,7 +82,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{read_companion, walk_with, FileSessions, Head, Rel, SessionFiles, Walk};
+use crate::sources::files::{walk_with, FileSessions, Head, Rel, SessionFiles, Under, Walk};
 use crate::sources::foreign::{each_line, title_from_text, Transcript};
 use crate::sources::kind::{seen, Kind, Root};
 use crate::sources::lenient::{lenient, LStr, Objects, LU64};
@@ -558,9 +558,9 @@ struct State<'a> {
 
 /// The session's title and working directory from its `state.json` (none
 /// when it is missing, too big or not JSON).
-fn state(root: &Path, rel: &[OsString]) -> (Option<String>, Option<String>) {
+fn state(root: &Under<'_>, rel: &[OsString]) -> (Option<String>, Option<String>) {
     let (Some(bucket), Some(session)) = (rel.first(), rel.get(1)) else { return (None, None) };
-    let Some(buf) = read_companion(root, &[bucket, session, OsStr::new(STATE)], MAX_STATE_BYTES) else {
+    let Some(buf) = root.companion(&[bucket, session, OsStr::new(STATE)], MAX_STATE_BYTES) else {
         return (None, None);
     };
     let Ok(s) = serde_json::from_slice::<State<'_>>(&buf) else { return (None, None) };
@@ -576,6 +576,10 @@ fn state(root: &Path, rel: &[OsString]) -> (Option<String>, Option<String>) {
     (title, s.work_dir.get().filter(|d| !d.is_empty()).map(str::to_owned))
 }
 
+/// The bytes a listing reads of a log to find its first line (a metadata
+/// record is well under them).
+const FIRST_BYTES: usize = 1024;
+
 fn not_a_log() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, "not a Kimi Code wire log: its first line is not a metadata record")
 }
@@ -585,8 +589,26 @@ fn is_metadata(r: &Record<'_>) -> bool {
 }
 
 /// The log's creation time from its first line, a file open at its start:
-/// `Ok(None)` when that line is not complete yet.
-fn read_head(file: File) -> io::Result<Option<Option<u64>>> {
+/// `Ok(None)` when that line is not complete yet. The metadata record is
+/// short: the file's first bytes are read once, and only a first line
+/// longer than those is read with the line reader (from the start again).
+fn read_head(mut file: File) -> io::Result<Option<Option<u64>>> {
+    use std::io::{Read, Seek};
+    let mut first = [0u8; FIRST_BYTES];
+    let n = loop {
+        match file.read(&mut first) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            read => break read?,
+        }
+    };
+    if let Some(end) = memchr::memchr(b'\n', &first[..n]) {
+        let line = &first[..end];
+        // As `each_line` reads a line: one that is not an object is skipped.
+        let is_object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        let head = serde_json::from_slice::<Record<'_>>(line).ok().filter(|r| is_object && is_metadata(r));
+        return head.map(|r| Some(r.created_at.0)).ok_or_else(not_a_log);
+    }
+    file.rewind()?;
     let mut head = None;
     let stats = each_line(as_of_now(file)?, 1, |_, bytes| {
         head = serde_json::from_slice::<Record<'_>>(bytes).ok().filter(is_metadata).map(|r| r.created_at.0);
@@ -642,7 +664,7 @@ impl SessionFiles for Kimi {
         }));
     }
 
-    fn heads(&self, root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, root: &Under<'_>, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         if identity.size == 0 {
             return Ok(Vec::new());
         }
@@ -654,7 +676,7 @@ impl SessionFiles for Kimi {
 
     fn read(&self, root: &Path, rel: &[OsString], file: File, _bare: &str) -> io::Result<Transcript> {
         let mut read = read(file)?;
-        let (title, cwd) = state(root, rel);
+        let (title, cwd) = state(&Under::opened(root), rel);
         read.title = title.or(read.title);
         read.cwd = cwd;
         Ok(read)

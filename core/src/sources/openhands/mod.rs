@@ -77,7 +77,7 @@ use std::path::{Path, PathBuf};
 use crate::fs::{read_opened, sorted_entries, EntryKind, FileIdentity, LINK_REASON};
 use crate::json::read::Reader;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{FileSessions, Head, Rel, SessionFiles, Under};
 use crate::sources::foreign::Transcript;
 use crate::sources::kind::{seen, Kind, Root};
 
@@ -235,13 +235,13 @@ impl SessionFiles for OpenHands {
         }
     }
 
-    fn heads(&self, root: &Path, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, root: &Under<'_>, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         let [dir, _] = rel else { return Ok(Vec::new()) };
         let id = id_of(dir)?;
         let state = read_base_state(file, identity.size)?;
         // A leaf is set once an event is written; without one, the events
         // directory says whether there is a first event.
-        if state.leaf.is_none() && !events::has_first(root, dir) {
+        if state.leaf.is_none() && !events::has_first(root.path(), dir) {
             return Ok(Vec::new());
         }
         Ok(vec![Head { bare: id.to_owned(), created_at: None, cwd: state.cwd }])

@@ -81,7 +81,7 @@ use crate::conversation::ConversationItem;
 use crate::fs::{as_of_now, FileIdentity};
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
-use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles};
+use crate::sources::files::{walk_tree, FileSessions, Head, Rel, SessionFiles, Under};
 use crate::sources::foreign::{each_line, iso_ms, title_from_text, Transcript};
 use crate::sources::gemini_cli::chat::Parts;
 use crate::sources::kind::{seen, Kind, Root};
@@ -413,7 +413,7 @@ impl SessionFiles for QwenCode {
         walk_tree(root, 2, &descend, &take, out, rejected);
     }
 
-    fn heads(&self, _root: &Path, _rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
+    fn heads(&self, _: &Under<'_>, _: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>> {
         if identity.size == 0 {
             return Ok(Vec::new());
         }
