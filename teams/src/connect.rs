@@ -1,5 +1,6 @@
-//! A team database as this crate reaches it: its URL, one connection kept
-//! and made again when it is lost, TLS through rustls where the URL asks
+//! A team database as this crate reaches it: its URL, a few connections
+//! kept (calls at once each take one of their own) and made again when
+//! lost, TLS through rustls where the URL asks
 //! for it, and every failure told in words a person can act on.
 
 use std::sync::{Arc, Mutex};
@@ -17,15 +18,21 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// its own: no call waits on the database for longer than this.
 const STATEMENT_TIMEOUT_MS: u64 = 30_000;
 
+/// How many connections a [`Database`] keeps: as many calls at once each
+/// have one of their own (PostgreSQL runs a connection's statements one
+/// after the other); more share the least used.
+const KEPT: usize = 8;
+
 /// A PostgreSQL database named by a URL (`postgres://user:pass@host:port/db`
-/// or the `key=value` form `libpq` takes), with one connection kept for
-/// its calls. A connection that breaks is dropped, and the next call
-/// connects again.
+/// or the `key=value` form `libpq` takes), with up to 8 connections kept
+/// for its calls: a call takes one that no other call is using, the first
+/// such, so calls one after another use one connection. A connection that
+/// breaks is dropped, and the next call connects again.
 pub struct Database {
     config: Config,
     /// The database as messages name it: no password.
     shown: String,
-    client: Mutex<Option<Arc<Client>>>,
+    clients: Mutex<Vec<Option<Arc<Client>>>>,
 }
 
 impl std::fmt::Debug for Database {
@@ -49,7 +56,7 @@ impl Database {
             config.application_name("dsh-session-ref");
         }
         let shown = shown(&config);
-        Ok(Database { config, shown, client: Mutex::new(None) })
+        Ok(Database { config, shown, clients: Mutex::new(vec![None; KEPT]) })
     }
 
     /// The database as messages name it (user, host, port and name; never
@@ -58,27 +65,44 @@ impl Database {
         &self.shown
     }
 
-    /// The kept connection, or a new one when there is none or it broke.
+    /// A kept connection no other call is using, or a new one (kept when
+    /// there is room); when every kept one is in use, the least used.
     pub(crate) async fn client(&self) -> Result<Arc<Client>, String> {
-        if let Some(client) = self.kept().filter(|c| !c.is_closed()) {
-            return Ok(client);
+        {
+            let mut kept = self.kept();
+            for slot in kept.iter_mut() {
+                if slot.as_ref().is_some_and(|c| c.is_closed()) {
+                    *slot = None;
+                }
+            }
+            if let Some(idle) = kept.iter().flatten().find(|c| Arc::strong_count(c) == 1) {
+                return Ok(Arc::clone(idle));
+            }
+            if !kept.iter().any(Option::is_none) {
+                if let Some(least) = kept.iter().flatten().min_by_key(|c| Arc::strong_count(c)) {
+                    return Ok(Arc::clone(least));
+                }
+            }
         }
         let client = Arc::new(self.connect().await?);
-        *self.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&client));
+        if let Some(slot) = self.kept().iter_mut().find(|slot| slot.is_none()) {
+            *slot = Some(Arc::clone(&client));
+        }
         Ok(client)
     }
 
-    fn kept(&self) -> Option<Arc<Client>> {
-        self.client.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    fn kept(&self) -> std::sync::MutexGuard<'_, Vec<Option<Arc<Client>>>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Forgets the kept connection when `client` is it and it failed in a
-    /// way that leaves it unusable, so the next call connects again.
+    /// Forgets `client` when it is kept and failed in a way that leaves it
+    /// unusable, so the next call connects again.
     pub(crate) fn failed(&self, client: &Arc<Client>, e: &tokio_postgres::Error) {
         if client.is_closed() || e.is_closed() || e.as_db_error().is_none() {
-            let mut slot = self.client.lock().unwrap_or_else(|e| e.into_inner());
-            if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, client)) {
-                *slot = None;
+            for slot in self.kept().iter_mut() {
+                if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, client)) {
+                    *slot = None;
+                }
             }
         }
     }
