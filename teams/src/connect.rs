@@ -32,7 +32,32 @@ pub struct Database {
     config: Config,
     /// The database as messages name it: no password.
     shown: String,
-    clients: Mutex<Vec<Option<Arc<Client>>>>,
+    clients: Mutex<Vec<Slot>>,
+}
+
+/// A kept connection's place.
+#[derive(Clone)]
+enum Slot {
+    Empty,
+    /// A call is connecting for it.
+    Connecting,
+    Ready(Arc<Client>),
+}
+
+/// A slot taken for connecting: made empty again unless filled (a connect
+/// that fails, or a call dropped while it connects, gives it back).
+struct Reserved<'a> {
+    db: &'a Database,
+    at: usize,
+    filled: bool,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if !self.filled {
+            self.db.kept()[self.at] = Slot::Empty;
+        }
+    }
 }
 
 impl std::fmt::Debug for Database {
@@ -56,7 +81,7 @@ impl Database {
             config.application_name("dsh-session-ref");
         }
         let shown = shown(&config);
-        Ok(Database { config, shown, clients: Mutex::new(vec![None; KEPT]) })
+        Ok(Database { config, shown, clients: Mutex::new(vec![Slot::Empty; KEPT]) })
     }
 
     /// The database as messages name it (user, host, port and name; never
@@ -65,33 +90,47 @@ impl Database {
         &self.shown
     }
 
-    /// A kept connection no other call is using, or a new one (kept when
-    /// there is room); when every kept one is in use, the least used.
+    /// A kept connection no other call is using, else a new one kept in a
+    /// free place, else the least used kept one (a call never opens more
+    /// than [`KEPT`] at once, however many run together).
     pub(crate) async fn client(&self) -> Result<Arc<Client>, String> {
-        {
+        let reserved = {
             let mut kept = self.kept();
             for slot in kept.iter_mut() {
-                if slot.as_ref().is_some_and(|c| c.is_closed()) {
-                    *slot = None;
+                if matches!(slot, Slot::Ready(c) if c.is_closed()) {
+                    *slot = Slot::Empty;
                 }
             }
-            if let Some(idle) = kept.iter().flatten().find(|c| Arc::strong_count(c) == 1) {
+            let ready = || {
+                kept.iter().filter_map(|s| match s {
+                    Slot::Ready(c) => Some(c),
+                    _ => None,
+                })
+            };
+            if let Some(idle) = ready().find(|c| Arc::strong_count(c) == 1) {
                 return Ok(Arc::clone(idle));
             }
-            if !kept.iter().any(Option::is_none) {
-                if let Some(least) = kept.iter().flatten().min_by_key(|c| Arc::strong_count(c)) {
-                    return Ok(Arc::clone(least));
+            match kept.iter().position(|s| matches!(s, Slot::Empty)) {
+                Some(at) => {
+                    kept[at] = Slot::Connecting;
+                    Some(Reserved { db: self, at, filled: false })
                 }
+                None => match ready().min_by_key(|c| Arc::strong_count(c)) {
+                    Some(least) => return Ok(Arc::clone(least)),
+                    // (Every place is being connected: one of its own.)
+                    None => None,
+                },
             }
-        }
+        };
         let client = Arc::new(self.connect().await?);
-        if let Some(slot) = self.kept().iter_mut().find(|slot| slot.is_none()) {
-            *slot = Some(Arc::clone(&client));
+        if let Some(mut reserved) = reserved {
+            self.kept()[reserved.at] = Slot::Ready(Arc::clone(&client));
+            reserved.filled = true;
         }
         Ok(client)
     }
 
-    fn kept(&self) -> std::sync::MutexGuard<'_, Vec<Option<Arc<Client>>>> {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
         self.clients.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -100,8 +139,8 @@ impl Database {
     pub(crate) fn failed(&self, client: &Arc<Client>, e: &tokio_postgres::Error) {
         if client.is_closed() || e.is_closed() || e.as_db_error().is_none() {
             for slot in self.kept().iter_mut() {
-                if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, client)) {
-                    *slot = None;
+                if matches!(slot, Slot::Ready(kept) if Arc::ptr_eq(kept, client)) {
+                    *slot = Slot::Empty;
                 }
             }
         }

@@ -57,7 +57,7 @@ impl DatabaseSource {
     }
 
     /// This source, its searches walking at most `sessions` sessions in
-    /// their answer's order (2,000 by default) before they narrow by the
+    /// their answer's order (250 by default) before they narrow by the
     /// trigram indexes instead; 0: always by the indexes. The answers are the
     /// same either way; only their cost differs (a word most sessions hold is
     /// found fast by the walk, a rare one by the indexes).
@@ -390,7 +390,7 @@ impl DatabaseSource {
 /// How many sessions a search walks in its answer's order, verifying each,
 /// before it narrows by the trigram indexes instead
 /// ([`DatabaseSource::with_search_walk`]).
-pub(crate) const WALK: usize = 2000;
+pub(crate) const WALK: usize = 250;
 
 /// A search as the database runs it: the target's id and cwd (`None` where
 /// no stored session could hold them), the `LIKE` patterns of the phrase
