@@ -8,16 +8,17 @@
 
 #[path = "support/cluster.rs"]
 mod cluster;
+#[path = "support/local.rs"]
+mod support_local;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use cluster::Cluster;
-use dsh_session_reference::{
-    block_on, Config, DshStore, Resolver, SearchOptions, SearchResult, SearchScope, SessionQuery, Target,
-};
-use dsh_session_reference_teams::{push, users, Database, DatabaseSource, PushSession};
+use dsh_session_reference::{block_on, Config, Resolver, SearchOptions, SearchResult, SearchScope, Target};
+use dsh_session_reference_teams::{push, users, Database, DatabaseSource};
 use serde_json::json;
+use support_local::local;
 
 /// Writes one DSH session: its header, a title when given, and its user and
 /// assistant messages in turn.
@@ -67,22 +68,6 @@ fn corpus(root: &Path) {
         }
         session(root, &format!("s-{i:03}"), 1_700_000_000_000 + i / 3, cwd, title.as_deref(), &texts);
     }
-}
-
-fn local(root: &Path) -> (Resolver, Vec<PushSession>) {
-    let resolver = Resolver::new(Arc::new(DshStore::open(root).unwrap()), Config::default());
-    let listed = block_on(resolver.session_query().list_sessions()).unwrap();
-    let sessions = listed
-        .into_iter()
-        .map(|header| PushSession {
-            project: header.cwd.clone().unwrap_or_default(),
-            header,
-            fingerprint: None,
-            kind: "dsh".into(),
-            owner: None,
-        })
-        .collect();
-    (resolver, sessions)
 }
 
 fn search(resolver: &Resolver, target: &Target, q: &str, limit: u64, scope: SearchScope) -> Vec<SearchResult> {
