@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Each client has a source (and a connection) of its own and runs every
-//! query `DSR_BENCH_REPS` times (default 10).
+//! query `DSR_BENCH_REPS` times (default 10). `DSR_BENCH_SKIP_PUSH` times
+//! the queries alone; `DSR_BENCH_PUSH_ONLY`, the push alone
+//! (`scripts/teams_serve_bench.py` times them through `serve`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -101,6 +103,9 @@ fn main() {
         let at = Instant::now();
         let again = block_on(push(&db, &resolver, sessions, &|_, _| {})).unwrap();
         println!("push again (nothing changed): {} unchanged, {:.2} s", again.unchanged, at.elapsed().as_secs_f64());
+        if std::env::var_os("DSR_BENCH_PUSH_ONLY").is_some() {
+            return;
+        }
     }
 
     let db = Arc::new(Database::new(url).unwrap());

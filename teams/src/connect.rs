@@ -1,5 +1,6 @@
-//! A team database as this crate reaches it: its URL, one connection kept
-//! and made again when it is lost, TLS through rustls where the URL asks
+//! A team database as this crate reaches it: its URL, a few connections
+//! kept (calls at once each take one of their own) and made again when
+//! lost, TLS through rustls where the URL asks
 //! for it, and every failure told in words a person can act on.
 
 use std::sync::{Arc, Mutex};
@@ -17,15 +18,46 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// its own: no call waits on the database for longer than this.
 const STATEMENT_TIMEOUT_MS: u64 = 30_000;
 
+/// How many connections a [`Database`] keeps: as many calls at once each
+/// have one of their own (PostgreSQL runs a connection's statements one
+/// after the other); more share the least used.
+const KEPT: usize = 8;
+
 /// A PostgreSQL database named by a URL (`postgres://user:pass@host:port/db`
-/// or the `key=value` form `libpq` takes), with one connection kept for
-/// its calls. A connection that breaks is dropped, and the next call
-/// connects again.
+/// or the `key=value` form `libpq` takes), with up to 8 connections kept
+/// for its calls: a call takes one that no other call is using, the first
+/// such, so calls one after another use one connection. A connection that
+/// breaks is dropped, and the next call connects again.
 pub struct Database {
     config: Config,
     /// The database as messages name it: no password.
     shown: String,
-    client: Mutex<Option<Arc<Client>>>,
+    clients: Mutex<Vec<Slot>>,
+}
+
+/// A kept connection's place.
+#[derive(Clone)]
+enum Slot {
+    Empty,
+    /// A call is connecting for it.
+    Connecting,
+    Ready(Arc<Client>),
+}
+
+/// A slot taken for connecting: made empty again unless filled (a connect
+/// that fails, or a call dropped while it connects, gives it back).
+struct Reserved<'a> {
+    db: &'a Database,
+    at: usize,
+    filled: bool,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if !self.filled {
+            self.db.kept()[self.at] = Slot::Empty;
+        }
+    }
 }
 
 impl std::fmt::Debug for Database {
@@ -49,7 +81,7 @@ impl Database {
             config.application_name("dsh-session-ref");
         }
         let shown = shown(&config);
-        Ok(Database { config, shown, client: Mutex::new(None) })
+        Ok(Database { config, shown, clients: Mutex::new(vec![Slot::Empty; KEPT]) })
     }
 
     /// The database as messages name it (user, host, port and name; never
@@ -58,27 +90,58 @@ impl Database {
         &self.shown
     }
 
-    /// The kept connection, or a new one when there is none or it broke.
+    /// A kept connection no other call is using, else a new one kept in a
+    /// free place, else the least used kept one (a call never opens more
+    /// than [`KEPT`] at once, however many run together).
     pub(crate) async fn client(&self) -> Result<Arc<Client>, String> {
-        if let Some(client) = self.kept().filter(|c| !c.is_closed()) {
-            return Ok(client);
-        }
+        let reserved = {
+            let mut kept = self.kept();
+            for slot in kept.iter_mut() {
+                if matches!(slot, Slot::Ready(c) if c.is_closed()) {
+                    *slot = Slot::Empty;
+                }
+            }
+            let ready = || {
+                kept.iter().filter_map(|s| match s {
+                    Slot::Ready(c) => Some(c),
+                    _ => None,
+                })
+            };
+            if let Some(idle) = ready().find(|c| Arc::strong_count(c) == 1) {
+                return Ok(Arc::clone(idle));
+            }
+            match kept.iter().position(|s| matches!(s, Slot::Empty)) {
+                Some(at) => {
+                    kept[at] = Slot::Connecting;
+                    Some(Reserved { db: self, at, filled: false })
+                }
+                None => match ready().min_by_key(|c| Arc::strong_count(c)) {
+                    Some(least) => return Ok(Arc::clone(least)),
+                    // (Every place is being connected: one of its own.)
+                    None => None,
+                },
+            }
+        };
         let client = Arc::new(self.connect().await?);
-        *self.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&client));
+        if let Some(mut reserved) = reserved {
+            self.kept()[reserved.at] = Slot::Ready(Arc::clone(&client));
+            reserved.filled = true;
+        }
         Ok(client)
     }
 
-    fn kept(&self) -> Option<Arc<Client>> {
-        self.client.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    fn kept(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Forgets the kept connection when `client` is it and it failed in a
-    /// way that leaves it unusable, so the next call connects again.
+    /// Forgets `client` when it is kept and failed in a way that leaves it
+    /// unusable, so the next call connects again.
     pub(crate) fn failed(&self, client: &Arc<Client>, e: &tokio_postgres::Error) {
         if client.is_closed() || e.is_closed() || e.as_db_error().is_none() {
-            let mut slot = self.client.lock().unwrap_or_else(|e| e.into_inner());
-            if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, client)) {
-                *slot = None;
+            for slot in self.kept().iter_mut() {
+                if matches!(slot, Slot::Ready(kept) if Arc::ptr_eq(kept, client)) {
+                    *slot = Slot::Empty;
+                }
             }
         }
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use dsh_session_reference::{search_fold, Error, ErrorCode, Fingerprint, Hardening, Resolver, SessionHeader};
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Statement};
 
 use crate::connect::{described, Database};
 use crate::schema::{self, MigrateError};
@@ -48,16 +48,22 @@ pub struct PushSummary {
 /// How many connections a push writes through side by side.
 const CONNECTIONS: usize = 4;
 
+/// Sessions written in one transaction: a batch costs a few round trips
+/// (its rows travel as arrays), where one session at a time cost as many.
+const BATCH: usize = 50;
+
 /// Pushes `sessions` to `db`: the schema made or migrated first (an error
 /// for a newer one), then every session the database does not hold with
 /// the same fingerprint and redaction, read through `resolver` (whose
 /// configuration says whether credentials are redacted: the projected
-/// conversation and the title as that resolver shows them), each replaced
-/// whole in one transaction. Idempotent: run again, it sends nothing; cut
-/// anywhere, what it committed is whole and the next run sends the rest.
-/// `progress(done, total)` is called as sessions are done. An error
-/// (`READ_FAILED`) when the database cannot be reached or fails; a
-/// session that cannot be read is reported in the summary.
+/// conversation and the title as that resolver shows them), written in
+/// batches, each batch in one transaction (every session of it replaced
+/// whole, or none). Idempotent: run again, it sends nothing; cut anywhere,
+/// what it committed is whole and the next run sends the rest. A session
+/// the database refuses is left out alone: its batch is written again one
+/// session at a time. `progress(done, total)` is called as sessions are
+/// done. An error (`READ_FAILED`) when the database cannot be reached or
+/// fails; a session that cannot be read is reported in the summary.
 pub async fn push(
     db: &Database,
     resolver: &Resolver,
@@ -97,38 +103,65 @@ pub async fn push(
             todo.push(s);
         }
     }
+    // In the order of their ids: every push locks the rows of a batch in the
+    // same order, so two pushing the same sessions at once wait for each
+    // other rather than deadlock.
+    todo.sort_by(|a, b| a.header.id.cmp(&b.header.id));
     let done = AtomicUsize::new(summary.unchanged);
     progress(summary.unchanged, total);
+    let batches: Vec<&[PushSession]> = todo.chunks(BATCH).collect();
     let next = AtomicUsize::new(0);
     let shared = Mutex::new(summary);
     let mut clients = vec![client];
-    for _ in 1..CONNECTIONS.min(todo.len()) {
+    for _ in 1..CONNECTIONS.min(batches.len()) {
         clients.push(db.connect().await.map_err(failed)?);
     }
+    let lost = |why: String| {
+        failed(format!(
+            "pushing to {} failed: {why} (what was pushed before stays; run the push again to send the rest)",
+            db.shown()
+        ))
+    };
     let workers = clients.into_iter().map(|mut client| {
-        let (todo, next, done, shared) = (&todo, &next, &done, &shared);
+        let (batches, next, done, shared) = (&batches, &next, &done, &shared);
         async move {
+            let statements = Statements::prepare(&client).await.map_err(|e| lost(described(&e)))?;
             loop {
                 let at = next.fetch_add(1, Ordering::Relaxed);
-                let Some(s) = todo.get(at) else { return Ok::<(), Error>(()) };
-                match one(&mut client, resolver, s, redact).await {
-                    Ok(bytes) => {
-                        let mut sum = shared.lock().unwrap_or_else(|e| e.into_inner());
-                        sum.pushed += 1;
-                        sum.text_bytes += bytes;
-                    }
-                    Err(Failed::Session(why)) => {
-                        shared.lock().unwrap_or_else(|e| e.into_inner()).failed.push((s.header.id.clone(), why));
-                    }
-                    Err(Failed::Database(why)) => {
-                        return Err(failed(format!(
-                            "pushing to {} failed: {why} (what was pushed before stays; run the push again to send \
-                             the rest)",
-                            db.shown()
-                        )))
+                let Some(batch) = batches.get(at) else { return Ok::<(), Error>(()) };
+                let mut rows = Vec::with_capacity(batch.len());
+                for s in batch.iter() {
+                    match read(resolver, s, redact).await {
+                        Ok(row) => rows.push(row),
+                        Err(why) => {
+                            shared.lock().unwrap_or_else(|e| e.into_inner()).failed.push((s.header.id.clone(), why))
+                        }
                     }
                 }
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                let mut written = Vec::with_capacity(rows.len());
+                match write(&mut client, &statements, &rows).await {
+                    Ok(()) => written.extend(rows.iter()),
+                    Err(Failed::Database(why)) => return Err(lost(why)),
+                    // The database refused a row of the batch: each session
+                    // alone, so that only those it refuses are left out.
+                    Err(Failed::Session(_)) => {
+                        for row in &rows {
+                            match write(&mut client, &statements, std::slice::from_ref(row)).await {
+                                Ok(()) => written.push(row),
+                                Err(Failed::Session(why)) => {
+                                    shared.lock().unwrap_or_else(|e| e.into_inner()).failed.push((row.id.clone(), why))
+                                }
+                                Err(Failed::Database(why)) => return Err(lost(why)),
+                            }
+                        }
+                    }
+                }
+                {
+                    let mut sum = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    sum.pushed += written.len();
+                    sum.text_bytes += written.iter().map(|r| r.bytes).sum::<u64>();
+                }
+                progress(done.fetch_add(batch.len(), Ordering::Relaxed) + batch.len(), total);
             }
         }
     });
@@ -140,84 +173,184 @@ pub async fn push(
     Ok(summary)
 }
 
-/// Why one session was not pushed.
+/// Why one session, or a batch, was not pushed.
 enum Failed {
-    /// It could not be read or stored (the push goes on).
+    /// The database refused it (the push goes on).
     Session(String),
     /// The database failed (the push stops).
     Database(String),
 }
 
-/// Reads one session through `resolver` and replaces it in one
-/// transaction; the bytes of projected text sent.
-async fn one(client: &mut Client, resolver: &Resolver, s: &PushSession, redact: bool) -> Result<u64, Failed> {
+/// One session's row and messages, as they are stored.
+struct Row {
+    id: String,
+    kind: String,
+    project: String,
+    cwd: Option<String>,
+    title: Option<String>,
+    created_at: String,
+    created_at_ms: f64,
+    conversation_cwd: Option<String>,
+    captured: Option<String>,
+    fingerprint: Option<Vec<u8>>,
+    title_folded: String,
+    place: String,
+    owner: Option<String>,
+    redacted: bool,
+    /// Each message's index, role, whether it is a checkpoint, text and
+    /// folded text.
+    messages: Vec<(i32, &'static str, bool, String, String)>,
+    /// Bytes of projected text.
+    bytes: u64,
+}
+
+/// Reads one session through `resolver`: what a reference may see of it,
+/// as it is stored; why not, when it cannot be read.
+async fn read(resolver: &Resolver, s: &PushSession, redact: bool) -> Result<Row, String> {
     let id = &s.header.id;
-    let conversation = resolver.conversation(id, None).await.map_err(|e| Failed::Session(e.message().to_owned()))?;
-    let title = resolver.session_query().read_title(id).await.map_err(|e| Failed::Session(e.message().to_owned()))?;
+    let conversation = resolver.conversation(id, None).await.map_err(|e| e.message().to_owned())?;
+    let title = resolver.session_query().read_title(id).await.map_err(|e| e.message().to_owned())?;
     let title = title.map(|t| Hardening { redact_secrets: redact, ..Hardening::default() }.title_to_keep(t));
-    let mut idx = Vec::with_capacity(conversation.messages.len());
-    let (mut roles, mut checkpoints, mut texts, mut folded) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut messages = Vec::with_capacity(conversation.messages.len());
     let mut bytes = 0u64;
-    for m in &conversation.messages {
-        idx.push(i32::try_from(m.index).map_err(|_| Failed::Session("too many messages".into()))?);
-        roles.push(m.role.as_str());
-        checkpoints.push(m.checkpoint);
-        folded.push(search_fold(&m.text));
-        texts.push(m.text.as_str());
+    for m in conversation.messages {
+        let idx = i32::try_from(m.index).map_err(|_| "too many messages".to_owned())?;
         bytes += m.text.len() as u64;
+        let folded = search_fold(&m.text);
+        messages.push((idx, m.role.as_str(), m.checkpoint, m.text, folded));
     }
-    let created_at = s.header.created_at.to_string();
-    let created_at_ms = s.header.created_at.as_f64().unwrap_or(0.0);
-    let captured = conversation.captured_through_seq.as_ref().map(|n| n.to_string());
-    let title_folded = title.as_deref().map(search_fold).unwrap_or_default();
-    let place = place_folded(id, s.header.cwd.as_deref());
-    let fingerprint = s.fingerprint.as_ref().map(|f| f.as_bytes().to_vec());
+    Ok(Row {
+        id: id.clone(),
+        kind: s.kind.clone(),
+        project: s.project.clone(),
+        cwd: s.header.cwd.clone(),
+        title_folded: title.as_deref().map(search_fold).unwrap_or_default(),
+        title,
+        created_at: s.header.created_at.to_string(),
+        created_at_ms: s.header.created_at.as_f64().unwrap_or(0.0),
+        conversation_cwd: conversation.cwd,
+        captured: conversation.captured_through_seq.as_ref().map(|n| n.to_string()),
+        fingerprint: s.fingerprint.as_ref().map(|f| f.as_bytes().to_vec()),
+        place: place_folded(id, s.header.cwd.as_deref()),
+        owner: s.owner.clone(),
+        redacted: redact,
+        messages,
+        bytes,
+    })
+}
+
+/// The statements a push writes with, prepared once on each connection.
+struct Statements {
+    sessions: Statement,
+    delete: Statement,
+    messages: Statement,
+}
+
+impl Statements {
+    async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
+        Ok(Statements {
+            sessions: client
+                .prepare(
+                    "INSERT INTO dsr_sessions (id, source_kind, project, cwd, title, created_at, created_at_ms,
+                         conversation_cwd, captured_through_seq, fingerprint, redacted, title_folded, place_folded,
+                         owner)
+                     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                         $7::float8[], $8::text[], $9::text[], $10::bytea[], $11::bool[], $12::text[], $13::text[],
+                         $14::text[])
+                     ON CONFLICT (id) DO UPDATE SET source_kind = EXCLUDED.source_kind, project = EXCLUDED.project,
+                         cwd = EXCLUDED.cwd, title = EXCLUDED.title, created_at = EXCLUDED.created_at,
+                         created_at_ms = EXCLUDED.created_at_ms, conversation_cwd = EXCLUDED.conversation_cwd,
+                         captured_through_seq = EXCLUDED.captured_through_seq, fingerprint = EXCLUDED.fingerprint,
+                         redacted = EXCLUDED.redacted, title_folded = EXCLUDED.title_folded,
+                         place_folded = EXCLUDED.place_folded, owner = EXCLUDED.owner,
+                         revision = dsr_sessions.revision + 1, pushed_at = now()",
+                )
+                .await?,
+            delete: client.prepare("DELETE FROM dsr_messages WHERE session_id = ANY($1::text[])").await?,
+            messages: client
+                .prepare(
+                    "INSERT INTO dsr_messages (session_id, idx, role, checkpoint, text, folded)
+                     SELECT * FROM unnest($1::text[], $2::int4[], $3::text[], $4::bool[], $5::text[], $6::text[])",
+                )
+                .await?,
+        })
+    }
+}
+
+/// Replaces the sessions of `rows` in one transaction: their rows upserted,
+/// their messages deleted and inserted, the three statements sent at once.
+async fn write(client: &mut Client, statements: &Statements, rows: &[Row]) -> Result<(), Failed> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let column = |f: fn(&Row) -> Option<&str>| rows.iter().map(f).collect::<Vec<_>>();
+    let (kinds, projects) = (column(|r| Some(&r.kind)), column(|r| Some(&r.project)));
+    let (cwds, titles, created) =
+        (column(|r| r.cwd.as_deref()), column(|r| r.title.as_deref()), column(|r| Some(&r.created_at)));
+    let created_ms: Vec<f64> = rows.iter().map(|r| r.created_at_ms).collect();
+    let (conversation_cwds, captured) = (column(|r| r.conversation_cwd.as_deref()), column(|r| r.captured.as_deref()));
+    let fingerprints: Vec<Option<&[u8]>> = rows.iter().map(|r| r.fingerprint.as_deref()).collect();
+    let redacted: Vec<bool> = rows.iter().map(|r| r.redacted).collect();
+    let (titles_folded, places) = (column(|r| Some(&r.title_folded)), column(|r| Some(&r.place)));
+    let owners = column(|r| r.owner.as_deref());
+    let n: usize = rows.iter().map(|r| r.messages.len()).sum();
+    let (mut m_ids, mut m_idx, mut m_roles, mut m_checkpoints, mut m_texts, mut m_folded) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for r in rows {
+        for (idx, role, checkpoint, text, folded) in &r.messages {
+            m_ids.push(r.id.as_str());
+            m_idx.push(*idx);
+            m_roles.push(*role);
+            m_checkpoints.push(*checkpoint);
+            m_texts.push(text.as_str());
+            m_folded.push(folded.as_str());
+        }
+    }
     let stored = |e: tokio_postgres::Error| {
         let lost = e.as_db_error().is_none_or(|d| matches!(&d.code().code()[..2], "08" | "57" | "53" | "58"));
         if !lost && !e.is_closed() {
-            // The database refused this session's rows (a text it cannot
-            // hold): the others go on.
+            // The database refused a row (a text it cannot hold): the
+            // others go on.
             Failed::Session(format!("the database refused it: {}", described(&e)))
         } else {
             Failed::Database(described(&e))
         }
     };
     let tx = client.transaction().await.map_err(stored)?;
-    tx.execute(
-        "INSERT INTO dsr_sessions (id, source_kind, project, cwd, title, created_at, created_at_ms, conversation_cwd,
-             captured_through_seq, fingerprint, redacted, title_folded, place_folded, owner)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-         ON CONFLICT (id) DO UPDATE SET source_kind = $2, project = $3, cwd = $4, title = $5, created_at = $6,
-             created_at_ms = $7, conversation_cwd = $8, captured_through_seq = $9, fingerprint = $10,
-             redacted = $11, title_folded = $12, place_folded = $13, owner = $14,
-             revision = dsr_sessions.revision + 1, pushed_at = now()",
-        &[
-            id,
-            &s.kind,
-            &s.project,
-            &s.header.cwd,
-            &title,
-            &created_at,
-            &created_at_ms,
-            &conversation.cwd,
-            &captured,
-            &fingerprint,
-            &redact,
-            &title_folded,
-            &place,
-            &s.owner,
-        ],
+    // Sent together: the server runs them in order, and one refused fails
+    // those after it and the transaction, which is then rolled back whole.
+    type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+    let session_params: [Param<'_>; 14] = [
+        &ids,
+        &kinds,
+        &projects,
+        &cwds,
+        &titles,
+        &created,
+        &created_ms,
+        &conversation_cwds,
+        &captured,
+        &fingerprints,
+        &redacted,
+        &titles_folded,
+        &places,
+        &owners,
+    ];
+    let delete_params: [Param<'_>; 1] = [&ids];
+    let message_params: [Param<'_>; 6] = [&m_ids, &m_idx, &m_roles, &m_checkpoints, &m_texts, &m_folded];
+    futures::try_join!(
+        tx.execute(&statements.sessions, &session_params),
+        tx.execute(&statements.delete, &delete_params),
+        tx.execute(&statements.messages, &message_params),
     )
-    .await
-    .map_err(stored)?;
-    tx.execute("DELETE FROM dsr_messages WHERE session_id = $1", &[id]).await.map_err(stored)?;
-    tx.execute(
-        "INSERT INTO dsr_messages (session_id, idx, role, checkpoint, text, folded)
-         SELECT $1, * FROM unnest($2::int4[], $3::text[], $4::bool[], $5::text[], $6::text[])",
-        &[id, &idx, &roles, &checkpoints, &texts, &folded],
-    )
-    .await
     .map_err(stored)?;
     tx.commit().await.map_err(stored)?;
-    Ok(bytes)
+    Ok(())
 }

@@ -4,7 +4,7 @@
 use tokio_postgres::Client;
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The first version with users, their tokens, grants and the audit
 /// record: what serving a team per user needs.
@@ -80,6 +80,9 @@ const MIGRATIONS: &[&str] = &[
      );
      CREATE INDEX dsr_audit_user ON dsr_audit (user_name, at);
      CREATE INDEX dsr_audit_session ON dsr_audit (session_id, at);",
+    // 3: the sessions of each cwd, newest first: the order in which a search
+    // walks those of its target's cwd.
+    "CREATE INDEX dsr_sessions_cwd ON dsr_sessions (cwd, created_at_ms DESC, id);",
 ];
 
 /// The version table, made by the first push.

@@ -11,6 +11,7 @@ use dsh_session_reference::{
     SurfaceData,
 };
 use serde_json::Number;
+use tokio_postgres::types::Type;
 use tokio_postgres::Client;
 
 use crate::connect::Database;
@@ -29,6 +30,8 @@ pub struct DatabaseSource {
     /// The configuration of the resolver reading through this source: a
     /// search's results are labelled by it, as that resolver labels them.
     config: Config,
+    /// How many sessions a search walks before it narrows by the indexes.
+    walk_budget: usize,
 }
 
 impl std::fmt::Debug for DatabaseSource {
@@ -40,7 +43,7 @@ impl std::fmt::Debug for DatabaseSource {
 impl DatabaseSource {
     /// The sessions of `db`, for a resolver made with `config`.
     pub fn new(db: Arc<Database>, config: Config) -> DatabaseSource {
-        DatabaseSource { db, user: None, config }
+        DatabaseSource { db, user: None, config, walk_budget: WALK }
     }
 
     /// The sessions of `db` that `user` may read (docs/teams.md, "Serving a
@@ -50,7 +53,18 @@ impl DatabaseSource {
     /// absent as one that does not exist is: not listed, not found by
     /// search, and read with the same error.
     pub fn for_user(db: Arc<Database>, config: Config, user: &str) -> DatabaseSource {
-        DatabaseSource { db, user: Some(user.to_owned()), config }
+        DatabaseSource { db, user: Some(user.to_owned()), config, walk_budget: WALK }
+    }
+
+    /// This source, its searches walking at most `sessions` sessions in
+    /// their answer's order (250 by default) before they narrow by the
+    /// trigram indexes instead; 0: always by the indexes. The answers are the
+    /// same either way; only their cost differs (a word most sessions hold is
+    /// found fast by the walk, a rare one by the indexes).
+    #[must_use]
+    pub fn with_search_walk(mut self, sessions: usize) -> DatabaseSource {
+        self.walk_budget = sessions;
+        self
     }
 
     /// The condition a row `s` of `dsr_sessions` meets when this source's
@@ -182,41 +196,16 @@ impl DatabaseSource {
         if same_cwd && request.target.cwd.is_none() {
             return Ok(Vec::new());
         }
-        // $1 target id, $2 target cwd, $3 phrase pattern, $4 limit, $5.. the words' patterns.
-        let patterns: Vec<String> = terms.words.iter().map(|w| like_pattern(w)).collect();
-        let mut sql = format!(
-            "SELECT s.id FROM dsr_sessions s WHERE s.id IS DISTINCT FROM $1 AND {}",
-            self.readable(5 + patterns.len())
-        );
-        if same_cwd {
-            sql.push_str(" AND s.cwd = $2");
-        }
-        for n in 0..patterns.len() {
-            let p = n + 5;
-            sql.push_str(&format!(
-                " AND (s.title_folded LIKE ${p} OR s.place_folded LIKE ${p} OR s.id IN \
-                 (SELECT m.session_id FROM dsr_messages m WHERE m.folded LIKE ${p}))"
-            ));
-        }
-        sql.push_str(
-            " ORDER BY CASE WHEN s.title_folded LIKE $3 THEN 0 \
-               WHEN s.place_folded LIKE $3 OR EXISTS (SELECT 1 FROM dsr_messages m \
-                    WHERE m.session_id = s.id AND m.folded LIKE $3) THEN 1 ELSE 2 END, \
-             CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, \
-             s.created_at_ms DESC, s.id LIMIT $4",
-        );
         let phrase = like_pattern(&terms.phrase);
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            vec![&target_id, &target_cwd, &phrase, &limit];
-        for p in &patterns {
-            params.push(p);
+        let patterns: Vec<String> = terms.words.iter().map(|w| like_pattern(w)).collect();
+        let query = Query { target_id, target_cwd, phrase, patterns, limit, same_cwd };
+        let single = terms.words.len() == 1 && terms.words[0] == terms.phrase;
+        let ids = match self.walk(&client, &query, single).await {
+            Ok(Some(ids)) => Ok(ids),
+            Ok(None) => self.every_match(&client, &query).await,
+            Err(e) => Err(e),
         }
-        let params = self.with_user(params);
-        let rows = client
-            .query(sql.as_str(), &params)
-            .await
-            .map_err(|e| HostError::new(self.db.call_failed(&client, "searching", e)))?;
-        let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        .map_err(|e| HostError::new(self.db.call_failed(&client, "searching", e)))?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -239,6 +228,181 @@ impl DatabaseSource {
         let options = SearchOptions { limit: Some(request.limit.max(1)), scope: request.scope };
         resolver.search(&request.target, &request.query, &options, None).await.map_err(|e| HostError::new(e.message()))
     }
+}
+
+impl DatabaseSource {
+    /// The first `limit` sessions of the answer, found by walking the
+    /// readable sessions in the answer's order, a cwd class at a time
+    /// (those in the target's cwd, those without one, the others; each
+    /// newest first) and verifying each in turn, until the page is full: a
+    /// word most sessions hold fills it after a few. `None` when that is not
+    /// known after [`WALK`] sessions (the matches are sparse, so the trigram
+    /// indexes narrow them faster: [`DatabaseSource::every_match`]).
+    ///
+    /// The walk verifies the phrase, so what it finds ranks first or second
+    /// (the whole query in the title; in a message, the id or the cwd); those
+    /// ranking first it may not all meet, so they are asked for apart (their
+    /// titles hold the phrase: its trigram index) and put before it. The
+    /// answer is exact when the page is full of sessions ranking first or
+    /// second, or when every readable session was walked and no session can
+    /// rank third (a query of one word, where a session holding the word
+    /// holds the phrase).
+    async fn walk(
+        &self,
+        client: &Client,
+        q: &Query,
+        single: bool,
+    ) -> Result<Option<Vec<String>>, tokio_postgres::Error> {
+        let want = usize::try_from(q.limit).unwrap_or(usize::MAX);
+        let classes: &[&str] = if q.same_cwd {
+            &["s.cwd = $2"]
+        } else {
+            &["s.cwd = $2", "s.cwd IS NULL", "s.cwd IS NOT NULL AND s.cwd IS DISTINCT FROM $2"]
+        };
+        // In the walk's order: each session found, and whether its title
+        // holds the phrase.
+        let mut found: Vec<(String, bool)> = Vec::new();
+        let mut budget = self.walk_budget;
+        let mut complete = true;
+        for (n, class) in classes.iter().enumerate() {
+            if found.len() >= want {
+                break;
+            }
+            if n == 0 && q.target_cwd.is_none() {
+                continue; // (no session is in no cwd)
+            }
+            if budget == 0 {
+                complete = false;
+                break;
+            }
+            let cap = i64::try_from(budget).unwrap_or(i64::MAX);
+            let need = i64::try_from(want - found.len()).unwrap_or(i64::MAX);
+            let sql = format!(
+                "SELECT w.id, w.title_folded LIKE $3 FROM (SELECT s.id, s.title_folded, s.place_folded, \
+                 s.created_at_ms FROM dsr_sessions s WHERE {class} AND s.id IS DISTINCT FROM $1 AND {} \
+                 ORDER BY s.created_at_ms DESC, s.id LIMIT $5) w \
+                 WHERE w.title_folded LIKE $3 OR w.place_folded LIKE $3 OR EXISTS (SELECT 1 FROM dsr_messages m \
+                 WHERE m.session_id = w.id AND m.folded LIKE $3) ORDER BY w.created_at_ms DESC, w.id LIMIT $4",
+                self.readable(6)
+            );
+            let params = self.with_user(vec![&q.target_id, &q.target_cwd, &q.phrase, &need, &cap]);
+            // (Typed: a class that does not name the target's cwd leaves $2
+            // unused.)
+            let statement = client
+                .prepare_typed(&sql, &self.types(&[Type::TEXT, Type::TEXT, Type::TEXT, Type::INT8, Type::INT8]))
+                .await?;
+            let rows = client.query(&statement, &params).await?;
+            found.extend(rows.iter().map(|r| (r.get(0), r.get(1))));
+            if found.len() >= want {
+                break;
+            }
+            // Short of the page: how many sessions the class held, up to
+            // what was left to walk.
+            let sql = format!(
+                "SELECT count(*) FROM (SELECT 1 FROM dsr_sessions s WHERE {class} AND s.id IS DISTINCT FROM $1 \
+                 AND {} LIMIT $3) c",
+                self.readable(4)
+            );
+            let params = self.with_user(vec![&q.target_id, &q.target_cwd, &cap]);
+            let statement = client.prepare_typed(&sql, &self.types(&[Type::TEXT, Type::TEXT, Type::INT8])).await?;
+            let walked: i64 = client.query_one(&statement, &params).await?.get(0);
+            let walked = usize::try_from(walked).unwrap_or(usize::MAX);
+            if walked >= budget {
+                complete = false;
+                break;
+            }
+            budget -= walked;
+        }
+        if found.len() < want {
+            if !(complete && single) {
+                return Ok(None);
+            }
+            // Every readable session walked: `found` is every match.
+            let (first, second): (Vec<_>, Vec<_>) = found.into_iter().partition(|(_, top)| *top);
+            return Ok(Some(first.into_iter().chain(second).map(|(id, _)| id).collect()));
+        }
+        // Those ranking first: every session whose title holds the phrase
+        // (the walk found those before its end only), in the answer's order.
+        let mut sql = format!(
+            "SELECT s.id FROM dsr_sessions s WHERE s.title_folded LIKE $3 AND s.id IS DISTINCT FROM $1 AND {}",
+            self.readable(5)
+        );
+        if q.same_cwd {
+            sql.push_str(" AND s.cwd = $2");
+        }
+        sql.push_str(
+            " ORDER BY CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, s.created_at_ms DESC, s.id \
+             LIMIT $4",
+        );
+        let params = self.with_user(vec![&q.target_id, &q.target_cwd, &q.phrase, &q.limit]);
+        let rows = client.query(sql.as_str(), &params).await?;
+        let mut ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        ids.extend(found.into_iter().filter(|(_, top)| !*top).map(|(id, _)| id));
+        ids.truncate(want);
+        Ok(Some(ids))
+    }
+
+    /// The types of `params` with this source's user's last, when it has one.
+    fn types(&self, params: &[Type]) -> Vec<Type> {
+        let mut types = params.to_vec();
+        if self.user.is_some() {
+            types.push(Type::TEXT);
+        }
+        types
+    }
+
+    /// The first `limit` sessions of the answer, from every session that
+    /// matches: each word's trigram indexes narrow them, `LIKE` verifies
+    /// them, and the ranking orders them all.
+    async fn every_match(&self, client: &Client, q: &Query) -> Result<Vec<String>, tokio_postgres::Error> {
+        // $1 target id, $2 target cwd, $3 phrase pattern, $4 limit, $5.. the words' patterns.
+        let mut sql = format!(
+            "SELECT s.id FROM dsr_sessions s WHERE s.id IS DISTINCT FROM $1 AND {}",
+            self.readable(5 + q.patterns.len())
+        );
+        if q.same_cwd {
+            sql.push_str(" AND s.cwd = $2");
+        }
+        for n in 0..q.patterns.len() {
+            let p = n + 5;
+            sql.push_str(&format!(
+                " AND (s.title_folded LIKE ${p} OR s.place_folded LIKE ${p} OR s.id IN \
+                 (SELECT m.session_id FROM dsr_messages m WHERE m.folded LIKE ${p}))"
+            ));
+        }
+        sql.push_str(
+            " ORDER BY CASE WHEN s.title_folded LIKE $3 THEN 0 \
+               WHEN s.place_folded LIKE $3 OR EXISTS (SELECT 1 FROM dsr_messages m \
+                    WHERE m.session_id = s.id AND m.folded LIKE $3) THEN 1 ELSE 2 END, \
+             CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, \
+             s.created_at_ms DESC, s.id LIMIT $4",
+        );
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            vec![&q.target_id, &q.target_cwd, &q.phrase, &q.limit];
+        for p in &q.patterns {
+            params.push(p);
+        }
+        let rows = client.query(sql.as_str(), &self.with_user(params)).await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+}
+
+/// How many sessions a search walks in its answer's order, verifying each,
+/// before it narrows by the trigram indexes instead
+/// ([`DatabaseSource::with_search_walk`]).
+pub(crate) const WALK: usize = 250;
+
+/// A search as the database runs it: the target's id and cwd (`None` where
+/// no stored session could hold them), the `LIKE` patterns of the phrase
+/// and of each word, how many sessions it returns, and whether only those
+/// in the target's cwd count.
+struct Query {
+    target_id: Option<String>,
+    target_cwd: Option<String>,
+    phrase: String,
+    patterns: Vec<String>,
+    limit: i64,
+    same_cwd: bool,
 }
 
 /// A `LIKE` pattern finding `text` anywhere (its `%`, `_` and `\` escaped).

@@ -7,12 +7,14 @@
 
 #[path = "support/cluster.rs"]
 mod cluster;
+#[path = "support/local.rs"]
+mod support_local;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use cluster::Cluster;
-use dsh_session_reference::{block_on, Config, DshStore, ErrorCode, Resolver, SessionQuery};
+use dsh_session_reference::{block_on, Config, ErrorCode, Resolver, SessionQuery};
 use dsh_session_reference_teams::{push, Database, DatabaseSource, PushSession};
 
 fn examples() -> std::path::PathBuf {
@@ -21,20 +23,7 @@ fn examples() -> std::path::PathBuf {
 
 /// A resolver over the example DSH sessions, and what a push takes of them.
 fn local() -> (Resolver, Vec<PushSession>) {
-    let store = DshStore::open(examples()).unwrap();
-    let resolver = Resolver::new(Arc::new(store), Config::default());
-    let listed = block_on(resolver.session_query().list_sessions()).unwrap();
-    let sessions = listed
-        .into_iter()
-        .map(|header| PushSession {
-            project: header.cwd.clone().unwrap_or_default(),
-            header,
-            fingerprint: None,
-            kind: "dsh".into(),
-            owner: None,
-        })
-        .collect();
-    (resolver, sessions)
+    support_local::local(&examples())
 }
 
 fn source(url: &str) -> (Arc<Database>, DatabaseSource) {
