@@ -11,20 +11,21 @@ use super::hit::{Hit, Key, Prospect};
 use super::needle::Needle;
 use super::pass::FilterPass;
 use super::query::{Finders, Query};
-use super::set::{has, SearchSet};
+use super::set::{union, Headers, SearchSet, Work};
 use super::snippet::whole;
 use super::stored::Unreadable;
 use super::verify::{in_order, VERIFIERS};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use crate::host::{rank, MatchField, SessionHeader, Target};
+use crate::host::{rank, MatchField, Target};
 
 /// What [`SearchSet::search`] found: the hits, and the sessions (by index) whose
 /// stored filter or text it could not read; when there are any, the hits
-/// may miss those sessions and must not be used.
+/// may miss those sessions and must not be used. And what it touched.
 pub(crate) struct Scored {
     pub(crate) hits: Vec<Hit>,
     pub(crate) unreadable: Vec<usize>,
+    pub(crate) work: Work,
 }
 
 impl SearchSet {
@@ -37,7 +38,7 @@ impl SearchSet {
     pub(crate) fn search(
         &self,
         query: &Query,
-        sessions: &[&SessionHeader],
+        sessions: Headers<'_>,
         target: &Target,
         limit: usize,
         keep_filters: bool,
@@ -51,22 +52,37 @@ impl SearchSet {
         };
         let phrase_at = needles.len() - 1;
         let docs = &self.docs[..];
-        let filters = FilterPass::new(docs, &self.roster, &needles, keep_filters);
-        // Per word, the sessions holding it in their id, cwd or title (one
-        // scan of the packed fields each), which no filter covers.
-        let in_fields: Vec<Vec<u64>> = query.words.iter().map(|w| self.fields.holding(w)).collect();
+        let indexed = self.indexed();
+        let mut work = Work::default();
+        // Per word, the sessions holding it in their id, cwd or title
+        // (ascending), which no filter covers.
+        let in_fields: Vec<Vec<u32>> = query.words.iter().map(|w| self.fields.holding(w, indexed, &mut work)).collect();
+        // The sessions that may hold every word: for each word the
+        // vocabularies can tell of, those holding it in a field or left
+        // open for it in their body; every session when none can tell.
+        let rows = indexed.then(|| self.open_for(query, &in_fields)).flatten();
+        let filters = FilterPass::over(docs, rows.as_deref(), &self.roster, &needles, keep_filters);
+        let count = rows.as_ref().map_or(sessions.len(), Vec::len);
+        work.sessions += count as u64;
+        // Where each word's list of field holders is at (the rows ascend).
+        let mut cursors = vec![0usize; in_fields.len()];
         let mut prospects = Vec::new();
         let mut unreadable = Vec::new();
-        for at in 0..sessions.len() {
-            if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
+        for row in 0..count {
+            let at = rows.as_ref().map_or(row, |r| r[row] as usize);
+            if row % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
                 return Err(Error::cancelled());
             }
             // Every word in a field or maybe in the body (the words in order,
             // up to the first that is in neither).
             let mut passed = Ok(true);
             for (j, held) in in_fields.iter().enumerate() {
-                if !has(held, at) {
-                    passed = filters.may(at, j);
+                let c = &mut cursors[j];
+                while held.get(*c).is_some_and(|&h| (h as usize) < at) {
+                    *c += 1;
+                }
+                if held.get(*c) != Some(&(at as u32)) {
+                    passed = filters.may(row, j);
                     if passed != Ok(true) {
                         break;
                     }
@@ -80,7 +96,7 @@ impl SearchSet {
                     continue;
                 }
             }
-            let (s, doc) = (sessions[at], &docs[at]);
+            let (s, doc) = (sessions.get(at), &docs[at]);
             let title = doc.title_folded();
             let id = fold(&s.id);
             let cwd = s.cwd.as_deref().map(fold);
@@ -92,7 +108,7 @@ impl SearchSet {
                 (1, Some((MatchField::Id, s.id.clone())))
             } else if phrase.is_in(cwd) {
                 (1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default())))
-            } else if filters.may(at, phrase_at).unwrap_or(true) {
+            } else if filters.may(row, phrase_at).unwrap_or(true) {
                 // (Its filter was readable for the words, so for the phrase.)
                 (1, None)
             } else {
@@ -144,6 +160,24 @@ impl SearchSet {
         }
         hits.sort_by_key(|h| h.key);
         hits.truncate(limit);
-        Ok(Scored { hits, unreadable })
+        Ok(Scored { hits, unreadable, work })
+    }
+
+    /// The sessions (ascending) that may hold every word of `query` whose
+    /// holders can be told without passing over every session: those
+    /// holding it in a field (`in_fields`, per word) or whose body the
+    /// vocabularies leave open for it ([`Roster::body`](super::pass::Roster::body)).
+    /// `None` when the vocabularies can tell of no word.
+    fn open_for(&self, query: &Query, in_fields: &[Vec<u32>]) -> Option<Vec<u32>> {
+        let mut open: Option<Vec<u32>> = None;
+        for (word, fields) in query.words.iter().zip(in_fields) {
+            let Some(body) = self.roster.body(word) else { continue };
+            let holders = union(vec![body, fields.clone()]);
+            open = Some(match open {
+                None => holders,
+                Some(was) => was.into_iter().filter(|at| holders.binary_search(at).is_ok()).collect(),
+            });
+        }
+        open
     }
 }
