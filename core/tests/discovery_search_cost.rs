@@ -91,10 +91,14 @@ fn ids(results: &[SearchResult]) -> Vec<(&str, String)> {
     results.iter().map(|r| (r.candidate.session_id.as_str(), format!("{:?} {}", r.field, r.snippet))).collect()
 }
 
+/// What one warm search touched (sessions whose fields it tested, sessions
+/// it looked at) and what it found (ids, and each hit's field and snippet).
+type Warm = ((u64, u64), Vec<(String, String)>);
+
 /// What one warm search of each query costs a long-lived resolver over
 /// `n` sessions (sessions whose fields it tested, sessions it looked at),
 /// through the view the fronts open; and its answers.
-fn warm_search(n: usize, queries: &[&str]) -> Vec<((u64, u64), Vec<(String, String)>)> {
+fn warm_search(n: usize, queries: &[&str]) -> Vec<Warm> {
     let tmp = tempfile::tempdir().unwrap();
     root(tmp.path(), n);
     let store = DshStore::open(tmp.path()).unwrap().watching_from_first_listing();
