@@ -482,21 +482,25 @@ fn curve(sizes: &[usize], kb: usize) {
         let ms = |k: &str| format!("{:.2} ms", v[k].as_f64().unwrap() * 1e3);
         let mb = |k: &str| v[k].as_f64().unwrap() / 1e6;
         println!(
-            "| {n} ({:.0} MB) | {:.2} s ({:.0} MB/s) | {} (CPU {}) | {} (CPU {}; slowest {}) | {} (CPU {}) | {:.0} MB \
-             ({:.0} MB with the search index) |",
+            "| {n} ({:.0} MB) | {:.2} s ({:.0} MB/s; CPU {:.2} s) | {} (CPU {}) | {} (CPU {}; slowest {}, most CPU {}) | \
+             {} (CPU {}) | {:.0} MB ({:.0} MB with the search index) |",
             bytes as f64 / 1e6,
             v["first_s"].as_f64().unwrap(),
             bytes as f64 / 1e6 / v["first_s"].as_f64().unwrap(),
+            v["first_cpu_s"].as_f64().unwrap(),
             ms("warm_s"),
             ms("warm_cpu_s"),
             ms("appended_s"),
             ms("appended_cpu_s"),
             ms("appended_max_s"),
+            ms("appended_max_cpu_s"),
             ms("search_s"),
             ms("search_cpu_s"),
             mb("rss_candidates"),
             mb("rss_search"),
         );
+        let at = |i: usize| v["load"][i].as_f64().unwrap_or(f64::NAN);
+        eprintln!("load at {n} sessions: {:.1} at the start, {:.1} at the end", at(0), at(1));
         rows.push(v);
     }
     if let (Some(a), Some(b)) = (rows.first(), rows.last()) {
@@ -511,9 +515,16 @@ fn curve(sizes: &[usize], kb: usize) {
     }
 }
 
+/// The machine's load (the one-minute average of `/proc/loadavg`).
+fn load() -> f64 {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().next().and_then(|l| l.parse().ok()).unwrap_or(f64::NAN)
+}
+
 /// One row of [`curve`], in this process: a long-lived resolver over the
 /// root at `DSR_BENCH_CURVE_AT`; its figures as one JSON line.
 fn curve_at(root: &Path) {
+    let load_before = load();
     let target = Target::new("new-chat", Some("/work/p3".into()));
     let (rss_before, _) = rss();
     // Watching from its first listing, as the SDKs' stores and the servers do.
@@ -527,20 +538,30 @@ fn curve_at(root: &Path) {
         let (_, wall) = time(ask);
         (wall, cpu_time() - cpu)
     };
-    let (_, first) = time(ask);
+    // `DSR_BENCH_CURVE_REPS`: more repetitions (to profile a phase: each
+    // phase's start is written to stderr as the monotonic clock's reading,
+    // what `perf record -k mono` stamps its samples with).
+    let reps: usize = std::env::var("DSR_BENCH_CURVE_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let phase = |name: &str| eprintln!("phase {name} at {:?}", Instant::now());
+    phase("first");
+    let (first, first_cpu) = timed();
     ask();
-    let reps = 15;
+    phase("warm");
     let (warm, warm_cpu): (Vec<_>, Vec<_>) = (0..reps).map(|_| timed()).unzip();
     let listing = store.list().unwrap();
     let n = listing.sessions.len();
     let (mut appended, mut appended_cpu) = (Vec::new(), Vec::new());
+    phase("appended");
     for i in 0..reps {
         append(&mut reopen(&listing.sessions[i * 7919 % n].path), 100);
         let (wall, cpu) = timed();
         appended.push(wall);
         appended_cpu.push(cpu);
     }
+    eprintln!("after one log grew, in order: {:?}", appended.iter().map(|d| ms(*d)).collect::<Vec<_>>());
+    eprintln!("and their CPU time: {:?}", appended_cpu.iter().map(|d| ms(*d)).collect::<Vec<_>>());
     let appended_max = *appended.iter().max().unwrap();
+    let appended_max_cpu = *appended_cpu.iter().max().unwrap();
     let (rss_candidates, _) = rss();
     let fresh = Resolver::new(Arc::new(Plain(DshStore::open(root).unwrap())), Config::default());
     assert_eq!(
@@ -552,6 +573,7 @@ fn curve_at(root: &Path) {
     let opts = SearchOptions::default();
     block_on(r.search(&target, "alphamarker", &opts, None)).unwrap();
     block_on(r.search(&target, "PR1137", &opts, None)).unwrap();
+    phase("search");
     let (search, search_cpu): (Vec<_>, Vec<_>) = (0..reps)
         .map(|_| {
             let cpu = cpu_time();
@@ -559,13 +581,14 @@ fn curve_at(root: &Path) {
             (wall, cpu_time() - cpu)
         })
         .unzip();
+    phase("end");
     let (rss_search, peak) = rss();
     let secs = |d: Duration| d.as_secs_f64();
     println!(
         "{}",
-        json!({"sessions": n, "first_s": secs(first), "warm_s": secs(median(warm)), "warm_cpu_s": secs(median(warm_cpu)),
+        json!({"sessions": n, "load": [load_before, load()], "first_s": secs(first), "first_cpu_s": secs(first_cpu), "warm_s": secs(median(warm)), "warm_cpu_s": secs(median(warm_cpu)),
             "appended_s": secs(median(appended)), "appended_cpu_s": secs(median(appended_cpu)),
-            "appended_max_s": secs(appended_max), "search_s": secs(median(search)),
+            "appended_max_s": secs(appended_max), "appended_max_cpu_s": secs(appended_max_cpu), "search_s": secs(median(search)),
             "search_cpu_s": secs(median(search_cpu)), "rss_candidates": rss_candidates,
             "rss_search": rss_search, "rss_peak": peak, "rss_before": rss_before})
     );

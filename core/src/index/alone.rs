@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{Doc, DocCache, IndexedItem, Query, SearchSet, TRAIN_AT};
+use super::{Doc, DocCache, Headers, IndexedItem, Query, SearchSet, TRAIN_AT};
 use crate::error::Result;
 use crate::host::{Fingerprint, MatchField, SessionHeader, Target};
 
@@ -72,8 +72,7 @@ impl Index {
         cache.settle();
         let wanted = headers.iter().zip(&fingerprints).map(|(h, fp)| (h.id.as_str(), Some(fp)));
         let docs = cache.get_all(wanted).into_iter().map(|d| d.expect("every doc is kept under its fingerprint"));
-        let refs: Vec<&SessionHeader> = headers.iter().collect();
-        let set = SearchSet::new(&refs, docs.collect());
+        let set = SearchSet::new(Headers::all(&headers), docs.collect());
         Index { cache, sessions: headers, set }
     }
 
@@ -86,8 +85,8 @@ impl Index {
         if self.set.rules_out(&query) {
             return Ok(Vec::new());
         }
-        let sessions: Vec<&SessionHeader> = self.sessions.iter().collect();
-        let scored = self.set.search(&query, &sessions, target, limit, self.cache.keeps_filters(), None)?;
+        let sessions = Headers::all(&self.sessions);
+        let scored = self.set.search(&query, sessions, target, limit, self.cache.keeps_filters(), None)?;
         // (Docs built in memory are never unreadable.)
         debug_assert!(scored.unreadable.is_empty());
         let found = scored.hits.into_iter().map(|h| Found {

@@ -54,7 +54,7 @@ pub(crate) use query::Query;
 pub use query::{search_fold, SearchTerms};
 #[cfg(test)]
 pub(crate) use score::MOST_SEARCHING;
-pub(crate) use set::SearchSet;
+pub(crate) use set::{Headers, SearchSet, Work as SearchWork};
 
 /// The built docs of a resolver, by session id, and the dictionary new
 /// docs are compressed with.
@@ -424,6 +424,15 @@ mod tests {
         (cache, texts)
     }
 
+    /// Whether `roster` rules `word` out, told the same by a pass over it
+    /// and by its docs' serials looked up.
+    fn rules_out_alike(roster: &Roster, word: String) -> bool {
+        let needle = Needle::new(word);
+        let passed = roster.rules_out(&needle, false);
+        assert_eq!(roster.rules_out(&needle, true), passed, "{:?}", needle.text);
+        passed
+    }
+
     fn held(cache: &DocCache, id: &str) -> Arc<Doc> {
         Arc::clone(cache.docs.read().unwrap().get(id).unwrap())
     }
@@ -484,15 +493,15 @@ mod tests {
         // vocabulary does not cover is among them.
         let all: Vec<Arc<Doc>> = texts.iter().map(|(id, _)| held(&cache, id)).collect();
         let roster = Roster::new(&all);
-        assert!(roster.rules_out(&Needle::new("qqqzzzxx".to_owned())));
+        assert!(rules_out_alike(&roster, "qqqzzzxx".to_owned()));
         for (_, items) in texts.iter().take(8) {
             for w in items[0].split(' ').filter(|w| w.len() >= 4).take(20) {
-                assert!(!roster.rules_out(&Needle::new(w.to_owned())), "{w:?}");
+                assert!(!rules_out_alike(&roster, w.to_owned()), "{w:?}");
             }
         }
         let mut open = all.clone();
         open.push(Arc::new(doc(&["unregistered"])));
-        assert!(!Roster::new(&open).rules_out(&Needle::new("qqqzzzxx".to_owned())));
+        assert!(!rules_out_alike(&Roster::new(&open), "qqqzzzxx".to_owned()));
         // A doc built now uses it at once.
         let encoder = cache.encoder();
         let doc = Doc::build(None, None, vec![IndexedItem { text: Cow::Borrowed("re7 de14") }], encoder.as_deref());
@@ -549,8 +558,8 @@ mod tests {
         }
         // A number no doc holds is nowhere, at once.
         let all: Vec<Arc<Doc>> = texts.iter().map(|(id, _)| held(&cache, id)).collect();
-        assert!(Roster::new(&all).rules_out(&Needle::new("pr4999".to_owned())));
-        assert!(!Roster::new(&all).rules_out(&Needle::new("137".to_owned())));
+        assert!(rules_out_alike(&Roster::new(&all), "pr4999".to_owned()));
+        assert!(!rules_out_alike(&Roster::new(&all), "137".to_owned()));
         // Through a file, the same.
         let dir = tempfile::tempdir().unwrap();
         let (back, _) = through_file(&cache, dir.path(), "numbers");
@@ -802,6 +811,85 @@ mod tests {
         assert_eq!(damaged.each_item_text(|_| None), Err(Unreadable));
         // The doc loaded before reads the old file through its handle.
         assert_eq!(read(&stored).unwrap(), items);
+    }
+
+    /// A search that looks its words up (a set's second on: the fields'
+    /// trigrams, the docs' serials) answers exactly as the first, which
+    /// passes over every session, for words in bodies, titles, ids and
+    /// cwds, rare and common, alone and together; and for a rare number it
+    /// touches only the sessions that may hold it.
+    #[test]
+    fn a_search_that_looks_its_words_up_answers_as_one_that_passes_over_all() {
+        let cache = DocCache::default();
+        let mut headers = Vec::new();
+        for i in 0..96u64 {
+            let mut items: Vec<String> = (0..6).map(|j| prose(i * 6 + j + 1, 4200, 5000)).collect();
+            items[2].push_str(&format!(" PR{} merged", 3000 + i));
+            match i {
+                7 => items[4].push_str(" see PR1137."),
+                50 => items[1].push_str(" PR11370 too"),
+                _ => {}
+            }
+            let title = match i % 9 {
+                0 => Some(format!("Fix PR1137 part {i}")),
+                4 => None,
+                _ => Some(format!("Title {i} of {}", ["alpha", "kappa", "gamma"][i as usize % 3])),
+            };
+            let doc = Doc::build(
+                Some(Fingerprint::from_u64(i)),
+                title,
+                items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect(),
+                cache.encoder().as_deref(),
+            );
+            let id = format!("s{i:03}");
+            cache.put(&id, &Arc::new(doc));
+            let cwd = (i % 5 != 0).then(|| format!("/work/p{}", i % 4));
+            headers.push(crate::host::SessionHeader::new(id, 1_700_000_000 + i, cwd));
+        }
+        cache.settle();
+        assert!(cache.dictionary().is_some(), "trained");
+        let docs: Vec<Arc<Doc>> = headers.iter().map(|h| held(&cache, &h.id)).collect();
+        let target = crate::host::Target::new("s000", Some("/work/p1".into()));
+        let sessions = Headers::all(&headers);
+        let warm = SearchSet::new(sessions, docs.clone());
+        assert!(!warm.indexed(), "a set's first search passes over all");
+        let mut common = prose(3, 40, 5000);
+        common.truncate(common.find(' ').unwrap_or(common.len()));
+        let queries = [
+            "pr1137",
+            "PR1137",
+            "1137",
+            "pr3042",
+            "merged",
+            "kappa",
+            "s01",
+            "work/p2",
+            "/work/p3 pr3003",
+            "title 1",
+            "gamma merged",
+            "zzqqxx",
+            "fix pr1137",
+            common.as_str(),
+            "pr1137 merged",
+        ];
+        for q in queries {
+            let query = Query::parse(q).unwrap();
+            let hits = |set: &SearchSet| {
+                let scored = set.search(&query, sessions, &target, 20, false, None).unwrap();
+                let hits: Vec<_> =
+                    scored.hits.iter().map(|h| (h.at, h.field, h.snippet.clone(), h.message_index)).collect();
+                (hits, scored.work)
+            };
+            let (passed, all) = hits(&SearchSet::new(sessions, docs.clone()));
+            assert_eq!(all.sessions, 96, "{q:?}: the first search passes over every session");
+            let (looked_up, work) = hits(&warm);
+            assert_eq!(looked_up, passed, "{q:?}");
+            assert_eq!(warm.rules_out(&query), SearchSet::new(sessions, docs.clone()).rules_out(&query), "{q:?}");
+            if q == "pr3042" {
+                assert_eq!(passed.len(), 1);
+                assert!(work.sessions <= 4 && work.fields <= 4, "{q:?}: a few sessions touched: {work:?}");
+            }
+        }
     }
 
     /// A search's pass over stored filters says what the held filters say,

@@ -8,7 +8,7 @@ use super::doc::Doc;
 use super::needle::Needle;
 use super::stored::Unreadable;
 use super::vocab::Verdict;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// What a [`FilterPass`] needs to know of each doc before touching it:
 /// whether it has a body, and its dictionary and serial in that
@@ -24,6 +24,16 @@ pub(super) struct Roster {
     of: Vec<(u32, u32)>,
     /// Whether some doc is [`NO_VOCABULARY`] (never ruled out).
     uncovered: bool,
+    /// The docs by dictionary and serial, made when first asked for
+    /// ([`Self::body`]).
+    serials: OnceLock<Serials>,
+}
+
+/// The docs of a [`Roster`] by what a vocabulary lists: per dictionary,
+/// `(serial, position)` sorted; and the positions never ruled out.
+struct Serials {
+    of_dict: Vec<Vec<(u32, u32)>>,
+    uncovered: Vec<u32>,
 }
 
 /// A doc without body: no needle is in it.
@@ -52,15 +62,65 @@ impl Roster {
             })
             .collect::<Vec<_>>();
         let uncovered = of.iter().any(|&(at, _)| at == NO_VOCABULARY);
-        Roster { dicts, of, uncovered }
+        Roster { dicts, of, uncovered, serials: OnceLock::new() }
+    }
+
+    fn serials(&self) -> &Serials {
+        self.serials.get_or_init(|| {
+            let mut of_dict = vec![Vec::new(); self.dicts.len()];
+            let mut uncovered = Vec::new();
+            for (i, &(at, serial)) in self.of.iter().enumerate() {
+                match at {
+                    NO_BODY => {}
+                    NO_VOCABULARY => uncovered.push(i as u32),
+                    slot => of_dict[slot as usize].push((serial, i as u32)),
+                }
+            }
+            of_dict.iter_mut().for_each(|l| l.sort_unstable());
+            Serials { of_dict, uncovered }
+        })
+    }
+
+    /// The docs (by position, ascending) whose body the vocabularies leave
+    /// `needle` open for: those a vocabulary lists as holders, and those
+    /// no vocabulary covers; `None` when a vocabulary cannot tell (every
+    /// doc of it stays open). Looked up, not scanned: made of the docs'
+    /// serials ([`Serials`]) the first time it is asked.
+    pub(super) fn body(&self, needle: &Needle) -> Option<Vec<u32>> {
+        let serials = self.serials();
+        let mut open = serials.uncovered.clone();
+        for (slot, dict) in self.dicts.iter().enumerate() {
+            let docs = &serials.of_dict[slot];
+            needle.with_verdict(dict, |v| match v {
+                Verdict::Absent => Some(()),
+                Verdict::Only(listed) => {
+                    for &serial in listed {
+                        let from = docs.partition_point(|&(s, _)| s < serial);
+                        open.extend(docs[from..].iter().take_while(|&&(s, _)| s == serial).map(|&(_, i)| i));
+                    }
+                    Some(())
+                }
+                Verdict::Any => None,
+            })?;
+        }
+        open.sort_unstable();
+        open.dedup();
+        Some(open)
     }
 
     /// Whether the docs' vocabularies say that no doc's body holds
     /// `needle` (no filter read, no doc touched): every doc is without
-    /// body or registered in a vocabulary that rules it out.
-    pub(super) fn rules_out(&self, needle: &Needle) -> bool {
+    /// body or registered in a vocabulary that rules it out. With
+    /// `indexed`, the docs a vocabulary lists are looked up ([`Self::body`]),
+    /// not passed over.
+    pub(super) fn rules_out(&self, needle: &Needle, indexed: bool) -> bool {
         if self.uncovered {
             return false;
+        }
+        if indexed {
+            if let Some(open) = self.body(needle) {
+                return open.is_empty();
+            }
         }
         // Whether some vocabulary lists holders (their docs are checked
         // below); `None` if one cannot tell.
@@ -93,8 +153,11 @@ impl Roster {
 /// all. With `keep`, the bytes read are kept in memory for later searches.
 pub(super) struct FilterPass<'a> {
     pub(super) docs: &'a [Arc<Doc>],
+    /// The positions of the docs it is over (all when `None`), ascending:
+    /// the verdicts' rows.
+    rows: Option<&'a [u32]>,
     pub(super) needles: &'a [&'a Needle],
-    /// Per doc and needle: [`UNTESTED`] (a filter in memory: test it when
+    /// Per row and needle: [`UNTESTED`] (a filter in memory: test it when
     /// asked), [`MAY`], [`NOT`] or [`UNREADABLE`].
     pub(super) verdicts: Vec<u8>,
 }
@@ -117,14 +180,32 @@ pub(super) const PASS_GAP: u64 = 64 << 10;
 impl<'a> FilterPass<'a> {
     /// The verdicts of the stored filters of `docs` (whose roster is
     /// `roster`) on `needles`.
+    #[cfg(test)]
     pub(super) fn new(docs: &'a [Arc<Doc>], roster: &Roster, needles: &'a [&'a Needle], keep: bool) -> FilterPass<'a> {
+        Self::over(docs, None, roster, needles, keep)
+    }
+
+    /// The verdicts of the stored filters of the docs at `rows` (all of
+    /// `docs` when `None`; positions ascending) on `needles`, whose roster is
+    /// `roster`: the pass costs the rows, not the docs.
+    pub(super) fn over(
+        docs: &'a [Arc<Doc>],
+        rows: Option<&'a [u32]>,
+        roster: &Roster,
+        needles: &'a [&'a Needle],
+        keep: bool,
+    ) -> FilterPass<'a> {
         let n = needles.len();
-        let mut verdicts = vec![UNTESTED; docs.len() * n];
+        let count = rows.map_or(docs.len(), <[u32]>::len);
+        let doc_at = |row: usize| rows.map_or(row, |r| r[row] as usize);
+        let mut verdicts = vec![UNTESTED; count * n];
         // What the docs' vocabularies rule out first, from the roster (no
         // doc touched): a stored filter is read only for a doc they leave
         // a needle open for. A doc without body holds nothing.
-        for (i, _) in roster.of.iter().enumerate().filter(|(_, (slot, _))| *slot == NO_BODY) {
-            verdicts[i * n..(i + 1) * n].fill(NOT);
+        for row in 0..count {
+            if roster.of[doc_at(row)].0 == NO_BODY {
+                verdicts[row * n..(row + 1) * n].fill(NOT);
+            }
         }
         for (j, needle) in needles.iter().enumerate() {
             for (slot, dict) in roster.dicts.iter().enumerate() {
@@ -132,18 +213,18 @@ impl<'a> FilterPass<'a> {
                     if *verdict == Verdict::Any {
                         return;
                     }
-                    for (i, &(at, serial)) in roster.of.iter().enumerate() {
+                    for row in 0..count {
+                        let (at, serial) = roster.of[doc_at(row)];
                         if at == slot as u32 && !verdict.admits(serial) {
-                            verdicts[i * n + j] = NOT;
+                            verdicts[row * n + j] = NOT;
                         }
                     }
                 });
             }
         }
         // The stored filters not in memory, by file and then by offset.
-        let mut stored: Vec<(usize, &StoredBits)> = docs
-            .iter()
-            .enumerate()
+        let mut stored: Vec<(usize, &StoredBits)> = (0..count)
+            .map(|row| (row, &docs[doc_at(row)]))
             .filter(|(i, d)| verdicts[i * n..(i + 1) * n].contains(&UNTESTED) && !d.lengths.is_empty())
             .filter_map(|(i, d)| match &d.bloom.bits {
                 Bits::Stored(b) if b.kept.get().is_none() => Some((i, &**b)),
@@ -184,26 +265,27 @@ impl<'a> FilterPass<'a> {
                     continue;
                 };
                 for (v, needle) in row.iter_mut().zip(needles).filter(|(v, _)| **v == UNTESTED) {
-                    *v = if docs[i].may_contain_in(bits, needle) { MAY } else { NOT };
+                    *v = if docs[doc_at(i)].may_contain_in(bits, needle) { MAY } else { NOT };
                 }
                 if keep {
                     drop(b.kept.set(bits.into()));
                 }
             }
         }
-        FilterPass { docs, needles, verdicts }
+        FilterPass { docs, rows, needles, verdicts }
     }
 
-    /// Whether doc `at` may hold needle `needle` (an index into the needles
-    /// the pass was made with); [`Unreadable`] when its stored filter
-    /// could not be read back or did not match its checksum.
-    pub(super) fn may(&self, at: usize, needle: usize) -> Result<bool, Unreadable> {
-        match self.verdicts[at * self.needles.len() + needle] {
+    /// Whether the doc of row `row` (its position among the docs, when the
+    /// pass is over all of them) may hold needle `needle` (an index into
+    /// the needles the pass was made with); [`Unreadable`] when its stored
+    /// filter could not be read back or did not match its checksum.
+    pub(super) fn may(&self, row: usize, needle: usize) -> Result<bool, Unreadable> {
+        match self.verdicts[row * self.needles.len() + needle] {
             MAY => Ok(true),
             NOT => Ok(false),
             UNREADABLE => Err(Unreadable),
             _ => {
-                let doc = &self.docs[at];
+                let doc = &self.docs[self.rows.map_or(row, |r| r[row] as usize)];
                 if doc.lengths.is_empty() {
                     return Ok(false);
                 }

@@ -13,7 +13,7 @@ use super::hit::{Hit, Key, Prospect};
 use super::needle::Needle;
 use super::pass::FilterPass;
 use super::query::{Finders, Query};
-use super::set::{has, SearchSet};
+use super::set::{union, Headers, SearchSet, Work};
 use super::snippet::whole;
 use super::stored::Unreadable;
 use super::verify::{in_order, VERIFIERS};
@@ -23,10 +23,11 @@ use crate::host::{rank, MatchField, SessionHeader, Target};
 
 /// What [`SearchSet::search`] found: the hits, and the sessions (by index) whose
 /// stored filter or text it could not read; when there are any, the hits
-/// may miss those sessions and must not be used.
+/// may miss those sessions and must not be used. And what it touched.
 pub(crate) struct Scored {
     pub(crate) hits: Vec<Hit>,
     pub(crate) unreadable: Vec<usize>,
+    pub(crate) work: Work,
 }
 
 impl SearchSet {
@@ -39,7 +40,7 @@ impl SearchSet {
     pub(crate) fn search(
         &self,
         query: &Query,
-        sessions: &[&SessionHeader],
+        sessions: Headers<'_>,
         target: &Target,
         limit: usize,
         keep_filters: bool,
@@ -53,22 +54,39 @@ impl SearchSet {
         };
         let phrase_at = needles.len() - 1;
         let docs = &self.docs[..];
-        let filters = FilterPass::new(docs, &self.roster, &needles, keep_filters);
-        // Per word, the sessions holding it in their id, cwd or title (one
-        // scan of the packed fields each), which no filter covers.
-        let in_fields: Vec<Vec<u64>> = query.words.iter().map(|w| self.fields.holding(w)).collect();
+        let indexed = self.indexed();
+        let mut work = Work::default();
+        // Per word, the sessions holding it in their id, cwd or title
+        // (ascending), which no filter covers.
+        let in_fields: Vec<Vec<u32>> = query.words.iter().map(|w| self.fields.holding(w, indexed, &mut work)).collect();
+        // The sessions that may hold every word: for each word the
+        // vocabularies can tell of, those holding it in a field or left
+        // open for it in their body; every session when none can tell.
+        let rows = indexed.then(|| self.open_for(query, &in_fields)).flatten();
+        let filters = FilterPass::over(docs, rows.as_deref(), &self.roster, &needles, keep_filters);
+        let count = rows.as_ref().map_or(sessions.len(), Vec::len);
+        work.sessions += count as u64;
+        // Where each word's list of field holders is at (the rows ascend).
+        let mut cursors = vec![0usize; in_fields.len()];
         let mut prospects = Vec::new();
         let mut unreadable = Vec::new();
-        for at in 0..sessions.len() {
-            if at % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
+        for row in 0..count {
+            let at = rows.as_ref().map_or(row, |r| r[row] as usize);
+            if row % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
                 return Err(Error::cancelled());
             }
             // Every word in a field or maybe in the body (the words in order,
             // up to the first that is in neither).
             let mut passed = Ok(true);
+            let mut every_word = true;
             for (j, held) in in_fields.iter().enumerate() {
-                if !has(held, at) {
-                    passed = filters.may(at, j);
+                let c = &mut cursors[j];
+                while held.get(*c).is_some_and(|&h| (h as usize) < at) {
+                    *c += 1;
+                }
+                if held.get(*c) != Some(&(at as u32)) {
+                    every_word = false;
+                    passed = filters.may(row, j);
                     if passed != Ok(true) {
                         break;
                     }
@@ -82,11 +100,11 @@ impl SearchSet {
                     continue;
                 }
             }
-            let (s, doc) = (sessions[at], &docs[at]);
-            let (tier, settled) = match in_a_field(s, doc, &query.phrase, in_fields.iter().all(|held| has(held, at))) {
+            let (s, doc) = (sessions.get(at), &docs[at]);
+            let (tier, settled) = match in_a_field(s, doc, &query.phrase, every_word) {
                 Some(found) => found,
                 // (Its filter was readable for the words, so for the phrase.)
-                None if filters.may(at, phrase_at).unwrap_or(true) => (1, None),
+                None if filters.may(row, phrase_at).unwrap_or(true) => (1, None),
                 None => (2, None),
             };
             let key = Key {
@@ -137,7 +155,25 @@ impl SearchSet {
         }
         hits.sort_by_key(|h| h.key);
         hits.truncate(limit);
-        Ok(Scored { hits, unreadable })
+        Ok(Scored { hits, unreadable, work })
+    }
+
+    /// The sessions (ascending) that may hold every word of `query` whose
+    /// holders can be told without passing over every session: those
+    /// holding it in a field (`in_fields`, per word) or whose body the
+    /// vocabularies leave open for it ([`Roster::body`](super::pass::Roster::body)).
+    /// `None` when the vocabularies can tell of no word.
+    fn open_for(&self, query: &Query, in_fields: &[Vec<u32>]) -> Option<Vec<u32>> {
+        let mut open: Option<Vec<u32>> = None;
+        for (word, fields) in query.words.iter().zip(in_fields) {
+            let Some(body) = self.roster.body(word) else { continue };
+            let holders = union(vec![body, fields.clone()]);
+            open = Some(match open {
+                None => holders,
+                Some(was) => was.into_iter().filter(|at| holders.binary_search(at).is_ok()).collect(),
+            });
+        }
+        open
     }
 }
 

@@ -10,6 +10,7 @@ use super::fold::{fold, fold_into, original_offset};
 use super::hit::{Hit, Key, Prospect};
 use super::needle::Finder;
 use super::query::Finders;
+use super::set::Headers;
 use super::snippet::{snippet, whole};
 use super::stored::Unreadable;
 use crate::host::{MatchField, SessionHeader};
@@ -36,7 +37,7 @@ pub(super) const VERIFIERS: usize = 4;
 /// this thread verifies them alone, when `f` asks.
 pub(super) fn in_order(
     prospects: &[Prospect],
-    sessions: &[&SessionHeader],
+    sessions: Headers<'_>,
     docs: &[Arc<Doc>],
     finders: &Finders,
     threads: usize,
@@ -44,7 +45,7 @@ pub(super) fn in_order(
 ) {
     let verify_one = |p: &Prospect, stop: &AtomicBool| match p.settled {
         Some(_) => Ok(None),
-        None => verify(finders, sessions[p.at], &docs[p.at], p.key, p.at, stop),
+        None => verify(finders, sessions.get(p.at), &docs[p.at], p.key, p.at, stop),
     };
     let open = prospects.iter().filter(|p| p.settled.is_none()).count();
     let threads = threads.min(open);

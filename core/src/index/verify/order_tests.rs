@@ -40,7 +40,7 @@ type Seen = (usize, Option<(u8, Option<u64>, String)>);
 /// and stopped after `stop_after` hits.
 fn seen(threads: usize, stop_after: usize, query: &str) -> Vec<Seen> {
     let (sessions, docs) = corpus(120);
-    let sessions: Vec<&SessionHeader> = sessions.iter().collect();
+    let sessions = Headers::all(&sessions);
     let query = Query::parse(query).unwrap();
     let finders = Finders::of(&query);
     let prospects: Vec<Prospect> = (0..sessions.len())
@@ -53,7 +53,7 @@ fn seen(threads: usize, stop_after: usize, query: &str) -> Vec<Seen> {
         .collect();
     let mut out = Vec::new();
     let mut hits = 0;
-    in_order(&prospects, &sessions, &docs, &finders, threads, |p, verified| {
+    in_order(&prospects, sessions, &docs, &finders, threads, |p, verified| {
         let hit = verified().expect("readable");
         hits += usize::from(hit.is_some() || p.settled.is_some());
         out.push((p.at, hit.map(|h| (h.key.tier, h.message_index, h.snippet))));

@@ -413,7 +413,11 @@ impl FilterIndex {
                     }
                     (_, Some(&b)) => {
                         let list = self.grams.entry(b).or_default();
-                        if let Err(at) = list.binary_search(&e) {
+                        // Entries are made in order: most land at the end
+                        // (no search through a long list).
+                        if list.last().is_none_or(|&last| last < e) {
+                            list.push(e);
+                        } else if let Err(at) = list.binary_search(&e) {
                             list.insert(at, e);
                         }
                         j += 1;

@@ -148,6 +148,16 @@ impl Resolver {
         (work.checked, work.remade, work.matched)
     }
 
+    /// What the built-in search touched so far: sessions whose id, cwd
+    /// and title it tested, and sessions it looked at past those fields
+    /// (their docs' filters or vocabularies asked). For tests and
+    /// benchmarks: what a warm search costs.
+    #[doc(hidden)]
+    pub fn discovery_search_work(&self) -> (u64, u64) {
+        let work = self.discovery.search_work();
+        (work.fields, work.sessions)
+    }
+
     /// `limit`, or the configured candidate limit; an explicit limit must
     /// be a positive safe integer (`what` names it in the error).
     pub(crate) fn limit_or_default(&self, limit: Option<u64>, what: &str) -> Result<u64> {

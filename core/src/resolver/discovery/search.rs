@@ -246,12 +246,12 @@ impl Resolver {
                 _ if early => {
                     let (docs, count) = self.held(&picked.refs(), fps);
                     held = count;
-                    Arc::new(SearchSet::new(&picked.refs(), docs))
+                    Arc::new(SearchSet::new(picked.headers(), docs))
                 }
                 _ => {
                     let sessions = picked.refs();
                     let (docs, built) = self.indexed(&sessions, fps, None).await;
-                    let set = Arc::new(SearchSet::new(&sessions, docs));
+                    let set = Arc::new(SearchSet::new(picked.headers(), docs));
                     let kept = (!built).then(|| (generation, Arc::clone(&set)));
                     if let Some(memo) = SearchMemo::new(listed, target, scope, picked, kept) {
                         *self.discovery.search_memo() = Some(memo);
@@ -269,19 +269,20 @@ impl Resolver {
             let keep = self.discovery.docs.keeps_filters();
             let turn = scoring_turn().await;
             let work = tokio::task::spawn_blocking(move || {
-                let scored = s.search(&query, &p.refs(), &t, limit, keep, token.as_ref());
+                let scored = s.search(&query, p.headers(), &t, limit, keep, token.as_ref());
                 (query, scored)
             });
             let (back, scored) = work.await.map_err(|_| Error::new(ErrorCode::ReadFailed, "searching panicked"))?;
             drop(turn);
             let scored = scored?;
+            self.discovery.count_search_work(scored.work);
             if scored.unreadable.is_empty() {
-                let sessions = picked.refs();
+                let sessions = picked.headers();
                 let results = scored
                     .hits
                     .into_iter()
                     .map(|h| {
-                        let (s, doc) = (sessions[h.at], &set.docs[h.at]);
+                        let (s, doc) = (sessions.get(h.at), &set.docs[h.at]);
                         let candidate = super::candidate_from_header(s, doc.title.clone(), &self.config, target);
                         SearchResult {
                             candidate: candidate.with_mention(),

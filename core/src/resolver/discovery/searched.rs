@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::listed::Listed;
 use crate::host::{SearchScope, SessionHeader, SharedListing, Target};
-use crate::index::SearchSet;
+use crate::index::{Headers, SearchSet};
 
 /// The sessions a search looks at: their positions in the listing, which
 /// is shared (with the blocking pool too), so no header is copied.
@@ -22,6 +22,11 @@ impl Picked {
     /// The picked sessions, in order.
     pub(super) fn refs(&self) -> Vec<&SessionHeader> {
         self.at.iter().map(|&i| &self.all[i]).collect()
+    }
+
+    /// The picked sessions, in order, without a list of them made.
+    pub(super) fn headers(&self) -> Headers<'_> {
+        Headers::at(&self.all, &self.at)
     }
 }
 

@@ -92,6 +92,9 @@ pub(crate) struct DiscoveryCache {
     index_changed: std::sync::atomic::AtomicBool,
     /// The indexing runs (`background.rs`).
     pub(crate) indexing: super::background::Indexing,
+    /// What the searches touched so far (for tests: what a warm search
+    /// costs).
+    search_work: Mutex<crate::index::SearchWork>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -121,6 +124,18 @@ impl DiscoveryCache {
     pub(crate) fn prune_unlisted(&self) {
         let Some(listed) = lock(&self.last_listed).clone() else { return };
         self.retain_ids(&listed);
+    }
+
+    /// Adds what one search touched to the count.
+    pub(super) fn count_search_work(&self, work: crate::index::SearchWork) {
+        let mut sum = lock(&self.search_work);
+        sum.fields += work.fields;
+        sum.sessions += work.sessions;
+    }
+
+    /// What the searches touched so far.
+    pub(super) fn search_work(&self) -> crate::index::SearchWork {
+        *lock(&self.search_work)
     }
 
     /// The last search's [`SearchMemo`](super::searched::SearchMemo).

@@ -105,7 +105,7 @@ pub(crate) struct Snapshot {
     pub encoding: Option<Encoding>,
     /// Each session's position, made when first needed and carried into
     /// the next listing while the sessions and their order stay the same.
-    by_id: OnceLock<Arc<HashMap<String, usize>>>,
+    by_id: OnceLock<Arc<HashedPositions>>,
     /// The headers and fingerprints as one shared listing, made once.
     shared: OnceLock<SharedListing>,
 }
@@ -139,10 +139,16 @@ impl Snapshot {
     }
 
     fn position(&self, id: &str) -> Option<usize> {
-        let by_id = self.by_id.get_or_init(|| {
-            Arc::new(self.sessions.iter().enumerate().map(|(i, l)| (l.header.id.clone(), i)).collect())
-        });
-        by_id.get(id).copied()
+        let id_at = |i: usize| self.sessions.get(i).map(|l| l.header.id.as_bytes());
+        self.ids().find(id.as_bytes(), id_at)
+    }
+
+    /// Each session's position by its id, made now if not yet (a watched
+    /// listing makes it with the listing: its first change then costs
+    /// what changed).
+    fn ids(&self) -> &HashedPositions {
+        self.by_id
+            .get_or_init(|| Arc::new(HashedPositions::new(self.sessions.iter().map(|l| Some(l.header.id.as_bytes())))))
     }
 
     /// The listed session of each of `ids` (same order; see
@@ -186,19 +192,26 @@ struct Walked {
     /// every read into a list of its own, so the list holds pointers.)
     dirs: Vec<Option<Box<Dir>>>,
     /// The step of each session directory, made when first needed (only
-    /// a watcher's events name directories by path).
-    /// (Keyed by the path's bytes: hashing a `Path` walks its components.)
-    index: OnceLock<HashMap<std::ffi::OsString, usize>>,
+    /// a watcher's events name directories by path; a watched walk makes
+    /// it at once). (Keyed by the path's bytes: hashing a `Path` walks its
+    /// components.)
+    index: OnceLock<HashedPositions>,
 }
 
 impl Walked {
+    /// The path of the session directory of step `i`.
+    fn path_of(&self, i: usize) -> Option<&[u8]> {
+        Some(self.steps.get(i)?.as_ref().ok()?.2.as_os_str().as_encoded_bytes())
+    }
+
+    /// The step of each session directory, made now if not yet.
+    fn index(&self) -> &HashedPositions {
+        self.index.get_or_init(|| HashedPositions::new((0..self.steps.len()).map(|i| self.path_of(i))))
+    }
+
     /// The step of the session directory at `path`.
     fn step_of(&self, path: &Path) -> Option<usize> {
-        let index = self.index.get_or_init(|| {
-            let paths = self.steps.iter().enumerate().filter_map(|(i, s)| Some((i, &s.as_ref().ok()?.2)));
-            paths.map(|(i, path)| (path.as_os_str().to_owned(), i)).collect()
-        });
-        index.get(path.as_os_str()).copied()
+        self.index().find(path.as_os_str().as_encoded_bytes(), |i| self.path_of(i))
     }
 
     /// Takes out the read of each session directory of `steps` that this
@@ -289,6 +302,12 @@ impl ListingCache {
                     .map_err(|_| io::Error::other("watching was refused twice"))?
             }
         }?;
+        if self.watcher.is_some() {
+            // A change is patched into the listing by its session's
+            // position: found from the first change on without a pass over
+            // the listing.
+            snapshot.ids();
+        }
         let snapshot = Arc::new(snapshot);
         self.current = Some(snapshot.clone());
         Ok(snapshot)
@@ -504,6 +523,11 @@ impl ListingCache {
             // Keep the reads of the session directories still there.
             let dirs = self.walked.take().unwrap_or_default().take_reads(&steps);
             let walked = Walked { root_rejected, steps, dirs, index: OnceLock::new() };
+            if self.watcher.is_some() {
+                // Events name directories by path: found by it from the
+                // first change on without a pass over the walk.
+                walked.index();
+            }
             if let Some(w) = self.watcher.as_mut() {
                 w.retain(|d| d == root || d.parent() == Some(root) || walked.step_of(d).is_some());
             }
@@ -793,6 +817,45 @@ fn patch(previous: Arc<Snapshot>, reads: &[DirRead], outcomes: &[Outcome]) -> Op
 
 /// The kernel refused a watch.
 struct Refused;
+
+/// Positions found by their key's hash: `(hash, position)`, sorted, so
+/// that a key is found by a binary search and checked against the key at
+/// the position found (two keys may share a hash). Made by hashing each
+/// key once and one sort: no key copied.
+#[derive(Debug, Default)]
+pub(crate) struct HashedPositions(Box<[(u64, u32)]>);
+
+impl HashedPositions {
+    /// The positions of `keys` (by their place; `None`: no key there).
+    fn new<'a>(keys: impl Iterator<Item = Option<&'a [u8]>>) -> HashedPositions {
+        let mut all: Vec<(u64, u32)> =
+            keys.enumerate().filter_map(|(i, k)| Some((key_hash(k?), u32::try_from(i).ok()?))).collect();
+        all.sort_unstable();
+        HashedPositions(all.into())
+    }
+
+    /// The first position whose key (`key_at`) is `key`.
+    fn find<'a>(&self, key: &[u8], key_at: impl Fn(usize) -> Option<&'a [u8]>) -> Option<usize> {
+        let h = key_hash(key);
+        let from = self.0.partition_point(|&(x, _)| x < h);
+        self.0[from..].iter().take_while(|&&(x, _)| x == h).map(|&(_, i)| i as usize).find(|&i| key_at(i) == Some(key))
+    }
+}
+
+/// A hash of `bytes`, eight at a time.
+fn key_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    h ^ (h >> 32)
+}
 
 fn listed(header: Header, found: Found, stamp: Stamp) -> Listed {
     Listed {
