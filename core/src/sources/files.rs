@@ -54,7 +54,7 @@ pub trait SessionFiles: Clone + Send + Sync + 'static {
     /// conversation yet). `file` is open at its start; `identity` is its
     /// identity as opened. `root` is opened once for a whole listing: a
     /// format that reads a file beside each session's (its metadata,
-    /// [`Under::companion`]) opens it relative to it.
+    /// `Under::companion`) opens it relative to it.
     fn heads(&self, root: &Under<'_>, rel: &[OsString], file: File, identity: &FileIdentity) -> io::Result<Vec<Head>>;
 
     /// Session `bare` of the file at `rel`: its current conversation.
