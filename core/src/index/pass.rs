@@ -24,6 +24,10 @@ pub(super) struct Roster {
     of: Vec<(u32, u32)>,
     /// Whether some doc is [`NO_VOCABULARY`] (never ruled out).
     uncovered: bool,
+    /// Whether some doc's filter was left in a cache file (a search reads
+    /// the filters not yet kept in one pass); else no doc is looked at for
+    /// it.
+    stored: bool,
     /// The docs by dictionary and serial, made when first asked for
     /// ([`Self::body`]).
     serials: OnceLock<Serials>,
@@ -62,7 +66,8 @@ impl Roster {
             })
             .collect::<Vec<_>>();
         let uncovered = of.iter().any(|&(at, _)| at == NO_VOCABULARY);
-        Roster { dicts, of, uncovered, serials: OnceLock::new() }
+        let stored = docs.iter().any(|d| matches!(d.bloom.bits, Bits::Stored(_)));
+        Roster { dicts, of, uncovered, stored, serials: OnceLock::new() }
     }
 
     fn serials(&self) -> &Serials {
@@ -223,7 +228,7 @@ impl<'a> FilterPass<'a> {
             }
         }
         // The stored filters not in memory, by file and then by offset.
-        let mut stored: Vec<(usize, &StoredBits)> = (0..count)
+        let mut stored: Vec<(usize, &StoredBits)> = (0..if roster.stored { count } else { 0 })
             .map(|row| (row, &docs[doc_at(row)]))
             .filter(|(i, d)| verdicts[i * n..(i + 1) * n].contains(&UNTESTED) && !d.lengths.is_empty())
             .filter_map(|(i, d)| match &d.bloom.bits {
