@@ -3,6 +3,7 @@
 //! and verified on their text in that order only while they can still
 //! enter the top `limit`.
 
+use std::cell::Cell;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -64,40 +65,17 @@ impl SearchSet {
         // open for it in their body; every session when none can tell.
         let rows = indexed.then(|| self.open_for(query, &in_fields)).flatten();
         let filters = FilterPass::over(docs, rows.as_deref(), &self.roster, &needles, keep_filters);
-        let count = rows.as_ref().map_or(sessions.len(), Vec::len);
-        work.sessions += count as u64;
-        // Where each word's list of field holders is at (the rows ascend).
-        let mut cursors = vec![0usize; in_fields.len()];
-        let mut prospects = Vec::new();
+        let at_of = |row: usize| rows.as_ref().map_or(row, |r| r[row] as usize);
         let mut unreadable = Vec::new();
-        for row in 0..count {
-            let at = rows.as_ref().map_or(row, |r| r[row] as usize);
-            if row % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
-                return Err(Error::cancelled());
-            }
-            // Every word in a field or maybe in the body (the words in order,
-            // up to the first that is in neither).
-            let mut passed = Ok(true);
-            let mut every_word = true;
+        // A session's prospect: every word in a field or maybe in its body
+        // (the words in order, up to the first in neither), with the best
+        // tier it can reach; `every_word` is whether each word is in one of
+        // its fields.
+        let prospect = |row: usize, every_word: bool| -> Result<Option<Prospect>, Unreadable> {
+            let at = at_of(row);
             for (j, held) in in_fields.iter().enumerate() {
-                let c = &mut cursors[j];
-                while held.get(*c).is_some_and(|&h| (h as usize) < at) {
-                    *c += 1;
-                }
-                if held.get(*c) != Some(&(at as u32)) {
-                    every_word = false;
-                    passed = filters.may(row, j);
-                    if passed != Ok(true) {
-                        break;
-                    }
-                }
-            }
-            match passed {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(Unreadable) => {
-                    unreadable.push(at);
-                    continue;
+                if held.binary_search(&(at as u32)).is_err() && !filters.may(row, j)? {
+                    return Ok(None);
                 }
             }
             let (s, doc) = (sessions.get(at), &docs[at]);
@@ -107,27 +85,42 @@ impl SearchSet {
                 None if filters.may(row, phrase_at).unwrap_or(true) => (1, None),
                 None => (2, None),
             };
-            let key = Key {
-                tier,
-                cwd_rank: rank::rank(s.cwd.as_deref(), target),
-                created: s.created_at.as_f64().unwrap_or(0.0),
-                order: at,
-            };
-            prospects.push(Prospect { at, key, settled });
+            let key = Key { tier, cwd_rank: rank::rank(s.cwd.as_deref(), target), created: created(s), order: at };
+            Ok(Some(Prospect { at, key, settled }))
+        };
+        // The sessions with every word in a field (the only ones a field
+        // can settle, tier 0 among them) are made up front, by tier; the
+        // others can reach tier 1 or 2 only, and are walked in the order of
+        // the rest of the key, as far as the ranking asks.
+        let every_word = rows_in_every(&in_fields, rows.as_deref());
+        let mut fielded: [Vec<Prospect>; 3] = Default::default();
+        for &row in &every_word {
+            match prospect(row, true) {
+                Ok(Some(p)) => fielded[usize::from(p.key.tier)].push(p),
+                Ok(None) => {}
+                Err(Unreadable) => unreadable.push(at_of(row)),
+            }
         }
-        prospects.sort_by_key(|p| p.key);
+        fielded.iter_mut().for_each(|tier| tier.sort_by_key(|p| p.key));
+        let [tier0, tier1, mut tier2] = fielded;
+        let walk = self.walk_order(sessions, rows.as_deref(), target);
         let finders = Finders::of(query);
         let mut hits: Vec<Hit> = Vec::new();
         let mut best: BinaryHeap<Key> = BinaryHeap::new();
-        let mut cancelled = false;
+        // Whether the ranking is full or the search cancelled (`take`
+        // broke), and the prospects whose text could not be read.
+        let (done, cancelled) = (Cell::new(false), Cell::new(false));
+        let mut lost = Vec::new();
         let searching = Searching::start();
         let threads = searching.verifiers();
-        in_order(&prospects, sessions, docs, &finders, threads, |p, verified| {
+        let mut take = |p: &Prospect, verified: &mut dyn FnMut() -> Result<Option<Hit>, Unreadable>| {
             if best.len() >= limit && best.peek().is_some_and(|worst| *worst < p.key) {
+                done.set(true);
                 return ControlFlow::Break(());
             }
             if cancel.is_some_and(CancelToken::is_cancelled) {
-                cancelled = true;
+                cancelled.set(true);
+                done.set(true);
                 return ControlFlow::Break(());
             }
             let hit = match (&p.settled, verified()) {
@@ -136,7 +129,7 @@ impl SearchSet {
                 }
                 (None, Ok(hit)) => hit,
                 (None, Err(Unreadable)) => {
-                    unreadable.push(p.at);
+                    lost.push(p.at);
                     None
                 }
             };
@@ -148,9 +141,62 @@ impl SearchSet {
                 hits.push(hit);
             }
             ControlFlow::Continue(())
-        });
+        };
+        // The prospects in the order of their keys, given to the
+        // verification a piece at a time (pieces growing from about the
+        // limit), until the ranking is full.
+        let mut piece: Vec<Prospect> = tier0;
+        let mut size = limit.max(16) + 2 * VERIFIERS;
+        let mut later: Vec<Prospect> = Vec::new();
+        let mut walked = 0u64;
+        let mut fielded1 = tier1.into_iter().peekable();
+        let mut next = 0;
+        loop {
+            // The walk's next prospect of tier 1 (those of tier 2 kept for
+            // later), merged with the fielded ones of tier 1.
+            let mut walked_one = None;
+            while walked_one.is_none() && next < walk.len() {
+                let row = walk[next] as usize;
+                next += 1;
+                if every_word.binary_search(&row).is_ok() {
+                    continue;
+                }
+                walked += 1;
+                if walked % 256 == 0 && cancel.is_some_and(CancelToken::is_cancelled) {
+                    return Err(Error::cancelled());
+                }
+                match prospect(row, false) {
+                    Ok(Some(p)) if p.key.tier == 1 => walked_one = Some(p),
+                    Ok(Some(p)) => later.push(p),
+                    Ok(None) => {}
+                    Err(Unreadable) => unreadable.push(at_of(row)),
+                }
+            }
+            let ended = walked_one.is_none();
+            while let Some(f) = fielded1.next_if(|f| walked_one.as_ref().is_none_or(|w| f.key < w.key)) {
+                piece.push(f);
+            }
+            piece.extend(walked_one);
+            if piece.len() >= size || ended {
+                if ended {
+                    // Tier 2: the fielded ones and the walk's, merged.
+                    piece.append(&mut tier2);
+                    piece.append(&mut later);
+                    let from = piece.partition_point(|p| p.key.tier < 2);
+                    piece[from..].sort_by_key(|p| p.key);
+                }
+                in_order(&piece, sessions, docs, &finders, threads, &mut take);
+                piece.clear();
+                size = (size * 2).min(MOST_IN_A_PIECE);
+                if done.get() || ended {
+                    break;
+                }
+            }
+        }
+        work.sessions += walked + every_word.len() as u64;
         drop(searching);
-        if cancelled {
+        unreadable.append(&mut lost);
+        if cancelled.get() {
             return Err(Error::cancelled());
         }
         hits.sort_by_key(|h| h.key);
@@ -174,6 +220,73 @@ impl SearchSet {
             });
         }
         open
+    }
+}
+
+/// The most prospects given to the verification at once: the walk stops
+/// this soon after the ranking is full.
+const MOST_IN_A_PIECE: usize = 4096;
+
+/// A session's `createdAt` as the ranking compares it.
+fn created(s: &SessionHeader) -> f64 {
+    s.created_at.as_f64().unwrap_or(0.0)
+}
+
+/// The rows (ascending) whose session holds every word in a field: the
+/// sessions in each of `in_fields` (positions, ascending, one list per
+/// word), as rows of `rows` (every session when `None`; positions
+/// ascending, holding every field holder).
+fn rows_in_every(in_fields: &[Vec<u32>], rows: Option<&[u32]>) -> Vec<usize> {
+    let Some((first, others)) = in_fields.split_first() else { return Vec::new() };
+    first
+        .iter()
+        .filter(|at| others.iter().all(|held| held.binary_search(at).is_ok()))
+        .filter_map(|&at| match rows {
+            Some(rows) => rows.binary_search(&at).ok(),
+            None => Some(at as usize),
+        })
+        .collect()
+}
+
+impl SearchSet {
+    /// The rows of a search over `rows` (positions ascending; every
+    /// session when `None`) in the order of the ranking's key past the
+    /// tier: cwd rank for `target`, newer `createdAt`, listing order. The
+    /// order by `createdAt` is made once per set; a few rows are sorted
+    /// alone.
+    fn walk_order(&self, sessions: Headers<'_>, rows: Option<&[u32]>, target: &Target) -> Vec<u32> {
+        let key = |at: usize| {
+            let s = sessions.get(at);
+            (rank::rank(s.cwd.as_deref(), target), created(s), at)
+        };
+        let by_key =
+            |a: &(u8, f64, usize), b: &(u8, f64, usize)| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2));
+        if let Some(rows) = rows.filter(|r| r.len() * 8 < sessions.len()) {
+            let mut keyed: Vec<((u8, f64, usize), u32)> =
+                rows.iter().enumerate().map(|(row, &at)| (key(at as usize), row as u32)).collect();
+            keyed.sort_unstable_by(|a, b| by_key(&a.0, &b.0));
+            return keyed.into_iter().map(|(_, row)| row).collect();
+        }
+        let newest = self.newest.get_or_init(|| {
+            let mut all: Vec<u32> = (0..sessions.len() as u32).collect();
+            all.sort_by(|&a, &b| created(sessions.get(b as usize)).total_cmp(&created(sessions.get(a as usize))));
+            all.into()
+        });
+        // The row of each position (`u32::MAX`: not searched).
+        let row_of: Option<Vec<u32>> = rows.map(|rows| {
+            let mut of = vec![u32::MAX; sessions.len()];
+            rows.iter().enumerate().for_each(|(row, &at)| of[at as usize] = row as u32);
+            of
+        });
+        let mut ranked: [Vec<u32>; 3] = Default::default();
+        for &at in newest.iter() {
+            let row = row_of.as_ref().map_or(at, |of| of[at as usize]);
+            if row != u32::MAX {
+                let s = sessions.get(at as usize);
+                ranked[usize::from(rank::rank(s.cwd.as_deref(), target).min(2))].push(row);
+            }
+        }
+        ranked.concat()
     }
 }
 

@@ -235,6 +235,9 @@ pub(crate) struct SearchSet {
     pub(super) roster: Roster,
     /// Searches over it so far: the second on looks its words up.
     searches: AtomicUsize,
+    /// Its sessions' positions, newer `createdAt` first (listing order
+    /// among equals), made by the first search that walks them all.
+    pub(super) newest: std::sync::OnceLock<Box<[u32]>>,
 }
 
 impl SearchSet {
@@ -242,7 +245,7 @@ impl SearchSet {
     pub(crate) fn new(sessions: Headers<'_>, docs: Vec<Arc<Doc>>) -> SearchSet {
         let fields = Fields::new(sessions, &docs);
         let roster = Roster::new(&docs);
-        SearchSet { docs, fields, roster, searches: AtomicUsize::new(0) }
+        SearchSet { docs, fields, roster, searches: AtomicUsize::new(0), newest: Default::default() }
     }
 
     /// Whether this search is to look its words up ([`Grams`] and the
