@@ -433,7 +433,8 @@ fn nothing_starts_a_daemon_when_told_not_to_or_when_it_could_not_answer() {
     let own = alone(&args);
     assert_eq!(own.code, 0, "{}", own.stderr);
     // `--no-daemon`, `DSR_NO_DAEMON`, `CI`: the same output, no daemon.
-    let cases: [(&[&str], Option<(&str, &str)>); 5] = [
+    type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>);
+    let cases: [Case; 5] = [
         (&["--no-daemon"], None),
         (&[], Some(("DSR_NO_DAEMON", "1"))),
         (&[], Some(("DSR_NO_DAEMON", "yes"))),
@@ -538,4 +539,71 @@ fn parallel_first_commands_start_one_daemon() {
         }
     }
     assert_eq!(daemons, vec![status["pid"].as_u64().unwrap()], "one daemon");
+}
+
+#[test]
+fn a_daemon_of_an_older_build_gives_way_to_the_new_one_in_silence() {
+    let daemon = Daemon::none();
+    let root = examples();
+    let args = ["--root", root.to_str().unwrap(), "candidates"];
+    let own = alone(&args);
+    // This program installed as a file of its own, which starts the daemon.
+    let bin = tempfile::tempdir().unwrap();
+    let installed = bin.path().join("dsh-session-ref");
+    let install = || {
+        let fresh = bin.path().join("new");
+        std::fs::copy(env!("CARGO_BIN_EXE_dsh-session-ref"), &fresh).unwrap();
+        std::fs::rename(&fresh, &installed).unwrap();
+    };
+    install();
+    let from = |program: &Path| {
+        let mut c = assert_cmd::Command::new(program);
+        for name in ["DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "GEMINI_CLI_HOME", "CI"] {
+            c.env_remove(name);
+        }
+        c.env_remove("DSR_NO_DAEMON").env("XDG_CACHE_HOME", common::cache_dir());
+        c.env("XDG_RUNTIME_DIR", daemon.runtime.path());
+        run_with(c, &args, None)
+    };
+    let same = |out: Out| assert_eq!((out.code, &out.stdout, &out.stderr), (own.code, &own.stdout, &own.stderr));
+    same(from(&installed));
+    let old = daemon.running()["pid"].as_u64().unwrap();
+    // Another program file (another installation): answered here, nothing
+    // said, the daemon left alone.
+    same(from(Path::new(env!("CARGO_BIN_EXE_dsh-session-ref"))));
+    assert_eq!(daemon.running()["pid"].as_u64(), Some(old));
+    // The same file upgraded: answered here, nothing said; the old daemon
+    // stopped and the new build's started.
+    install();
+    same(from(&installed));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut pid = Some(old);
+    while std::time::Instant::now() < deadline && pid == Some(old) {
+        let out = from(&installed);
+        same(out);
+        let status = daemon.status();
+        pid = if status["running"] == true { status["pid"].as_u64() } else { None };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(pid.is_some_and(|p| p != old), "a new daemon: {pid:?}");
+    assert!(ended(old), "the old daemon ended");
+    // (The drop's `daemon stop` is of another build: stopped by the file.)
+    let mut stop = assert_cmd::Command::new(&installed);
+    stop.env("XDG_RUNTIME_DIR", daemon.runtime.path()).args(["daemon", "stop"]).assert().success();
+}
+
+/// Whether process `pid` has ended (gone, or a zombie not yet reaped).
+fn ended(pid: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -135,8 +135,9 @@ pub(super) fn serve(idle_timeout: u64, lock_fd: Option<RawFd>, first_use: bool) 
 /// The lock handed down as descriptor `fd`, checked to be the file at
 /// `path` (and closed at any later exec).
 fn handed_lock(fd: RawFd, path: &std::path::Path) -> Result<std::fs::File, String> {
-    // SAFETY: fstat of a descriptor number; fails when none is open.
+    // SAFETY: a zeroed `stat` is a valid value of the plain C struct.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat of a descriptor number into `stat`; fails when none is open.
     if fd < 3 || unsafe { libc::fstat(fd, &mut stat) } != 0 {
         return Err(format!("--lock-fd {fd}: no such open file"));
     }
