@@ -578,7 +578,7 @@ fn a_daemon_of_an_older_build_gives_way_to_the_new_one_in_silence() {
     same(from(&installed));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let mut pid = Some(old);
-    while std::time::Instant::now() < deadline && pid == Some(old) {
+    while std::time::Instant::now() < deadline && pid.is_none_or(|p| p == old) {
         let out = from(&installed);
         same(out);
         let status = daemon.status();

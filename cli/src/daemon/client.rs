@@ -155,8 +155,16 @@ fn another_build(detail: &[u8], argv: &[OsString]) {
     }
     let ours = std::env::current_exe().ok();
     if ours.is_some_and(|p| detail["exe"].as_str() == Some(&*p.to_string_lossy())) && !switched_on("CI") {
-        let _ = ask(Kind::Stop);
-        start_on_first_use(argv);
+        // Asked to stop, not waited for (it saves its cache files first):
+        // this build's is started here if it has ended, else by a command
+        // after this one.
+        if let Some(mut stream) = connect() {
+            let mut frame = Frame::default();
+            frame.put(MAGIC).put(&[Kind::Stop as u8]);
+            if stream.write_all(&frame.framed()).is_ok() && read_reply(&mut stream).is_ok() {
+                start_on_first_use(argv);
+            }
+        }
     }
 }
 
