@@ -140,7 +140,8 @@ pub(crate) struct Global {
     /// Read every session afresh and read or write no cache file
     #[arg(long, global = true, overrides_with = "cache")]
     pub(crate) no_cache: bool,
-    /// Answer in this process even when a daemon runs (dsh-session-ref daemon)
+    /// Answer in this process: ask no daemon and start none (as does
+    /// DSR_NO_DAEMON=1; see dsh-session-ref daemon --help)
     #[arg(long, global = true)]
     pub(crate) no_daemon: bool,
 }
@@ -332,8 +333,9 @@ pub(crate) enum Command {
     /// read what (docs/teams.md)
     #[command(after_long_help = USERS_EXAMPLES)]
     Users(UsersArgs),
-    /// Keep one process that answers your commands warm: start, stop or ask
-    /// about it (Linux; the commands use it when it runs, with the same output)
+    /// The one process that answers your commands warm, started by the first
+    /// command that needs it: start, stop or ask about it (Linux; the same
+    /// output either way)
     #[command(after_long_help = DAEMON_EXAMPLES)]
     Daemon(DaemonArgs),
 }
@@ -472,15 +474,21 @@ pub(crate) fn parse_day(s: &str) -> Result<i64, String> {
 /// Examples under `daemon --help`.
 const DAEMON_EXAMPLES: &str = "\
 Examples:
-  dsh-session-ref daemon start       answer every later command from one warm process
+  dsh-session-ref search goal        answered in its own process; starts the daemon
   dsh-session-ref search goal        ... now answered by the daemon (the same output)
   dsh-session-ref daemon status      its pid, what it keeps, how many commands it answered
   dsh-session-ref daemon stop
+  dsh-session-ref daemon start       start it by hand (ends after 60 idle minutes)
 
-A command goes to the daemon when it is yours, the same build, and started
-with the same environment (HOME, XDG_CACHE_HOME, DSH_HOME, ...); otherwise,
-or with --no-daemon, the command runs in its own process. Every change to
-the logs made before a command began is in its answer (docs/store-and-cli.md).";
+A command that reads sessions (candidates, search, prepare, read, show,
+mention) goes to the daemon when it is yours, the same build, and started
+with the same environment (HOME, XDG_CACHE_HOME, DSH_HOME, ...); otherwise
+it runs in its own process. When none runs, the command answers in its own
+process and starts one in the background for the commands after it; that
+daemon ends after 30 minutes without a command. None is started with
+--no-daemon, DSR_NO_DAEMON=1 (which also keeps commands from a running
+one) or CI set. Every change to the logs made before a command began is in
+its answer (docs/store-and-cli.md).";
 
 /// `daemon`.
 #[derive(Args, Debug, Clone)]
@@ -506,6 +514,13 @@ pub(crate) enum DaemonCommand {
         /// End after this many minutes without a command (0: never)
         #[arg(long, value_name = "MINUTES", default_value_t = 0)]
         idle_timeout: u64,
+        /// The descriptor of the daemon's lock, taken for it by the process
+        /// that started it (so that no other can start meanwhile)
+        #[arg(long, value_name = "FD", hide = true)]
+        lock_fd: Option<i32>,
+        /// Started by a command that found no daemon (said in its status)
+        #[arg(long, hide = true)]
+        first_use: bool,
     },
 }
 

@@ -28,19 +28,63 @@ struct Daemon {
 
 impl Daemon {
     fn start() -> Daemon {
-        let runtime = tempfile::tempdir().unwrap();
-        let daemon = Daemon { runtime };
+        let daemon = Daemon::none();
         let out = daemon.run(&["daemon", "start", "--idle-timeout", "5"]);
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(out.stdout.starts_with("the daemon started (pid "), "{}", out.stdout);
         daemon
     }
 
-    /// The command as [`cmd`] makes it, with this daemon's runtime directory.
+    /// A runtime directory of this test's own where no daemon runs yet.
+    fn none() -> Daemon {
+        Daemon { runtime: tempfile::tempdir().unwrap() }
+    }
+
+    /// The command as [`cmd`] makes it, with this daemon's runtime
+    /// directory, asking the daemon (`DSR_NO_DAEMON` unset) and starting
+    /// one on first use (`CI` unset).
     fn cmd(&self) -> assert_cmd::Command {
         let mut c = cmd();
-        c.env("XDG_RUNTIME_DIR", self.runtime.path());
+        c.env("XDG_RUNTIME_DIR", self.runtime.path()).env_remove("DSR_NO_DAEMON").env_remove("CI");
         c
+    }
+
+    /// The daemon's directory.
+    fn dir(&self) -> PathBuf {
+        self.runtime.path().join("dsh-session-ref")
+    }
+
+    /// Its status (`daemon status --json`).
+    fn status(&self) -> Value {
+        let out = self.run(&["daemon", "status", "--json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        serde_json::from_str(&out.stdout).unwrap()
+    }
+
+    /// Its status once it runs (a daemon started on first use answers soon
+    /// after the command that started it ended).
+    fn running(&self) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let status = self.status();
+            if status["running"] == true || std::time::Instant::now() > deadline {
+                assert_eq!(status["running"], true, "no daemon came: {status}");
+                return status;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Whether a daemon runs or is starting: its lock is held (a command
+    /// that starts one takes the lock first and hands it over, so a daemon
+    /// started by a command that has ended holds it by now).
+    fn lock_held(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let Ok(lock) = std::fs::OpenOptions::new().write(true).open(self.dir().join("daemon.lock")) else {
+            return false;
+        };
+        // SAFETY: flock on an open descriptor (released when it is closed).
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
     }
 
     fn run(&self, args: &[&str]) -> Out {
@@ -108,7 +152,8 @@ fn without_message_ids(text: &str) -> String {
 impl Drop for Daemon {
     fn drop(&mut self) {
         let out = self.run(&["daemon", "stop"]);
-        assert!(out.stdout.starts_with("the daemon stopped") || std::thread::panicking(), "{}", out.stdout);
+        let stopped = out.stdout.starts_with("the daemon stopped") || out.stdout.starts_with("no daemon runs");
+        assert!(stopped || std::thread::panicking(), "{}", out.stdout);
     }
 }
 
@@ -258,6 +303,7 @@ fn start_stop_and_status_say_what_runs() {
     assert!(again.stdout.starts_with("the daemon already runs (pid "), "{}", again.stdout);
     let status = daemon.run(&["daemon", "status"]);
     assert!(status.stdout.contains("commands answered: 0"), "{}", status.stdout);
+    assert!(!status.stdout.contains("started: by a command"), "{}", status.stdout);
     let root = examples();
     daemon.run(&["--root", root.to_str().unwrap(), "candidates"]);
     let status = daemon.run(&["daemon", "status"]);
@@ -277,9 +323,12 @@ fn start_stop_and_status_say_what_runs() {
     assert!(!dir.join("daemon.sock").exists(), "the socket goes with it");
     let status = daemon.run(&["daemon", "status", "--json"]);
     assert_eq!(status.stdout.trim(), r#"{"running":false}"#);
-    // Commands run in their own process again.
-    let out = daemon.run(&["--root", root.to_str().unwrap(), "candidates"]);
+    // Commands run in their own process again (and, under CI, start none).
+    let mut ci = daemon.cmd();
+    ci.env("CI", "true");
+    let out = run_with(ci, &["--root", root.to_str().unwrap(), "candidates"], None);
     assert_eq!(out.code, 0);
+    assert!(!daemon.lock_held());
     // SIGTERM ends it as `stop` does: the socket goes, nothing is left running.
     let out = daemon.run(&["daemon", "start", "--json"]);
     let pid = serde_json::from_str::<Value>(&out.stdout).unwrap()["pid"].as_i64().unwrap();
@@ -324,4 +373,237 @@ fn a_closed_pipe_ends_the_caller_as_it_ends_a_command_alone() {
     }
     // The daemon answers on.
     assert_eq!(daemon.same(&["--root", root.to_str().unwrap(), "candidates"]).code, 0);
+}
+
+/// The output of `args` in the command's own process, where no daemon runs.
+fn alone(args: &[&str]) -> Out {
+    let none = Daemon::none();
+    run_with(none.cmd(), &[&["--no-daemon"], args].concat(), None)
+}
+
+#[test]
+fn a_first_command_starts_the_daemon_and_the_next_is_answered_by_it() {
+    let daemon = Daemon::none();
+    let root = examples();
+    let args = ["--root", root.to_str().unwrap(), "search", "goal", "--json"];
+    assert_eq!(daemon.status()["running"], false);
+    // The first answers in its own process, with the same output, and
+    // starts the daemon in the background.
+    let first = daemon.run(&args);
+    let own = alone(&args);
+    assert_eq!((first.code, &first.stdout, &first.stderr), (own.code, &own.stdout, &own.stderr));
+    let status = daemon.running();
+    assert_eq!(status["startedOnFirstUse"], true, "{status}");
+    assert_eq!(status["idleTimeoutMinutes"], 30, "{status}");
+    assert_eq!(status["commands"], 0, "the first command answered itself: {status}");
+    // Its log beside its socket, both private.
+    use std::os::unix::fs::PermissionsExt;
+    for file in ["daemon.log", "daemon.sock"] {
+        let mode = std::fs::metadata(daemon.dir().join(file)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    let text = daemon.run(&["daemon", "status"]);
+    assert!(text.stdout.contains("started: by a command that found none running"), "{}", text.stdout);
+    assert!(text.stdout.contains("ends: after 30 minutes without a command"), "{}", text.stdout);
+    // The second is answered by it: the same bytes.
+    let second = daemon.same(&args);
+    assert_eq!(second.stdout, own.stdout);
+    assert_eq!(daemon.answered(), 1, "the second call, and only it");
+    // Its process is detached: a session of its own, its working directory
+    // `/`, nothing open but its standard descriptors, its lock, its socket
+    // and what it reads and watches.
+    let pid = status["pid"].as_u64().unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    assert_eq!(fields[3], pid.to_string(), "the leader of its own session: {stat}");
+    assert_eq!(std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap(), Path::new("/"));
+    let mut pipes = 0;
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten() {
+        let target = std::fs::read_link(fd.path()).unwrap_or_default();
+        pipes += usize::from(target.to_string_lossy().starts_with("pipe:"));
+    }
+    assert_eq!(pipes, 0, "it holds no pipe of its caller's");
+}
+
+#[test]
+fn nothing_starts_a_daemon_when_told_not_to_or_when_it_could_not_answer() {
+    let root = examples();
+    let root = root.to_str().unwrap();
+    let args = ["--root", root, "candidates"];
+    let own = alone(&args);
+    assert_eq!(own.code, 0, "{}", own.stderr);
+    // `--no-daemon`, `DSR_NO_DAEMON`, `CI`: the same output, no daemon.
+    type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>);
+    let cases: [Case; 5] = [
+        (&["--no-daemon"], None),
+        (&[], Some(("DSR_NO_DAEMON", "1"))),
+        (&[], Some(("DSR_NO_DAEMON", "yes"))),
+        (&[], Some(("CI", "true"))),
+        (&[], Some(("CI", "1"))),
+    ];
+    for (flags, var) in cases {
+        let daemon = Daemon::none();
+        let mut c = daemon.cmd();
+        if let Some((name, value)) = var {
+            c.env(name, value);
+        }
+        let out = run_with(c, &[flags, &args].concat(), None);
+        assert_eq!((out.code, &out.stdout, &out.stderr), (own.code, &own.stdout, &own.stderr), "{flags:?} {var:?}");
+        assert!(!daemon.lock_held(), "{flags:?} {var:?}: no daemon started");
+        assert!(!daemon.dir().join("daemon.sock").exists(), "{flags:?} {var:?}");
+    }
+    // Nor a command line it would not answer: help, a usage error, a
+    // command that reads no session though a word of it names one.
+    let daemon = Daemon::none();
+    for line in [&["search", "--help"][..], &["search"], &["uri", "encode", "search"], &["--root", root, "nosuch"]] {
+        daemon.run(line);
+        assert!(!daemon.lock_held(), "{line:?}: no daemon started");
+    }
+    // `DSR_NO_DAEMON=0` and `CI=false` say no.
+    for (name, value) in [("DSR_NO_DAEMON", "0"), ("CI", "false")] {
+        let daemon = Daemon::none();
+        let mut c = daemon.cmd();
+        c.env(name, value);
+        let out = run_with(c, &args, None);
+        assert_eq!(out.stdout, own.stdout);
+        daemon.running();
+    }
+}
+
+#[test]
+fn a_daemon_directory_that_cannot_be_used_leaves_the_command_alone_in_silence() {
+    let root = examples();
+    let args = ["--root", root.to_str().unwrap(), "candidates"];
+    let own = alone(&args);
+    // The directory is a file; then it is open to others.
+    let daemon = Daemon::none();
+    std::fs::write(daemon.dir(), "").unwrap();
+    let out = daemon.run(&args);
+    assert_eq!((out.code, &out.stdout, &out.stderr), (own.code, &own.stdout, &own.stderr));
+    std::fs::remove_file(daemon.dir()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(daemon.dir()).unwrap();
+    std::fs::set_permissions(daemon.dir(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = daemon.run(&args);
+    assert_eq!((out.code, &out.stdout, &out.stderr), (own.code, &own.stdout, &own.stderr));
+    assert!(!daemon.lock_held() && !daemon.dir().join("daemon.sock").exists());
+}
+
+#[test]
+fn a_stale_socket_is_replaced_by_the_daemon_a_command_starts() {
+    use std::os::unix::fs::PermissionsExt;
+    let daemon = Daemon::none();
+    let root = examples();
+    let args = ["--root", root.to_str().unwrap(), "candidates", "--json"];
+    // A daemon that ended without removing its socket (killed).
+    std::fs::create_dir(daemon.dir()).unwrap();
+    std::fs::set_permissions(daemon.dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(daemon.dir().join("daemon.sock")).unwrap());
+    assert!(daemon.dir().join("daemon.sock").exists());
+    let out = daemon.run(&args);
+    assert_eq!(out.stdout, alone(&args).stdout);
+    daemon.running();
+    daemon.same(&args);
+}
+
+#[test]
+fn parallel_first_commands_start_one_daemon() {
+    let daemon = Daemon::none();
+    let root = examples();
+    let args = ["--root", root.to_str().unwrap(), "search", "goal", "--json"];
+    let own = alone(&args);
+    let children: Vec<std::process::Child> = (0..8)
+        .map(|_| {
+            let mut c = common::std_cmd();
+            c.env("XDG_RUNTIME_DIR", daemon.runtime.path()).env_remove("DSR_NO_DAEMON").env_remove("CI");
+            c.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), own.stdout);
+        assert_eq!(String::from_utf8(out.stderr).unwrap(), own.stderr);
+    }
+    let status = daemon.running();
+    // Every process of this user running `daemon run` in this directory.
+    let runtime = format!("XDG_RUNTIME_DIR={}", daemon.runtime.path().display());
+    let mut daemons = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u64>() else { continue };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let is_daemon = cmdline.split(|&b| b == 0).any(|a| a == b"run") && cmdline.windows(6).any(|w| w == b"daemon");
+        if is_daemon && environ.split(|&b| b == 0).any(|v| v == runtime.as_bytes()) {
+            daemons.push(pid);
+        }
+    }
+    assert_eq!(daemons, vec![status["pid"].as_u64().unwrap()], "one daemon");
+}
+
+#[test]
+fn a_daemon_of_an_older_build_gives_way_to_the_new_one_in_silence() {
+    let daemon = Daemon::none();
+    let root = examples();
+    let args = ["--root", root.to_str().unwrap(), "candidates"];
+    let own = alone(&args);
+    // This program installed as a file of its own, which starts the daemon.
+    let bin = tempfile::tempdir().unwrap();
+    let installed = bin.path().join("dsh-session-ref");
+    let install = || {
+        let fresh = bin.path().join("new");
+        std::fs::copy(env!("CARGO_BIN_EXE_dsh-session-ref"), &fresh).unwrap();
+        std::fs::rename(&fresh, &installed).unwrap();
+    };
+    install();
+    let from = |program: &Path| {
+        let mut c = assert_cmd::Command::new(program);
+        for name in ["DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "GEMINI_CLI_HOME", "CI"] {
+            c.env_remove(name);
+        }
+        c.env_remove("DSR_NO_DAEMON").env("XDG_CACHE_HOME", common::cache_dir());
+        c.env("XDG_RUNTIME_DIR", daemon.runtime.path());
+        run_with(c, &args, None)
+    };
+    let same = |out: Out| assert_eq!((out.code, &out.stdout, &out.stderr), (own.code, &own.stdout, &own.stderr));
+    same(from(&installed));
+    let old = daemon.running()["pid"].as_u64().unwrap();
+    // Another program file (another installation): answered here, nothing
+    // said, the daemon left alone.
+    same(from(Path::new(env!("CARGO_BIN_EXE_dsh-session-ref"))));
+    assert_eq!(daemon.running()["pid"].as_u64(), Some(old));
+    // The same file upgraded: answered here, nothing said; the old daemon
+    // stopped and the new build's started.
+    install();
+    same(from(&installed));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut pid = Some(old);
+    while std::time::Instant::now() < deadline && pid.is_none_or(|p| p == old) {
+        let out = from(&installed);
+        same(out);
+        let status = daemon.status();
+        pid = if status["running"] == true { status["pid"].as_u64() } else { None };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(pid.is_some_and(|p| p != old), "a new daemon: {pid:?}");
+    assert!(ended(old), "the old daemon ended");
+    // (The drop's `daemon stop` is of another build: stopped by the file.)
+    let mut stop = assert_cmd::Command::new(&installed);
+    stop.env("XDG_RUNTIME_DIR", daemon.runtime.path()).args(["daemon", "stop"]).assert().success();
+}
+
+/// Whether process `pid` has ended (gone, or a zombie not yet reaped).
+fn ended(pid: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -477,6 +477,7 @@ fn a_closed_pipe_ends_the_command_quietly() {
     let root = examples();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-session-ref"))
         .args(["--root", root.to_str().unwrap(), "candidates"])
+        .env("DSR_NO_DAEMON", "1")
         .stdout(writer)
         .stderr(Stdio::piped())
         .output()
@@ -656,6 +657,7 @@ fn the_first_session_transcript_is_what_the_command_prints() {
             .env("TZ", "UTC")
             .env("PATH", &path)
             .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+            .env("DSR_NO_DAEMON", "1")
             .env_remove("DSH_HOME")
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
@@ -716,6 +718,7 @@ fn a_slow_first_search_says_so_on_a_terminal_and_nowhere_else() {
     let Ok(out) = std::process::Command::new("script")
         .args(["-qec", &command, "/dev/null"])
         .env("DSR_PROGRESS_AFTER_MS", "0")
+        .env("DSR_NO_DAEMON", "1")
         .output()
     else {
         panic!("util-linux `script` is needed for this test");

@@ -64,6 +64,7 @@ fn traced(strace: &str, log: &Path, args: &[&str]) -> Command {
         c.env_remove(var);
     }
     c.env("XDG_CACHE_HOME", common::cache_dir());
+    c.env("DSR_NO_DAEMON", "1");
     c.env("XDG_RUNTIME_DIR", common::cache_dir().with_extension("no-daemon"));
     c
 }

@@ -342,6 +342,7 @@ fn the_per_user_set_up_of_the_docs_runs() {
         .env("PATH", path)
         .env("DSR_DATABASE_URL", &url)
         .env("XDG_CACHE_HOME", common::cache_dir())
+        .env("DSR_NO_DAEMON", "1")
         .env_remove("DSH_HOME")
         .stdin(Stdio::null())
         .output()

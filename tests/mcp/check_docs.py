@@ -21,6 +21,9 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+# The command line's tests start no daemon (a command answers in its own
+# process and leaves nothing running).
+os.environ["DSR_NO_DAEMON"] = "1"
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 

@@ -29,6 +29,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# The command line's tests start no daemon (a command answers in its own
+# process and leaves nothing running).
+os.environ["DSR_NO_DAEMON"] = "1"
 EXAMPLES = REPO / "examples" / "sessions"
 MAJOR = int(version("mcp").split(".")[0])
 if MAJOR >= 2:

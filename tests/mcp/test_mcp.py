@@ -27,6 +27,9 @@ import mcp
 import all_kinds
 
 REPO = Path(__file__).resolve().parents[2]
+# The command line's tests start no daemon (a command answers in its own
+# process and leaves nothing running).
+os.environ["DSR_NO_DAEMON"] = "1"
 MAJOR = int(mcp.__version__.split(".")[0]) if hasattr(mcp, "__version__") else None
 if MAJOR is None:
     from importlib.metadata import version

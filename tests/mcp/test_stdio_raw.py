@@ -27,6 +27,9 @@ import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# The command line's tests start no daemon (a command answers in its own
+# process and leaves nothing running).
+os.environ["DSR_NO_DAEMON"] = "1"
 BIN = None  # set from --binary
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -82,10 +82,20 @@ pub(super) fn euid() -> u32 {
 /// A connection to this user's daemon, if one listens (nothing is created
 /// to look: a command with no daemon costs one failed `connect`).
 pub(super) fn connect() -> Option<UnixStream> {
+    try_connect().ok()
+}
+
+/// [`connect`], saying why none answers: `NotFound` (no socket) or
+/// `ConnectionRefused` (a socket file no daemon listens on) mean that
+/// none runs; any other error, that something is wrong with the directory.
+pub(super) fn try_connect() -> io::Result<UnixStream> {
     let socket = home_path().join("daemon.sock");
-    let stream = UnixStream::connect(socket).ok()?;
+    let stream = UnixStream::connect(socket)?;
     // A socket another user could have put there is never trusted.
-    (peer_uid(&stream).ok()? == euid()).then_some(stream)
+    if peer_uid(&stream)? != euid() {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "a socket of another user"));
+    }
+    Ok(stream)
 }
 
 // ---------------------------------------------------------------------------
@@ -211,6 +221,21 @@ pub(super) fn write_reply(stream: &mut UnixStream, kind: u8, body: &[u8]) -> io:
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(body);
     stream.write_all(&out)
+}
+
+/// The lock a daemon holds for its whole life (`daemon.lock` in its
+/// directory `dir`), taken without waiting: `None` when another holds it
+/// (a daemon runs, or is starting).
+pub(super) fn take_lock(dir: &std::path::Path) -> Result<Option<std::fs::File>, String> {
+    let lock = private_file(&dir.join("daemon.lock"), false)?;
+    Ok(locked(&lock).then_some(lock))
+}
+
+/// Whether `file` is now locked through this descriptor (taken without
+/// waiting; already held through it counts).
+pub(super) fn locked(file: &std::fs::File) -> bool {
+    // SAFETY: flock on an open descriptor.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
 /// `path` in the daemon's directory opened for writing, created 0600,

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 
 use super::pool::{command_cancel, keep_contexts, kept_sources, save_kept, set_command_cancel};
 use super::protocol::{
-    build_identity, euid, home, peer_uid, private_file, receive_with_fds, write_reply, Fields, Kind, BROKEN_PIPE,
-    MAGIC, MAX_REQUEST,
+    build_identity, euid, home, locked, peer_uid, private_file, receive_with_fds, write_reply, Fields, Kind,
+    BROKEN_PIPE, MAGIC, MAX_REQUEST,
 };
 use super::{environment, environment_names, forwardable};
 use crate::args::Cli;
@@ -35,6 +35,11 @@ struct Daemon {
     socket_id: (u64, u64),
     started: SystemTime,
     identity: Vec<u8>,
+    /// This program's file as it was when the daemon started (said to a
+    /// caller of another build).
+    exe: String,
+    /// Started by a command that found none, not by hand.
+    first_use: bool,
     environment: Vec<(String, Option<OsString>)>,
     commands: u64,
     idle_timeout: Option<Duration>,
@@ -46,13 +51,16 @@ struct Daemon {
 }
 
 /// Serves until stopped, idle for `idle_timeout` minutes (0: never), or its
-/// socket is removed.
-pub(super) fn serve(idle_timeout: u64) -> Result<(), String> {
+/// socket is removed. `lock_fd`: its lock, taken for it by the process that
+/// started it (else it takes it here); `first_use`: started by a command.
+pub(super) fn serve(idle_timeout: u64, lock_fd: Option<RawFd>, first_use: bool) -> Result<(), String> {
     let dir = home()?;
     let lock_path = dir.join("daemon.lock");
-    let lock = private_file(&lock_path, false)?;
-    // SAFETY: flock on an open descriptor.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    let lock = match lock_fd {
+        Some(fd) => handed_lock(fd, &lock_path)?,
+        None => private_file(&lock_path, false)?,
+    };
+    if !locked(&lock) {
         return Err("a daemon already runs for this user (dsh-session-ref daemon status)".into());
     }
     let socket = dir.join("daemon.sock");
@@ -107,6 +115,8 @@ pub(super) fn serve(idle_timeout: u64) -> Result<(), String> {
         socket_id: (meta.dev(), meta.ino()),
         started: SystemTime::now(),
         identity: build_identity(),
+        exe: std::env::current_exe().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
+        first_use,
         environment: environment(),
         commands: 0,
         idle_timeout: (idle_timeout > 0).then(|| Duration::from_secs(idle_timeout.saturating_mul(60))),
@@ -120,6 +130,27 @@ pub(super) fn serve(idle_timeout: u64) -> Result<(), String> {
         let _ = std::fs::remove_file(&socket);
     }
     result
+}
+
+/// The lock handed down as descriptor `fd`, checked to be the file at
+/// `path` (and closed at any later exec).
+fn handed_lock(fd: RawFd, path: &std::path::Path) -> Result<std::fs::File, String> {
+    // SAFETY: a zeroed `stat` is a valid value of the plain C struct.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat of a descriptor number into `stat`; fails when none is open.
+    if fd < 3 || unsafe { libc::fstat(fd, &mut stat) } != 0 {
+        return Err(format!("--lock-fd {fd}: no such open file"));
+    }
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if (stat.st_dev, stat.st_ino) != (meta.dev(), meta.ino()) {
+        return Err(format!("--lock-fd {fd}: not {}", path.display()));
+    }
+    // SAFETY: an open descriptor handed to this process, owned from here
+    // on; FD_CLOEXEC keeps it from the commands' children.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        Ok(std::fs::File::from_raw_fd(fd))
+    }
 }
 
 impl Daemon {
@@ -153,11 +184,16 @@ impl Daemon {
                 continue;
             }
             let Ok((mut stream, _)) = self.listener.accept() else { continue };
-            last = Instant::now();
+            // A command declined (another build, another environment) or
+            // a look whether one listens does not keep the daemon.
             match self.answer(&mut stream) {
                 Ok(Some(Kind::Stop)) => return Ok(()),
-                Ok(Some(Kind::Run)) => saves.changed(Instant::now()),
-                Ok(_) => {}
+                Ok(Some(Kind::Run)) => {
+                    last = Instant::now();
+                    saves.changed(last);
+                }
+                Ok(Some(Kind::Status)) => last = Instant::now(),
+                Ok(None) => {}
                 Err(e) => eprintln!("dsh-session-ref daemon: a request failed: {e}"),
             }
         }
@@ -184,11 +220,13 @@ impl Daemon {
             "startedAt": started,
             "commands": self.commands,
             "idleTimeoutMinutes": self.idle_timeout.map(|d| d.as_secs() / 60).unwrap_or(0),
+            "startedOnFirstUse": self.first_use,
             "kept": kept,
         })
     }
 
-    /// Answers one connection: what it asked, when it was understood.
+    /// Answers one connection: what it asked, when it was understood and
+    /// (a command) answered.
     fn answer(&mut self, stream: &mut UnixStream) -> io::Result<Option<Kind>> {
         if peer_uid(stream)? != euid() {
             return Err(io::Error::new(io::ErrorKind::PermissionDenied, "a caller of another user"));
@@ -226,14 +264,16 @@ impl Daemon {
             Kind::Run => {
                 let fds: [OwnedFd; 3] =
                     fds.try_into().map_err(|_| io::Error::other("a command without its three descriptors"))?;
-                self.run_command(stream, fields, fds)?;
+                if !self.run_command(stream, fields, fds)? {
+                    return Ok(None);
+                }
             }
         }
         Ok(Some(kind))
     }
 
-    /// Runs the command of a request, or declines it.
-    fn run_command(&mut self, stream: &mut UnixStream, mut fields: Fields<'_>, fds: [OwnedFd; 3]) -> io::Result<()> {
+    /// Runs the command of a request (true), or declines it (false).
+    fn run_command(&mut self, stream: &mut UnixStream, mut fields: Fields<'_>, fds: [OwnedFd; 3]) -> io::Result<bool> {
         let identity = fields.next()?;
         let cwd = PathBuf::from(OsStr::from_bytes(fields.next()?));
         let mut argv = Vec::new();
@@ -247,9 +287,10 @@ impl Daemon {
             let value = fields.next()?;
             environment.push((name, set.then(|| OsString::from_vec(value.to_vec()))));
         }
-        let decline = |stream: &mut UnixStream, why: &str| write_reply(stream, b'D', why.as_bytes());
+        let decline = |stream: &mut UnixStream, why: &str| write_reply(stream, b'D', why.as_bytes()).map(|()| false);
         if identity != self.identity {
-            return decline(stream, "build: another build");
+            let detail = json!({"exe": self.exe, "startedOnFirstUse": self.first_use});
+            return decline(stream, &format!("build: {detail}"));
         }
         if let Some((name, _)) = environment.iter().zip(&self.environment).find(|(a, b)| a != b).map(|(a, _)| a) {
             return decline(stream, &format!("environment: {name} differs"));
@@ -264,7 +305,10 @@ impl Daemon {
         write_reply(stream, b'A', b"")?;
         self.commands += 1;
         let code = self.run_with(stream, &cli, &fds);
-        write_reply(stream, b'X', &code.to_le_bytes())
+        // Between commands it holds no caller's directory (one that is to
+        // be removed or unmounted).
+        let _ = std::env::set_current_dir("/");
+        write_reply(stream, b'X', &code.to_le_bytes()).map(|()| true)
     }
 
     /// Runs `cli` writing to the caller's descriptors `fds`, cancelled if

@@ -6,8 +6,9 @@
 use assert_cmd::Command;
 
 /// The command, with `DSH_HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
-/// `COPILOT_HOME` and `GEMINI_CLI_HOME` unset, and a cache directory of this test run's own (the cache is on by
-/// default: never the user's).
+/// `COPILOT_HOME` and `GEMINI_CLI_HOME` unset, a cache directory of this
+/// test run's own (the cache is on by default: never the user's), and no
+/// daemon (`DSR_NO_DAEMON`: none asked, none started on first use).
 pub fn cmd() -> Command {
     Command::from_std(std_cmd())
 }
@@ -22,7 +23,9 @@ pub fn std_cmd() -> std::process::Command {
     c.env_remove("COPILOT_HOME");
     c.env_remove("GEMINI_CLI_HOME");
     c.env("XDG_CACHE_HOME", cache_home());
-    // No daemon: a test that wants one starts its own (tests/daemon.rs).
+    // No daemon asked and none started: a test that wants one starts its
+    // own (tests/daemon.rs), and a runtime directory of its own besides.
+    c.env("DSR_NO_DAEMON", "1");
     c.env("XDG_RUNTIME_DIR", cache_home().with_extension("no-daemon"));
     c
 }

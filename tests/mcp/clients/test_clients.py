@@ -165,6 +165,8 @@ class Project:
             "TERM": "dumb",
             "NO_COLOR": "1",
             "LANG": "C.UTF-8",
+            # The command line run here starts no daemon.
+            "DSR_NO_DAEMON": "1",
         }
 
 
