@@ -1,7 +1,7 @@
 //! The SQLite and Cline sources: listing an
 //! OpenCode database of 5,000 sessions, the fingerprints of all of them,
 //! and reading one session of about 100 MB of rows; listing 10,000 Cline
-//! and 10,000 Roo Code tasks, and reading a 100 MB Cline history (against
+//! and 10,000 Roo Code tasks, and reading a 100 MB history of each (against
 //! reading its bytes alone in the same run); listing 10,000 Cline CLI
 //! sessions and reading a 100 MB one whose compaction sidecar replaces most
 //! of it (its prefix hashed); then 5,000 sessions of each SQLite kind listed
@@ -184,34 +184,48 @@ fn cline_bench(quick: bool) {
         });
         println!("{name}: list {tasks} tasks (new source each time): {:.1} ms; cpu {:.1} ms", ms(list), ms(list_cpu));
     }
-    let root = dir.path().join("cline");
+    // One big history of each flavor (the same messages: Roo Code keeps
+    // Cline's layout and message shape), read against its bytes alone.
     let bytes = cline_history(big);
-    let id = "1767999999999";
-    std::fs::create_dir_all(root.join("tasks").join(id)).unwrap();
-    let path = root.join("tasks").join(id).join(cline::HISTORY);
-    std::fs::write(&path, &bytes).unwrap();
     let size = bytes.len() as f64;
-    drop(bytes);
-    let source = ClineSource::open(&root, cline::Flavor::Cline).unwrap();
-    let (plain, plain_cpu) = best(3, || {
-        let b = std::fs::read(&path).unwrap();
-        assert!(b.len() as f64 == size);
-    });
-    let mut items = 0;
-    let (read, read_cpu) = best(3, || {
-        let SurfaceData::Conversation(c) = source.read_surface(&format!("cline:{id}")).unwrap() else { panic!() };
-        items = c.items.len();
-    });
-    println!(
-        "cline: read a {:.0} MB history ({items} items): {:.0} ms, {:.0} MB/s; cpu {:.0} ms \
-         (reading its bytes alone: {:.0} ms; cpu {:.0} ms)",
-        size / 1e6,
-        ms(read),
-        size / 1e6 / read.as_secs_f64(),
-        ms(read_cpu),
-        ms(plain),
-        ms(plain_cpu)
-    );
+    let big_tasks = [
+        (cline::Flavor::Cline, "cline", "1767999999999"),
+        (cline::Flavor::RooCode, "roo", "0199a1b2-c3d4-7e5f-8a9b-999999999999"),
+    ];
+    for (flavor, name, id) in big_tasks {
+        let root = dir.path().join(name);
+        let task = root.join("tasks").join(id);
+        std::fs::create_dir_all(&task).unwrap();
+        let path = task.join(cline::HISTORY);
+        std::fs::write(&path, &bytes).unwrap();
+        if flavor == cline::Flavor::RooCode {
+            let item = json!({"id": id, "ts": 1_767_999_999_999u64, "task": text(0, 200), "workspace": "/work"});
+            std::fs::write(task.join("history_item.json"), item.to_string()).unwrap();
+        }
+        let source = ClineSource::open(&root, flavor).unwrap();
+        let (plain, plain_cpu) = best(3, || {
+            let b = std::fs::read(&path).unwrap();
+            assert!(b.len() as f64 == size);
+        });
+        let mut items = 0;
+        let (read, read_cpu) = best(3, || {
+            let SurfaceData::Conversation(c) = source.read_surface(&format!("{}{id}", flavor.prefix())).unwrap() else {
+                panic!()
+            };
+            items = c.items.len();
+        });
+        println!(
+            "{name}: read a {:.0} MB history ({items} items): {:.0} ms, {:.0} MB/s; cpu {:.0} ms \
+             (reading its bytes alone: {:.0} ms; cpu {:.0} ms)",
+            size / 1e6,
+            ms(read),
+            size / 1e6 / read.as_secs_f64(),
+            ms(read_cpu),
+            ms(plain),
+            ms(plain_cpu)
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
 }
 
 /// A Cline CLI messages file of about `target` bytes (and how many

@@ -412,7 +412,15 @@ impl DirUnder {
 /// The whole of a small file just opened, whose stamp says it holds `size`
 /// bytes: one `read` when it still does; more (up to `max` bytes: a larger
 /// file is an error) when it changed since.
-pub(crate) fn read_opened(mut file: File, size: u64, max: usize) -> io::Result<Vec<u8>> {
+pub(crate) fn read_opened(file: File, size: u64, max: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    read_opened_into(file, size, max, &mut buf)?;
+    Ok(buf)
+}
+
+/// [`read_opened`] into `buf` (its bytes replaced), so that a reader of
+/// many small files reuses one buffer.
+pub(crate) fn read_opened_into(mut file: File, size: u64, max: usize, buf: &mut Vec<u8>) -> io::Result<()> {
     use io::Read;
     let size = usize::try_from(size).unwrap_or(usize::MAX);
     if size > max {
@@ -421,8 +429,14 @@ pub(crate) fn read_opened(mut file: File, size: u64, max: usize) -> io::Result<V
             format!("the file is {size} bytes, over the {max} read"),
         ));
     }
-    // One byte more than the stamp says, to see a file that grew.
-    let mut buf = vec![0; size + 1];
+    // One byte more than the stamp says, to see a file that grew (a new
+    // buffer allocated zeroed, which the allocator may have for free).
+    if buf.capacity() == 0 {
+        *buf = vec![0; size + 1];
+    } else {
+        buf.clear();
+        buf.resize(size + 1, 0);
+    }
     let mut len = 0;
     loop {
         let n = match file.read(&mut buf[len..]) {
@@ -433,7 +447,7 @@ pub(crate) fn read_opened(mut file: File, size: u64, max: usize) -> io::Result<V
         len += n;
         if n == 0 || len == size {
             buf.truncate(len);
-            return Ok(buf);
+            return Ok(());
         }
         if len == buf.len() {
             if len > max {

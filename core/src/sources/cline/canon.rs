@@ -23,32 +23,103 @@ const MAX_KEYS: usize = 64;
 /// The fields of the hash input, in its order.
 const FIELDS: [&str; 7] = ["role", "content", "agent", "sessionId", "metadata", "modelInfo", "metrics"];
 
+/// Where `role` and `content` are among [`FIELDS`].
+const ROLE: usize = 0;
+const CONTENT: usize = 1;
+
 /// Appends to `out` the SDK's hash input of the message whose JSON text is
 /// `raw` (`JSON.stringify` of `[["role", role], ["content", content],
 /// ["agent", agent ?? null], …]`, the user's text parts as `text_part`
 /// rewrites them), or returns `false` (with `out` as it was) where the
-/// exact path must write it.
-pub(super) fn hash_input(raw: &str, out: &mut Vec<u8>, text_part: impl Fn(&str) -> Option<String>) -> bool {
+/// exact path must write it. `scratch` is room to write the fields in
+/// while they are read, in the message's order (reused from one message to
+/// the next).
+pub(super) fn hash_input(
+    raw: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    text_part: impl Fn(&str) -> Option<String>,
+) -> bool {
     let start = out.len();
-    let ok = write_input(raw.as_bytes(), out, &text_part).is_some();
+    let ok = write_input(raw, out, scratch, &text_part).is_some();
     if !ok {
         out.truncate(start);
     }
     ok
 }
 
-fn write_input(raw: &[u8], out: &mut Vec<u8>, text_part: &dyn Fn(&str) -> Option<String>) -> Option<()> {
-    let fields = top_fields(raw)?;
-    let get =
-        |name: &str| fields.iter().find(|(k, _)| &raw[k.clone()] == name.as_bytes()).map(|(_, v)| &raw[v.clone()]);
-    // The role: a plain string without `:` (else the SDK throws, or the
-    // exact path says why).
-    let role = get("role")?;
-    let role_text = role.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-    if role_text.iter().any(|&b| b == b'\\' || b == b':' || b == b'"') {
-        return None;
+/// One pass over the message: each field of the input written minified
+/// into `scratch` as it is read (a user's content once its role is known),
+/// every other field checked as the exact path would need it; then the
+/// input put together from them in its order.
+fn write_input(
+    raw: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    text_part: &dyn Fn(&str) -> Option<String>,
+) -> Option<()> {
+    scratch.clear();
+    let mut s = Scan { s: raw, i: 0, out: None };
+    s.ws();
+    (s.peek()? == b'{').then_some(())?;
+    let mut keys: Vec<Range<usize>> = Vec::new();
+    let mut slots: [Option<Range<usize>>; FIELDS.len()] = Default::default();
+    // The role's text, and the content's place when it came before it.
+    let (mut user, mut content_at) = (None, None);
+    let mut more = s.opened(1, b"{", b'}')?;
+    while more {
+        let key = s.plain_key()?;
+        if keys.iter().any(|k| raw[k.clone()] == raw[key.clone()]) {
+            return None;
+        }
+        s.ws();
+        (s.peek()? == b':').then_some(())?;
+        s.i += 1;
+        s.ws();
+        match FIELDS.iter().position(|f| f.as_bytes() == &raw[key.clone()]) {
+            Some(CONTENT) if user.is_none() => {
+                let from = s.i;
+                s.value(1)?;
+                content_at = Some(from);
+            }
+            Some(field) => {
+                let at = scratch.len();
+                let mut v = Scan { s: raw, i: s.i, out: Some(scratch) };
+                if field == CONTENT && user == Some(true) {
+                    v.user_content(text_part)?;
+                } else {
+                    v.value(1)?;
+                }
+                s.i = v.i;
+                slots[field] = Some(at..scratch.len());
+                if field == ROLE {
+                    // A plain string without `:` (else the SDK throws, or
+                    // the exact path says why).
+                    let role = scratch[at..].strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+                    if role.iter().any(|&b| b == b'\\' || b == b':' || b == b'"') {
+                        return None;
+                    }
+                    user = Some(role == b"user");
+                }
+            }
+            None => s.value(1)?,
+        }
+        keys.push(key);
+        more = s.comma_or(b'}')?;
     }
-    let user = role_text == b"user";
+    s.ws();
+    (s.i == raw.len()).then_some(())?;
+    let user = user?;
+    if let Some(from) = content_at {
+        let at = scratch.len();
+        let mut v = Scan { s: raw, i: from, out: Some(scratch) };
+        if user {
+            v.user_content(text_part)?;
+        } else {
+            v.value(1)?;
+        }
+        slots[CONTENT] = Some(at..scratch.len());
+    }
     out.push(b'[');
     for (n, name) in FIELDS.iter().enumerate() {
         if n > 0 {
@@ -57,11 +128,10 @@ fn write_input(raw: &[u8], out: &mut Vec<u8>, text_part: &dyn Fn(&str) -> Option
         out.extend_from_slice(b"[\"");
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"\",");
-        match get(name) {
-            Some(content) if user && *name == "content" => user_content(content, out, text_part)?,
-            Some(value) => minified(value, out)?,
+        match &slots[n] {
+            Some(value) => out.extend_from_slice(&scratch[value.clone()]),
             // A user message without content makes the SDK throw.
-            None if user && *name == "content" => return None,
+            None if user && n == CONTENT => return None,
             None => out.extend_from_slice(b"null"),
         }
         out.push(b']');
@@ -70,71 +140,36 @@ fn write_input(raw: &[u8], out: &mut Vec<u8>, text_part: &dyn Fn(&str) -> Option
     Some(())
 }
 
-/// A user message's content: a list whose text parts are rewritten (by the
-/// exact path, `text_part`) and whose other parts are as they are; a string
-/// is left to the exact path.
-fn user_content(content: &[u8], out: &mut Vec<u8>, text_part: &dyn Fn(&str) -> Option<String>) -> Option<()> {
-    let mut s = Scan { s: content, i: 0, out: None };
-    (s.peek()? == b'[').then_some(())?;
-    out.push(b'[');
-    let mut more = s.opened(1, b"[", b']')?;
-    let mut first = true;
-    while more {
-        let from = s.i;
-        s.value(1)?;
-        let part = &content[from..s.i];
-        if !std::mem::take(&mut first) {
-            out.push(b',');
+/// Whether `text`, a decimal with a fraction and no exponent (a cost, a
+/// ratio), is the shortest text of its double that `JSON.stringify` writes:
+/// between 1e-6 and 1e21 JavaScript writes a double that is not an integer
+/// as Rust's `Display` does (the shortest digits that read back, without
+/// an exponent), so it is compared with that, without building a value.
+/// `false` for anything else (then the exact path decides).
+fn written_back(text: &str) -> bool {
+    /// Compares what is written with the bytes expected, as it is written.
+    struct Same<'t>(&'t [u8], bool);
+    impl std::fmt::Write for Same<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            match self.0.strip_prefix(s.as_bytes()) {
+                Some(rest) => self.0 = rest,
+                None => self.1 = false,
+            }
+            Ok(())
         }
-        let fields = top_fields(part)?;
-        let is_text = fields.iter().any(|(k, v)| &part[k.clone()] == b"type" && &part[v.clone()] == b"\"text\"");
-        if is_text {
-            out.extend_from_slice(text_part(std::str::from_utf8(part).ok()?)?.as_bytes());
-        } else {
-            minified(part, out)?;
-        }
-        more = s.comma_or(b']')?;
     }
-    out.push(b']');
-    (s.i == content.len()).then_some(())
-}
-
-/// The keys (their insides, without quotes) and values of a JSON object's
-/// top level, as ranges of `raw`; `None` for anything else, or a key with
-/// an escape, or a key given twice.
-fn top_fields(raw: &[u8]) -> Option<Vec<(Range<usize>, Range<usize>)>> {
-    let mut s = Scan { s: raw, i: 0, out: None };
-    s.ws();
-    (s.peek()? == b'{').then_some(())?;
-    let mut fields: Vec<(Range<usize>, Range<usize>)> = Vec::new();
-    let mut more = s.opened(1, b"{", b'}')?;
-    while more {
-        let key = s.plain_key()?;
-        if fields.iter().any(|(k, _)| raw[k.clone()] == raw[key.clone()]) {
-            return None;
-        }
-        s.ws();
-        (s.peek()? == b':').then_some(())?;
-        s.i += 1;
-        s.ws();
-        let from = s.i;
-        s.value(1)?;
-        fields.push((key, from..s.i));
-        more = s.comma_or(b'}')?;
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let Some((int, frac)) = digits.split_once('.') else { return false };
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !all_digits(int) || !all_digits(frac) || (int.len() > 1 && int.starts_with('0')) {
+        return false;
     }
-    s.ws();
-    (s.i == raw.len()).then_some(fields)
-}
-
-/// Appends `raw` (one JSON value) without its whitespace, when that is
-/// what `JSON.stringify(JSON.parse(raw))` writes; `None` otherwise (`out`
-/// may then hold part of it).
-fn minified(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let mut s = Scan { s: raw, i: 0, out: Some(out) };
-    s.ws();
-    s.value(0)?;
-    s.ws();
-    (s.i == raw.len()).then_some(())
+    let Ok(x) = text.parse::<f64>() else { return false };
+    if !(1e-6..1e21).contains(&x.abs()) || x.fract() == 0.0 {
+        return false;
+    }
+    let mut same = Same(text.as_bytes(), true);
+    std::fmt::Write::write_fmt(&mut same, format_args!("{x}")).is_ok() && same.1 && same.0.is_empty()
 }
 
 /// A walk over JSON text, copying what it accepts to `out` (when there is
@@ -165,7 +200,7 @@ impl Scan<'_, '_> {
     fn value(&mut self, depth: usize) -> Option<()> {
         match self.peek()? {
             b'"' => self.string().map(drop),
-            b'{' => self.object(depth + 1),
+            b'{' => self.object(depth + 1).map(drop),
             b'[' => self.array(depth + 1),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
@@ -241,7 +276,7 @@ impl Scan<'_, '_> {
             && (text == "0" || !text.starts_with('0'))
             && !text.is_empty()
             && text != "-";
-        if !plain {
+        if !plain && !written_back(text) {
             let again = crate::json::stringify(&crate::json::parse_js(text).ok()?);
             (again == text).then_some(())?;
         }
@@ -281,20 +316,46 @@ impl Scan<'_, '_> {
         Some(())
     }
 
-    fn object(&mut self, depth: usize) -> Option<()> {
+    /// An object, copied; whether it is a text part (its `type` is
+    /// `"text"`).
+    fn object(&mut self, depth: usize) -> Option<bool> {
         let mut more = self.opened(depth, b"{", b'}')?;
         let mut keys: Vec<Range<usize>> = Vec::new();
+        let mut text = false;
         while more {
             let key = self.plain_key()?;
             (keys.len() < MAX_KEYS && !keys.iter().any(|k| self.s[k.clone()] == self.s[key.clone()])).then_some(())?;
-            keys.push(key);
             self.ws();
             (self.peek()? == b':').then_some(())?;
             self.i += 1;
             self.emit(b":");
             self.ws();
+            let from = self.i;
             self.value(depth)?;
+            text |= self.s[key.clone()] == *b"type" && self.s[from..self.i] == *b"\"text\"";
+            keys.push(key);
             more = self.comma_or(b'}')?;
+        }
+        Some(text)
+    }
+
+    /// A user message's content, a list: its text parts as the exact path
+    /// (`text_part`) rewrites them, its other parts copied; anything else
+    /// (a string, a part that is not an object) is left to the exact path.
+    fn user_content(&mut self, text_part: &dyn Fn(&str) -> Option<String>) -> Option<()> {
+        (self.peek()? == b'[').then_some(())?;
+        let mut more = self.opened(1, b"[", b']')?;
+        while more {
+            let (from, mark) = (self.i, self.out.as_deref().map_or(0, Vec::len));
+            (self.peek()? == b'{').then_some(())?;
+            if self.object(2)? {
+                let text = text_part(std::str::from_utf8(&self.s[from..self.i]).ok()?)?;
+                if let Some(out) = self.out.as_deref_mut() {
+                    out.truncate(mark);
+                    out.extend_from_slice(text.as_bytes());
+                }
+            }
+            more = self.comma_or(b']')?;
         }
         Some(())
     }
@@ -309,5 +370,60 @@ impl Scan<'_, '_> {
             return Some(true);
         }
         (!self.next_or(close)?).then_some(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::written_back;
+    use crate::json::{parse_js, stringify};
+
+    /// A decimal is taken as written exactly where the exact path writes it
+    /// back the same, for the decimals it is meant for.
+    #[test]
+    fn a_decimal_is_taken_as_written_where_the_exact_path_writes_it_back() {
+        let exact = |t: &str| parse_js(t).is_ok_and(|v| stringify(&v) == t);
+        let mut texts: Vec<String> = [
+            "0.1",
+            "0.10",
+            "-0.5",
+            "0.0123456789",
+            "0.48953100000000005",
+            "0.4895310000000001",
+            "01.5",
+            "0.000001",
+            "0.0000015",
+            "0.0000001",
+            "100000000000000000000.5",
+            "999999999999999900000.0",
+            "1.0",
+            "-0.0",
+            "0.30000000000000004",
+            "0.3000000000000000444",
+            "9007199254740993.5",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let mut seed = 0x853c_49e6_748f_ea9bu64;
+        for _ in 0..3000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let digits = (seed >> 11) % 10u64.pow((seed % 17) as u32 + 1);
+            let x = digits as f64 * 10f64.powi((seed >> 5) as i32 % 24 - 22) * if seed & 16 == 0 { 1.0 } else { -1.0 };
+            texts.push(format!("{x}"));
+            texts.push(format!("{x:.4}"));
+        }
+        let mut taken = 0;
+        for t in &texts {
+            if written_back(t) {
+                taken += 1;
+                assert!(exact(t), "{t}");
+            } else if exact(t) && t.contains('.') && !t.contains('e') {
+                let x: f64 = t.parse().unwrap();
+                assert!(!(1e-6..1e21).contains(&x.abs()), "{t} is left to the exact path");
+            }
+        }
+        assert!(taken > 1000, "{taken} of {} taken", texts.len());
     }
 }

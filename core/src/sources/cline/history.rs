@@ -12,6 +12,8 @@ use crate::projection::Role;
 use crate::sources::foreign::title_from_text;
 use crate::sources::lenient::{Content, LBool, LStr};
 
+use super::fast::{fast_bool, fast_object, fast_raw, fast_skip, fast_str};
+
 /// One content block of a message: its type, its text and (for a tool
 /// result) its own content, both as written, still escaped (the JSON text
 /// of the value): most of a history is tool output, which a read only looks
@@ -208,10 +210,6 @@ pub fn parse(bytes: &[u8]) -> Option<Parsed<'_>> {
     }
 }
 
-/// How deep a value the fast path skips: far under serde_json's limit
-/// (128 levels in all), so that nothing it reads is one serde refuses.
-const FAST_DEPTH: usize = 64;
-
 /// The message object at `at`, read by the crate's validating reader
 /// ([`Reader`], strings classified 16 bytes at a time) into the same
 /// message serde builds from it, the reader left after it. `None` when
@@ -221,7 +219,7 @@ const FAST_DEPTH: usize = 64;
 /// where a string, flag or content goes (serde checks its range), a key
 /// or a string in those places that cannot be decoded, invalid UTF-8
 /// anywhere (serde does not check what it skips), or nesting deeper than
-/// [`FAST_DEPTH`].
+/// [`FAST_DEPTH`](super::fast::FAST_DEPTH).
 fn fast_message<'a>(r: &mut Reader<'a>, at: usize) -> Option<RawMessage<'a>> {
     r.seek(at);
     let mut m = RawMessage::default();
@@ -249,73 +247,6 @@ fn fast_message<'a>(r: &mut Reader<'a>, at: usize) -> Option<RawMessage<'a>> {
         Some(())
     })?;
     Some(m)
-}
-
-/// Reads the object at the reader by the fast path: each key among `names`
-/// by `read(r, its index)`, any other skipped. `None` when it is not an
-/// object, a key cannot be decoded (serde decodes every key of a struct,
-/// and refuses one it cannot), a named key comes twice, or `read` fails.
-fn fast_object<'a>(
-    r: &mut Reader<'a>,
-    names: &[&[u8]],
-    mut read: impl FnMut(&mut Reader<'a>, usize) -> Option<()>,
-) -> Option<()> {
-    if r.peek() != Some(b'{') || !r.enter_object().ok()? {
-        return None;
-    }
-    let (mut first, mut seen) = (true, 0u32);
-    while let Some(key) = r.next_key(&mut first).ok()? {
-        if key.escaped && key.decode().is_err() {
-            return None;
-        }
-        let Some(field) = names.iter().position(|n| *n == &*key.name()) else {
-            r.skip_within(FAST_DEPTH).ok()?;
-            continue;
-        };
-        if seen & 1 << field != 0 {
-            return None;
-        }
-        seen |= 1 << field;
-        read(r, field)?;
-    }
-    Some(())
-}
-
-/// A value that is neither a string nor a number, skipped (`None` for a
-/// number: see [`fast_message`]).
-fn fast_skip(r: &mut Reader<'_>) -> Option<()> {
-    match r.peek()? {
-        b'-' | b'0'..=b'9' => None,
-        _ => r.skip_within(FAST_DEPTH).ok(),
-    }
-}
-
-/// [`LStr`] by the fast path.
-fn fast_str<'a>(r: &mut Reader<'a>) -> Option<LStr<'a>> {
-    if r.peek()? == b'"' {
-        let s = r.maybe_string().ok()??;
-        return s.decode().ok().map(|s| LStr(Some(s)));
-    }
-    fast_skip(r).map(|()| LStr(None))
-}
-
-/// [`LBool`] by the fast path.
-fn fast_bool(r: &mut Reader<'_>) -> Option<LBool> {
-    match r.peek()? {
-        b't' | b'f' | b'n' => r.bool_or_null("").ok().map(|b| LBool(b == Ok(Some(true)))),
-        b'"' => fast_str(r).map(|_| LBool(false)),
-        _ => fast_skip(r).map(|()| LBool(false)),
-    }
-}
-
-/// A value's JSON text as written (`None` for `null`), by the fast path.
-fn fast_raw<'a>(r: &mut Reader<'a>) -> Option<Option<&'a [u8]>> {
-    if r.peek()? == b'n' {
-        return r.eat_literal(b"null").then_some(None);
-    }
-    let start = r.pos();
-    r.skip_within(FAST_DEPTH).ok()?;
-    Some(Some(&r.input()[start..r.pos()]))
 }
 
 /// [`Body`] by the fast path.
@@ -712,6 +643,7 @@ pub fn first_user_title(messages: &[RawMessage<'_>]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::cline::fast::FAST_DEPTH;
 
     /// The message serde reads from `text` (the whole of it), and the one
     /// the fast path reads with where it stops.

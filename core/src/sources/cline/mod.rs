@@ -71,6 +71,7 @@
 
 mod canon;
 pub mod cli;
+mod fast;
 pub mod history;
 pub mod sdk;
 mod shared;

@@ -2,6 +2,7 @@
 //! sidecar, replayed into its current model-visible conversation (the
 //! rules are in [`cli`](super::cli)'s docs).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
@@ -12,7 +13,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::fast::{fast_object, fast_str, FAST_DEPTH};
 use crate::conversation::ConversationItem;
+use crate::json::read::Reader;
 use crate::json::{parse_js, stringify};
 use crate::projection::Role;
 use crate::sources::foreign::title_from_text;
@@ -55,21 +58,25 @@ const HASH_VERSION: &str = "cline-session-compaction-source-v2\n";
 /// One element of the history: its JSON text, and what a read needs of it
 /// when it is an object.
 pub struct Message<'a> {
-    raw: &'a RawValue,
+    raw: &'a [u8],
     fields: Option<Fields<'a>>,
-    meta: Meta,
 }
 
-impl<'a> Message<'a> {
-    fn new(raw: &'a RawValue) -> Self {
-        let fields = raw.get().starts_with('{').then(|| serde_json::from_str::<Fields<'_>>(raw.get()).ok()).flatten();
-        let meta = Meta::of(fields.as_ref().and_then(|f| f.metadata));
-        Message { raw, fields, meta }
-    }
-}
-
-#[derive(Deserialize, Default)]
+/// What a read needs of a message object, every field lenient.
+#[derive(Default)]
 struct Fields<'a> {
+    role: LStr<'a>,
+    /// `content` as written (`None` when absent or `null`).
+    content_raw: Option<&'a [u8]>,
+    /// `content` read (`None` when it is neither a string nor a list).
+    content: Option<Content<'a>>,
+    meta: Meta<'a>,
+}
+
+/// A message object's fields as serde reads them (a field given twice
+/// makes the message not one).
+#[derive(Deserialize)]
+struct FieldsJson<'a> {
     #[serde(borrow, default)]
     role: LStr<'a>,
     #[serde(borrow, default)]
@@ -80,31 +87,25 @@ struct Fields<'a> {
 
 /// What a read needs of a message's `metadata` (anything else reads as
 /// absent).
-#[derive(Default)]
-struct Meta {
-    kind: Option<String>,
-    display_role: Option<String>,
-}
-
 #[derive(Deserialize, Default)]
-struct MetaJson<'a> {
+struct Meta<'a> {
     #[serde(borrow, default)]
     kind: LStr<'a>,
     #[serde(rename = "displayRole", borrow, default)]
     display_role: LStr<'a>,
 }
 
-impl Meta {
-    fn of(raw: Option<&RawValue>) -> Meta {
-        let m = raw.and_then(|v| serde_json::from_str::<MetaJson<'_>>(v.get()).ok()).unwrap_or_default();
-        Meta { kind: m.kind.owned(), display_role: m.display_role.owned() }
+impl<'a> Meta<'a> {
+    /// The metadata whose JSON text is `raw`, by serde.
+    fn of(raw: Option<&'a str>) -> Meta<'a> {
+        raw.and_then(|v| serde_json::from_str::<Meta<'_>>(v).ok()).unwrap_or_default()
     }
 }
 
 /// A message's `content`: a string, or its blocks' types and texts.
-enum Content {
-    Str(String),
-    Blocks(Vec<(Option<String>, Option<String>)>),
+enum Content<'a> {
+    Str(Cow<'a, str>),
+    Blocks(Vec<(LStr<'a>, LStr<'a>)>),
 }
 
 #[derive(Deserialize)]
@@ -115,44 +116,149 @@ struct BlockJson<'a> {
     text: LStr<'a>,
 }
 
+impl<'a> Content<'a> {
+    /// The content whose JSON text is `raw`, by serde: a string, or a list
+    /// whose blocks are each read alone (one that is not a block reads as
+    /// one without type or text); `None` for anything else.
+    fn of(raw: &'a str) -> Option<Content<'a>> {
+        if raw.starts_with('"') {
+            let s = match serde_json::from_str::<&str>(raw) {
+                Ok(s) => Cow::Borrowed(s),
+                Err(_) => Cow::Owned(serde_json::from_str::<String>(raw).ok()?),
+            };
+            return Some(Content::Str(s));
+        }
+        let blocks: Vec<&RawValue> = serde_json::from_str(raw).ok()?;
+        let blocks = blocks
+            .iter()
+            .map(|b| match serde_json::from_str::<BlockJson<'_>>(b.get()) {
+                Ok(b) => (b.kind, b.text),
+                Err(_) => (LStr(None), LStr(None)),
+            })
+            .collect();
+        Some(Content::Blocks(blocks))
+    }
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of the message object whose JSON text is `raw`, by serde.
+    fn of(raw: &'a str) -> Option<Fields<'a>> {
+        let f = serde_json::from_str::<FieldsJson<'_>>(raw).ok()?;
+        Some(Fields {
+            role: f.role,
+            content_raw: f.content.map(|c| c.get().as_bytes()),
+            content: f.content.and_then(|c| Content::of(c.get())),
+            meta: Meta::of(f.metadata.map(RawValue::get)),
+        })
+    }
+}
+
+impl<'a> Message<'a> {
+    /// The element whose JSON text is `raw`, read by serde.
+    fn new(raw: &'a str) -> Self {
+        let fields = if raw.starts_with('{') { Fields::of(raw) } else { None };
+        Message { raw: raw.as_bytes(), fields }
+    }
+}
+
+/// The message object at the reader, by the fast path (`None`: anything
+/// serde could read otherwise, for it to read).
+fn fast_fields<'a>(r: &mut Reader<'a>) -> Option<Fields<'a>> {
+    let mut f = Fields::default();
+    fast_object(r, &[b"role", b"content", b"metadata"], |r, field| {
+        match field {
+            0 => f.role = fast_str(r)?,
+            1 => (f.content_raw, f.content) = fast_content(r)?,
+            _ => f.meta = fast_meta(r)?,
+        }
+        Some(())
+    })?;
+    Some(f)
+}
+
+/// The JSON text of the value the reader was at, from `start` to where it
+/// is (valid UTF-8: the reader checked it).
+fn taken<'a>(r: &Reader<'a>, start: usize) -> &'a [u8] {
+    &r.input()[start..r.pos()]
+}
+
+/// A message's `content` by the fast path: as written, and read.
+#[allow(clippy::type_complexity)]
+fn fast_content<'a>(r: &mut Reader<'a>) -> Option<(Option<&'a [u8]>, Option<Content<'a>>)> {
+    let start = match r.peek()? {
+        b'n' => return r.eat_literal(b"null").then_some((None, None)),
+        _ => r.pos(),
+    };
+    let content = match r.peek()? {
+        b'"' => Some(Content::Str(r.maybe_string().ok()??.decode().ok()?)),
+        b'[' => {
+            r.enter_array().ok()?;
+            let (mut blocks, mut first) = (Vec::new(), true);
+            while r.next_element(&mut first).ok()? {
+                let (mut kind, mut text) = (LStr(None), LStr(None));
+                fast_object(r, &[b"type", b"text"], |r, field| {
+                    match field {
+                        0 => kind = fast_str(r)?,
+                        _ => text = fast_str(r)?,
+                    }
+                    Some(())
+                })?;
+                blocks.push((kind, text));
+            }
+            Some(Content::Blocks(blocks))
+        }
+        _ => {
+            r.skip_within(FAST_DEPTH).ok()?;
+            None
+        }
+    };
+    Some((Some(taken(r, start)), content))
+}
+
+/// A message's `metadata` by the fast path (an object of the usual shape),
+/// else by serde from its text.
+fn fast_meta<'a>(r: &mut Reader<'a>) -> Option<Meta<'a>> {
+    let start = match r.peek()? {
+        b'n' => return r.eat_literal(b"null").then(Meta::default),
+        _ => r.pos(),
+    };
+    let mut meta = Meta::default();
+    let read = fast_object(r, &[b"kind", b"displayRole"], |r, field| {
+        match field {
+            0 => meta.kind = fast_str(r)?,
+            _ => meta.display_role = fast_str(r)?,
+        }
+        Some(())
+    });
+    if read.is_some() {
+        return Some(meta);
+    }
+    r.seek(start);
+    r.skip_within(FAST_DEPTH).ok()?;
+    Some(Meta::of(std::str::from_utf8(taken(r, start)).ok()))
+}
+
 impl Message<'_> {
     fn role(&self) -> Option<&str> {
         self.fields.as_ref().and_then(|f| f.role.get())
     }
 
-    fn meta(&self) -> Option<&Meta> {
-        Some(&self.meta)
-    }
-
-    fn content(&self) -> Option<Content> {
-        let raw = self.fields.as_ref()?.content?;
-        if let Ok(s) = serde_json::from_str::<String>(raw.get()) {
-            return Some(Content::Str(s));
-        }
-        // Each block borrowed from the file's text, not copied.
-        let blocks: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
-        let blocks = blocks
-            .iter()
-            .map(|b| match serde_json::from_str::<BlockJson<'_>>(b.get()) {
-                Ok(b) => (b.kind.owned(), b.text.owned()),
-                Err(_) => (None, None),
-            })
-            .collect();
-        Some(Content::Blocks(blocks))
+    fn meta(&self) -> Option<&Meta<'_>> {
+        self.fields.as_ref().map(|f| &f.meta)
     }
 
     /// Whether it is a compaction summary (any role).
     pub fn is_summary(&self) -> bool {
-        self.meta().and_then(|m| m.kind.as_deref()) == Some(SUMMARY_KIND)
+        self.meta().and_then(|m| m.kind.get()) == Some(SUMMARY_KIND)
     }
 
     /// The texts of its `text` blocks (or its string content), in order.
-    fn texts(&self) -> Vec<String> {
-        match self.content() {
+    fn texts(&self) -> Vec<&str> {
+        match self.fields.as_ref().and_then(|f| f.content.as_ref()) {
             None => Vec::new(),
             Some(Content::Str(s)) => vec![s],
             Some(Content::Blocks(blocks)) => {
-                blocks.into_iter().filter(|(k, _)| k.as_deref() == Some("text")).filter_map(|(_, t)| t).collect()
+                blocks.iter().filter(|(k, _)| k.get() == Some("text")).filter_map(|(_, t)| t.get()).collect()
             }
         }
     }
@@ -162,12 +268,12 @@ impl Message<'_> {
     /// what the user typed. A compaction's folded turn (`kind`
     /// `compaction`) is the user's, with its notices.
     fn injected(&self) -> bool {
-        let meta = &self.meta;
-        if meta.kind.as_deref().is_some_and(|k| INJECTED_KINDS.contains(&k)) {
+        let Some(meta) = self.meta() else { return false };
+        if meta.kind.get().is_some_and(|k| INJECTED_KINDS.contains(&k)) {
             return true;
         }
-        let shown = meta.display_role.as_deref().map(|r| r.trim().to_ascii_lowercase());
-        matches!(shown.as_deref(), Some("system" | "status" | "error")) && meta.kind.as_deref() != Some(FOLDED_KIND)
+        let shown = meta.display_role.get().map(|r| r.trim().to_ascii_lowercase());
+        matches!(shown.as_deref(), Some("system" | "status" | "error")) && meta.kind.get() != Some(FOLDED_KIND)
     }
 
     /// A user message's pieces in order: what the user typed (as the SDK
@@ -179,13 +285,13 @@ impl Message<'_> {
         }
         let mut out: Vec<(bool, String)> = Vec::new();
         for text in self.texts() {
-            if let Some(notice) = notice(&text) {
+            if let Some(notice) = notice(text) {
                 if !notice.is_empty() {
                     out.push((true, notice.to_owned()));
                 }
                 continue;
             }
-            let shown = display_user_input(&text);
+            let shown = display_user_input(text);
             if shown.is_empty() || shown.starts_with("[TASK RESUMPTION]") || shown == ACT_CONTINUATION {
                 continue;
             }
@@ -212,8 +318,7 @@ impl Message<'_> {
         if self.role() != Some("assistant") {
             return String::new();
         }
-        let texts: Vec<String> =
-            self.texts().iter().map(|t| t.trim()).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+        let texts: Vec<&str> = self.texts().into_iter().map(str::trim).filter(|t| !t.is_empty()).collect();
         texts.join("\n")
     }
 
@@ -278,7 +383,14 @@ impl<'de, 'c> Visitor<'de> for Collect<'c, 'de> {
 /// as older files and the SDK's reader allow, the history itself). A file
 /// cut short gives the elements before the cut; `Err` says why a file is
 /// not one.
+///
+/// A whole file of the usual shape is read in one pass ([`fast_parse`]);
+/// any other is read by serde, element by element, with the same answer.
 pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
+    if let Some(messages) = fast_parse(bytes) {
+        let skipped = messages.iter().filter(|m| m.fields.is_none()).count() as u64;
+        return Ok(Parsed { messages, skipped, torn: false });
+    }
     let collected = RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let torn = match Collect(&collected, true).deserialize(&mut de) {
@@ -287,19 +399,58 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
         Err(e) if e.is_eof() => true,
         Err(e) => return Err(format!("not JSON of a messages file: {e}")),
     };
-    let mut skipped = 0;
-    let messages = collected
-        .into_inner()
-        .into_iter()
-        .map(|raw| {
-            let m = Message::new(raw);
-            if m.fields.is_none() {
-                skipped += 1;
-            }
-            m
-        })
-        .collect();
+    let messages: Vec<Message<'_>> = collected.into_inner().into_iter().map(|raw| Message::new(raw.get())).collect();
+    let skipped = messages.iter().filter(|m| m.fields.is_none()).count() as u64;
     Ok(Parsed { messages, skipped, torn })
+}
+
+/// A messages file read in one pass by the crate's validating reader: the
+/// history's elements, each message's fields by the fast path (else by
+/// serde from the element's text). `None` for a file that is not whole
+/// and of the usual shape (torn, damaged, without `messages`, a key that
+/// cannot be decoded, nesting past [`FAST_DEPTH`]), which serde reads.
+fn fast_parse(bytes: &[u8]) -> Option<Vec<Message<'_>>> {
+    let mut r = Reader::new(bytes);
+    if r.peek()? == b'[' {
+        return fast_list(&mut r);
+    }
+    if r.peek()? != b'{' || !r.enter_object().ok()? {
+        return None;
+    }
+    let (mut first, mut found) = (true, None);
+    while let Some(key) = r.next_key(&mut first).ok()? {
+        if key.escaped && key.decode().is_err() {
+            return None;
+        }
+        if found.is_none() && key.is("messages") {
+            found = Some(fast_list(&mut r)?);
+        } else {
+            r.skip_within(FAST_DEPTH).ok()?;
+        }
+    }
+    found
+}
+
+/// The list of messages at the reader, by the fast path.
+fn fast_list<'a>(r: &mut Reader<'a>) -> Option<Vec<Message<'a>>> {
+    if r.peek()? != b'[' || !r.enter_array().ok()? {
+        return None;
+    }
+    let (mut out, mut first) = (Vec::new(), true);
+    while r.next_element(&mut first).ok()? {
+        let start = r.peek().map(|_| r.pos())?;
+        let fields = if r.peek() == Some(b'{') { fast_fields(r) } else { None };
+        let message = match fields {
+            Some(fields) => Message { raw: taken(r, start), fields: Some(fields) },
+            None => {
+                r.seek(start);
+                r.skip_within(FAST_DEPTH).ok()?;
+                Message::new(std::str::from_utf8(taken(r, start)).ok()?)
+            }
+        };
+        out.push(message);
+    }
+    Some(out)
 }
 
 /// A compaction sidecar (`<id>.compaction.json`) as the SDK validates it.
@@ -337,10 +488,10 @@ pub fn parse_compaction(bytes: &[u8]) -> Option<Compaction<'_>> {
     if state.version != 1 || empty(&state.source_prefix_hash) || empty(&state.source_last_message_key) {
         return None;
     }
-    let messages: Vec<Message<'_>> = state.messages.into_iter().map(Message::new).collect();
+    let messages: Vec<Message<'_>> = state.messages.into_iter().map(|m| Message::new(m.get())).collect();
     let valid = messages.iter().all(|m| {
         matches!(m.role(), Some("user" | "assistant"))
-            && m.fields.as_ref().and_then(|f| f.content).is_some_and(|c| c.get().starts_with(['"', '[']))
+            && m.fields.as_ref().and_then(|f| f.content_raw).is_some_and(|c| matches!(c.first(), Some(b'"' | b'[')))
     });
     valid.then(|| Compaction {
         count: usize::try_from(state.source_message_count).unwrap_or(usize::MAX),
@@ -379,7 +530,7 @@ fn projects(c: &Compaction<'_>, history: &[Message<'_>]) -> bool {
 /// A message as the SDK hashes it (`JSON.parse` of its text, a user
 /// message's texts as displayed); `None` where the SDK's code would throw.
 fn normalized(m: &Message<'_>) -> Option<serde_json::Map<String, Value>> {
-    let Value::Object(mut obj) = parse_js(m.raw.get()).ok()? else { return None };
+    let Value::Object(mut obj) = parse_js(std::str::from_utf8(m.raw).ok()?).ok()? else { return None };
     if obj.get("role").and_then(Value::as_str) == Some("user") {
         let content = match obj.get("content")? {
             Value::String(s) => Value::String(display_user_input(s)),
@@ -429,23 +580,74 @@ fn checked_role(obj: &serde_json::Map<String, Value>) -> Option<&str> {
 ///
 /// Each message's input is written from its text where that is already as
 /// `JSON.stringify` writes it (`canon.rs`), else from its
-/// value parsed as `JSON.parse` parses it: the same bytes either way.
+/// value parsed as `JSON.parse` parses it: the same bytes either way. A
+/// long prefix is hashed on a thread of its own while its inputs are
+/// written, [`CHUNK`] bytes at a time.
 pub fn prefix_hash(prefix: &[Message<'_>]) -> Option<String> {
     let mut hash = Sha256::new();
     hash.update(HASH_VERSION.as_bytes());
     hash.update(format!("{}\n", prefix.len()).as_bytes());
-    let mut input = Vec::new();
-    for m in prefix {
-        input.clear();
-        if !super::canon::hash_input(m.raw.get(), &mut input, text_part_input) {
-            input.extend_from_slice(hash_input(m)?.as_bytes());
-        }
-        input.push(b'\n');
-        hash.update(&input);
-    }
-    let digest = hash.finalize();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let long = prefix.iter().map(|m| m.raw.len()).sum::<usize>() >= 4 * CHUNK;
+    let hash = if long { hashed_beside(prefix, hash)? } else { hashed_here(prefix, hash)? };
+    let hex: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
     Some(format!("sha256:{hex}"))
+}
+
+/// How many bytes of hash input are written before they are hashed.
+const CHUNK: usize = 1 << 20;
+
+/// `hash` given the inputs of `prefix`, on this thread.
+fn hashed_here(prefix: &[Message<'_>], mut hash: Sha256) -> Option<Sha256> {
+    write_inputs(prefix, |chunk| {
+        hash.update(&chunk);
+        Some(chunk)
+    })?;
+    Some(hash)
+}
+
+/// `hash` given the inputs of `prefix`, hashed on a thread of its own while
+/// this one writes them (on this thread when none can start).
+fn hashed_beside(prefix: &[Message<'_>], hash: Sha256) -> Option<Sha256> {
+    std::thread::scope(|scope| {
+        let (full, to_hash) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let (hashed, empty) = std::sync::mpsc::channel::<Vec<u8>>();
+        let start = hash.clone();
+        let hasher = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let mut hash = start;
+            for chunk in to_hash {
+                hash.update(&chunk);
+                // Its room back for the next (none when writing stopped).
+                let _ = hashed.send(chunk);
+            }
+            hash
+        });
+        let Ok(hasher) = hasher else { return hashed_here(prefix, hash) };
+        let written = write_inputs(prefix, |chunk| {
+            full.send(chunk).ok()?;
+            Some(empty.try_recv().unwrap_or_default())
+        });
+        drop(full);
+        let hash = hasher.join().ok()?;
+        written.map(|()| hash)
+    })
+}
+
+/// Writes the inputs of `prefix` (each followed by `\n`) and gives them to
+/// `hashed` [`CHUNK`] bytes or more at a time, which gives back room for
+/// the next; `None` when a message has none (the SDK's code would throw).
+fn write_inputs(prefix: &[Message<'_>], mut hashed: impl FnMut(Vec<u8>) -> Option<Vec<u8>>) -> Option<()> {
+    let (mut chunk, mut scratch) = (Vec::new(), Vec::new());
+    for m in prefix {
+        if !super::canon::hash_input(m.raw, &mut chunk, &mut scratch, text_part_input) {
+            chunk.extend_from_slice(hash_input(m)?.as_bytes());
+        }
+        chunk.push(b'\n');
+        if chunk.len() >= CHUNK {
+            chunk = hashed(chunk)?;
+            chunk.clear();
+        }
+    }
+    hashed(chunk).map(drop)
 }
 
 /// The SDK's hash input of a message (`sourceMessageHashInput`, as
@@ -535,6 +737,11 @@ fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
 /// the CLI adds (`<user_input mode="…">`, `<user_command slash="…">`, the
 /// latter shown as `/<slash> …`) and without `<mode_notice>` elements.
 pub fn display_user_input(input: &str) -> String {
+    plain_user_input(input).map_or_else(|| display_by_patterns(input), str::to_owned)
+}
+
+/// [`display_user_input`] by the SDK's regular expressions.
+fn display_by_patterns(input: &str) -> String {
     static COMMAND: OnceLock<Regex> = OnceLock::new();
     static SLASH: OnceLock<Regex> = OnceLock::new();
     let normalized = strip_mode_notices(&normalize_user_input(input));
@@ -561,6 +768,32 @@ pub fn display_user_input(input: &str) -> String {
     } else {
         format!("/{slash} {normalized}")
     }
+}
+
+/// What [`display_user_input`] gives for the usual texts, found without its
+/// regular expressions: a text that holds none of the tags it looks for
+/// (and does not start with `<u`, which a case-insensitive
+/// `<user_command` could match), trimmed; a text wrapped whole in one
+/// `<user_input …>` and holding no other tag it looks for, its inside
+/// trimmed. `None` for anything else.
+fn plain_user_input(input: &str) -> Option<&str> {
+    const OPEN: &str = "<user_input";
+    const CLOSE: &str = "</user_input>";
+    let has = |text: &str, tag: &str| memchr::memmem::find(text.as_bytes(), tag.as_bytes()).is_some();
+    let other_tags = |text: &str| has(text, "<user_command") || has(text, "<mode_notice>");
+    let t = js_trim(input);
+    let Some(rest) = t.strip_prefix(OPEN) else {
+        let command_like = t.starts_with("<u") || t.starts_with("<U");
+        return (!command_like && !has(t, OPEN) && !other_tags(t)).then_some(t);
+    };
+    // `<user_input` then a byte that ends the word, its attributes to the
+    // first `>`, and the text to the first `</user_input>`, which ends it.
+    (!rest.as_bytes().first().is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')).then_some(())?;
+    let body = &rest[rest.find('>')? + 1..];
+    let end = memchr::memmem::find(body.as_bytes(), CLOSE.as_bytes())?;
+    (end + CLOSE.len() == body.len()).then_some(())?;
+    let body = &body[..end];
+    (!has(body, OPEN) && !other_tags(body)).then(|| js_trim(body))
 }
 
 /// The SDK's `normalizeUserInput`: the `<user_input>` and
@@ -610,10 +843,10 @@ mod tests {
     /// the value path.
     fn both_ways(raw: &str) -> (Option<String>, Option<String>) {
         let value: &RawValue = serde_json::from_str(raw).unwrap();
-        let exact = hash_input(&Message::new(value));
+        let exact = hash_input(&Message::new(value.get()));
         let mut out = Vec::new();
-        let fast =
-            super::super::canon::hash_input(raw, &mut out, text_part_input).then(|| String::from_utf8(out).unwrap());
+        let fast = super::super::canon::hash_input(raw.as_bytes(), &mut out, &mut Vec::new(), text_part_input)
+            .then(|| String::from_utf8(out).unwrap());
         (fast, exact)
     }
 
@@ -743,6 +976,51 @@ mod tests {
         assert_eq!(display_user_input("  plain  "), "plain");
         assert_eq!(display_user_input("<user_input mode=\"plan\">unclosed"), "unclosed");
         assert_eq!(display_user_input("   "), "");
+    }
+
+    /// Where the direct scan shows a user's text, it shows what the SDK's
+    /// regular expressions show; it takes the plain and the wrapped texts.
+    #[test]
+    fn the_direct_scan_shows_user_input_as_the_patterns_do() {
+        let taken = [
+            "plain",
+            "  \u{feff} padded\n ",
+            "",
+            "a <tag> and </user_input> in it",
+            "<user_input mode=\"act\">fix <b>it</b></user_input>",
+            " <user_input>  spaced  </user_input>\n",
+            "<user_input mode=\"plan\"></user_input>",
+            "<user_input\u{e9}>accent</user_input>",
+            "<p>not the user's</p>",
+        ];
+        for input in taken {
+            assert_eq!(plain_user_input(input).map(str::to_owned), Some(display_by_patterns(input)), "{input:?}");
+        }
+        let left = [
+            "<user_inputs>x</user_inputs>",
+            "<user_input mode=\"act\">a</user_input> b",
+            "<user_input>a</user_input><user_input>b</user_input>",
+            "<user_input>a <mode_notice>n</mode_notice></user_input>",
+            "<user_input>unclosed",
+            "<USER_COMMAND slash=\"x\">y</USER_COMMAND>",
+            "<u\u{17f}er_command slash=\"x\">y</u\u{17f}er_command>",
+            "say <user_command slash=\"x\">y</user_command>",
+            "<mode_notice>n</mode_notice> go",
+            "<user_input",
+        ];
+        for input in left {
+            assert_eq!(plain_user_input(input), None, "{input:?}");
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let pieces =
+            ["<user_input", ">", "</user_input>", " mode=\"act\"", "<", "x", " ", "<mode_notice>", "\u{feff}", "_"];
+        for _ in 0..2000 {
+            let n = next(&mut seed) % 7;
+            let input: String = (0..n).map(|_| pieces[(next(&mut seed) % pieces.len() as u64) as usize]).collect();
+            if let Some(shown) = plain_user_input(&input) {
+                assert_eq!(shown, display_by_patterns(&input), "{input:?}");
+            }
+        }
     }
 
     #[test]
