@@ -248,7 +248,7 @@ fn encoding_bit(e: Encoding) -> u8 {
 
 /// The root's one encoding from the union of encoding bits, or the error
 /// that refuses a root mixing them.
-fn root_encoding(root: &Path, bits: u8) -> io::Result<Option<Encoding>> {
+pub(crate) fn root_encoding(root: &Path, bits: u8) -> io::Result<Option<Encoding>> {
     match bits {
         0 => Ok(None),
         1 => Ok(Some(Encoding::Raw)),

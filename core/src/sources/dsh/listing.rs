@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Number, Value};
 
-use super::discover::{path_matches, read_dirs, root_encoding_of, walk, Found, SessionDir, Step};
+use super::discover::{path_matches, read_dirs, root_encoding, walk, Found, SessionDir, Step};
 use super::generation::Generation;
 use super::header::{read_log_header_at, Header};
 use super::layout::Encoding;
@@ -266,6 +266,31 @@ pub(crate) struct ListingCache {
     /// Sessions put into listings so far: all of a listing put together
     /// afresh, the changed ones of a patched one (for tests).
     assembled: u64,
+    /// Whether the last listing was put together to its end: every
+    /// directory of the walk read and worked out, and [`encodings`](Self::encodings)
+    /// counted. A watched change then reads and works out its
+    /// directories only, without a pass over the others.
+    settled: bool,
+    /// Of the directories read, how many hold a plain log file and how
+    /// many a compressed one (what decides the root's encoding).
+    encodings: EncodingCounts,
+    /// Directories looked at so far: outcomes worked out, log files
+    /// counted for the root's encoding (for tests).
+    looked_at: u64,
+}
+
+/// Of session directories, how many hold a plain log file (`[0]`) and how
+/// many a compressed one (`[1]`).
+type EncodingCounts = [usize; 2];
+
+/// Counts the encodings of `dir`'s files into `counts`, or (`-`) out.
+fn count_encodings(counts: &mut EncodingCounts, dir: &SessionDir, add: bool) {
+    let bits = dir.file_encodings();
+    for (at, count) in counts.iter_mut().enumerate() {
+        if bits & (1 << at) != 0 {
+            *count = if add { *count + 1 } else { count.saturating_sub(1) };
+        }
+    }
 }
 
 impl ListingCache {
@@ -447,8 +472,8 @@ impl ListingCache {
 
     /// Directories read, headers read and sessions put into listings so
     /// far (what listing cost, for tests).
-    pub(crate) fn work(&self) -> (u64, u64, u64) {
-        (self.reads.0, self.reads.1, self.assembled)
+    pub(crate) fn work(&self) -> (u64, u64, u64, u64) {
+        (self.reads.0, self.reads.1, self.assembled, self.looked_at)
     }
 
     /// Whether a watcher is active.
@@ -488,6 +513,7 @@ impl ListingCache {
             Changes::Everything | Changes::Nothing => (true, Vec::new()),
             Changes::Dirs(dirs) => (false, dirs),
         };
+        let settled = std::mem::replace(&mut self.settled, false);
         // Without a watcher nothing is known to be unchanged: every session
         // directory is read again (a log's header is still reused when its
         // identity is the same).
@@ -570,15 +596,19 @@ impl ListingCache {
                     }
                 }
             }
-            to_read.extend(
-                walked
-                    .steps
-                    .iter()
-                    .zip(&walked.dirs)
-                    .enumerate()
-                    .filter(|(_, (s, d))| s.is_ok() && d.is_none())
-                    .map(|(i, _)| i),
-            );
+            // Directories never read (new in a walk; after a listing that
+            // stopped short); a settled listing left none.
+            if structural || !settled {
+                to_read.extend(
+                    walked
+                        .steps
+                        .iter()
+                        .zip(&walked.dirs)
+                        .enumerate()
+                        .filter(|(_, (s, d))| s.is_ok() && d.is_none())
+                        .map(|(i, _)| i),
+                );
+            }
             to_read.sort_unstable();
             to_read.dedup();
         }
@@ -596,14 +626,34 @@ impl ListingCache {
         self.changed |= !read.is_empty();
         self.reads.0 += read.len() as u64;
         let mut reread = vec![false; walked.steps.len()];
+        // Only the reread directories' encodings are counted again when the
+        // counts of a settled listing hold for the others.
+        let mut counts = (!structural && settled).then_some(self.encodings);
+        let touched = (watched && counts.is_some()).then(|| to_read.clone());
         for (i, dir) in to_read.into_iter().zip(read) {
-            let previous = walked.dirs[i].take().and_then(|d| d.outcome);
-            walked.dirs[i] = Some(Box::new(Dir { read: dir, outcome: previous }));
+            let old = walked.dirs[i].take();
+            if let Some(counts) = counts.as_mut() {
+                self.looked_at += 1;
+                if let Some(old) = &old {
+                    count_encodings(counts, &old.read, false);
+                }
+                count_encodings(counts, &dir, true);
+            }
+            walked.dirs[i] = Some(Box::new(Dir { read: dir, outcome: old.and_then(|d| d.outcome) }));
             fresh[i] = true;
             reread[i] = true;
         }
+        let counts = counts.unwrap_or_else(|| {
+            let mut counts = EncodingCounts::default();
+            for dir in walked.dirs.iter().flatten() {
+                count_encodings(&mut counts, &dir.read, true);
+                self.looked_at += 1;
+            }
+            counts
+        });
+        let bits = counts.iter().enumerate().fold(0u8, |m, (at, &n)| if n > 0 { m | 1 << at } else { m });
         let encoding_changed;
-        let encoding = match root_encoding_of(root, walked.dirs.iter().flatten().map(|d| &d.read)) {
+        let encoding = match root_encoding(root, bits) {
             Ok(e) => {
                 encoding_changed = self.encoding != Some(e);
                 self.encoding = Some(e);
@@ -614,8 +664,14 @@ impl ListingCache {
         // The last listing, patched when only logs it listed changed and
         // the walk was not redone.
         let previous = previous.filter(|_| !structural && !encoding_changed);
-        let (snapshot, headers_read, assembled) =
-            assemble(walked, &fresh, &reread, encoding, encoding_changed, under.as_ref(), previous);
+        // A watched change of a settled listing works out the directories
+        // read again, not every directory.
+        let only = touched.as_deref().filter(|_| !encoding_changed);
+        let (snapshot, headers_read, assembled, looked_at) =
+            assemble(walked, only, &fresh, &reread, encoding, encoding_changed, under.as_ref(), previous);
+        self.looked_at += looked_at;
+        self.encodings = counts;
+        self.settled = true;
         self.assembled += assembled;
         self.changed |= headers_read > 0;
         self.reads.1 += headers_read;
@@ -624,20 +680,23 @@ impl ListingCache {
 }
 
 /// Works out the outcome of every directory that needs one (`fresh`: read
-/// now (`reread`) or `lstat`ed, or all when the root's encoding changed)
-/// and puts the listing together (logs `lstat`ed through `under` when
-/// given). Also returns how many headers were read and how many sessions
+/// now (`reread`) or `lstat`ed, or all when the root's encoding changed;
+/// of `only`, when given: the directories read again, the others having
+/// outcomes that hold) and puts the listing together (logs `lstat`ed through `under` when
+/// given). Also returns how many headers were read, how many sessions
 /// were put into the listing (only the changed ones when the last listing
-/// was patched: see [`patch`]).
+/// was patched: see [`patch`]), and how many directories it looked at.
+#[allow(clippy::too_many_arguments)]
 fn assemble(
     walked: &mut Walked,
+    only: Option<&[usize]>,
     fresh: &[bool],
     reread: &[bool],
     encoding: Option<Encoding>,
     encoding_changed: bool,
     under: Option<&StatUnder>,
     previous: Option<Arc<Snapshot>>,
-) -> (Snapshot, u64, u64) {
+) -> (Snapshot, u64, u64, u64) {
     // The log of each directory to look at: selected again, or (`None`)
     // the one it listed, when its read still holds and selects that log
     // under the root's encoding (a listed log is the read's selection under
@@ -646,8 +705,15 @@ fn assemble(
     // Whether every directory worked out again listed a session before
     // (what the last listing can be patched with).
     let mut all_listed = true;
-    for (i, dir) in walked.dirs.iter_mut().enumerate() {
-        let Some(dir) = dir else { continue };
+    let count = walked.dirs.len();
+    let positions: Box<dyn Iterator<Item = usize>> = match only {
+        Some(only) => Box::new(only.iter().copied().filter(|&i| i < count)),
+        None => Box::new(0..count),
+    };
+    let mut looked_at = 0;
+    for i in positions {
+        looked_at += 1;
+        let Some(dir) = walked.dirs[i].as_mut() else { continue };
         if !(encoding_changed || fresh[i] || dir.outcome.is_none()) {
             continue;
         }
@@ -709,7 +775,7 @@ fn assemble(
         }
     }
     if let Some((snapshot, changed)) = patched {
-        return (snapshot, headers_read.into_inner(), changed);
+        return (snapshot, headers_read.into_inner(), changed, looked_at);
     }
     // Rejections in the order a fresh walk gives them: the walk's and the
     // selection's in path order, then the headers' and duplicate ids in
@@ -757,6 +823,7 @@ fn assemble(
         Snapshot { sessions, rejected, encoding, by_id: OnceLock::new(), shared: OnceLock::new() },
         headers_read.into_inner(),
         assembled,
+        looked_at,
     )
 }
 

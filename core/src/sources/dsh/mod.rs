@@ -487,10 +487,12 @@ impl DshStore {
         self.listing_cache().is_watching()
     }
 
-    /// Directories read, headers read and sessions put into listings by
+    /// Directories read, headers read, sessions put into listings, and
+    /// directories looked at (each a directory whose outcome was worked
+    /// out or whose log files were counted for the root's encoding) by
     /// this store so far: what listing cost (for tests and benchmarks).
     #[doc(hidden)]
-    pub fn listing_work(&self) -> (u64, u64, u64) {
+    pub fn listing_work(&self) -> (u64, u64, u64, u64) {
         self.listing_cache().work()
     }
 
@@ -884,6 +886,11 @@ impl SessionQuery for DshStore {
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
         let blocking = Blocking::new(self.clone());
         Box::pin(async move { SessionQuery::read_title(&blocking, session_id).await })
+    }
+
+    fn read_titles<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Vec<crate::host::TitleRead>> {
+        let blocking = Blocking::new(self.clone());
+        Box::pin(async move { SessionQuery::read_titles(&blocking, session_ids).await })
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
