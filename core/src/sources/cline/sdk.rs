@@ -384,7 +384,7 @@ impl<'de, 'c> Visitor<'de> for Collect<'c, 'de> {
 /// cut short gives the elements before the cut; `Err` says why a file is
 /// not one.
 ///
-/// A whole file of the usual shape is read in one pass ([`fast_parse`]);
+/// A whole file of the usual shape is read in one pass (`fast_parse`);
 /// any other is read by serde, element by element, with the same answer.
 pub fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
     if let Some(messages) = fast_parse(bytes) {
@@ -582,7 +582,7 @@ fn checked_role(obj: &serde_json::Map<String, Value>) -> Option<&str> {
 /// `JSON.stringify` writes it (`canon.rs`), else from its
 /// value parsed as `JSON.parse` parses it: the same bytes either way. A
 /// long prefix is hashed on a thread of its own while its inputs are
-/// written, [`CHUNK`] bytes at a time.
+/// written, `CHUNK` bytes at a time.
 pub fn prefix_hash(prefix: &[Message<'_>]) -> Option<String> {
     let mut hash = Sha256::new();
     hash.update(HASH_VERSION.as_bytes());
