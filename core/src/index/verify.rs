@@ -87,17 +87,18 @@ pub(super) fn in_order(
     };
     // Whether there is a prospect to take now: not all taken, and the next
     // within the window ahead of the one `f` is at.
-    let open_now = || {
-        let at = next.load(AtomicOrdering::Acquire);
+    let open_at = |at: usize| {
         at < prospects.len() && at < given.load(AtomicOrdering::Acquire) + window && !stop.load(AtomicOrdering::Relaxed)
     };
+    let open_now = || open_at(next.load(AtomicOrdering::Acquire));
     // Takes the next prospect to verify, if there is one now, and verifies
-    // it (settled ones are passed over).
+    // it (settled ones are passed over). The one taken is the one found
+    // open: another thread may take the last between a look and a take.
     let take = || loop {
-        if !open_now() {
+        let at = next.load(AtomicOrdering::Acquire);
+        if !open_at(at) {
             return false;
         }
-        let at = next.load(AtomicOrdering::Acquire);
         if next.compare_exchange(at, at + 1, AtomicOrdering::AcqRel, AtomicOrdering::Relaxed).is_err() {
             continue;
         }

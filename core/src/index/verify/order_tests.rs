@@ -82,3 +82,29 @@ fn several_threads_verify_as_one_in_order_and_stop_where_it_stops() {
     assert!(found.iter().filter(|(_, hit)| hit.as_ref().is_some_and(|h| h.0 == 1)).count() >= 10);
     assert!(found.iter().any(|(_, hit)| hit.as_ref().is_some_and(|h| h.0 == 2)), "words apart");
 }
+
+/// A few prospects on more threads than they need: each is taken and
+/// verified once, also when the threads race for the last one (a thread
+/// that found one left must not take one past the end), and the ranking
+/// sees them all in order.
+#[test]
+fn a_few_prospects_on_many_threads_are_each_taken_once() {
+    let (sessions, docs) = corpus(120);
+    let sessions = Headers::all(&sessions);
+    let query = Query::parse("needle").unwrap();
+    let finders = Finders::of(&query);
+    for n in 2..=4 {
+        let prospects: Vec<Prospect> = (1..=n)
+            .map(|at| Prospect { at, key: Key { tier: 1, cwd_rank: 0, created: 0.0, order: at }, settled: None })
+            .collect();
+        for _ in 0..4000 {
+            let mut got = Vec::new();
+            in_order(&prospects, sessions, &docs, &finders, VERIFIERS, |p, verified| {
+                got.push((p.at, verified().expect("readable").is_some()));
+                ControlFlow::Continue(())
+            });
+            let expected: Vec<(usize, bool)> = (1..=n).map(|at| (at, at % 9 == 3 || at % 9 == 6)).collect();
+            assert_eq!(got, expected, "{n} prospects");
+        }
+    }
+}
