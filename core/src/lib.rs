@@ -183,7 +183,7 @@ pub use host::{
     listed_session_id, Blocking, BlockingSessionQuery, BudgetedSurface, Candidate, Fingerprint, IndexProgress,
     MatchField, PinnedListing, QueryFuture, SearchAnswer, SearchIndexStats, SearchOptions, SearchRequest, SearchResult,
     SearchScope, SessionHeader, SessionQuery, SharedBytes, SharedListing, StreamedItems, SurfaceAnswer, SurfaceData,
-    SurfaceItems, SurfaceRead, Target, TitleRead,
+    SurfaceItems, SurfaceRead, Target,
 };
 pub use index::{search_fold, SearchTerms};
 pub use json::{stringify_tag_safe, stringify_tag_safe_text};

@@ -33,19 +33,6 @@ pub use surface::{BudgetedSurface, SharedBytes, StreamedItems, SurfaceAnswer, Su
 /// A boxed future returned by [`SessionQuery`] methods.
 pub type QueryFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HostError>> + Send + 'a>>;
 
-/// One title of [`SessionQuery::read_titles`]: as
-/// [`SessionQuery::read_title`] answers it.
-pub type TitleRead = Result<Option<String>, HostError>;
-
-/// Calls a host read, a panic (in the call or while it is awaited) being
-/// its failure.
-pub(crate) async fn caught<'a, T>(call: impl FnOnce() -> QueryFuture<'a, T>) -> Result<T, HostError> {
-    use futures::FutureExt;
-    let panicked = || HostError::new("the host's session query panicked");
-    let fut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).map_err(|_| panicked())?;
-    std::panic::AssertUnwindSafe(fut).catch_unwind().await.unwrap_or_else(|_| Err(panicked()))
-}
-
 /// The listed session that `name` means: the session whose id is `name`;
 /// else, for a name given without its source's prefix (a Claude Code or
 /// Codex id as the agent shows it), the one session whose id is
@@ -352,21 +339,6 @@ pub trait SessionQuery: Send + Sync {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>>;
     /// The latest title of a session, or `None` when it has none.
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>>;
-    /// The latest titles of `session_ids` (same order, same length), each
-    /// as [`read_title`](Self::read_title) answers it: what discovery calls
-    /// to read many titles, in batches, one read after another within a
-    /// batch (so a source that reads on a thread pays one task per batch,
-    /// not per title). The default reads them with `read_title`, one after
-    /// another; a read that panics is that title's failure.
-    fn read_titles<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Vec<TitleRead>> {
-        Box::pin(async move {
-            let mut titles = Vec::with_capacity(session_ids.len());
-            for id in session_ids {
-                titles.push(caught(|| self.read_title(id)).await);
-            }
-            Ok(titles)
-        })
-    }
     /// The current surface snapshot of a session.
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData>;
     /// The surface of a session as `read` asks for it: what the library
@@ -470,19 +442,6 @@ pub trait BlockingSessionQuery: Send + Sync + 'static {
     fn list_sessions(&self) -> Result<Vec<SessionHeader>, HostError>;
     /// The latest title of a session, or `None`.
     fn read_title(&self, session_id: &str) -> Result<Option<String>, HostError>;
-    /// The latest titles of `session_ids`, as [`SessionQuery::read_titles`]
-    /// (default: [`read_title`](Self::read_title) for each, one after
-    /// another; a read that panics is that title's failure).
-    fn read_titles(&self, session_ids: &[String]) -> Vec<TitleRead> {
-        let panicked = || HostError::new("the host's session query panicked");
-        session_ids
-            .iter()
-            .map(|id| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.read_title(id)))
-                    .unwrap_or_else(|_| Err(panicked()))
-            })
-            .collect()
-    }
     /// The current surface snapshot of a session.
     fn read_surface(&self, session_id: &str) -> Result<SurfaceData, HostError>;
     /// The surface as `read` asks for it, as [`SessionQuery::read_surface_as`]
@@ -553,11 +512,6 @@ impl<Q: BlockingSessionQuery> SessionQuery for Blocking<Q> {
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
         let id = session_id.to_owned();
         on_blocking_pool(&self.0, move |q| q.read_title(&id))
-    }
-    /// One task on the blocking pool for all of `session_ids`.
-    fn read_titles<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Vec<TitleRead>> {
-        let ids = session_ids.to_vec();
-        on_blocking_pool(&self.0, move |q| Ok(q.read_titles(&ids)))
     }
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         let id = session_id.to_owned();

@@ -6,7 +6,10 @@
 //! blocking facade.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures::FutureExt;
 
 use crate::cancel::CancelToken;
 use crate::config::Config;
@@ -30,7 +33,9 @@ pub use session::{SessionConversation, SessionMessage};
 /// call or the future into a host error, so that a misbehaving host can
 /// never unwind through the library.
 pub(crate) async fn guarded<'a, T>(call: impl FnOnce() -> QueryFuture<'a, T>) -> std::result::Result<T, HostError> {
-    crate::host::caught(call).await
+    let panicked = || HostError::new("the host's session query panicked");
+    let fut = std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(|_| panicked())?;
+    AssertUnwindSafe(fut).catch_unwind().await.unwrap_or_else(|_| Err(panicked()))
 }
 
 /// Runs `work` unless `cancel` fires first; cancellation also wins over an

@@ -21,9 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::HostError;
 use crate::host::Fingerprint;
-use crate::host::{
-    QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceAnswer, SurfaceData, SurfaceRead, TitleRead,
-};
+use crate::host::{QueryFuture, SessionHeader, SessionQuery, SharedListing, SurfaceAnswer, SurfaceData, SurfaceRead};
 
 struct Entry {
     name: String,
@@ -494,47 +492,6 @@ impl SessionQuery for MultiQuery {
     // Routed inside the future, so that creating it needs no runtime.
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
         self.read_recorded(session_id, |query| query.read_title(session_id))
-    }
-
-    /// Each id's title from the source its reads go to, asked once per
-    /// source for all of its ids (each failure kept for the report, as a
-    /// read of one title keeps it).
-    fn read_titles<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Vec<TitleRead>> {
-        Box::pin(async move {
-            let mut out: Vec<TitleRead> = Vec::with_capacity(session_ids.len());
-            let mut by_source: Vec<(Vec<usize>, Vec<String>)> = vec![(Vec::new(), Vec::new()); self.entries.len()];
-            for (at, id) in session_ids.iter().enumerate() {
-                out.push(Ok(None));
-                match self.owner(id).await {
-                    Ok(entry) => {
-                        let source = self.entries.iter().position(|e| std::ptr::eq(e, entry)).unwrap_or(0);
-                        by_source[source].0.push(at);
-                        by_source[source].1.push(id.clone());
-                    }
-                    Err(e) => out[at] = Err(e),
-                }
-            }
-            for ((positions, ids), entry) in by_source.iter().zip(&self.entries) {
-                if ids.is_empty() {
-                    continue;
-                }
-                let answer = entry.query.read_titles(ids).await;
-                let titles = match answer {
-                    Ok(titles) if titles.len() == ids.len() => titles,
-                    Ok(_) => {
-                        vec![Err(HostError::new("the source answered a batch of titles of another length")); ids.len()]
-                    }
-                    Err(e) => vec![Err(e); ids.len()],
-                };
-                for ((&at, id), title) in positions.iter().zip(ids).zip(titles) {
-                    if let Err(e) = &title {
-                        self.record(entry, id, e);
-                    }
-                    out[at] = title;
-                }
-            }
-            Ok(out)
-        })
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {

@@ -2,6 +2,8 @@
 //! titles as labels, ranked by working directory (`host/rank.rs`) and filtered
 //! by a search text.
 
+use futures::StreamExt;
+
 use super::{cancellable, Resolver};
 use crate::cancel::CancelToken;
 use crate::config::{Config, MAX_SAFE_INTEGER};
@@ -224,13 +226,15 @@ impl Resolver {
             (index.serial(), to_read)
         };
         let (sessions, fps) = (shared.sessions(), shared.fingerprints());
-        let wanted = to_read.into_iter().map(|p| (p, sessions[p].id.clone(), fps[p].clone())).collect();
-        let reads: Vec<filtered::Read> = self
-            .read_titles_cached(wanted, TITLE_CONCURRENCY)
-            .await
-            .into_iter()
-            .map(|(position, title)| filtered::Read { position, fp: fps[position].clone(), title })
-            .collect();
+        let jobs = to_read.into_iter().map(|position| {
+            let fp = fps[position].clone();
+            async move {
+                let title = self.read_title_cached(&sessions[position].id, fp.clone()).await;
+                filtered::Read { position, fp, title }
+            }
+        });
+        let reads: Vec<filtered::Read> =
+            futures::stream::iter(jobs).buffered(TITLE_CONCURRENCY).collect::<Vec<_>>().await;
         let mut index = titles::lock(&self.discovery.filter);
         if !index.apply(serial, reads, hardening) {
             return None;

@@ -28,13 +28,6 @@ use crate::host::SessionHeader;
 use crate::host::{no_fingerprints, Fingerprint};
 use crate::resolver::{guarded, Resolver};
 
-/// A title to read: the caller's position of it, and the fingerprint its
-/// session had before the read.
-type Placed = (usize, Option<Fingerprint>);
-
-/// The most titles read in one batch ([`Resolver::read_titles_cached`]).
-const MAX_TITLE_BATCH: usize = 64;
-
 /// A cached title: the fingerprint its session had before it was read, and
 /// the title (`None`: it has none).
 pub(super) struct Held {
@@ -330,54 +323,16 @@ impl Resolver {
         titles
     }
 
-    /// Caches a read of the latest title of `id` under `fp` (taken
+    /// Reads the latest title of `id` and caches it under `fp` (taken
     /// before the read): kept and given as the hardened mode allows (a
     /// cached title is given the same); `None` when the read failed
     /// (nothing cached).
-    fn keep_title(&self, id: &str, fp: Option<Fingerprint>, read: Option<Option<String>>) -> Option<Option<String>> {
+    pub(super) async fn read_title_cached(&self, id: &str, fp: Option<Fingerprint>) -> Option<Option<String>> {
+        let read = guarded(|| self.query.read_title(id)).await.ok();
         let hardening = self.config.hardening();
         let read = read.map(|title| title.map(|t| hardening.title_to_keep(t)));
         self.discovery.store_title(id, fp, read.clone());
         read
-    }
-
-    /// Reads and caches ([`keep_title`](Self::keep_title)) the title of each of `wanted`
-    /// (a position of the caller's, an id, the fingerprint taken before the
-    /// read), in the order given: read in batches
-    /// ([`SessionQuery::read_titles`](crate::SessionQuery::read_titles)),
-    /// at most `concurrency` batches at once, so no more titles are read
-    /// at once than `concurrency`. A batch that fails as a whole fails
-    /// each of its reads.
-    pub(super) async fn read_titles_cached(
-        &self,
-        wanted: Vec<(usize, String, Option<Fingerprint>)>,
-        concurrency: usize,
-    ) -> Vec<(usize, Option<Option<String>>)> {
-        let concurrency = concurrency.max(1);
-        // Several batches per reader, so the last ones finish together.
-        let size = (wanted.len() / (concurrency * 4)).clamp(1, MAX_TITLE_BATCH);
-        let mut batches: Vec<(Vec<Placed>, Vec<String>)> = Vec::new();
-        for (i, (at, id, fp)) in wanted.into_iter().enumerate() {
-            if i % size == 0 {
-                batches.push((Vec::with_capacity(size), Vec::with_capacity(size)));
-            }
-            let (places, ids) = batches.last_mut().expect("a batch was just made");
-            places.push((at, fp));
-            ids.push(id);
-        }
-        let jobs = batches.into_iter().map(|(places, ids)| async move {
-            let read: Vec<Option<Option<String>>> = match guarded(|| self.query.read_titles(&ids)).await {
-                Ok(titles) if titles.len() == ids.len() => titles.into_iter().map(Result::ok).collect(),
-                _ => vec![None; ids.len()],
-            };
-            places
-                .into_iter()
-                .zip(ids.iter().zip(read))
-                .map(|((at, fp), (id, read))| (at, self.keep_title(id, fp, read)))
-                .collect::<Vec<_>>()
-        });
-        let read: Vec<Vec<_>> = stream::iter(jobs).buffered(concurrency).collect().await;
-        read.into_iter().flatten().collect()
     }
 
     /// The index and latest title of each of `sessions` for which `keep`
@@ -415,12 +370,18 @@ impl Resolver {
         if missing.is_empty() {
             return kept;
         }
-        let wanted = missing.into_iter().map(|i| (i, sessions[i].id.clone(), fps.get(i).cloned())).collect();
-        let read = self.read_titles_cached(wanted, concurrency).await;
-        let read = read.into_iter().map(|(i, title)| (i, title.flatten()));
+        let jobs: Vec<_> = missing
+            .into_iter()
+            .map(|i| {
+                let id = sessions[i].id.clone();
+                let fp = fps.get(i).cloned();
+                async move { (i, self.read_title_cached(&id, fp).await.flatten()) }
+            })
+            .collect();
+        let read: Vec<(usize, Option<String>)> = stream::iter(jobs).buffered(concurrency.max(1)).collect().await;
         // (Labels of titles just read are made here; the next query makes
         // and keeps them with the cached titles.)
-        kept.extend(read.filter(|(i, title)| {
+        kept.extend(read.into_iter().filter(|(i, title)| {
             keep(&Titled { session: sessions[*i], title: title.as_deref(), label: &Label::new(), hardening })
         }));
         kept.sort_unstable_by_key(|(i, _)| *i);

@@ -30,8 +30,7 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 const ZSTD_MAGIC: u32 = 0xFD2F_B528;
 const SKIPPABLE_MAGIC_MASK: u32 = 0xFFFF_FFF0;
 const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
-/// Read buffer of a plain log read whole (at most).
-pub const RAW_CHUNK: usize = 64 << 10;
+const CHUNK: usize = 64 << 10;
 /// Input window and output chunk of a zstd read of a whole log.
 pub const ZSTD_CHUNK: usize = 128 << 10;
 /// Input window and output chunk of a zstd read of the header only.
@@ -89,7 +88,7 @@ pub enum LineReader {
 impl LineReader {
     /// A reader of a plain log.
     pub fn raw(file: File) -> Self {
-        Self::raw_with_capacity(file, RAW_CHUNK)
+        Self::raw_with_capacity(file, CHUNK)
     }
 
     /// A reader of a plain log with a read buffer of `capacity` bytes (a
@@ -102,7 +101,7 @@ impl LineReader {
     /// complete line a previous read folded) instead of at the header.
     pub(crate) fn raw_at(mut file: File, offset: u64) -> io::Result<Self> {
         file.seek(SeekFrom::Start(offset))?;
-        Ok(LineReader::Raw { reader: BufReader::with_capacity(RAW_CHUNK, file), offset })
+        Ok(LineReader::Raw { reader: BufReader::with_capacity(CHUNK, file), offset })
     }
 
     /// A reader of a zstd log that starts at `offset`, the end of a frame

@@ -21,9 +21,7 @@ use serde_json::{Map, Value};
 
 use super::discover::Found;
 use super::fold::{SeqMap, Surface, SurfaceOp};
-use super::frames::{
-    read_at, FrameStats, LineRead, LineReader, ZstdScratch, HEADER_CHUNK, MAX_LINE_BYTES, RAW_CHUNK, ZSTD_CHUNK,
-};
+use super::frames::{read_at, FrameStats, LineRead, LineReader, ZstdScratch, MAX_LINE_BYTES, ZSTD_CHUNK};
 use super::generation::Generation;
 use super::header::read_header;
 use super::kept::{KeptLines, LineAt, LineStub};
@@ -253,13 +251,6 @@ pub(crate) enum Keep {
     Within(u64),
 }
 
-/// The read buffer for a plain log of `file_bytes`: the whole log (and one
-/// byte, to see its end in the same read) when that is less than the
-/// usual chunk.
-fn raw_capacity(file_bytes: u64) -> usize {
-    usize::try_from(file_bytes.saturating_add(1)).map_or(RAW_CHUNK, |n| n.clamp(HEADER_CHUNK, RAW_CHUNK))
-}
-
 /// Reads a whole log once, streaming, and validates it (see the module
 /// docs), keeping the lines `keep` says.
 pub(crate) fn load(found: &Found, id: &str, keep: Keep) -> Result<Loaded, StoreError> {
@@ -291,9 +282,7 @@ pub(crate) fn read_log(
     let (mut reader, mut fold) = match from {
         None => {
             let mut reader = match found.encoding {
-                // A buffer no bigger than the log (most are much smaller
-                // than the usual chunk).
-                Encoding::Raw => LineReader::raw_with_capacity(file, raw_capacity(file_bytes)),
+                Encoding::Raw => LineReader::raw(file),
                 Encoding::Zstd => {
                     LineReader::zstd_with(file, file_bytes, ZstdScratch::new().map_err(io_error)?, ZSTD_CHUNK)
                 }

@@ -50,7 +50,7 @@
 //! are kept; the least recently used go first, and a fold bigger than the
 //! whole budget is not kept.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -108,9 +108,6 @@ pub(crate) enum ReadKind {
 #[derive(Debug, Default)]
 pub(crate) struct ResumeCache {
     entries: HashMap<PathBuf, Entry>,
-    /// The path of each entry by when it was last used (its `used`): the
-    /// least recently used first.
-    by_use: BTreeMap<u64, PathBuf>,
     kept_bytes: usize,
     clock: u64,
     /// How each read began, in order (tests only).
@@ -121,7 +118,6 @@ pub(crate) struct ResumeCache {
 impl ResumeCache {
     fn take(&mut self, path: &PathBuf) -> Option<Entry> {
         let entry = self.entries.remove(path)?;
-        self.by_use.remove(&entry.used);
         self.kept_bytes -= entry.cost;
         Some(entry)
     }
@@ -132,17 +128,14 @@ impl ResumeCache {
         }
         self.take(&path);
         while self.entries.len() >= MAX_ENTRIES || self.kept_bytes + entry.cost > MAX_KEPT_BYTES {
-            let Some((_, oldest)) = self.by_use.pop_first() else {
+            let Some(oldest) = self.entries.iter().min_by_key(|(_, e)| e.used).map(|(p, _)| p.clone()) else {
                 break;
             };
-            if let Some(entry) = self.entries.remove(&oldest) {
-                self.kept_bytes -= entry.cost;
-            }
+            self.take(&oldest);
         }
         self.clock += 1;
         entry.used = self.clock;
         self.kept_bytes += entry.cost;
-        self.by_use.insert(entry.used, path.clone());
         self.entries.insert(path, entry);
     }
 
