@@ -888,11 +888,6 @@ impl SessionQuery for DshStore {
         Box::pin(async move { SessionQuery::read_title(&blocking, session_id).await })
     }
 
-    fn read_titles<'a>(&'a self, session_ids: &'a [String]) -> QueryFuture<'a, Vec<crate::host::TitleRead>> {
-        let blocking = Blocking::new(self.clone());
-        Box::pin(async move { SessionQuery::read_titles(&blocking, session_ids).await })
-    }
-
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
         let blocking = Blocking::new(self.clone());
         Box::pin(async move { SessionQuery::read_surface(&blocking, session_id).await })
