@@ -169,16 +169,32 @@ pub struct DshStore {
     resume: Arc<Mutex<resume::ResumeCache>>,
 }
 
-/// How long a verdict on the root's encoding is reused by reads of single
-/// sessions. Listing always walks the whole root and renews it; a read
-/// after a longer pause walks it again. Without it, each of the title
-/// reads of one candidate listing would walk every session directory.
+/// How long, at least, a verdict on the root's encoding is reused by reads
+/// of single sessions. Listing always walks the whole root and renews it; a
+/// read after a longer pause walks it again. Without it, each of the title
+/// reads of one candidate listing would walk every session directory. A
+/// verdict whose walk took longer than a tenth of this is reused for ten
+/// times that walk, so that walking takes at most a tenth of the time of
+/// reads one after another however many sessions the root holds (a walk of
+/// 100,000 session directories takes about a second).
 pub const ROOT_CHECK_TTL: Duration = Duration::from_secs(2);
+
+/// How many times as long as its walk took a verdict is reused, at least.
+const ROOT_CHECK_SHARE: u32 = 10;
 
 #[derive(Clone, Debug)]
 struct RootCheck {
     at: Instant,
+    /// How long the walk that gave the verdict took.
+    took: Duration,
     verdict: Result<Option<Encoding>, StoreError>,
+}
+
+impl RootCheck {
+    /// Whether the verdict is still reused (see [`ROOT_CHECK_TTL`]).
+    fn is_recent(&self) -> bool {
+        self.at.elapsed() < ROOT_CHECK_TTL.max(self.took.saturating_mul(ROOT_CHECK_SHARE))
+    }
 }
 
 impl fmt::Debug for DshStore {
@@ -496,9 +512,10 @@ impl DshStore {
         self.listing_cache().work()
     }
 
-    fn remember_root_check(&self, verdict: Result<Option<Encoding>, StoreError>) {
+    /// Keeps `verdict`, given by a walk of the root that took `took`.
+    fn remember_root_check(&self, verdict: Result<Option<Encoding>, StoreError>, took: Duration) {
         if let Ok(mut memo) = self.root_check.lock() {
-            *memo = Some(RootCheck { at: Instant::now(), verdict });
+            *memo = Some(RootCheck { at: Instant::now(), took, verdict });
         }
     }
 
@@ -520,12 +537,13 @@ impl DshStore {
         if let Some(snapshot) = self.watched_snapshot() {
             return Ok(snapshot.encoding);
         }
-        let recent = self.root_check.lock().ok().and_then(|m| m.clone()).filter(|c| c.at.elapsed() < ROOT_CHECK_TTL);
+        let recent = self.root_check.lock().ok().and_then(|m| m.clone()).filter(RootCheck::is_recent);
         if let Some(check) = recent {
             return check.verdict;
         }
+        let walk = Instant::now();
         let verdict = Self::root_verdict(&check_root_encoding(&self.root));
-        self.remember_root_check(verdict.clone());
+        self.remember_root_check(verdict.clone(), walk.elapsed());
         verdict
     }
 
@@ -542,8 +560,10 @@ impl DshStore {
     /// The listing as of now (see `listing.rs`: only what changed since the
     /// last one is read again), renewing the verdict on the root.
     fn snapshot(&self) -> io::Result<Arc<Snapshot>> {
+        let walk = Instant::now();
         let refreshed = self.listing_cache().refresh(&self.root);
-        self.remember_root_check(Self::root_verdict(&refreshed.as_ref().map(|s| s.encoding).map_err(copy_error)));
+        let verdict = Self::root_verdict(&refreshed.as_ref().map(|s| s.encoding).map_err(copy_error));
+        self.remember_root_check(verdict, walk.elapsed());
         refreshed
     }
 
@@ -906,5 +926,29 @@ impl SessionQuery for DshStore {
     fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
         let blocking = Blocking::new(self.clone());
         Box::pin(async move { SessionQuery::shared_listing(&blocking).await })
+    }
+}
+
+#[cfg(test)]
+mod root_check_tests {
+    use super::*;
+
+    fn check(age: Duration, took: Duration) -> RootCheck {
+        let at = Instant::now().checked_sub(age).expect("an instant that long ago");
+        RootCheck { at, took, verdict: Ok(None) }
+    }
+
+    /// A verdict is reused for two seconds, or for ten times as long as its
+    /// walk took: the walks of a root of many sessions take a tenth of the
+    /// time of reads one after another, not most of it.
+    #[test]
+    fn a_verdict_lasts_two_seconds_or_ten_times_its_walk() {
+        let ms = Duration::from_millis;
+        assert!(check(ms(1_500), ms(5)).is_recent());
+        assert!(!check(ms(2_500), ms(5)).is_recent());
+        assert!(!check(ms(2_500), ms(200)).is_recent());
+        assert!(check(ms(2_500), ms(300)).is_recent());
+        assert!(check(ms(9_000), ms(1_000)).is_recent());
+        assert!(!check(ms(11_000), ms(1_000)).is_recent());
     }
 }
