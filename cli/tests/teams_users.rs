@@ -308,7 +308,7 @@ fn serving_per_user_needs_a_database_with_users() {
     let source = format!("postgres={url}");
     let refused = run(&["--source", &source, "serve", "--users"]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
-    assert!(refused.stderr.contains("serving it per user needs version 2"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("reading or serving it needs version 4"), "{}", refused.stderr);
     let local = run(&["--root", repo().join("examples/sessions").to_str().unwrap(), "serve", "--users"]);
     assert_eq!(local.code, 1);
     assert!(local.stderr.contains("--source postgres=URL"), "{}", local.stderr);

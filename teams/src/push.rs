@@ -10,7 +10,7 @@ use tokio_postgres::{Client, Statement};
 
 use crate::connect::{described, Database};
 use crate::schema::{self, MigrateError};
-use crate::source::place_folded;
+use crate::source::{place_folded, text_folded};
 
 /// One session a push may send: its header as the local sources list it,
 /// its fingerprint there, the name of its source's kind and its project
@@ -195,11 +195,12 @@ struct Row {
     fingerprint: Option<Vec<u8>>,
     title_folded: String,
     place: String,
+    /// What search runs on ([`text_folded`]).
+    text_folded: String,
     owner: Option<String>,
     redacted: bool,
-    /// Each message's index, role, whether it is a checkpoint, text and
-    /// folded text.
-    messages: Vec<(i32, &'static str, bool, String, String)>,
+    /// Each message's index, role, whether it is a checkpoint and text.
+    messages: Vec<(i32, &'static str, bool, String)>,
     /// Bytes of projected text.
     bytes: u64,
 }
@@ -212,26 +213,30 @@ async fn read(resolver: &Resolver, s: &PushSession, redact: bool) -> Result<Row,
     let title = resolver.session_query().read_title(id).await.map_err(|e| e.message().to_owned())?;
     let title = title.map(|t| Hardening { redact_secrets: redact, ..Hardening::default() }.title_to_keep(t));
     let mut messages = Vec::with_capacity(conversation.messages.len());
+    let mut folded = Vec::with_capacity(conversation.messages.len());
     let mut bytes = 0u64;
     for m in conversation.messages {
         let idx = i32::try_from(m.index).map_err(|_| "too many messages".to_owned())?;
         bytes += m.text.len() as u64;
-        let folded = search_fold(&m.text);
-        messages.push((idx, m.role.as_str(), m.checkpoint, m.text, folded));
+        folded.push(search_fold(&m.text));
+        messages.push((idx, m.role.as_str(), m.checkpoint, m.text));
     }
+    let title_folded = title.as_deref().map(search_fold).unwrap_or_default();
+    let place = place_folded(id, s.header.cwd.as_deref());
     Ok(Row {
         id: id.clone(),
         kind: s.kind.clone(),
         project: s.project.clone(),
         cwd: s.header.cwd.clone(),
-        title_folded: title.as_deref().map(search_fold).unwrap_or_default(),
+        text_folded: text_folded(&title_folded, &place, folded.iter().map(String::as_str)),
+        title_folded,
         title,
         created_at: s.header.created_at.to_string(),
         created_at_ms: s.header.created_at.as_f64().unwrap_or(0.0),
         conversation_cwd: conversation.cwd,
         captured: conversation.captured_through_seq.as_ref().map(|n| n.to_string()),
         fingerprint: s.fingerprint.as_ref().map(|f| f.as_bytes().to_vec()),
-        place: place_folded(id, s.header.cwd.as_deref()),
+        place,
         owner: s.owner.clone(),
         redacted: redact,
         messages,
@@ -253,24 +258,25 @@ impl Statements {
                 .prepare(
                     "INSERT INTO dsr_sessions (id, source_kind, project, cwd, title, created_at, created_at_ms,
                          conversation_cwd, captured_through_seq, fingerprint, redacted, title_folded, place_folded,
-                         owner)
+                         owner, text_folded)
                      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                          $7::float8[], $8::text[], $9::text[], $10::bytea[], $11::bool[], $12::text[], $13::text[],
-                         $14::text[])
+                         $14::text[], $15::text[])
                      ON CONFLICT (id) DO UPDATE SET source_kind = EXCLUDED.source_kind, project = EXCLUDED.project,
                          cwd = EXCLUDED.cwd, title = EXCLUDED.title, created_at = EXCLUDED.created_at,
                          created_at_ms = EXCLUDED.created_at_ms, conversation_cwd = EXCLUDED.conversation_cwd,
                          captured_through_seq = EXCLUDED.captured_through_seq, fingerprint = EXCLUDED.fingerprint,
                          redacted = EXCLUDED.redacted, title_folded = EXCLUDED.title_folded,
                          place_folded = EXCLUDED.place_folded, owner = EXCLUDED.owner,
+                         text_folded = EXCLUDED.text_folded,
                          revision = dsr_sessions.revision + 1, pushed_at = now()",
                 )
                 .await?,
             delete: client.prepare("DELETE FROM dsr_messages WHERE session_id = ANY($1::text[])").await?,
             messages: client
                 .prepare(
-                    "INSERT INTO dsr_messages (session_id, idx, role, checkpoint, text, folded)
-                     SELECT * FROM unnest($1::text[], $2::int4[], $3::text[], $4::bool[], $5::text[], $6::text[])",
+                    "INSERT INTO dsr_messages (session_id, idx, role, checkpoint, text)
+                     SELECT * FROM unnest($1::text[], $2::int4[], $3::text[], $4::bool[], $5::text[])",
                 )
                 .await?,
         })
@@ -294,9 +300,9 @@ async fn write(client: &mut Client, statements: &Statements, rows: &[Row]) -> Re
     let redacted: Vec<bool> = rows.iter().map(|r| r.redacted).collect();
     let (titles_folded, places) = (column(|r| Some(&r.title_folded)), column(|r| Some(&r.place)));
     let owners = column(|r| r.owner.as_deref());
+    let texts_folded = column(|r| Some(&r.text_folded));
     let n: usize = rows.iter().map(|r| r.messages.len()).sum();
-    let (mut m_ids, mut m_idx, mut m_roles, mut m_checkpoints, mut m_texts, mut m_folded) = (
-        Vec::with_capacity(n),
+    let (mut m_ids, mut m_idx, mut m_roles, mut m_checkpoints, mut m_texts) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -304,13 +310,12 @@ async fn write(client: &mut Client, statements: &Statements, rows: &[Row]) -> Re
         Vec::with_capacity(n),
     );
     for r in rows {
-        for (idx, role, checkpoint, text, folded) in &r.messages {
+        for (idx, role, checkpoint, text) in &r.messages {
             m_ids.push(r.id.as_str());
             m_idx.push(*idx);
             m_roles.push(*role);
             m_checkpoints.push(*checkpoint);
             m_texts.push(text.as_str());
-            m_folded.push(folded.as_str());
         }
     }
     let stored = |e: tokio_postgres::Error| {
@@ -327,7 +332,7 @@ async fn write(client: &mut Client, statements: &Statements, rows: &[Row]) -> Re
     // Sent together: the server runs them in order, and one refused fails
     // those after it and the transaction, which is then rolled back whole.
     type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
-    let session_params: [Param<'_>; 14] = [
+    let session_params: [Param<'_>; 15] = [
         &ids,
         &kinds,
         &projects,
@@ -342,9 +347,10 @@ async fn write(client: &mut Client, statements: &Statements, rows: &[Row]) -> Re
         &titles_folded,
         &places,
         &owners,
+        &texts_folded,
     ];
     let delete_params: [Param<'_>; 1] = [&ids];
-    let message_params: [Param<'_>; 6] = [&m_ids, &m_idx, &m_roles, &m_checkpoints, &m_texts, &m_folded];
+    let message_params: [Param<'_>; 5] = [&m_ids, &m_idx, &m_roles, &m_checkpoints, &m_texts];
     futures::try_join!(
         tx.execute(&statements.sessions, &session_params),
         tx.execute(&statements.delete, &delete_params),

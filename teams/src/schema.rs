@@ -4,11 +4,12 @@
 use tokio_postgres::Client;
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
-/// The first version with users, their tokens, grants and the audit
-/// record: what serving a team per user needs.
-pub(crate) const USERS_VERSION: i32 = 2;
+/// The first version this build reads and serves: each session's search
+/// text and its trigram index, where search runs (older versions are
+/// migrated by a push or a `users` command, never by a reader).
+pub(crate) const READ_VERSION: i32 = 4;
 
 /// The migrations, in order: `MIGRATIONS[n]` takes a database from version
 /// `n` to `n + 1`. A migration is never changed once released; a change
@@ -83,6 +84,19 @@ const MIGRATIONS: &[&str] = &[
     // 3: the sessions of each cwd, newest first: the order in which a search
     // walks those of its target's cwd.
     "CREATE INDEX dsr_sessions_cwd ON dsr_sessions (cwd, created_at_ms DESC, id);",
+    // 4: search over one text per session (its folded title, id and cwd,
+    // and its folded messages, one per line: no word or phrase holds a line
+    // end, so each is found in one of them exactly) with one trigram index,
+    // in place of an index of every message: each word is one condition on
+    // one index, and the index is smaller and cheaper to write.
+    "ALTER TABLE dsr_sessions ADD COLUMN text_folded text;
+     UPDATE dsr_sessions s SET text_folded = concat_ws(E'\\n', s.title_folded, s.place_folded,
+         (SELECT string_agg(m.folded, E'\\n' ORDER BY m.idx) FROM dsr_messages m WHERE m.session_id = s.id));
+     ALTER TABLE dsr_sessions ALTER COLUMN text_folded SET NOT NULL;
+     DROP INDEX dsr_messages_folded_trgm;
+     DROP INDEX dsr_sessions_place_trgm;
+     ALTER TABLE dsr_messages DROP COLUMN folded;
+     CREATE INDEX dsr_sessions_text_trgm ON dsr_sessions USING gin (text_folded gin_trgm_ops);",
 ];
 
 /// The version table, made by the first push.
@@ -145,11 +159,11 @@ impl From<tokio_postgres::Error> for MigrateError {
     }
 }
 
-/// The words of a schema too old for serving per user.
+/// The words of a schema too old for reading or serving.
 pub(crate) fn older_message(shown: &str, found: i32) -> String {
     format!(
-        "the database {shown} holds schema version {found}; serving it per user needs version {USERS_VERSION}: run \
-         dsh-session-ref users add (or push) against it with this build, which migrates it"
+        "the database {shown} holds schema version {found}; reading or serving it needs version {READ_VERSION}: \
+         run dsh-session-ref push (or users add) against it with this build, which migrates it"
     )
 }
 

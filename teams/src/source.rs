@@ -99,9 +99,7 @@ impl DatabaseSource {
                 "the database {} holds no pushed session yet (run dsh-session-ref push --to URL first)",
                 self.db.shown()
             ))),
-            Ok(v) if self.user.is_some() && v < schema::USERS_VERSION => {
-                Err(HostError::new(schema::older_message(self.db.shown(), v)))
-            }
+            Ok(v) if v < schema::READ_VERSION => Err(HostError::new(schema::older_message(self.db.shown(), v))),
             Ok(_) => Ok(client),
             Err(MigrateError::Newer(v)) => Err(HostError::new(schema::newer_message(self.db.shown(), v))),
             Err(MigrateError::Db(e)) => Err(HostError::new(self.db.call_failed(&client, "reading the schema", e))),
@@ -278,11 +276,10 @@ impl DatabaseSource {
             let cap = i64::try_from(budget).unwrap_or(i64::MAX);
             let need = i64::try_from(want - found.len()).unwrap_or(i64::MAX);
             let sql = format!(
-                "SELECT w.id, w.title_folded LIKE $3 FROM (SELECT s.id, s.title_folded, s.place_folded, \
+                "SELECT w.id, w.title_folded LIKE $3 FROM (SELECT s.id, s.title_folded, s.text_folded, \
                  s.created_at_ms FROM dsr_sessions s WHERE {class} AND s.id IS DISTINCT FROM $1 AND {} \
                  ORDER BY s.created_at_ms DESC, s.id LIMIT $5) w \
-                 WHERE w.title_folded LIKE $3 OR w.place_folded LIKE $3 OR EXISTS (SELECT 1 FROM dsr_messages m \
-                 WHERE m.session_id = w.id AND m.folded LIKE $3) ORDER BY w.created_at_ms DESC, w.id LIMIT $4",
+                 WHERE w.text_folded LIKE $3 ORDER BY w.created_at_ms DESC, w.id LIMIT $4",
                 self.readable(6)
             );
             let params = self.with_user(vec![&q.target_id, &q.target_cwd, &q.phrase, &need, &cap]);
@@ -364,16 +361,13 @@ impl DatabaseSource {
             sql.push_str(" AND s.cwd = $2");
         }
         for n in 0..q.patterns.len() {
-            let p = n + 5;
-            sql.push_str(&format!(
-                " AND (s.title_folded LIKE ${p} OR s.place_folded LIKE ${p} OR s.id IN \
-                 (SELECT m.session_id FROM dsr_messages m WHERE m.folded LIKE ${p}))"
-            ));
+            sql.push_str(&format!(" AND s.text_folded LIKE ${}", n + 5));
         }
+        // (The search text holds the title: a phrase there ranks first
+        // already, so one found in the rest is in the id, the cwd or a
+        // message.)
         sql.push_str(
-            " ORDER BY CASE WHEN s.title_folded LIKE $3 THEN 0 \
-               WHEN s.place_folded LIKE $3 OR EXISTS (SELECT 1 FROM dsr_messages m \
-                    WHERE m.session_id = s.id AND m.folded LIKE $3) THEN 1 ELSE 2 END, \
+            " ORDER BY CASE WHEN s.title_folded LIKE $3 THEN 0 WHEN s.text_folded LIKE $3 THEN 1 ELSE 2 END, \
              CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, \
              s.created_at_ms DESC, s.id LIMIT $4",
         );
@@ -518,4 +512,21 @@ pub(crate) fn place_folded(id: &str, cwd: Option<&str>) -> String {
     s.push('\n');
     s.push_str(&search_fold(cwd.unwrap_or("")));
     s
+}
+
+/// The text a session's row is searched by: its folded title, its
+/// [`place_folded`] and each of its messages folded, one after another on
+/// lines of their own (no word holds a line end, and no phrase does, so each
+/// is found in this text exactly when it is in one of them). What schema
+/// version 4's migration makes of the rows an older push wrote.
+pub(crate) fn text_folded<'a>(title_folded: &str, place: &str, messages: impl Iterator<Item = &'a str>) -> String {
+    let mut text = String::with_capacity(title_folded.len() + place.len() + 1);
+    text.push_str(title_folded);
+    text.push('\n');
+    text.push_str(place);
+    for m in messages {
+        text.push('\n');
+        text.push_str(m);
+    }
+    text
 }

@@ -9,7 +9,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 use crate::connect::{described, Database};
-use crate::schema::{self, MigrateError, USERS_VERSION};
+use crate::schema::{self, MigrateError, READ_VERSION};
 
 /// The start of every token: `dsr-ID-SECRET`, `ID` the token's number in
 /// the database (no secret: it says which hash to compare), `SECRET` 32
@@ -280,7 +280,7 @@ pub async fn audit(db: &Database, user: Option<&str>, limit: i64) -> Result<Vec<
 async fn serving(db: &Database) -> Result<std::sync::Arc<Client>, String> {
     let client = db.client().await?;
     match schema::check(&client).await {
-        Ok(v) if v >= USERS_VERSION => Ok(client),
+        Ok(v) if v >= READ_VERSION => Ok(client),
         Ok(v) => Err(schema::older_message(db.shown(), v)),
         Err(MigrateError::Newer(v)) => Err(schema::newer_message(db.shown(), v)),
         Err(MigrateError::Db(e)) => Err(db.call_failed(&client, "reading the schema", e)),
@@ -288,7 +288,8 @@ async fn serving(db: &Database) -> Result<std::sync::Arc<Client>, String> {
 }
 
 /// Whether `db` can be served per user: reachable, with a schema that holds
-/// users (version 2 or later, and not newer than this build knows).
+/// users and the search text this build reads (version 4 or later, and not
+/// newer than this build knows).
 pub async fn check_serving(db: &Database) -> Result<(), String> {
     serving(db).await.map(drop)
 }

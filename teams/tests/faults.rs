@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use cluster::Cluster;
 use dsh_session_reference::{block_on, Config, ErrorCode, Resolver, SessionQuery};
-use dsh_session_reference_teams::{push, Database, DatabaseSource, PushSession};
+use dsh_session_reference_teams::{push, Database, DatabaseSource, PushSession, SCHEMA_VERSION};
 
 fn examples() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("examples/sessions")
@@ -147,7 +147,11 @@ fn each_fault_is_a_clear_error_and_the_next_call_connects_again() {
     let e = block_on(push(&db, &resolver, sessions, &|_, _| {})).unwrap_err();
     assert_eq!(e.code(), ErrorCode::ReadFailed);
     assert!(e.message().contains("schema version 99"), "{}", e.message());
-    pg.psql("faults", "UPDATE dsr_schema SET version = 1");
+    // One older than a reader reads: refused, with what to do.
+    pg.psql("faults", "UPDATE dsr_schema SET version = 3");
+    let why = listing_error(&team);
+    assert!(why.contains("holds schema version 3; reading or serving it needs version 4: run"), "{why}");
+    pg.psql("faults", &format!("UPDATE dsr_schema SET version = {SCHEMA_VERSION}"));
     assert_eq!(block_on(team.list_sessions()).unwrap().len(), n);
 }
 

@@ -193,16 +193,42 @@ fn a_push_migrates_a_database_of_the_previous_version() {
     let (here, sessions) = local(tmp.path());
     let db = Database::new(&url).unwrap();
     block_on(push(&db, &here, sessions.clone(), &|_, _| {})).unwrap();
-    // As version 2 left it: no index of the sessions by cwd.
-    pg.psql("older", "DROP INDEX dsr_sessions_cwd; UPDATE dsr_schema SET version = 2");
+    let pushed = pg.psql("older", "SELECT id, text_folded FROM dsr_sessions ORDER BY id");
+    // As version 3 left it: each message's folded text beside it, with its
+    // own trigram index, and no search text per session. (The corpus is
+    // ASCII, where PostgreSQL's lower() folds as the core does.)
+    pg.psql(
+        "older",
+        "ALTER TABLE dsr_messages ADD COLUMN folded text; UPDATE dsr_messages SET folded = lower(text);
+         ALTER TABLE dsr_messages ALTER COLUMN folded SET NOT NULL;
+         CREATE INDEX dsr_messages_folded_trgm ON dsr_messages USING gin (folded gin_trgm_ops);
+         CREATE INDEX dsr_sessions_place_trgm ON dsr_sessions USING gin (place_folded gin_trgm_ops);
+         DROP INDEX dsr_sessions_text_trgm; ALTER TABLE dsr_sessions DROP COLUMN text_folded;
+         UPDATE dsr_schema SET version = 3",
+    );
+    // A reader never migrates: it says what to do.
     let source = DatabaseSource::new(Arc::new(Database::new(&url).unwrap()), Config::default());
     let reader = Resolver::new(Arc::new(source), Config::default());
     let target = Target::new("x", Some("/work/a".into()));
+    let options = SearchOptions { limit: Some(5), scope: SearchScope::All };
+    let refused = block_on(reader.search(&target, "the", &options, None)).unwrap_err();
+    assert!(refused.message().contains("holds schema version 3; reading or serving it needs version 4"), "{refused}");
+    // A push that sends nothing migrates it: each session's search text made
+    // from its rows is the one a push writes.
+    block_on(push(&db, &here, Vec::new(), &|_, _| {})).unwrap();
+    assert_eq!(pg.psql("older", "SELECT version FROM dsr_schema").trim(), "4");
+    assert_eq!(pg.psql("older", "SELECT id, text_folded FROM dsr_sessions ORDER BY id"), pushed);
+    let indexes = "SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes WHERE indexname LIKE '%trgm'";
+    assert_eq!(pg.psql("older", indexes).trim(), "dsr_sessions_text_trgm dsr_sessions_title_trgm");
     assert_eq!(
-        search(&reader, &target, "the", 5, SearchScope::All),
-        search(&here, &target, "the", 5, SearchScope::All)
+        pg.psql("older", "SELECT count(*) FROM information_schema.columns WHERE column_name = 'folded'").trim(),
+        "0"
     );
-    block_on(push(&db, &here, sessions, &|_, _| {})).unwrap();
-    assert_eq!(pg.psql("older", "SELECT version FROM dsr_schema").trim(), "3");
-    assert_eq!(pg.psql("older", "SELECT count(*) FROM pg_indexes WHERE indexname = 'dsr_sessions_cwd'").trim(), "1");
+    for q in QUERIES {
+        assert_eq!(
+            search(&reader, &target, q, 5, SearchScope::All),
+            search(&here, &target, q, 5, SearchScope::All),
+            "{q}"
+        );
+    }
 }
