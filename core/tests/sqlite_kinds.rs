@@ -132,6 +132,41 @@ fn goose_says_what_a_database_of_another_format_lacks() {
     assert!(err.ends_with("it is not an SQLite database"), "{err}");
 }
 
+/// Rows stored out of order read in Goose's order: by `created_timestamp`
+/// as SQLite orders values (numbers by value, whatever their type, before
+/// text), then by row id.
+#[test]
+fn goose_rows_stored_out_of_order_read_in_goose_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    build_db("goose", &db, &["schema.sql"]);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO sessions (id, name, working_dir) VALUES ('o', 'Out of order', '/o'); \
+         INSERT INTO messages (id, session_id, role, content_json, created_timestamp) VALUES \
+         (1, 'o', 'user', '[{\"type\":\"text\",\"text\":\"last\"}]', 'later'), \
+         (2, 'o', 'assistant', '[{\"type\":\"text\",\"text\":\"fourth\"}]', 3), \
+         (3, 'o', 'user', '[{\"type\":\"text\",\"text\":\"third\"}]', 2.5), \
+         (4, 'o', 'user', '[{\"type\":\"text\",\"text\":\"first\"}]', 1), \
+         (5, 'o', 'assistant', '[{\"type\":\"text\",\"text\":\"second\"}]', 2), \
+         (6, 'o', 'assistant', '[{\"type\":\"text\",\"text\":\"fifth\"}]', 3.0)",
+    )
+    .unwrap();
+    drop(conn);
+    let source = GooseSource::open(&db).unwrap();
+    assert_eq!(
+        items(&conv(&source, "goose:o").items),
+        vec![
+            (U, "first", false),
+            (A, "second", false),
+            (U, "third", false),
+            (A, "fourth", false),
+            (A, "fifth", false),
+            (U, "last", false)
+        ]
+    );
+}
+
 // ---------------------------------------------------------------------- Crush
 
 /// The fixture as a project's `.crush/crush.db` under `dir`.
