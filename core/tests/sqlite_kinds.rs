@@ -215,6 +215,37 @@ fn crush_fixture_projects_exactly() {
     assert_eq!(SourceKind::Crush.default_location_with(&env), PathBuf::from("/h/.crush/crush.db"));
 }
 
+/// Rows stored out of order read in Crush's order: by `created_at`, then
+/// by row id.
+#[test]
+fn crush_rows_stored_out_of_order_read_in_crush_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crush.db");
+    build_db("crush", &db, &["schema.sql"]);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch("INSERT INTO sessions (id, title, updated_at, created_at) VALUES ('o', 'Out of order', 2, 1)")
+        .unwrap();
+    for (id, role, text, at) in [
+        ("m1", "assistant", "third", 30),
+        ("m2", "user", "first", 10),
+        ("m3", "assistant", "second", 20),
+        ("m4", "user", "fourth", 30),
+    ] {
+        let parts = json!([{"type": "text", "data": {"text": text}}]).to_string();
+        conn.execute(
+            "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at) VALUES (?1, 'o', ?2, ?3, ?4, ?4)",
+            rusqlite::params![id, role, parts, at],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let source = CrushSource::open(&db).unwrap();
+    assert_eq!(
+        items(&conv(&source, "crush:o").items),
+        vec![(U, "first", false), (A, "second", false), (A, "third", false), (U, "fourth", false)]
+    );
+}
+
 // ------------------------------------------------------------------------ Zed
 
 /// The fixture's threads as `threads/threads.db` under `dir`.

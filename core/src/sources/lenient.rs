@@ -37,6 +37,7 @@ macro_rules! scalars_are_none {
         }
     };
 }
+pub(crate) use scalars_are_none;
 
 /// Every non-string visit gives the visitor's "absent" value.
 macro_rules! other_types_are_none {
