@@ -479,6 +479,38 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Objects<T> {
     }
 }
 
+/// A list of `T` (each element read as `T`, which takes any JSON value),
+/// or `None` for a value that is not a list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List<T>(pub Option<Vec<T>>);
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        List(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = List<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(t) = seq.next_element::<T>()? {
+                    out.push(t);
+                }
+                Ok(List(Some(out)))
+            }
+            other_types_are_none_but_lists!();
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,6 +537,15 @@ mod tests {
         .unwrap();
         assert_eq!((t.s.get(), t.b.0, t.n.0), (Some("x"), true, Some(7)));
         assert_eq!(t.c.texts(&["text"]).collect::<Vec<_>>(), vec!["a"]);
+    }
+
+    #[test]
+    fn lists_are_lists_or_none() {
+        let l: List<Block<'_>> = serde_json::from_str(r#"[{"type":"text","text":"a"},5,"x"]"#).unwrap();
+        assert_eq!(l.0.unwrap().iter().map(|b| b.text.get()).collect::<Vec<_>>(), vec![Some("a"), None, None]);
+        for other in ["{}", "3", "null", "\"x\""] {
+            assert_eq!(serde_json::from_str::<List<Block<'_>>>(other).unwrap().0, None, "{other}");
+        }
     }
 
     #[test]
