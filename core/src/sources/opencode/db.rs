@@ -25,6 +25,13 @@
 //! the database) or a rollback journal (a write in progress, or one that
 //! was interrupted) cannot be read without writing: after a few tries the
 //! read fails with a message saying why.
+//!
+//! Nor does a read write a temporary file: the connection keeps SQLite's
+//! temporary storage in memory (`temp_store = MEMORY`; a sort larger than
+//! the cache would otherwise spill to a file), and where no index gives
+//! the order a reader needs, it reads the rows in an index's order and
+//! sorts what it parsed of them itself ([`Sorted`]) rather than have
+//! SQLite's sorter hold whole rows, a copy of the session.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -86,6 +93,8 @@ fn prepare(conn: &Connection) -> rusqlite::Result<()> {
     conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, i32::try_from(MAX_VALUE_BYTES).unwrap_or(i32::MAX))?;
     // A read-only connection must not try to checkpoint when it closes.
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    // Sorts and temporary tables in memory, never in a file.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(())
 }
 
