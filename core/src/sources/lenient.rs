@@ -460,22 +460,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Objects<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Objects<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some(o) = seq.next_element::<Object<T>>()? {
-                    out.extend(o.0);
-                }
-                Ok(Objects(out))
-            }
-            other_types_are_none_but_lists!();
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
+        let list = List::<Object<T>>::deserialize(d)?.0.unwrap_or_default();
+        Ok(Objects(list.into_iter().filter_map(|o| o.0).collect()))
     }
 }
 
@@ -506,6 +492,59 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
                 Ok(List(Some(out)))
             }
             other_types_are_none_but_lists!();
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// The name of the one field a [`Field`] reads.
+pub trait FieldName {
+    /// The field's key.
+    const NAME: &'static str;
+}
+
+/// The field `K::NAME` of an object read as `T` (given twice, its last, as
+/// a JSON object read whole would have it), every other field skipped;
+/// `T::default()` for an object without it or a value that is not an
+/// object. `T` must take any JSON value.
+pub struct Field<K, T>(pub T, std::marker::PhantomData<K>);
+
+impl<K, T: Default> Default for Field<K, T> {
+    fn default() -> Self {
+        Field(T::default(), std::marker::PhantomData)
+    }
+}
+
+impl<'de, K: FieldName, T: Deserialize<'de> + Default> Deserialize<'de> for Field<K, T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<K, T>(std::marker::PhantomData<(K, T)>);
+        impl<'de, K: FieldName, T: Deserialize<'de> + Default> Visitor<'de> for V<K, T> {
+            type Value = Field<K, T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Field::default();
+                while let Some(key) = map.next_key::<LStr<'de>>()? {
+                    if key.get() == Some(K::NAME) {
+                        out.0 = map.next_value()?;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(out)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Field::default())
+            }
+            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
+                Ok(Field::default())
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Field::default())
+            }
+            scalars_are_none!();
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }

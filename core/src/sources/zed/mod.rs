@@ -70,7 +70,7 @@ use crate::projection::Role;
 use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing, MAX_LINE_BYTES};
 use crate::sources::kind::{Kind, Root};
-use crate::sources::lenient::{scalars_are_none, Block, LStr, List};
+use crate::sources::lenient::{scalars_are_none, Block, Field, FieldName, LStr, List};
 use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
 
 /// What every Zed thread id starts with.
@@ -283,8 +283,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
                 let (mut user, mut agent, mut role, mut segments) = (None, None, LStr::default(), None);
                 while let Some(key) = map.next_key::<LStr<'de>>()? {
                     match key.get() {
-                        Some("User") => user = Some(map.next_value::<Blocks<'de>>()?.0),
-                        Some("Agent") => agent = Some(map.next_value::<Blocks<'de>>()?.0),
+                        Some("User") => user = Some(texts(map.next_value::<Blocks<'de>>()?)),
+                        Some("Agent") => agent = Some(texts(map.next_value::<Blocks<'de>>()?)),
                         Some("role") => role = map.next_value()?,
                         Some("segments") => segments = Some(map.next_value::<List<Block<'de>>>()?.0),
                         _ => {
@@ -323,84 +323,27 @@ impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
     }
 }
 
-/// A `User` or `Agent` message's value: the texts of the `Text` blocks of
-/// its `content` (`None`: not an object whose `content` is a list).
-#[derive(Default)]
-struct Blocks<'a>(Option<Vec<Cow<'a, str>>>);
+/// A `User` or `Agent` message's value: its `content` list of blocks, each
+/// block's `Text` (`None`: not an object whose `content` is a list).
+type Blocks<'a> = Field<Content, List<Field<Text, LStr<'a>>>>;
 
-impl<'de: 'a, 'a> Deserialize<'de> for Blocks<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Blocks<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Blocks<'de>, A::Error> {
-                let mut content = None;
-                while let Some(key) = map.next_key::<LStr<'de>>()? {
-                    if key.get() == Some("content") {
-                        content = map.next_value::<List<TextBlock<'de>>>()?.0;
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(Blocks(content.map(|blocks| blocks.into_iter().filter_map(|b| b.0 .0).collect())))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Blocks<'de>, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Blocks::default())
-            }
-            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Blocks<'de>, E> {
-                Ok(Blocks::default())
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Blocks<'de>, E> {
-                Ok(Blocks::default())
-            }
-            scalars_are_none!();
-        }
-        d.deserialize_any(V)
-    }
+/// The key of a message's blocks.
+struct Content;
+
+impl FieldName for Content {
+    const NAME: &'static str = "content";
 }
 
-/// A content block: its `Text` when that is a string (`None` for any other
-/// block, or a value that is not an object).
-#[derive(Default)]
-struct TextBlock<'a>(LStr<'a>);
+/// The key of a block's text.
+struct Text;
 
-impl<'de: 'a, 'a> Deserialize<'de> for TextBlock<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = TextBlock<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextBlock<'de>, A::Error> {
-                let mut text = LStr::default();
-                while let Some(key) = map.next_key::<LStr<'de>>()? {
-                    if key.get() == Some("Text") {
-                        text = map.next_value()?;
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(TextBlock(text))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextBlock<'de>, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(TextBlock::default())
-            }
-            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<TextBlock<'de>, E> {
-                Ok(TextBlock::default())
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<TextBlock<'de>, E> {
-                Ok(TextBlock::default())
-            }
-            scalars_are_none!();
-        }
-        d.deserialize_any(V)
-    }
+impl FieldName for Text {
+    const NAME: &'static str = "Text";
+}
+
+/// The texts of [`Blocks`] (`None`: not a list of blocks).
+fn texts(blocks: Blocks<'_>) -> Option<Vec<Cow<'_, str>>> {
+    blocks.0 .0.map(|blocks| blocks.into_iter().filter_map(|b| b.0 .0).collect())
 }
 
 #[cfg(test)]
