@@ -5,13 +5,18 @@
 //! reading its bytes alone in the same run); listing 10,000 Cline CLI
 //! sessions and reading a 100 MB one whose compaction sidecar replaces most
 //! of it (its prefix hashed); then 5,000 sessions of each SQLite kind listed
-//! by a new source (one row of [`SQLITE`] per kind: OpenCode, Kilo and Warp
-//! generated, Goose, Crush, Zed and Hermes copies of a fixture session).
+//! by a new source, and one session of about 100 MB of each read (one row
+//! of [`SQLITE`] per kind: OpenCode, Kilo and Warp generated, Goose, Crush,
+//! Zed and Hermes listings copies of a fixture session; each large session
+//! generated in its kind's schema, turns shaped as OpenCode's; Warp's and
+//! Zed's, kept in one row, at most 60 MB).
 //!
 //! Run: `cargo bench -p dsh-session-reference --bench sqlite_and_cline_sources`
 //! (`-- --quick` for 1,000 sessions and 20 MB; `-- --cline`,
-//! `-- --cline-cli`, `-- --opencode` or `-- --sqlite` (the SQLite kinds'
-//! listings) for one part).
+//! `-- --cline-cli`, `-- --opencode`, `-- --sqlite` (the SQLite kinds'
+//! listings) or `-- --reads` (their large sessions' reads) for one part;
+//! with `--sqlite` or `--reads`, kind names (`goose zed`) for those kinds
+//! only).
 //!
 //! Inputs are generated deterministically in a temporary directory, shaped
 //! like OpenCode's rows: per turn a user message with a text part, an
@@ -26,7 +31,7 @@ mod pb {
     include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/protobuf.rs"));
 }
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::cpu_time;
@@ -316,13 +321,31 @@ fn cline_cli_bench(quick: bool) {
     );
 }
 
-/// One SQLite kind of the listing benchmark.
+/// One SQLite kind of the listing and read benchmarks.
 struct SqliteBench {
     name: &'static str,
     /// Builds a database of `sessions` sessions in `dir`; its path.
-    build: fn(dir: &Path, sessions: usize) -> std::path::PathBuf,
-    /// A listing by a new source: how many sessions it lists.
-    list: fn(db: &Path) -> usize,
+    build: fn(dir: &Path, sessions: usize) -> PathBuf,
+    /// A new source over the database at `db`.
+    open: fn(db: &Path) -> Box<dyn BlockingSessionQuery>,
+    /// Builds a database in `dir` holding one session of about `bytes`
+    /// bytes, its turns shaped as the listing's sessions are (`None`: read
+    /// by another row's reader, or by the OpenCode part of `main`).
+    session: Option<fn(dir: &Path, bytes: usize) -> BigSession>,
+}
+
+/// One large session of a SQLite kind, in a database of its own.
+struct BigSession {
+    db: PathBuf,
+    /// Its id, with the kind's prefix.
+    id: String,
+    /// The bytes of its rows' payload columns: what the agent stored of it
+    /// (for Zed, the thread document decompressed).
+    bytes: usize,
+    /// Its turns (each reads as one user and one assistant item).
+    turns: usize,
+    /// What the bytes are, for the report.
+    what: String,
 }
 
 /// Every SQLite kind, one row each.
@@ -334,7 +357,8 @@ const SQLITE: &[SqliteBench] = &[
             build(&db, sessions - 1, 10, 10);
             db
         },
-        list: |db| OpenCodeSource::open(db, Flavor::OpenCode).unwrap().list_sessions().unwrap().len(),
+        open: |db| Box::new(OpenCodeSource::open(db, Flavor::OpenCode).unwrap()),
+        session: None,
     },
     SqliteBench {
         name: "kilo",
@@ -343,16 +367,18 @@ const SQLITE: &[SqliteBench] = &[
             build(&db, sessions - 1, 10, 10);
             db
         },
-        list: |db| OpenCodeSource::open(db, Flavor::Kilo).unwrap().list_sessions().unwrap().len(),
+        open: |db| Box::new(OpenCodeSource::open(db, Flavor::Kilo).unwrap()),
+        session: None,
     },
     SqliteBench {
         name: "warp",
         build: |dir, sessions| {
             let db = dir.join("warp.sqlite");
-            warp_db(&db, sessions, 10);
+            warp_db(&db, sessions, |s| warp_task(s, 10, 1000));
             db
         },
-        list: |db| WarpSource::open(db).unwrap().list_sessions().unwrap().len(),
+        open: |db| Box::new(WarpSource::open(db).unwrap()),
+        session: Some(warp_session),
     },
     SqliteBench {
         name: "goose",
@@ -363,7 +389,8 @@ const SQLITE: &[SqliteBench] = &[
             copies(&db, sessions, &first, &[("sessions", "id", None), ("messages", "session_id", Some(("id", true)))]);
             db
         },
-        list: |db| GooseSource::open(db).unwrap().list_sessions().unwrap().len(),
+        open: |db| Box::new(GooseSource::open(db).unwrap()),
+        session: Some(goose_session),
     },
     SqliteBench {
         name: "crush",
@@ -374,7 +401,8 @@ const SQLITE: &[SqliteBench] = &[
             copies(&db, sessions, &first, &[("sessions", "id", None), ("messages", "session_id", Some(("id", false)))]);
             db
         },
-        list: |db| CrushSource::open(db).unwrap().list_sessions().unwrap().len(),
+        open: |db| Box::new(CrushSource::open(db).unwrap()),
+        session: Some(crush_session),
     },
     SqliteBench {
         name: "zed",
@@ -385,7 +413,8 @@ const SQLITE: &[SqliteBench] = &[
             copies(&db, sessions, &first, &[("threads", "id", None)]);
             db
         },
-        list: |db| ZedSource::open(db).unwrap().list_sessions().unwrap().len(),
+        open: |db| Box::new(ZedSource::open(db).unwrap()),
+        session: Some(zed_session),
     },
     SqliteBench {
         name: "hermes",
@@ -397,7 +426,8 @@ const SQLITE: &[SqliteBench] = &[
             copies(&db, sessions, &first, &[("sessions", "id", None), ("messages", "session_id", Some(("id", true)))]);
             db
         },
-        list: |db| HermesSource::open(db).unwrap().list_sessions().unwrap().len(),
+        open: |db| Box::new(HermesSource::open(db).unwrap()),
+        session: Some(hermes_session),
     },
 ];
 
@@ -441,10 +471,8 @@ fn copies(db: &Path, sessions: usize, id: &str, tables: &[(&str, &str, Option<(&
 }
 
 /// A Warp database of `sessions` conversations as Warp writes them: the
-/// conversation row with its summary JSON, and one root task of `turns`
-/// turns (a user query with a directory context, reasoning, a tool call
-/// and its 1 KB result, the agent's text), a protobuf `Task`.
-fn warp_db(db: &Path, sessions: usize, turns: usize) {
+/// conversation row with its summary JSON, and one root task, `task(s)`.
+fn warp_db(db: &Path, sessions: usize, task: impl Fn(usize) -> Vec<u8>) {
     let conn = Connection::open(db).unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/foreign-logs/warp/schema.sql");
     conn.execute_batch(&std::fs::read_to_string(fixture).unwrap()).unwrap();
@@ -455,55 +483,320 @@ fn warp_db(db: &Path, sessions: usize, turns: usize) {
              VALUES (?1, '{\"server_conversation_token\":\"t\"}', ?2, ?3)",
         )
         .unwrap();
-    let mut task =
+    let mut task_row =
         conn.prepare("INSERT INTO agent_tasks (conversation_id, task_id, task) VALUES (?1, ?2, ?3)").unwrap();
     for s in 0..sessions {
-        let id = format!("0199a1b2-c3d4-7e5f-8a9b-{s:012}");
-        let mut t = pb::field(1, format!("task-{s}").as_bytes());
-        t.extend(pb::field(2, text(s, 40).as_bytes()));
-        for i in 0..turns {
-            let context = pb::field(2, pb::field(1, pb::field(1, b"/work")));
-            let user = pb::field(2, [pb::field(1, text(i, 200).as_bytes()), context].concat());
-            let reasoning = pb::field(15, pb::field(1, text(i, 300).as_bytes()));
-            let call = pb::field(4, [pb::field(1, b"call"), pb::field(2, pb::field(1, b"cargo test"))].concat());
-            let result = pb::field(
-                5,
-                [pb::field(1, b"call"), pb::field(2, pb::field(5, pb::field(1, text(i, 1000).as_bytes())))].concat(),
-            );
-            let agent = pb::field(3, pb::field(1, text(i, 400).as_bytes()));
-            for m in [user, reasoning, call, result, agent] {
-                t.extend(pb::field(5, &m));
-            }
-        }
+        let id = warp_id(s);
         let summary = json!({"initial_query": text(s, 40), "title": text(s, 40), "initial_working_directory": "/work", "is_restorable": true});
         let at = format!("2026-08-{:02} {:02}:{:02}:{:02}", 1 + s / 86_400 % 28, s / 3600 % 24, s / 60 % 60, s % 60);
         conv.execute(rusqlite::params![id, at, summary.to_string()]).unwrap();
-        task.execute(rusqlite::params![id, format!("task-{s}"), t]).unwrap();
+        task_row.execute(rusqlite::params![id, format!("task-{s}"), task(s)]).unwrap();
     }
-    drop((conv, task));
+    drop((conv, task_row));
     conn.execute_batch("COMMIT").unwrap();
 }
 
-/// Lists `sessions` sessions of each SQLite kind, a new source each round.
-fn sqlite_listings(sessions: usize) {
+fn warp_id(s: usize) -> String {
+    format!("0199a1b2-c3d4-7e5f-8a9b-{s:012}")
+}
+
+/// The root task of conversation `s`, a protobuf `Task` of `turns` turns:
+/// a user query with a directory context, reasoning, a tool call and its
+/// result of `result_bytes`, the agent's text.
+fn warp_task(s: usize, turns: usize, result_bytes: usize) -> Vec<u8> {
+    let mut t = pb::field(1, format!("task-{s}").as_bytes());
+    t.extend(pb::field(2, text(s, 40).as_bytes()));
+    for i in 0..turns {
+        let context = pb::field(2, pb::field(1, pb::field(1, b"/work")));
+        let user = pb::field(2, [pb::field(1, text(i, 200).as_bytes()), context].concat());
+        let reasoning = pb::field(15, pb::field(1, text(i, 300).as_bytes()));
+        let call = pb::field(4, [pb::field(1, b"call"), pb::field(2, pb::field(1, b"cargo test"))].concat());
+        let result = pb::field(
+            5,
+            [pb::field(1, b"call"), pb::field(2, pb::field(5, pb::field(1, text(i, result_bytes).as_bytes())))]
+                .concat(),
+        );
+        let agent = pb::field(3, pb::field(1, text(i, 400).as_bytes()));
+        for m in [user, reasoning, call, result, agent] {
+            t.extend(pb::field(5, &m));
+        }
+    }
+    t
+}
+
+/// How many bytes a tool's output in a large session is (as OpenCode's).
+const TOOL_BYTES: usize = 16_000;
+
+/// The largest a session kept in one row is read at: a row longer than
+/// `MAX_LINE_BYTES` (64 MiB) is refused, so memory stays bounded.
+const ONE_ROW: usize = 60_000_000;
+
+/// Turns of a large session until its rows hold `bytes`: `turn(i)` adds
+/// turn `i` and says how many bytes it added. How many turns it took.
+fn turns_until(bytes: usize, mut turn: impl FnMut(usize) -> usize) -> usize {
+    let (mut i, mut total) = (0, 0);
+    while total < bytes {
+        total += turn(i);
+        i += 1;
+    }
+    i
+}
+
+/// The sum of the integer `query` gives in `db`.
+fn sum(db: &Path, query: &str) -> usize {
+    let n: i64 = Connection::open(db).unwrap().query_row(query, [], |r| r.get(0)).unwrap();
+    n as usize
+}
+
+/// A Warp conversation whose root task is about `bytes` (at most
+/// [`ONE_ROW`]), shaped as the listing's with outputs of [`TOOL_BYTES`].
+fn warp_session(dir: &Path, bytes: usize) -> BigSession {
+    let db = dir.join("warp.sqlite");
+    let per_turn = warp_task(0, 1, TOOL_BYTES).len() - warp_task(0, 0, TOOL_BYTES).len();
+    let turns = bytes.min(ONE_ROW) / per_turn;
+    warp_db(&db, 1, |s| warp_task(s, turns, TOOL_BYTES));
+    let bytes = sum(&db, "SELECT sum(length(task)) FROM agent_tasks");
+    BigSession { db, id: format!("warp:{}", warp_id(0)), bytes, turns, what: "its task, one row".into() }
+}
+
+/// A Goose session of about `bytes` of `content_json` and `metadata_json`:
+/// per turn the user's text, the assistant's thinking, text and a tool
+/// request, and the tool's response.
+fn goose_session(dir: &Path, bytes: usize) -> BigSession {
+    let db = dir.join("sessions.db");
+    sqlite_fixtures::build_db("goose", &db, &["schema.sql"]);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "BEGIN; INSERT INTO sessions (id, name, working_dir, created_at, updated_at) VALUES \
+         ('20260801_1', 'A long session', '/work', '2026-08-01 10:00:00', '2026-08-01 11:00:00')",
+    )
+    .unwrap();
+    let mut msg = conn
+        .prepare(
+            "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json, message_id) \
+             VALUES ('20260801_1', ?1, ?2, ?3, '{\"userVisible\":true,\"agentVisible\":true}', ?4)",
+        )
+        .unwrap();
+    let turns = turns_until(bytes, |i| {
+        let call = format!("t{i}");
+        let rows = [
+            ("user", json!([{"type": "text", "text": text(i, 300)}])),
+            (
+                "assistant",
+                json!([{"type": "thinking", "thinking": text(i, 400), "signature": "s"},
+                {"type": "text", "text": text(i, 400)},
+                {"type": "toolRequest", "id": call, "toolCall": {"status": "success", "value":
+                    {"name": "developer__text_editor", "arguments": {"command": "view", "path": "/work/src/lib.rs"}}}}]),
+            ),
+            (
+                "user",
+                json!([{"type": "toolResponse", "id": call, "toolResult": {"status": "success",
+                "value": [{"type": "text", "text": text(i, TOOL_BYTES)}]}}]),
+            ),
+        ];
+        let t = 1_785_578_400 + 3 * i as i64;
+        rows.iter().enumerate().fold(0, |n, (k, (role, content))| {
+            let content = content.to_string();
+            msg.execute(rusqlite::params![role, content, t + k as i64, format!("msg_{i}_{k}")]).unwrap();
+            n + content.len() + 40
+        })
+    });
+    drop(msg);
+    conn.execute_batch("COMMIT").unwrap();
+    let bytes = sum(&db, "SELECT sum(length(content_json) + length(metadata_json)) FROM messages");
+    BigSession { db, id: "goose:20260801_1".into(), bytes, turns, what: "content and metadata".into() }
+}
+
+/// A Crush session of about `bytes` of `parts`: per turn the user's text,
+/// the assistant's reasoning, text, tool call and finish, and the tool's
+/// result.
+fn crush_session(dir: &Path, bytes: usize) -> BigSession {
+    let db = dir.join("crush.db");
+    sqlite_fixtures::build_db("crush", &db, &["schema.sql"]);
+    let conn = Connection::open(&db).unwrap();
+    let id = "0b8e1c2a-0000-4000-8000-000000000001";
+    conn.execute_batch(&format!(
+        "BEGIN; INSERT INTO sessions (id, title, updated_at, created_at) \
+         VALUES ('{id}', 'A long session', 1785578500, 1785578400)"
+    ))
+    .unwrap();
+    let mut msg = conn
+        .prepare(
+            "INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at, finished_at, provider) \
+             VALUES (?1, ?2, ?3, ?4, 'gpt-5', ?5, ?5, ?5, 'openai')",
+        )
+        .unwrap();
+    let turns = turns_until(bytes, |i| {
+        let (call, t) = (format!("c{i}"), 1_785_578_400 + 3 * i as i64);
+        let rows = [
+            ("user", json!([{"type": "text", "data": {"text": text(i, 300)}}])),
+            (
+                "assistant",
+                json!([{"type": "reasoning", "data": {"thinking": text(i, 400)}},
+                {"type": "text", "data": {"text": text(i, 400)}},
+                {"type": "tool_call", "data": {"id": call, "name": "view", "input": "{\"file_path\":\"/work/src/lib.rs\"}", "finished": true}},
+                {"type": "finish", "data": {"reason": "tool_use", "time": t + 1}}]),
+            ),
+            (
+                "tool",
+                json!([{"type": "tool_result", "data": {"tool_call_id": call, "name": "view",
+                "content": text(i, TOOL_BYTES), "is_error": false}}]),
+            ),
+        ];
+        rows.iter().enumerate().fold(0, |n, (k, (role, parts))| {
+            let parts = parts.to_string();
+            msg.execute(rusqlite::params![format!("m{i:06}{k}"), id, role, parts, t + k as i64]).unwrap();
+            n + parts.len()
+        })
+    });
+    drop(msg);
+    conn.execute_batch("COMMIT").unwrap();
+    let bytes = sum(&db, "SELECT sum(length(parts)) FROM messages");
+    BigSession { db, id: format!("crush:{id}"), bytes, turns, what: "parts".into() }
+}
+
+/// A Zed thread whose document is about `bytes` (at most [`ONE_ROW`]),
+/// zstd-compressed as Zed writes it: per turn the user's text, and the
+/// agent's thinking, text and tool use with its result.
+fn zed_session(dir: &Path, bytes: usize) -> BigSession {
+    let db = dir.join("threads.db");
+    sqlite_fixtures::build_db("zed", &db, &["schema.sql"]);
+    let mut messages = Vec::new();
+    let turns = turns_until(bytes.min(ONE_ROW), |i| {
+        let call = format!("t{i}");
+        let turn = [
+            json!({"User": {"id": format!("u{i}"), "content": [{"Text": text(i, 300)}]}}),
+            json!({"Agent": {"content": [{"Thinking": {"text": text(i, 400), "signature": null}}, {"Text": text(i, 400)},
+                {"ToolUse": {"id": call, "name": "read_file", "raw_input": "{\"path\":\"src/lib.rs\"}",
+                    "input": {"path": "src/lib.rs"}, "is_input_complete": true}}],
+                "tool_results": {call.clone(): {"tool_use_id": call, "tool_name": "read_file", "is_error": false,
+                    "content": {"Text": text(i, TOOL_BYTES)}, "output": null}}}}),
+        ];
+        let n = turn.iter().map(|m| m.to_string().len() + 1).sum();
+        messages.extend(turn);
+        n
+    });
+    let document = json!({"version": "0.3.0", "title": "A long thread", "updated_at": "2026-08-01T10:05:00Z",
+        "messages": messages, "detailed_summary": null, "cumulative_token_usage": {}, "request_token_usage": {}});
+    let bytes = serde_json::to_vec(&document).unwrap().len();
+    let data = sqlite_fixtures::zed_data("zstd", &document);
+    let what = format!("its document, zstd-compressed to {:.1} MB in one row", data.len() as f64 / 1e6);
+    let id = "11111111-0000-4000-8000-000000000001";
+    Connection::open(&db)
+        .unwrap()
+        .execute(
+            "INSERT INTO threads (id, summary, updated_at, data_type, data, folder_paths, folder_paths_order, created_at) \
+             VALUES (?1, 'A long thread', '2026-08-01T10:05:00+00:00', 'zstd', ?2, '/work', '0', '2026-08-01T10:00:00+00:00')",
+            rusqlite::params![id, data],
+        )
+        .unwrap();
+    BigSession { db, id: format!("zed:{id}"), bytes, turns, what }
+}
+
+/// A Hermes Agent session of about `bytes` of `content`, `tool_calls` and
+/// `reasoning`: per turn the user's text, the assistant's text with its
+/// reasoning and a tool call, and the tool's output.
+fn hermes_session(dir: &Path, bytes: usize) -> BigSession {
+    let db = dir.join("state.db");
+    sqlite_fixtures::build_db("hermes", &db, &["schema.sql"]);
+    let conn = Connection::open(&db).unwrap();
+    let id = "20260801_100000_a1b2c3";
+    conn.execute_batch(&format!(
+        "BEGIN; INSERT INTO sessions (id, source, model_config, started_at, cwd, title, title_source) \
+         VALUES ('{id}', 'cli', '{{}}', 1785578400.0, '/work', 'A long session', 'llm')"
+    ))
+    .unwrap();
+    let mut msg = conn
+        .prepare(
+            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .unwrap();
+    let turns = turns_until(bytes, |i| {
+        let (call, t) = (format!("c{i}"), 1_785_578_400.0 + 3.0 * i as f64);
+        let calls = json!([{"id": call, "type": "function",
+            "function": {"name": "terminal", "arguments": "{\"command\":\"cargo test\"}"}}])
+        .to_string();
+        let output = json!({"output": text(i, TOOL_BYTES), "exit_code": 0}).to_string();
+        let (user, said, reasoning) = (text(i, 300), text(i, 400), text(i, 400));
+        let none: Option<&str> = None;
+        let mut row = |k: usize, role: &str, content: &str, call_id, calls, tool, reasoning| {
+            msg.execute(rusqlite::params![id, role, content, call_id, calls, tool, t + k as f64, reasoning]).unwrap();
+        };
+        row(0, "user", &user, none, none, none, none);
+        row(1, "assistant", &said, none, Some(&calls), none, Some(&reasoning));
+        row(2, "tool", &output, Some(&call), none, Some("terminal"), none);
+        user.len() + said.len() + calls.len() + reasoning.len() + output.len()
+    });
+    drop(msg);
+    conn.execute_batch("COMMIT").unwrap();
+    let bytes = sum(
+        &db,
+        "SELECT sum(length(content) + coalesce(length(tool_calls), 0) + coalesce(length(reasoning), 0)) FROM messages",
+    );
+    BigSession { db, id: format!("hermes:{id}"), bytes, turns, what: "content, tool calls and reasoning".into() }
+}
+
+/// Lists `sessions` sessions of each SQLite kind chosen, a new source each
+/// round.
+fn sqlite_listings(sessions: usize, chosen: &dyn Fn(&SqliteBench) -> bool) {
     println!("listing {sessions} sessions of each SQLite kind (new source each time; best of 5, least CPU):");
-    for kind in SQLITE {
+    for kind in SQLITE.iter().filter(|k| chosen(k)) {
         let dir = tempfile::tempdir().unwrap();
         let db = (kind.build)(dir.path(), sessions);
-        let (wall, cpu) = best(5, || assert_eq!((kind.list)(&db), sessions));
+        let (wall, cpu) = best(5, || assert_eq!((kind.open)(&db).list_sessions().unwrap().len(), sessions));
         println!("  {}: {:.1} ms; cpu {:.1} ms", kind.name, ms(wall), ms(cpu));
     }
 }
 
+/// Reads one session of about `bytes` of each SQLite kind chosen that has
+/// its own (the kind's `session`), by one source.
+fn sqlite_reads(bytes: usize, chosen: &dyn Fn(&SqliteBench) -> bool) {
+    println!("reading one session of about {} MB of each SQLite kind (best of 3, least CPU):", bytes / 1_000_000);
+    for kind in SQLITE.iter().filter(|k| chosen(k)) {
+        let Some(session) = kind.session else { continue };
+        let dir = tempfile::tempdir().unwrap();
+        let big = session(dir.path(), bytes);
+        let source = (kind.open)(&big.db);
+        let (wall, cpu) = best(3, || {
+            let SurfaceData::Conversation(c) = source.read_surface(&big.id).unwrap() else { panic!() };
+            assert_eq!(c.items.len(), 2 * big.turns, "{}: every turn's user and assistant text", kind.name);
+        });
+        let mb = big.bytes as f64 / 1e6;
+        println!(
+            "  {}: {mb:.0} MB ({}; {} turns): {:.0} ms, {:.0} MB/s; cpu {:.0} ms ({:.0} MB/s)",
+            kind.name,
+            big.what,
+            big.turns,
+            ms(wall),
+            mb / wall.as_secs_f64(),
+            ms(cpu),
+            mb / cpu.as_secs_f64()
+        );
+    }
+}
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let only_cline = std::env::args().any(|a| a == "--cline");
-    let only_cline_cli = std::env::args().any(|a| a == "--cline-cli");
-    let only_opencode = std::env::args().any(|a| a == "--opencode");
-    let only_sqlite = std::env::args().any(|a| a == "--sqlite");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let quick = flag("--quick");
+    let only_cline = flag("--cline");
+    let only_cline_cli = flag("--cline-cli");
+    let only_opencode = flag("--opencode");
+    let only_sqlite = flag("--sqlite");
+    let only_reads = flag("--reads");
+    // Any other word names SQLite kinds: only those are listed and read.
+    let kinds: Vec<&str> = args.iter().map(String::as_str).filter(|a| !a.starts_with('-')).collect();
+    let chosen = |k: &SqliteBench| kinds.is_empty() || kinds.contains(&k.name);
+    let big = if quick { 20_000_000 } else { 100_000_000 };
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
-    if only_sqlite {
-        sqlite_listings(if quick { 1_000 } else { 5_000 });
+    if only_sqlite || only_reads {
+        if only_sqlite {
+            sqlite_listings(if quick { 1_000 } else { 5_000 }, &chosen);
+        }
+        if only_reads {
+            sqlite_reads(big, &chosen);
+        }
         println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
         return;
     }
@@ -518,7 +811,10 @@ fn main() {
         return;
     }
     let (sessions, turns, big_turns) = if quick { (1_000, 10, 1_000) } else { (5_000, 10, 5_000) };
-    sqlite_listings(sessions);
+    if !only_opencode {
+        sqlite_listings(sessions, &chosen);
+        sqlite_reads(big, &chosen);
+    }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("opencode.db");
     let t = Instant::now();

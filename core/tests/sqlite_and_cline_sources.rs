@@ -154,6 +154,52 @@ fn kilo_reads_the_same_schema_under_its_own_ids_beside_the_others() {
     assert!(!SourceKind::OpenCode.root_exists(data.path()));
 }
 
+/// Parts stored out of order (a message's later part first, the messages'
+/// parts interleaved) read in OpenCode's order, each message's by part id,
+/// as a database whose rows were written in that order reads.
+#[test]
+fn parts_stored_out_of_order_read_in_part_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("opencode.db");
+    fixture_db(&db);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
+         VALUES ('ses_o', 'prj_1', 'o', '/o', 'Out of order', '1', 1767600000000, 1767600000000)",
+    )
+    .unwrap();
+    for (k, role) in [(1, "user"), (2, "assistant")] {
+        let data = json!({"role": role, "time": {"created": k}, "parentID": "msg_o1", "finish": "stop"});
+        conn.execute(
+            "INSERT INTO message VALUES (?1, 'ses_o', ?2, ?2, ?3)",
+            (format!("msg_o{k}"), 1_767_600_000_000i64 + k, data.to_string()),
+        )
+        .unwrap();
+    }
+    for (message, part, text) in [
+        ("msg_o2", "prt_o9", "third"),
+        ("msg_o1", "prt_o2", "two"),
+        ("msg_o2", "prt_o10", "first"),
+        ("msg_o2", "prt_o5", "second"),
+        ("msg_o1", "prt_o1", "one"),
+    ] {
+        let data = json!({"type": "text", "text": text});
+        conn.execute(
+            "INSERT INTO part VALUES (?1, ?2, 'ses_o', 1767600000000, 1767600000000, ?3)",
+            (part, message, data.to_string()),
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let source = OpenCodeSource::open(&db, Flavor::OpenCode).unwrap();
+    // Part ids order as text: prt_o10 before prt_o5 before prt_o9.
+    assert_eq!(
+        items(&surface(&source, "opencode:ses_o").items),
+        vec![(true, "one\ntwo", false), (false, "first\nsecond\nthird", false)]
+    );
+    assert_eq!(names(dir.path()), set(&["opencode.db"]));
+}
+
 /// One turn a writer commits at once: a user message and its reply, each
 /// with a text part.
 fn write_turn(conn: &Connection, n: i64) {

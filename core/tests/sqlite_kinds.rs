@@ -132,6 +132,41 @@ fn goose_says_what_a_database_of_another_format_lacks() {
     assert!(err.ends_with("it is not an SQLite database"), "{err}");
 }
 
+/// Rows stored out of order read in Goose's order: by `created_timestamp`
+/// as SQLite orders values (numbers by value, whatever their type, before
+/// text), then by row id.
+#[test]
+fn goose_rows_stored_out_of_order_read_in_goose_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    build_db("goose", &db, &["schema.sql"]);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO sessions (id, name, working_dir) VALUES ('o', 'Out of order', '/o'); \
+         INSERT INTO messages (id, session_id, role, content_json, created_timestamp) VALUES \
+         (1, 'o', 'user', '[{\"type\":\"text\",\"text\":\"last\"}]', 'later'), \
+         (2, 'o', 'assistant', '[{\"type\":\"text\",\"text\":\"fourth\"}]', 3), \
+         (3, 'o', 'user', '[{\"type\":\"text\",\"text\":\"third\"}]', 2.5), \
+         (4, 'o', 'user', '[{\"type\":\"text\",\"text\":\"first\"}]', 1), \
+         (5, 'o', 'assistant', '[{\"type\":\"text\",\"text\":\"second\"}]', 2), \
+         (6, 'o', 'assistant', '[{\"type\":\"text\",\"text\":\"fifth\"}]', 3.0)",
+    )
+    .unwrap();
+    drop(conn);
+    let source = GooseSource::open(&db).unwrap();
+    assert_eq!(
+        items(&conv(&source, "goose:o").items),
+        vec![
+            (U, "first", false),
+            (A, "second", false),
+            (U, "third", false),
+            (A, "fourth", false),
+            (A, "fifth", false),
+            (U, "last", false)
+        ]
+    );
+}
+
 // ---------------------------------------------------------------------- Crush
 
 /// The fixture as a project's `.crush/crush.db` under `dir`.
@@ -178,6 +213,37 @@ fn crush_fixture_projects_exactly() {
     assert_eq!(crush::PREFIX, SourceKind::Crush.prefix());
     let env = |name: &str| (name == "HOME").then(|| "/h".into());
     assert_eq!(SourceKind::Crush.default_location_with(&env), PathBuf::from("/h/.crush/crush.db"));
+}
+
+/// Rows stored out of order read in Crush's order: by `created_at`, then
+/// by row id.
+#[test]
+fn crush_rows_stored_out_of_order_read_in_crush_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crush.db");
+    build_db("crush", &db, &["schema.sql"]);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch("INSERT INTO sessions (id, title, updated_at, created_at) VALUES ('o', 'Out of order', 2, 1)")
+        .unwrap();
+    for (id, role, text, at) in [
+        ("m1", "assistant", "third", 30),
+        ("m2", "user", "first", 10),
+        ("m3", "assistant", "second", 20),
+        ("m4", "user", "fourth", 30),
+    ] {
+        let parts = json!([{"type": "text", "data": {"text": text}}]).to_string();
+        conn.execute(
+            "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at) VALUES (?1, 'o', ?2, ?3, ?4, ?4)",
+            rusqlite::params![id, role, parts, at],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let source = CrushSource::open(&db).unwrap();
+    assert_eq!(
+        items(&conv(&source, "crush:o").items),
+        vec![(U, "first", false), (A, "second", false), (A, "third", false), (U, "fourth", false)]
+    );
 }
 
 // ------------------------------------------------------------------------ Zed

@@ -37,6 +37,7 @@ macro_rules! scalars_are_none {
         }
     };
 }
+pub(crate) use scalars_are_none;
 
 /// Every non-string visit gives the visitor's "absent" value.
 macro_rules! other_types_are_none {
@@ -459,20 +460,91 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Objects<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let list = List::<Object<T>>::deserialize(d)?.0.unwrap_or_default();
+        Ok(Objects(list.into_iter().filter_map(|o| o.0).collect()))
+    }
+}
+
+/// A list of `T` (each element read as `T`, which takes any JSON value),
+/// or `None` for a value that is not a list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List<T>(pub Option<Vec<T>>);
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        List(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T>(std::marker::PhantomData<T>);
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Objects<T>;
+            type Value = List<T>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("any JSON value")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut out = Vec::new();
-                while let Some(o) = seq.next_element::<Object<T>>()? {
-                    out.extend(o.0);
+                while let Some(t) = seq.next_element::<T>()? {
+                    out.push(t);
                 }
-                Ok(Objects(out))
+                Ok(List(Some(out)))
             }
             other_types_are_none_but_lists!();
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// The name of the one field a [`Field`] reads.
+pub trait FieldName {
+    /// The field's key.
+    const NAME: &'static str;
+}
+
+/// The field `K::NAME` of an object read as `T` (given twice, its last, as
+/// a JSON object read whole would have it), every other field skipped;
+/// `T::default()` for an object without it or a value that is not an
+/// object. `T` must take any JSON value.
+pub struct Field<K, T>(pub T, std::marker::PhantomData<K>);
+
+impl<K, T: Default> Default for Field<K, T> {
+    fn default() -> Self {
+        Field(T::default(), std::marker::PhantomData)
+    }
+}
+
+impl<'de, K: FieldName, T: Deserialize<'de> + Default> Deserialize<'de> for Field<K, T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<K, T>(std::marker::PhantomData<(K, T)>);
+        impl<'de, K: FieldName, T: Deserialize<'de> + Default> Visitor<'de> for V<K, T> {
+            type Value = Field<K, T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Field::default();
+                while let Some(key) = map.next_key::<LStr<'de>>()? {
+                    if key.get() == Some(K::NAME) {
+                        out.0 = map.next_value()?;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(out)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Field::default())
+            }
+            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
+                Ok(Field::default())
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Field::default())
+            }
+            scalars_are_none!();
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }
@@ -504,6 +576,15 @@ mod tests {
         .unwrap();
         assert_eq!((t.s.get(), t.b.0, t.n.0), (Some("x"), true, Some(7)));
         assert_eq!(t.c.texts(&["text"]).collect::<Vec<_>>(), vec!["a"]);
+    }
+
+    #[test]
+    fn lists_are_lists_or_none() {
+        let l: List<Block<'_>> = serde_json::from_str(r#"[{"type":"text","text":"a"},5,"x"]"#).unwrap();
+        assert_eq!(l.0.unwrap().iter().map(|b| b.text.get()).collect::<Vec<_>>(), vec![Some("a"), None, None]);
+        for other in ["{}", "3", "null", "\"x\""] {
+            assert_eq!(serde_json::from_str::<List<Block<'_>>>(other).unwrap().0, None, "{other}");
+        }
     }
 
     #[test]

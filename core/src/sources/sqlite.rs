@@ -28,7 +28,8 @@ use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{conversation, iso_ms, read_error, LineStats, Listing};
 use crate::sources::opencode::db::{self, DbStamp};
 
-pub(crate) use crate::sources::opencode::{bytes, text, whole};
+pub(crate) use crate::sources::opencode::db::Sorted;
+pub(crate) use crate::sources::opencode::{bytes, str_ref, text, whole};
 
 /// One format of SQLite session database.
 pub trait Schema: Send + Sync + 'static {

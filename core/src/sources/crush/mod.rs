@@ -50,7 +50,10 @@
 
 use std::path::{Path, PathBuf};
 
+use std::fmt;
+
 use rusqlite::Connection;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::conversation::ConversationItem;
@@ -58,8 +61,8 @@ use crate::projection::Role;
 use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing};
 use crate::sources::kind::{Kind, Root};
-use crate::sources::lenient::{lenient, LStr};
-use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
+use crate::sources::lenient::{scalars_are_none, LStr};
+use crate::sources::sqlite::{self, bytes, str_ref, text, Read, Schema, Sorted, SqliteSource};
 
 /// What every Crush session id starts with.
 pub const PREFIX: &str = "crush:";
@@ -139,22 +142,31 @@ impl Schema for Crush {
         let summary = text(row.get_ref(1)?).filter(|s| !s.is_empty());
         drop(rows);
         let mut out = Read { cwd: project_of(db), ..Read::default() };
-        let mut stmt =
-            conn.prepare("SELECT id, role, parts FROM messages WHERE session_id = ?1 ORDER BY created_at, rowid")?;
+        // Rows in the order of `ORDER BY created_at, rowid`, sorted here (no
+        // index gives it; see `Sorted`).
+        let mut stmt = conn.prepare("SELECT created_at, rowid, id, role, parts FROM messages WHERE session_id = ?1")?;
         let mut rows = stmt.query([id])?;
-        let mut first_user = None;
+        let mut messages = Vec::new();
         while let Some(row) = rows.next()? {
+            let at = (Sorted::of(row.get_ref(0)?), row.get::<_, i64>(1)?);
+            let role = match str_ref(row.get_ref(3)?) {
+                Some("user") => Some(Role::User),
+                Some("assistant") => Some(Role::Assistant),
+                _ => None,
+            };
+            messages.push((at, text(row.get_ref(2)?), role, parts_text(bytes(row.get_ref(4)?))));
+        }
+        messages.sort_by(|(a, ..), (b, ..)| a.cmp(b));
+        let mut first_user = None;
+        for (_, mid, role, said) in messages {
             out.stats.lines += 1;
-            let mid = text(row.get_ref(0)?);
-            let role = text(row.get_ref(1)?);
-            let Some(said) = parts_text(bytes(row.get_ref(2)?)) else {
+            let Some(said) = said else {
                 out.stats.skipped += 1;
                 continue;
             };
-            let role = match role.as_deref() {
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                _ => continue,
+            let role = match role {
+                Some(role) => role,
+                None => continue,
             };
             if role == Role::User && first_user.is_none() {
                 first_user = title_from_text(&said);
@@ -175,30 +187,139 @@ impl Schema for Crush {
     }
 }
 
-/// One part of a message's `parts`.
-#[derive(Deserialize, Default)]
-struct PartJson<'a> {
-    #[serde(rename = "type", borrow, default)]
+/// What a replay reads of one part of a message's `parts`: its `type` and
+/// its data's `text`, from an object (`{"type": …, "data": {"text": …}}`)
+/// or, as serde reads a struct, a list of those two in order; anything
+/// else, or a list of more, has neither. A field given twice counts as its
+/// last, as a JSON object read whole would have it.
+#[derive(Default)]
+struct Part<'a> {
     kind: LStr<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient")]
-    data: Option<TextData<'a>>,
+    text: LStr<'a>,
 }
 
-#[derive(Deserialize, Default)]
-struct TextData<'a> {
-    #[serde(borrow, default)]
-    text: LStr<'a>,
+/// A part's `data`: its `text`, read as [`Part`] is.
+#[derive(Default)]
+struct Data<'a>(LStr<'a>);
+
+/// The rest of a list read as a struct: `true` when it held more.
+fn longer<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<bool, A::Error> {
+    let mut more = false;
+    while seq.next_element::<IgnoredAny>()?.is_some() {
+        more = true;
+    }
+    Ok(more)
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Part<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Part<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part<'de>, A::Error> {
+                let mut part = Part::default();
+                while let Some(key) = map.next_key::<LStr<'de>>()? {
+                    match key.get() {
+                        Some("type") => part.kind = map.next_value()?,
+                        Some("data") => part.text = map.next_value::<Data<'de>>()?.0,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(part)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Part<'de>, A::Error> {
+                let kind = seq.next_element::<LStr<'de>>()?.unwrap_or_default();
+                let text = seq.next_element::<Data<'de>>()?.unwrap_or_default().0;
+                Ok(if longer(seq)? { Part::default() } else { Part { kind, text } })
+            }
+            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Part<'de>, E> {
+                Ok(Part::default())
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Part<'de>, E> {
+                Ok(Part::default())
+            }
+            scalars_are_none!();
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Data<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Data<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Data<'de>, A::Error> {
+                let mut text = LStr::default();
+                while let Some(key) = map.next_key::<LStr<'de>>()? {
+                    if key.get() == Some("text") {
+                        text = map.next_value()?;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(Data(text))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Data<'de>, A::Error> {
+                let text = seq.next_element::<LStr<'de>>()?.unwrap_or_default();
+                Ok(if longer(seq)? { Data::default() } else { Data(text) })
+            }
+            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Data<'de>, E> {
+                Ok(Data::default())
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Data<'de>, E> {
+                Ok(Data::default())
+            }
+            scalars_are_none!();
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The `text` parts of a message's `parts`, joined with `"\n"` (`None`:
 /// not a JSON list).
 fn parts_text(parts: &[u8]) -> Option<String> {
-    let parts: Vec<serde_json::Value> = serde_json::from_slice(parts).ok()?;
-    let texts: Vec<String> = parts
-        .iter()
-        .filter_map(|p| PartJson::deserialize(p).ok())
-        .filter(|p| p.kind.get() == Some("text"))
-        .filter_map(|p| p.data.and_then(|d| d.text.owned()))
-        .collect();
+    let parts: Vec<Part<'_>> = serde_json::from_slice(parts).ok()?;
+    let texts: Vec<&str> = parts.iter().filter(|p| p.kind.get() == Some("text")).filter_map(|p| p.text.get()).collect();
     Some(texts.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_of_odd_shapes_give_no_text() {
+        let read = |json: &str| parts_text(json.as_bytes());
+        assert_eq!(
+            read(r#"[{"type":"text","data":{"text":"a"}},{"type":"reasoning","data":{"thinking":"x"}}]"#).as_deref(),
+            Some("a")
+        );
+        // A field given twice counts as its last.
+        assert_eq!(
+            read(r#"[{"type":"text","data":{"text":"a","text":"b"}},{"type":"x","type":"text","data":{"text":"c"}}]"#)
+                .as_deref(),
+            Some("b\nc")
+        );
+        assert_eq!(read(r#"[{"type":"text","data":{"text":"a"},"data":5}]"#).as_deref(), Some(""));
+        // A list of the two fields, as serde reads a struct; one longer is nothing.
+        assert_eq!(
+            read(r#"[["text",{"text":"a"}],["text",["b"]],["text",{"text":"c"},1],["text",["d",2]]]"#).as_deref(),
+            Some("a\nb")
+        );
+        assert_eq!(
+            read(r#"[5,"text",null,{"type":"text","data":"a"},{"type":"text","data":{"text":7}}]"#).as_deref(),
+            Some("")
+        );
+        assert_eq!(read(r#"{"type":"text"}"#), None);
+        assert_eq!(read("not json"), None);
+    }
 }

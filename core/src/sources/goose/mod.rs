@@ -68,7 +68,7 @@ use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing};
 use crate::sources::kind::{Kind, Root};
 use crate::sources::lenient::Content;
-use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
+use crate::sources::sqlite::{self, bytes, str_ref, text, Read, Schema, Sorted, SqliteSource};
 
 /// What every Goose session id starts with.
 pub const PREFIX: &str = "goose:";
@@ -137,20 +137,26 @@ impl Schema for Goose {
         let own = [text(row.get_ref(0)?), text(row.get_ref(1)?)];
         let mut out = Read { cwd: text(row.get_ref(2)?).filter(|c| !c.is_empty()), ..Read::default() };
         drop(rows);
+        // Rows in the order of `ORDER BY created_timestamp, id`, sorted
+        // here (no index gives it; see `Sorted`).
         let mut stmt = conn.prepare(
-            "SELECT role, content_json, metadata_json FROM messages WHERE session_id = ?1 \
-             ORDER BY created_timestamp, id",
+            "SELECT created_timestamp, id, role, content_json, metadata_json FROM messages WHERE session_id = ?1",
         )?;
         let mut rows = stmt.query([id])?;
-        let mut replay = Replay::default();
+        let mut messages = Vec::new();
         while let Some(row) = rows.next()? {
+            let at = (Sorted::of(row.get_ref(0)?), Sorted::of(row.get_ref(1)?));
+            let role = str_ref(row.get_ref(2)?);
+            messages.push((at, Message::parse(role, bytes(row.get_ref(3)?), bytes(row.get_ref(4)?))));
+        }
+        messages.sort_by(|(a, _), (b, _)| a.cmp(b));
+        let mut replay = Replay::default();
+        for (_, message) in messages {
             out.stats.lines += 1;
-            let role = text(row.get_ref(0)?);
-            let Some(message) = Message::parse(role.as_deref(), bytes(row.get_ref(1)?), bytes(row.get_ref(2)?)) else {
-                out.stats.skipped += 1;
-                continue;
-            };
-            replay.push(message);
+            match message {
+                Some(message) => replay.push(message),
+                None => out.stats.skipped += 1,
+            }
         }
         let first_user = replay.first_user.take();
         out.items = replay.items;

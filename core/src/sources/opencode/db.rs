@@ -25,6 +25,13 @@
 //! the database) or a rollback journal (a write in progress, or one that
 //! was interrupted) cannot be read without writing: after a few tries the
 //! read fails with a message saying why.
+//!
+//! Nor does a read write a temporary file: the connection keeps SQLite's
+//! temporary storage in memory (`temp_store = MEMORY`; a sort larger than
+//! the cache would otherwise spill to a file), and where no index gives
+//! the order a reader needs, it reads the rows in an index's order and
+//! sorts what it parsed of them itself ([`Sorted`]) rather than have
+//! SQLite's sorter hold whole rows, a copy of the session.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -86,6 +93,8 @@ fn prepare(conn: &Connection) -> rusqlite::Result<()> {
     conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, i32::try_from(MAX_VALUE_BYTES).unwrap_or(i32::MAX))?;
     // A read-only connection must not try to checkpoint when it closes.
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    // Sorts and temporary tables in memory, never in a file.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(())
 }
 
@@ -217,6 +226,94 @@ pub fn fingerprint(
     Ok(crate::host::Fingerprint::from_bytes(out))
 }
 
+/// A column's value as SQLite's `ORDER BY` orders it with the `BINARY`
+/// collation (the only one these schemas declare): NULL first, then
+/// numbers (integers and reals by value), then text, then blobs, text and
+/// blobs by their bytes.
+///
+/// A read whose order no index gives sorts its rows by these keys itself
+/// rather than by an `ORDER BY`: SQLite's sorter holds whole rows, so it
+/// would copy every payload of the session and, once the rows outgrow its
+/// cache (a few MB), write them to a temporary file and read them back.
+#[derive(Clone, Debug)]
+pub enum Sorted {
+    /// NULL.
+    Null,
+    /// An integer.
+    Integer(i64),
+    /// A real.
+    Real(f64),
+    /// Text, as its bytes.
+    Text(Box<[u8]>),
+    /// A blob.
+    Blob(Box<[u8]>),
+}
+
+impl Sorted {
+    /// The key of one column's value.
+    pub fn of(v: rusqlite::types::ValueRef<'_>) -> Sorted {
+        use rusqlite::types::ValueRef;
+        match v {
+            ValueRef::Null => Sorted::Null,
+            ValueRef::Integer(i) => Sorted::Integer(i),
+            ValueRef::Real(r) => Sorted::Real(r),
+            ValueRef::Text(t) => Sorted::Text(t.into()),
+            ValueRef::Blob(b) => Sorted::Blob(b.into()),
+        }
+    }
+
+    /// NULL, numbers, text and blobs, in that order.
+    fn class(&self) -> u8 {
+        match self {
+            Sorted::Null => 0,
+            Sorted::Integer(_) | Sorted::Real(_) => 1,
+            Sorted::Text(_) => 2,
+            Sorted::Blob(_) => 3,
+        }
+    }
+}
+
+/// An integer against a real as SQLite compares them (`sqlite3IntFloatCompare`):
+/// by the integer part, then, when that is equal, as reals.
+fn integer_real(i: i64, r: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    if r < -9_223_372_036_854_775_808.0 {
+        return Ordering::Greater;
+    }
+    if r >= 9_223_372_036_854_775_808.0 {
+        return Ordering::Less;
+    }
+    i.cmp(&(r as i64)).then_with(|| (i as f64).partial_cmp(&r).unwrap_or(Ordering::Equal))
+}
+
+impl Ord for Sorted {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        match (self, other) {
+            (Sorted::Integer(a), Sorted::Integer(b)) => a.cmp(b),
+            (Sorted::Real(a), Sorted::Real(b)) => a.partial_cmp(b).unwrap_or(Ordering::Equal),
+            (Sorted::Integer(i), Sorted::Real(r)) => integer_real(*i, *r),
+            (Sorted::Real(r), Sorted::Integer(i)) => integer_real(*i, *r).reverse(),
+            (Sorted::Text(a), Sorted::Text(b)) | (Sorted::Blob(a), Sorted::Blob(b)) => a.cmp(b),
+            _ => self.class().cmp(&other.class()),
+        }
+    }
+}
+
+impl PartialOrd for Sorted {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Sorted {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Sorted {}
+
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
@@ -224,6 +321,29 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Values of every type in a column, sorted by SQLite and by their
+    /// keys: the same order.
+    #[test]
+    fn keys_sort_as_sqlite_orders_them() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (v); INSERT INTO t VALUES (NULL), (3), (2.5), (-1), (-1.5), ('b'), ('a'), ('ab'), \
+             (x'00'), (x'0001'), (2), (2.0), (9223372036854775807), (9.3e18), (-9.3e18), (''), (x''), (0.0), (-0.0), \
+             ('10'), ('9'), (1e300), (-1e300)",
+        )
+        .unwrap();
+        let mut stmt = conn.prepare("SELECT v, rowid FROM t ORDER BY v, rowid").unwrap();
+        let by_sqlite: Vec<i64> = stmt.query_map([], |r| r.get(1)).unwrap().map(Result::unwrap).collect();
+        let mut stmt = conn.prepare("SELECT v, rowid FROM t").unwrap();
+        let mut rows = stmt.query([]).unwrap();
+        let mut keys = Vec::new();
+        while let Some(row) = rows.next().unwrap() {
+            keys.push((Sorted::of(row.get_ref(0).unwrap()), row.get::<_, i64>(1).unwrap()));
+        }
+        keys.sort();
+        assert_eq!(keys.into_iter().map(|(_, rowid)| rowid).collect::<Vec<_>>(), by_sqlite);
+    }
 
     #[test]
     fn uris_escape_every_odd_byte() {

@@ -227,8 +227,14 @@ pub struct Read {
 
 /// A text column (`None` for NULL or another type).
 pub(crate) fn text(v: ValueRef<'_>) -> Option<String> {
+    str_ref(v).map(str::to_owned)
+}
+
+/// A text column borrowed (`None` for NULL, another type, or text that
+/// is not UTF-8).
+pub(crate) fn str_ref(v: ValueRef<'_>) -> Option<&str> {
     match v {
-        ValueRef::Text(t) => std::str::from_utf8(t).ok().map(str::to_owned),
+        ValueRef::Text(t) => std::str::from_utf8(t).ok(),
         _ => None,
     }
 }
@@ -408,9 +414,12 @@ fn read_session(conn: &Connection, id: &str) -> Result<Result<Read, String>, rus
         }
     }
     drop(rows);
+    // Parts in the order of `ORDER BY message_id, id`, sorted here: no index
+    // gives that order for one session's parts, and SQLite would sort
+    // them with their data (see `db::Sorted`). Both are text, so their
+    // bytes order them as SQLite does.
     let mut parts = Vec::new();
-    let mut stmt =
-        conn.prepare("SELECT message_id, id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id")?;
+    let mut stmt = conn.prepare("SELECT message_id, id, data FROM part WHERE session_id = ?1")?;
     let mut rows = stmt.query([id])?;
     while let Some(row) = rows.next()? {
         let (Some(message), Some(pid)) = (text(row.get_ref(0)?), text(row.get_ref(1)?)) else {
@@ -422,6 +431,7 @@ fn read_session(conn: &Connection, id: &str) -> Result<Result<Read, String>, rus
             None => out.stats.skipped += 1,
         }
     }
+    parts.sort_by(|(m1, p1, _), (m2, p2, _)| (m1, p1).cmp(&(m2, p2)));
     replay::attach(&mut messages, parts);
     out.title = replay::title(out.own_title.as_deref(), &messages);
     if let Some(r) = &revert {

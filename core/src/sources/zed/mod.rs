@@ -56,18 +56,21 @@
 //! Per thread: `updated_at`, `summary`, `data_type` and the length of
 //! `data` (Zed rewrites the whole row each time it saves).
 
+use std::borrow::Cow;
+use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::conversation::ConversationItem;
 use crate::projection::Role;
 use crate::sources::file_source::FileSource;
 use crate::sources::foreign::{title_from_text, Listing, MAX_LINE_BYTES};
 use crate::sources::kind::{Kind, Root};
+use crate::sources::lenient::{scalars_are_none, Block, Field, FieldName, LStr, List};
 use crate::sources::sqlite::{self, bytes, text, Read, Schema, SqliteSource};
 
 /// What every Zed thread id starts with.
@@ -188,9 +191,9 @@ fn first_folder(folders: &str) -> Option<String> {
 
 /// The JSON document of a row's `data`: as it is (`json`) or decompressed
 /// (`zstd`) to at most [`MAX_LINE_BYTES`].
-fn document(data_type: Option<&str>, data: &[u8]) -> Result<Vec<u8>, String> {
+fn document<'a>(data_type: Option<&str>, data: &'a [u8]) -> Result<Cow<'a, [u8]>, String> {
     match data_type {
-        Some("json") => Ok(data.to_vec()),
+        Some("json") => Ok(Cow::Borrowed(data)),
         Some("zstd") => {
             let decoder = zstd::stream::read::Decoder::new(data).map_err(|e| format!("its zstd data: {e}"))?;
             let mut out = Vec::new();
@@ -199,7 +202,7 @@ fn document(data_type: Option<&str>, data: &[u8]) -> Result<Vec<u8>, String> {
             if out.len() > MAX_LINE_BYTES {
                 return Err(format!("its data decompresses to more than {MAX_LINE_BYTES} bytes"));
             }
-            Ok(out)
+            Ok(Cow::Owned(out))
         }
         Some(other) => Err(format!("its data_type {other:?} is not one Zed writes (json, zstd)")),
         None => Err("it has no data_type".to_owned()),
@@ -208,24 +211,42 @@ fn document(data_type: Option<&str>, data: &[u8]) -> Result<Vec<u8>, String> {
 
 /// The fields of a thread document a replay reads.
 #[derive(Deserialize)]
-struct Document {
-    #[serde(default)]
-    messages: Vec<Value>,
+struct Document<'a> {
+    #[serde(borrow, default)]
+    messages: Vec<Message<'a>>,
+}
+
+/// What a replay reads of one message of a thread document (every other
+/// field skipped, never built).
+#[derive(Default)]
+enum Message<'a> {
+    /// `Resume`, or the older agent's `system` message: left out.
+    Left,
+    /// A user or assistant message and the texts of its blocks or
+    /// segments, joined by `by`.
+    Said { role: Role, texts: Vec<Cow<'a, str>>, by: &'static str },
+    /// A message of another shape.
+    #[default]
+    Unknown,
 }
 
 /// The conversation of a thread document; `title` holds the title from its
 /// first user text.
 fn replay(json: &[u8]) -> Result<Read, String> {
-    let doc: Document =
-        serde_json::from_slice(json).map_err(|e| format!("its data is not a Zed thread document: {e}"))?;
+    let not_a_document = |e: &dyn std::fmt::Display| format!("its data is not a Zed thread document: {e}");
+    let json = std::str::from_utf8(json).map_err(|e| not_a_document(&e))?;
+    let doc: Document<'_> = serde_json::from_str(json).map_err(|e| not_a_document(&e))?;
     let mut out = Read::default();
-    for message in &doc.messages {
+    for message in doc.messages {
         out.stats.lines += 1;
-        let Some((role, said)) = message_text(message) else {
-            out.stats.skipped += 1;
-            continue;
+        let (role, said) = match message {
+            Message::Said { role, texts, by } => (role, texts.join(by)),
+            Message::Left => continue,
+            Message::Unknown => {
+                out.stats.skipped += 1;
+                continue;
+            }
         };
-        let Some(role) = role else { continue };
         if role == Role::User && out.title.is_none() {
             out.title = title_from_text(&said);
         }
@@ -236,36 +257,149 @@ fn replay(json: &[u8]) -> Result<Read, String> {
     Ok(out)
 }
 
-/// A message's role and text: `Some((None, _))` for one that is left out
-/// (`Resume`, a `system` message), `None` for one of an unknown shape.
-fn message_text(message: &Value) -> Option<(Option<Role>, String)> {
-    let join = |blocks: &[Value], text_of: &dyn Fn(&Value) -> Option<String>, by: &str| -> String {
-        blocks.iter().filter_map(text_of).collect::<Vec<_>>().join(by)
-    };
-    if message.as_str() == Some("Resume") {
-        return Some((None, String::new()));
+/// A message: `"Resume"`; an object with `User` or `Agent` (in that
+/// order), each an object whose `content` is a list of blocks, of which
+/// the `Text` ones are read (a user's joined as the pieces of one prompt,
+/// a mention or image between them; an agent's with `"\n"`); or the older
+/// agent's object with a `role` and, for a user or assistant, `segments`
+/// (their `text` ones read). A field given twice counts as its last, as a
+/// JSON object read whole would have it. Anything else is of an unknown
+/// shape.
+impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Message<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Message<'de>, E> {
+                self.visit_str(v)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Message<'de>, E> {
+                Ok(if v == "Resume" { Message::Left } else { Message::Unknown })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message<'de>, A::Error> {
+                let (mut user, mut agent, mut role, mut segments) = (None, None, LStr::default(), None);
+                while let Some(key) = map.next_key::<LStr<'de>>()? {
+                    match key.get() {
+                        Some("User") => user = Some(texts(map.next_value::<Blocks<'de>>()?)),
+                        Some("Agent") => agent = Some(texts(map.next_value::<Blocks<'de>>()?)),
+                        Some("role") => role = map.next_value()?,
+                        Some("segments") => segments = Some(map.next_value::<List<Block<'de>>>()?.0),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let said = |role, texts: Option<Vec<Cow<'de, str>>>, by| match texts {
+                    Some(texts) => Message::Said { role, texts, by },
+                    None => Message::Unknown,
+                };
+                if let Some(blocks) = user {
+                    return Ok(said(Role::User, blocks, ""));
+                }
+                if let Some(blocks) = agent {
+                    return Ok(said(Role::Assistant, blocks, "\n"));
+                }
+                let role = match role.get() {
+                    Some("user") => Role::User,
+                    Some("assistant") => Role::Assistant,
+                    Some("system") => return Ok(Message::Left),
+                    _ => return Ok(Message::Unknown),
+                };
+                let texts = segments.flatten().map(|segments| {
+                    segments.into_iter().filter(|s| s.kind.get() == Some("text")).filter_map(|s| s.text.0).collect()
+                });
+                Ok(said(role, texts, "\n"))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Message<'de>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Message::Unknown)
+            }
+            scalars_are_none!();
+        }
+        d.deserialize_any(V)
     }
-    let text_block = |b: &Value| b.get("Text").and_then(Value::as_str).map(str::to_owned);
-    if let Some(user) = message.get("User") {
-        let blocks = user.get("content")?.as_array()?;
-        // The pieces of one prompt, a mention or image between them.
-        return Some((Some(Role::User), join(blocks, &text_block, "")));
+}
+
+/// A `User` or `Agent` message's value: its `content` list of blocks, each
+/// block's `Text` (`None`: not an object whose `content` is a list).
+type Blocks<'a> = Field<Content, List<Field<Text, LStr<'a>>>>;
+
+/// The key of a message's blocks.
+struct Content;
+
+impl FieldName for Content {
+    const NAME: &'static str = "content";
+}
+
+/// The key of a block's text.
+struct Text;
+
+impl FieldName for Text {
+    const NAME: &'static str = "Text";
+}
+
+/// The texts of [`Blocks`] (`None`: not a list of blocks).
+fn texts(blocks: Blocks<'_>) -> Option<Vec<Cow<'_, str>>> {
+    blocks.0 .0.map(|blocks| blocks.into_iter().filter_map(|b| b.0 .0).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each message's role and text (`Ok(None)` for one left out, `Err(())`
+    /// for one of an unknown shape).
+    fn said(messages: &str) -> Vec<Result<Option<(Role, String)>, ()>> {
+        let doc = format!(r#"{{"messages":{messages}}}"#);
+        let doc: Document<'_> = serde_json::from_str(&doc).unwrap();
+        doc.messages
+            .into_iter()
+            .map(|m| match m {
+                Message::Said { role, texts, by } => Ok(Some((role, texts.join(by)))),
+                Message::Left => Ok(None),
+                Message::Unknown => Err(()),
+            })
+            .collect()
     }
-    if let Some(agent) = message.get("Agent") {
-        let blocks = agent.get("content")?.as_array()?;
-        return Some((Some(Role::Assistant), join(blocks, &text_block, "\n")));
+
+    #[test]
+    fn messages_of_every_shape() {
+        let (u, a) = (Role::User, Role::Assistant);
+        let (unknown, left) = (Err(()), Ok(None));
+        let s = |role, t: &str| Ok(Some((role, t.to_owned())));
+        assert_eq!(
+            said(
+                r#"["Resume", "Other", 5, null, [1], {"User": {"content": [{"Text": "a"}, {"Mention": {}}, 3, {"Text": "b"}]}},
+                {"Agent": {"content": [{"Text": "x"}, {"Text": "y", "Text": 2}, {"Text": "z"}]}, "User": null},
+                {"User": {"content": "a"}}, {"User": 5}, {"Agent": {"content": [], "content": [{"Text": "last"}]}},
+                {"role": "system"}, {"role": "user", "segments": [{"type": "text", "text": "s"}, {"type": "tool", "text": "t"}, 4]},
+                {"role": "assistant"}, {"role": "tool", "segments": []}, {"role": 5}, {}]"#
+            ),
+            vec![
+                left.clone(),
+                unknown.clone(),
+                unknown.clone(),
+                unknown.clone(),
+                unknown.clone(),
+                s(u, "ab"),
+                unknown.clone(),
+                unknown.clone(),
+                unknown.clone(),
+                s(a, "last"),
+                left.clone(),
+                s(u, "s"),
+                unknown.clone(),
+                unknown.clone(),
+                unknown.clone(),
+                unknown.clone(),
+            ]
+        );
+        assert_eq!(
+            said(r#"[{"Agent": {"content": [{"Text": "x"}, {"Text": "y", "Text": 2}, {"Text": "z"}]}}]"#),
+            vec![s(a, "x\nz")]
+        );
     }
-    // The older agent's message: a role and segments.
-    let role = match message.get("role")?.as_str()? {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "system" => return Some((None, String::new())),
-        _ => return None,
-    };
-    let segment = |s: &Value| {
-        (s.get("type").and_then(Value::as_str) == Some("text"))
-            .then(|| s.get("text").and_then(Value::as_str).map(str::to_owned))
-            .flatten()
-    };
-    Some((Some(role), join(message.get("segments")?.as_array()?, &segment, "\n")))
 }
