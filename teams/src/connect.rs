@@ -18,6 +18,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// its own: no call waits on the database for longer than this.
 const STATEMENT_TIMEOUT_MS: u64 = 30_000;
 
+/// The statement timeout of a push's writes on such a connection: a write
+/// may merge the pending entries of a trigram index into it, which on a
+/// large index takes longer than a reader should ever wait.
+const WRITE_TIMEOUT_MS: u64 = 600_000;
+
 /// How many connections a [`Database`] keeps: as many calls at once each
 /// have one of their own (PostgreSQL runs a connection's statements one
 /// after the other); more share the least used.
@@ -33,6 +38,9 @@ pub struct Database {
     /// The database as messages name it: no password.
     shown: String,
     clients: Mutex<Vec<Slot>>,
+    /// Whether the statement timeout is this crate's (the URL set no
+    /// options).
+    own_timeout: bool,
 }
 
 /// A kept connection's place.
@@ -74,14 +82,21 @@ impl Database {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
-        if config.get_options().is_none() {
+        let own_timeout = config.get_options().is_none();
+        if own_timeout {
             config.options(format!("-c statement_timeout={STATEMENT_TIMEOUT_MS}"));
         }
         if config.get_application_name().is_none() {
             config.application_name("dsh-session-ref");
         }
         let shown = shown(&config);
-        Ok(Database { config, shown, clients: Mutex::new(vec![Slot::Empty; KEPT]) })
+        Ok(Database { config, shown, clients: Mutex::new(vec![Slot::Empty; KEPT]), own_timeout })
+    }
+
+    /// What a push's write transaction runs first: its longer statement
+    /// timeout, unless the URL set the connection's options itself.
+    pub(crate) fn write_setting(&self) -> Option<String> {
+        self.own_timeout.then(|| format!("SET LOCAL statement_timeout = {WRITE_TIMEOUT_MS}"))
     }
 
     /// The database as messages name it (user, host, port and name; never

@@ -122,8 +122,9 @@ pub async fn push(
             db.shown()
         ))
     };
+    let setting = db.write_setting();
     let workers = clients.into_iter().map(|mut client| {
-        let (batches, next, done, shared) = (&batches, &next, &done, &shared);
+        let (batches, next, done, shared, setting) = (&batches, &next, &done, &shared, &setting);
         async move {
             let statements = Statements::prepare(&client).await.map_err(|e| lost(described(&e)))?;
             loop {
@@ -139,14 +140,14 @@ pub async fn push(
                     }
                 }
                 let mut written = Vec::with_capacity(rows.len());
-                match write(&mut client, &statements, &rows).await {
+                match write(&mut client, &statements, &rows, setting.as_deref()).await {
                     Ok(()) => written.extend(rows.iter()),
                     Err(Failed::Database(why)) => return Err(lost(why)),
                     // The database refused a row of the batch: each session
                     // alone, so that only those it refuses are left out.
                     Err(Failed::Session(_)) => {
                         for row in &rows {
-                            match write(&mut client, &statements, std::slice::from_ref(row)).await {
+                            match write(&mut client, &statements, std::slice::from_ref(row), setting.as_deref()).await {
                                 Ok(()) => written.push(row),
                                 Err(Failed::Session(why)) => {
                                     shared.lock().unwrap_or_else(|e| e.into_inner()).failed.push((row.id.clone(), why))
@@ -283,9 +284,15 @@ impl Statements {
     }
 }
 
-/// Replaces the sessions of `rows` in one transaction: their rows upserted,
-/// their messages deleted and inserted, the three statements sent at once.
-async fn write(client: &mut Client, statements: &Statements, rows: &[Row]) -> Result<(), Failed> {
+/// Replaces the sessions of `rows` in one transaction (`setting` run
+/// first): their rows upserted, their messages deleted and inserted, the
+/// three statements sent at once.
+async fn write(
+    client: &mut Client,
+    statements: &Statements,
+    rows: &[Row],
+    setting: Option<&str>,
+) -> Result<(), Failed> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -329,6 +336,9 @@ async fn write(client: &mut Client, statements: &Statements, rows: &[Row]) -> Re
         }
     };
     let tx = client.transaction().await.map_err(stored)?;
+    if let Some(setting) = setting {
+        tx.batch_execute(setting).await.map_err(stored)?;
+    }
     // Sent together: the server runs them in order, and one refused fails
     // those after it and the transaction, which is then rolled back whole.
     type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
