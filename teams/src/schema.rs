@@ -96,7 +96,18 @@ const MIGRATIONS: &[&str] = &[
      DROP INDEX dsr_messages_folded_trgm;
      DROP INDEX dsr_sessions_place_trgm;
      ALTER TABLE dsr_messages DROP COLUMN folded;
-     CREATE INDEX dsr_sessions_text_trgm ON dsr_sessions USING gin (text_folded gin_trgm_ops);",
+     CREATE INDEX dsr_sessions_text_trgm ON dsr_sessions USING gin (text_folded gin_trgm_ops);
+     -- The listings' indexes hold every column a listing reads, so a
+     -- listing reads them alone.
+     DROP INDEX dsr_sessions_listing;
+     DROP INDEX dsr_sessions_project;
+     DROP INDEX dsr_sessions_owner;
+     CREATE INDEX dsr_sessions_listing ON dsr_sessions (created_at_ms DESC, id)
+         INCLUDE (created_at, cwd, revision, fingerprint);
+     CREATE INDEX dsr_sessions_project ON dsr_sessions (project, created_at_ms DESC, id)
+         INCLUDE (created_at, cwd, revision, fingerprint, owner);
+     CREATE INDEX dsr_sessions_owner ON dsr_sessions (owner, created_at_ms DESC, id)
+         INCLUDE (created_at, cwd, revision, fingerprint);",
 ];
 
 /// The version table, made by the first push.

@@ -108,11 +108,18 @@ impl DatabaseSource {
 
     async fn listing(&self) -> Result<(Vec<SessionHeader>, Vec<Option<Fingerprint>>), HostError> {
         let client = self.client().await?;
-        let sql = format!(
-            "SELECT s.id, s.created_at, s.cwd, s.revision, s.fingerprint FROM dsr_sessions s WHERE {} \
-             ORDER BY s.created_at_ms DESC, s.id",
-            self.readable(1)
-        );
+        // A user's: their own sessions, and those of each project granted
+        // them they do not own, each read from the index that keeps it (its
+        // columns included there: no row is visited).
+        const COLUMNS: &str = "s.id, s.created_at, s.cwd, s.revision, s.fingerprint, s.created_at_ms";
+        let sql = match self.user {
+            None => format!("SELECT {COLUMNS} FROM dsr_sessions s ORDER BY s.created_at_ms DESC, s.id"),
+            Some(_) => format!(
+                "SELECT {COLUMNS} FROM dsr_sessions s WHERE s.owner = $1 UNION ALL \
+                 SELECT {COLUMNS} FROM dsr_grants g JOIN dsr_sessions s ON s.project = g.project \
+                 WHERE g.user_name = $1 AND s.owner IS DISTINCT FROM $1 ORDER BY 6 DESC, 1"
+            ),
+        };
         let rows = client
             .query(sql.as_str(), &self.with_user(Vec::new()))
             .await
@@ -177,6 +184,21 @@ impl DatabaseSource {
             .into_iter()
             .next()
             .ok_or_else(|| HostError::new(format!("no session {session_id:?} in the database {}", self.db.shown())))
+    }
+
+    /// The title of `session_id`, read alone (a listing reads a page of
+    /// them, and the conversations are not needed for it).
+    async fn title(&self, session_id: &str) -> Result<Option<String>, HostError> {
+        let client = self.client().await?;
+        let sql = format!("SELECT s.title FROM dsr_sessions s WHERE s.id = $1 AND {}", self.readable(2));
+        let row = client
+            .query_opt(sql.as_str(), &self.with_user(vec![&session_id]))
+            .await
+            .map_err(|e| HostError::new(self.db.call_failed(&client, "reading a title", e)))?;
+        match row {
+            Some(row) => Ok(row.get(0)),
+            None => Err(HostError::new(format!("no session {session_id:?} in the database {}", self.db.shown()))),
+        }
     }
 
     async fn search_in_db(&self, request: &SearchRequest) -> Result<Vec<SearchResult>, HostError> {
@@ -464,7 +486,7 @@ impl SessionQuery for DatabaseSource {
     }
 
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
-        Box::pin(async move { Ok(self.one(session_id).await?.title) })
+        Box::pin(async move { self.title(session_id).await })
     }
 
     fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
