@@ -245,6 +245,12 @@ impl Shared {
         block_on(self.pinned.list_now()).map_err(failed)
     }
 
+    /// Whether its sessions are a team database's, which searches them
+    /// itself (the built-in index is never asked).
+    pub(crate) fn searches_in_database(&self) -> bool {
+        matches!(self.sources, Sources::Database(_))
+    }
+
     /// The name of the source session `id` is read from (a kind's name, or
     /// `postgres` for a team database).
     pub(crate) fn source_of(&self, id: &str) -> &str {

@@ -197,8 +197,13 @@ impl Server {
     /// Starts indexing every session in the background (once the cache
     /// file is loaded: from what it holds), so that searches answer from
     /// the index ([`Resolver::index_sessions`]); the cache files are saved
-    /// when it ends. Must be called on the runtime.
+    /// when it ends. Must be called on the runtime. Nothing over a team
+    /// database: it searches its sessions itself, so an index of them would
+    /// be read from it and never asked.
     pub(crate) fn index_in_background(&self) {
+        if self.ctx.searches_in_database() {
+            return;
+        }
         let server = self.clone();
         tokio::spawn(async move {
             server.index_loaded().await;
