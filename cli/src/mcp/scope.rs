@@ -214,6 +214,9 @@ impl ScopedQuery {
 impl SessionQuery for ScopedQuery {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
         Box::pin(async move {
+            if self.scope.project.is_none() {
+                return self.inner.list_sessions().await;
+            }
             match self.shared_filtered().await? {
                 Some((listed, _)) => Ok(listed.sessions().to_vec()),
                 None => Ok(self.filter(&self.inner.list_sessions().await?)),
@@ -243,7 +246,15 @@ impl SessionQuery for ScopedQuery {
     }
 
     fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
-        Box::pin(async move { Ok(self.shared_filtered().await?.map(|(listed, _)| listed)) })
+        Box::pin(async move {
+            // Every session: the source's own listing, not a copy (a source
+            // that lists afresh at each call, a team database, would be
+            // copied at each).
+            if self.scope.project.is_none() {
+                return self.inner.shared_listing().await;
+            }
+            Ok(self.shared_filtered().await?.map(|(listed, _)| listed))
+        })
     }
 
     fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {
