@@ -32,7 +32,16 @@ pub struct DatabaseSource {
     config: Config,
     /// How many sessions a search walks before it narrows by the indexes.
     walk_budget: usize,
+    /// The last listing, under the stamp of the sessions it lists.
+    last: std::sync::Mutex<Option<(Stamp, SharedListing)>>,
 }
+
+/// What tells whether a listing changed, as the database computes it
+/// without reading a row (from the listings' indexes): how many sessions
+/// are readable, and the sum of a 64-bit hash of each one's id and
+/// revision (each push that replaces a session gives it a new revision; a
+/// grant or its removal changes the sessions counted).
+type Stamp = (i64, String);
 
 impl std::fmt::Debug for DatabaseSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -43,7 +52,7 @@ impl std::fmt::Debug for DatabaseSource {
 impl DatabaseSource {
     /// The sessions of `db`, for a resolver made with `config`.
     pub fn new(db: Arc<Database>, config: Config) -> DatabaseSource {
-        DatabaseSource { db, user: None, config, walk_budget: WALK }
+        DatabaseSource { db, user: None, config, walk_budget: WALK, last: std::sync::Mutex::default() }
     }
 
     /// The sessions of `db` that `user` may read (docs/teams.md, "Serving a
@@ -53,7 +62,7 @@ impl DatabaseSource {
     /// absent as one that does not exist is: not listed, not found by
     /// search, and read with the same error.
     pub fn for_user(db: Arc<Database>, config: Config, user: &str) -> DatabaseSource {
-        DatabaseSource { db, user: Some(user.to_owned()), config, walk_budget: WALK }
+        DatabaseSource { db, user: Some(user.to_owned()), config, walk_budget: WALK, last: std::sync::Mutex::default() }
     }
 
     /// This source, its searches walking at most `sessions` sessions in
@@ -106,20 +115,42 @@ impl DatabaseSource {
         }
     }
 
-    async fn listing(&self) -> Result<(Vec<SessionHeader>, Vec<Option<Fingerprint>>), HostError> {
+    /// The readable sessions, and each one's fingerprint: the last listing
+    /// again when the database says its sessions are the same ones at the
+    /// same revisions (their [`Stamp`]), else read afresh.
+    async fn listing(&self) -> Result<SharedListing, HostError> {
         let client = self.client().await?;
         // A user's: their own sessions, and those of each project granted
         // them they do not own, each read from the index that keeps it (its
         // columns included there: no row is visited).
-        const COLUMNS: &str = "s.id, s.created_at, s.cwd, s.revision, s.fingerprint, s.created_at_ms";
-        let sql = match self.user {
-            None => format!("SELECT {COLUMNS} FROM dsr_sessions s ORDER BY s.created_at_ms DESC, s.id"),
+        let from = |columns: &str| match self.user {
+            None => format!("SELECT {columns} FROM dsr_sessions s"),
             Some(_) => format!(
-                "SELECT {COLUMNS} FROM dsr_sessions s WHERE s.owner = $1 UNION ALL \
-                 SELECT {COLUMNS} FROM dsr_grants g JOIN dsr_sessions s ON s.project = g.project \
-                 WHERE g.user_name = $1 AND s.owner IS DISTINCT FROM $1 ORDER BY 6 DESC, 1"
+                "SELECT {columns} FROM dsr_sessions s WHERE s.owner = $1 UNION ALL \
+                 SELECT {columns} FROM dsr_grants g JOIN dsr_sessions s ON s.project = g.project \
+                 WHERE g.user_name = $1 AND s.owner IS DISTINCT FROM $1"
             ),
         };
+        // (Taken before the listing: a push between the two makes the next
+        // call list again.)
+        let sql = format!(
+            "SELECT count(*), coalesce(sum(hashtextextended(u.id, u.revision)), 0)::text FROM ({}) u",
+            from("s.id, s.revision")
+        );
+        let row = client
+            .query_one(sql.as_str(), &self.with_user(Vec::new()))
+            .await
+            .map_err(|e| HostError::new(self.db.call_failed(&client, "listing the sessions", e)))?;
+        let stamp: Stamp = (row.get(0), row.get(1));
+        if let Some((last, listed)) = &*self.last.lock().unwrap_or_else(|e| e.into_inner()) {
+            if *last == stamp {
+                return Ok(listed.clone());
+            }
+        }
+        let sql = format!(
+            "{} ORDER BY 6 DESC, 1",
+            from("s.id, s.created_at, s.cwd, s.revision, s.fingerprint, s.created_at_ms")
+        );
         let rows = client
             .query(sql.as_str(), &self.with_user(Vec::new()))
             .await
@@ -130,7 +161,10 @@ impl DatabaseSource {
             headers.push(header(row.get(0), row.get(1), row.get(2))?);
             fingerprints.push(Some(revision_fingerprint(row.get(3), row.get(4))));
         }
-        Ok((headers, fingerprints))
+        let listed = SharedListing::new(headers.into(), fingerprints.into())
+            .ok_or_else(|| HostError::new("the listing and its fingerprints differ in length"))?;
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((stamp, listed.clone()));
+        Ok(listed)
     }
 
     /// The conversations and titles of those of `ids` the source may read,
@@ -482,7 +516,7 @@ fn revision_fingerprint(revision: i64, pushed: Option<Vec<u8>>) -> Fingerprint {
 
 impl SessionQuery for DatabaseSource {
     fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
-        Box::pin(async move { Ok(self.listing().await?.0) })
+        Box::pin(async move { Ok(self.listing().await?.sessions().to_vec()) })
     }
 
     fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
@@ -516,10 +550,7 @@ impl SessionQuery for DatabaseSource {
     }
 
     fn shared_listing(&self) -> QueryFuture<'_, Option<SharedListing>> {
-        Box::pin(async move {
-            let (headers, fingerprints) = self.listing().await?;
-            Ok(SharedListing::new(headers.into(), fingerprints.into()))
-        })
+        Box::pin(async move { Ok(Some(self.listing().await?)) })
     }
 
     fn search<'a>(&'a self, request: &'a SearchRequest) -> QueryFuture<'a, Option<Vec<SearchResult>>> {

@@ -15,7 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cluster::Cluster;
-use dsh_session_reference::{block_on, Config, Resolver, SearchOptions, SearchResult, SearchScope, Target};
+use dsh_session_reference::{
+    block_on, Config, Resolver, SearchOptions, SearchResult, SearchScope, SessionQuery, SharedListing, Target,
+};
 use dsh_session_reference_teams::{push, users, Database, DatabaseSource};
 use serde_json::json;
 use support_local::local;
@@ -231,4 +233,63 @@ fn a_push_migrates_a_database_of_the_previous_version() {
             "{q}"
         );
     }
+}
+
+/// The listing of `source`, as a long-lived reader asks for it.
+fn listed(source: &DatabaseSource) -> SharedListing {
+    block_on(source.shared_listing()).unwrap().expect("a database source shares its listing")
+}
+
+/// The fingerprint `listing` gives session `id`.
+fn fingerprint_of(listing: &SharedListing, id: &str) -> Vec<u8> {
+    let at = listing.sessions().iter().position(|s| s.id == id).expect("listed");
+    listing.fingerprints()[at].as_ref().expect("fingerprinted").as_bytes().to_vec()
+}
+
+#[test]
+fn a_listing_is_read_again_only_when_its_sessions_changed() {
+    let pg = Cluster::start();
+    let url = pg.new_database("stamped");
+    let tmp = tempfile::tempdir().unwrap();
+    corpus(tmp.path());
+    let (here, sessions) = local(tmp.path());
+    let db = Arc::new(Database::new(&url).unwrap());
+    block_on(push(&db, &here, sessions.clone(), &|_, _| {})).unwrap();
+    block_on(users::add_user(&db, "ana")).unwrap();
+    block_on(users::grant(&db, "ana", "/work/a")).unwrap();
+    let in_cwd = |cwds: &[&str]| sessions.iter().filter(|s| cwds.contains(&s.header.cwd.as_deref().unwrap())).count();
+    for (source, cwds) in [
+        (DatabaseSource::for_user(Arc::clone(&db), Config::default(), "ana"), &["/work/a"][..]),
+        (DatabaseSource::new(Arc::clone(&db), Config::default()), &["/work/a", "/work/b", "/work/c"][..]),
+    ] {
+        let first = listed(&source);
+        assert_eq!(first.sessions().len(), in_cwd(cwds));
+        assert!(listed(&source).ptr_eq(&first), "nothing changed: the listing is not read again");
+        // A session pushed again (a new revision): read again, its
+        // fingerprint a new one, the others' the same.
+        let again = sessions.iter().find(|s| s.header.id == "s-004").unwrap().clone();
+        block_on(push(&db, &here, vec![again], &|_, _| {})).unwrap();
+        let pushed = listed(&source);
+        assert!(!pushed.ptr_eq(&first));
+        assert_ne!(fingerprint_of(&pushed, "s-004"), fingerprint_of(&first, "s-004"));
+        assert_eq!(fingerprint_of(&pushed, "s-005"), fingerprint_of(&first, "s-005"));
+        // A session deleted by hand: gone from the next listing.
+        pg.psql("stamped", "DELETE FROM dsr_sessions WHERE id = 's-000'");
+        let deleted = listed(&source);
+        assert_eq!(deleted.sessions().len(), pushed.sessions().len() - 1);
+        assert!(!deleted.sessions().iter().any(|s| s.id == "s-000"));
+        block_on(push(&db, &here, sessions.clone(), &|_, _| {})).unwrap();
+    }
+    // A project granted, then taken back: the user's listing follows.
+    let ana = DatabaseSource::for_user(Arc::clone(&db), Config::default(), "ana");
+    let before = listed(&ana);
+    block_on(users::grant(&db, "ana", "/work/b")).unwrap();
+    let granted = listed(&ana);
+    assert_eq!(granted.sessions().len(), in_cwd(&["/work/a", "/work/b"]));
+    pg.psql("stamped", "DELETE FROM dsr_grants WHERE project = '/work/b'");
+    let taken = listed(&ana);
+    assert_eq!(
+        taken.sessions().iter().map(|s| &s.id).collect::<Vec<_>>(),
+        before.sessions().iter().map(|s| &s.id).collect::<Vec<_>>()
+    );
 }
