@@ -60,6 +60,12 @@ impl Bloom {
         Bloom { bits: Bits::Held(bits) }
     }
 
+    /// A filter that may hold every key (64 bits, all set): what a doc
+    /// whose keys were never found is given.
+    pub(super) fn admitting_all() -> Bloom {
+        Bloom { bits: Bits::Held(Box::new([0xFF; 8])) }
+    }
+
     /// Its bytes if they are in memory.
     #[cfg(test)]
     pub(super) fn held(&self) -> Option<&[u8]> {

@@ -407,8 +407,18 @@ impl<'a> Feed<'a> {
     }
 }
 
+/// zstd level of the text of a doc built for one query and never kept
+/// ([`Doc::for_one_query`](super::doc::Doc::for_one_query)): read once,
+/// right after, so only the speed of writing it counts.
+pub(super) const ONE_QUERY_LEVEL: i32 = -5;
+
 /// `text` compressed, with `dict` if given.
 pub(super) fn compress(text: &[u8], dict: Option<&Encoder>) -> Box<[u8]> {
+    compress_at(text, dict, ZSTD_LEVEL)
+}
+
+/// `text` compressed, with `dict` if given (at its level), else at `level`.
+pub(super) fn compress_at(text: &[u8], dict: Option<&Encoder>, level: i32) -> Box<[u8]> {
     if text.is_empty() {
         return Box::default();
     }
@@ -418,7 +428,7 @@ pub(super) fn compress(text: &[u8], dict: Option<&Encoder>) -> Box<[u8]> {
         let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(text.len()));
         match dict {
             Some(d) => cctx.compress_using_cdict(&mut out, text, &d.compress),
-            None => cctx.compress(&mut out, text, ZSTD_LEVEL),
+            None => cctx.compress(&mut out, text, level),
         }
         .ok()?;
         Some(out)

@@ -3,8 +3,8 @@
 
 use super::bloom::Bloom;
 use super::dict::{
-    compress, compress_parts, decompress, distinct_keys, distinct_keys_of, distinct_pairs, distinct_pairs_of,
-    each_item, CompressStream, Cut, Dictionary, Encoder, STREAM_AT,
+    compress, compress_at, compress_parts, decompress, distinct_keys, distinct_keys_of, distinct_pairs,
+    distinct_pairs_of, each_item, CompressStream, Cut, Dictionary, Encoder, ONE_QUERY_LEVEL, STREAM_AT,
 };
 use super::fold::fold;
 use super::keys::items_of;
@@ -212,6 +212,38 @@ impl Doc {
         let title_folded = folded_title(title.as_deref());
         let lengths = encode_lengths(&ends);
         Doc { fingerprint, title, title_folded, packed: Packed::Held(packed), dict, lengths, len, bloom, serial }
+    }
+
+    /// The doc of a session searched by one query only and never kept (a
+    /// source without fingerprints is read again by every search): its
+    /// filter admits every key, since finding its keys costs more than
+    /// testing its text once, and its text is compressed at the fastest
+    /// level, without dictionary. It answers every search as
+    /// [`build`](Self::build)'s doc of the same items does.
+    pub(crate) fn for_one_query(title: Option<String>, items: Vec<IndexedItem<'_>>) -> Doc {
+        let mut len = 0;
+        let mut ends = Vec::with_capacity(items.len());
+        let mut text = Vec::new();
+        for item in &items {
+            len += item.text.len();
+            ends.push(len);
+            text.extend_from_slice(item.text.as_bytes());
+        }
+        let packed = compress_at(&text, None, ONE_QUERY_LEVEL);
+        let title_folded = folded_title(title.as_deref());
+        let lengths = encode_lengths(&ends);
+        let bloom = Bloom::admitting_all();
+        Doc {
+            fingerprint: None,
+            title,
+            title_folded,
+            packed: Packed::Held(packed),
+            dict: None,
+            lengths,
+            len,
+            bloom,
+            serial: 0,
+        }
     }
 
     /// [`build`](Self::build) of the items `each` gives, one at a time

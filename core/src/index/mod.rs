@@ -986,6 +986,17 @@ mod tests {
             ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.total_cmp(&a.2)).then(a.3.cmp(&b.3)));
             ranked.into_iter().take(limit).map(|r| r.3).collect()
         };
+        // The docs of a search of one query (no filter keys, compressed
+        // fast): the same hits, snippets and messages.
+        let once: Vec<Arc<Doc>> = texts
+            .iter()
+            .map(|(title, items)| {
+                Arc::new(Doc::for_one_query(
+                    title.clone(),
+                    items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect(),
+                ))
+            })
+            .collect();
         let sessions = Headers::all(&headers);
         let warm = SearchSet::new(sessions, docs.clone());
         let queries =
@@ -996,10 +1007,14 @@ mod tests {
                 let expected = brute(q, limit);
                 seen += expected.len();
                 let query = Query::parse(q).unwrap();
-                for set in [&SearchSet::new(sessions, docs.clone()), &warm] {
+                let hits = |set: &SearchSet| {
                     let scored = set.search(&query, sessions, &target, limit, false, None).unwrap();
-                    let got: Vec<usize> = scored.hits.iter().map(|h| h.at).collect();
-                    assert_eq!(got, expected, "{q:?}, limit {limit}");
+                    scored.hits.into_iter().map(|h| (h.at, h.field, h.snippet, h.message_index)).collect::<Vec<_>>()
+                };
+                let built = hits(&SearchSet::new(sessions, docs.clone()));
+                for got in [&built, &hits(&warm), &hits(&SearchSet::new(sessions, once.clone()))] {
+                    assert_eq!(got.iter().map(|h| h.0).collect::<Vec<_>>(), expected, "{q:?}, limit {limit}");
+                    assert_eq!(*got, built, "{q:?}, limit {limit}");
                 }
             }
         }

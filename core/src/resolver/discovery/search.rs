@@ -76,7 +76,11 @@ fn whole_doc(
 ) -> Doc {
     with_projection(data, |p| {
         let items = p.items.iter().map(|i| IndexedItem { text: indexed_text(i, redact) }).collect();
-        Doc::build(fp.clone(), title.clone(), items, encoder)
+        match &fp {
+            Some(_) => Doc::build(fp.clone(), title.clone(), items, encoder),
+            // Never kept: searched by this query alone.
+            None => Doc::for_one_query(title.clone(), items),
+        }
     })
     .unwrap_or_else(|_| Doc::build(None, title, Vec::new(), None))
 }
