@@ -278,9 +278,29 @@ impl DatabaseSource {
             memory.set_title(h.id.clone(), title);
             memory.set_surface(h.id, conversation);
         }
-        let resolver = Resolver::new(Arc::new(memory), self.config);
+        let resolver = Resolver::new(Arc::new(Once(memory)), self.config);
         let options = SearchOptions { limit: Some(request.limit.max(1)), scope: request.scope };
         resolver.search(&request.target, &request.query, &options, None).await.map_err(|e| HostError::new(e.message()))
+    }
+}
+
+/// The sessions a search found, read by the core's search once and then
+/// dropped: without fingerprints, so that the core indexes each for this
+/// one query only (no filter keys, its text compressed fast) rather than as
+/// for a cache no later search sees.
+struct Once(MemoryQuery);
+
+impl SessionQuery for Once {
+    fn list_sessions(&self) -> QueryFuture<'_, Vec<SessionHeader>> {
+        self.0.list_sessions()
+    }
+
+    fn read_title<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, Option<String>> {
+        self.0.read_title(session_id)
+    }
+
+    fn read_surface<'a>(&'a self, session_id: &'a str) -> QueryFuture<'a, SurfaceData> {
+        self.0.read_surface(session_id)
     }
 }
 
