@@ -167,8 +167,19 @@ pub(super) fn compress_parts<'p>(
     total: usize,
     dict: Option<&Encoder>,
 ) -> Box<[u8]> {
+    compress_parts_at(parts, total, dict, ZSTD_LEVEL)
+}
+
+/// [`compress_parts`], without a dictionary at `level` instead of
+/// [`ZSTD_LEVEL`].
+pub(super) fn compress_parts_at<'p>(
+    parts: impl Iterator<Item = &'p [u8]> + Clone,
+    total: usize,
+    dict: Option<&Encoder>,
+    level: i32,
+) -> Box<[u8]> {
     if total >= STREAM_AT {
-        if let Some(packed) = compress_stream(parts.clone(), total, dict) {
+        if let Some(packed) = compress_stream(parts.clone(), total, dict, level) {
             return packed.into_boxed_slice();
         }
     }
@@ -176,13 +187,18 @@ pub(super) fn compress_parts<'p>(
     for part in parts {
         text.extend_from_slice(part);
     }
-    compress(&text, dict)
+    compress_at(&text, dict, level)
 }
 
 /// One zstd frame of the parts, written as they come; `None` if zstd
 /// fails (then the parts are joined and compressed at once).
-fn compress_stream<'p>(parts: impl Iterator<Item = &'p [u8]>, total: usize, dict: Option<&Encoder>) -> Option<Vec<u8>> {
-    let mut stream = CompressStream::new(total, dict)?;
+fn compress_stream<'p>(
+    parts: impl Iterator<Item = &'p [u8]>,
+    total: usize,
+    dict: Option<&Encoder>,
+    level: i32,
+) -> Option<Vec<u8>> {
+    let mut stream = CompressStream::at_level(total, dict, level)?;
     for part in parts {
         stream.write(part)?;
     }
@@ -200,11 +216,16 @@ pub(super) struct CompressStream<'d> {
 impl<'d> CompressStream<'d> {
     /// A stream of `total` bytes in all, compressed with `dict` if given.
     pub(super) fn new(total: usize, dict: Option<&'d Encoder>) -> Option<CompressStream<'d>> {
+        Self::at_level(total, dict, ZSTD_LEVEL)
+    }
+
+    /// [`new`](Self::new), without a dictionary at `level`.
+    fn at_level(total: usize, dict: Option<&'d Encoder>, level: i32) -> Option<CompressStream<'d>> {
         use zstd::zstd_safe::CParameter;
         let mut cctx = CCtx::try_create()?;
         match dict {
             Some(d) => cctx.ref_cdict(&d.compress).ok()?,
-            None => cctx.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL)).ok()?,
+            None => cctx.set_parameter(CParameter::CompressionLevel(level)).ok()?,
         };
         cctx.set_pledged_src_size(Some(total as u64)).ok()?;
         Some(CompressStream { cctx, out: Vec::new() })
@@ -418,7 +439,7 @@ pub(super) fn compress(text: &[u8], dict: Option<&Encoder>) -> Box<[u8]> {
 }
 
 /// `text` compressed, with `dict` if given (at its level), else at `level`.
-pub(super) fn compress_at(text: &[u8], dict: Option<&Encoder>, level: i32) -> Box<[u8]> {
+fn compress_at(text: &[u8], dict: Option<&Encoder>, level: i32) -> Box<[u8]> {
     if text.is_empty() {
         return Box::default();
     }

@@ -3,7 +3,7 @@
 
 use super::bloom::Bloom;
 use super::dict::{
-    compress, compress_at, compress_parts, decompress, distinct_keys, distinct_keys_of, distinct_pairs,
+    compress, compress_parts, compress_parts_at, decompress, distinct_keys, distinct_keys_of, distinct_pairs,
     distinct_pairs_of, each_item, CompressStream, Cut, Dictionary, Encoder, ONE_QUERY_LEVEL, STREAM_AT,
 };
 use super::fold::fold;
@@ -179,6 +179,19 @@ fn pack_streamed(
     Some((keys, packed, serial))
 }
 
+/// The length of the items' text, and where each item ends in it.
+fn ends_of(items: &[IndexedItem<'_>]) -> (usize, Vec<usize>) {
+    let mut len = 0;
+    let ends = items
+        .iter()
+        .map(|item| {
+            len += item.text.len();
+            len
+        })
+        .collect();
+    (len, ends)
+}
+
 impl Doc {
     /// Bytes of text from which a doc's text is compressed as a stream.
     #[cfg(test)]
@@ -192,12 +205,7 @@ impl Doc {
         items: Vec<IndexedItem<'_>>,
         encoder: Option<&Encoder>,
     ) -> Doc {
-        let mut len = 0;
-        let mut ends = Vec::with_capacity(items.len());
-        for item in &items {
-            len += item.text.len();
-            ends.push(len);
-        }
+        let (len, ends) = ends_of(&items);
         let keys = distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict));
         // The items are compressed as one text without being joined first.
         let packed = compress_parts(items.iter().map(|i| i.text.as_bytes()), len, encoder);
@@ -221,15 +229,8 @@ impl Doc {
     /// level, without dictionary. It answers every search as
     /// [`build`](Self::build)'s doc of the same items does.
     pub(crate) fn for_one_query(title: Option<String>, items: Vec<IndexedItem<'_>>) -> Doc {
-        let mut len = 0;
-        let mut ends = Vec::with_capacity(items.len());
-        let mut text = Vec::new();
-        for item in &items {
-            len += item.text.len();
-            ends.push(len);
-            text.extend_from_slice(item.text.as_bytes());
-        }
-        let packed = compress_at(&text, None, ONE_QUERY_LEVEL);
+        let (len, ends) = ends_of(&items);
+        let packed = compress_parts_at(items.iter().map(|i| i.text.as_bytes()), len, None, ONE_QUERY_LEVEL);
         let title_folded = folded_title(title.as_deref());
         let lengths = encode_lengths(&ends);
         let bloom = Bloom::admitting_all();
