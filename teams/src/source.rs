@@ -214,10 +214,13 @@ impl DatabaseSource {
             .sessions(&client, &ids)
             .await
             .map_err(|e| HostError::new(self.db.call_failed(&client, "reading a session", e)))?;
-        found
-            .into_iter()
-            .next()
-            .ok_or_else(|| HostError::new(format!("no session {session_id:?} in the database {}", self.db.shown())))
+        found.into_iter().next().ok_or_else(|| self.missing(session_id))
+    }
+
+    /// What a read of a session the source does not hold, or may not read,
+    /// fails with: the same words either way.
+    fn missing(&self, session_id: &str) -> HostError {
+        HostError::new(format!("no session {session_id:?} in the database {}", self.db.shown()))
     }
 
     /// The title of `session_id`, read alone (a listing reads a page of
@@ -231,7 +234,7 @@ impl DatabaseSource {
             .map_err(|e| HostError::new(self.db.call_failed(&client, "reading a title", e)))?;
         match row {
             Some(row) => Ok(row.get(0)),
-            None => Err(HostError::new(format!("no session {session_id:?} in the database {}", self.db.shown()))),
+            None => Err(self.missing(session_id)),
         }
     }
 
