@@ -447,3 +447,35 @@ fn a_large_root_lists_quickly() {
     // Generous for unoptimized test builds on a shared machine.
     assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
 }
+
+/// Without a watcher, a read looks first where the last listing found the
+/// session: a log still there (its directory read again) is read at once;
+/// one that moved is found by walking the root; a duplicate id made since
+/// in an earlier directory is seen from the next listing on, as the
+/// listing sees it.
+#[test]
+fn a_read_looks_where_the_last_listing_found_the_session_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = DshStore::open(tmp.path()).unwrap().with_watching(false);
+    let text = |store: &DshStore, id: &str| -> Value {
+        let surface: Value = serde_json::from_slice(&store.read_surface_json(id).unwrap()).unwrap();
+        surface["events"][0]["data"]["content"][0]["text"].clone()
+    };
+    write_log(tmp.path(), "moves", Some("/m"), &(header("moves", 1, Some("/m")) + &user(0, "at m")));
+    write_log(tmp.path(), "dup", Some("/b"), &(header("dup", 2, Some("/b")) + &user(0, "at b")));
+    assert_eq!(listed_ids(&store), vec!["dup", "moves"]);
+    assert_eq!(text(&store, "moves"), "at m");
+    // Moved to another project directory since the listing: walked to.
+    fs::remove_dir_all(tmp.path().join(project_dir_name(Some("/m")))).unwrap();
+    write_log(tmp.path(), "moves", Some("/n"), &(header("moves", 1, Some("/n")) + &user(0, "at n")));
+    assert_eq!(text(&store, "moves"), "at n");
+    // Gone: not found.
+    fs::remove_dir_all(tmp.path().join(project_dir_name(Some("/n")))).unwrap();
+    assert_eq!(store.read_surface_json("moves").unwrap_err().kind(), StoreErrorKind::NotFound);
+    // A duplicate made since in an earlier directory: the listed log until
+    // the next listing, which keeps the first in path order.
+    write_log(tmp.path(), "dup", Some("/a"), &(header("dup", 2, Some("/a")) + &user(0, "at a")));
+    assert_eq!(text(&store, "dup"), "at b");
+    assert_eq!(listed_ids(&store), vec!["dup"]);
+    assert_eq!(text(&store, "dup"), "at a");
+}

@@ -403,6 +403,15 @@ pub(crate) fn candidates_for(
     Ok(out)
 }
 
+/// The log of the session directory where `listed` was found, selected
+/// again under the root encoding `encoding` (the directory read now, as
+/// [`candidates_for`] reads each): the log a read of that directory finds
+/// today, or why there is none.
+pub(crate) fn again_at(listed: &Found, encoding: Option<Encoding>) -> Option<Result<Found, RejectedLog>> {
+    let dir = listed.path.parent()?.to_path_buf();
+    SessionDir::read(&listed.project, &listed.session, dir, None).select(encoding)
+}
+
 /// Whether a header names the path its log was found at.
 pub(crate) fn path_matches(found: &Found, header: &Header) -> Result<(), HeaderError> {
     let project = project_dir_name(header.cwd.as_deref());
