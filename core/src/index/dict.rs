@@ -3,7 +3,7 @@
 //! without it.
 
 use super::fold::fold;
-use super::keys::{hash, is_trigram, items_of, keys, pairs, KeySet, MixHasher, NUMERAL};
+use super::keys::{hash, is_trigram, items_of, keys_and_pairs, KeySet, MixHasher, NUMERAL};
 use super::stored::{Chunks, Source};
 use super::vocab::{Vocabulary, SEEN_BITS};
 use std::collections::HashMap;
@@ -513,17 +513,23 @@ pub(super) fn distinct_keys<'a>(
     dict: Option<&Dictionary>,
 ) -> (Vec<u64>, Vec<u64>) {
     let bytes: usize = items.clone().map(str::len).sum();
-    distinct_keys_of(bytes, dict, |key| items.for_each(key))
+    distinct_keys_pairs_of(bytes, dict, false, |key| items.for_each(key)).0
 }
 
-/// [`distinct_keys`] of the items (`bytes` in all) that `feed` passes one
-/// by one to the function it is given: they need not all be held at once.
-pub(super) fn distinct_keys_of(
+/// [`distinct_keys`] and, with `with_pairs` (and a dictionary), the
+/// distinct pairs (`keys::pairs`) under `dict`'s common trigrams, of the
+/// items (`bytes` in all) that `feed` passes one by one to the function
+/// it is given: they need not all be held at once. Keys and pairs are
+/// found in one pass over each item ([`keys_and_pairs`]); a key or a pair
+/// never spans two items.
+pub(super) fn distinct_keys_pairs_of(
     bytes: usize,
     dict: Option<&Dictionary>,
+    with_pairs: bool,
     feed: impl FnOnce(&mut dyn FnMut(&str)),
-) -> (Vec<u64>, Vec<u64>) {
-    let (mut keys, mut again) = (Vec::new(), Vec::new());
+) -> ((Vec<u64>, Vec<u64>), Vec<u32>) {
+    let with_pairs = with_pairs && dict.is_some();
+    let (mut keys, mut again, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
     // `again` holds a key each time its slot was taken, so on a big text
     // most of its keys around spaces, again and again: once it outgrows
     // this it is sorted and deduplicated (the filter sets each once
@@ -537,34 +543,60 @@ pub(super) fn distinct_keys_of(
         // The common trigrams are marked seen already: they are skipped
         // at the cost of the test every trigram takes anyway.
         seen.mark_common(dict);
-        let (trigrams, spaced) = (&mut seen.trigrams, &mut seen.spaced);
+        let (trigrams, spaced, slots) = (&mut seen.trigrams, &mut seen.spaced, &mut seen.pairs);
+        if with_pairs && slots.is_empty() {
+            slots.resize(1 << 12, NO_PAIR);
+        }
         feed(&mut |item: &str| {
-            self::keys(fold(item).as_bytes(), |k| {
-                if is_trigram(k) {
-                    let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
-                    if trigrams[word] & bit == 0 {
-                        trigrams[word] |= bit;
+            keys_and_pairs(
+                fold(item).as_bytes(),
+                |k| {
+                    if is_trigram(k) {
+                        let (word, bit) = ((k >> 6) as usize, 1u64 << (k & 63));
+                        if trigrams[word] & bit == 0 {
+                            trigrams[word] |= bit;
+                            keys.push(k);
+                            return false;
+                        }
+                        // Common, or met before: which, only the pairs ask
+                        // (the common keys' set is small, in cache).
+                        return with_pairs && dict.is_some_and(|d| d.common.contains(k, hash(k)));
+                    }
+                    if dict.is_some_and(|d| d.is_common(k)) {
+                        return false;
+                    }
+                    let at = spaced_slot(k);
+                    let (word, bit) = ((at >> 6) as usize, 1u64 << (at & 63));
+                    if spaced[word] & bit == 0 {
+                        spaced[word] |= bit;
                         keys.push(k);
+                    } else {
+                        again.push(k);
+                        if again.len() >= again_cap {
+                            again.sort_unstable();
+                            again.dedup();
+                            again_cap = again_cap.max(2 * again.len());
+                        }
                     }
-                    return;
-                }
-                if dict.is_some_and(|d| d.is_common(k)) {
-                    return;
-                }
-                let at = spaced_slot(k);
-                let (word, bit) = ((at >> 6) as usize, 1u64 << (at & 63));
-                if spaced[word] & bit == 0 {
-                    spaced[word] |= bit;
-                    keys.push(k);
-                } else {
-                    again.push(k);
-                    if again.len() >= again_cap {
-                        again.sort_unstable();
-                        again.dedup();
-                        again_cap = again_cap.max(2 * again.len());
+                    false
+                },
+                |p| {
+                    if !with_pairs {
+                        return;
                     }
-                }
-            });
+                    if pairs.len() * 2 >= slots.len() {
+                        // Kept at most half full.
+                        slots.clear();
+                        slots.resize((pairs.len() * 4).next_power_of_two(), NO_PAIR);
+                        for &q in &pairs {
+                            insert_pair(slots, q);
+                        }
+                    }
+                    if insert_pair(slots, p) {
+                        pairs.push(p);
+                    }
+                },
+            );
         });
         for &k in &keys {
             if is_trigram(k) {
@@ -573,14 +605,21 @@ pub(super) fn distinct_keys_of(
                 spaced[(spaced_slot(k) >> 6) as usize] = 0;
             }
         }
+        // Freed once every pair is found (a freed slot would cut the
+        // probe runs of the others).
+        let at: Vec<usize> = pairs.iter().map(|&p| pair_slot(slots, p)).collect();
+        for i in at {
+            slots[i] = NO_PAIR;
+        }
     });
-    (keys, again)
+    ((keys, again), pairs)
 }
 
-/// The scratch of [`distinct_keys`], per thread.
+/// The scratch of [`distinct_keys_pairs_of`], per thread.
 #[derive(Default)]
 pub(super) struct Seen {
-    /// One bit per possible trigram (2 MiB).
+    /// One bit per possible trigram (2 MiB): set for the common ones and
+    /// those the doc being read holds.
     pub(super) trigrams: Vec<u64>,
     /// Up to 2^20 bits for the keys around spaces (one per byte of the
     /// text, so that it stays in cache for a small one).
@@ -589,8 +628,8 @@ pub(super) struct Seen {
     /// dictionary (0: none).
     pub(super) common: Vec<u64>,
     pub(super) common_of: u64,
-    /// The pairs met so far in the doc [`distinct_pairs`] is at, by hash
-    /// (open addressing, [`NO_PAIR`] where free).
+    /// The pairs met so far in the doc [`distinct_keys_pairs_of`] is at,
+    /// by hash (open addressing, [`NO_PAIR`] where free).
     pub(super) pairs: Vec<u32>,
 }
 
@@ -618,52 +657,6 @@ impl Seen {
             self.common_of = id;
         }
     }
-}
-
-/// The distinct pairs (`keys::pairs`) of the lower-cased items under
-/// `dict`'s common trigrams (a pair never spans two items).
-pub(super) fn distinct_pairs<'a>(items: impl Iterator<Item = &'a str>, dict: &Dictionary) -> Vec<u32> {
-    distinct_pairs_of(dict, |pair| items.for_each(pair))
-}
-
-/// [`distinct_pairs`] of the items that `feed` passes one by one to the
-/// function it is given: they need not all be held at once.
-pub(super) fn distinct_pairs_of(dict: &Dictionary, feed: impl FnOnce(&mut dyn FnMut(&str))) -> Vec<u32> {
-    SEEN.with(|seen| {
-        let seen = &mut *seen.borrow_mut();
-        seen.mark_common(Some(dict));
-        let (trigrams, slots) = (&seen.trigrams, &mut seen.pairs);
-        if slots.is_empty() {
-            slots.resize(1 << 12, NO_PAIR);
-        }
-        let mut out = Vec::new();
-        feed(&mut |item: &str| {
-            pairs(
-                fold(item).as_bytes(),
-                |k| trigrams[(k >> 6) as usize] & (1 << (k & 63)) != 0,
-                |p| {
-                    if out.len() * 2 >= slots.len() {
-                        // Kept at most half full.
-                        slots.clear();
-                        slots.resize((out.len() * 4).next_power_of_two(), NO_PAIR);
-                        for &q in &out {
-                            insert_pair(slots, q);
-                        }
-                    }
-                    if insert_pair(slots, p) {
-                        out.push(p);
-                    }
-                },
-            );
-        });
-        // Freed once every pair is found (a freed slot would cut the
-        // probe runs of the others).
-        let at: Vec<usize> = out.iter().map(|&p| pair_slot(slots, p)).collect();
-        for i in at {
-            slots[i] = NO_PAIR;
-        }
-        out
-    })
 }
 
 /// Inserts `p` in the open-addressing `slots` (a power of two of them, not

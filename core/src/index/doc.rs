@@ -3,8 +3,8 @@
 
 use super::bloom::Bloom;
 use super::dict::{
-    compress, compress_parts, compress_parts_at, decompress, distinct_keys, distinct_keys_of, distinct_pairs,
-    distinct_pairs_of, each_item, CompressStream, Cut, Dictionary, Encoder, ONE_QUERY_LEVEL, STREAM_AT,
+    compress, compress_parts, compress_parts_at, decompress, distinct_keys_pairs_of, each_item, CompressStream, Cut,
+    Dictionary, Encoder, ONE_QUERY_LEVEL, STREAM_AT,
 };
 use super::fold::fold;
 use super::keys::items_of;
@@ -121,10 +121,16 @@ pub(super) fn folded_title(title: Option<&str>) -> Option<Box<str>> {
     }
 }
 
-/// Registers a doc of these items and distinct filter keys in `dict`'s
-/// vocabulary: its serial.
-fn register<'a>(dict: &Dictionary, items: impl Iterator<Item = &'a str>, keys: &[u64]) -> u32 {
-    dict.vocab.register(keys, &distinct_pairs(items, dict))
+/// The filter keys ([`distinct_keys`](super::dict::distinct_keys)) of
+/// the items, and with `pairs` and a dictionary their distinct pairs (what
+/// a doc kept is registered with), found in one pass.
+fn keys_and_pairs<'a>(
+    items: impl Iterator<Item = &'a str> + Clone,
+    dict: Option<&Dictionary>,
+    pairs: bool,
+) -> ((Vec<u64>, Vec<u64>), Vec<u32>) {
+    let bytes: usize = items.clone().map(str::len).sum();
+    distinct_keys_pairs_of(bytes, dict, pairs, |key| items.for_each(key))
 }
 
 /// One projected item's text, as the index is given it.
@@ -138,21 +144,19 @@ type Packing = ((Vec<u64>, Vec<u64>), Box<[u8]>, u32);
 
 /// The filter keys, compressed text and vocabulary serial (0 unless
 /// `kept` and with a dictionary) of a text of `len` bytes
-/// ([`STREAM_AT`] or more) whose items end at `ends`, as [`Doc::build`]
-/// makes them, with the items streamed: `each` is called once, its items
-/// compressed and their keys found as they come; the vocabulary's pairs
-/// are read from the compressed text (never the text whole). `None` if
-/// `each` fails or zstd does.
+/// ([`STREAM_AT`] or more), as [`Doc::build`] makes them, with the items
+/// streamed: `each` is called once, its items compressed and their keys
+/// and pairs found as they come (never the text whole). `None` if `each`
+/// fails or zstd does.
 fn pack_streamed(
     len: usize,
-    ends: &[usize],
     encoder: Option<&Encoder>,
     kept: bool,
     each: impl FnOnce(&mut dyn FnMut(&str) -> Option<()>) -> Option<()>,
 ) -> Option<Packing> {
     let mut stream = CompressStream::new(len, encoder)?;
     let mut read = None;
-    let keys = distinct_keys_of(len, encoder.map(|e| &*e.dict), |key| {
+    let (keys, pairs) = distinct_keys_pairs_of(len, encoder.map(|e| &*e.dict), kept, |key| {
         read = each(&mut |item| {
             key(item);
             stream.write(item.as_bytes())
@@ -160,20 +164,8 @@ fn pack_streamed(
     });
     read?;
     let packed = stream.finish()?.into_boxed_slice();
-    // The vocabulary's pairs in a second streamed pass (the two passes
-    // share the thread's scratch tables).
     let serial = match encoder {
-        Some(encoder) if kept => {
-            let mut read = Err(Cut::Bad);
-            let pairs = distinct_pairs_of(&encoder.dict, |pair| {
-                read = each_item(Source::Held(&packed), Some(&encoder.dict), ends, |item| {
-                    pair(item);
-                    Some(())
-                });
-            });
-            read.ok()?;
-            encoder.dict.vocab.register(&keys.0, &pairs)
-        }
+        Some(encoder) if kept => encoder.dict.vocab.register(&keys.0, &pairs),
         _ => 0,
     };
     Some((keys, packed, serial))
@@ -206,14 +198,15 @@ impl Doc {
         encoder: Option<&Encoder>,
     ) -> Doc {
         let (len, ends) = ends_of(&items);
-        let keys = distinct_keys(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict));
+        // Only a doc that may be kept is registered (one built for a
+        // single query would be registered again by every query).
+        let (keys, pairs) =
+            keys_and_pairs(items.iter().map(|i| &*i.text), encoder.map(|e| &*e.dict), fingerprint.is_some());
         // The items are compressed as one text without being joined first.
         let packed = compress_parts(items.iter().map(|i| i.text.as_bytes()), len, encoder);
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
-        // Only a doc that may be kept is registered (one built for a
-        // single query would be registered again by every query).
         let serial = match dict.as_deref() {
-            Some(d) if fingerprint.is_some() => register(d, items.iter().map(|i| &*i.text), &keys.0),
+            Some(d) if fingerprint.is_some() => d.vocab.register(&keys.0, &pairs),
             _ => 0,
         };
         let bloom = Bloom::with_keys(keys);
@@ -291,7 +284,7 @@ impl Doc {
             })?;
             (next == ends.len()).then_some(())
         };
-        let (keys, packed, serial) = pack_streamed(len, &ends, encoder, fingerprint.is_some(), again)?;
+        let (keys, packed, serial) = pack_streamed(len, encoder, fingerprint.is_some(), again)?;
         let dict = encoder.filter(|_| !packed.is_empty()).map(|e| Arc::clone(&e.dict));
         let bloom = Bloom::with_keys(keys);
         let title_folded = folded_title(title.as_deref());
@@ -329,15 +322,13 @@ impl Doc {
     pub(super) fn with_dictionary(&self, encoder: &Encoder) -> Option<Doc> {
         let ends = self.ends();
         let (keys, packed, serial) = if self.len >= STREAM_AT {
-            pack_streamed(self.len, &ends, Some(encoder), self.fingerprint.is_some(), |f| {
-                self.each_item(&ends, f).ok()
-            })?
+            pack_streamed(self.len, Some(encoder), self.fingerprint.is_some(), |f| self.each_item(&ends, f).ok())?
         } else {
             let text = self.decompressed()?;
             let items = items_of(std::str::from_utf8(&text).ok()?, &ends);
-            let keys = distinct_keys(items.clone(), Some(&encoder.dict));
+            let (keys, pairs) = keys_and_pairs(items, Some(&encoder.dict), self.fingerprint.is_some());
             let serial = match self.fingerprint {
-                Some(_) => register(&encoder.dict, items, &keys.0),
+                Some(_) => encoder.dict.vocab.register(&keys.0, &pairs),
                 None => 0,
             };
             (keys, compress(&text, Some(encoder)), serial)

@@ -102,26 +102,52 @@ impl KeySet {
 /// A needle that occurs in a text has all its keys among the text's (its
 /// windows are the text's windows), so the filter never misses.
 pub(super) fn keys(text: &[u8], mut f: impl FnMut(u64)) {
-    // The last four bytes, which of them are digits (a bit each), and how
-    // many of the last bytes are not whitespace.
-    let (mut last, mut digits, mut clean) = (0u64, 0u32, 0usize);
+    keys_and_pairs(
+        text,
+        |k| {
+            f(k);
+            false
+        },
+        |_| {},
+    );
+}
+
+/// [`keys`] and [`pairs`] of a lower-cased text in one pass over it (a
+/// doc's keys and pairs are found together: one fold and one scan of each
+/// item, and one look at a trigram's slot for both): `key` is called with
+/// every key, exactly as [`keys`] calls its function, and answers, for a
+/// trigram, whether it is common (the `common` of [`pairs`]; ignored for
+/// other keys); `pair` with every pair, exactly as [`pairs`] calls its
+/// function.
+pub(super) fn keys_and_pairs(text: &[u8], mut key: impl FnMut(u64) -> bool, mut pair: impl FnMut(u32)) {
+    // The last four bytes, which of them are digits (a bit each), how many
+    // of the last bytes are not whitespace, and whether the last trigram
+    // was common.
+    let (mut last, mut digits, mut clean, mut was_common) = (0u64, 0u32, 0usize, false);
     for (i, &b) in text.iter().enumerate() {
         last = ((last << 8) | u64::from(b)) & 0xffff_ffff;
         digits = ((digits << 1) | u32::from(b.is_ascii_digit())) & 0xf;
         if b.is_ascii_whitespace() {
-            clean = 0;
+            (clean, was_common) = (0, false);
             if b == b' ' && i >= 2 && i + 2 < text.len() {
                 let around = [text[i - 2], text[i - 1], text[i + 1], text[i + 2]];
-                f(SPACED | u64::from(u32::from_be_bytes(around)));
+                key(SPACED | u64::from(u32::from_be_bytes(around)));
             }
-        } else {
-            clean += 1;
-            if clean >= 3 {
-                f(last & 0xff_ffff);
+            continue;
+        }
+        clean += 1;
+        if clean >= 3 {
+            let now = key(last & 0xff_ffff);
+            if clean >= 4 {
+                let numeral = digits.count_ones() >= 3;
+                if numeral {
+                    key(NUMERAL | last);
+                }
+                if numeral || (now && was_common) {
+                    pair(last as u32);
+                }
             }
-            if clean >= 4 && digits.count_ones() >= 3 {
-                f(NUMERAL | last);
-            }
+            was_common = now;
         }
     }
 }
@@ -162,27 +188,8 @@ pub(super) fn mix(mut x: u64) -> u64 {
 ///   filter; listed, it is answered from the sessions that hold it.
 ///
 /// The dictionary's vocabulary lists who holds them (`vocab.rs`).
-pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, mut f: impl FnMut(u32)) {
-    // The last four bytes; which of them are digits (a bit each); how many
-    // of the last bytes are not whitespace; whether the last trigram was
-    // common.
-    let (mut last, mut digits, mut clean, mut was_common) = (0u32, 0u32, 0usize, false);
-    for &b in text {
-        last = (last << 8) | u32::from(b);
-        digits = ((digits << 1) | u32::from(b.is_ascii_digit())) & 0xf;
-        if b.is_ascii_whitespace() {
-            (clean, was_common) = (0, false);
-            continue;
-        }
-        clean += 1;
-        if clean >= 3 {
-            let now = common(u64::from(last & 0xff_ffff));
-            if clean >= 4 && ((now && was_common) || digits.count_ones() >= 3) {
-                f(last);
-            }
-            was_common = now;
-        }
-    }
+pub(super) fn pairs(text: &[u8], common: impl Fn(u64) -> bool, f: impl FnMut(u32)) {
+    keys_and_pairs(text, |k| is_trigram(k) && common(k), f);
 }
 
 /// The trigrams of a text, hashed into a fixed bitmap ([`Self::BITS`]
