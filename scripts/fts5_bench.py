@@ -16,7 +16,13 @@ one JSON line on stdout (bench/tantivy-peer speaks the same protocol):
   needs at least, as the built-in search returns one);
 - the same with `"full": true`: every matching session, unranked, and
   answers `{"ms": time, "ids": [...]}` (checked against the benchmark's
-  brute-force scan).
+  brute-force scan);
+- `{"q": "...", "rank": "bm25", "tok": "trigram" | "words", "limit": n}`:
+  the first `n` matching sessions by FTS5's `bm25()`, best first, as
+  `{"ms": time, "ids": [...]}`, for the known-item benchmark
+  (core/benches/known_item.rs): over the trigram table, or over `words`,
+  the same text through the `unicode61` tokenizer (every query word must
+  occur; a word the tokenizer splits is a phrase of its tokens).
 
 With `DSR_FTS5_KEEP_DB` set the database is kept (to time the `sqlite3`
 command line over it), with the SHA-256 of the export it was built from and
@@ -36,6 +42,7 @@ import os
 import sqlite3
 import sys
 import time
+import unicodedata
 
 
 def where(query):
@@ -55,6 +62,48 @@ def where(query):
     return " AND ".join(conds), args
 
 
+def word_match(query):
+    """The `MATCH` expression over the `words` table: each query word a
+    quoted string, which FTS5 splits with the table's tokenizer into a
+    phrase of its tokens; all required. A word without a letter or digit
+    (no token) is left out; None when no word is left."""
+    phrases = []
+    for w in query.lower().split():
+        if any(unicodedata.category(c)[0] in "LN" for c in w):
+            p = '"' + w.replace('"', '""') + '"'
+            if p not in phrases:
+                phrases.append(p)
+    return " AND ".join(phrases) or None
+
+
+# What the database holds, kept with a built one: one built with other
+# tables is not reused.
+SCHEMA = "docs-trigram+words-unicode61"
+
+
+def insert(con, rows):
+    con.executemany("INSERT INTO docs(body, sid, cwd, created) VALUES (?, ?, ?, ?)", rows)
+    con.executemany("INSERT INTO words(body, sid) VALUES (?, ?)", [(r[0], r[1]) for r in rows])
+
+
+def ranked(con, req):
+    """The first `limit` matches by `bm25()`, best first."""
+    limit = int(req.get("limit", 50))
+    if req.get("tok", "trigram") == "words":
+        match = word_match(req["q"])
+        if match is None:
+            return []
+        rows = con.execute("SELECT sid FROM words WHERE words MATCH ? ORDER BY bm25(words) LIMIT ?", [match, limit])
+        return [r[0] for r in rows]
+    if req.get("tok", "trigram") != "trigram":
+        raise ValueError("no tokenizer " + repr(req["tok"]))
+    cond, args = where(req["q"])
+    if not cond:
+        return []
+    rows = con.execute(f"SELECT sid FROM docs WHERE {cond} ORDER BY bm25(docs) LIMIT ?", args + [limit])
+    return [r[0] for r in rows]
+
+
 def build(export, db):
     """Builds the FTS5 table in `db` from the export: (build_s, optimize_s)."""
     if os.path.exists(db):
@@ -64,6 +113,7 @@ def build(export, db):
         "CREATE VIRTUAL TABLE docs USING fts5(body, sid UNINDEXED, cwd UNINDEXED, created UNINDEXED, "
         "tokenize='trigram')"
     )
+    con.execute("CREATE VIRTUAL TABLE words USING fts5(body, sid UNINDEXED, tokenize='unicode61')")
     t = time.perf_counter()
     with open(export, encoding="utf-8") as f:
         rows = []
@@ -71,13 +121,14 @@ def build(export, db):
             d = json.loads(line)
             rows.append((d["body"], d["sid"], d["cwd"], d["created"]))
             if len(rows) >= 500:
-                con.executemany("INSERT INTO docs(body, sid, cwd, created) VALUES (?, ?, ?, ?)", rows)
+                insert(con, rows)
                 rows = []
-        con.executemany("INSERT INTO docs(body, sid, cwd, created) VALUES (?, ?, ?, ?)", rows)
+        insert(con, rows)
     con.commit()
     build_s = time.perf_counter() - t
     t = time.perf_counter()
     con.execute("INSERT INTO docs(docs) VALUES ('optimize')")
+    con.execute("INSERT INTO words(words) VALUES ('optimize')")
     con.commit()
     con.close()
     return build_s, time.perf_counter() - t
@@ -97,7 +148,7 @@ def main():
     if keep and os.path.exists(db) and os.path.exists(figures_path):
         with open(figures_path, encoding="utf-8") as f:
             kept = json.load(f)
-        if kept.get("sha256") != digest:
+        if kept.get("sha256") != digest or kept.get("schema") != SCHEMA:
             kept = None
     if kept is None:
         if os.path.exists(figures_path):
@@ -105,7 +156,7 @@ def main():
         build_s, optimize_s = build(export, db)
         if keep:
             with open(figures_path, "w", encoding="utf-8") as f:
-                json.dump({"sha256": digest, "build_s": build_s, "optimize_s": optimize_s}, f)
+                json.dump({"sha256": digest, "schema": SCHEMA, "build_s": build_s, "optimize_s": optimize_s}, f)
     else:
         build_s, optimize_s = kept["build_s"], kept["optimize_s"]
     con = sqlite3.connect(db)
@@ -115,6 +166,11 @@ def main():
     print(json.dumps(first), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
+        if req.get("rank") == "bm25":
+            t = time.perf_counter()
+            ids = ranked(con, req)
+            print(json.dumps({"ms": (time.perf_counter() - t) * 1e3, "ids": ids}), flush=True)
+            continue
         cond, args = where(req["q"])
         text = req.get("text") and not req.get("full")
         if req.get("full"):

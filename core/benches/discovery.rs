@@ -18,6 +18,9 @@
 //! bench/tantivy-peer, built here on first use); `DSR_FTS5_KEEP_DB` keeps
 //! their databases and reuses them while the export is the same;
 //! `DSR_BENCH_PEER_TEXT` has them read each ranked result's text too.
+//! `DSR_BENCH_PROFILE_QUERY=<query>`: after the first search, that query
+//! alone, again and again until stopped (to profile it with `perf record
+//! -p`), printing its median every 100 searches.
 //! Each search row also times the index alone (the crate's hidden
 //! `search_index`, no resolver, no listing) over the same sessions.
 //!
@@ -42,147 +45,12 @@ use serde_json::json;
 
 mod common;
 use common::cpu_time;
-
-/// A deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-const LETTERS: &[u8; 26] = b"etaoinshrdlcumwfgypbvkjxqz";
-const CJK: [&str; 8] = ["发布", "版本", "会话", "摘要", "缓存", "索引", "配置", "测试"];
-
-/// A vocabulary of 5,000 words; text draws from it with a Zipf-like skew,
-/// plus identifiers (`PR1137`, `src/x_y.rs`) and some CJK.
-struct Words(Vec<String>);
-impl Words {
-    fn new(rng: &mut Rng) -> Words {
-        Words(
-            (0..5000)
-                .map(|_| {
-                    // Letters drawn with an English-like skew (the first of
-                    // LETTERS most often), 2 to 10 of them.
-                    let len = 2 + rng.below(5) + rng.below(5);
-                    (0..len).map(|_| LETTERS[(rng.below(26) * rng.below(26)) / 26] as char).collect::<String>()
-                })
-                .collect(),
-        )
-    }
-    fn text(&self, rng: &mut Rng, bytes: usize) -> String {
-        let mut s = String::with_capacity(bytes + 16);
-        while s.len() < bytes {
-            let r = rng.below(1000);
-            match r {
-                0..=9 => s.push_str(&format!("PR{}", rng.below(5000))),
-                10..=14 => s.push_str(&format!("src/{}_{}.rs", self.0[rng.below(200)], self.0[rng.below(200)])),
-                15..=19 => s.push_str(CJK[rng.below(CJK.len())]),
-                _ => {
-                    // Zipf-like: small indices much more often.
-                    let i = (rng.below(5000) * rng.below(5000)) / 5000;
-                    s.push_str(&self.0[i]);
-                }
-            }
-            s.push(if rng.below(12) == 0 { '.' } else { ' ' });
-            if rng.below(40) == 0 {
-                s.push('\n');
-            }
-        }
-        s
-    }
-}
-
-fn line(v: serde_json::Value) -> String {
-    let mut s = v.to_string();
-    s.push('\n');
-    s
-}
-
-/// One turn's events from `seq`: user text, assistant reasoning + text +
-/// tool call, a big tool result, the end; a title now and then.
-fn turn(words: &Words, rng: &mut Rng, seq: &mut u64, turn: u64, marker: bool, out: &mut String) {
-    let s = *seq;
-    let (n_user, n_text, n_tool) = (200 + rng.below(400), 300 + rng.below(900), 2000 + rng.below(6000));
-    let mut user = words.text(rng, n_user);
-    if marker && turn == 1 {
-        user.push_str(" alphamarker");
-    }
-    let events = [
-        json!({"type": "turn/start", "seq": s, "time": s, "data": {"turn": turn}}),
-        json!({"type": "user/message", "seq": s + 1, "time": s, "data": {"id": format!("u{turn}"), "role": "user",
-            "content": [{"type": "text", "text": user}], "source": {"kind": "user"}}, "surfaceOp": "append"}),
-        json!({"type": "assistant/message", "seq": s + 2, "time": s, "data": {"turn": turn, "step": 1,
-            "message": {"id": format!("a{turn}"), "role": "assistant", "content": [
-                {"type": "reasoning", "text": words.text(rng, 600)},
-                {"type": "text", "text": words.text(rng, n_text)},
-                {"type": "tool-call", "id": format!("c{turn}"), "name": "read", "arguments": {"path": "src/lib.rs"}}],
-            "source": {"kind": "model", "provider": "p", "model": "m"}}}, "surfaceOp": "append"}),
-        json!({"type": "tool/result", "seq": s + 3, "time": s, "data": {"turn": turn, "step": 1, "message": {
-            "id": format!("t{turn}"), "role": "user", "content": [{"type": "tool-result", "toolCallId": format!("c{turn}"),
-            "content": [{"type": "text", "text": words.text(rng, n_tool)}], "isError": false}],
-            "source": {"kind": "tool", "callId": format!("c{turn}")}}}, "surfaceOp": "append"}),
-        json!({"type": "turn/end", "seq": s + 4, "time": s, "data": {"turn": turn, "reason": "completed"}}),
-    ];
-    *seq += 5;
-    for e in events {
-        out.push_str(&line(e));
-    }
-    if turn % 7 == 1 {
-        let title: String = words.text(rng, 30).trim().to_owned();
-        out.push_str(&line(json!({"type": "session/title", "seq": *seq, "time": *seq, "data": {"title": title}})));
-        *seq += 1;
-    }
-}
-
-struct Log {
-    path: PathBuf,
-    seq: u64,
-    turns: u64,
-}
-
-fn write_root(root: &Path, n: usize, kb: usize) -> (Vec<Log>, usize) {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let words = Words::new(&mut rng);
-    write_sessions(root, 0..n, kb, &words, &mut rng)
-}
-
-/// Writes the sessions numbered `range` (see [`write_root`]).
-fn write_sessions(
-    root: &Path,
-    range: std::ops::Range<usize>,
-    kb: usize,
-    words: &Words,
-    rng: &mut Rng,
-) -> (Vec<Log>, usize) {
-    let mut logs = Vec::with_capacity(range.len());
-    let mut total = 0;
-    for i in range {
-        let id = format!("session-{i:05}");
-        let cwd = format!("/work/p{}", i % 20);
-        let dir = root.join(format!("--work-p{}--", i % 20)).join(&id);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut text =
-            line(json!({"type": "session", "version": 0, "id": id, "createdAt": 1_700_000_000_000u64 + i as u64,
-            "cwd": cwd, "delegationDepth": 0}));
-        let (mut seq, mut t) = (0u64, 0u64);
-        while text.len() < kb * 1024 {
-            t += 1;
-            turn(words, rng, &mut seq, t, i % 2 == 0, &mut text);
-        }
-        total += text.len();
-        let path = dir.join("session.jsonl");
-        std::fs::write(&path, &text).unwrap();
-        logs.push(Log { path, seq, turns: t });
-    }
-    (logs, total)
-}
+#[path = "common/corpus.rs"]
+mod corpus;
+use corpus::{line, turn, write_root, write_sessions, Log, Rng, Words};
+#[path = "common/peers.rs"]
+mod peers;
+use peers::{build_tantivy_peer, fields_text, start_peers};
 
 /// Appends `lines` lines (whole turns) to a log.
 fn append(log: &mut Log, lines: usize) {
@@ -281,133 +149,6 @@ fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let t = Instant::now();
     let out = f();
     (out, t.elapsed())
-}
-
-/// Every session's searched fields as JSON lines (`sid`, `cwd`, `created`,
-/// `body`): what the peers below build their indexes from. Removed when
-/// dropped.
-struct Export(PathBuf);
-
-impl Export {
-    fn write(path: PathBuf, corpus: &[(String, String, f64, String)]) -> Export {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        for (sid, cwd, created, body) in corpus {
-            writeln!(f, "{}", json!({"sid": sid, "cwd": cwd, "created": created, "body": body})).unwrap();
-        }
-        f.into_inner().unwrap().sync_all().unwrap();
-        Export(path)
-    }
-}
-
-impl Drop for Export {
-    fn drop(&mut self) {
-        drop(std::fs::remove_file(&self.0));
-    }
-}
-
-/// Another search engine over the same fields, in a process of its own:
-/// SQLite FTS5 (trigram; scripts/fts5_bench.py) or tantivy (3-grams;
-/// bench/tantivy-peer). Bench-only: nothing of either is built into the
-/// library. Both take `<export> <database>`, print their build figures on
-/// one line, then answer one JSON request per line (see the script).
-struct Peer {
-    name: &'static str,
-    child: std::process::Child,
-    out: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl Peer {
-    /// SQLite FTS5 through Python's `sqlite3`.
-    fn fts5(export: &Export, db: &Path) -> Peer {
-        let mut cmd = std::process::Command::new("python3");
-        cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fts5_bench.py"));
-        Peer::start("FTS5", "FTS5 (trigram)", cmd, export, db)
-    }
-
-    /// tantivy (bench/tantivy-peer, built by [`build_tantivy_peer`]).
-    fn tantivy(program: &Path, export: &Export, dir: &Path) -> Peer {
-        Peer::start("tantivy", "tantivy (3-grams)", std::process::Command::new(program), export, dir)
-    }
-
-    fn start(name: &'static str, long: &str, mut cmd: std::process::Command, export: &Export, db: &Path) -> Peer {
-        use std::io::BufRead;
-        let mut child = cmd
-            .arg(&export.0)
-            .arg(db)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting the {name} peer: {e}"));
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let built: serde_json::Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("the {name} build's figures ({e}): {line:?}"));
-        let (db, text) = (built["db_bytes"].as_f64().unwrap(), built["text_bytes"].as_f64().unwrap());
-        let (build, optimize) = (built["build_s"].as_f64().unwrap(), built["optimize_s"].as_f64().unwrap());
-        println!(
-            "  {long}: {} in {build:.1} s (+ {optimize:.1} s to merge into one), {:.0} MB = {:.0}% of the {:.0} MB \
-             it indexes",
-            if built["reused"].as_bool() == Some(true) { "reused, built" } else { "built" },
-            db / 1e6,
-            100.0 * db / text,
-            text / 1e6
-        );
-        Peer { name, child, out }
-    }
-
-    fn ask(&mut self, q: &str, cwd: &str, full: bool) -> serde_json::Value {
-        use std::io::BufRead;
-        let stdin = self.child.stdin.as_mut().unwrap();
-        let text = !full && std::env::var_os("DSR_BENCH_PEER_TEXT").is_some();
-        writeln!(stdin, "{}", json!({"q": q, "cwd": cwd, "full": full, "text": text})).unwrap();
-        stdin.flush().unwrap();
-        let mut line = String::new();
-        self.out.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("the {} peer's answer ({e}): {line:?}", self.name))
-    }
-
-    /// One ranked query, cut at 50: its time as the peer measured it, and
-    /// how many results it gave. With `DSR_BENCH_PEER_TEXT` the peer also
-    /// reads each result's text and finds the first word in it (what our
-    /// snippet needs at least).
-    fn time(&mut self, q: &str, cwd: &str) -> (Duration, usize) {
-        let v = self.ask(q, cwd, false);
-        (Duration::from_secs_f64(v["ms"].as_f64().unwrap() / 1e3), v["n"].as_u64().unwrap() as usize)
-    }
-
-    /// Every session it finds.
-    fn all(&mut self, q: &str) -> std::collections::BTreeSet<String> {
-        let v = self.ask(q, "", true);
-        v["ids"].as_array().unwrap().iter().map(|i| i.as_str().unwrap().to_owned()).collect()
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        drop(self.child.wait());
-    }
-}
-
-/// Builds bench/tantivy-peer (release, locked, into `target/tantivy-peer`
-/// of the workspace) so a fresh clone needs no extra step: its program.
-fn build_tantivy_peer() -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = repo.join("target/tantivy-peer");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = std::process::Command::new(cargo);
-    build
-        .args(["build", "--release", "--locked", "--manifest-path"])
-        .arg(repo.join("bench/tantivy-peer/Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target);
-    if std::env::var_os("CARGO_BUILD_JOBS").is_none() {
-        build.env("CARGO_BUILD_JOBS", "2");
-    }
-    let (status, took) = time(|| build.status().expect("cargo, to build bench/tantivy-peer"));
-    assert!(status.success(), "building bench/tantivy-peer failed");
-    println!("tantivy peer (bench/tantivy-peer) ready in {:.1} s", took.as_secs_f64());
-    target.join("release/tantivy-peer")
 }
 
 /// A log as written, to append to: its next seq and its turns, from its
@@ -802,6 +543,15 @@ fn main() {
     // --- search
     let opts = SearchOptions::default();
     let (_, build) = time(|| block_on(rm.search(&target, "alphamarker", &opts, None)).unwrap());
+    if let Ok(q) = std::env::var("DSR_BENCH_PROFILE_QUERY") {
+        // One query, searched again and again (to profile it, `perf record
+        // -p`): its median every 100.
+        loop {
+            let times: Vec<Duration> =
+                (0..100).map(|_| time(|| block_on(rm.search(&target, q.as_str(), &opts, None)).unwrap()).1).collect();
+            println!("  {q:?}: {} median", ms(median(times)));
+        }
+    }
     let stats = rm.search_index_stats();
     println!("search (in memory):");
     println!(
@@ -847,14 +597,9 @@ fn main() {
             let h = &s.header;
             let json = store.read_surface_json(&h.id).unwrap();
             let projection = dsh_session_reference::projection::project_json(&json).unwrap();
-            let mut body = String::new();
-            for item in &projection.items {
-                body.push_str(&item.text.decode().unwrap());
-                body.push('\n');
-            }
             let title = store.read_title(&h.id).unwrap().unwrap_or_default();
             let cwd = h.cwd.clone().unwrap_or_default();
-            body.push_str(&format!("{title}\n{}\n{cwd}", h.id));
+            let body = fields_text(projection.items.iter().map(|i| i.text.decode().unwrap()), &title, &h.id, &cwd);
             (h.id.clone(), cwd, h.created_at.as_f64().unwrap_or(0.0), body)
         })
         .collect();
@@ -896,17 +641,7 @@ fn main() {
         (None, true) => std::env::temp_dir().join(format!("dsr-bench-{n}x{kb}")),
         _ => root.clone(),
     };
-    let export =
-        (want_fts5 || tantivy.is_some()).then(|| Export::write(base.with_extension("peer-export.jsonl"), &corpus));
-    let mut peers: Vec<Peer> = Vec::new();
-    if let Some(export) = &export {
-        if want_fts5 {
-            peers.push(Peer::fts5(export, &base.with_extension("fts5.db")));
-        }
-        if let Some(program) = &tantivy {
-            peers.push(Peer::tantivy(program, export, &base.with_extension("tantivy")));
-        }
-    }
+    let mut peers = start_peers(want_fts5, tantivy.as_deref(), &corpus, &base, "");
     let limit = dsh_session_reference::DEFAULT_CANDIDATE_LIMIT as usize;
     if !peers.is_empty() {
         let names: Vec<&str> = peers.iter().map(|p| p.name).collect();
@@ -971,7 +706,6 @@ fn main() {
         );
     }
     drop(peers);
-    drop(export);
     if search_only {
         return;
     }

@@ -15,7 +15,14 @@
 //!   snippet needs at least, as the built-in search returns one);
 //! - the same with `"full": true`: every matching session, unranked:
 //!   `{"ms": time, "ids": [...]}` (checked against the benchmark's
-//!   brute-force scan).
+//!   brute-force scan);
+//! - `{"q": "...", "rank": "bm25", "tok": "trigram" | "words", "limit": n}`:
+//!   the first `n` matching sessions by tantivy's BM25 score, best first
+//!   (`{"ms": time, "ids": [...]}`), for the known-item benchmark
+//!   (core/benches/known_item.rs): over the 3-grams as above, or over
+//!   `words`, the same text through tantivy's default tokenizer (words of
+//!   letters and digits, lower-cased; every query word must occur, a word
+//!   the tokenizer splits as a phrase).
 //!
 //! Semantics: case-insensitive substrings, every word of the query
 //! somewhere in the session. `body` is indexed as character 3-grams
@@ -60,6 +67,9 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 const LIMIT: usize = 50;
 /// The tokenizer's name in the index.
 const TRIGRAMS: &str = "trigram";
+/// What the index holds, kept with a built index: one built with other
+/// fields is not reused.
+const SCHEMA: &str = "body-trigrams+words";
 
 /// Numbers the tokens of a stream 0, 1, 2, ... (over `NgramTokenizer(3,
 /// 3)`, the n-gram starting at character `i` gets position `i`).
@@ -110,10 +120,12 @@ fn analyzer() -> Result<TextAnalyzer> {
 }
 
 /// The fields: `body` (3-grams with positions, stored for the scans),
-/// `cwd` (one term, for the ranking), `created` and `row` (the session's
-/// line in the export) as fast fields.
+/// `words` (the same text through the default tokenizer, for BM25 over
+/// words), `cwd` (one term, for the ranking), `created` and `row` (the
+/// session's line in the export) as fast fields.
 struct Fields {
     body: Field,
+    words: Field,
     cwd: Field,
     created: Field,
     row: Field,
@@ -124,10 +136,14 @@ fn schema() -> (Schema, Fields) {
     let indexing =
         TextFieldIndexing::default().set_tokenizer(TRIGRAMS).set_index_option(IndexRecordOption::WithFreqsAndPositions);
     let body = b.add_text_field("body", TextOptions::default().set_indexing_options(indexing).set_stored());
+    let words_indexing = TextFieldIndexing::default()
+        .set_tokenizer("default")
+        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let words = b.add_text_field("words", TextOptions::default().set_indexing_options(words_indexing));
     let cwd = b.add_text_field("cwd", STRING);
     let created = b.add_f64_field("created", FAST);
     let row = b.add_u64_field("row", FAST);
-    (b.build(), Fields { body, cwd, created, row })
+    (b.build(), Fields { body, words, cwd, created, row })
 }
 
 /// Lower-cased as tantivy's `LowerCaser` and the built-in index do: each
@@ -207,7 +223,9 @@ fn build(dir: &Path, export: &Path, f: &Fields, schema: Schema) -> Result<(Index
     let mut i = 0u64;
     for_each_row(export, |_, r| {
         let mut doc = TantivyDocument::new();
-        doc.add_text(f.body, r["body"].as_str().ok_or("a row without a body")?);
+        let body = r["body"].as_str().ok_or("a row without a body")?;
+        doc.add_text(f.body, body);
+        doc.add_text(f.words, body);
         doc.add_text(f.cwd, r["cwd"].as_str().unwrap_or(""));
         doc.add_f64(f.created, r["created"].as_f64().unwrap_or(0.0));
         doc.add_u64(f.row, i);
@@ -234,6 +252,11 @@ struct Plan {
 }
 
 fn plan(q: &str, f: &Fields, analyzer: &mut TextAnalyzer) -> Plan {
+    plan_with(q, f, analyzer, IndexRecordOption::Basic)
+}
+
+/// [`plan`], its one-term words asked `with` (frequencies, for a score).
+fn plan_with(q: &str, f: &Fields, analyzer: &mut TextAnalyzer, with: IndexRecordOption) -> Plan {
     let mut seen = HashSet::new();
     let (mut parts, mut scan): (Vec<Box<dyn Query>>, Vec<String>) = (Vec::new(), Vec::new());
     for word in q.split_whitespace() {
@@ -253,22 +276,52 @@ fn plan(q: &str, f: &Fields, analyzer: &mut TextAnalyzer) -> Plan {
         }
         match terms.len() {
             0 => {}
-            1 => parts.push(Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic))),
+            1 => parts.push(Box::new(TermQuery::new(terms.remove(0).1, with))),
             _ => parts.push(Box::new(PhraseQuery::new_with_offset(terms))),
         }
     }
-    let indexed = match parts.len() {
+    Plan { indexed: every(parts), scan }
+}
+
+/// The plan of a query over `words`: each query word through the default
+/// tokenizer, a term or a phrase of its tokens, all required.
+fn word_plan(q: &str, f: &Fields, analyzer: &mut TextAnalyzer) -> Plan {
+    let mut seen = HashSet::new();
+    let mut parts: Vec<Box<dyn Query>> = Vec::new();
+    for word in q.split_whitespace() {
+        let mut terms = Vec::new();
+        let mut stream = analyzer.token_stream(word);
+        while stream.advance() {
+            let t = stream.token();
+            terms.push((t.position, Term::from_field_text(f.words, &t.text)));
+        }
+        let key: Vec<String> = terms.iter().map(|(_, t)| format!("{t:?}")).collect();
+        if terms.is_empty() || !seen.insert(key) {
+            continue;
+        }
+        if terms.len() == 1 {
+            parts.push(Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::WithFreqs)));
+        } else {
+            parts.push(Box::new(PhraseQuery::new_with_offset(terms)));
+        }
+    }
+    Plan { indexed: every(parts), scan: Vec::new() }
+}
+
+/// All of `parts` required: none, one, or a boolean query of them.
+fn every(mut parts: Vec<Box<dyn Query>>) -> Option<Box<dyn Query>> {
+    match parts.len() {
         0 => None,
         1 => parts.pop(),
         _ => Some(Box::new(BooleanQuery::new(parts.into_iter().map(|p| (Occur::Must, p)).collect())) as Box<dyn Query>),
-    };
-    Plan { indexed, scan }
+    }
 }
 
 struct Peer {
     reader: IndexReader,
     fields: Fields,
     analyzer: TextAnalyzer,
+    words: TextAnalyzer,
     sids: Vec<String>,
 }
 
@@ -332,8 +385,44 @@ impl Peer {
         Ok(out)
     }
 
+    /// The first `limit` matches by BM25 score, best first (ties in the
+    /// index's order); words only the stored text can answer filter them.
+    fn bm25(&mut self, q: &str, words: bool, limit: usize) -> Result<Vec<String>> {
+        let searcher = self.reader.searcher();
+        let plan = if words {
+            word_plan(q, &self.fields, &mut self.words)
+        } else {
+            plan_with(q, &self.fields, &mut self.analyzer, IndexRecordOption::WithFreqs)
+        };
+        let Some(base) = plan.indexed.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let asked = if plan.scan.is_empty() { limit } else { self.sids.len().max(1) };
+        let mut ids = Vec::new();
+        for (_, a) in searcher.search(base.as_ref(), &TopDocs::with_limit(asked).order_by_score())? {
+            if ids.len() == limit {
+                break;
+            }
+            if plan.scan.is_empty() || self.holds(&searcher, a, &plan.scan)? {
+                ids.push(self.sids[self.row(&searcher, a)?].clone());
+            }
+        }
+        Ok(ids)
+    }
+
     fn answer(&mut self, req: &Value) -> Result<Value> {
         let q = req["q"].as_str().ok_or("a request without a query")?;
+        if req["rank"].as_str() == Some("bm25") {
+            let words = match req["tok"].as_str() {
+                Some("words") => true,
+                Some("trigram") | None => false,
+                Some(other) => return Err(format!("no tokenizer {other:?}").into()),
+            };
+            let limit = req["limit"].as_u64().unwrap_or(LIMIT as u64) as usize;
+            let t = Instant::now();
+            let ids = self.bm25(q, words, limit)?;
+            return Ok(json!({"ms": t.elapsed().as_secs_f64() * 1e3, "ids": ids}));
+        }
         let full = req["full"].as_bool().unwrap_or(false);
         let t = Instant::now();
         let searcher = self.reader.searcher();
@@ -391,7 +480,7 @@ fn main() -> Result<()> {
         std::fs::read(&figures_path)
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .filter(|v| v["sha256"] == hash.as_str() && dir.is_dir())
+            .filter(|v| v["sha256"] == hash.as_str() && v["schema"] == SCHEMA && dir.is_dir())
     } else {
         None
     };
@@ -405,14 +494,15 @@ fn main() -> Result<()> {
             drop(std::fs::remove_file(&figures_path));
             let (index, build_s, optimize_s) = build(&dir, &export, &fields, schema)?;
             if keep {
-                let v = json!({"sha256": hash, "build_s": build_s, "optimize_s": optimize_s});
+                let v = json!({"sha256": hash, "schema": SCHEMA, "build_s": build_s, "optimize_s": optimize_s});
                 std::fs::write(&figures_path, v.to_string())?;
             }
             (index, json!({"build_s": build_s, "optimize_s": optimize_s, "reused": false}))
         }
     };
     let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-    let mut peer = Peer { reader, fields, analyzer: analyzer()?, sids };
+    let words = index.tokenizers().get("default").ok_or("no default tokenizer")?;
+    let mut peer = Peer { reader, fields, analyzer: analyzer()?, words, sids };
     let mut first = figures;
     first["db_bytes"] = json!(dir_bytes(&dir)?);
     first["text_bytes"] = json!(text);
