@@ -460,8 +460,10 @@ dsr_status dsr_resolver_candidates(const struct dsr_resolver *resolver, const ch
  * "field": "title" | "message" | "id" | "cwd", "messageIndex": number | null}, ...]`.
  * Case-insensitive substrings (CJK and identifier fragments match); every
  * whitespace-separated word must occur; the whole query in the title ranks
- * first, then in a message, id or cwd, then the words apart; ties go to
- * the target's cwd, then newer sessions. A blank query finds nothing. A
+ * first, then every word in the title, the whole query in a message, id or
+ * cwd, every word in one message, then the words apart by relevance (how
+ * often the messages hold them, for their length); ties go to the target's
+ * cwd, then newer sessions. A blank query finds nothing. A
  * host with a `search` callback answers it instead of the built-in index,
  * which is kept per session under the host's `fingerprints` (without them,
  * every search reads every surface). A bad `limit` or `scope` is

@@ -605,8 +605,10 @@ export declare class SessionReferenceResolver {
    * output or reasoning), plus titles, ids and cwds. Case-insensitive
    * substrings, so CJK text and identifier fragments (`1137` in `PR1137`)
    * match; every whitespace-separated word must occur. Best first: the
-   * whole query in the title, then in a message, id or cwd, then the words
-   * apart; ties go to the target's cwd, then newer sessions. One result per
+   * whole query in the title, every word in the title, the whole query in a
+   * message, id or cwd, every word in one message, then the words apart by
+   * relevance (how often the messages hold them, for their length); ties
+   * go to the target's cwd, then newer sessions. One result per
    * session with a snippet around its best hit. A blank query finds
    * nothing. A host's own `search` answers instead of the built-in index,
    * which is kept per session under the host's `fingerprints`.

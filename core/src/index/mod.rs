@@ -900,9 +900,11 @@ mod tests {
 
     /// The ranking a search gives is the one of its definition, computed
     /// here by brute force over every session's text: tier 0 the phrase in
-    /// the title, 1 the phrase in a message, the id or the cwd, 2 every word
-    /// somewhere; then the target's cwd first and sessions without a cwd
-    /// next, newer `createdAt`, listing order; cut at the limit. Over
+    /// the title, 1 every word in the title, 2 the phrase in a message, the
+    /// id or the cwd, 3 every word in one message, 4 every word somewhere,
+    /// by higher relevance (each word's occurrences in the messages,
+    /// counted here); then the target's cwd first and sessions without a
+    /// cwd next, newer `createdAt`, listing order; cut at the limit. Over
     /// sessions where each tier, cwd rank and creation time occur in every
     /// mix (equal times among them), for a first and a looked-up search,
     /// limits from 1 to all.
@@ -957,34 +959,51 @@ mod tests {
             })
             .collect();
         let target = crate::host::Target::new("s000", Some("/work/here".into()));
-        let brute = |q: &str, limit: usize| -> Vec<usize> {
+        let brute = |q: &str, limit: usize| -> Vec<(usize, u8)> {
             let query = Query::parse(q).unwrap();
             let (phrase, words) = (&query.phrase.text, query.words.iter().map(|w| &w.text).collect::<Vec<_>>());
-            let mut ranked: Vec<(u8, u8, f64, usize)> = Vec::new();
+            let mut ranked: Vec<(u8, f64, u8, f64, usize)> = Vec::new();
             for (at, (h, (title, items))) in headers.iter().zip(&texts).enumerate() {
                 let title = fold(title.as_deref().unwrap_or(""));
                 let (id, cwd) = (fold(&h.id), fold(h.cwd.as_deref().unwrap_or("")));
                 let items: Vec<String> = items.iter().map(|t| fold(t).into_owned()).collect();
+                let mut relevance = 0.0;
                 let tier = if title.contains(phrase.as_str()) {
                     0
+                } else if words.iter().all(|w| title.contains(w.as_str())) {
+                    1
                 } else if items.iter().any(|t| t.contains(phrase.as_str()))
                     || id.contains(phrase.as_str())
                     || cwd.contains(phrase.as_str())
                 {
-                    1
+                    2
+                } else if items.iter().any(|t| words.iter().all(|w| t.contains(w.as_str()))) {
+                    3
                 } else if words.iter().all(|w| {
                     [&title, &id, &cwd].iter().any(|f| f.contains(w.as_str()))
                         || items.iter().any(|t| t.contains(w.as_str()))
                 }) {
-                    2
+                    let counts: Vec<u32> = words
+                        .iter()
+                        .map(|w| items.iter().map(|t| t.matches(w.as_str()).count() as u32).sum())
+                        .collect();
+                    let bytes = texts[at].1.iter().map(String::len).sum();
+                    relevance = super::hit::relevance(&counts, bytes);
+                    4
                 } else {
                     continue;
                 };
                 let rank = crate::host::rank::rank(h.cwd.as_deref(), &target);
-                ranked.push((tier, rank, h.created_at.as_f64().unwrap(), at));
+                ranked.push((tier, relevance, rank, h.created_at.as_f64().unwrap(), at));
             }
-            ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.total_cmp(&a.2)).then(a.3.cmp(&b.3)));
-            ranked.into_iter().take(limit).map(|r| r.3).collect()
+            ranked.sort_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then(b.1.total_cmp(&a.1))
+                    .then(a.2.cmp(&b.2))
+                    .then(b.3.total_cmp(&a.3))
+                    .then(a.4.cmp(&b.4))
+            });
+            ranked.into_iter().take(limit).map(|r| (r.4, r.0)).collect()
         };
         // The docs of a search of one query (no filter keys, compressed
         // fast): the same hits, snippets and messages.
@@ -999,13 +1018,25 @@ mod tests {
             .collect();
         let sessions = Headers::all(&headers);
         let warm = SearchSet::new(sessions, docs.clone());
-        let queries =
-            ["amber", "basil", "amber basil", "basil amber", "cedar", "here", "amber-basil", "delta ember", "zzqqxx"];
-        let mut seen = 0;
+        let queries = [
+            "amber",
+            "basil",
+            "amber basil",
+            "basil amber",
+            "cedar",
+            "here",
+            "amber-basil",
+            "delta ember",
+            "ember delta cedar",
+            "cedar here",
+            "zzqqxx",
+        ];
+        let (mut seen, mut tiers) = (0, std::collections::BTreeSet::new());
         for q in queries {
             for limit in [1, 3, 10, 25, 50, 200] {
-                let expected = brute(q, limit);
+                let (expected, tier): (Vec<usize>, Vec<u8>) = brute(q, limit).into_iter().unzip();
                 seen += expected.len();
+                tiers.extend(tier);
                 let query = Query::parse(q).unwrap();
                 let hits = |set: &SearchSet| {
                     let scored = set.search(&query, sessions, &target, limit, false, None).unwrap();
@@ -1019,6 +1050,38 @@ mod tests {
             }
         }
         assert!(seen > 500, "the queries match: {seen}");
+        assert_eq!(tiers.into_iter().collect::<Vec<_>>(), [0, 1, 2, 3, 4], "every tier is ranked");
+    }
+
+    /// A session holding the words apart in one message is shown where they
+    /// are together, not around the first word's first occurrence; a
+    /// message holding one word is shown around its first occurrence.
+    #[test]
+    fn a_snippet_shows_the_words_where_they_are_together() {
+        let filler = "and so on, ".repeat(60);
+        let items = [
+            format!("Alpha opens it. {filler} then alpha meets beta at last. {filler}"),
+            format!("only gamma here, {filler} gamma again"),
+        ];
+        let docs = vec![Arc::new(Doc::build(
+            None,
+            None,
+            items.iter().map(|t| IndexedItem { text: Cow::Borrowed(t.as_str()) }).collect(),
+            None,
+        ))];
+        let headers = vec![crate::host::SessionHeader::new("s1", 1, None)];
+        let sessions = Headers::all(&headers);
+        let set = SearchSet::new(sessions, docs);
+        let target = crate::host::Target::new("t", None);
+        let snippet = |q: &str| {
+            let scored = set.search(&Query::parse(q).unwrap(), sessions, &target, 10, false, None).unwrap();
+            assert_eq!(scored.hits.len(), 1, "{q:?}");
+            scored.hits[0].snippet.clone()
+        };
+        for q in ["alpha beta", "beta alpha", "alpha beta gamma"] {
+            assert!(snippet(q).contains("alpha meets beta at last"), "{q:?}: {}", snippet(q));
+        }
+        assert!(snippet("gamma").starts_with("only gamma here"), "{}", snippet("gamma"));
     }
 
     /// A search's pass over stored filters says what the held filters say,

@@ -105,4 +105,17 @@ impl Finder {
     pub(super) fn is_in(&self, folded: &str) -> bool {
         self.find(folded).is_some()
     }
+
+    /// Where it is in `folded` (not overlapping), in order.
+    pub(super) fn positions<'a>(&'a self, folded: &'a str) -> impl Iterator<Item = usize> + 'a {
+        self.0.find_iter(folded.as_bytes())
+    }
+
+    /// Where it first is in `folded`, and how many times it is there (not
+    /// overlapping).
+    pub(super) fn first_and_count(&self, folded: &str) -> Option<(usize, u32)> {
+        let mut all = self.0.find_iter(folded.as_bytes());
+        let first = all.next()?;
+        Some((first, 1 + all.count() as u32))
+    }
 }

@@ -1,7 +1,8 @@
 //! One search over a [`SearchSet`]: every session tested against the
 //! query's filters, the prospects ranked by the best tier they can reach,
 //! and verified on their text in that order only while they can still
-//! enter the top `limit`.
+//! enter the top `limit` (a session of the last tier, ordered by its
+//! relevance, enters it only once every prospect was verified).
 
 use std::cell::Cell;
 use std::collections::BinaryHeap;
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::doc::Doc;
 use super::fold::fold;
-use super::hit::{Hit, Key, Prospect};
+use super::hit::{Hit, Key, Prospect, ONE_MESSAGE, PHRASE, TITLE_WORDS};
 use super::needle::Needle;
 use super::pass::FilterPass;
 use super::query::{Finders, Query};
@@ -79,21 +80,28 @@ impl SearchSet {
                 }
             }
             let (s, doc) = (sessions.get(at), &docs[at]);
-            let (tier, settled) = match in_a_field(s, doc, &query.phrase, every_word) {
+            let (tier, settled) = match in_a_field(s, doc, query, every_word) {
                 Some(found) => found,
                 // (Its filter was readable for the words, so for the phrase.)
-                None if filters.may(row, phrase_at).unwrap_or(true) => (1, None),
-                None => (2, None),
+                None if filters.may(row, phrase_at).unwrap_or(true) => (PHRASE, None),
+                None => (ONE_MESSAGE, None),
             };
-            let key = Key { tier, cwd_rank: rank::rank(s.cwd.as_deref(), target), created: created(s), order: at };
+            let key = Key {
+                tier,
+                relevance: 0.0,
+                cwd_rank: rank::rank(s.cwd.as_deref(), target),
+                created: created(s),
+                order: at,
+            };
             Ok(Some(Prospect { at, key, settled }))
         };
         // The sessions with every word in a field (the only ones a field
-        // can settle, tier 0 among them) are made up front, by tier; the
-        // others can reach tier 1 or 2 only, and are walked in the order of
-        // the rest of the key, as far as the ranking asks.
+        // can settle, tiers 0 and 1 among them) are made up front, by tier;
+        // the others can reach the phrase's tier or that of one message at
+        // best, and are walked in the order of the rest of the key, as far
+        // as the ranking asks.
         let every_word = rows_in_every(&in_fields, rows.as_deref());
-        let mut fielded: [Vec<Prospect>; 3] = Default::default();
+        let mut fielded: [Vec<Prospect>; 4] = Default::default();
         for &row in &every_word {
             match prospect(row, true) {
                 Ok(Some(p)) => fielded[usize::from(p.key.tier)].push(p),
@@ -102,7 +110,8 @@ impl SearchSet {
             }
         }
         fielded.iter_mut().for_each(|tier| tier.sort_by_key(|p| p.key));
-        let [tier0, tier1, mut tier2] = fielded;
+        let [mut piece, title_words, phrase, mut one_message] = fielded;
+        piece.extend(title_words);
         let walk = self.walk_order(sessions, rows.as_deref(), target);
         let finders = Finders::of(query);
         let mut hits: Vec<Hit> = Vec::new();
@@ -144,16 +153,16 @@ impl SearchSet {
         };
         // The prospects in the order of their keys, given to the
         // verification a piece at a time (pieces growing from about the
-        // limit), until the ranking is full.
-        let mut piece: Vec<Prospect> = tier0;
+        // limit), until the ranking is full: the settled ones of the title
+        // first.
         let mut size = limit.max(16) + 2 * VERIFIERS;
         let mut later: Vec<Prospect> = Vec::new();
         let mut walked = 0u64;
-        let mut fielded1 = tier1.into_iter().peekable();
+        let mut fielded_phrase = phrase.into_iter().peekable();
         let mut next = 0;
         loop {
-            // The walk's next prospect of tier 1 (those of tier 2 kept for
-            // later), merged with the fielded ones of tier 1.
+            // The walk's next prospect that may hold the phrase (those that
+            // may not kept for later), merged with the fielded ones.
             let mut walked_one = None;
             while walked_one.is_none() && next < walk.len() {
                 let row = walk[next] as usize;
@@ -166,23 +175,24 @@ impl SearchSet {
                     return Err(Error::cancelled());
                 }
                 match prospect(row, false) {
-                    Ok(Some(p)) if p.key.tier == 1 => walked_one = Some(p),
+                    Ok(Some(p)) if p.key.tier == PHRASE => walked_one = Some(p),
                     Ok(Some(p)) => later.push(p),
                     Ok(None) => {}
                     Err(Unreadable) => unreadable.push(at_of(row)),
                 }
             }
             let ended = walked_one.is_none();
-            while let Some(f) = fielded1.next_if(|f| walked_one.as_ref().is_none_or(|w| f.key < w.key)) {
+            while let Some(f) = fielded_phrase.next_if(|f| walked_one.as_ref().is_none_or(|w| f.key < w.key)) {
                 piece.push(f);
             }
             piece.extend(walked_one);
             if piece.len() >= size || ended {
                 if ended {
-                    // Tier 2: the fielded ones and the walk's, merged.
-                    piece.append(&mut tier2);
+                    // Those that may hold every word in one message at
+                    // best: the fielded ones and the walk's, merged.
+                    piece.append(&mut one_message);
                     piece.append(&mut later);
-                    let from = piece.partition_point(|p| p.key.tier < 2);
+                    let from = piece.partition_point(|p| p.key.tier < ONE_MESSAGE);
                     piece[from..].sort_by_key(|p| p.key);
                 }
                 in_order(&piece, sessions, docs, &finders, threads, &mut take);
@@ -290,30 +300,35 @@ impl SearchSet {
     }
 }
 
-/// The tier and settled hit of a session whose id, cwd or title holds
-/// `phrase` (the title first); `None` when none does. `every_word` is
-/// whether each of the query's words is in one of those fields
-/// ([`Fields::holding`](super::set::Fields::holding), exact on the same
-/// folded text): a phrase in a field has every word in it, so without
-/// them no field is looked at (nor its id and cwd folded).
+/// The tier and settled hit of a session whose title holds the phrase or
+/// every word, or whose id or cwd holds the phrase (in that order); `None`
+/// when none does. `every_word` is whether each of the query's words is
+/// in one of those fields ([`Fields::holding`](super::set::Fields::holding),
+/// exact on the same folded text): a phrase in a field has every word in
+/// it, so without them no field is looked at (nor its id and cwd folded).
 fn in_a_field(
     s: &SessionHeader,
     doc: &Doc,
-    phrase: &Needle,
+    query: &Query,
     every_word: bool,
 ) -> Option<(u8, Option<(MatchField, String)>)> {
     if !every_word {
         return None;
     }
-    if phrase.is_in(doc.title_folded()) {
-        return Some((0, Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or(""))))));
+    let title = doc.title_folded();
+    let in_title = || Some((MatchField::Title, whole(doc.title.as_deref().unwrap_or(""))));
+    if query.phrase.is_in(title) {
+        return Some((0, in_title()));
     }
-    if phrase.is_in(&fold(&s.id)) {
-        return Some((1, Some((MatchField::Id, s.id.clone()))));
+    if query.words.iter().all(|w| w.is_in(title)) {
+        return Some((TITLE_WORDS, in_title()));
+    }
+    if query.phrase.is_in(&fold(&s.id)) {
+        return Some((PHRASE, Some((MatchField::Id, s.id.clone()))));
     }
     let cwd = s.cwd.as_deref().map(fold);
-    if phrase.is_in(cwd.as_deref().unwrap_or("")) {
-        return Some((1, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default()))));
+    if query.phrase.is_in(cwd.as_deref().unwrap_or("")) {
+        return Some((PHRASE, Some((MatchField::Cwd, s.cwd.clone().unwrap_or_default()))));
     }
     None
 }

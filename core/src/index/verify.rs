@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use super::doc::Doc;
 use super::fold::{fold, fold_into, original_offset};
-use super::hit::{Hit, Key, Prospect};
+use super::hit::{relevance, Hit, Key, Prospect, APART, ONE_MESSAGE, PHRASE};
 use super::needle::Finder;
 use super::query::Finders;
 use super::set::Headers;
@@ -191,30 +191,75 @@ fn verify(
     at: usize,
     stop: &AtomicBool,
 ) -> Result<Option<Hit>, Unreadable> {
-    let mut scan = Scan::new(query);
+    // A prospect that can reach no better than every word in one message
+    // is one whose filter has no phrase: no item is searched for it.
+    let mut scan = Scan::new(query, key.tier <= PHRASE);
     doc.each_item_text(|item| if stop.load(AtomicOrdering::Relaxed) { None } else { scan.item(item) })?;
     Ok(scan.finish(s, doc, key, at))
+}
+
+/// Bytes after its start that a passage holding words spans: about what
+/// a snippet shows after the place it is made around.
+const PASSAGE: usize = 100;
+
+/// Where, in the folded text `f`, the passage holding the most distinct
+/// `words` begins: the occurrence of one of them from which the next
+/// [`PASSAGE`] bytes hold the most (the first of those), so that a snippet
+/// shows the words together rather than around the first one's first
+/// occurrence. Linear in the occurrences (sorted once).
+fn best_passage(f: &str, words: &[Finder]) -> usize {
+    let mut at: Vec<(usize, usize)> = Vec::new();
+    for (w, word) in words.iter().enumerate() {
+        at.extend(word.positions(f).map(|p| (p, w)));
+    }
+    at.sort_unstable();
+    let mut held = vec![0u32; words.len()];
+    let (mut distinct, mut end) = (0, 0);
+    let mut best = (0, at.first().map_or(0, |a| a.0));
+    for start in 0..at.len() {
+        while end < at.len() && at[end].0 < at[start].0 + PASSAGE {
+            distinct += usize::from(held[at[end].1] == 0);
+            held[at[end].1] += 1;
+            end += 1;
+        }
+        if distinct > best.0 {
+            best = (distinct, at[start].0);
+        }
+        held[at[start].1] -= 1;
+        distinct -= usize::from(held[at[start].1] == 0);
+    }
+    best.1
 }
 
 /// [`verify`]'s pass over the items, in order.
 struct Scan<'q> {
     query: &'q Finders,
+    /// Whether an item may hold the phrase (else it is not looked for).
+    seek_phrase: bool,
     /// The current item lower-cased (one buffer, reused).
     folded: String,
     /// Items seen.
     next: usize,
     /// The first message holding the phrase, and its snippet.
     phrase: Option<(usize, String)>,
-    /// Which words some message holds.
-    found: Vec<bool>,
+    /// How many times the messages hold each word (0: none holds it).
+    counts: Vec<u32>,
     /// The message with the most distinct words (the first of those): how
     /// many, which, and its snippet around the first of them.
     best: Option<(usize, usize, String)>,
 }
 
 impl<'q> Scan<'q> {
-    fn new(query: &'q Finders) -> Self {
-        Scan { query, folded: String::new(), next: 0, phrase: None, found: vec![false; query.words.len()], best: None }
+    fn new(query: &'q Finders, seek_phrase: bool) -> Self {
+        Scan {
+            query,
+            seek_phrase,
+            folded: String::new(),
+            next: 0,
+            phrase: None,
+            counts: vec![0; query.words.len()],
+            best: None,
+        }
     }
 
     /// One item; `None` once the phrase is found (nothing after it counts).
@@ -224,20 +269,21 @@ impl<'q> Scan<'q> {
         self.folded.clear();
         fold_into(text, &mut self.folded);
         let f = self.folded.as_str();
-        if let Some(pos) = self.query.phrase.find(f) {
+        if let Some(pos) = self.seek_phrase.then(|| self.query.phrase.find(f)).flatten() {
             self.phrase = Some((i, snippet(text, original_offset(text, pos))));
             return None;
         }
         let (mut count, mut first) = (0, usize::MAX);
         for (w, word) in self.query.words.iter().enumerate() {
-            if let Some(pos) = word.find(f) {
-                self.found[w] = true;
+            if let Some((pos, n)) = word.first_and_count(f) {
+                self.counts[w] += n;
                 count += 1;
                 first = first.min(pos);
             }
         }
         if count > 0 && self.best.as_ref().is_none_or(|(c, _, _)| count > *c) {
-            self.best = Some((count, i, snippet(text, original_offset(text, first))));
+            let at = if count > 1 { best_passage(f, &self.query.words) } else { first };
+            self.best = Some((count, i, snippet(text, original_offset(text, at))));
         }
         Some(())
     }
@@ -246,17 +292,20 @@ impl<'q> Scan<'q> {
     fn finish(self, s: &SessionHeader, doc: &Doc, key: Key, at: usize) -> Option<Hit> {
         if let Some((i, snippet)) = self.phrase {
             // A message holding the phrase holds every word of it.
-            let key = Key { tier: 1, ..key };
+            let key = Key { tier: PHRASE, ..key };
             return Some(Hit { key, at, field: MatchField::Message, snippet, message_index: Some(i as u64) });
         }
         let title = doc.title_folded();
         let (id, cwd) = (fold(&s.id), s.cwd.as_deref().map(fold).unwrap_or_default());
         let in_fields = |w: &Finder| w.is_in(title) || w.is_in(&id) || w.is_in(&cwd);
         let words = &self.query.words;
-        if !words.iter().zip(&self.found).all(|(w, f)| *f || in_fields(w)) {
+        if !words.iter().zip(&self.counts).all(|(w, n)| *n > 0 || in_fields(w)) {
             return None;
         }
-        let key = Key { tier: 2, ..key };
+        let key = match self.best {
+            Some((count, ..)) if count == words.len() => Key { tier: ONE_MESSAGE, ..key },
+            _ => Key { tier: APART, relevance: relevance(&self.counts, doc.text_bytes()), ..key },
+        };
         let (field, snippet, message_index) = match self.best {
             Some((_, i, snippet)) => (MatchField::Message, snippet, Some(i as u64)),
             None if words.iter().any(|w| w.is_in(title)) => {

@@ -46,7 +46,7 @@ fn seen(threads: usize, stop_after: usize, query: &str) -> Vec<Seen> {
     let prospects: Vec<Prospect> = (0..sessions.len())
         .map(|at| Prospect {
             at,
-            key: Key { tier: 1, cwd_rank: 0, created: 0.0, order: at },
+            key: Key { tier: PHRASE, relevance: 0.0, cwd_rank: 0, created: 0.0, order: at },
             // Every seventh settled without its body.
             settled: (at % 7 == 0).then(|| (MatchField::Id, format!("s{at}"))),
         })
@@ -79,8 +79,8 @@ fn several_threads_verify_as_one_in_order_and_stop_where_it_stops() {
     }
     // (Matches were found: the comparison is not of empty answers.)
     let found = seen(4, usize::MAX, "needle haystack");
-    assert!(found.iter().filter(|(_, hit)| hit.as_ref().is_some_and(|h| h.0 == 1)).count() >= 10);
-    assert!(found.iter().any(|(_, hit)| hit.as_ref().is_some_and(|h| h.0 == 2)), "words apart");
+    assert!(found.iter().filter(|(_, hit)| hit.as_ref().is_some_and(|h| h.0 == PHRASE)).count() >= 10);
+    assert!(found.iter().any(|(_, hit)| hit.as_ref().is_some_and(|h| h.0 >= ONE_MESSAGE)), "words apart");
 }
 
 /// A few prospects on more threads than they need: each is taken and
@@ -95,7 +95,11 @@ fn a_few_prospects_on_many_threads_are_each_taken_once() {
     let finders = Finders::of(&query);
     for n in 2..=4 {
         let prospects: Vec<Prospect> = (1..=n)
-            .map(|at| Prospect { at, key: Key { tier: 1, cwd_rank: 0, created: 0.0, order: at }, settled: None })
+            .map(|at| Prospect {
+                at,
+                key: Key { tier: PHRASE, relevance: 0.0, cwd_rank: 0, created: 0.0, order: at },
+                settled: None,
+            })
             .collect();
         for _ in 0..4000 {
             let mut got = Vec::new();

@@ -124,10 +124,12 @@ impl Resolver {
     /// substrings, so CJK text and fragments of identifiers (`1137` in
     /// `PR1137`) are found. The query's whitespace-separated words must all
     /// occur; ranking puts the whole query (whitespace runs as one space) in
-    /// the title first, then in a message, the id or the cwd, then sessions
-    /// holding the words apart; among equals, sessions in the target's cwd,
-    /// then without a cwd, then newer `createdAt`, then listing order. A
-    /// blank query finds nothing.
+    /// the title first, then every word in the title, the whole query in a
+    /// message, the id or the cwd, every word in one message, then sessions
+    /// holding the words apart, the more relevant first (how often the
+    /// messages hold each word, for their length: docs/discovery.md); among
+    /// equals, sessions in the target's cwd, then without a cwd, then newer
+    /// `createdAt`, then listing order. A blank query finds nothing.
     ///
     /// When the host's session query implements
     /// [`search`](crate::SessionQuery::search), its answer is used (the
