@@ -32,6 +32,8 @@ pub struct DatabaseSource {
     config: Config,
     /// How many sessions a search walks before it narrows by the indexes.
     walk_budget: usize,
+    /// How many sessions a search reads at once to rank them.
+    batch: usize,
     /// The last listing, under the stamp of the sessions it lists.
     last: std::sync::Mutex<Option<(Stamp, SharedListing)>>,
 }
@@ -52,7 +54,7 @@ impl std::fmt::Debug for DatabaseSource {
 impl DatabaseSource {
     /// The sessions of `db`, for a resolver made with `config`.
     pub fn new(db: Arc<Database>, config: Config) -> DatabaseSource {
-        DatabaseSource { db, user: None, config, walk_budget: WALK, last: std::sync::Mutex::default() }
+        DatabaseSource { db, user: None, config, walk_budget: WALK, batch: BATCH, last: std::sync::Mutex::default() }
     }
 
     /// The sessions of `db` that `user` may read (docs/teams.md, "Serving a
@@ -62,7 +64,14 @@ impl DatabaseSource {
     /// absent as one that does not exist is: not listed, not found by
     /// search, and read with the same error.
     pub fn for_user(db: Arc<Database>, config: Config, user: &str) -> DatabaseSource {
-        DatabaseSource { db, user: Some(user.to_owned()), config, walk_budget: WALK, last: std::sync::Mutex::default() }
+        DatabaseSource {
+            db,
+            user: Some(user.to_owned()),
+            config,
+            walk_budget: WALK,
+            batch: BATCH,
+            last: std::sync::Mutex::default(),
+        }
     }
 
     /// This source, its searches walking at most `sessions` sessions in
@@ -73,6 +82,16 @@ impl DatabaseSource {
     #[must_use]
     pub fn with_search_walk(mut self, sessions: usize) -> DatabaseSource {
         self.walk_budget = sessions;
+        self
+    }
+
+    /// This source, its searches reading at most `sessions` matching
+    /// sessions at once (256 by default, at least 1) besides the best found
+    /// so far, to rank them. The answers are the same whatever the number;
+    /// only the memory a search holds and its rounds differ.
+    #[must_use]
+    pub fn with_search_batch(mut self, sessions: usize) -> DatabaseSource {
+        self.batch = sessions.max(1);
         self
     }
 
@@ -263,16 +282,34 @@ impl DatabaseSource {
             Err(e) => Err(e),
         }
         .map_err(|e| HostError::new(self.db.call_failed(&client, "searching", e)))?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
+        // The ranking past the database's tiers, the snippets, fields and
+        // message indexes: the core's own search over just these sessions,
+        // in this order (its ranking is each session's own, so it ranks them
+        // as it would among all). A batch at a time, with the best of those
+        // before it (which come before it in this order, so ties still
+        // break by it): the memory held is a batch's and a page's.
+        let mut best: Vec<String> = Vec::new();
+        let mut results = Vec::new();
+        for batch in ids.chunks(self.batch) {
+            let mut now = std::mem::take(&mut best);
+            now.extend_from_slice(batch);
+            results = self.rank(&client, &now, request).await?;
+            best = now.into_iter().filter(|id| results.iter().any(|r| r.candidate.session_id == *id)).collect();
         }
-        // The snippets, fields and message indexes: the core's own search
-        // over just these sessions, in this order (its ranking is each
-        // session's own, so it ranks them as it would among all).
+        Ok(results)
+    }
+
+    /// The core's search of `request` over the sessions `ids`, in that order.
+    async fn rank(
+        &self,
+        client: &Arc<Client>,
+        ids: &[String],
+        request: &SearchRequest,
+    ) -> Result<Vec<SearchResult>, HostError> {
         let mut found = self
-            .sessions(&client, &ids)
+            .sessions(client, ids)
             .await
-            .map_err(|e| HostError::new(self.db.call_failed(&client, "reading the sessions found", e)))?;
+            .map_err(|e| HostError::new(self.db.call_failed(client, "reading the sessions found", e)))?;
         found.sort_by_key(|s| ids.iter().position(|id| *id == s.id));
         let memory = MemoryQuery::new();
         for s in found {
@@ -316,14 +353,15 @@ impl DatabaseSource {
     /// known after [`WALK`] sessions (the matches are sparse, so the trigram
     /// indexes narrow them faster: [`DatabaseSource::every_match`]).
     ///
-    /// The walk verifies the phrase, so what it finds ranks first or second
-    /// (the whole query in the title; in a message, the id or the cwd); those
-    /// ranking first it may not all meet, so they are asked for apart (their
-    /// titles hold the phrase: its trigram index) and put before it. The
-    /// answer is exact when the page is full of sessions ranking first or
-    /// second, or when every readable session was walked and no session can
-    /// rank third (a query of one word, where a session holding the word
-    /// holds the phrase).
+    /// The walk verifies the phrase, so what it finds ranks in the first
+    /// three tiers (the whole query in the title; every word in the title;
+    /// the whole query in a message, the id or the cwd); those of the first
+    /// two it may not all meet, so they are asked for apart (their titles
+    /// hold every word: the trigram index) and put before it. The answer is
+    /// exact when the page is full of sessions of those tiers, or when every
+    /// readable session was walked and no session can rank in a later one
+    /// (a query of one word, where a session holding the word holds the
+    /// phrase).
     async fn walk(
         &self,
         client: &Client,
@@ -397,23 +435,33 @@ impl DatabaseSource {
             let (first, second): (Vec<_>, Vec<_>) = found.into_iter().partition(|(_, top)| *top);
             return Ok(Some(first.into_iter().chain(second).map(|(id, _)| id).collect()));
         }
-        // Those ranking first: every session whose title holds the phrase
-        // (the walk found those before its end only), in the answer's order.
+        // Those of the first two tiers: every session whose title holds
+        // every word (the walk found those before its end only), in the
+        // answer's order; then the walk's others, in its order.
+        // $1 target id, $2 target cwd, $3 phrase pattern, $4 limit, $5.. the words' patterns.
         let mut sql = format!(
-            "SELECT s.id FROM dsr_sessions s WHERE s.title_folded LIKE $3 AND s.id IS DISTINCT FROM $1 AND {}",
-            self.readable(5)
+            "SELECT s.id FROM dsr_sessions s WHERE s.id IS DISTINCT FROM $1 AND {}",
+            self.readable(5 + q.patterns.len())
         );
+        for n in 0..q.patterns.len() {
+            sql.push_str(&format!(" AND s.title_folded LIKE ${}", n + 5));
+        }
         if q.same_cwd {
             sql.push_str(" AND s.cwd = $2");
         }
         sql.push_str(
-            " ORDER BY CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, s.created_at_ms DESC, s.id \
-             LIMIT $4",
+            " ORDER BY CASE WHEN s.title_folded LIKE $3 THEN 0 ELSE 1 END, \
+             CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, s.created_at_ms DESC, s.id LIMIT $4",
         );
-        let params = self.with_user(vec![&q.target_id, &q.target_cwd, &q.phrase, &q.limit]);
-        let rows = client.query(sql.as_str(), &params).await?;
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            vec![&q.target_id, &q.target_cwd, &q.phrase, &q.limit];
+        for p in &q.patterns {
+            params.push(p);
+        }
+        let rows = client.query(sql.as_str(), &self.with_user(params)).await?;
         let mut ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-        ids.extend(found.into_iter().filter(|(_, top)| !*top).map(|(id, _)| id));
+        let titled: std::collections::HashSet<String> = ids.iter().cloned().collect();
+        ids.extend(found.into_iter().map(|(id, _)| id).filter(|id| !titled.contains(id)));
         ids.truncate(want);
         Ok(Some(ids))
     }
@@ -427,36 +475,45 @@ impl DatabaseSource {
         types
     }
 
-    /// The first `limit` sessions of the answer, from every session that
-    /// matches: each word's trigram indexes narrow them, `LIKE` verifies
-    /// them, and the ranking orders them all.
+    /// The sessions holding the first `limit` of the answer, from every
+    /// session that matches: each word's trigram indexes narrow them, `LIKE`
+    /// verifies them, and the ranking orders them as far as the database
+    /// can tell tiers (the whole query in the title, every word in the
+    /// title, the whole query anywhere else). When fewer than `limit` are in
+    /// those tiers, every other match follows: whether a session holds every
+    /// word in one message, and how relevant one holding them apart is,
+    /// only its messages tell, so the core's search over them orders them.
     async fn every_match(&self, client: &Client, q: &Query) -> Result<Vec<String>, tokio_postgres::Error> {
-        // $1 target id, $2 target cwd, $3 phrase pattern, $4 limit, $5.. the words' patterns.
-        let mut sql = format!(
-            "SELECT s.id FROM dsr_sessions s WHERE s.id IS DISTINCT FROM $1 AND {}",
-            self.readable(5 + q.patterns.len())
-        );
-        if q.same_cwd {
-            sql.push_str(" AND s.cwd = $2");
-        }
-        for n in 0..q.patterns.len() {
-            sql.push_str(&format!(" AND s.text_folded LIKE ${}", n + 5));
-        }
+        // $1 target id, $2 target cwd, $3 phrase pattern, $4.. the words' patterns.
+        let mut sql = String::new();
+        let words: Vec<usize> = (4..4 + q.patterns.len()).collect();
+        let title_words: Vec<String> = words.iter().map(|n| format!("s.title_folded LIKE ${n}")).collect();
         // (The search text holds the title: a phrase there ranks first
         // already, so one found in the rest is in the id, the cwd or a
         // message.)
-        sql.push_str(
-            " ORDER BY CASE WHEN s.title_folded LIKE $3 THEN 0 WHEN s.text_folded LIKE $3 THEN 1 ELSE 2 END, \
-             CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, \
-             s.created_at_ms DESC, s.id LIMIT $4",
-        );
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            vec![&q.target_id, &q.target_cwd, &q.phrase, &q.limit];
+        sql.push_str(&format!(
+            "SELECT s.id, CASE WHEN s.title_folded LIKE $3 THEN 0 WHEN {} THEN 1 \
+             WHEN s.text_folded LIKE $3 THEN 2 ELSE 3 END AS tier \
+             FROM dsr_sessions s WHERE s.id IS DISTINCT FROM $1 AND {}",
+            title_words.join(" AND "),
+            self.readable(4 + q.patterns.len())
+        ));
+        if q.same_cwd {
+            sql.push_str(" AND s.cwd = $2");
+        }
+        for n in &words {
+            sql.push_str(&format!(" AND s.text_folded LIKE ${n}"));
+        }
+        sql.push_str(" ORDER BY tier, CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = $2 THEN 0 ELSE 2 END, s.created_at_ms DESC, s.id");
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&q.target_id, &q.target_cwd, &q.phrase];
         for p in &q.patterns {
             params.push(p);
         }
         let rows = client.query(sql.as_str(), &self.with_user(params)).await?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        let want = usize::try_from(q.limit).unwrap_or(usize::MAX);
+        let tiered = rows.iter().filter(|r| r.get::<_, i32>(1) < 3).count();
+        let keep = if tiered >= want { want } else { rows.len() };
+        Ok(rows.iter().take(keep).map(|r| r.get(0)).collect())
     }
 }
 
@@ -464,6 +521,10 @@ impl DatabaseSource {
 /// before it narrows by the trigram indexes instead
 /// ([`DatabaseSource::with_search_walk`]).
 pub(crate) const WALK: usize = 250;
+
+/// How many matching sessions a search reads at once to rank them
+/// ([`DatabaseSource::with_search_batch`]).
+pub(crate) const BATCH: usize = 256;
 
 /// A search as the database runs it: the target's id and cwd (`None` where
 /// no stored session could hold them), the `LIKE` patterns of the phrase

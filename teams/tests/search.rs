@@ -54,7 +54,9 @@ fn session(root: &Path, id: &str, created: u64, cwd: Option<&str>, title: Option
 
 /// 90 sessions in three cwds, many sharing a `createdAt`: every one holds "the"; "common" and "word" together in
 /// some, apart in others; a fifth with a title holding "the plan"; one
-/// with "beacon".
+/// with "beacon"; "cedar" and "delta" in one message in some, apart in
+/// others, "cedar" a varying number of times, and both in a few titles (the
+/// later tiers and the relevance that orders the last).
 fn corpus(root: &Path) {
     for i in 0..90u64 {
         let cwd = match i % 4 {
@@ -62,11 +64,21 @@ fn corpus(root: &Path) {
             2 => Some("/work/b"),
             _ => Some("/work/c"),
         };
-        let title = (i % 5 == 0).then(|| format!("The plan {i}"));
+        let title = match (i % 5, i % 11) {
+            (0, _) => Some(format!("The plan {i}")),
+            (_, 0) => Some(format!("Delta notes on cedar {i}")),
+            _ => None,
+        };
         let mut texts = vec![format!("the first message of {i}"), format!("a reply about the {i}")];
         texts.push(if i % 3 == 0 { "common and then word".to_owned() } else { "the common word".to_owned() });
         if i == 41 {
             texts.push("a rare beacon here".to_owned());
+        }
+        if i % 2 == 0 {
+            texts.push(format!("delta {}", "cedar ".repeat((i % 5) as usize)));
+        } else if i % 3 != 0 {
+            texts.push("cedar ".repeat(1 + (i % 4) as usize));
+            texts.push(format!("delta {}", "and more ".repeat((i % 7) as usize)));
         }
         session(root, &format!("s-{i:03}"), 1_700_000_000_000 + i / 3, cwd, title.as_deref(), &texts);
     }
@@ -85,6 +97,10 @@ const QUERIES: &[&str] = &[
     "the plan",
     "beacon",
     "rare beacon",
+    "cedar delta",
+    "delta cedar",
+    "cedar",
+    "word the",
     "work/b",
     "zzqnomatch",
 ];
@@ -106,7 +122,10 @@ fn a_search_answers_as_the_local_files_do_at_every_page_boundary() {
             false => DatabaseSource::new(Arc::clone(&db), Config::default()),
             true => DatabaseSource::for_user(Arc::clone(&db), Config::default(), "ana"),
         };
-        Resolver::new(Arc::new(source.with_search_walk(walk)), Config::default())
+        // (Ranked seven matching sessions at a time besides the best so far
+        // with two of the walks, all at once with the others.)
+        let batch = if walk == 0 || walk == 7 { 7 } else { 1000 };
+        Resolver::new(Arc::new(source.with_search_walk(walk).with_search_batch(batch)), Config::default())
     };
     // 0: by the indexes alone; 1 and 7: the walk stops short and the indexes
     // finish; the default: the walk sees every session.
