@@ -27,6 +27,7 @@ use std::sync::LazyLock;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
+use regex_automata::{meta, Anchored, Input};
 
 /// A credential format: its kind (as written in the replacement), its
 /// pattern (by context: with one capture group, the value replaced), and
@@ -316,32 +317,62 @@ fn opaque_token(f: &Found<'_>) -> bool {
     !placeholder(v) && (has_digit(v) || (v.len() >= 20 && mixed))
 }
 
-/// One pass: its formats as one alternation, each format in a group of
-/// its own (so the group that took part names the kind; a format by
-/// context has its value's group right after).
+/// One pass: its formats as one alternation, whose matches are found
+/// without their groups (the regex crate's DFAs; asking the alternation
+/// for its groups ran its slowest engine over every match, with a slot for
+/// each of the many groups); then, at each match, the format that took
+/// it is the first whose own pattern matches there (leftmost-first: the
+/// alternation prefers the first alternative that can match where the
+/// match starts, which ends where it ends), and a format by context gives
+/// its value's group by its own pattern.
 struct Pass {
+    /// The alternation, its lazy DFA given [`LAZY_DFA_CACHE`].
     regex: Regex,
     formats: &'static [Format],
-    /// Each format's group.
-    groups: Vec<usize>,
-    /// Whether each format has a value's group (right after its own).
+    /// Each format's pattern alone (its value is group 1).
+    alone: Vec<meta::Regex>,
+    /// Whether each format has a value's group.
     valued: Vec<bool>,
 }
 
+/// The most cache a pass's lazy DFA holds, per thread searching. The
+/// patterns' bounded repeats of large classes (a value of up to 512
+/// characters) make many states: with the default 2 MiB the DFA cleared
+/// its cache so often that it gave up, and the search ran the regex
+/// crate's slowest engine over the whole text (a sixth of the CPU of
+/// indexing 10,000 sessions hardened); 16 MiB measured as fast as 64.
+const LAZY_DFA_CACHE: usize = 16 << 20;
+
 impl Pass {
     fn new(formats: &'static [Format]) -> Pass {
-        let (mut groups, mut valued) = (Vec::with_capacity(formats.len()), Vec::with_capacity(formats.len()));
-        let mut next = 1;
-        for f in formats {
-            groups.push(next);
-            // The patterns are constants, checked by the tests below.
-            let inner = Regex::new(f.pattern).unwrap_or_else(|e| panic!("invalid secret pattern: {e}"));
-            valued.push(inner.captures_len() > 1);
-            next += inner.captures_len();
+        // The patterns are constants, checked by the tests below.
+        fn invalid(e: &dyn std::fmt::Display) -> ! {
+            panic!("invalid secret pattern: {e}")
         }
-        let alternation: Vec<String> = formats.iter().map(|f| format!("({})", f.pattern)).collect();
-        let regex = Regex::new(&alternation.join("|")).unwrap_or_else(|e| panic!("invalid secret pattern: {e}"));
-        Pass { regex, formats, groups, valued }
+        let alone: Vec<meta::Regex> =
+            formats.iter().map(|f| meta::Regex::new(f.pattern).unwrap_or_else(|e| invalid(&e))).collect();
+        let valued = alone.iter().map(|r| r.captures_len() > 1).collect();
+        let alternation: Vec<String> = formats.iter().map(|f| format!("(?:{})", f.pattern)).collect();
+        let regex = regex::RegexBuilder::new(&alternation.join("|"))
+            .dfa_size_limit(LAZY_DFA_CACHE)
+            .build()
+            .unwrap_or_else(|e| invalid(&e));
+        Pass { regex, formats, alone, valued }
+    }
+
+    /// The format that took the alternation's match `m` of `text`, and the
+    /// span its credential is (the value's group, else the match).
+    fn took(&self, text: &str, m: regex::Match<'_>) -> Option<(usize, std::ops::Range<usize>)> {
+        // Anchored at the match's start, over its span: look-around still
+        // sees the text on either side.
+        let input = || Input::new(text).span(m.start()..m.end()).anchored(Anchored::Yes);
+        let at = self.alone.iter().position(|r| r.is_match(input()))?;
+        if !self.valued[at] {
+            return Some((at, m.range()));
+        }
+        let mut caps = self.alone[at].create_captures();
+        self.alone[at].captures(input(), &mut caps);
+        Some((at, caps.get_group(1)?.range()))
     }
 
     /// `text` with every credential this pass finds replaced, and their number.
@@ -349,14 +380,12 @@ impl Pass {
         let mut out = String::new();
         let mut copied = 0;
         let mut count = 0;
-        for caps in self.regex.captures_iter(&text) {
-            let Some(at) = self.groups.iter().position(|&g| caps.get(g).is_some()) else { continue };
-            let (format, group) = (&self.formats[at], self.groups[at]);
-            // The value's group when the format has one, else the match.
-            let Some(span) = caps.get(if self.valued[at] { group + 1 } else { group }) else { continue };
+        for m in self.regex.find_iter(&text) {
+            let Some((at, span)) = self.took(&text, m) else { continue };
+            let format = &self.formats[at];
             // An escape before the credential stays.
-            let escape = if !self.valued[at] && span.as_str().starts_with('\\') { 2 } else { 0 };
-            let span = span.start() + escape..span.end();
+            let escape = if !self.valued[at] && text[span.clone()].starts_with('\\') { 2 } else { 0 };
+            let span = span.start + escape..span.end;
             let found = Found { value: &text[span.clone()], after: text[span.end..].chars().next() };
             if !(format.check)(&found) {
                 continue;
@@ -516,6 +545,80 @@ pub fn redact(text: &str) -> (Cow<'_, str>, usize) {
 mod tests {
     use super::*;
 
+    /// The spans a pass over `formats` replaces as the alternation's own
+    /// groups tell them (each format in a group, a value's group right
+    /// after): the definition the pass's search must match.
+    struct ByGroups {
+        regex: Regex,
+        groups: Vec<usize>,
+        valued: Vec<bool>,
+    }
+
+    impl ByGroups {
+        fn new(formats: &'static [Format]) -> Self {
+            let (mut groups, mut valued, mut next) = (Vec::new(), Vec::new(), 1);
+            for f in formats {
+                let n = Regex::new(f.pattern).unwrap().captures_len();
+                groups.push(next);
+                valued.push(n > 1);
+                next += n;
+            }
+            let alternation: Vec<String> = formats.iter().map(|f| format!("({})", f.pattern)).collect();
+            ByGroups { regex: Regex::new(&alternation.join("|")).unwrap(), groups, valued }
+        }
+
+        fn spans(&self, text: &str) -> Vec<(usize, std::ops::Range<usize>)> {
+            let mut out = Vec::new();
+            for caps in self.regex.captures_iter(text) {
+                let at = self.groups.iter().position(|&g| caps.get(g).is_some()).unwrap();
+                if let Some(span) = caps.get(if self.valued[at] { self.groups[at] + 1 } else { self.groups[at] }) {
+                    out.push((at, span.range()));
+                }
+            }
+            out
+        }
+    }
+
+    /// Each pass finds, at each match, the format and span the
+    /// alternation's groups give, over texts of credentials of every
+    /// format, their look-alikes, keys and separators in random order.
+    #[test]
+    fn a_match_is_taken_by_the_format_whose_group_took_part() {
+        let pieces = [
+            "AKIAIOSFODNN7EXAMPLE", "AKIA", "ghp_0123456789abcdefghijABCDEFGHIJ012345", "ghp_short",
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ", "sk-", "xoxb-1234567890-abcdefghij",
+            "-----BEGIN RSA PRIVATE KEY-----", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "eyJ",
+            "glpat-abcdefghij0123456789", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "SG.", "npm_", "AIza",
+            "password=", "password: ", "\"client_secret\": \"", "X-Api-Key: ", "Authorization: Bearer ",
+            "Authorization: Basic ", "token=", "api_key=", "secret", "pwd=", "postgres://user:", "@db.host/x",
+            "curl -u admin:", "AccountKey=", "s3cr3tP4ssw0rdValue99", "abcd1234EFGH5678ijkl", "changeme", "$TOKEN",
+            "<your key>", "getpass()", "self.password", "\\n", "\\t", "\\r", "\\", "\"", "'", " ", " ", "\n", "=", ":",
+            "-", "_", "/", ".", ",", "x", "word", "0123456789", "é", "☃", "1a2b3c4d5e6f7g8h9i0j",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let (mut texts, mut found) = (0, 0);
+        let passes = [(&*STRUCTURE, ByGroups::new(FORMATS)), (&*CONTEXT, ByGroups::new(CONTEXTS))];
+        for _ in 0..2000 {
+            let n = 1 + (next(&mut seed) % 12) as usize;
+            let text: String = (0..n).map(|_| pieces[(next(&mut seed) % pieces.len() as u64) as usize]).collect();
+            for (pass, by_groups) in &passes {
+                let expected = by_groups.spans(&text);
+                let got: Vec<_> = pass.regex.find_iter(&text).filter_map(|m| pass.took(&text, m)).collect();
+                assert_eq!(got, expected, "{text:?}");
+                found += expected.len();
+            }
+            texts += 1;
+        }
+        assert!(found > texts, "the texts hold credentials: {found} in {texts}");
+    }
+
+    fn next(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
     #[test]
     fn every_pattern_compiles_alone_and_contexts_have_one_value() {
         for f in FORMATS {
@@ -525,7 +628,7 @@ mod tests {
             assert_eq!(Regex::new(f.pattern).unwrap().captures_len(), 2, "{}", f.kind);
         }
         for (pass, n) in [(&*STRUCTURE, FORMATS.len()), (&*CONTEXT, CONTEXTS.len())] {
-            assert_eq!(pass.groups.len(), n);
+            assert_eq!(pass.alone.len(), n);
             assert_eq!(pass.valued.iter().filter(|&&v| v).count(), if n == FORMATS.len() { 0 } else { n });
         }
         assert_eq!(redact("none here").1, 0);
