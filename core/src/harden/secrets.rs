@@ -611,6 +611,8 @@ mod tests {
             "secret",
             "pwd=",
             "postgres://user:",
+            "token://user:pass1234word@db.host",
+            "password://",
             "@db.host/x",
             "curl -u admin:",
             "AccountKey=",
