@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::{EVENTS_DIR, MAX_FILE_BYTES};
 use crate::conversation::ConversationItem;
-use crate::fs::{entry_kind, par_map, read_opened_into, sorted_entries, DirUnder, EntryKind};
+use crate::fs::{entry_kind, par_map, sorted_entries, DirUnder, EntryKind};
 use crate::projection::Role;
 use crate::sources::foreign::{title_from_text, LineStats};
 use crate::sources::lenient::{lenient, Content, LStr, LU64};
@@ -363,9 +363,7 @@ pub(super) fn read(root: &Path, dir: &OsStr, leaf: Option<&str>, head_is_empty: 
     let numbered: Vec<(usize, &OsString)> = files.iter().enumerate().collect();
     // One buffer per thread, reused from file to file.
     let events: Vec<Option<Event>> = par_map(&numbered, |(index, name), buf: &mut Vec<u8>| {
-        let read = opened
-            .open_file(&[name])
-            .and_then(|(file, stamp)| read_opened_into(file, stamp.id.size, MAX_FILE_BYTES, buf));
+        let read = opened.read_file_into(name, MAX_FILE_BYTES, buf);
         read.ok().and_then(|()| event(buf, *index))
     });
     crate::work::add(files.len());
