@@ -45,6 +45,62 @@ pub fn hang_if_unwound<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// `PyObject_Call`, declared as able to unwind: with CPython before 3.14 a
+/// host method that let go of the GIL (to sleep, read, wait) ends in
+/// `pthread_exit` when it takes it back during finalization.
+///
+/// Not an `extern "C-unwind"` declaration of the symbol: PyO3 declares the
+/// same `PyObject_Call` as `extern "C"` (cannot unwind), and a codegen unit
+/// holding both declarations keeps one for every call. Where it kept
+/// PyO3's, the call had no unwinding entry, so the forced unwinding of
+/// `pthread_exit` stopped there and glibc aborted the process (the packaged
+/// wheel: `dist-check`, 16 codegen units; python/tests/test_exit.py). The
+/// address goes through `black_box` so that the compiler cannot turn the
+/// call back into a direct call of PyO3's declaration.
+pub(crate) mod unwinding {
+    use pyo3::ffi::PyObject;
+
+    type Call = unsafe extern "C-unwind" fn(*mut PyObject, *mut PyObject, *mut PyObject) -> *mut PyObject;
+
+    /// `PyObject_Call(callable, args, kwargs)`, as a call that may unwind.
+    ///
+    /// # Safety
+    /// As `PyObject_Call`: the GIL is held and the arguments are valid.
+    #[allow(non_snake_case)]
+    pub unsafe fn PyObject_Call(callable: *mut PyObject, args: *mut PyObject, kwargs: *mut PyObject) -> *mut PyObject {
+        let address = std::hint::black_box(pyo3::ffi::PyObject_Call as *const ());
+        // SAFETY: `address` is `PyObject_Call`, whose signature this is;
+        // only the unwinding ABI differs, and C code may unwind (CPython's
+        // `pthread_exit`).
+        let call: Call = unsafe { std::mem::transmute::<*const (), Call>(address) };
+        // SAFETY: as the caller promised.
+        unsafe { call(callable, args, kwargs) }
+    }
+
+    /// `Py_DecRef(object)`, as a call that may unwind: the last reference
+    /// to an object runs its finalizer, Python code that may let go of the
+    /// GIL (an unawaited coroutine's warning, written to `stderr`) and end
+    /// in `pthread_exit` when it takes it back during finalization. PyO3's
+    /// drop of a reference calls CPython as `extern "C"`, through which
+    /// that unwinding cannot pass (glibc aborts the process: "FATAL:
+    /// exception not rethrown"); through this call it reaches the
+    /// caller's [`HangIfUnwound`](super::HangIfUnwound).
+    ///
+    /// # Safety
+    /// The GIL is held and `object` is a strong reference the caller owns
+    /// (it is given up here).
+    #[allow(non_snake_case)]
+    pub unsafe fn Py_DecRef(object: *mut PyObject) {
+        type DecRef = unsafe extern "C-unwind" fn(*mut PyObject);
+        let address = std::hint::black_box(pyo3::ffi::Py_DecRef as *const ());
+        // SAFETY: `address` is `Py_DecRef`, whose signature this is; only
+        // the unwinding ABI differs.
+        let dec_ref: DecRef = unsafe { std::mem::transmute::<*const (), DecRef>(address) };
+        // SAFETY: as the caller promised.
+        unsafe { dec_ref(object) }
+    }
+}
+
 /// Python objects the library let go of, waiting to be released (their
 /// reference dropped) by [`release_held`]; see [`Held`].
 static RELEASED: Mutex<Vec<Py<PyAny>>> = Mutex::new(Vec::new());
@@ -120,6 +176,8 @@ pub fn release_held(py: Python<'_>) {
 pub(crate) fn release_all(_py: Python<'_>) {
     let released = std::mem::take(&mut *RELEASED.lock().unwrap_or_else(|e| e.into_inner()));
     for object in released {
-        hang_if_unwound(|| drop(object));
+        // SAFETY: the GIL is held (`_py`), and `into_ptr` gives up the
+        // reference `object` owned.
+        hang_if_unwound(|| unsafe { unwinding::Py_DecRef(object.into_ptr()) });
     }
 }

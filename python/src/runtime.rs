@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::errors::{internal_error, to_pyerr};
-use crate::held::{hang_if_unwound, release_all, release_held, HangIfUnwound, Held, FINALIZING};
+use crate::held::{hang_if_unwound, release_all, release_held, unwinding, HangIfUnwound, Held, FINALIZING};
 
 /// Library threads inside [`attach`] now, less those blocked in a host
 /// method ([`call_host`]): the threads that may be running Python code the
@@ -144,39 +144,6 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> std::result::Resu
             f(py)
         })
     }))
-}
-
-/// `PyObject_Call`, declared as able to unwind: with CPython before 3.14 a
-/// host method that let go of the GIL (to sleep, read, wait) ends in
-/// `pthread_exit` when it takes it back during finalization.
-///
-/// Not an `extern "C-unwind"` declaration of the symbol: PyO3 declares the
-/// same `PyObject_Call` as `extern "C"` (cannot unwind), and a codegen unit
-/// holding both declarations keeps one for every call. Where it kept
-/// PyO3's, the call had no unwinding entry, so the forced unwinding of
-/// `pthread_exit` stopped there and glibc aborted the process (the packaged
-/// wheel: `dist-check`, 16 codegen units; python/tests/test_exit.py). The
-/// address goes through `black_box` so that the compiler cannot turn the
-/// call back into a direct call of PyO3's declaration.
-mod unwinding {
-    use pyo3::ffi::PyObject;
-
-    type Call = unsafe extern "C-unwind" fn(*mut PyObject, *mut PyObject, *mut PyObject) -> *mut PyObject;
-
-    /// `PyObject_Call(callable, args, kwargs)`, as a call that may unwind.
-    ///
-    /// # Safety
-    /// As `PyObject_Call`: the GIL is held and the arguments are valid.
-    #[allow(non_snake_case)]
-    pub unsafe fn PyObject_Call(callable: *mut PyObject, args: *mut PyObject, kwargs: *mut PyObject) -> *mut PyObject {
-        let address = std::hint::black_box(pyo3::ffi::PyObject_Call as *const ());
-        // SAFETY: `address` is `PyObject_Call`, whose signature this is;
-        // only the unwinding ABI differs, and C code may unwind (CPython's
-        // `pthread_exit`).
-        let call: Call = unsafe { std::mem::transmute::<*const (), Call>(address) };
-        // SAFETY: as the caller promised.
-        unsafe { call(callable, args, kwargs) }
-    }
 }
 
 /// Calls a host method, `callable(*args)`, from inside [`attach`]; `Err`
