@@ -77,6 +77,26 @@ pub(crate) mod unwinding {
         unsafe { call(callable, args, kwargs) }
     }
 
+    /// `object.name()`, the call made as one that may unwind
+    /// ([`PyObject_Call`]): for Python code run on a thread that
+    /// finalization may end (the loop's thread of a host's coroutine).
+    pub fn call_method0<'py>(
+        object: &pyo3::Bound<'py, pyo3::PyAny>,
+        name: &pyo3::Bound<'py, pyo3::types::PyString>,
+    ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+        use pyo3::types::PyAnyMethods;
+        let py = object.py();
+        let method = object.getattr(name)?;
+        let args = pyo3::types::PyTuple::empty(py);
+        // SAFETY: the GIL is held (`py`); `method` and `args` are valid
+        // objects (a tuple for `args`), NULL is a valid `kwargs`, and the
+        // result is a new reference, or NULL with an exception set.
+        unsafe {
+            let result = PyObject_Call(method.as_ptr(), args.as_ptr(), std::ptr::null_mut());
+            pyo3::Bound::from_owned_ptr_or_err(py, result)
+        }
+    }
+
     /// `Py_DecRef(object)`, as a call that may unwind: the last reference
     /// to an object runs its finalizer, Python code that may let go of the
     /// GIL (an unawaited coroutine's warning, written to `stderr`) and end

@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 
 use crate::convert::{to_json, type_name};
 use crate::errors::host_error;
-use crate::held::{hang_if_unwound, Held};
+use crate::held::{hang_if_unwound, unwinding, Held};
 use crate::runtime::{attach, call_host, Finalizing};
 
 /// The host object and, for asyncio callers, the loop to run its
@@ -157,12 +157,13 @@ impl Completion {
     fn __call__(&self, py: Python<'_>, future: Bound<'_, PyAny>) -> PyResult<()> {
         let Some(deliver) = self.deliver.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
         hang_if_unwound(|| {
-            let outcome = if future.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
+            let call = |name| unwinding::call_method0(&future, name);
+            let outcome = if call(intern!(py, "cancelled"))?.is_truthy()? {
                 Err(pyo3::exceptions::PyRuntimeError::new_err("the host's coroutine was cancelled"))
             } else {
-                let exception = future.call_method0(intern!(py, "exception"))?;
+                let exception = call(intern!(py, "exception"))?;
                 if exception.is_none() {
-                    future.call_method0(intern!(py, "result"))
+                    call(intern!(py, "result"))
                 } else {
                     Err(PyErr::from_value(exception))
                 }

@@ -118,16 +118,18 @@ fn _wait_for_library_threads(py: Python<'_>, timeout: f64) -> bool {
 }
 
 /// Resets the count of library threads calling into Python in a child
-/// created by `fork()`. Registered with `os.register_at_fork` by the
-/// package (private).
+/// created by `fork()`, and learns its main thread (the one that forked).
+/// Registered with `os.register_at_fork` by the package (private).
 #[pyfunction]
-fn _after_fork_in_child() {
+fn _after_fork_in_child(py: Python<'_>) -> PyResult<()> {
     runtime::after_fork_in_child();
+    runtime::learn_main_thread(py)
 }
 
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    runtime::learn_main_thread(m.py())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("REDACTED_SECRETS_KEY", dsh_session_reference::wire::REDACTED_SECRETS_KEY)?;
     m.add_function(wrap_pyfunction!(encode_uri, m)?)?;

@@ -335,12 +335,27 @@ fn drive<T, E>(
 /// How long a blocking call spins for its work's next wake before it parks.
 const SPIN: Duration = Duration::from_micros(100);
 
-fn is_main_thread(py: Python<'_>) -> bool {
-    let check = || -> PyResult<bool> {
-        let threading = py.import("threading")?;
-        Ok(threading.call_method0("current_thread")?.is(&threading.call_method0("main_thread")?))
-    };
-    check().unwrap_or(false)
+/// The identifier (`threading.get_ident()`) of the interpreter's main
+/// thread, learned when the module is imported ([`learn_main_thread`]); 0
+/// until then.
+static MAIN_THREAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Learns the main thread's identifier (at import: `threading.main_thread()`
+/// whichever thread imports).
+pub fn learn_main_thread(py: Python<'_>) -> PyResult<()> {
+    let ident: u64 = py.import("threading")?.call_method0("main_thread")?.getattr("ident")?.extract()?;
+    MAIN_THREAD.store(ident, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Whether this is the interpreter's main thread: told without running
+/// Python code, which on a daemon thread during finalization would end in
+/// `pthread_exit` inside a call PyO3 declares as unable to unwind (glibc
+/// then aborts the process).
+fn is_main_thread(_py: Python<'_>) -> bool {
+    // SAFETY: a plain C function of the interpreter, the GIL held.
+    let this = unsafe { pyo3::ffi::PyThread_get_thread_ident() } as u64;
+    this == MAIN_THREAD.load(Ordering::Relaxed)
 }
 
 /// Runs a library future for an asyncio caller: spawns it and, when it
