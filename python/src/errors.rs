@@ -7,9 +7,9 @@ use dsh_session_reference::{Error, ErrorCode, HostError};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyTuple, PyType};
 
-use crate::held::Held;
+use crate::held::{unwinding, Held};
 
 /// The Python exception a host raised (or a future it returned failed
 /// with), carried through the core inside a [`HostError`] payload (and
@@ -39,7 +39,12 @@ fn error_class<'py>(py: Python<'py>, code: ErrorCode) -> PyResult<&'py Bound<'py
 
 /// Converts a library error into the matching Python exception.
 pub fn to_pyerr(py: Python<'_>, error: &Error) -> PyErr {
-    let exc = match error_class(py, error.code()).and_then(|cls| cls.call1((error.message(),))) {
+    // The class's `__init__` is Python code, run on the caller's thread
+    // (a daemon thread, maybe): called so that `pthread_exit` at
+    // finalization can unwind to the caller's guard.
+    let made = error_class(py, error.code())
+        .and_then(|cls| unwinding::call(cls.as_any(), &PyTuple::new(py, [error.message()])?));
+    let exc = match made {
         Ok(exc) => PyErr::from_value(exc),
         Err(e) => return e,
     };

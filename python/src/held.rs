@@ -77,6 +77,23 @@ pub(crate) mod unwinding {
         unsafe { call(callable, args, kwargs) }
     }
 
+    /// `callable(*args)`, the call made as one that may unwind
+    /// ([`PyObject_Call`]): for Python code run on a thread that
+    /// finalization may end (an exception's `__init__` on a caller's
+    /// daemon thread).
+    pub fn call<'py>(
+        callable: &pyo3::Bound<'py, pyo3::PyAny>,
+        args: &pyo3::Bound<'py, pyo3::types::PyTuple>,
+    ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+        // SAFETY: the GIL is held (the `Bound`s); `callable` and `args`
+        // are valid objects (a tuple for `args`), NULL is a valid `kwargs`,
+        // and the result is a new reference, or NULL with an exception set.
+        unsafe {
+            let result = PyObject_Call(callable.as_ptr(), args.as_ptr(), std::ptr::null_mut());
+            pyo3::Bound::from_owned_ptr_or_err(callable.py(), result)
+        }
+    }
+
     /// `object.name()`, the call made as one that may unwind
     /// ([`PyObject_Call`]): for Python code run on a thread that
     /// finalization may end (the loop's thread of a host's coroutine).
@@ -86,15 +103,7 @@ pub(crate) mod unwinding {
     ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
         use pyo3::types::PyAnyMethods;
         let py = object.py();
-        let method = object.getattr(name)?;
-        let args = pyo3::types::PyTuple::empty(py);
-        // SAFETY: the GIL is held (`py`); `method` and `args` are valid
-        // objects (a tuple for `args`), NULL is a valid `kwargs`, and the
-        // result is a new reference, or NULL with an exception set.
-        unsafe {
-            let result = PyObject_Call(method.as_ptr(), args.as_ptr(), std::ptr::null_mut());
-            pyo3::Bound::from_owned_ptr_or_err(py, result)
-        }
+        call(&object.getattr(name)?, &pyo3::types::PyTuple::empty(py))
     }
 
     /// `Py_DecRef(object)`, as a call that may unwind: the last reference
